@@ -1,0 +1,11 @@
+//! Pure domain logic: no I/O, no clock reads, no randomness.
+
+pub mod consent;
+pub mod events;
+pub mod fees;
+pub mod fx;
+pub mod ids;
+pub mod money;
+pub mod phone;
+pub mod state;
+pub mod time;

@@ -1,0 +1,31 @@
+//! The traits adapters implement. Every port is dyn-compatible and used as `Arc<dyn _>`.
+
+pub mod ledger;
+pub mod rail;
+pub mod record;
+pub mod services;
+pub mod signer;
+pub mod store;
+
+pub use ledger::*;
+pub use rail::*;
+pub use record::*;
+pub use services::*;
+pub use signer::*;
+pub use store::*;
+
+use std::sync::Arc;
+
+/// Compile-time check that every port stays dyn-compatible.
+#[allow(dead_code)]
+struct _ObjectSafe(
+    Arc<dyn Store>,
+    Arc<dyn Ledger>,
+    Arc<dyn Rail>,
+    Arc<dyn Signer>,
+    Arc<dyn Notifier>,
+    Arc<dyn RateSource>,
+    Arc<dyn PayoutProvider>,
+    Arc<dyn Clock>,
+    Arc<dyn Entropy>,
+);

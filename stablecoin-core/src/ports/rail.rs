@@ -1,0 +1,217 @@
+//! `Rail`: one blockchain. Pure build/parse code lives beside each implementation; this
+//! is the transport face the engine drives.
+
+use crate::domain::money::{Micros, Token};
+use crate::ports::signer::KeyPurpose;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use thiserror::Error;
+
+/// Which chain a rail moves value on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum RailId {
+    /// An EVM chain by chain id (137 Polygon, 8453 Base, 56 BNB Smart Chain).
+    Evm(u64),
+    Tron,
+    Solana,
+}
+
+impl RailId {
+    /// Stable name used in records, webhooks (`rail`) and readiness fields.
+    pub fn name(&self) -> String {
+        match self {
+            RailId::Evm(137) => "polygon".into(),
+            RailId::Evm(8453) => "base".into(),
+            RailId::Evm(56) => "bsc".into(),
+            RailId::Evm(id) => format!("evm-{id}"),
+            RailId::Tron => "tron".into(),
+            RailId::Solana => "solana".into(),
+        }
+    }
+}
+
+impl fmt::Display for RailId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// Readiness as the spec defines it (1.4, 1.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReadinessStatus {
+    /// Sponsored sends may be called.
+    Ready,
+    /// Reads and receipts work; sends answer 503.
+    InboundReady,
+    /// Something the rail needs is missing or failing (reasons say what).
+    Degraded,
+    /// Not configured.
+    Disabled,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readiness {
+    pub status: ReadinessStatus,
+    pub reasons: Vec<String>,
+}
+
+impl Readiness {
+    pub fn ready() -> Self {
+        Readiness { status: ReadinessStatus::Ready, reasons: vec![] }
+    }
+    pub fn can_send(&self) -> bool {
+        self.status == ReadinessStatus::Ready
+    }
+}
+
+/// An address on one chain, in that chain's canonical text form.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ChainAddress(pub String);
+
+impl fmt::Display for ChainAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a payment leg is for; rails may batch all legs atomically (EVM `executeBatch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LegRole {
+    Recipient,
+    ServiceFee,
+    TenantFee,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentLeg {
+    pub to: ChainAddress,
+    pub amount: Micros,
+    pub role: LegRole,
+}
+
+/// One outbound payment: all legs from one source, atomically where the chain allows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RailPayment {
+    /// Idempotency id (the operation id): submitting the same id twice never pays twice.
+    pub id: String,
+    /// The key that signs (customer wallet, treasury, escrow deal).
+    pub from: KeyPurpose,
+    pub from_address: ChainAddress,
+    pub token: Token,
+    pub legs: Vec<PaymentLeg>,
+}
+
+impl RailPayment {
+    pub fn total(&self) -> Option<Micros> {
+        self.legs.iter().try_fold(Micros::ZERO, |acc, l| acc.checked_add(l.amount))
+    }
+}
+
+/// The rail's acknowledgement of a submission.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submission {
+    pub payment_id: String,
+    /// The real transaction hash when already known at submission.
+    pub tx_hash: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SubmissionStatus {
+    /// The rail has no record of this payment id: it never reached the network.
+    NotFound,
+    /// In the mempool or below the confirmation depth.
+    Pending { tx_hash: Option<String> },
+    /// Confirmed at the rail's confirmation depth.
+    Confirmed { tx_hash: String, block: u64 },
+    /// Reverted or rejected; nothing moved.
+    Failed { reason: String, tx_hash: Option<String> },
+}
+
+/// A deposit seen by the inbound scanner.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Inbound {
+    pub tx_hash: String,
+    /// Position inside the transaction (log index), so one tx can carry several.
+    pub index: u32,
+    pub from: ChainAddress,
+    pub to: ChainAddress,
+    pub token: Token,
+    pub amount: Micros,
+    pub block: u64,
+    pub confirmations: u64,
+    /// True when at the rail's confirmation depth.
+    pub confirmed: bool,
+}
+
+/// Result of one scan step. `cursor` is opaque to the engine, which persists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanBatch {
+    pub inbound: Vec<Inbound>,
+    pub cursor: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum RailError {
+    /// Definitely not submitted (bad input, insufficient balance, rejected by the node).
+    #[error("rejected: {reason}")]
+    Rejected { reason: String },
+    /// May or may not have reached the network (timeout, dropped connection).
+    #[error("outcome unknown: {reason}")]
+    Unknown { reason: String },
+    #[error("rail unavailable: {reason}")]
+    Unavailable { reason: String },
+    #[error("invalid address {address:?}: {reason}")]
+    InvalidAddress { address: String, reason: String },
+    #[error("unsupported: {what}")]
+    Unsupported { what: String },
+}
+
+impl RailError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            RailError::Rejected { .. } => "RAIL_REJECTED",
+            RailError::Unknown { .. } => "SUBMISSION_UNKNOWN",
+            RailError::Unavailable { .. } => "RAIL_UNAVAILABLE",
+            RailError::InvalidAddress { .. } => "INVALID_ADDRESS",
+            RailError::Unsupported { .. } => "UNSUPPORTED",
+        }
+    }
+}
+
+#[async_trait]
+pub trait Rail: Send + Sync {
+    fn id(&self) -> RailId;
+
+    async fn readiness(&self) -> Readiness;
+
+    /// The address of a key purpose on this chain, offline where the chain allows
+    /// (EVM counterfactual CREATE2, TRON, Solana).
+    async fn address_for(&self, purpose: &KeyPurpose) -> Result<ChainAddress, RailError>;
+
+    /// Chain-side preparation of a new wallet (Solana ATAs); a no-op where none is needed.
+    async fn prepare_wallet(&self, purpose: &KeyPurpose) -> Result<(), RailError>;
+
+    /// Live balance in micro-units.
+    async fn balance(&self, address: &ChainAddress, token: Token) -> Result<Micros, RailError>;
+
+    /// Submits a payment. Idempotent by `payment.id`. `Err(Unknown)` means the payment
+    /// may be on its way: ask `status`, never submit under a new id.
+    async fn submit(&self, payment: &RailPayment) -> Result<Submission, RailError>;
+
+    /// Where the payment with this id stands.
+    async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError>;
+
+    /// Inbound transfers to the given addresses after `cursor` (empty = from the rail's
+    /// configured start).
+    async fn scan(
+        &self,
+        cursor: &str,
+        watched: &[ChainAddress],
+        limit: usize,
+    ) -> Result<ScanBatch, RailError>;
+}

@@ -1,0 +1,179 @@
+//! `Store`: durable records, committed all-or-nothing with the ledger, the outbox and the
+//! idempotency record of one decision (ARCHITECTURE §5).
+//!
+//! Records are typed in the engine (`crate::ports::record::Record`) and stored here as
+//! JSON bodies with a little metadata that every backend can index: kind, id, tenant,
+//! version, creation time, status, due time and unique keys. That keeps the trait
+//! dyn-compatible and lets a SQL backend use one table, while the engine stays typed.
+
+use crate::domain::time::Timestamp;
+use crate::ports::ledger::{LedgerAccount, LedgerError, LedgerTransfer};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// One stored record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredRecord {
+    /// Record kind (`"wallet"`, `"operation"`, ...).
+    pub kind: String,
+    pub id: String,
+    /// Owning tenant, for tenant-scoped lists. `None` for system-wide records (wallets).
+    pub tenant: Option<String>,
+    /// 1 on insert, +1 on every update. Set by the store on commit.
+    pub version: u64,
+    pub created_at: Timestamp,
+    /// Filterable status (`"QUEUED"`, `"pending"`, ...).
+    pub status: Option<String>,
+    /// When a background worker should next look at it; `None` = not due.
+    pub due_at: Option<Timestamp>,
+    /// Globally unique index entries (`"wallet_phone:+225..."`). A commit that would give
+    /// one key to two records fails with `UniqueViolation`.
+    pub unique_keys: Vec<String>,
+    pub body: serde_json::Value,
+}
+
+/// Insert or update one record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Put {
+    pub record: StoredRecord,
+    /// `None`: the record must not exist. `Some(v)`: its current version must be `v`.
+    pub expected_version: Option<u64>,
+}
+
+/// An event for webhooks, written in the same commit as the change it reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutboxEvent {
+    /// `evt_...`, stable across redeliveries and replays.
+    pub id: String,
+    /// The tenant the event is delivered to.
+    pub tenant: String,
+    /// Event name (`"transfer.settled"`).
+    pub event_type: String,
+    pub occurred_at: Timestamp,
+    /// The `DomainEvent` as JSON; the webhooks crate renders the wire payload.
+    pub payload: serde_json::Value,
+}
+
+/// The first response given for an idempotency key, replayed for later requests.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IdempotencyRecord {
+    pub tenant: String,
+    pub key: String,
+    /// Hash of the request parameters; another hash under the same key is refused.
+    pub request_hash: String,
+    /// The response to replay (the engine's result as JSON).
+    pub response: serde_json::Value,
+    pub created_at: Timestamp,
+}
+
+/// Everything one use case decided.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Batch {
+    pub puts: Vec<Put>,
+    /// Ledger accounts to create if absent (an existing one with other flags is an error).
+    pub accounts: Vec<LedgerAccount>,
+    /// Applied in order, in the same transaction as `puts`.
+    pub ledger: Vec<LedgerTransfer>,
+    pub outbox: Vec<OutboxEvent>,
+    /// At most one; it must not exist yet (a concurrent duplicate fails the batch).
+    pub idempotency: Option<IdempotencyRecord>,
+}
+
+impl Batch {
+    pub fn is_empty(&self) -> bool {
+        self.puts.is_empty()
+            && self.accounts.is_empty()
+            && self.ledger.is_empty()
+            && self.outbox.is_empty()
+            && self.idempotency.is_none()
+    }
+}
+
+/// What a successful commit assigned.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommitReceipt {
+    /// Outbox sequence numbers given to `batch.outbox`, in order.
+    pub outbox_seqs: Vec<u64>,
+}
+
+/// A page of a tenant-scoped list, newest first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListQuery {
+    pub kind: String,
+    pub tenant: String,
+    pub status: Option<String>,
+    pub limit: usize,
+    pub offset: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("version conflict on {kind} {id}")]
+    VersionConflict { kind: String, id: String },
+    #[error("unique key {key} is already taken")]
+    UniqueViolation { key: String },
+    #[error("idempotency key {key} already recorded")]
+    IdempotencyExists { key: String },
+    #[error("ledger: {0}")]
+    Ledger(#[from] LedgerError),
+    #[error("store backend: {0}")]
+    Backend(String),
+}
+
+impl StoreError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::VersionConflict { .. } => "CONFLICT",
+            StoreError::UniqueViolation { .. } => "CONFLICT",
+            StoreError::IdempotencyExists { .. } => "IDEMPOTENCY_KEY_IN_USE",
+            StoreError::Ledger(e) => e.code(),
+            StoreError::Backend(_) => "STORAGE_ERROR",
+        }
+    }
+}
+
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Commits a batch atomically and durably.
+    ///
+    /// Order inside the transaction: ledger accounts, idempotency record, puts (version
+    /// and unique-key checks), ledger transfers (idempotent by id, no-overdraft rule),
+    /// outbox. Any failure rolls everything back and returns a typed error: nothing of
+    /// the batch is visible afterwards. `Ok` means durable; a store may group-commit
+    /// concurrent callers but acknowledges each only after its transaction is durable.
+    /// A commit also releases any worker claim on the records it puts.
+    async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError>;
+
+    async fn get(&self, kind: &str, id: &str) -> Result<Option<StoredRecord>, StoreError>;
+
+    /// The record holding a unique key, if any.
+    async fn get_by_unique(&self, key: &str) -> Result<Option<StoredRecord>, StoreError>;
+
+    /// A tenant's records of one kind, newest first (`created_at`, then id), and the total.
+    async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError>;
+
+    async fn idempotency(&self, tenant: &str, key: &str)
+    -> Result<Option<IdempotencyRecord>, StoreError>;
+
+    /// Claims up to `limit` records of `kind` whose `due_at <= now` and that no live claim
+    /// holds, for `lease_ms`. No two workers (even in two processes on one database) hold
+    /// one record at once; a claim lapses when its lease ends (the worker died) or when a
+    /// commit puts the record.
+    async fn claim_due(
+        &self,
+        kind: &str,
+        worker: &str,
+        now: Timestamp,
+        lease_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError>;
+
+    /// Outbox events with sequence number > `after_seq`, in order.
+    async fn outbox_after(
+        &self,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, OutboxEvent)>, StoreError>;
+}
