@@ -15,7 +15,7 @@ pub mod error;
 #[cfg(feature = "memory")]
 pub mod memory;
 pub mod ports;
-#[cfg(feature = "testkit")]
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
 pub use error::{CoreError, CoreResult};

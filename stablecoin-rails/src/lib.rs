@@ -1,1 +1,18 @@
-//! placeholder
+//! `stablecoin-rails`: implementations of the [`Rail`](stablecoin_core::ports::Rail)
+//! port, one blockchain each.
+//!
+//! Features:
+//!
+//! - `sim` (default): [`SimRail`], a deterministic in-process chain with blocks,
+//!   confirmations, balances, an inbound scanner and fault injection (reject, revert,
+//!   delay, lost response, drop). It profiles EVM, TRON and Solana address and hash
+//!   formats, signs every payment through the real [`Signer`](stablecoin_core::ports::Signer)
+//!   port and verifies the signature, and uses no wall clock and no OS randomness.
+//!
+//! The real rails (`evm`, `tron`, `solana`) land later as their own features.
+
+#[cfg(feature = "sim")]
+pub mod sim;
+
+#[cfg(feature = "sim")]
+pub use sim::{Fault, SimConfig, SimProfile, SimRail};

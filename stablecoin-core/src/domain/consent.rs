@@ -1,1 +1,330 @@
-//! (in progress)
+//! Wallet ownership and consent (spec 1, "Wallet ownership and consent").
+//!
+//! A wallet is keyed by phone and belongs to the system; tenants are its members.
+//! Money-in is open to any tenant; money-out (transfers, withdrawals, phone change) is
+//! gated on membership. A tenant becomes a member by provisioning a new or unaffiliated
+//! wallet, or by the customer's consent: a one-time code sent by SMS.
+
+use crate::domain::ids::{ChallengeId, TenantId, WalletId};
+use crate::domain::phone::Phone;
+use crate::domain::time::Timestamp;
+use crate::error::{CoreError, CoreResult};
+use crate::ports::rail::ChainAddress;
+use crate::ports::record::Record;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use subtle::ConstantTimeEq;
+
+/// How long a one-time code stays valid.
+pub const CODE_TTL_MS: i64 = 10 * 60 * 1000;
+/// Wrong codes allowed before the challenge locks (a new request is then needed).
+pub const MAX_CODE_ATTEMPTS: u32 = 5;
+/// Digits of a one-time code.
+pub const CODE_DIGITS: usize = 6;
+
+/// Outcome of `POST /v1/users/provision`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ProvisionOutcome {
+    Provisioned,
+    Adopted,
+    AlreadyExists,
+    LinkRequired,
+}
+
+impl ProvisionOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProvisionOutcome::Provisioned => "PROVISIONED",
+            ProvisionOutcome::Adopted => "ADOPTED",
+            ProvisionOutcome::AlreadyExists => "ALREADY_EXISTS",
+            ProvisionOutcome::LinkRequired => "LINK_REQUIRED",
+        }
+    }
+}
+
+/// A phone-keyed customer wallet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wallet {
+    pub id: WalletId,
+    pub phone: Phone,
+    /// Address per rail name (`"polygon"`, `"tron"`, ...). Addresses never change, even
+    /// when the phone does: they derive from the wallet id, not the phone.
+    pub addresses: BTreeMap<String, ChainAddress>,
+    /// Member tenants in the order they joined; the first is the primary member.
+    pub members: Vec<TenantId>,
+    /// The tenant that provisioned it; `None` when created on the fly by an inbound
+    /// transfer (an unaffiliated wallet, adoptable by the first tenant to provision it).
+    pub created_by: Option<TenantId>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Wallet {
+    pub fn phone_key(phone: &Phone) -> String {
+        format!("wallet_phone:{phone}")
+    }
+    pub fn address_key(rail: &str, address: &ChainAddress) -> String {
+        format!("wallet_addr:{rail}:{}", address.0.to_ascii_lowercase())
+    }
+    pub fn is_member(&self, tenant: &TenantId) -> bool {
+        self.members.contains(tenant)
+    }
+    pub fn primary(&self) -> Option<&TenantId> {
+        self.members.first()
+    }
+    /// Money-out gate (transfers, withdrawals, phone change).
+    pub fn require_member(&self, tenant: &TenantId) -> CoreResult<()> {
+        if self.is_member(tenant) { Ok(()) } else { Err(CoreError::NotAMember) }
+    }
+    pub fn address(&self, rail: &str) -> Option<&ChainAddress> {
+        self.addresses.get(rail)
+    }
+}
+
+impl Record for Wallet {
+    const KIND: &'static str = "wallet";
+    fn id(&self) -> String {
+        self.id.0.clone()
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+    fn unique_keys(&self) -> Vec<String> {
+        let mut keys = vec![Wallet::phone_key(&self.phone)];
+        keys.extend(self.addresses.iter().map(|(r, a)| Wallet::address_key(r, a)));
+        keys
+    }
+}
+
+/// What provisioning a phone does for `tenant`, given the wallet that phone may have.
+pub fn provision_outcome(existing: Option<&Wallet>, tenant: &TenantId) -> ProvisionOutcome {
+    match existing {
+        None => ProvisionOutcome::Provisioned,
+        Some(w) if w.is_member(tenant) => ProvisionOutcome::AlreadyExists,
+        Some(w) if w.members.is_empty() => ProvisionOutcome::Adopted,
+        Some(_) => ProvisionOutcome::LinkRequired,
+    }
+}
+
+/// What a challenge's code authorises once confirmed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ChallengePurpose {
+    /// Make `tenant` a member of `wallet`; the code goes to the wallet's phone.
+    Link,
+    /// Re-key `wallet` to `new_phone`; the code goes to the NEW number.
+    PhoneChange { new_phone: Phone },
+}
+
+impl ChallengePurpose {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ChallengePurpose::Link => "link",
+            ChallengePurpose::PhoneChange { .. } => "phone_change",
+        }
+    }
+}
+
+/// A one-time-code challenge. The code is never stored, only its salted hash.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Challenge {
+    pub id: ChallengeId,
+    pub tenant: TenantId,
+    pub wallet: WalletId,
+    pub purpose: ChallengePurpose,
+    pub sent_to: Phone,
+    /// hex SHA-256 of `"<challenge id>:<code>"`. The 6-digit space is small, so the real
+    /// protection is the attempt bound and the expiry; the hash keeps codes out of
+    /// backups and logs.
+    pub code_hash: String,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub attempts: u32,
+    pub consumed_at: Option<Timestamp>,
+    /// Set when a newer request for the same (tenant, wallet, purpose) replaced it.
+    pub superseded: bool,
+}
+
+impl Challenge {
+    pub fn new(
+        id: ChallengeId,
+        tenant: TenantId,
+        wallet: WalletId,
+        purpose: ChallengePurpose,
+        sent_to: Phone,
+        code: &str,
+        now: Timestamp,
+    ) -> Self {
+        let code_hash = hash_code(&id, code);
+        Challenge {
+            id,
+            tenant,
+            wallet,
+            purpose,
+            sent_to,
+            code_hash,
+            created_at: now,
+            expires_at: now.plus_millis(CODE_TTL_MS),
+            attempts: 0,
+            consumed_at: None,
+            superseded: false,
+        }
+    }
+
+    /// The key that finds the open challenge of (kind, tenant, wallet).
+    pub fn open_key(kind: &str, tenant: &TenantId, wallet: &WalletId) -> String {
+        format!("otp_open:{kind}:{tenant}:{wallet}")
+    }
+
+    fn is_open(&self) -> bool {
+        self.consumed_at.is_none() && !self.superseded
+    }
+
+    /// Checks a code, counting the attempt. On `Err(CodeInvalid)` the caller must still
+    /// persist the incremented `attempts` (that is what bounds guessing).
+    pub fn verify(&mut self, code: &str, now: Timestamp) -> CoreResult<()> {
+        if self.consumed_at.is_some() {
+            return Err(CoreError::CodeAlreadyUsed);
+        }
+        if self.superseded {
+            return Err(CoreError::CodeExpired);
+        }
+        if now >= self.expires_at {
+            return Err(CoreError::CodeExpired);
+        }
+        if self.attempts >= MAX_CODE_ATTEMPTS {
+            return Err(CoreError::TooManyAttempts);
+        }
+        self.attempts += 1;
+        let given = hash_code(&self.id, code.trim());
+        if bool::from(given.as_bytes().ct_eq(self.code_hash.as_bytes())) {
+            self.consumed_at = Some(now);
+            Ok(())
+        } else if self.attempts >= MAX_CODE_ATTEMPTS {
+            Err(CoreError::TooManyAttempts)
+        } else {
+            Err(CoreError::CodeInvalid { attempts_left: MAX_CODE_ATTEMPTS - self.attempts })
+        }
+    }
+}
+
+impl Record for Challenge {
+    const KIND: &'static str = "challenge";
+    fn id(&self) -> String {
+        self.id.0.clone()
+    }
+    fn tenant(&self) -> Option<String> {
+        Some(self.tenant.0.clone())
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+    fn unique_keys(&self) -> Vec<String> {
+        if self.is_open() {
+            vec![Challenge::open_key(self.purpose.kind(), &self.tenant, &self.wallet)]
+        } else {
+            vec![]
+        }
+    }
+}
+
+pub fn hash_code(id: &ChallengeId, code: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(id.0.as_bytes());
+    h.update(b":");
+    h.update(code.as_bytes());
+    hex(&h.finalize())
+}
+
+/// A 6-digit code from 8 random bytes (modulo bias below 10^-13).
+pub fn code_from_random(random: [u8; 8]) -> String {
+    let n = u64::from_le_bytes(random) % 10u64.pow(CODE_DIGITS as u32);
+    format!("{n:0width$}", width = CODE_DIGITS)
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 15) as usize] as char);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wallet(members: Vec<TenantId>) -> Wallet {
+        Wallet {
+            id: WalletId("wal_x".into()),
+            phone: Phone::parse("+2250700000001").unwrap(),
+            addresses: BTreeMap::new(),
+            members,
+            created_by: None,
+            created_at: Timestamp(0),
+            updated_at: Timestamp(0),
+        }
+    }
+
+    #[test]
+    fn outcomes() {
+        let a = TenantId("ten_a".into());
+        let b = TenantId("ten_b".into());
+        assert_eq!(provision_outcome(None, &a), ProvisionOutcome::Provisioned);
+        assert_eq!(provision_outcome(Some(&wallet(vec![])), &a), ProvisionOutcome::Adopted);
+        assert_eq!(provision_outcome(Some(&wallet(vec![a.clone()])), &a), ProvisionOutcome::AlreadyExists);
+        assert_eq!(provision_outcome(Some(&wallet(vec![a.clone()])), &b), ProvisionOutcome::LinkRequired);
+        assert_eq!(wallet(vec![a.clone()]).require_member(&b).unwrap_err().code(), "NOT_A_MEMBER");
+        assert!(wallet(vec![a.clone(), b.clone()]).require_member(&b).is_ok());
+    }
+
+    fn challenge(code: &str) -> Challenge {
+        Challenge::new(
+            ChallengeId("otp_1".into()),
+            TenantId("ten_a".into()),
+            WalletId("wal_x".into()),
+            ChallengePurpose::Link,
+            Phone::parse("+2250700000001").unwrap(),
+            code,
+            Timestamp(1_000),
+        )
+    }
+
+    #[test]
+    fn code_is_hashed_and_single_use() {
+        let mut c = challenge("123456");
+        assert!(!c.code_hash.contains("123456"));
+        assert!(c.verify("123456", Timestamp(2_000)).is_ok());
+        assert_eq!(c.verify("123456", Timestamp(2_000)).unwrap_err().code(), "CODE_ALREADY_USED");
+        assert!(c.unique_keys().is_empty());
+    }
+
+    #[test]
+    fn wrong_codes_are_bounded() {
+        let mut c = challenge("123456");
+        for left in (1..MAX_CODE_ATTEMPTS).rev() {
+            assert_eq!(c.verify("000000", Timestamp(2_000)).unwrap_err(), CoreError::CodeInvalid { attempts_left: left });
+        }
+        assert_eq!(c.verify("000000", Timestamp(2_000)).unwrap_err().code(), "TOO_MANY_ATTEMPTS");
+        // Even the right code is refused once locked.
+        assert_eq!(c.verify("123456", Timestamp(2_000)).unwrap_err().code(), "TOO_MANY_ATTEMPTS");
+    }
+
+    #[test]
+    fn codes_expire() {
+        let mut c = challenge("123456");
+        let at = Timestamp(1_000 + CODE_TTL_MS);
+        assert_eq!(c.verify("123456", at).unwrap_err().code(), "CODE_EXPIRED");
+        assert_eq!(c.attempts, 0);
+    }
+
+    #[test]
+    fn codes_have_six_digits() {
+        assert_eq!(code_from_random([0; 8]), "000000");
+        assert_eq!(code_from_random([0xff; 8]).len(), 6);
+    }
+}

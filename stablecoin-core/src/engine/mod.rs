@@ -1,1 +1,183 @@
-//! (in progress)
+//! The use cases, as async methods on [`Engine`].
+//!
+//! Each use case validates its input, reads what it needs, asks the domain what to do,
+//! and commits ONE `Batch` (records, ledger transfers, outbox events and the idempotency
+//! record together). Background work (submitting to rails, confirming, reconciling,
+//! scanning) happens in [`Engine::tick`], which a host calls in a loop
+//! ([`Engine::run_workers`]) or one step at a time in tests.
+
+mod idempotency;
+mod ledger_accounts;
+mod operations;
+mod tenants;
+mod wallets;
+mod worker;
+
+pub use idempotency::validate_idempotency_key;
+pub use ledger_accounts::accounts;
+pub use operations::{FundRequest, Operation, OperationView, SendRequest, SendView};
+pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
+pub use wallets::{BalanceView, ChallengeView, ProvisionView};
+pub use worker::TickReport;
+
+use crate::domain::ids::make_id;
+use crate::error::{CoreError, CoreResult};
+use crate::ports::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Every port the engine drives.
+#[derive(Clone)]
+pub struct Ports {
+    pub store: Arc<dyn Store>,
+    pub ledger: Arc<dyn Ledger>,
+    pub signer: Arc<dyn Signer>,
+    pub notifier: Arc<dyn Notifier>,
+    pub rates: Arc<dyn RateSource>,
+    pub payouts: Arc<dyn PayoutProvider>,
+    pub clock: Arc<dyn Clock>,
+    pub entropy: Arc<dyn Entropy>,
+}
+
+/// Engine settings; every field has a default.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// The EVM chain that `/v1/users/*` wallets operate on (first enabled EVM rail if
+    /// `None`).
+    pub primary_evm_rail: Option<RailId>,
+    /// How long a worker holds a claimed record before another may take it.
+    pub claim_lease_ms: i64,
+    /// Delay between status polls of a submitted payment.
+    pub poll_interval_ms: i64,
+    /// How long after an unknown submission a `NotFound` from the rail is trusted as
+    /// "never reached the network" (covers propagation delay on real chains).
+    pub unknown_grace_ms: i64,
+    /// Records each worker step handles at most.
+    pub batch_limit: usize,
+    /// Name of this worker (for claims); unique per process.
+    pub worker_id: String,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            primary_evm_rail: None,
+            claim_lease_ms: 30_000,
+            poll_interval_ms: 1_000,
+            unknown_grace_ms: 60_000,
+            batch_limit: 64,
+            worker_id: "worker-1".into(),
+        }
+    }
+}
+
+/// The stablecoin engine: cheap to clone, share it across tasks.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) ports: Ports,
+    pub(crate) config: EngineConfig,
+    pub(crate) rails: Arc<BTreeMap<RailId, Arc<dyn Rail>>>,
+}
+
+impl Engine {
+    pub fn new(ports: Ports, rails: Vec<Arc<dyn Rail>>, config: EngineConfig) -> Self {
+        let rails = rails.into_iter().map(|r| (r.id(), r)).collect();
+        Engine { ports, config, rails: Arc::new(rails) }
+    }
+
+    pub fn ports(&self) -> &Ports {
+        &self.ports
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub fn rail(&self, id: RailId) -> CoreResult<&Arc<dyn Rail>> {
+        self.rails.get(&id).ok_or_else(|| CoreError::RailNotReady {
+            rail: id.name(),
+            reason: "rail is not configured".into(),
+        })
+    }
+
+    pub fn rails(&self) -> impl Iterator<Item = &Arc<dyn Rail>> {
+        self.rails.values()
+    }
+
+    /// The EVM rail of `/v1/users/*`.
+    pub fn evm_rail(&self) -> CoreResult<&Arc<dyn Rail>> {
+        if let Some(id) = self.config.primary_evm_rail {
+            return self.rail(id);
+        }
+        self.rails
+            .iter()
+            .find(|(id, _)| matches!(id, RailId::Evm(_)))
+            .map(|(_, r)| r)
+            .ok_or_else(|| CoreError::RailNotReady {
+                rail: "evm".into(),
+                reason: "no EVM rail is configured".into(),
+            })
+    }
+
+    /// Readiness of every configured rail, by rail name.
+    pub async fn readiness(&self) -> BTreeMap<String, Readiness> {
+        let mut out = BTreeMap::new();
+        for (id, rail) in self.rails.iter() {
+            out.insert(id.name(), rail.readiness().await);
+        }
+        out
+    }
+
+    pub(crate) fn now(&self) -> crate::domain::time::Timestamp {
+        self.ports.clock.now()
+    }
+
+    pub(crate) fn random10(&self) -> [u8; 10] {
+        let mut b = [0u8; 10];
+        self.ports.entropy.fill(&mut b);
+        b
+    }
+
+    pub(crate) fn new_id(&self, prefix: &str) -> String {
+        make_id(prefix, self.now().millis(), self.random10())
+    }
+
+    pub(crate) async fn commit(&self, batch: Batch) -> CoreResult<CommitReceipt> {
+        self.ports.store.commit(batch).await.map_err(store_err)
+    }
+}
+
+/// Maps storage errors to engine errors (ledger overdraft -> INSUFFICIENT_FUNDS, ...).
+pub(crate) fn store_err(e: StoreError) -> CoreError {
+    match e {
+        StoreError::Ledger(LedgerError::InsufficientFunds { available, needed, .. }) => {
+            CoreError::InsufficientFunds {
+                available: micros_str(available),
+                needed: crate::domain::money::Micros(needed).to_decimal_string(),
+            }
+        }
+        StoreError::VersionConflict { kind, id } => CoreError::Conflict { what: format!("{kind} {id}") },
+        StoreError::UniqueViolation { key } => CoreError::Conflict { what: key },
+        StoreError::IdempotencyExists { .. } => CoreError::IdempotencyKeyInUse,
+        other => CoreError::Storage(other.to_string()),
+    }
+}
+
+pub(crate) fn micros_str(v: i128) -> String {
+    if v < 0 {
+        format!("-{}", crate::domain::money::Micros(v.unsigned_abs() as u64).to_decimal_string())
+    } else {
+        crate::domain::money::Micros(v as u64).to_decimal_string()
+    }
+}
+
+pub(crate) fn rail_err(e: RailError) -> CoreError {
+    match e {
+        RailError::Unavailable { reason } => CoreError::RailNotReady { rail: "rail".into(), reason },
+        RailError::InvalidAddress { address, reason } => CoreError::InvalidParameter {
+            field: "address",
+            reason: format!("{address}: {reason}"),
+        },
+        other => CoreError::Rail(other.to_string()),
+    }
+}

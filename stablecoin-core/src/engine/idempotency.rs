@@ -1,0 +1,99 @@
+//! Idempotent mutations: the first result for a key is stored in the same batch as the
+//! change and replayed for every later request with the same key and parameters.
+
+use super::{Engine, store_err};
+use crate::domain::consent::hex;
+use crate::domain::ids::TenantId;
+use crate::error::{CoreError, CoreResult};
+use crate::ports::store::{Batch, IdempotencyRecord, StoreError};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
+use std::future::Future;
+
+/// 1-255 printable ASCII characters (API-CONVENTIONS).
+pub fn validate_idempotency_key(key: &str) -> CoreResult<()> {
+    if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Err(CoreError::InvalidIdempotencyKey {
+            reason: "must be 1 to 255 printable ASCII characters".into(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn request_hash(operation: &str, request: &impl Serialize) -> CoreResult<String> {
+    let body = serde_json::to_vec(request)
+        .map_err(|e| CoreError::Storage(format!("encode request: {e}")))?;
+    let mut h = Sha256::new();
+    h.update(operation.as_bytes());
+    h.update(b"\n");
+    h.update(&body);
+    Ok(hex(&h.finalize()))
+}
+
+impl Engine {
+    /// Runs `decide` under an idempotency key: a recorded key with the same request
+    /// replays its result without running anything; with another request it is
+    /// `IDEMPOTENCY_KEY_REUSED`. `decide` returns the batch to commit and the result;
+    /// the result is stored in that same batch. A concurrent duplicate that loses the
+    /// commit race replays the winner's result.
+    pub(crate) async fn idempotent<T, F, Fut>(
+        &self,
+        tenant: &TenantId,
+        key: Option<&str>,
+        operation: &str,
+        request: &impl Serialize,
+        decide: F,
+    ) -> CoreResult<T>
+    where
+        T: Serialize + DeserializeOwned,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = CoreResult<(Batch, T)>>,
+    {
+        let Some(key) = key else {
+            let (batch, result) = decide().await?;
+            self.commit(batch).await?;
+            return Ok(result);
+        };
+        validate_idempotency_key(key)?;
+        let hash = request_hash(operation, request)?;
+        if let Some(found) = self.replay(tenant, key, &hash).await? {
+            return Ok(found);
+        }
+        let (mut batch, result) = decide().await?;
+        batch.idempotency = Some(IdempotencyRecord {
+            tenant: tenant.0.clone(),
+            key: key.to_string(),
+            request_hash: hash.clone(),
+            response: serde_json::to_value(&result)
+                .map_err(|e| CoreError::Storage(format!("encode response: {e}")))?,
+            created_at: self.now(),
+        });
+        match self.ports.store.commit(batch).await {
+            Ok(_) => Ok(result),
+            Err(StoreError::IdempotencyExists { .. }) => self
+                .replay(tenant, key, &hash)
+                .await?
+                .ok_or(CoreError::IdempotencyKeyInUse),
+            Err(e) => Err(store_err(e)),
+        }
+    }
+
+    async fn replay<T: DeserializeOwned>(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+        hash: &str,
+    ) -> CoreResult<Option<T>> {
+        let Some(rec) = self.ports.store.idempotency(&tenant.0, key).await.map_err(store_err)?
+        else {
+            return Ok(None);
+        };
+        if rec.request_hash != hash {
+            return Err(CoreError::IdempotencyKeyReused);
+        }
+        serde_json::from_value(rec.response)
+            .map(Some)
+            .map_err(|e| CoreError::Storage(format!("decode stored response: {e}")))
+    }
+}

@@ -1,0 +1,35 @@
+//! Ledger account naming. One place, so every use case and report agrees.
+//!
+//! | account | meaning | may go negative |
+//! |---|---|---|
+//! | `fiat_in:<TOKEN>` | value the service received as fiat and issued as stablecoin | yes |
+//! | `chain_in:<rail>:<TOKEN>` | value that arrived from outside on a chain | yes |
+//! | `treasury:<tenant>:<TOKEN>` | a tenant's treasury balance | no |
+//! | `wallet:<wallet>:<TOKEN>` | a customer wallet's custody balance | no |
+//! | `fees:service:<TOKEN>` | the service's transfer-fee income | no |
+//! | `fees:tenant:<tenant>:<TOKEN>` | a tenant's own fee income | no |
+
+pub mod accounts {
+    use crate::domain::ids::{TenantId, WalletId};
+    use crate::domain::money::Token;
+    use crate::ports::ledger::LedgerAccount;
+
+    pub fn fiat_in(token: Token) -> LedgerAccount {
+        LedgerAccount { id: format!("fiat_in:{token}"), allow_negative: true }
+    }
+    pub fn chain_in(rail: &str, token: Token) -> LedgerAccount {
+        LedgerAccount { id: format!("chain_in:{rail}:{token}"), allow_negative: true }
+    }
+    pub fn treasury(tenant: &TenantId, token: Token) -> LedgerAccount {
+        LedgerAccount { id: format!("treasury:{tenant}:{token}"), allow_negative: false }
+    }
+    pub fn wallet(wallet: &WalletId, token: Token) -> LedgerAccount {
+        LedgerAccount { id: format!("wallet:{wallet}:{token}"), allow_negative: false }
+    }
+    pub fn service_fees(token: Token) -> LedgerAccount {
+        LedgerAccount { id: format!("fees:service:{token}"), allow_negative: false }
+    }
+    pub fn tenant_fees(tenant: &TenantId, token: Token) -> LedgerAccount {
+        LedgerAccount { id: format!("fees:tenant:{tenant}:{token}"), allow_negative: false }
+    }
+}

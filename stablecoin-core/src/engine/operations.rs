@@ -1,0 +1,443 @@
+//! Money-moving operations: funding a wallet from the tenant treasury, P2P transfers,
+//! and FX quotes. Each request commits the operation, its ledger holds and (for a
+//! recipient never seen before) the new wallet in one batch, then returns 202-style:
+//! the workers in `worker.rs` take it on chain.
+
+use super::{Engine, accounts};
+use crate::domain::consent::Wallet;
+use crate::domain::fees::{FeeSplit, split_fees};
+use crate::domain::fx::{Quote, QuoteRef, QuoteView, make_quote, parse_quote_ref};
+use crate::domain::ids::{OperationId, QuoteId, TenantId, WalletId};
+use crate::domain::money::{Currency, Micros, Token};
+use crate::domain::phone::Phone;
+use crate::domain::state::{OpKind, OpStatus, initial_status};
+use crate::domain::time::Timestamp;
+use crate::error::{CoreError, CoreResult};
+use crate::ports::ledger::{LedgerAccount, LedgerTransfer, Phase};
+use crate::ports::rail::{ChainAddress, LegRole, PaymentLeg, RailId, RailPayment};
+use crate::ports::record::{Record, get_record};
+use crate::ports::signer::KeyPurpose;
+use crate::ports::store::{Batch, ListQuery};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+/// One asynchronous operation (funding, transfer, swap, withdrawal).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Operation {
+    pub id: OperationId,
+    pub kind: OpKind,
+    pub tenant: TenantId,
+    pub status: OpStatus,
+    pub error_reason: Option<String>,
+    pub rail: RailId,
+    pub token: Token,
+    /// What the sender is debited.
+    pub amount: Micros,
+    pub fees: Option<FeeSplit>,
+    pub from_wallet: Option<WalletId>,
+    pub to_wallet: Option<WalletId>,
+    pub from_phone: Option<Phone>,
+    pub to_phone: Option<Phone>,
+    pub quote_id: Option<String>,
+    /// The on-chain payment, fixed at creation so every submission is the same payment.
+    pub payment: RailPayment,
+    /// Pending ledger transfers, posted on settlement and voided on failure.
+    pub holds: Vec<LedgerTransfer>,
+    /// The recipient wallet was created on the fly: tell them by SMS once paid.
+    pub notify_recipient: bool,
+    pub tx_hash: Option<String>,
+    pub block: Option<u64>,
+    pub submitted_at: Option<Timestamp>,
+    pub next_check_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub settled_at: Option<Timestamp>,
+}
+
+impl Operation {
+    pub fn tx_key(rail: &RailId, tx_hash: &str) -> String {
+        format!("optx:{}:{}", rail.name(), tx_hash.to_ascii_lowercase())
+    }
+
+    pub fn view(&self) -> OperationView {
+        let broadcast = self.tx_hash.is_some();
+        OperationView {
+            id: self.id.0.clone(),
+            object: self.kind.as_str().to_string(),
+            status: self.status.as_str().to_string(),
+            error_reason: self.error_reason.clone(),
+            rail: self.rail.name(),
+            token: self.token.as_str().to_string(),
+            amount: self.amount.to_decimal_string(),
+            recipient_amount: self.fees.map(|f| f.recipient.to_decimal_string()),
+            service_fee: self.fees.map(|f| f.service_fee.to_decimal_string()),
+            tenant_fee: self.fees.map(|f| f.tenant_fee.to_decimal_string()),
+            tenant_fee_waived: self.fees.map(|f| f.tenant_fee_waived),
+            from_phone_number: self.from_phone.as_ref().map(|p| p.to_string()),
+            to_phone_number: self.to_phone.as_ref().map(|p| p.to_string()),
+            quote_id: self.quote_id.clone(),
+            tx_hash: if broadcast { self.tx_hash.clone() } else { None },
+            created_at: self.created_at.to_rfc3339(),
+            updated_at: self.updated_at.to_rfc3339(),
+            settled_at: self.settled_at.map(|t| t.to_rfc3339()),
+        }
+    }
+}
+
+impl Record for Operation {
+    const KIND: &'static str = "operation";
+    fn id(&self) -> String {
+        self.id.0.clone()
+    }
+    fn tenant(&self) -> Option<String> {
+        Some(self.tenant.0.clone())
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+    fn status(&self) -> Option<String> {
+        Some(self.status.as_str().to_string())
+    }
+    fn due_at(&self) -> Option<Timestamp> {
+        if self.status.is_terminal() { None } else { self.next_check_at }
+    }
+    fn unique_keys(&self) -> Vec<String> {
+        self.tx_hash.iter().map(|h| Operation::tx_key(&self.rail, h)).collect()
+    }
+}
+
+/// The API shape of an operation (API-CONVENTIONS: id, status, timestamps; absent
+/// fields are omitted, never null).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationView {
+    pub id: String,
+    pub object: String,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error_reason: Option<String>,
+    pub rail: String,
+    pub token: String,
+    pub amount: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub recipient_amount: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub service_fee: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tenant_fee: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tenant_fee_waived: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub from_phone_number: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub to_phone_number: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub quote_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tx_hash: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub settled_at: Option<String>,
+}
+
+/// The result of a send: the operation as accepted.
+pub type SendView = OperationView;
+
+/// `POST /v1/users/fund`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FundRequest {
+    pub phone_number: Phone,
+    pub token: Token,
+    pub amount: Micros,
+}
+
+/// `POST /v1/transfers/send`. The amount comes from the quote: an `fx_` quote's
+/// `expected_out`, or the amount written in a `DIRECT_CRYPTO:{token}:{amount}` id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendRequest {
+    pub from_phone_number: Phone,
+    pub to_phone_number: Phone,
+    pub token: Token,
+    pub quote_id: String,
+}
+
+fn hold(id: String, debit: &LedgerAccount, credit: &LedgerAccount, amount: Micros) -> LedgerTransfer {
+    LedgerTransfer { id, debit: debit.id.clone(), credit: credit.id.clone(), amount, phase: Phase::Pending }
+}
+
+impl Engine {
+    fn new_operation(
+        &self,
+        kind: OpKind,
+        tenant: &TenantId,
+        rail: RailId,
+        token: Token,
+        amount: Micros,
+        payment: RailPayment,
+    ) -> Operation {
+        let now = self.now();
+        Operation {
+            id: OperationId(payment.id.clone()),
+            kind,
+            tenant: tenant.clone(),
+            status: initial_status(kind),
+            error_reason: None,
+            rail,
+            token,
+            amount,
+            fees: None,
+            from_wallet: None,
+            to_wallet: None,
+            from_phone: None,
+            to_phone: None,
+            quote_id: None,
+            payment,
+            holds: vec![],
+            notify_recipient: false,
+            tx_hash: None,
+            block: None,
+            submitted_at: None,
+            next_check_at: Some(now),
+            created_at: now,
+            updated_at: now,
+            settled_at: None,
+        }
+    }
+
+    /// `POST /v1/users/fund`: moves value from the tenant treasury to a customer wallet.
+    /// Money-in is open: the caller need not be a member. The treasury is held at once
+    /// (INSUFFICIENT_FUNDS otherwise) and posted when the chain confirms; a failure
+    /// voids the hold so the value returns to the tenant.
+    pub async fn fund(
+        &self,
+        tenant: &TenantId,
+        req: &FundRequest,
+        idempotency_key: Option<&str>,
+    ) -> CoreResult<OperationView> {
+        if req.amount.is_zero() {
+            return Err(CoreError::InvalidAmount { input: "0".into(), reason: "amount must be greater than zero".into() });
+        }
+        self.idempotent(tenant, idempotency_key, "fund", req, || async {
+            let rail = self.evm_rail()?.clone();
+            let wallet = self.require_wallet(&req.phone_number).await?.record;
+            let name = rail.id().name();
+            let to = wallet.address(&name).cloned().ok_or_else(|| CoreError::NotFound {
+                kind: "wallet address",
+                id: name.clone(),
+            })?;
+            let from_address = rail.address_for(&KeyPurpose::Treasury).await.map_err(super::rail_err)?;
+            let id = self.new_id(OpKind::Funding.id_prefix());
+            let payment = RailPayment {
+                id: id.clone(),
+                from: KeyPurpose::Treasury,
+                from_address,
+                token: req.token,
+                legs: vec![PaymentLeg { to, amount: req.amount, role: LegRole::Recipient }],
+            };
+            let mut op = self.new_operation(OpKind::Funding, tenant, rail.id(), req.token, req.amount, payment);
+            let treasury = accounts::treasury(tenant, req.token);
+            let dest = accounts::wallet(&wallet.id, req.token);
+            op.holds = vec![hold(format!("{id}:fund"), &treasury, &dest, req.amount)];
+            op.to_wallet = Some(wallet.id.clone());
+            op.to_phone = Some(wallet.phone.clone());
+            let batch = Batch {
+                puts: vec![op.insert()?],
+                accounts: vec![treasury, dest],
+                ledger: op.holds.clone(),
+                ..Default::default()
+            };
+            Ok((batch, op.view()))
+        })
+        .await
+    }
+
+    /// `POST /api/v1/fx/quote`: a locked rate for 60 seconds, usable once.
+    pub async fn quote(
+        &self,
+        tenant: &TenantId,
+        fiat_amount: Decimal,
+        currency: Currency,
+        token: Token,
+    ) -> CoreResult<QuoteView> {
+        let rate = self
+            .ports
+            .rates
+            .rate(currency, token)
+            .await
+            .map_err(|e| CoreError::RateSource(e.0))?;
+        let q = make_quote(
+            QuoteId(self.new_id(QuoteId::PREFIX)),
+            tenant.clone(),
+            currency,
+            token,
+            fiat_amount,
+            rate,
+            self.now(),
+        )?;
+        self.commit(Batch { puts: vec![q.insert()?], ..Default::default() }).await?;
+        Ok(q.view())
+    }
+
+    /// `POST /v1/transfers/send`: a P2P transfer between phone-keyed wallets.
+    ///
+    /// Member only. The sender is debited exactly the amount; the recipient gets it minus
+    /// the service fee and the tenant fee, all in one on-chain batch. A recipient phone
+    /// that has no wallet gets one on the fly (unaffiliated) and an SMS once paid.
+    pub async fn send(
+        &self,
+        tenant: &TenantId,
+        req: &SendRequest,
+        idempotency_key: Option<&str>,
+    ) -> CoreResult<SendView> {
+        self.idempotent(tenant, idempotency_key, "send", req, || async {
+            let rail = self.evm_rail()?.clone();
+            let rail_name = rail.id().name();
+            let now = self.now();
+            let quote_ref = parse_quote_ref(&req.quote_id)?;
+            let sender = self.require_wallet(&req.from_phone_number).await?.record;
+            sender.require_member(tenant)?;
+            if req.from_phone_number == req.to_phone_number {
+                return Err(CoreError::SameWallet);
+            }
+            let mut puts = Vec::new();
+            let (amount, quote_id) = match quote_ref {
+                QuoteRef::DirectCrypto { token, amount } => {
+                    if token != req.token {
+                        return Err(CoreError::QuoteTokenMismatch {
+                            quote_token: token.to_string(),
+                            token: req.token.to_string(),
+                        });
+                    }
+                    (amount, None)
+                }
+                QuoteRef::Fx(qid) => {
+                    let Some(v) = get_record::<Quote>(&*self.ports.store, &qid.0).await? else {
+                        return Err(CoreError::NotFound { kind: "quote", id: qid.0 });
+                    };
+                    if &v.record.tenant != tenant {
+                        return Err(CoreError::NotFound { kind: "quote", id: qid.0 });
+                    }
+                    v.record.check_usable(now, req.token)?;
+                    let mut q = v.record.clone();
+                    q.mark_used(now, "pending");
+                    puts.push(q.update(v.version)?);
+                    (v.record.expected_out, Some(qid.0))
+                }
+            };
+            let tenant_rec = self.tenant(tenant).await?;
+            let fees = split_fees(amount, &tenant_rec.pricing)?;
+            let (recipient, created) = match self.wallet_by_phone(&req.to_phone_number).await? {
+                Some(v) => (v.record, false),
+                None => (self.new_wallet(&req.to_phone_number, None).await?, true),
+            };
+            if recipient.id == sender.id {
+                return Err(CoreError::SameWallet);
+            }
+            let from_address = sender.address(&rail_name).cloned().ok_or_else(|| CoreError::NotFound {
+                kind: "wallet address",
+                id: rail_name.clone(),
+            })?;
+            let to_address = recipient.address(&rail_name).cloned().ok_or_else(|| CoreError::NotFound {
+                kind: "wallet address",
+                id: rail_name.clone(),
+            })?;
+            let id = self.new_id(OpKind::Transfer.id_prefix());
+            let mut legs = vec![PaymentLeg { to: to_address, amount: fees.recipient, role: LegRole::Recipient }];
+            let src = accounts::wallet(&sender.id, req.token);
+            let dst = accounts::wallet(&recipient.id, req.token);
+            let svc = accounts::service_fees(req.token);
+            let tfee = accounts::tenant_fees(tenant, req.token);
+            let mut holds = vec![hold(format!("{id}:recipient"), &src, &dst, fees.recipient)];
+            if !fees.service_fee.is_zero() {
+                let addr = rail.address_for(&KeyPurpose::ServiceFees).await.map_err(super::rail_err)?;
+                legs.push(PaymentLeg { to: addr, amount: fees.service_fee, role: LegRole::ServiceFee });
+                holds.push(hold(format!("{id}:service_fee"), &src, &svc, fees.service_fee));
+            }
+            if !fees.tenant_fee.is_zero() {
+                let addr: ChainAddress = tenant_rec.fee_address.clone().ok_or_else(|| CoreError::InvalidPricing {
+                    reason: "tenant fee configured without fee_address".into(),
+                })?;
+                legs.push(PaymentLeg { to: addr, amount: fees.tenant_fee, role: LegRole::TenantFee });
+                holds.push(hold(format!("{id}:tenant_fee"), &src, &tfee, fees.tenant_fee));
+            }
+            let payment = RailPayment {
+                id: id.clone(),
+                from: KeyPurpose::Wallet(sender.id.0.clone()),
+                from_address,
+                token: req.token,
+                legs,
+            };
+            let mut op = self.new_operation(OpKind::Transfer, tenant, rail.id(), req.token, amount, payment);
+            op.fees = Some(fees);
+            op.from_wallet = Some(sender.id.clone());
+            op.to_wallet = Some(recipient.id.clone());
+            op.from_phone = Some(sender.phone.clone());
+            op.to_phone = Some(recipient.phone.clone());
+            op.quote_id = quote_id;
+            op.notify_recipient = created;
+            op.holds = holds;
+            if let Some(put) = puts.first_mut() {
+                // Record which operation consumed the quote.
+                let mut q: Quote = Quote::from_stored(&put.record)?;
+                q.used_by = Some(id.clone());
+                put.record = q.to_stored()?;
+            }
+            puts.push(op.insert()?);
+            if created {
+                puts.push(recipient.insert()?);
+            }
+            let batch = Batch {
+                puts,
+                accounts: vec![src, dst, svc, tfee],
+                ledger: op.holds.clone(),
+                ..Default::default()
+            };
+            Ok((batch, op.view()))
+        })
+        .await
+        .map_err(|e| match e {
+            // The quote was consumed by a concurrent send between our read and commit.
+            CoreError::Conflict { what } if what.starts_with("quote ") => CoreError::QuoteAlreadyUsed {
+                quote_id: req.quote_id.clone(),
+            },
+            other => other,
+        })
+    }
+
+    /// An operation of this tenant (another tenant's is NOT_FOUND).
+    pub async fn operation(&self, tenant: &TenantId, id: &str) -> CoreResult<Operation> {
+        match get_record::<Operation>(&*self.ports.store, id).await? {
+            Some(v) if &v.record.tenant == tenant => Ok(v.record),
+            _ => Err(CoreError::NotFound { kind: "operation", id: id.to_string() }),
+        }
+    }
+
+    /// A tenant's operations, newest first.
+    pub async fn list_operations(
+        &self,
+        tenant: &TenantId,
+        status: Option<OpStatus>,
+        limit: usize,
+        offset: usize,
+    ) -> CoreResult<(Vec<Operation>, u64)> {
+        let (recs, total) = self
+            .ports
+            .store
+            .list(&ListQuery {
+                kind: Operation::KIND.into(),
+                tenant: tenant.0.clone(),
+                status: status.map(|s| s.as_str().to_string()),
+                limit,
+                offset,
+            })
+            .await
+            .map_err(super::store_err)?;
+        let ops = recs.iter().map(Operation::from_stored).collect::<CoreResult<Vec<_>>>()?;
+        Ok((ops, total))
+    }
+
+    /// The wallet's recipient-side membership, for events.
+    pub(crate) async fn wallet_members(&self, id: &WalletId) -> CoreResult<Option<Wallet>> {
+        Ok(get_record::<Wallet>(&*self.ports.store, &id.0).await?.map(|v| v.record))
+    }
+}

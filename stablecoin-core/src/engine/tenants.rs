@@ -1,0 +1,353 @@
+//! Tenants, their API keys, pricing and treasury.
+//!
+//! API keys are shown once at issue and stored only as a SHA-256 hash (a key is 160
+//! random bits, so a fast hash is enough: there is nothing to brute-force). The prefix
+//! selects the mode: `svc_sk_live_` / `svc_sk_test_` for tenant keys, `live_sk_` /
+//! `test_sk_` for checkout business keys (spec 5.2, 5.3).
+
+use super::{Engine, accounts, store_err};
+use crate::domain::consent::hex;
+use crate::domain::fees::TenantPricing;
+use crate::domain::ids::{ApiKeyId, TenantId};
+use crate::domain::money::{Micros, Token};
+use crate::domain::time::Timestamp;
+use crate::error::{CoreError, CoreResult};
+use crate::ports::ledger::{LedgerTransfer, Phase};
+use crate::ports::rail::ChainAddress;
+use crate::ports::record::{Record, get_record, get_record_by_unique};
+use crate::ports::store::Batch;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tenant {
+    pub id: TenantId,
+    pub name: String,
+    pub pricing: TenantPricing,
+    /// EVM address the tenant controls, where its fee goes (spec 8).
+    pub fee_address: Option<ChainAddress>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Record for Tenant {
+    const KIND: &'static str = "tenant";
+    fn id(&self) -> String {
+        self.id.0.clone()
+    }
+    fn tenant(&self) -> Option<String> {
+        Some(self.id.0.clone())
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyMode {
+    Live,
+    Test,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyKind {
+    /// Wallet, transfer, FX and escrow API (`svc_sk_*`).
+    Tenant,
+    /// Checkout business key (`live_sk_*` / `test_sk_*`).
+    Business,
+}
+
+impl KeyKind {
+    pub fn prefix(self, mode: KeyMode) -> &'static str {
+        match (self, mode) {
+            (KeyKind::Tenant, KeyMode::Live) => "svc_sk_live_",
+            (KeyKind::Tenant, KeyMode::Test) => "svc_sk_test_",
+            (KeyKind::Business, KeyMode::Live) => "live_sk_",
+            (KeyKind::Business, KeyMode::Test) => "test_sk_",
+        }
+    }
+
+    /// Splits a presented key into kind and mode by prefix, checking its shape.
+    pub fn classify(secret: &str) -> Option<(KeyKind, KeyMode)> {
+        let kinds = [
+            (KeyKind::Tenant, KeyMode::Live),
+            (KeyKind::Tenant, KeyMode::Test),
+            (KeyKind::Business, KeyMode::Live),
+            (KeyKind::Business, KeyMode::Test),
+        ];
+        kinds.into_iter().find(|(k, m)| {
+            secret.strip_prefix(k.prefix(*m)).is_some_and(|rest| {
+                rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            })
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKey {
+    pub id: ApiKeyId,
+    pub tenant: TenantId,
+    pub kind: KeyKind,
+    pub mode: KeyMode,
+    /// hex SHA-256 of the secret.
+    pub hash: String,
+    /// First characters of the secret, for humans (`svc_sk_test_ab12...`).
+    pub hint: String,
+    pub created_at: Timestamp,
+    pub revoked_at: Option<Timestamp>,
+}
+
+impl ApiKey {
+    pub fn hash_key(hash: &str) -> String {
+        format!("apikey:{hash}")
+    }
+}
+
+impl Record for ApiKey {
+    const KIND: &'static str = "api_key";
+    fn id(&self) -> String {
+        self.id.0.clone()
+    }
+    fn tenant(&self) -> Option<String> {
+        Some(self.tenant.0.clone())
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+    fn status(&self) -> Option<String> {
+        Some(if self.revoked_at.is_some() { "revoked" } else { "active" }.into())
+    }
+    fn unique_keys(&self) -> Vec<String> {
+        vec![ApiKey::hash_key(&self.hash)]
+    }
+}
+
+/// A newly issued key: the secret is shown once and never stored.
+#[derive(Clone, PartialEq, Eq)]
+pub struct IssuedKey {
+    pub key: ApiKey,
+    pub secret: String,
+}
+
+impl fmt::Debug for IssuedKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IssuedKey").field("key", &self.key).field("secret", &"<redacted>").finish()
+    }
+}
+
+/// Who is calling, established from an API key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthContext {
+    pub tenant: TenantId,
+    pub key_id: ApiKeyId,
+    pub kind: KeyKind,
+    pub mode: KeyMode,
+}
+
+impl AuthContext {
+    pub fn is_sandbox(&self) -> bool {
+        self.mode == KeyMode::Test
+    }
+}
+
+fn sha256_hex(s: &str) -> String {
+    hex(&Sha256::digest(s.as_bytes()))
+}
+
+impl Engine {
+    pub async fn create_tenant(&self, name: &str) -> CoreResult<Tenant> {
+        let name = name.trim();
+        if name.is_empty() || name.len() > 200 {
+            return Err(CoreError::InvalidParameter {
+                field: "name",
+                reason: "must be 1 to 200 characters".into(),
+            });
+        }
+        let now = self.now();
+        let tenant = Tenant {
+            id: TenantId(self.new_id(TenantId::PREFIX)),
+            name: name.to_string(),
+            pricing: TenantPricing::None,
+            fee_address: None,
+            created_at: now,
+            updated_at: now,
+        };
+        self.commit(Batch { puts: vec![tenant.insert()?], ..Default::default() }).await?;
+        Ok(tenant)
+    }
+
+    pub async fn tenant(&self, id: &TenantId) -> CoreResult<Tenant> {
+        get_record::<Tenant>(&*self.ports.store, &id.0)
+            .await?
+            .map(|v| v.record)
+            .ok_or_else(|| CoreError::NotFound { kind: "tenant", id: id.0.clone() })
+    }
+
+    pub async fn issue_api_key(
+        &self,
+        tenant: &TenantId,
+        kind: KeyKind,
+        mode: KeyMode,
+    ) -> CoreResult<IssuedKey> {
+        self.tenant(tenant).await?;
+        let mut raw = [0u8; 20];
+        self.ports.entropy.fill(&mut raw);
+        let body = base32_lower(&raw);
+        let secret = format!("{}{}", kind.prefix(mode), body);
+        let now = self.now();
+        let key = ApiKey {
+            id: ApiKeyId(self.new_id(ApiKeyId::PREFIX)),
+            tenant: tenant.clone(),
+            kind,
+            mode,
+            hash: sha256_hex(&secret),
+            hint: format!("{}{}...", kind.prefix(mode), &body[..4]),
+            created_at: now,
+            revoked_at: None,
+        };
+        self.commit(Batch { puts: vec![key.insert()?], ..Default::default() }).await?;
+        Ok(IssuedKey { key, secret })
+    }
+
+    /// Revokes a key of `tenant`; revoking twice is harmless.
+    pub async fn revoke_api_key(&self, tenant: &TenantId, key_id: &ApiKeyId) -> CoreResult<ApiKey> {
+        let Some(v) = get_record::<ApiKey>(&*self.ports.store, &key_id.0).await? else {
+            return Err(CoreError::NotFound { kind: "api_key", id: key_id.0.clone() });
+        };
+        if &v.record.tenant != tenant {
+            return Err(CoreError::NotFound { kind: "api_key", id: key_id.0.clone() });
+        }
+        if v.record.revoked_at.is_some() {
+            return Ok(v.record);
+        }
+        let mut key = v.record;
+        key.revoked_at = Some(self.now());
+        self.commit(Batch { puts: vec![key.update(v.version)?], ..Default::default() }).await?;
+        Ok(key)
+    }
+
+    /// Establishes the caller from a presented key.
+    pub async fn authenticate(&self, secret: &str) -> CoreResult<AuthContext> {
+        let Some((kind, mode)) = KeyKind::classify(secret) else {
+            return Err(CoreError::InvalidApiKey);
+        };
+        let Some(v) =
+            get_record_by_unique::<ApiKey>(&*self.ports.store, &ApiKey::hash_key(&sha256_hex(secret)))
+                .await?
+        else {
+            return Err(CoreError::InvalidApiKey);
+        };
+        if v.record.revoked_at.is_some() {
+            return Err(CoreError::ApiKeyRevoked);
+        }
+        Ok(AuthContext { tenant: v.record.tenant, key_id: v.record.id, kind, mode })
+    }
+
+    /// Sets a tenant's own fee (spec 8). A non-`None` pricing needs the EVM address the
+    /// tenant controls, where the fee is paid in the same batch as the transfer.
+    pub async fn set_pricing(
+        &self,
+        tenant: &TenantId,
+        pricing: TenantPricing,
+        fee_address: Option<ChainAddress>,
+    ) -> CoreResult<Tenant> {
+        pricing.validate()?;
+        if pricing != TenantPricing::None && fee_address.is_none() {
+            return Err(CoreError::InvalidPricing {
+                reason: "a tenant fee needs fee_address, the EVM address that receives it".into(),
+            });
+        }
+        let Some(v) = get_record::<Tenant>(&*self.ports.store, &tenant.0).await? else {
+            return Err(CoreError::NotFound { kind: "tenant", id: tenant.0.clone() });
+        };
+        let mut t = v.record;
+        t.pricing = pricing;
+        t.fee_address = fee_address;
+        t.updated_at = self.now();
+        self.commit(Batch { puts: vec![t.update(v.version)?], ..Default::default() }).await?;
+        Ok(t)
+    }
+
+    /// Credits a tenant's treasury after the service confirmed its fiat receipt.
+    /// Idempotent by `reference` (the fiat receipt's id): crediting it twice moves value once.
+    pub async fn credit_treasury(
+        &self,
+        tenant: &TenantId,
+        token: Token,
+        amount: Micros,
+        reference: &str,
+    ) -> CoreResult<Micros> {
+        if amount.is_zero() {
+            return Err(CoreError::InvalidAmount {
+                input: "0".into(),
+                reason: "amount must be greater than zero".into(),
+            });
+        }
+        let reference = reference.trim();
+        if reference.is_empty() || reference.len() > 200 {
+            return Err(CoreError::InvalidParameter {
+                field: "reference",
+                reason: "must be 1 to 200 characters".into(),
+            });
+        }
+        self.tenant(tenant).await?;
+        let from = accounts::fiat_in(token);
+        let to = accounts::treasury(tenant, token);
+        let batch = Batch {
+            accounts: vec![from.clone(), to.clone()],
+            ledger: vec![LedgerTransfer {
+                id: format!("credit:{tenant}:{reference}"),
+                debit: from.id,
+                credit: to.id,
+                amount,
+                phase: Phase::Single,
+            }],
+            ..Default::default()
+        };
+        self.ports.store.commit(batch).await.map_err(|e| match e {
+            crate::ports::store::StoreError::Ledger(
+                crate::ports::ledger::LedgerError::TransferExists { .. },
+            ) => CoreError::InvalidParameter {
+                field: "reference",
+                reason: "this reference was already credited with another amount or token".into(),
+            },
+            other => store_err(other),
+        })?;
+        self.treasury_balance(tenant, token).await
+    }
+
+    /// Available treasury balance (posted minus holds).
+    pub async fn treasury_balance(&self, tenant: &TenantId, token: Token) -> CoreResult<Micros> {
+        self.available(&accounts::treasury(tenant, token).id).await
+    }
+
+    pub(crate) async fn available(&self, account: &str) -> CoreResult<Micros> {
+        match self.ports.ledger.balance(account).await {
+            Ok(b) => Ok(Micros(b.available().max(0) as u64)),
+            Err(crate::ports::ledger::LedgerError::UnknownAccount { .. }) => Ok(Micros::ZERO),
+            Err(e) => Err(CoreError::Storage(e.to_string())),
+        }
+    }
+}
+
+fn base32_lower(bytes: &[u8]) -> String {
+    const A: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+    let mut out = String::new();
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for &b in bytes {
+        acc = (acc << 8) | b as u32;
+        bits += 8;
+        while bits >= 5 {
+            bits -= 5;
+            out.push(A[((acc >> bits) & 31) as usize] as char);
+        }
+    }
+    if bits > 0 {
+        out.push(A[((acc << (5 - bits)) & 31) as usize] as char);
+    }
+    out
+}

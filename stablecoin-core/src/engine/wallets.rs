@@ -1,0 +1,366 @@
+//! Provisioning, consent linking, phone change and balance reads of EVM wallets.
+
+use super::Engine;
+use crate::domain::consent::*;
+use crate::domain::events::DomainEvent;
+use crate::domain::ids::{ChallengeId, EventId, TenantId, WalletId};
+use crate::domain::money::Token;
+use crate::domain::phone::Phone;
+use crate::error::{CoreError, CoreResult};
+use crate::ports::record::{Record, Versioned, get_record, get_record_by_unique};
+use crate::ports::services::{SmsKind, SmsMessage};
+use crate::ports::signer::KeyPurpose;
+use crate::ports::store::{Batch, OutboxEvent};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Response of `POST /v1/users/provision`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProvisionView {
+    pub wallet_id: String,
+    pub phone_number: String,
+    pub address: String,
+    pub rail: String,
+    pub outcome: String,
+}
+
+/// Response of the link and phone-change requests.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChallengeView {
+    pub challenge_id: String,
+    pub sent_to: String,
+    pub expires_at: String,
+}
+
+/// Response of `GET /v1/users/balance`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BalanceView {
+    pub phone_number: String,
+    pub address: String,
+    pub rail: String,
+    pub balance_usdc: String,
+    pub balance_usdt: String,
+}
+
+impl Engine {
+    pub(crate) async fn wallet_by_phone(&self, phone: &Phone) -> CoreResult<Option<Versioned<Wallet>>> {
+        get_record_by_unique::<Wallet>(&*self.ports.store, &Wallet::phone_key(phone)).await
+    }
+
+    pub(crate) async fn require_wallet(&self, phone: &Phone) -> CoreResult<Versioned<Wallet>> {
+        self.wallet_by_phone(phone)
+            .await?
+            .ok_or_else(|| CoreError::NotFound { kind: "wallet", id: phone.masked() })
+    }
+
+    /// A new wallet for `phone` with its address on every rail (offline derivation).
+    pub(crate) async fn new_wallet(
+        &self,
+        phone: &Phone,
+        member: Option<&TenantId>,
+    ) -> CoreResult<Wallet> {
+        let now = self.now();
+        let id = WalletId(self.new_id(WalletId::PREFIX));
+        let mut addresses = BTreeMap::new();
+        let evm = self.evm_rail()?;
+        let purpose = KeyPurpose::Wallet(id.0.clone());
+        let address = evm.address_for(&purpose).await.map_err(super::rail_err)?;
+        addresses.insert(evm.id().name(), address);
+        Ok(Wallet {
+            id,
+            phone: phone.clone(),
+            addresses,
+            members: member.into_iter().cloned().collect(),
+            created_by: member.cloned(),
+            created_at: now,
+            updated_at: now,
+        })
+    }
+
+    /// `POST /v1/users/provision`: offline, no gas (spec 1, 4.5).
+    pub async fn provision(&self, tenant: &TenantId, phone: &Phone) -> CoreResult<ProvisionView> {
+        let rail = self.evm_rail()?.id().name();
+        for _ in 0..3 {
+            let existing = self.wallet_by_phone(phone).await?;
+            let outcome = provision_outcome(existing.as_ref().map(|v| &v.record), tenant);
+            let (wallet, put) = match (outcome, existing) {
+                (ProvisionOutcome::Provisioned, _) => {
+                    let w = self.new_wallet(phone, Some(tenant)).await?;
+                    let put = w.insert()?;
+                    (w, Some(put))
+                }
+                (ProvisionOutcome::Adopted, Some(v)) => {
+                    let mut w = v.record;
+                    w.members.push(tenant.clone());
+                    w.updated_at = self.now();
+                    let put = w.update(v.version)?;
+                    (w, Some(put))
+                }
+                (_, Some(v)) => (v.record, None),
+                (_, None) => unreachable!("only PROVISIONED has no existing wallet"),
+            };
+            if let Some(put) = put {
+                match self.commit(Batch { puts: vec![put], ..Default::default() }).await {
+                    Ok(_) => {}
+                    // Two tenants provisioned the same phone at once: decide again.
+                    Err(CoreError::Conflict { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            let address = wallet.address(&rail).map(|a| a.0.clone()).unwrap_or_default();
+            return Ok(ProvisionView {
+                wallet_id: wallet.id.0.clone(),
+                phone_number: wallet.phone.to_string(),
+                address,
+                rail: rail.clone(),
+                outcome: outcome.as_str().into(),
+            });
+        }
+        Err(CoreError::Conflict { what: format!("wallet for {}", phone.masked()) })
+    }
+
+    fn random_code(&self) -> String {
+        let mut b = [0u8; 8];
+        self.ports.entropy.fill(&mut b);
+        code_from_random(b)
+    }
+
+    /// Opens a challenge, replacing any open one of the same (purpose, tenant, wallet),
+    /// and sends its code. The SMS goes out only after the challenge is durable, so a
+    /// code that reaches a phone can always be confirmed.
+    async fn open_challenge(
+        &self,
+        tenant: &TenantId,
+        wallet: &Wallet,
+        purpose: ChallengePurpose,
+        send_to: &Phone,
+        sms_kind: SmsKind,
+    ) -> CoreResult<ChallengeView> {
+        let now = self.now();
+        let code = self.random_code();
+        let challenge = Challenge::new(
+            ChallengeId(self.new_id(ChallengeId::PREFIX)),
+            tenant.clone(),
+            wallet.id.clone(),
+            purpose,
+            send_to.clone(),
+            &code,
+            now,
+        );
+        let mut puts = Vec::new();
+        let open_key = Challenge::open_key(challenge.purpose.kind(), tenant, &wallet.id);
+        if let Some(old) = get_record_by_unique::<Challenge>(&*self.ports.store, &open_key).await? {
+            let mut o = old.record;
+            o.superseded = true;
+            puts.push(o.update(old.version)?);
+        }
+        puts.push(challenge.insert()?);
+        self.commit(Batch { puts, ..Default::default() }).await?;
+        let text = match sms_kind {
+            SmsKind::PhoneChangeCode => {
+                format!("Your code to move your wallet to this number is {code}. It expires in 10 minutes.")
+            }
+            _ => format!("Your code to link your wallet is {code}. It expires in 10 minutes. Never share it."),
+        };
+        self.ports
+            .notifier
+            .send_sms(send_to, &SmsMessage { kind: sms_kind, text })
+            .await
+            .map_err(|e| CoreError::Notifier(e.0))?;
+        Ok(ChallengeView {
+            challenge_id: challenge.id.0,
+            sent_to: send_to.masked(),
+            expires_at: challenge.expires_at.to_rfc3339(),
+        })
+    }
+
+    /// Checks a code against the open challenge; persists the attempt either way.
+    async fn consume_challenge(
+        &self,
+        kind: &str,
+        tenant: &TenantId,
+        wallet: &WalletId,
+        code: &str,
+    ) -> CoreResult<Versioned<Challenge>> {
+        let key = Challenge::open_key(kind, tenant, wallet);
+        let Some(v) = get_record_by_unique::<Challenge>(&*self.ports.store, &key).await? else {
+            return Err(CoreError::NotFound { kind: "challenge", id: format!("open {kind} request") });
+        };
+        let mut c = v.record.clone();
+        match c.verify(code, self.now()) {
+            Ok(()) => Ok(Versioned { record: c, version: v.version }),
+            Err(e @ (CoreError::CodeInvalid { .. } | CoreError::TooManyAttempts)) => {
+                // Record the attempt; if that races, the other attempt was recorded instead.
+                let _ = self.commit(Batch { puts: vec![c.update(v.version)?], ..Default::default() }).await;
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `POST /v1/users/link/request`: a code to the wallet's phone.
+    pub async fn link_request(&self, tenant: &TenantId, phone: &Phone) -> CoreResult<ChallengeView> {
+        let w = self.require_wallet(phone).await?.record;
+        if w.is_member(tenant) {
+            return Err(CoreError::AlreadyAMember);
+        }
+        let to = w.phone.clone();
+        self.open_challenge(tenant, &w, ChallengePurpose::Link, &to, SmsKind::LinkCode).await
+    }
+
+    /// `POST /v1/users/link/confirm`: the code makes the caller a member; the existing
+    /// members receive `user.linked`.
+    pub async fn link_confirm(&self, tenant: &TenantId, phone: &Phone, code: &str) -> CoreResult<ProvisionView> {
+        let rail = self.evm_rail()?.id().name();
+        let wv = self.require_wallet(phone).await?;
+        if wv.record.is_member(tenant) {
+            return Err(CoreError::AlreadyAMember);
+        }
+        let cv = self.consume_challenge("link", tenant, &wv.record.id, code).await?;
+        let now = self.now();
+        let mut w = wv.record.clone();
+        let existing = w.members.clone();
+        w.members.push(tenant.clone());
+        w.updated_at = now;
+        let address = w.address(&rail).map(|a| a.0.clone()).unwrap_or_default();
+        let mut outbox = Vec::new();
+        for m in &existing {
+            outbox.push(self.event(
+                m,
+                DomainEvent::UserLinked {
+                    wallet_address: address.clone(),
+                    new_merchant_id: tenant.0.clone(),
+                    linked_at: now,
+                },
+            )?);
+        }
+        self.commit(Batch {
+            puts: vec![cv.record.update(cv.version)?, w.update(wv.version)?],
+            outbox,
+            ..Default::default()
+        })
+        .await?;
+        Ok(ProvisionView {
+            wallet_id: w.id.0.clone(),
+            phone_number: w.phone.to_string(),
+            address,
+            rail,
+            outcome: "LINKED".into(),
+        })
+    }
+
+    /// `POST /v1/users/phone-change/request`: member only; the code goes to the NEW number.
+    pub async fn phone_change_request(
+        &self,
+        tenant: &TenantId,
+        phone: &Phone,
+        new_phone: &Phone,
+    ) -> CoreResult<ChallengeView> {
+        let w = self.require_wallet(phone).await?.record;
+        w.require_member(tenant)?;
+        if phone == new_phone || self.wallet_by_phone(new_phone).await?.is_some() {
+            return Err(CoreError::PhoneInUse { phone: new_phone.masked() });
+        }
+        self.open_challenge(
+            tenant,
+            &w,
+            ChallengePurpose::PhoneChange { new_phone: new_phone.clone() },
+            new_phone,
+            SmsKind::PhoneChangeCode,
+        )
+        .await
+    }
+
+    /// `POST /v1/users/phone-change/confirm`: re-keys the wallet; address, balance and
+    /// history stay; every member receives `user.phone_changed`.
+    pub async fn phone_change_confirm(
+        &self,
+        tenant: &TenantId,
+        phone: &Phone,
+        code: &str,
+    ) -> CoreResult<ProvisionView> {
+        let rail = self.evm_rail()?.id().name();
+        let wv = self.require_wallet(phone).await?;
+        wv.record.require_member(tenant)?;
+        let cv = self.consume_challenge("phone_change", tenant, &wv.record.id, code).await?;
+        let ChallengePurpose::PhoneChange { new_phone } = cv.record.purpose.clone() else {
+            return Err(CoreError::NotFound { kind: "challenge", id: cv.record.id.0.clone() });
+        };
+        let now = self.now();
+        let mut w = wv.record.clone();
+        w.phone = new_phone;
+        w.updated_at = now;
+        let address = w.address(&rail).map(|a| a.0.clone()).unwrap_or_default();
+        let mut outbox = Vec::new();
+        for m in &w.members {
+            outbox.push(self.event(
+                m,
+                DomainEvent::UserPhoneChanged {
+                    wallet_address: address.clone(),
+                    changed_by_merchant_id: tenant.0.clone(),
+                    changed_at: now,
+                },
+            )?);
+        }
+        // The unique phone key moves with the update: if the new number got a wallet in
+        // the meantime the commit fails and nothing changes.
+        self.commit(Batch {
+            puts: vec![cv.record.update(cv.version)?, w.update(wv.version)?],
+            outbox,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| match e {
+            CoreError::Conflict { .. } => CoreError::PhoneInUse { phone: w.phone.masked() },
+            other => other,
+        })?;
+        Ok(ProvisionView {
+            wallet_id: w.id.0.clone(),
+            phone_number: w.phone.to_string(),
+            address,
+            rail,
+            outcome: "PHONE_CHANGED".into(),
+        })
+    }
+
+    /// `GET /v1/users/balance`: a live on-chain read. Members only: a balance is the
+    /// customer's private data, and consent is what makes a tenant a member.
+    pub async fn balance(&self, tenant: &TenantId, phone: &Phone) -> CoreResult<BalanceView> {
+        let rail = self.evm_rail()?;
+        let w = self.require_wallet(phone).await?.record;
+        w.require_member(tenant)?;
+        let name = rail.id().name();
+        let address = w
+            .address(&name)
+            .cloned()
+            .ok_or_else(|| CoreError::NotFound { kind: "wallet address", id: name.clone() })?;
+        let usdc = rail.balance(&address, Token::Usdc).await.map_err(super::rail_err)?;
+        let usdt = rail.balance(&address, Token::Usdt).await.map_err(super::rail_err)?;
+        Ok(BalanceView {
+            phone_number: w.phone.to_string(),
+            address: address.0,
+            rail: name,
+            balance_usdc: usdc.to_decimal_string(),
+            balance_usdt: usdt.to_decimal_string(),
+        })
+    }
+
+    /// A wallet by id, for hosts and tests.
+    pub async fn wallet(&self, id: &WalletId) -> CoreResult<Wallet> {
+        get_record::<Wallet>(&*self.ports.store, &id.0)
+            .await?
+            .map(|v| v.record)
+            .ok_or_else(|| CoreError::NotFound { kind: "wallet", id: id.0.clone() })
+    }
+
+    pub(crate) fn event(&self, tenant: &TenantId, event: DomainEvent) -> CoreResult<OutboxEvent> {
+        Ok(OutboxEvent {
+            id: self.new_id(EventId::PREFIX),
+            tenant: tenant.0.clone(),
+            event_type: event.name().to_string(),
+            occurred_at: self.now(),
+            payload: serde_json::to_value(&event)
+                .map_err(|e| CoreError::Storage(format!("encode event: {e}")))?,
+        })
+    }
+}

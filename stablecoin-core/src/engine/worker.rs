@@ -1,0 +1,473 @@
+//! Background work: submitting operations to their rail, confirming them, reconciling
+//! unknown outcomes, and crediting inbound deposits.
+//!
+//! The reconciler never resubmits: an operation whose submission outcome is unknown is
+//! resolved only by asking the rail where the payment with that id stands (spec 3.2
+//! rule 5). Rails are idempotent by payment id, so even a crash between submit and the
+//! commit that records it cannot pay twice.
+
+use super::{Engine, Operation, accounts, store_err};
+use crate::domain::consent::Wallet;
+use crate::domain::events::DomainEvent;
+use crate::domain::state::{OpEvent, OpKind, OpStatus, transition};
+use crate::error::{CoreError, CoreResult};
+use crate::ports::ledger::{LedgerTransfer, Phase};
+use crate::ports::rail::{RailError, SubmissionStatus};
+use crate::ports::record::{Record, Versioned, get_record, get_record_by_unique};
+use crate::ports::services::{SmsKind, SmsMessage};
+use crate::ports::signer::KeyPurpose;
+use crate::ports::store::{Batch, OutboxEvent};
+use crate::domain::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// What one `tick` did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TickReport {
+    pub submitted: usize,
+    pub settled: usize,
+    pub failed: usize,
+    pub unknown: usize,
+    pub deposits: usize,
+    /// Errors met (each left its record due for a later tick).
+    pub errors: Vec<String>,
+}
+
+impl TickReport {
+    pub fn is_idle(&self) -> bool {
+        self.submitted + self.settled + self.failed + self.unknown + self.deposits == 0
+    }
+}
+
+/// Persisted scan position of one rail.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct ScanCursor {
+    rail: String,
+    cursor: String,
+    created_at: Timestamp,
+}
+
+impl Record for ScanCursor {
+    const KIND: &'static str = "scan_cursor";
+    fn id(&self) -> String {
+        self.rail.clone()
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+}
+
+/// A credited inbound deposit (dedupe key: rail, tx hash, index).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct DepositRecord {
+    id: String,
+    wallet: String,
+    tx_hash: String,
+    amount: crate::domain::money::Micros,
+    token: crate::domain::money::Token,
+    created_at: Timestamp,
+}
+
+impl Record for DepositRecord {
+    const KIND: &'static str = "deposit";
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+}
+
+impl Engine {
+    /// One round of every worker. Errors on one record are reported, not fatal.
+    pub async fn tick(&self) -> TickReport {
+        let mut report = TickReport::default();
+        let now = self.now();
+        match self
+            .ports
+            .store
+            .claim_due(
+                Operation::KIND,
+                &self.config.worker_id,
+                now,
+                self.config.claim_lease_ms,
+                self.config.batch_limit,
+            )
+            .await
+        {
+            Ok(claimed) => {
+                for rec in claimed {
+                    let version = rec.version;
+                    match Operation::from_stored(&rec) {
+                        Ok(op) => {
+                            if let Err(e) = self.advance(Versioned { record: op, version }, &mut report).await {
+                                report.errors.push(format!("{}: {e}", rec.id));
+                            }
+                        }
+                        Err(e) => report.errors.push(e.to_string()),
+                    }
+                }
+            }
+            Err(e) => report.errors.push(e.to_string()),
+        }
+        if let Err(e) = self.scan_inbound(&mut report).await {
+            report.errors.push(format!("scan: {e}"));
+        }
+        report
+    }
+
+    /// Ticks until nothing happens (or `max_rounds`), for tests and examples.
+    pub async fn settle_all(&self, max_rounds: usize) -> TickReport {
+        let mut total = TickReport::default();
+        for _ in 0..max_rounds {
+            let r = self.tick().await;
+            let idle = r.is_idle();
+            total.submitted += r.submitted;
+            total.settled += r.settled;
+            total.failed += r.failed;
+            total.unknown += r.unknown;
+            total.deposits += r.deposits;
+            total.errors.extend(r.errors);
+            if idle && self.no_open_operations_due().await {
+                break;
+            }
+        }
+        total
+    }
+
+    async fn no_open_operations_due(&self) -> bool {
+        // A cheap probe: nothing claimable means nothing is due right now.
+        matches!(
+            self.ports.store.claim_due(Operation::KIND, "probe", Timestamp(i64::MIN / 2), 0, 1).await,
+            Ok(v) if v.is_empty()
+        )
+    }
+
+    /// Runs `tick` every `interval_ms` until `shutdown` turns true; the tick in progress
+    /// finishes first (graceful shutdown).
+    pub async fn run_workers(&self, interval_ms: u64, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let _ = self.tick().await;
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_millis(interval_ms)) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+
+    async fn save(&self, op: &Operation, version: u64, extra: Batch) -> CoreResult<u64> {
+        let mut batch = extra;
+        batch.puts.insert(0, op.update(version)?);
+        self.commit(batch).await?;
+        Ok(version + 1)
+    }
+
+    async fn advance(&self, v: Versioned<Operation>, report: &mut TickReport) -> CoreResult<()> {
+        let Versioned { record: mut op, mut version } = v;
+        let now = self.now();
+        let rail = self.rail(op.rail)?.clone();
+        match op.status {
+            OpStatus::Queued | OpStatus::Pending => {
+                op.status = transition(op.kind, op.status, OpEvent::Claim)?;
+                op.submitted_at = Some(now);
+                op.updated_at = now;
+                // Durable before the side effect: a crash now leaves SUBMITTING, which the
+                // next claim resolves by asking the rail.
+                version = self.save(&op, version, Batch::default()).await?;
+                match rail.submit(&op.payment).await {
+                    Ok(sub) => {
+                        op.status = transition(op.kind, op.status, OpEvent::Submitted)?;
+                        op.tx_hash = sub.tx_hash.or(op.tx_hash);
+                        report.submitted += 1;
+                    }
+                    Err(RailError::Rejected { reason }) => {
+                        return self.fail(op, version, reason, report).await;
+                    }
+                    Err(_) => {
+                        op.status = transition(op.kind, op.status, OpEvent::OutcomeUnknown)?;
+                        report.unknown += 1;
+                    }
+                }
+                op.next_check_at = Some(now.plus_millis(self.config.poll_interval_ms));
+                op.updated_at = now;
+                self.save(&op, version, Batch::default()).await?;
+                Ok(())
+            }
+            OpStatus::Submitting => {
+                // Found mid-submit after a crash: the outcome is unknown.
+                op.status = transition(op.kind, op.status, OpEvent::OutcomeUnknown)?;
+                op.updated_at = now;
+                op.next_check_at = Some(now);
+                report.unknown += 1;
+                self.save(&op, version, Batch::default()).await?;
+                Ok(())
+            }
+            OpStatus::Submitted | OpStatus::SubmissionUnknown => {
+                let status = match rail.status(&op.payment.id).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        op.next_check_at = Some(now.plus_millis(self.config.poll_interval_ms));
+                        self.save(&op, version, Batch::default()).await?;
+                        return Err(super::rail_err(e));
+                    }
+                };
+                match status {
+                    SubmissionStatus::Confirmed { tx_hash, block } => {
+                        op.tx_hash = Some(tx_hash);
+                        op.block = Some(block);
+                        self.settle(op, version, report).await
+                    }
+                    SubmissionStatus::Failed { reason, tx_hash } => {
+                        op.tx_hash = tx_hash.or(op.tx_hash);
+                        self.fail(op, version, reason, report).await
+                    }
+                    SubmissionStatus::Pending { tx_hash } => {
+                        op.tx_hash = tx_hash.or(op.tx_hash);
+                        op.next_check_at = Some(now.plus_millis(self.config.poll_interval_ms));
+                        self.save(&op, version, Batch::default()).await?;
+                        Ok(())
+                    }
+                    SubmissionStatus::NotFound => {
+                        let since = op.submitted_at.unwrap_or(op.created_at);
+                        if now.millis() - since.millis() >= self.config.unknown_grace_ms {
+                            let reason = "the payment never reached the network".to_string();
+                            self.fail(op, version, reason, report).await
+                        } else {
+                            op.next_check_at = Some(now.plus_millis(self.config.poll_interval_ms));
+                            self.save(&op, version, Batch::default()).await?;
+                            Ok(())
+                        }
+                    }
+                }
+            }
+            // Withdrawal payout states land with the withdrawal flow; terminal states
+            // are never due.
+            _ => Ok(()),
+        }
+    }
+
+    async fn settle(&self, mut op: Operation, version: u64, report: &mut TickReport) -> CoreResult<()> {
+        let now = self.now();
+        op.status = transition(op.kind, op.status, OpEvent::Confirmed)?;
+        op.settled_at = Some(now);
+        op.updated_at = now;
+        op.next_check_at = None;
+        let tx_hash = op.tx_hash.clone().unwrap_or_default();
+        let ledger = op
+            .holds
+            .iter()
+            .map(|h| LedgerTransfer {
+                id: format!("{}:post", h.id),
+                debit: h.debit.clone(),
+                credit: h.credit.clone(),
+                amount: h.amount,
+                phase: Phase::Post { pending_id: h.id.clone() },
+            })
+            .collect();
+        let mut outbox: Vec<OutboxEvent> = Vec::new();
+        let mut sms_to = None;
+        if op.kind == OpKind::Transfer {
+            outbox.push(self.event(
+                &op.tenant,
+                DomainEvent::TransferSettled {
+                    transfer_id: op.id.0.clone(),
+                    amount: op.amount,
+                    token: op.token,
+                    tx_hash: tx_hash.clone(),
+                    updated_at: now,
+                },
+            )?);
+            if let Some(wid) = &op.to_wallet {
+                if let Some(w) = self.wallet_members(wid).await? {
+                    let received = op.fees.map(|f| f.recipient).unwrap_or(op.amount);
+                    let address = w.address(&op.rail.name()).map(|a| a.0.clone()).unwrap_or_default();
+                    for m in &w.members {
+                        outbox.push(self.event(
+                            m,
+                            DomainEvent::TransferReceived {
+                                transfer_id: op.id.0.clone(),
+                                recipient_wallet: address.clone(),
+                                amount: received,
+                                token: op.token,
+                                tx_hash: tx_hash.clone(),
+                                rail: op.rail.name(),
+                                settled_at: now,
+                            },
+                        )?);
+                    }
+                    if w.members.is_empty() {
+                        sms_to = Some((w.phone.clone(), received));
+                    }
+                }
+            }
+        }
+        self.save(&op, version, Batch { ledger, outbox, ..Default::default() }).await?;
+        report.settled += 1;
+        if let Some((phone, amount)) = sms_to {
+            // Best effort: settlement already happened and is never blocked by a message.
+            let text = format!(
+                "You received {} {}. Dial *144# to open your wallet and see your balance.",
+                amount.to_decimal_string(),
+                op.token
+            );
+            let _ = self
+                .ports
+                .notifier
+                .send_sms(&phone, &SmsMessage { kind: SmsKind::MoneyReceived, text })
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn fail(
+        &self,
+        mut op: Operation,
+        version: u64,
+        reason: String,
+        report: &mut TickReport,
+    ) -> CoreResult<()> {
+        let now = self.now();
+        op.status = transition(op.kind, op.status, OpEvent::Failed)?;
+        op.error_reason = Some(reason.clone());
+        op.updated_at = now;
+        op.next_check_at = None;
+        let ledger = op
+            .holds
+            .iter()
+            .map(|h| LedgerTransfer {
+                id: format!("{}:void", h.id),
+                debit: h.debit.clone(),
+                credit: h.credit.clone(),
+                amount: h.amount,
+                phase: Phase::Void { pending_id: h.id.clone() },
+            })
+            .collect();
+        let mut outbox = Vec::new();
+        if op.kind == OpKind::Transfer {
+            let broadcast = op.tx_hash.is_some();
+            outbox.push(self.event(
+                &op.tenant,
+                DomainEvent::TransferFailed {
+                    transfer_id: op.id.0.clone(),
+                    reason,
+                    amount: broadcast.then_some(op.amount),
+                    token: broadcast.then_some(op.token),
+                    tx_hash: op.tx_hash.clone(),
+                    updated_at: now,
+                },
+            )?);
+        }
+        self.save(&op, version, Batch { ledger, outbox, ..Default::default() }).await?;
+        report.failed += 1;
+        Ok(())
+    }
+
+    /// Credits confirmed inbound deposits from outside the service to wallets, once each.
+    async fn scan_inbound(&self, report: &mut TickReport) -> CoreResult<()> {
+        for (id, rail) in self.rails.iter() {
+            if !matches!(id, crate::ports::rail::RailId::Evm(_)) {
+                // Wallets of /v1/users live on the EVM rail; TRON and Solana scanners
+                // land with their rails and the escrow engine.
+                continue;
+            }
+            let name = id.name();
+            let cur = get_record::<ScanCursor>(&*self.ports.store, &name).await?;
+            let cursor = cur.as_ref().map(|v| v.record.cursor.clone()).unwrap_or_default();
+            let batch = match rail.scan(&cursor, &[], self.config.batch_limit).await {
+                Ok(b) => b,
+                Err(e) => return Err(super::rail_err(e)),
+            };
+            let treasury = rail.address_for(&KeyPurpose::Treasury).await.map_err(super::rail_err)?;
+            for inbound in &batch.inbound {
+                if !inbound.confirmed {
+                    continue;
+                }
+                // Internal movements (fundings, P2P transfers) are settled by their own
+                // operation; crediting them here would count them twice.
+                if inbound.from == treasury
+                    || get_record_by_unique::<Wallet>(&*self.ports.store, &Wallet::address_key(&name, &inbound.from))
+                        .await?
+                        .is_some()
+                    || self
+                        .ports
+                        .store
+                        .get_by_unique(&Operation::tx_key(id, &inbound.tx_hash))
+                        .await
+                        .map_err(store_err)?
+                        .is_some()
+                {
+                    continue;
+                }
+                let Some(w) =
+                    get_record_by_unique::<Wallet>(&*self.ports.store, &Wallet::address_key(&name, &inbound.to)).await?
+                else {
+                    continue;
+                };
+                let w = w.record;
+                let dep_id = format!("{name}:{}:{}", inbound.tx_hash, inbound.index);
+                if self.ports.store.get(DepositRecord::KIND, &dep_id).await.map_err(store_err)?.is_some() {
+                    continue;
+                }
+                let now = self.now();
+                let dep = DepositRecord {
+                    id: dep_id.clone(),
+                    wallet: w.id.0.clone(),
+                    tx_hash: inbound.tx_hash.clone(),
+                    amount: inbound.amount,
+                    token: inbound.token,
+                    created_at: now,
+                };
+                let from = accounts::chain_in(&name, inbound.token);
+                let to = accounts::wallet(&w.id, inbound.token);
+                let mut outbox = Vec::new();
+                for m in &w.members {
+                    outbox.push(self.event(
+                        m,
+                        DomainEvent::TransferReceived {
+                            transfer_id: format!("dep_{}", dep_id.replace(':', "_")),
+                            recipient_wallet: inbound.to.0.clone(),
+                            amount: inbound.amount,
+                            token: inbound.token,
+                            tx_hash: inbound.tx_hash.clone(),
+                            rail: name.clone(),
+                            settled_at: now,
+                        },
+                    )?);
+                }
+                let res = self
+                    .commit(Batch {
+                        puts: vec![dep.insert()?],
+                        accounts: vec![from.clone(), to.clone()],
+                        ledger: vec![LedgerTransfer {
+                            id: format!("dep:{dep_id}"),
+                            debit: from.id,
+                            credit: to.id,
+                            amount: inbound.amount,
+                            phase: Phase::Single,
+                        }],
+                        outbox,
+                        ..Default::default()
+                    })
+                    .await;
+                match res {
+                    Ok(_) => report.deposits += 1,
+                    Err(CoreError::Conflict { .. }) => {} // credited by a concurrent scanner
+                    Err(e) => return Err(e),
+                }
+            }
+            if batch.cursor != cursor {
+                let now = self.now();
+                let rec = ScanCursor { rail: name.clone(), cursor: batch.cursor.clone(), created_at: now };
+                let put = match &cur {
+                    Some(v) => rec.update(v.version)?,
+                    None => rec.insert()?,
+                };
+                // A lost race means another scanner advanced it: fine, deposits dedupe.
+                let _ = self.commit(Batch { puts: vec![put], ..Default::default() }).await;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,239 @@
+//! In-memory adapters of the small ports, instrumented for tests.
+
+use crate::domain::money::{Currency, Token};
+use crate::domain::phone::Phone;
+use crate::domain::time::Timestamp;
+use crate::ports::services::*;
+use async_trait::async_trait;
+use rust_decimal::Decimal;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+/// Records every SMS; can be told to fail.
+#[derive(Debug, Default)]
+pub struct MemoryNotifier {
+    sent: Mutex<Vec<(Phone, SmsMessage)>>,
+    fail: std::sync::atomic::AtomicBool,
+}
+
+impl MemoryNotifier {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn sent(&self) -> Vec<(Phone, SmsMessage)> {
+        self.sent.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+    /// The newest message of `kind` sent to `to`.
+    pub fn last_to(&self, to: &Phone, kind: SmsKind) -> Option<SmsMessage> {
+        self.sent().into_iter().rev().find(|(p, m)| p == to && m.kind == kind).map(|(_, m)| m)
+    }
+    /// The one-time code in the newest code message to `to` (the first 6-digit run).
+    pub fn last_code_to(&self, to: &Phone) -> Option<String> {
+        self.sent()
+            .into_iter()
+            .rev()
+            .find(|(p, m)| p == to && matches!(m.kind, SmsKind::LinkCode | SmsKind::PhoneChangeCode))
+            .and_then(|(_, m)| {
+                m.text
+                    .split(|c: char| !c.is_ascii_digit())
+                    .find(|w| w.len() == 6)
+                    .map(str::to_string)
+            })
+    }
+    pub fn set_failing(&self, fail: bool) {
+        self.fail.store(fail, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl Notifier for MemoryNotifier {
+    async fn send_sms(&self, to: &Phone, message: &SmsMessage) -> Result<(), NotifyError> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(NotifyError("injected failure".into()));
+        }
+        if let Ok(mut v) = self.sent.lock() {
+            v.push((to.clone(), message.clone()));
+        }
+        Ok(())
+    }
+}
+
+/// A fixed table of rates (local units per token); unknown pairs fail.
+#[derive(Debug, Default)]
+pub struct FixedRates {
+    rates: Mutex<HashMap<(String, Token), Decimal>>,
+}
+
+impl FixedRates {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Illustrative demo rates for the reference server's simulated mode.
+    pub fn demo() -> Self {
+        let r = Self::new();
+        for (code, rate) in [
+            ("XOF", "600.00"),
+            ("XAF", "600.00"),
+            ("NGN", "1550.00"),
+            ("GHS", "15.50"),
+            ("KES", "129.00"),
+            ("UGX", "3700.00"),
+            ("TZS", "2650.00"),
+            ("RWF", "1400.00"),
+            ("ZAR", "18.20"),
+            ("USD", "1.00"),
+            ("EUR", "0.92"),
+        ] {
+            if let Ok(d) = rate.parse::<Decimal>() {
+                for t in Token::ALL {
+                    r.set(code, t, d);
+                }
+            }
+        }
+        r
+    }
+    pub fn set(&self, currency: &str, token: Token, rate: Decimal) {
+        if let Ok(mut m) = self.rates.lock() {
+            m.insert((currency.to_string(), token), rate);
+        }
+    }
+}
+
+#[async_trait]
+impl RateSource for FixedRates {
+    async fn rate(&self, currency: Currency, token: Token) -> Result<Decimal, RateError> {
+        self.rates
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&(currency.code.to_string(), token)).copied())
+            .ok_or_else(|| RateError(format!("no rate for {}_{}", currency.code, token)))
+    }
+}
+
+/// A mobile-money provider simulation: payouts are delivered when `settle` is called,
+/// or fail for phones registered with `fail_for`.
+#[derive(Debug, Default)]
+pub struct MemoryPayouts {
+    payouts: Mutex<HashMap<String, (Payout, PayoutStatus)>>,
+    failing_phones: Mutex<Vec<Phone>>,
+}
+
+impl MemoryPayouts {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn fail_for(&self, phone: Phone) {
+        if let Ok(mut v) = self.failing_phones.lock() {
+            v.push(phone);
+        }
+    }
+    /// Delivers every pending payout (the provider's callback, simulated).
+    pub fn settle_all(&self) {
+        let failing = self.failing_phones.lock().map(|v| v.clone()).unwrap_or_default();
+        if let Ok(mut m) = self.payouts.lock() {
+            for (id, (p, st)) in m.iter_mut() {
+                if *st == PayoutStatus::Pending {
+                    *st = if failing.contains(&p.phone) {
+                        PayoutStatus::Failed { reason: "recipient mobile-money account rejected the payout".into() }
+                    } else {
+                        PayoutStatus::Delivered { reference: format!("mm_{id}") }
+                    };
+                }
+            }
+        }
+    }
+    pub fn payouts(&self) -> Vec<(Payout, PayoutStatus)> {
+        self.payouts.lock().map(|m| m.values().cloned().collect()).unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl PayoutProvider for MemoryPayouts {
+    async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
+        let mut m = self.payouts.lock().map_err(|_| PayoutError::Unknown("poisoned".into()))?;
+        m.entry(payout.id.clone()).or_insert_with(|| (payout.clone(), PayoutStatus::Pending));
+        Ok(())
+    }
+    async fn status(&self, payout_id: &str) -> Result<PayoutStatus, PayoutError> {
+        let m = self.payouts.lock().map_err(|_| PayoutError::Unknown("poisoned".into()))?;
+        Ok(m.get(payout_id).map(|(_, s)| s.clone()).unwrap_or(PayoutStatus::NotFound))
+    }
+}
+
+/// The system clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        Timestamp(ms)
+    }
+}
+
+/// A clock that moves only when told to.
+#[derive(Debug)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn new(start: Timestamp) -> Self {
+        ManualClock(AtomicI64::new(start.0))
+    }
+    pub fn advance_ms(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+    pub fn set(&self, t: Timestamp) {
+        self.0.store(t.0, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.0.load(Ordering::SeqCst))
+    }
+}
+
+/// The operating system's randomness.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OsEntropy;
+
+impl Entropy for OsEntropy {
+    fn fill(&self, buf: &mut [u8]) {
+        if getrandom::fill(buf).is_err() {
+            // No OS randomness is unrecoverable for a money service: refuse to continue
+            // rather than hand out guessable codes or ids.
+            panic!("operating system randomness is unavailable");
+        }
+    }
+}
+
+/// Deterministic randomness (SHA-256 in counter mode) for simulations.
+#[derive(Debug)]
+pub struct SeededEntropy {
+    seed: u64,
+    counter: AtomicU64,
+}
+
+impl SeededEntropy {
+    pub fn new(seed: u64) -> Self {
+        SeededEntropy { seed, counter: AtomicU64::new(0) }
+    }
+}
+
+impl Entropy for SeededEntropy {
+    fn fill(&self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(32) {
+            let n = self.counter.fetch_add(1, Ordering::SeqCst);
+            let mut h = Sha256::new();
+            h.update(self.seed.to_le_bytes());
+            h.update(n.to_le_bytes());
+            let d = h.finalize();
+            chunk.copy_from_slice(&d[..chunk.len()]);
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! A local `Signer` that derives every key from one master seed.
+//!
+//! Derivation: `HMAC-SHA512(seed, "stablecoin/v1/<curve>/<purpose path>/<counter>")`, first
+//! 32 bytes, retried with the next counter in the (2^-128) case of an invalid secp256k1
+//! scalar. So the same purpose always yields the same key on every machine that shares
+//! the seed (durable addresses across restarts), and no key is ever stored. Production
+//! deployments replace it with a KMS/HSM adapter of the same port.
+
+use crate::ports::signer::{Curve, KeyPurpose, PublicKey, Signature, Signer, SignerError};
+use async_trait::async_trait;
+use hmac::{Hmac, Mac};
+use sha2::Sha512;
+use std::fmt;
+
+pub struct LocalSigner {
+    seed: [u8; 32],
+}
+
+impl fmt::Debug for LocalSigner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LocalSigner { seed: <redacted> }")
+    }
+}
+
+impl LocalSigner {
+    pub fn from_seed(seed: [u8; 32]) -> Self {
+        LocalSigner { seed }
+    }
+
+    fn secret(&self, purpose: &KeyPurpose, curve: Curve, counter: u32) -> [u8; 32] {
+        let mut mac = match Hmac::<Sha512>::new_from_slice(&self.seed) {
+            Ok(m) => m,
+            Err(_) => unreachable!("HMAC accepts keys of any length"),
+        };
+        let curve_name = match curve {
+            Curve::Secp256k1 => "secp256k1",
+            Curve::Ed25519 => "ed25519",
+        };
+        mac.update(format!("stablecoin/v1/{curve_name}/{}/{counter}", purpose.path()).as_bytes());
+        let out = mac.finalize().into_bytes();
+        let mut s = [0u8; 32];
+        s.copy_from_slice(&out[..32]);
+        s
+    }
+
+    fn secp_key(&self, purpose: &KeyPurpose) -> k256::ecdsa::SigningKey {
+        let mut counter = 0u32;
+        loop {
+            let s = self.secret(purpose, Curve::Secp256k1, counter);
+            if let Ok(k) = k256::ecdsa::SigningKey::from_bytes(&s.into()) {
+                return k;
+            }
+            counter += 1;
+        }
+    }
+
+    fn ed_key(&self, purpose: &KeyPurpose) -> ed25519_dalek::SigningKey {
+        ed25519_dalek::SigningKey::from_bytes(&self.secret(purpose, Curve::Ed25519, 0))
+    }
+
+    /// The raw 32-byte secp256k1 secret, for rails that need a chain SDK's own signer
+    /// type (e.g. a local EVM signer in tests). Local signers only.
+    pub fn secp256k1_secret(&self, purpose: &KeyPurpose) -> [u8; 32] {
+        self.secp_key(purpose).to_bytes().into()
+    }
+
+    /// The 32-byte ed25519 secret (seed), for the same reason.
+    pub fn ed25519_secret(&self, purpose: &KeyPurpose) -> [u8; 32] {
+        self.ed_key(purpose).to_bytes()
+    }
+}
+
+#[async_trait]
+impl Signer for LocalSigner {
+    async fn public_key(
+        &self,
+        purpose: &KeyPurpose,
+        curve: Curve,
+    ) -> Result<PublicKey, SignerError> {
+        let bytes = match curve {
+            Curve::Secp256k1 => self
+                .secp_key(purpose)
+                .verifying_key()
+                .to_encoded_point(true)
+                .as_bytes()
+                .to_vec(),
+            Curve::Ed25519 => self.ed_key(purpose).verifying_key().to_bytes().to_vec(),
+        };
+        Ok(PublicKey { curve, bytes })
+    }
+
+    async fn sign(
+        &self,
+        purpose: &KeyPurpose,
+        curve: Curve,
+        payload: &[u8],
+    ) -> Result<Signature, SignerError> {
+        match curve {
+            Curve::Secp256k1 => {
+                if payload.len() != 32 {
+                    return Err(SignerError::InvalidInput(format!(
+                        "secp256k1 signs a 32-byte digest, got {} bytes",
+                        payload.len()
+                    )));
+                }
+                let (sig, recid) = self
+                    .secp_key(purpose)
+                    .sign_prehash_recoverable(payload)
+                    .map_err(|e| SignerError::InvalidInput(e.to_string()))?;
+                let mut out = sig.to_bytes().to_vec();
+                out.push(recid.to_byte());
+                Ok(Signature(out))
+            }
+            Curve::Ed25519 => {
+                use ed25519_dalek::Signer as _;
+                Ok(Signature(self.ed_key(purpose).sign(payload).to_bytes().to_vec()))
+            }
+        }
+    }
+}
+
+/// Verifies a 65-byte r||s||v secp256k1 signature over a digest against a compressed
+/// public key. Used by the simulated chain; real chains verify on chain.
+pub fn verify_secp256k1(public: &[u8], digest: &[u8], sig: &[u8]) -> bool {
+    use k256::ecdsa::signature::hazmat::PrehashVerifier;
+    let Ok(vk) = k256::ecdsa::VerifyingKey::from_sec1_bytes(public) else {
+        return false;
+    };
+    if sig.len() != 65 {
+        return false;
+    }
+    let Ok(s) = k256::ecdsa::Signature::from_slice(&sig[..64]) else {
+        return false;
+    };
+    vk.verify_prehash(digest, &s).is_ok()
+}
+
+/// Verifies an ed25519 signature.
+pub fn verify_ed25519(public: &[u8], message: &[u8], sig: &[u8]) -> bool {
+    let Ok(pk) = <[u8; 32]>::try_from(public) else {
+        return false;
+    };
+    let Ok(vk) = ed25519_dalek::VerifyingKey::from_bytes(&pk) else {
+        return false;
+    };
+    let Ok(sig) = <[u8; 64]>::try_from(sig) else {
+        return false;
+    };
+    vk.verify_strict(message, &ed25519_dalek::Signature::from_bytes(&sig)).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn keys_are_deterministic_and_signatures_verify() {
+        let a = LocalSigner::from_seed([7; 32]);
+        let b = LocalSigner::from_seed([7; 32]);
+        let other = LocalSigner::from_seed([8; 32]);
+        let p = KeyPurpose::Wallet("wal_1".into());
+        for curve in [Curve::Secp256k1, Curve::Ed25519] {
+            let ka = a.public_key(&p, curve).await.unwrap();
+            assert_eq!(ka, b.public_key(&p, curve).await.unwrap());
+            assert_ne!(ka, other.public_key(&p, curve).await.unwrap());
+            assert_ne!(ka, a.public_key(&KeyPurpose::Treasury, curve).await.unwrap());
+        }
+        let digest = [42u8; 32];
+        let pk = a.public_key(&p, Curve::Secp256k1).await.unwrap();
+        let sig = a.sign(&p, Curve::Secp256k1, &digest).await.unwrap();
+        assert_eq!(sig.0.len(), 65);
+        assert!(verify_secp256k1(&pk.bytes, &digest, &sig.0));
+        assert!(!verify_secp256k1(&pk.bytes, &[43u8; 32], &sig.0));
+        assert!(a.sign(&p, Curve::Secp256k1, b"short").await.is_err());
+
+        let pk = a.public_key(&p, Curve::Ed25519).await.unwrap();
+        let sig = a.sign(&p, Curve::Ed25519, b"hello").await.unwrap();
+        assert!(verify_ed25519(&pk.bytes, b"hello", &sig.0));
+        assert!(!verify_ed25519(&pk.bytes, b"hellp", &sig.0));
+    }
+}

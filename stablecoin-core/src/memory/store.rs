@@ -1,0 +1,706 @@
+//! `MemoryStore`: an in-memory `Store` + `Ledger`, instrumented for engine tests.
+//!
+//! All state sits behind one `std::sync::Mutex` that is never held across an await (no
+//! method awaits anything while holding it). A commit applies its batch in the order
+//! `Store::commit` documents, recording an undo log as it goes; on the first error the
+//! log is replayed backwards, so a failed commit changes nothing and a commit costs
+//! O(batch), not O(database).
+//!
+//! Instrumentation (LDK `TestStore` style): [`MemoryStore::fail_next_commits`] makes the
+//! next commits fail with `StoreError::Backend("injected failure")` without touching
+//! anything, [`MemoryStore::commit_count`] counts successful commits,
+//! [`MemoryStore::outbox_len`] counts outbox events.
+
+use crate::domain::time::Timestamp;
+use crate::ports::ledger::{
+    Balance, Ledger, LedgerAccount, LedgerEntry, LedgerError, LedgerTransfer, Phase,
+};
+use crate::ports::store::{
+    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Put, Store, StoreError,
+    StoredRecord,
+};
+use async_trait::async_trait;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
+
+/// The error an injected failure returns.
+pub const INJECTED_FAILURE: &str = "injected failure";
+
+/// An in-memory `Store` and `Ledger`. Cheap to create; clone the `Arc` to share it.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// kind -> its records and indexes.
+    kinds: HashMap<String, KindTable>,
+    /// unique key -> (kind, id) of the record holding it.
+    unique: HashMap<String, (String, String)>,
+    /// (tenant, key) -> record.
+    idempotency: HashMap<(String, String), IdempotencyRecord>,
+    accounts: HashMap<String, Account>,
+    transfers: HashMap<String, TransferState>,
+    /// Every applied transfer, in order; accounts index into it.
+    entries: Vec<LedgerEntry>,
+    /// Outbox event with sequence number `i + 1` at index `i`.
+    outbox: Vec<OutboxEvent>,
+    fail_next: usize,
+    commits: u64,
+    attempts: u64,
+}
+
+#[derive(Debug, Default)]
+struct KindTable {
+    records: HashMap<String, StoredRecord>,
+    /// tenant -> (created_at, id), ascending; lists walk it backwards.
+    by_tenant: HashMap<String, BTreeSet<(Timestamp, String)>>,
+    /// (due_at, id) of records with a due time.
+    due: BTreeSet<(Timestamp, String)>,
+    /// id -> live or lapsed claim.
+    claims: HashMap<String, Claim>,
+}
+
+#[derive(Clone, Debug)]
+struct Claim {
+    #[allow(dead_code)]
+    worker: String,
+    until: Timestamp,
+}
+
+#[derive(Debug)]
+struct Account {
+    allow_negative: bool,
+    balance: Balance,
+    /// Indexes into `State::entries`, oldest first.
+    history: Vec<usize>,
+}
+
+#[derive(Debug)]
+struct TransferState {
+    transfer: LedgerTransfer,
+    /// For `Pending` transfers: posted or voided already.
+    resolved: bool,
+}
+
+/// One step to take back when a commit fails.
+enum Undo {
+    Record {
+        kind: String,
+        id: String,
+        prev: Option<StoredRecord>,
+    },
+    Claim {
+        kind: String,
+        id: String,
+        prev: Claim,
+    },
+    AccountCreated(String),
+    Balance {
+        account: String,
+        prev: Balance,
+    },
+    HistoryPushed(String),
+    TransferInserted(String),
+    PendingResolved(String),
+    Idempotency((String, String)),
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The next `n` commits fail with `StoreError::Backend("injected failure")` and
+    /// change nothing. Replaces any count still pending.
+    pub fn fail_next_commits(&self, n: usize) {
+        self.lock_any().fail_next = n;
+    }
+
+    /// Successful commits so far.
+    pub fn commit_count(&self) -> u64 {
+        self.lock_any().commits
+    }
+
+    /// Commit calls so far, failed ones (injected or not) included.
+    pub fn commit_attempts(&self) -> u64 {
+        self.lock_any().attempts
+    }
+
+    /// Outbox events written so far (the highest sequence number).
+    pub fn outbox_len(&self) -> usize {
+        self.lock_any().outbox.len()
+    }
+
+    /// The lock, even if a panicking thread poisoned it (instrumentation only).
+    fn lock_any(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, State>, StoreError> {
+        self.state
+            .lock()
+            .map_err(|_| StoreError::Backend("memory store lock poisoned".into()))
+    }
+
+    fn lock_ledger(&self) -> Result<MutexGuard<'_, State>, LedgerError> {
+        self.state
+            .lock()
+            .map_err(|_| LedgerError::Backend("memory store lock poisoned".into()))
+    }
+}
+
+impl State {
+    fn record(&self, kind: &str, id: &str) -> Option<&StoredRecord> {
+        self.kinds.get(kind)?.records.get(id)
+    }
+
+    /// Replaces a record (or removes it with `None`), keeping every index in step.
+    /// Does not check unique keys: the caller has.
+    fn set_record(
+        &mut self,
+        kind: &str,
+        id: &str,
+        new: Option<StoredRecord>,
+    ) -> Option<StoredRecord> {
+        let table = self.kinds.entry(kind.to_string()).or_default();
+        let old = match &new {
+            Some(rec) => table.records.insert(id.to_string(), rec.clone()),
+            None => table.records.remove(id),
+        };
+        if let Some(old) = &old {
+            if let Some(tenant) = &old.tenant
+                && let Some(set) = table.by_tenant.get_mut(tenant)
+            {
+                set.remove(&(old.created_at, id.to_string()));
+                if set.is_empty() {
+                    table.by_tenant.remove(tenant);
+                }
+            }
+            if let Some(due) = old.due_at {
+                table.due.remove(&(due, id.to_string()));
+            }
+            for key in &old.unique_keys {
+                if self
+                    .unique
+                    .get(key)
+                    .is_some_and(|(k, i)| k == kind && i == id)
+                {
+                    self.unique.remove(key);
+                }
+            }
+        }
+        if let Some(rec) = &new {
+            if let Some(tenant) = &rec.tenant {
+                table
+                    .by_tenant
+                    .entry(tenant.clone())
+                    .or_default()
+                    .insert((rec.created_at, id.to_string()));
+            }
+            if let Some(due) = rec.due_at {
+                table.due.insert((due, id.to_string()));
+            }
+            for key in &rec.unique_keys {
+                self.unique
+                    .insert(key.clone(), (kind.to_string(), id.to_string()));
+            }
+        }
+        old
+    }
+
+    fn apply(&mut self, batch: Batch, undo: &mut Vec<Undo>) -> Result<CommitReceipt, StoreError> {
+        for account in batch.accounts {
+            self.create_account(account, undo)?;
+        }
+        if let Some(record) = batch.idempotency {
+            let key = (record.tenant.clone(), record.key.clone());
+            if self.idempotency.contains_key(&key) {
+                return Err(StoreError::IdempotencyExists { key: record.key });
+            }
+            self.idempotency.insert(key.clone(), record);
+            undo.push(Undo::Idempotency(key));
+        }
+        for put in batch.puts {
+            self.put(put, undo)?;
+        }
+        for transfer in batch.ledger {
+            self.transfer(transfer, undo)?;
+        }
+        let mut outbox_seqs = Vec::with_capacity(batch.outbox.len());
+        for event in batch.outbox {
+            self.outbox.push(event);
+            outbox_seqs.push(self.outbox.len() as u64);
+        }
+        Ok(CommitReceipt { outbox_seqs })
+    }
+
+    fn rollback(&mut self, undo: Vec<Undo>, entries_len: usize, outbox_len: usize) {
+        self.outbox.truncate(outbox_len);
+        for step in undo.into_iter().rev() {
+            match step {
+                Undo::Record { kind, id, prev } => {
+                    self.set_record(&kind, &id, prev);
+                }
+                Undo::Claim { kind, id, prev } => {
+                    self.kinds.entry(kind).or_default().claims.insert(id, prev);
+                }
+                Undo::AccountCreated(id) => {
+                    self.accounts.remove(&id);
+                }
+                Undo::Balance { account, prev } => {
+                    if let Some(a) = self.accounts.get_mut(&account) {
+                        a.balance = prev;
+                    }
+                }
+                Undo::HistoryPushed(account) => {
+                    if let Some(a) = self.accounts.get_mut(&account) {
+                        a.history.pop();
+                    }
+                }
+                Undo::TransferInserted(id) => {
+                    self.transfers.remove(&id);
+                }
+                Undo::PendingResolved(id) => {
+                    if let Some(t) = self.transfers.get_mut(&id) {
+                        t.resolved = false;
+                    }
+                }
+                Undo::Idempotency(key) => {
+                    self.idempotency.remove(&key);
+                }
+            }
+        }
+        self.entries.truncate(entries_len);
+    }
+
+    fn create_account(
+        &mut self,
+        account: LedgerAccount,
+        undo: &mut Vec<Undo>,
+    ) -> Result<(), LedgerError> {
+        match self.accounts.get(&account.id) {
+            Some(existing) if existing.allow_negative != account.allow_negative => {
+                Err(LedgerError::AccountExists {
+                    account: account.id,
+                })
+            }
+            Some(_) => Ok(()),
+            None => {
+                self.accounts.insert(
+                    account.id.clone(),
+                    Account {
+                        allow_negative: account.allow_negative,
+                        balance: Balance::default(),
+                        history: Vec::new(),
+                    },
+                );
+                undo.push(Undo::AccountCreated(account.id));
+                Ok(())
+            }
+        }
+    }
+
+    fn put(&mut self, put: Put, undo: &mut Vec<Undo>) -> Result<(), StoreError> {
+        let Put {
+            mut record,
+            expected_version,
+        } = put;
+        let current = self.record(&record.kind, &record.id).map(|r| r.version);
+        let conflict = || StoreError::VersionConflict {
+            kind: record.kind.clone(),
+            id: record.id.clone(),
+        };
+        let version = match (expected_version, current) {
+            (None, None) => 1,
+            (Some(expected), Some(current)) if expected == current => current + 1,
+            _ => return Err(conflict()),
+        };
+        for key in &record.unique_keys {
+            if let Some((kind, id)) = self.unique.get(key)
+                && (kind != &record.kind || id != &record.id)
+            {
+                return Err(StoreError::UniqueViolation { key: key.clone() });
+            }
+        }
+        record.version = version;
+        // Duplicate keys inside one record would make the index disagree on removal.
+        let mut seen = HashSet::new();
+        record.unique_keys.retain(|k| seen.insert(k.clone()));
+        let kind = record.kind.clone();
+        let id = record.id.clone();
+        let prev = self.set_record(&kind, &id, Some(record));
+        undo.push(Undo::Record {
+            kind: kind.clone(),
+            id: id.clone(),
+            prev,
+        });
+        if let Some(table) = self.kinds.get_mut(&kind)
+            && let Some(claim) = table.claims.remove(&id)
+        {
+            undo.push(Undo::Claim {
+                kind,
+                id,
+                prev: claim,
+            });
+        }
+        Ok(())
+    }
+
+    fn transfer(&mut self, t: LedgerTransfer, undo: &mut Vec<Undo>) -> Result<(), LedgerError> {
+        if let Some(existing) = self.transfers.get(&t.id) {
+            return if existing.transfer == t {
+                Ok(())
+            } else {
+                Err(LedgerError::TransferExists { id: t.id })
+            };
+        }
+        let invalid = |reason: &str| LedgerError::InvalidTransfer {
+            id: t.id.clone(),
+            reason: reason.to_string(),
+        };
+        if t.amount.0 == 0 {
+            return Err(invalid("amount must be positive"));
+        }
+        if t.debit == t.credit {
+            return Err(invalid("debit and credit accounts are the same"));
+        }
+        for account in [&t.debit, &t.credit] {
+            if !self.accounts.contains_key(account) {
+                return Err(LedgerError::UnknownAccount {
+                    account: account.clone(),
+                });
+            }
+        }
+        let amount = t.amount.0;
+        let overflow = || invalid("amount overflows the account sums");
+        let debit_before = self.accounts[&t.debit].balance;
+        let credit_before = self.accounts[&t.credit].balance;
+        let mut debit = debit_before;
+        let mut credit = credit_before;
+        match &t.phase {
+            Phase::Single => {
+                debit.debits_posted = debit
+                    .debits_posted
+                    .checked_add(amount)
+                    .ok_or_else(overflow)?;
+                credit.credits_posted = credit
+                    .credits_posted
+                    .checked_add(amount)
+                    .ok_or_else(overflow)?;
+            }
+            Phase::Pending => {
+                debit.debits_pending = debit
+                    .debits_pending
+                    .checked_add(amount)
+                    .ok_or_else(overflow)?;
+                credit.credits_pending = credit
+                    .credits_pending
+                    .checked_add(amount)
+                    .ok_or_else(overflow)?;
+            }
+            Phase::Post { pending_id } | Phase::Void { pending_id } => {
+                let pending = match self.transfers.get(pending_id) {
+                    Some(p) if p.transfer.phase == Phase::Pending => p,
+                    _ => {
+                        return Err(LedgerError::PendingNotFound {
+                            id: pending_id.clone(),
+                        });
+                    }
+                };
+                if pending.resolved {
+                    return Err(LedgerError::PendingResolved {
+                        id: pending_id.clone(),
+                    });
+                }
+                let p = &pending.transfer;
+                if p.debit != t.debit || p.credit != t.credit || p.amount != t.amount {
+                    return Err(invalid(
+                        "debit, credit and amount must equal the pending transfer's",
+                    ));
+                }
+                // The pending amounts are on the accounts, so these cannot underflow.
+                debit.debits_pending -= amount;
+                credit.credits_pending -= amount;
+                if matches!(t.phase, Phase::Post { .. }) {
+                    debit.debits_posted = debit
+                        .debits_posted
+                        .checked_add(amount)
+                        .ok_or_else(overflow)?;
+                    credit.credits_posted = credit
+                        .credits_posted
+                        .checked_add(amount)
+                        .ok_or_else(overflow)?;
+                }
+            }
+        }
+        let debit_account = &self.accounts[&t.debit];
+        if !debit_account.allow_negative
+            && (debit.debits_posted as u128 + debit.debits_pending as u128)
+                > debit.credits_posted as u128
+        {
+            return Err(LedgerError::InsufficientFunds {
+                account: t.debit.clone(),
+                available: debit_before.available(),
+                needed: amount,
+            });
+        }
+        // Validated: apply.
+        if let Phase::Post { pending_id } | Phase::Void { pending_id } = &t.phase {
+            if let Some(p) = self.transfers.get_mut(pending_id) {
+                p.resolved = true;
+            }
+            undo.push(Undo::PendingResolved(pending_id.clone()));
+        }
+        let index = self.entries.len();
+        self.entries.push(LedgerEntry {
+            transfer_id: t.id.clone(),
+            debit: t.debit.clone(),
+            credit: t.credit.clone(),
+            amount: t.amount,
+            phase: t.phase.clone(),
+        });
+        for (account, balance, prev) in [
+            (&t.debit, debit, debit_before),
+            (&t.credit, credit, credit_before),
+        ] {
+            let a = self.accounts.get_mut(account).expect("checked above");
+            a.balance = balance;
+            a.history.push(index);
+            undo.push(Undo::Balance {
+                account: account.clone(),
+                prev,
+            });
+            undo.push(Undo::HistoryPushed(account.clone()));
+        }
+        undo.push(Undo::TransferInserted(t.id.clone()));
+        self.transfers.insert(
+            t.id.clone(),
+            TransferState {
+                transfer: t,
+                resolved: false,
+            },
+        );
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
+        let mut state = self.lock()?;
+        state.attempts += 1;
+        if state.fail_next > 0 {
+            state.fail_next -= 1;
+            return Err(StoreError::Backend(INJECTED_FAILURE.into()));
+        }
+        let entries_len = state.entries.len();
+        let outbox_len = state.outbox.len();
+        let mut undo = Vec::new();
+        match state.apply(batch, &mut undo) {
+            Ok(receipt) => {
+                state.commits += 1;
+                Ok(receipt)
+            }
+            Err(e) => {
+                state.rollback(undo, entries_len, outbox_len);
+                Err(e)
+            }
+        }
+    }
+
+    async fn get(&self, kind: &str, id: &str) -> Result<Option<StoredRecord>, StoreError> {
+        Ok(self.lock()?.record(kind, id).cloned())
+    }
+
+    async fn get_by_unique(&self, key: &str) -> Result<Option<StoredRecord>, StoreError> {
+        let state = self.lock()?;
+        Ok(state
+            .unique
+            .get(key)
+            .and_then(|(kind, id)| state.record(kind, id))
+            .cloned())
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError> {
+        let state = self.lock()?;
+        let Some(table) = state.kinds.get(&query.kind) else {
+            return Ok((Vec::new(), 0));
+        };
+        let Some(ids) = table.by_tenant.get(&query.tenant) else {
+            return Ok((Vec::new(), 0));
+        };
+        let matching = ids
+            .iter()
+            .rev()
+            .filter_map(|(_, id)| table.records.get(id))
+            .filter(|r| query.status.is_none() || r.status == query.status);
+        let mut total = 0u64;
+        let mut page = Vec::new();
+        for (i, record) in matching.enumerate() {
+            total += 1;
+            if i >= query.offset && page.len() < query.limit {
+                page.push(record.clone());
+            }
+        }
+        Ok((page, total))
+    }
+
+    async fn idempotency(
+        &self,
+        tenant: &str,
+        key: &str,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        Ok(self
+            .lock()?
+            .idempotency
+            .get(&(tenant.to_string(), key.to_string()))
+            .cloned())
+    }
+
+    async fn claim_due(
+        &self,
+        kind: &str,
+        worker: &str,
+        now: Timestamp,
+        lease_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let mut state = self.lock()?;
+        let Some(table) = state.kinds.get_mut(kind) else {
+            return Ok(Vec::new());
+        };
+        let mut claimed = Vec::new();
+        for (due, id) in &table.due {
+            if claimed.len() >= limit || *due > now {
+                break;
+            }
+            if table.claims.get(id).is_some_and(|c| c.until > now) {
+                continue;
+            }
+            claimed.push(id.clone());
+        }
+        let until = now.plus_millis(lease_ms);
+        let mut out = Vec::with_capacity(claimed.len());
+        for id in claimed {
+            table.claims.insert(
+                id.clone(),
+                Claim {
+                    worker: worker.to_string(),
+                    until,
+                },
+            );
+            out.push(table.records[&id].clone());
+        }
+        Ok(out)
+    }
+
+    async fn outbox_after(
+        &self,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, OutboxEvent)>, StoreError> {
+        let state = self.lock()?;
+        let start = usize::try_from(after_seq)
+            .unwrap_or(usize::MAX)
+            .min(state.outbox.len());
+        Ok(state.outbox[start..]
+            .iter()
+            .take(limit)
+            .enumerate()
+            .map(|(i, e)| ((start + i + 1) as u64, e.clone()))
+            .collect())
+    }
+}
+
+#[async_trait]
+impl Ledger for MemoryStore {
+    async fn balance(&self, account: &str) -> Result<Balance, LedgerError> {
+        self.lock_ledger()?
+            .accounts
+            .get(account)
+            .map(|a| a.balance)
+            .ok_or_else(|| LedgerError::UnknownAccount {
+                account: account.to_string(),
+            })
+    }
+
+    async fn history(
+        &self,
+        account: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<LedgerEntry>, LedgerError> {
+        let state = self.lock_ledger()?;
+        let a = state
+            .accounts
+            .get(account)
+            .ok_or_else(|| LedgerError::UnknownAccount {
+                account: account.to_string(),
+            })?;
+        Ok(a.history
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .map(|&i| state.entries[i].clone())
+            .collect())
+    }
+
+    async fn posted_sum(&self) -> Result<i128, LedgerError> {
+        Ok(self
+            .lock_ledger()?
+            .accounts
+            .values()
+            .map(|a| a.balance.posted())
+            .sum())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit;
+    use std::sync::Arc;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn memory_store_passes_conformance_suite() {
+        testkit::store_suite(|| async { Arc::new(MemoryStore::new()) }).await;
+    }
+
+    #[tokio::test]
+    async fn fail_next_commits_fails_then_recovers() {
+        let store = MemoryStore::new();
+        let batch = Batch {
+            accounts: vec![LedgerAccount {
+                id: "a".into(),
+                allow_negative: true,
+            }],
+            outbox: vec![OutboxEvent {
+                id: "evt_1".into(),
+                tenant: "t".into(),
+                event_type: "x".into(),
+                occurred_at: Timestamp::from_millis(1),
+                payload: serde_json::json!({}),
+            }],
+            ..Batch::default()
+        };
+        store.fail_next_commits(2);
+        for _ in 0..2 {
+            let err = store.commit(batch.clone()).await.unwrap_err();
+            assert_eq!(err, StoreError::Backend(INJECTED_FAILURE.into()));
+            assert_eq!(err.code(), "STORAGE_ERROR");
+        }
+        assert_eq!(store.commit_count(), 0);
+        assert_eq!(store.commit_attempts(), 2);
+        assert_eq!(store.outbox_len(), 0);
+        assert!(store.balance("a").await.is_err());
+
+        let receipt = store.commit(batch).await.unwrap();
+        assert_eq!(receipt.outbox_seqs, vec![1]);
+        assert_eq!(store.commit_count(), 1);
+        assert_eq!(store.commit_attempts(), 3);
+        assert_eq!(store.outbox_len(), 1);
+        assert_eq!(store.balance("a").await.unwrap(), Balance::default());
+    }
+}

@@ -1,0 +1,286 @@
+//! The synchronous chain state behind `SimRail`: blocks, balances, the mempool and the
+//! transfer log. Everything here runs under the rail's one mutex and never awaits.
+
+use super::Fault;
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::ports::{ChainAddress, Inbound, SubmissionStatus};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// One executed token movement, as the scanner sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct Transfer {
+    pub from: ChainAddress,
+    pub to: ChainAddress,
+    pub token: Token,
+    pub amount: Micros,
+    pub tx_hash: String,
+    pub index: u32,
+}
+
+#[derive(Clone, Debug)]
+enum Outcome {
+    Pending,
+    Executed { block: u64 },
+    Failed { reason: String },
+}
+
+/// A transaction the chain knows about (mempool or history).
+#[derive(Clone, Debug)]
+pub(crate) struct Tx {
+    pub tx_hash: String,
+    pub from: ChainAddress,
+    pub token: Token,
+    pub legs: Vec<(ChainAddress, Micros)>,
+    /// Faucet deposits create supply: no source balance is checked or debited.
+    pub mint: bool,
+    /// Accepted, then reverts at execution (`Fault::Revert`).
+    pub revert: bool,
+    /// The first block that may include it.
+    pub execute_at: u64,
+}
+
+impl Tx {
+    fn total(&self) -> u64 {
+        // Totals are validated to fit in a u64 before a tx is accepted.
+        self.legs
+            .iter()
+            .map(|(_, a)| a.get())
+            .fold(0u64, u64::saturating_add)
+    }
+}
+
+pub(crate) struct Chain {
+    pub height: u64,
+    pub rpc_down: bool,
+    pub sponsor_funded: bool,
+    pub monitoring: bool,
+    pub faults: VecDeque<Fault>,
+    /// Distinct payments the node accepted.
+    pub accepted: usize,
+    /// Sequence of outside transfers (mints and external payers), for their hashes.
+    pub external_seq: u64,
+    /// Whether token accounts are tracked (Solana associated token accounts).
+    track_token_accounts: bool,
+    token_accounts: BTreeSet<(ChainAddress, Token)>,
+    balances: BTreeMap<(ChainAddress, Token), u64>,
+    blocks: BTreeMap<u64, Vec<Transfer>>,
+    txs: Vec<(Tx, Outcome)>,
+    mempool: Vec<usize>,
+    by_payment: BTreeMap<String, usize>,
+}
+
+impl Chain {
+    pub fn new(track_token_accounts: bool) -> Self {
+        Chain {
+            height: 0,
+            rpc_down: false,
+            sponsor_funded: true,
+            monitoring: true,
+            faults: VecDeque::new(),
+            accepted: 0,
+            external_seq: 0,
+            track_token_accounts,
+            token_accounts: BTreeSet::new(),
+            balances: BTreeMap::new(),
+            blocks: BTreeMap::new(),
+            txs: Vec::new(),
+            mempool: Vec::new(),
+            by_payment: BTreeMap::new(),
+        }
+    }
+
+    pub fn balance(&self, address: &ChainAddress, token: Token) -> Micros {
+        Micros(
+            self.balances
+                .get(&(address.clone(), token))
+                .copied()
+                .unwrap_or(0),
+        )
+    }
+
+    /// What is still in the mempool from this source in this token.
+    pub fn pending_from(&self, address: &ChainAddress, token: Token) -> u64 {
+        self.mempool
+            .iter()
+            .map(|i| &self.txs[*i].0)
+            .filter(|tx| !tx.mint && tx.from == *address && tx.token == token)
+            .map(Tx::total)
+            .fold(0u64, u64::saturating_add)
+    }
+
+    pub fn tx_hash_of(&self, payment_id: &str) -> Option<&str> {
+        self.by_payment
+            .get(payment_id)
+            .map(|i| self.txs[*i].0.tx_hash.as_str())
+    }
+
+    pub fn has_token_account(&self, address: &ChainAddress, token: Token) -> bool {
+        !self.track_token_accounts || self.token_accounts.contains(&(address.clone(), token))
+    }
+
+    pub fn open_token_account(&mut self, address: &ChainAddress, token: Token) {
+        if self.track_token_accounts {
+            self.token_accounts.insert((address.clone(), token));
+        }
+    }
+
+    /// Puts a transaction in the mempool, optionally under a payment id.
+    pub fn enqueue(&mut self, payment_id: Option<&str>, tx: Tx) {
+        let index = self.txs.len();
+        self.txs.push((tx, Outcome::Pending));
+        self.mempool.push(index);
+        if let Some(id) = payment_id {
+            self.by_payment.insert(id.to_string(), index);
+        }
+    }
+
+    /// Mines `n` blocks; returns the new head.
+    pub fn mine(&mut self, n: u64) -> u64 {
+        for _ in 0..n {
+            self.mine_one();
+        }
+        self.height
+    }
+
+    fn mine_one(&mut self) {
+        self.height += 1;
+        let block = self.height;
+        let mempool = std::mem::take(&mut self.mempool);
+        for index in mempool {
+            if self.txs[index].0.execute_at > block {
+                self.mempool.push(index);
+            } else {
+                let outcome = self.execute(index, block);
+                self.txs[index].1 = outcome;
+            }
+        }
+    }
+
+    /// Executes all legs or none.
+    fn execute(&mut self, index: usize, block: u64) -> Outcome {
+        let tx = self.txs[index].0.clone();
+        if tx.revert {
+            return Outcome::Failed {
+                reason: "execution reverted".into(),
+            };
+        }
+        let mut updates: BTreeMap<(ChainAddress, Token), u64> = BTreeMap::new();
+        if !tx.mint {
+            let have = self.balance(&tx.from, tx.token).get();
+            let Some(left) = have.checked_sub(tx.total()) else {
+                return Outcome::Failed {
+                    reason: "insufficient balance at execution".into(),
+                };
+            };
+            updates.insert((tx.from.clone(), tx.token), left);
+        }
+        for (to, amount) in &tx.legs {
+            let key = (to.clone(), tx.token);
+            let current = match updates.get(&key) {
+                Some(v) => *v,
+                None => self.balance(to, tx.token).get(),
+            };
+            let Some(next) = current.checked_add(amount.get()) else {
+                return Outcome::Failed {
+                    reason: "recipient balance overflow".into(),
+                };
+            };
+            updates.insert(key, next);
+        }
+        for (key, value) in updates {
+            self.balances.insert(key, value);
+        }
+        let log = self.blocks.entry(block).or_default();
+        for (i, (to, amount)) in tx.legs.iter().enumerate() {
+            log.push(Transfer {
+                from: tx.from.clone(),
+                to: to.clone(),
+                token: tx.token,
+                amount: *amount,
+                tx_hash: tx.tx_hash.clone(),
+                index: u32::try_from(i).unwrap_or(u32::MAX),
+            });
+        }
+        for (to, _) in &tx.legs {
+            // The sender (Solana: the service as fee payer) creates a missing account.
+            self.open_token_account(to, tx.token);
+        }
+        Outcome::Executed { block }
+    }
+
+    /// Confirmations of something executed at `block` (the block itself counts as one).
+    pub fn confirmations_of(&self, block: u64) -> u64 {
+        self.height.saturating_sub(block) + 1
+    }
+
+    pub fn status(&self, payment_id: &str, confirmations: u64) -> SubmissionStatus {
+        let Some(index) = self.by_payment.get(payment_id) else {
+            return SubmissionStatus::NotFound;
+        };
+        let (tx, outcome) = &self.txs[*index];
+        match outcome {
+            Outcome::Pending => SubmissionStatus::Pending {
+                tx_hash: Some(tx.tx_hash.clone()),
+            },
+            Outcome::Executed { block } if self.confirmations_of(*block) >= confirmations => {
+                SubmissionStatus::Confirmed {
+                    tx_hash: tx.tx_hash.clone(),
+                    block: *block,
+                }
+            }
+            Outcome::Executed { .. } => SubmissionStatus::Pending {
+                tx_hash: Some(tx.tx_hash.clone()),
+            },
+            Outcome::Failed { reason } => SubmissionStatus::Failed {
+                reason: reason.clone(),
+                tx_hash: Some(tx.tx_hash.clone()),
+            },
+        }
+    }
+
+    /// Transfers to watched addresses in blocks after `cursor`. A block is the unit of
+    /// progress: the batch stops before a block whose transfers would exceed `limit`,
+    /// except that the first block with matches is always returned whole (so a block
+    /// holding more than `limit` matches cannot stall the scanner). The returned cursor
+    /// is the highest block such that it and every block before it in this scan were
+    /// fully returned and confirmed.
+    pub fn scan(
+        &self,
+        cursor: u64,
+        watched: &BTreeSet<ChainAddress>,
+        limit: usize,
+        confirmations: u64,
+    ) -> (Vec<Inbound>, u64) {
+        let mut inbound = Vec::new();
+        let mut next_cursor = cursor;
+        let mut advancing = true;
+        for block in cursor.saturating_add(1)..=self.height {
+            let matches: Vec<&Transfer> = self
+                .blocks
+                .get(&block)
+                .map(|log| log.iter().filter(|t| watched.contains(&t.to)).collect())
+                .unwrap_or_default();
+            if !inbound.is_empty() && inbound.len() + matches.len() > limit {
+                break;
+            }
+            let conf = self.confirmations_of(block);
+            let confirmed = conf >= confirmations;
+            inbound.extend(matches.into_iter().map(|t| Inbound {
+                tx_hash: t.tx_hash.clone(),
+                index: t.index,
+                from: t.from.clone(),
+                to: t.to.clone(),
+                token: t.token,
+                amount: t.amount,
+                block,
+                confirmations: conf,
+                confirmed,
+            }));
+            advancing &= confirmed;
+            if advancing {
+                next_cursor = block;
+            }
+        }
+        (inbound, next_cursor)
+    }
+}
