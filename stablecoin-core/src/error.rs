@@ -68,7 +68,11 @@ pub enum CoreError {
     #[error("a request with this idempotency key is still in progress")]
     IdempotencyKeyInUse,
     #[error("invalid transition of {machine} from {from} on {event}")]
-    InvalidTransition { machine: &'static str, from: String, event: String },
+    InvalidTransition {
+        machine: &'static str,
+        from: String,
+        event: String,
+    },
     #[error("concurrent update of {what}; retry")]
     Conflict { what: String },
 
@@ -152,8 +156,13 @@ impl CoreError {
         use CoreError::*;
         matches!(
             self,
-            Conflict { .. } | IdempotencyKeyInUse | RailNotReady { .. } | Rail(_) | Storage(_)
-                | RateSource(_) | Notifier(_)
+            Conflict { .. }
+                | IdempotencyKeyInUse
+                | RailNotReady { .. }
+                | Rail(_)
+                | Storage(_)
+                | RateSource(_)
+                | Notifier(_)
         )
     }
 }

@@ -131,17 +131,16 @@ async fn address_formats_per_profile() {
 #[tokio::test]
 async fn invalid_addresses_are_refused() {
     let rail = manual(EVM);
-    let err = rail.balance(
-        &ChainAddress("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t".into()),
-        Token::Usdc,
-    );
-    assert!(matches!(err.await, Err(RailError::InvalidAddress { .. })));
+    let tron_addr = ChainAddress("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t".into());
+    let err = rail.balance(&tron_addr, Token::Usdc).await;
+    assert!(matches!(err, Err(RailError::InvalidAddress { .. })));
     let tron = manual(SimProfile::Tron);
-    let err = tron.balance(
-        &ChainAddress("0x0000000000000000000000000000000000000000".into()),
-        Token::Usdt,
-    );
-    assert!(matches!(err.await, Err(RailError::InvalidAddress { .. })));
+    let evm_addr = ChainAddress("0x0000000000000000000000000000000000000000".into());
+    let err = tron.balance(&evm_addr, Token::Usdt).await;
+    assert!(matches!(err, Err(RailError::InvalidAddress { .. })));
+    let sol = manual(SimProfile::Solana);
+    let err = sol.balance(&tron_addr, Token::Usdc).await;
+    assert!(matches!(err, Err(RailError::InvalidAddress { .. })));
 }
 
 // ---- balances and payments ------------------------------------------------------------
@@ -821,7 +820,9 @@ async fn rpc_down_makes_every_call_unavailable() {
     assert!(unavailable(rail.submit(&p).await.map(|_| ())));
     assert!(unavailable(rail.status("x").await.map(|_| ())));
     assert!(unavailable(
-        rail.scan("", &[bob.clone()], 10).await.map(|_| ())
+        rail.scan("", std::slice::from_ref(&bob), 10)
+            .await
+            .map(|_| ())
     ));
     rail.set_rpc_down(false);
     rail.mine(1);

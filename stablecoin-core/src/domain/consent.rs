@@ -76,7 +76,11 @@ impl Wallet {
     }
     /// Money-out gate (transfers, withdrawals, phone change).
     pub fn require_member(&self, tenant: &TenantId) -> CoreResult<()> {
-        if self.is_member(tenant) { Ok(()) } else { Err(CoreError::NotAMember) }
+        if self.is_member(tenant) {
+            Ok(())
+        } else {
+            Err(CoreError::NotAMember)
+        }
     }
     pub fn address(&self, rail: &str) -> Option<&ChainAddress> {
         self.addresses.get(rail)
@@ -93,7 +97,11 @@ impl Record for Wallet {
     }
     fn unique_keys(&self) -> Vec<String> {
         let mut keys = vec![Wallet::phone_key(&self.phone)];
-        keys.extend(self.addresses.iter().map(|(r, a)| Wallet::address_key(r, a)));
+        keys.extend(
+            self.addresses
+                .iter()
+                .map(|(r, a)| Wallet::address_key(r, a)),
+        );
         keys
     }
 }
@@ -205,7 +213,9 @@ impl Challenge {
         } else if self.attempts >= MAX_CODE_ATTEMPTS {
             Err(CoreError::TooManyAttempts)
         } else {
-            Err(CoreError::CodeInvalid { attempts_left: MAX_CODE_ATTEMPTS - self.attempts })
+            Err(CoreError::CodeInvalid {
+                attempts_left: MAX_CODE_ATTEMPTS - self.attempts,
+            })
         }
     }
 }
@@ -223,7 +233,11 @@ impl Record for Challenge {
     }
     fn unique_keys(&self) -> Vec<String> {
         if self.is_open() {
-            vec![Challenge::open_key(self.purpose.kind(), &self.tenant, &self.wallet)]
+            vec![Challenge::open_key(
+                self.purpose.kind(),
+                &self.tenant,
+                &self.wallet,
+            )]
         } else {
             vec![]
         }
@@ -275,11 +289,30 @@ mod tests {
         let a = TenantId("ten_a".into());
         let b = TenantId("ten_b".into());
         assert_eq!(provision_outcome(None, &a), ProvisionOutcome::Provisioned);
-        assert_eq!(provision_outcome(Some(&wallet(vec![])), &a), ProvisionOutcome::Adopted);
-        assert_eq!(provision_outcome(Some(&wallet(vec![a.clone()])), &a), ProvisionOutcome::AlreadyExists);
-        assert_eq!(provision_outcome(Some(&wallet(vec![a.clone()])), &b), ProvisionOutcome::LinkRequired);
-        assert_eq!(wallet(vec![a.clone()]).require_member(&b).unwrap_err().code(), "NOT_A_MEMBER");
-        assert!(wallet(vec![a.clone(), b.clone()]).require_member(&b).is_ok());
+        assert_eq!(
+            provision_outcome(Some(&wallet(vec![])), &a),
+            ProvisionOutcome::Adopted
+        );
+        assert_eq!(
+            provision_outcome(Some(&wallet(vec![a.clone()])), &a),
+            ProvisionOutcome::AlreadyExists
+        );
+        assert_eq!(
+            provision_outcome(Some(&wallet(vec![a.clone()])), &b),
+            ProvisionOutcome::LinkRequired
+        );
+        assert_eq!(
+            wallet(vec![a.clone()])
+                .require_member(&b)
+                .unwrap_err()
+                .code(),
+            "NOT_A_MEMBER"
+        );
+        assert!(
+            wallet(vec![a.clone(), b.clone()])
+                .require_member(&b)
+                .is_ok()
+        );
     }
 
     fn challenge(code: &str) -> Challenge {
@@ -299,7 +332,10 @@ mod tests {
         let mut c = challenge("123456");
         assert!(!c.code_hash.contains("123456"));
         assert!(c.verify("123456", Timestamp(2_000)).is_ok());
-        assert_eq!(c.verify("123456", Timestamp(2_000)).unwrap_err().code(), "CODE_ALREADY_USED");
+        assert_eq!(
+            c.verify("123456", Timestamp(2_000)).unwrap_err().code(),
+            "CODE_ALREADY_USED"
+        );
         assert!(c.unique_keys().is_empty());
     }
 
@@ -307,11 +343,22 @@ mod tests {
     fn wrong_codes_are_bounded() {
         let mut c = challenge("123456");
         for left in (1..MAX_CODE_ATTEMPTS).rev() {
-            assert_eq!(c.verify("000000", Timestamp(2_000)).unwrap_err(), CoreError::CodeInvalid { attempts_left: left });
+            assert_eq!(
+                c.verify("000000", Timestamp(2_000)).unwrap_err(),
+                CoreError::CodeInvalid {
+                    attempts_left: left
+                }
+            );
         }
-        assert_eq!(c.verify("000000", Timestamp(2_000)).unwrap_err().code(), "TOO_MANY_ATTEMPTS");
+        assert_eq!(
+            c.verify("000000", Timestamp(2_000)).unwrap_err().code(),
+            "TOO_MANY_ATTEMPTS"
+        );
         // Even the right code is refused once locked.
-        assert_eq!(c.verify("123456", Timestamp(2_000)).unwrap_err().code(), "TOO_MANY_ATTEMPTS");
+        assert_eq!(
+            c.verify("123456", Timestamp(2_000)).unwrap_err().code(),
+            "TOO_MANY_ATTEMPTS"
+        );
     }
 
     #[test]

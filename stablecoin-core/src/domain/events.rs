@@ -62,7 +62,11 @@ pub enum DomainEvent {
     },
     /// A new tenant gained operating rights; sent to the existing members.
     #[serde(rename = "user.linked")]
-    UserLinked { wallet_address: String, new_merchant_id: String, linked_at: Timestamp },
+    UserLinked {
+        wallet_address: String,
+        new_merchant_id: String,
+        linked_at: Timestamp,
+    },
     /// A wallet's phone was re-keyed; sent to every member.
     #[serde(rename = "user.phone_changed")]
     UserPhoneChanged {

@@ -401,14 +401,18 @@ mod tests {
 
     #[test]
     fn conversion_rounds_down_where_decimal_division_would_round_up() {
-        // A 28-digit `Decimal` quotient of 1 / 1.0000000000000000000000000001 rounds up
-        // to 1; the exact quotient is 0.99999..., which floors to 0.999999.
+        // The exact quotient 0.0000099999...9 (28 nines) floors to 9 micro-units, but
+        // `Decimal` keeps 28 significant digits and rounds it up to 0.00001, which would
+        // over-deliver one micro-unit.
+        let (fiat, rate) = ("1000000000000", "100000000000000000.00000000001");
+        let naive = Micros::from_decimal_floor(d(fiat) / d(rate));
+        assert_eq!(naive, Some(Micros(10))); // the hazard this module avoids
+        assert_eq!(quote(fiat, rate).unwrap().expected_out, Micros(9));
+        // Just above a boundary floors to the boundary.
         let q = quote("1", "0.9999999999999999999999999999").unwrap();
-        assert_eq!(q.expected_out, Micros(1_000_000)); // 1.0000000...0001 exactly floors to 1
-        let naive = Micros::from_decimal_floor(d("1") / d("1.0000000000000000000000000001"));
-        assert_eq!(naive, Some(Micros(1_000_000))); // the hazard this module avoids
+        assert_eq!(q.expected_out, Micros(1_000_000));
         let q = quote("1", "1.0000000000000000000000000001").unwrap();
-        assert_eq!(q.expected_out, Micros(999_999)); // 0.99999999... must not become 1.000000
+        assert_eq!(q.expected_out, Micros(999_999));
     }
 
     #[test]

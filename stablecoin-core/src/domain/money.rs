@@ -16,7 +16,9 @@ pub const MICROS_PER_TOKEN: u64 = 1_000_000;
 pub const AMOUNT_DECIMALS: u32 = 6;
 
 /// A non-negative token amount in micro-units (10^-6 of a token).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Micros(pub u64);
 
@@ -124,7 +126,11 @@ impl Micros {
 
     /// The 6-place decimal string used in API responses and webhooks (`"12.500000"`).
     pub fn to_decimal_string(self) -> String {
-        format!("{}.{:06}", self.0 / MICROS_PER_TOKEN, self.0 % MICROS_PER_TOKEN)
+        format!(
+            "{}.{:06}",
+            self.0 / MICROS_PER_TOKEN,
+            self.0 % MICROS_PER_TOKEN
+        )
     }
 
     /// The base-unit string (micro-units as an integer), as escrow responses use.
@@ -143,7 +149,9 @@ impl Micros {
             return None;
         }
         let scaled = d.checked_mul(Decimal::from(MICROS_PER_TOKEN))?.trunc();
-        u64::try_from(scaled.mantissa() / 10i128.pow(scaled.scale())).ok().map(Micros)
+        u64::try_from(scaled.mantissa() / 10i128.pow(scaled.scale()))
+            .ok()
+            .map(Micros)
     }
 }
 
@@ -201,22 +209,70 @@ pub struct Currency {
 
 /// Currencies with their ISO 4217 exponents. Extend here, not in callers.
 pub const CURRENCIES: &[Currency] = &[
-    Currency { code: "XOF", exponent: 0 },
-    Currency { code: "XAF", exponent: 0 },
-    Currency { code: "NGN", exponent: 2 },
-    Currency { code: "GHS", exponent: 2 },
-    Currency { code: "KES", exponent: 2 },
-    Currency { code: "UGX", exponent: 0 },
-    Currency { code: "TZS", exponent: 2 },
-    Currency { code: "RWF", exponent: 0 },
-    Currency { code: "ZAR", exponent: 2 },
-    Currency { code: "EGP", exponent: 2 },
-    Currency { code: "MAD", exponent: 2 },
-    Currency { code: "GNF", exponent: 0 },
-    Currency { code: "CDF", exponent: 2 },
-    Currency { code: "ZMW", exponent: 2 },
-    Currency { code: "USD", exponent: 2 },
-    Currency { code: "EUR", exponent: 2 },
+    Currency {
+        code: "XOF",
+        exponent: 0,
+    },
+    Currency {
+        code: "XAF",
+        exponent: 0,
+    },
+    Currency {
+        code: "NGN",
+        exponent: 2,
+    },
+    Currency {
+        code: "GHS",
+        exponent: 2,
+    },
+    Currency {
+        code: "KES",
+        exponent: 2,
+    },
+    Currency {
+        code: "UGX",
+        exponent: 0,
+    },
+    Currency {
+        code: "TZS",
+        exponent: 2,
+    },
+    Currency {
+        code: "RWF",
+        exponent: 0,
+    },
+    Currency {
+        code: "ZAR",
+        exponent: 2,
+    },
+    Currency {
+        code: "EGP",
+        exponent: 2,
+    },
+    Currency {
+        code: "MAD",
+        exponent: 2,
+    },
+    Currency {
+        code: "GNF",
+        exponent: 0,
+    },
+    Currency {
+        code: "CDF",
+        exponent: 2,
+    },
+    Currency {
+        code: "ZMW",
+        exponent: 2,
+    },
+    Currency {
+        code: "USD",
+        exponent: 2,
+    },
+    Currency {
+        code: "EUR",
+        exponent: 2,
+    },
 ];
 
 impl Currency {
@@ -256,22 +312,41 @@ mod tests {
         assert_eq!(Micros::parse_decimal("7").unwrap(), Micros(7_000_000));
         assert_eq!(Micros(12_500_000).to_decimal_string(), "12.500000");
         assert_eq!(Micros(1).to_decimal_string(), "0.000001");
-        assert_eq!(Micros::parse_whole_tokens("150").unwrap(), Micros(150_000_000));
+        assert_eq!(
+            Micros::parse_whole_tokens("150").unwrap(),
+            Micros(150_000_000)
+        );
         assert_eq!(Micros(150_000_000).to_base_units_string(), "150000000");
     }
 
     #[test]
     fn rejects_bad_amounts() {
         for bad in [
-            "", "-1", "1.2345678", "1e6", "abc", ".5", "5.", "+5", "1,5", " ", "1.2.3",
+            "",
+            "-1",
+            "1.2345678",
+            "1e6",
+            "abc",
+            ".5",
+            "5.",
+            "+5",
+            "1,5",
+            " ",
+            "1.2.3",
             "99999999999999999999",
         ] {
             let err = Micros::parse_decimal(bad).unwrap_err();
             assert_eq!(err.code(), "INVALID_AMOUNT", "{bad}");
         }
-        assert_eq!(Micros::parse_positive("0").unwrap_err().code(), "INVALID_AMOUNT");
+        assert_eq!(
+            Micros::parse_positive("0").unwrap_err().code(),
+            "INVALID_AMOUNT"
+        );
         for bad in ["1.5", "0.1", "-3", "", "1e2"] {
-            assert_eq!(Micros::parse_whole_tokens(bad).unwrap_err().code(), "INVALID_AMOUNT");
+            assert_eq!(
+                Micros::parse_whole_tokens(bad).unwrap_err().code(),
+                "INVALID_AMOUNT"
+            );
         }
     }
 
@@ -282,7 +357,10 @@ mod tests {
         assert_eq!("SOL".parse::<Token>().unwrap_err().code(), "UNKNOWN_TOKEN");
         assert_eq!(Currency::parse("XOF").unwrap().exponent, 0);
         assert_eq!(Currency::parse("NGN").unwrap().exponent, 2);
-        assert_eq!(Currency::parse("XXX").unwrap_err().code(), "UNKNOWN_CURRENCY");
+        assert_eq!(
+            Currency::parse("XXX").unwrap_err().code(),
+            "UNKNOWN_CURRENCY"
+        );
     }
 
     proptest! {

@@ -21,7 +21,9 @@ impl Phone {
         };
         let trimmed = input.trim();
         let Some(rest) = trimmed.strip_prefix('+') else {
-            return Err(bad("phone number must be in E.164 format, starting with '+'"));
+            return Err(bad(
+                "phone number must be in E.164 format, starting with '+'",
+            ));
         };
         let mut digits = String::with_capacity(15);
         for c in rest.chars() {
@@ -78,16 +80,38 @@ mod tests {
 
     #[test]
     fn normalises() {
-        assert_eq!(Phone::parse("+225 07 00 00 00 01").unwrap().as_str(), "+2250700000001");
-        assert_eq!(Phone::parse("+1 (415) 555-0100").unwrap().as_str(), "+14155550100");
-        assert_eq!(Phone::parse("+2250700000001").unwrap().masked(), "+225******0001");
+        assert_eq!(
+            Phone::parse("+225 07 00 00 00 01").unwrap().as_str(),
+            "+2250700000001"
+        );
+        assert_eq!(
+            Phone::parse("+1 (415) 555-0100").unwrap().as_str(),
+            "+14155550100"
+        );
+        assert_eq!(
+            Phone::parse("+2250700000001").unwrap().masked(),
+            "+225******0001"
+        );
     }
 
     #[test]
     fn rejects() {
-        for bad in ["", "2250700000001", "00225070000", "+0225070000", "+12", "+1234567890123456",
-            "+225abc0000001", "+", "+225 07 00 00 00 01 ext 5"] {
-            assert_eq!(Phone::parse(bad).unwrap_err().code(), "INVALID_PHONE", "{bad}");
+        for bad in [
+            "",
+            "2250700000001",
+            "00225070000",
+            "+0225070000",
+            "+12",
+            "+1234567890123456",
+            "+225abc0000001",
+            "+",
+            "+225 07 00 00 00 01 ext 5",
+        ] {
+            assert_eq!(
+                Phone::parse(bad).unwrap_err().code(),
+                "INVALID_PHONE",
+                "{bad}"
+            );
         }
     }
 

@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Milliseconds since the Unix epoch, UTC.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Timestamp(pub i64);
 
@@ -45,8 +47,8 @@ impl Timestamp {
 
     /// Parses an RFC 3339 timestamp (any offset), for request fields.
     pub fn parse_rfc3339(s: &str) -> Option<Self> {
-        let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
-            .ok()?;
+        let t =
+            time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
         let ms = t.unix_timestamp_nanos() / 1_000_000;
         i64::try_from(ms).ok().map(Timestamp)
     }
@@ -67,7 +69,10 @@ mod tests {
         let t = Timestamp::from_secs(1_795_341_600);
         assert_eq!(t.to_rfc3339(), "2026-11-22T10:00:00Z");
         assert_eq!(Timestamp::parse_rfc3339("2026-11-22T10:00:00Z"), Some(t));
-        assert_eq!(Timestamp::parse_rfc3339("2026-11-22T11:00:00+01:00"), Some(t));
+        assert_eq!(
+            Timestamp::parse_rfc3339("2026-11-22T11:00:00+01:00"),
+            Some(t)
+        );
         assert_eq!(Timestamp::parse_rfc3339("yesterday"), None);
     }
 }

@@ -85,7 +85,12 @@ impl Engine {
         key: &str,
         hash: &str,
     ) -> CoreResult<Option<T>> {
-        let Some(rec) = self.ports.store.idempotency(&tenant.0, key).await.map_err(store_err)?
+        let Some(rec) = self
+            .ports
+            .store
+            .idempotency(&tenant.0, key)
+            .await
+            .map_err(store_err)?
         else {
             return Ok(None);
         };

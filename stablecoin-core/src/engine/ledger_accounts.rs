@@ -15,21 +15,39 @@ pub mod accounts {
     use crate::ports::ledger::LedgerAccount;
 
     pub fn fiat_in(token: Token) -> LedgerAccount {
-        LedgerAccount { id: format!("fiat_in:{token}"), allow_negative: true }
+        LedgerAccount {
+            id: format!("fiat_in:{token}"),
+            allow_negative: true,
+        }
     }
     pub fn chain_in(rail: &str, token: Token) -> LedgerAccount {
-        LedgerAccount { id: format!("chain_in:{rail}:{token}"), allow_negative: true }
+        LedgerAccount {
+            id: format!("chain_in:{rail}:{token}"),
+            allow_negative: true,
+        }
     }
     pub fn treasury(tenant: &TenantId, token: Token) -> LedgerAccount {
-        LedgerAccount { id: format!("treasury:{tenant}:{token}"), allow_negative: false }
+        LedgerAccount {
+            id: format!("treasury:{tenant}:{token}"),
+            allow_negative: false,
+        }
     }
     pub fn wallet(wallet: &WalletId, token: Token) -> LedgerAccount {
-        LedgerAccount { id: format!("wallet:{wallet}:{token}"), allow_negative: false }
+        LedgerAccount {
+            id: format!("wallet:{wallet}:{token}"),
+            allow_negative: false,
+        }
     }
     pub fn service_fees(token: Token) -> LedgerAccount {
-        LedgerAccount { id: format!("fees:service:{token}"), allow_negative: false }
+        LedgerAccount {
+            id: format!("fees:service:{token}"),
+            allow_negative: false,
+        }
     }
     pub fn tenant_fees(tenant: &TenantId, token: Token) -> LedgerAccount {
-        LedgerAccount { id: format!("fees:tenant:{tenant}:{token}"), allow_negative: false }
+        LedgerAccount {
+            id: format!("fees:tenant:{tenant}:{token}"),
+            allow_negative: false,
+        }
     }
 }

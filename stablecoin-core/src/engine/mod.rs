@@ -82,7 +82,11 @@ pub struct Engine {
 impl Engine {
     pub fn new(ports: Ports, rails: Vec<Arc<dyn Rail>>, config: EngineConfig) -> Self {
         let rails = rails.into_iter().map(|r| (r.id(), r)).collect();
-        Engine { ports, config, rails: Arc::new(rails) }
+        Engine {
+            ports,
+            config,
+            rails: Arc::new(rails),
+        }
     }
 
     pub fn ports(&self) -> &Ports {
@@ -150,13 +154,15 @@ impl Engine {
 /// Maps storage errors to engine errors (ledger overdraft -> INSUFFICIENT_FUNDS, ...).
 pub(crate) fn store_err(e: StoreError) -> CoreError {
     match e {
-        StoreError::Ledger(LedgerError::InsufficientFunds { available, needed, .. }) => {
-            CoreError::InsufficientFunds {
-                available: micros_str(available),
-                needed: crate::domain::money::Micros(needed).to_decimal_string(),
-            }
-        }
-        StoreError::VersionConflict { kind, id } => CoreError::Conflict { what: format!("{kind} {id}") },
+        StoreError::Ledger(LedgerError::InsufficientFunds {
+            available, needed, ..
+        }) => CoreError::InsufficientFunds {
+            available: micros_str(available),
+            needed: crate::domain::money::Micros(needed).to_decimal_string(),
+        },
+        StoreError::VersionConflict { kind, id } => CoreError::Conflict {
+            what: format!("{kind} {id}"),
+        },
         StoreError::UniqueViolation { key } => CoreError::Conflict { what: key },
         StoreError::IdempotencyExists { .. } => CoreError::IdempotencyKeyInUse,
         other => CoreError::Storage(other.to_string()),
@@ -165,7 +171,10 @@ pub(crate) fn store_err(e: StoreError) -> CoreError {
 
 pub(crate) fn micros_str(v: i128) -> String {
     if v < 0 {
-        format!("-{}", crate::domain::money::Micros(v.unsigned_abs() as u64).to_decimal_string())
+        format!(
+            "-{}",
+            crate::domain::money::Micros(v.unsigned_abs() as u64).to_decimal_string()
+        )
     } else {
         crate::domain::money::Micros(v as u64).to_decimal_string()
     }
@@ -173,7 +182,10 @@ pub(crate) fn micros_str(v: i128) -> String {
 
 pub(crate) fn rail_err(e: RailError) -> CoreError {
     match e {
-        RailError::Unavailable { reason } => CoreError::RailNotReady { rail: "rail".into(), reason },
+        RailError::Unavailable { reason } => CoreError::RailNotReady {
+            rail: "rail".into(),
+            reason,
+        },
         RailError::InvalidAddress { address, reason } => CoreError::InvalidParameter {
             field: "address",
             reason: format!("{address}: {reason}"),

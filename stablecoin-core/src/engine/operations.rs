@@ -76,7 +76,11 @@ impl Operation {
             from_phone_number: self.from_phone.as_ref().map(|p| p.to_string()),
             to_phone_number: self.to_phone.as_ref().map(|p| p.to_string()),
             quote_id: self.quote_id.clone(),
-            tx_hash: if broadcast { self.tx_hash.clone() } else { None },
+            tx_hash: if broadcast {
+                self.tx_hash.clone()
+            } else {
+                None
+            },
             created_at: self.created_at.to_rfc3339(),
             updated_at: self.updated_at.to_rfc3339(),
             settled_at: self.settled_at.map(|t| t.to_rfc3339()),
@@ -99,10 +103,17 @@ impl Record for Operation {
         Some(self.status.as_str().to_string())
     }
     fn due_at(&self) -> Option<Timestamp> {
-        if self.status.is_terminal() { None } else { self.next_check_at }
+        if self.status.is_terminal() {
+            None
+        } else {
+            self.next_check_at
+        }
     }
     fn unique_keys(&self) -> Vec<String> {
-        self.tx_hash.iter().map(|h| Operation::tx_key(&self.rail, h)).collect()
+        self.tx_hash
+            .iter()
+            .map(|h| Operation::tx_key(&self.rail, h))
+            .collect()
     }
 }
 
@@ -161,8 +172,19 @@ pub struct SendRequest {
     pub quote_id: String,
 }
 
-fn hold(id: String, debit: &LedgerAccount, credit: &LedgerAccount, amount: Micros) -> LedgerTransfer {
-    LedgerTransfer { id, debit: debit.id.clone(), credit: credit.id.clone(), amount, phase: Phase::Pending }
+fn hold(
+    id: String,
+    debit: &LedgerAccount,
+    credit: &LedgerAccount,
+    amount: Micros,
+) -> LedgerTransfer {
+    LedgerTransfer {
+        id,
+        debit: debit.id.clone(),
+        credit: credit.id.clone(),
+        amount,
+        phase: Phase::Pending,
+    }
 }
 
 impl Engine {
@@ -215,26 +237,46 @@ impl Engine {
         idempotency_key: Option<&str>,
     ) -> CoreResult<OperationView> {
         if req.amount.is_zero() {
-            return Err(CoreError::InvalidAmount { input: "0".into(), reason: "amount must be greater than zero".into() });
+            return Err(CoreError::InvalidAmount {
+                input: "0".into(),
+                reason: "amount must be greater than zero".into(),
+            });
         }
         self.idempotent(tenant, idempotency_key, "fund", req, || async {
             let rail = self.evm_rail()?.clone();
             let wallet = self.require_wallet(&req.phone_number).await?.record;
             let name = rail.id().name();
-            let to = wallet.address(&name).cloned().ok_or_else(|| CoreError::NotFound {
-                kind: "wallet address",
-                id: name.clone(),
-            })?;
-            let from_address = rail.address_for(&KeyPurpose::Treasury).await.map_err(super::rail_err)?;
+            let to = wallet
+                .address(&name)
+                .cloned()
+                .ok_or_else(|| CoreError::NotFound {
+                    kind: "wallet address",
+                    id: name.clone(),
+                })?;
+            let from_address = rail
+                .address_for(&KeyPurpose::Treasury)
+                .await
+                .map_err(super::rail_err)?;
             let id = self.new_id(OpKind::Funding.id_prefix());
             let payment = RailPayment {
                 id: id.clone(),
                 from: KeyPurpose::Treasury,
                 from_address,
                 token: req.token,
-                legs: vec![PaymentLeg { to, amount: req.amount, role: LegRole::Recipient }],
+                legs: vec![PaymentLeg {
+                    to,
+                    amount: req.amount,
+                    role: LegRole::Recipient,
+                }],
             };
-            let mut op = self.new_operation(OpKind::Funding, tenant, rail.id(), req.token, req.amount, payment);
+            let mut op = self.new_operation(
+                OpKind::Funding,
+                tenant,
+                rail.id(),
+                req.token,
+                req.amount,
+                payment,
+            );
             let treasury = accounts::treasury(tenant, req.token);
             let dest = accounts::wallet(&wallet.id, req.token);
             op.holds = vec![hold(format!("{id}:fund"), &treasury, &dest, req.amount)];
@@ -274,7 +316,11 @@ impl Engine {
             rate,
             self.now(),
         )?;
-        self.commit(Batch { puts: vec![q.insert()?], ..Default::default() }).await?;
+        self.commit(Batch {
+            puts: vec![q.insert()?],
+            ..Default::default()
+        })
+        .await?;
         Ok(q.view())
     }
 
@@ -312,10 +358,16 @@ impl Engine {
                 }
                 QuoteRef::Fx(qid) => {
                     let Some(v) = get_record::<Quote>(&*self.ports.store, &qid.0).await? else {
-                        return Err(CoreError::NotFound { kind: "quote", id: qid.0 });
+                        return Err(CoreError::NotFound {
+                            kind: "quote",
+                            id: qid.0,
+                        });
                     };
                     if &v.record.tenant != tenant {
-                        return Err(CoreError::NotFound { kind: "quote", id: qid.0 });
+                        return Err(CoreError::NotFound {
+                            kind: "quote",
+                            id: qid.0,
+                        });
                     }
                     v.record.check_usable(now, req.token)?;
                     let mut q = v.record.clone();
@@ -333,32 +385,69 @@ impl Engine {
             if recipient.id == sender.id {
                 return Err(CoreError::SameWallet);
             }
-            let from_address = sender.address(&rail_name).cloned().ok_or_else(|| CoreError::NotFound {
-                kind: "wallet address",
-                id: rail_name.clone(),
-            })?;
-            let to_address = recipient.address(&rail_name).cloned().ok_or_else(|| CoreError::NotFound {
-                kind: "wallet address",
-                id: rail_name.clone(),
-            })?;
+            let from_address =
+                sender
+                    .address(&rail_name)
+                    .cloned()
+                    .ok_or_else(|| CoreError::NotFound {
+                        kind: "wallet address",
+                        id: rail_name.clone(),
+                    })?;
+            let to_address =
+                recipient
+                    .address(&rail_name)
+                    .cloned()
+                    .ok_or_else(|| CoreError::NotFound {
+                        kind: "wallet address",
+                        id: rail_name.clone(),
+                    })?;
             let id = self.new_id(OpKind::Transfer.id_prefix());
-            let mut legs = vec![PaymentLeg { to: to_address, amount: fees.recipient, role: LegRole::Recipient }];
+            let mut legs = vec![PaymentLeg {
+                to: to_address,
+                amount: fees.recipient,
+                role: LegRole::Recipient,
+            }];
             let src = accounts::wallet(&sender.id, req.token);
             let dst = accounts::wallet(&recipient.id, req.token);
             let svc = accounts::service_fees(req.token);
             let tfee = accounts::tenant_fees(tenant, req.token);
             let mut holds = vec![hold(format!("{id}:recipient"), &src, &dst, fees.recipient)];
             if !fees.service_fee.is_zero() {
-                let addr = rail.address_for(&KeyPurpose::ServiceFees).await.map_err(super::rail_err)?;
-                legs.push(PaymentLeg { to: addr, amount: fees.service_fee, role: LegRole::ServiceFee });
-                holds.push(hold(format!("{id}:service_fee"), &src, &svc, fees.service_fee));
+                let addr = rail
+                    .address_for(&KeyPurpose::ServiceFees)
+                    .await
+                    .map_err(super::rail_err)?;
+                legs.push(PaymentLeg {
+                    to: addr,
+                    amount: fees.service_fee,
+                    role: LegRole::ServiceFee,
+                });
+                holds.push(hold(
+                    format!("{id}:service_fee"),
+                    &src,
+                    &svc,
+                    fees.service_fee,
+                ));
             }
             if !fees.tenant_fee.is_zero() {
-                let addr: ChainAddress = tenant_rec.fee_address.clone().ok_or_else(|| CoreError::InvalidPricing {
-                    reason: "tenant fee configured without fee_address".into(),
-                })?;
-                legs.push(PaymentLeg { to: addr, amount: fees.tenant_fee, role: LegRole::TenantFee });
-                holds.push(hold(format!("{id}:tenant_fee"), &src, &tfee, fees.tenant_fee));
+                let addr: ChainAddress =
+                    tenant_rec
+                        .fee_address
+                        .clone()
+                        .ok_or_else(|| CoreError::InvalidPricing {
+                            reason: "tenant fee configured without fee_address".into(),
+                        })?;
+                legs.push(PaymentLeg {
+                    to: addr,
+                    amount: fees.tenant_fee,
+                    role: LegRole::TenantFee,
+                });
+                holds.push(hold(
+                    format!("{id}:tenant_fee"),
+                    &src,
+                    &tfee,
+                    fees.tenant_fee,
+                ));
             }
             let payment = RailPayment {
                 id: id.clone(),
@@ -367,7 +456,14 @@ impl Engine {
                 token: req.token,
                 legs,
             };
-            let mut op = self.new_operation(OpKind::Transfer, tenant, rail.id(), req.token, amount, payment);
+            let mut op = self.new_operation(
+                OpKind::Transfer,
+                tenant,
+                rail.id(),
+                req.token,
+                amount,
+                payment,
+            );
             op.fees = Some(fees);
             op.from_wallet = Some(sender.id.clone());
             op.to_wallet = Some(recipient.id.clone());
@@ -397,9 +493,11 @@ impl Engine {
         .await
         .map_err(|e| match e {
             // The quote was consumed by a concurrent send between our read and commit.
-            CoreError::Conflict { what } if what.starts_with("quote ") => CoreError::QuoteAlreadyUsed {
-                quote_id: req.quote_id.clone(),
-            },
+            CoreError::Conflict { what } if what.starts_with("quote ") => {
+                CoreError::QuoteAlreadyUsed {
+                    quote_id: req.quote_id.clone(),
+                }
+            }
             other => other,
         })
     }
@@ -408,7 +506,10 @@ impl Engine {
     pub async fn operation(&self, tenant: &TenantId, id: &str) -> CoreResult<Operation> {
         match get_record::<Operation>(&*self.ports.store, id).await? {
             Some(v) if &v.record.tenant == tenant => Ok(v.record),
-            _ => Err(CoreError::NotFound { kind: "operation", id: id.to_string() }),
+            _ => Err(CoreError::NotFound {
+                kind: "operation",
+                id: id.to_string(),
+            }),
         }
     }
 
@@ -432,12 +533,17 @@ impl Engine {
             })
             .await
             .map_err(super::store_err)?;
-        let ops = recs.iter().map(Operation::from_stored).collect::<CoreResult<Vec<_>>>()?;
+        let ops = recs
+            .iter()
+            .map(Operation::from_stored)
+            .collect::<CoreResult<Vec<_>>>()?;
         Ok((ops, total))
     }
 
     /// The wallet's recipient-side membership, for events.
     pub(crate) async fn wallet_members(&self, id: &WalletId) -> CoreResult<Option<Wallet>> {
-        Ok(get_record::<Wallet>(&*self.ports.store, &id.0).await?.map(|v| v.record))
+        Ok(get_record::<Wallet>(&*self.ports.store, &id.0)
+            .await?
+            .map(|v| v.record))
     }
 }

@@ -80,7 +80,10 @@ impl KeyKind {
         ];
         kinds.into_iter().find(|(k, m)| {
             secret.strip_prefix(k.prefix(*m)).is_some_and(|rest| {
-                rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                rest.len() == 32
+                    && rest
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
             })
         })
     }
@@ -118,7 +121,14 @@ impl Record for ApiKey {
         self.created_at
     }
     fn status(&self) -> Option<String> {
-        Some(if self.revoked_at.is_some() { "revoked" } else { "active" }.into())
+        Some(
+            if self.revoked_at.is_some() {
+                "revoked"
+            } else {
+                "active"
+            }
+            .into(),
+        )
     }
     fn unique_keys(&self) -> Vec<String> {
         vec![ApiKey::hash_key(&self.hash)]
@@ -134,7 +144,10 @@ pub struct IssuedKey {
 
 impl fmt::Debug for IssuedKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IssuedKey").field("key", &self.key).field("secret", &"<redacted>").finish()
+        f.debug_struct("IssuedKey")
+            .field("key", &self.key)
+            .field("secret", &"<redacted>")
+            .finish()
     }
 }
 
@@ -175,7 +188,11 @@ impl Engine {
             created_at: now,
             updated_at: now,
         };
-        self.commit(Batch { puts: vec![tenant.insert()?], ..Default::default() }).await?;
+        self.commit(Batch {
+            puts: vec![tenant.insert()?],
+            ..Default::default()
+        })
+        .await?;
         Ok(tenant)
     }
 
@@ -183,7 +200,10 @@ impl Engine {
         get_record::<Tenant>(&*self.ports.store, &id.0)
             .await?
             .map(|v| v.record)
-            .ok_or_else(|| CoreError::NotFound { kind: "tenant", id: id.0.clone() })
+            .ok_or_else(|| CoreError::NotFound {
+                kind: "tenant",
+                id: id.0.clone(),
+            })
     }
 
     pub async fn issue_api_key(
@@ -208,24 +228,38 @@ impl Engine {
             created_at: now,
             revoked_at: None,
         };
-        self.commit(Batch { puts: vec![key.insert()?], ..Default::default() }).await?;
+        self.commit(Batch {
+            puts: vec![key.insert()?],
+            ..Default::default()
+        })
+        .await?;
         Ok(IssuedKey { key, secret })
     }
 
     /// Revokes a key of `tenant`; revoking twice is harmless.
     pub async fn revoke_api_key(&self, tenant: &TenantId, key_id: &ApiKeyId) -> CoreResult<ApiKey> {
         let Some(v) = get_record::<ApiKey>(&*self.ports.store, &key_id.0).await? else {
-            return Err(CoreError::NotFound { kind: "api_key", id: key_id.0.clone() });
+            return Err(CoreError::NotFound {
+                kind: "api_key",
+                id: key_id.0.clone(),
+            });
         };
         if &v.record.tenant != tenant {
-            return Err(CoreError::NotFound { kind: "api_key", id: key_id.0.clone() });
+            return Err(CoreError::NotFound {
+                kind: "api_key",
+                id: key_id.0.clone(),
+            });
         }
         if v.record.revoked_at.is_some() {
             return Ok(v.record);
         }
         let mut key = v.record;
         key.revoked_at = Some(self.now());
-        self.commit(Batch { puts: vec![key.update(v.version)?], ..Default::default() }).await?;
+        self.commit(Batch {
+            puts: vec![key.update(v.version)?],
+            ..Default::default()
+        })
+        .await?;
         Ok(key)
     }
 
@@ -234,16 +268,23 @@ impl Engine {
         let Some((kind, mode)) = KeyKind::classify(secret) else {
             return Err(CoreError::InvalidApiKey);
         };
-        let Some(v) =
-            get_record_by_unique::<ApiKey>(&*self.ports.store, &ApiKey::hash_key(&sha256_hex(secret)))
-                .await?
+        let Some(v) = get_record_by_unique::<ApiKey>(
+            &*self.ports.store,
+            &ApiKey::hash_key(&sha256_hex(secret)),
+        )
+        .await?
         else {
             return Err(CoreError::InvalidApiKey);
         };
         if v.record.revoked_at.is_some() {
             return Err(CoreError::ApiKeyRevoked);
         }
-        Ok(AuthContext { tenant: v.record.tenant, key_id: v.record.id, kind, mode })
+        Ok(AuthContext {
+            tenant: v.record.tenant,
+            key_id: v.record.id,
+            kind,
+            mode,
+        })
     }
 
     /// Sets a tenant's own fee (spec 8). A non-`None` pricing needs the EVM address the
@@ -261,13 +302,20 @@ impl Engine {
             });
         }
         let Some(v) = get_record::<Tenant>(&*self.ports.store, &tenant.0).await? else {
-            return Err(CoreError::NotFound { kind: "tenant", id: tenant.0.clone() });
+            return Err(CoreError::NotFound {
+                kind: "tenant",
+                id: tenant.0.clone(),
+            });
         };
         let mut t = v.record;
         t.pricing = pricing;
         t.fee_address = fee_address;
         t.updated_at = self.now();
-        self.commit(Batch { puts: vec![t.update(v.version)?], ..Default::default() }).await?;
+        self.commit(Batch {
+            puts: vec![t.update(v.version)?],
+            ..Default::default()
+        })
+        .await?;
         Ok(t)
     }
 

@@ -43,14 +43,20 @@ pub struct BalanceView {
 }
 
 impl Engine {
-    pub(crate) async fn wallet_by_phone(&self, phone: &Phone) -> CoreResult<Option<Versioned<Wallet>>> {
+    pub(crate) async fn wallet_by_phone(
+        &self,
+        phone: &Phone,
+    ) -> CoreResult<Option<Versioned<Wallet>>> {
         get_record_by_unique::<Wallet>(&*self.ports.store, &Wallet::phone_key(phone)).await
     }
 
     pub(crate) async fn require_wallet(&self, phone: &Phone) -> CoreResult<Versioned<Wallet>> {
         self.wallet_by_phone(phone)
             .await?
-            .ok_or_else(|| CoreError::NotFound { kind: "wallet", id: phone.masked() })
+            .ok_or_else(|| CoreError::NotFound {
+                kind: "wallet",
+                id: phone.masked(),
+            })
     }
 
     /// A new wallet for `phone` with its address on every rail (offline derivation).
@@ -100,14 +106,23 @@ impl Engine {
                 (_, None) => unreachable!("only PROVISIONED has no existing wallet"),
             };
             if let Some(put) = put {
-                match self.commit(Batch { puts: vec![put], ..Default::default() }).await {
+                match self
+                    .commit(Batch {
+                        puts: vec![put],
+                        ..Default::default()
+                    })
+                    .await
+                {
                     Ok(_) => {}
                     // Two tenants provisioned the same phone at once: decide again.
                     Err(CoreError::Conflict { .. }) => continue,
                     Err(e) => return Err(e),
                 }
             }
-            let address = wallet.address(&rail).map(|a| a.0.clone()).unwrap_or_default();
+            let address = wallet
+                .address(&rail)
+                .map(|a| a.0.clone())
+                .unwrap_or_default();
             return Ok(ProvisionView {
                 wallet_id: wallet.id.0.clone(),
                 phone_number: wallet.phone.to_string(),
@@ -116,7 +131,9 @@ impl Engine {
                 outcome: outcome.as_str().into(),
             });
         }
-        Err(CoreError::Conflict { what: format!("wallet for {}", phone.masked()) })
+        Err(CoreError::Conflict {
+            what: format!("wallet for {}", phone.masked()),
+        })
     }
 
     fn random_code(&self) -> String {
@@ -155,16 +172,30 @@ impl Engine {
             puts.push(o.update(old.version)?);
         }
         puts.push(challenge.insert()?);
-        self.commit(Batch { puts, ..Default::default() }).await?;
+        self.commit(Batch {
+            puts,
+            ..Default::default()
+        })
+        .await?;
         let text = match sms_kind {
             SmsKind::PhoneChangeCode => {
-                format!("Your code to move your wallet to this number is {code}. It expires in 10 minutes.")
+                format!(
+                    "Your code to move your wallet to this number is {code}. It expires in 10 minutes."
+                )
             }
-            _ => format!("Your code to link your wallet is {code}. It expires in 10 minutes. Never share it."),
+            _ => format!(
+                "Your code to link your wallet is {code}. It expires in 10 minutes. Never share it."
+            ),
         };
         self.ports
             .notifier
-            .send_sms(send_to, &SmsMessage { kind: sms_kind, text })
+            .send_sms(
+                send_to,
+                &SmsMessage {
+                    kind: sms_kind,
+                    text,
+                },
+            )
             .await
             .map_err(|e| CoreError::Notifier(e.0))?;
         Ok(ChallengeView {
@@ -184,14 +215,25 @@ impl Engine {
     ) -> CoreResult<Versioned<Challenge>> {
         let key = Challenge::open_key(kind, tenant, wallet);
         let Some(v) = get_record_by_unique::<Challenge>(&*self.ports.store, &key).await? else {
-            return Err(CoreError::NotFound { kind: "challenge", id: format!("open {kind} request") });
+            return Err(CoreError::NotFound {
+                kind: "challenge",
+                id: format!("open {kind} request"),
+            });
         };
         let mut c = v.record.clone();
         match c.verify(code, self.now()) {
-            Ok(()) => Ok(Versioned { record: c, version: v.version }),
+            Ok(()) => Ok(Versioned {
+                record: c,
+                version: v.version,
+            }),
             Err(e @ (CoreError::CodeInvalid { .. } | CoreError::TooManyAttempts)) => {
                 // Record the attempt; if that races, the other attempt was recorded instead.
-                let _ = self.commit(Batch { puts: vec![c.update(v.version)?], ..Default::default() }).await;
+                let _ = self
+                    .commit(Batch {
+                        puts: vec![c.update(v.version)?],
+                        ..Default::default()
+                    })
+                    .await;
                 Err(e)
             }
             Err(e) => Err(e),
@@ -199,24 +241,36 @@ impl Engine {
     }
 
     /// `POST /v1/users/link/request`: a code to the wallet's phone.
-    pub async fn link_request(&self, tenant: &TenantId, phone: &Phone) -> CoreResult<ChallengeView> {
+    pub async fn link_request(
+        &self,
+        tenant: &TenantId,
+        phone: &Phone,
+    ) -> CoreResult<ChallengeView> {
         let w = self.require_wallet(phone).await?.record;
         if w.is_member(tenant) {
             return Err(CoreError::AlreadyAMember);
         }
         let to = w.phone.clone();
-        self.open_challenge(tenant, &w, ChallengePurpose::Link, &to, SmsKind::LinkCode).await
+        self.open_challenge(tenant, &w, ChallengePurpose::Link, &to, SmsKind::LinkCode)
+            .await
     }
 
     /// `POST /v1/users/link/confirm`: the code makes the caller a member; the existing
     /// members receive `user.linked`.
-    pub async fn link_confirm(&self, tenant: &TenantId, phone: &Phone, code: &str) -> CoreResult<ProvisionView> {
+    pub async fn link_confirm(
+        &self,
+        tenant: &TenantId,
+        phone: &Phone,
+        code: &str,
+    ) -> CoreResult<ProvisionView> {
         let rail = self.evm_rail()?.id().name();
         let wv = self.require_wallet(phone).await?;
         if wv.record.is_member(tenant) {
             return Err(CoreError::AlreadyAMember);
         }
-        let cv = self.consume_challenge("link", tenant, &wv.record.id, code).await?;
+        let cv = self
+            .consume_challenge("link", tenant, &wv.record.id, code)
+            .await?;
         let now = self.now();
         let mut w = wv.record.clone();
         let existing = w.members.clone();
@@ -259,12 +313,16 @@ impl Engine {
         let w = self.require_wallet(phone).await?.record;
         w.require_member(tenant)?;
         if phone == new_phone || self.wallet_by_phone(new_phone).await?.is_some() {
-            return Err(CoreError::PhoneInUse { phone: new_phone.masked() });
+            return Err(CoreError::PhoneInUse {
+                phone: new_phone.masked(),
+            });
         }
         self.open_challenge(
             tenant,
             &w,
-            ChallengePurpose::PhoneChange { new_phone: new_phone.clone() },
+            ChallengePurpose::PhoneChange {
+                new_phone: new_phone.clone(),
+            },
             new_phone,
             SmsKind::PhoneChangeCode,
         )
@@ -282,9 +340,14 @@ impl Engine {
         let rail = self.evm_rail()?.id().name();
         let wv = self.require_wallet(phone).await?;
         wv.record.require_member(tenant)?;
-        let cv = self.consume_challenge("phone_change", tenant, &wv.record.id, code).await?;
+        let cv = self
+            .consume_challenge("phone_change", tenant, &wv.record.id, code)
+            .await?;
         let ChallengePurpose::PhoneChange { new_phone } = cv.record.purpose.clone() else {
-            return Err(CoreError::NotFound { kind: "challenge", id: cv.record.id.0.clone() });
+            return Err(CoreError::NotFound {
+                kind: "challenge",
+                id: cv.record.id.0.clone(),
+            });
         };
         let now = self.now();
         let mut w = wv.record.clone();
@@ -311,7 +374,9 @@ impl Engine {
         })
         .await
         .map_err(|e| match e {
-            CoreError::Conflict { .. } => CoreError::PhoneInUse { phone: w.phone.masked() },
+            CoreError::Conflict { .. } => CoreError::PhoneInUse {
+                phone: w.phone.masked(),
+            },
             other => other,
         })?;
         Ok(ProvisionView {
@@ -333,9 +398,18 @@ impl Engine {
         let address = w
             .address(&name)
             .cloned()
-            .ok_or_else(|| CoreError::NotFound { kind: "wallet address", id: name.clone() })?;
-        let usdc = rail.balance(&address, Token::Usdc).await.map_err(super::rail_err)?;
-        let usdt = rail.balance(&address, Token::Usdt).await.map_err(super::rail_err)?;
+            .ok_or_else(|| CoreError::NotFound {
+                kind: "wallet address",
+                id: name.clone(),
+            })?;
+        let usdc = rail
+            .balance(&address, Token::Usdc)
+            .await
+            .map_err(super::rail_err)?;
+        let usdt = rail
+            .balance(&address, Token::Usdt)
+            .await
+            .map_err(super::rail_err)?;
         Ok(BalanceView {
             phone_number: w.phone.to_string(),
             address: address.0,
@@ -345,12 +419,20 @@ impl Engine {
         })
     }
 
+    /// Whether a phone has a wallet.
+    pub async fn wallet_exists(&self, phone: &Phone) -> bool {
+        matches!(self.wallet_by_phone(phone).await, Ok(Some(_)))
+    }
+
     /// A wallet by id, for hosts and tests.
     pub async fn wallet(&self, id: &WalletId) -> CoreResult<Wallet> {
         get_record::<Wallet>(&*self.ports.store, &id.0)
             .await?
             .map(|v| v.record)
-            .ok_or_else(|| CoreError::NotFound { kind: "wallet", id: id.0.clone() })
+            .ok_or_else(|| CoreError::NotFound {
+                kind: "wallet",
+                id: id.0.clone(),
+            })
     }
 
     pub(crate) fn event(&self, tenant: &TenantId, event: DomainEvent) -> CoreResult<OutboxEvent> {

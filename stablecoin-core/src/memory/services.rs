@@ -27,14 +27,20 @@ impl MemoryNotifier {
     }
     /// The newest message of `kind` sent to `to`.
     pub fn last_to(&self, to: &Phone, kind: SmsKind) -> Option<SmsMessage> {
-        self.sent().into_iter().rev().find(|(p, m)| p == to && m.kind == kind).map(|(_, m)| m)
+        self.sent()
+            .into_iter()
+            .rev()
+            .find(|(p, m)| p == to && m.kind == kind)
+            .map(|(_, m)| m)
     }
     /// The one-time code in the newest code message to `to` (the first 6-digit run).
     pub fn last_code_to(&self, to: &Phone) -> Option<String> {
         self.sent()
             .into_iter()
             .rev()
-            .find(|(p, m)| p == to && matches!(m.kind, SmsKind::LinkCode | SmsKind::PhoneChangeCode))
+            .find(|(p, m)| {
+                p == to && matches!(m.kind, SmsKind::LinkCode | SmsKind::PhoneChangeCode)
+            })
             .and_then(|(_, m)| {
                 m.text
                     .split(|c: char| !c.is_ascii_digit())
@@ -131,34 +137,54 @@ impl MemoryPayouts {
     }
     /// Delivers every pending payout (the provider's callback, simulated).
     pub fn settle_all(&self) {
-        let failing = self.failing_phones.lock().map(|v| v.clone()).unwrap_or_default();
+        let failing = self
+            .failing_phones
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_default();
         if let Ok(mut m) = self.payouts.lock() {
             for (id, (p, st)) in m.iter_mut() {
                 if *st == PayoutStatus::Pending {
                     *st = if failing.contains(&p.phone) {
-                        PayoutStatus::Failed { reason: "recipient mobile-money account rejected the payout".into() }
+                        PayoutStatus::Failed {
+                            reason: "recipient mobile-money account rejected the payout".into(),
+                        }
                     } else {
-                        PayoutStatus::Delivered { reference: format!("mm_{id}") }
+                        PayoutStatus::Delivered {
+                            reference: format!("mm_{id}"),
+                        }
                     };
                 }
             }
         }
     }
     pub fn payouts(&self) -> Vec<(Payout, PayoutStatus)> {
-        self.payouts.lock().map(|m| m.values().cloned().collect()).unwrap_or_default()
+        self.payouts
+            .lock()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
     }
 }
 
 #[async_trait]
 impl PayoutProvider for MemoryPayouts {
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
-        let mut m = self.payouts.lock().map_err(|_| PayoutError::Unknown("poisoned".into()))?;
-        m.entry(payout.id.clone()).or_insert_with(|| (payout.clone(), PayoutStatus::Pending));
+        let mut m = self
+            .payouts
+            .lock()
+            .map_err(|_| PayoutError::Unknown("poisoned".into()))?;
+        m.entry(payout.id.clone())
+            .or_insert_with(|| (payout.clone(), PayoutStatus::Pending));
         Ok(())
     }
     async fn status(&self, payout_id: &str) -> Result<PayoutStatus, PayoutError> {
-        let m = self.payouts.lock().map_err(|_| PayoutError::Unknown("poisoned".into()))?;
-        Ok(m.get(payout_id).map(|(_, s)| s.clone()).unwrap_or(PayoutStatus::NotFound))
+        let m = self
+            .payouts
+            .lock()
+            .map_err(|_| PayoutError::Unknown("poisoned".into()))?;
+        Ok(m.get(payout_id)
+            .map(|(_, s)| s.clone())
+            .unwrap_or(PayoutStatus::NotFound))
     }
 }
 
@@ -221,7 +247,10 @@ pub struct SeededEntropy {
 
 impl SeededEntropy {
     pub fn new(seed: u64) -> Self {
-        SeededEntropy { seed, counter: AtomicU64::new(0) }
+        SeededEntropy {
+            seed,
+            counter: AtomicU64::new(0),
+        }
     }
 }
 

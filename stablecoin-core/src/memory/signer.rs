@@ -113,7 +113,9 @@ impl Signer for LocalSigner {
             }
             Curve::Ed25519 => {
                 use ed25519_dalek::Signer as _;
-                Ok(Signature(self.ed_key(purpose).sign(payload).to_bytes().to_vec()))
+                Ok(Signature(
+                    self.ed_key(purpose).sign(payload).to_bytes().to_vec(),
+                ))
             }
         }
     }
@@ -146,7 +148,8 @@ pub fn verify_ed25519(public: &[u8], message: &[u8], sig: &[u8]) -> bool {
     let Ok(sig) = <[u8; 64]>::try_from(sig) else {
         return false;
     };
-    vk.verify_strict(message, &ed25519_dalek::Signature::from_bytes(&sig)).is_ok()
+    vk.verify_strict(message, &ed25519_dalek::Signature::from_bytes(&sig))
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -163,7 +166,10 @@ mod tests {
             let ka = a.public_key(&p, curve).await.unwrap();
             assert_eq!(ka, b.public_key(&p, curve).await.unwrap());
             assert_ne!(ka, other.public_key(&p, curve).await.unwrap());
-            assert_ne!(ka, a.public_key(&KeyPurpose::Treasury, curve).await.unwrap());
+            assert_ne!(
+                ka,
+                a.public_key(&KeyPurpose::Treasury, curve).await.unwrap()
+            );
         }
         let digest = [42u8; 32];
         let pk = a.public_key(&p, Curve::Secp256k1).await.unwrap();

@@ -84,7 +84,11 @@ pub enum LedgerError {
     #[error("account {account} exists with other flags")]
     AccountExists { account: String },
     #[error("insufficient funds on {account}: available {available}, needed {needed}")]
-    InsufficientFunds { account: String, available: i128, needed: u64 },
+    InsufficientFunds {
+        account: String,
+        available: i128,
+        needed: u64,
+    },
     #[error("transfer {id} exists with other fields")]
     TransferExists { id: String },
     #[error("pending transfer {id} not found")]

@@ -59,7 +59,10 @@ pub struct Readiness {
 
 impl Readiness {
     pub fn ready() -> Self {
-        Readiness { status: ReadinessStatus::Ready, reasons: vec![] }
+        Readiness {
+            status: ReadinessStatus::Ready,
+            reasons: vec![],
+        }
     }
     pub fn can_send(&self) -> bool {
         self.status == ReadinessStatus::Ready
@@ -107,7 +110,9 @@ pub struct RailPayment {
 
 impl RailPayment {
     pub fn total(&self) -> Option<Micros> {
-        self.legs.iter().try_fold(Micros::ZERO, |acc, l| acc.checked_add(l.amount))
+        self.legs
+            .iter()
+            .try_fold(Micros::ZERO, |acc, l| acc.checked_add(l.amount))
     }
 }
 
@@ -128,7 +133,10 @@ pub enum SubmissionStatus {
     /// Confirmed at the rail's confirmation depth.
     Confirmed { tx_hash: String, block: u64 },
     /// Reverted or rejected; nothing moved.
-    Failed { reason: String, tx_hash: Option<String> },
+    Failed {
+        reason: String,
+        tx_hash: Option<String>,
+    },
 }
 
 /// A deposit seen by the inbound scanner.
@@ -206,8 +214,9 @@ pub trait Rail: Send + Sync {
     /// Where the payment with this id stands.
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError>;
 
-    /// Inbound transfers to the given addresses after `cursor` (empty = from the rail's
-    /// configured start).
+    /// Inbound transfers after `cursor` (empty cursor = from the rail's configured
+    /// start) to the `watched` addresses, or to any address when `watched` is empty (the
+    /// engine then filters by its own address index, which scales to many wallets).
     async fn scan(
         &self,
         cursor: &str,

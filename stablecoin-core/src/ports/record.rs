@@ -45,12 +45,18 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
 
     /// A put that inserts this record (it must not exist).
     fn insert(&self) -> Result<Put, CoreError> {
-        Ok(Put { record: self.to_stored()?, expected_version: None })
+        Ok(Put {
+            record: self.to_stored()?,
+            expected_version: None,
+        })
     }
 
     /// A put that updates this record from `version`.
     fn update(&self, version: u64) -> Result<Put, CoreError> {
-        Ok(Put { record: self.to_stored()?, expected_version: Some(version) })
+        Ok(Put {
+            record: self.to_stored()?,
+            expected_version: Some(version),
+        })
     }
 }
 
@@ -66,8 +72,15 @@ pub async fn get_record<R: Record>(
     store: &dyn Store,
     id: &str,
 ) -> Result<Option<Versioned<R>>, CoreError> {
-    match store.get(R::KIND, id).await.map_err(|e| CoreError::Storage(e.to_string()))? {
-        Some(r) => Ok(Some(Versioned { version: r.version, record: R::from_stored(&r)? })),
+    match store
+        .get(R::KIND, id)
+        .await
+        .map_err(|e| CoreError::Storage(e.to_string()))?
+    {
+        Some(r) => Ok(Some(Versioned {
+            version: r.version,
+            record: R::from_stored(&r)?,
+        })),
         None => Ok(None),
     }
 }
@@ -76,10 +89,15 @@ pub async fn get_record_by_unique<R: Record>(
     store: &dyn Store,
     key: &str,
 ) -> Result<Option<Versioned<R>>, CoreError> {
-    match store.get_by_unique(key).await.map_err(|e| CoreError::Storage(e.to_string()))? {
-        Some(r) if r.kind == R::KIND => {
-            Ok(Some(Versioned { version: r.version, record: R::from_stored(&r)? }))
-        }
+    match store
+        .get_by_unique(key)
+        .await
+        .map_err(|e| CoreError::Storage(e.to_string()))?
+    {
+        Some(r) if r.kind == R::KIND => Ok(Some(Versioned {
+            version: r.version,
+            record: R::from_stored(&r)?,
+        })),
         _ => Ok(None),
     }
 }

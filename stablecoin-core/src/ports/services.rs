@@ -58,8 +58,12 @@ pub enum PayoutStatus {
     NotFound,
     Pending,
     /// Evidence that the payout reached the recipient (provider reference).
-    Delivered { reference: String },
-    Failed { reason: String },
+    Delivered {
+        reference: String,
+    },
+    Failed {
+        reason: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Error)]

@@ -72,8 +72,11 @@ pub enum SignerError {
 
 #[async_trait]
 pub trait Signer: Send + Sync {
-    async fn public_key(&self, purpose: &KeyPurpose, curve: Curve)
-    -> Result<PublicKey, SignerError>;
+    async fn public_key(
+        &self,
+        purpose: &KeyPurpose,
+        curve: Curve,
+    ) -> Result<PublicKey, SignerError>;
     /// secp256k1: `payload` is a 32-byte digest; ed25519: the message itself.
     async fn sign(
         &self,

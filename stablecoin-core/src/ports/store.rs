@@ -154,8 +154,11 @@ pub trait Store: Send + Sync {
     /// A tenant's records of one kind, newest first (`created_at`, then id), and the total.
     async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError>;
 
-    async fn idempotency(&self, tenant: &str, key: &str)
-    -> Result<Option<IdempotencyRecord>, StoreError>;
+    async fn idempotency(
+        &self,
+        tenant: &str,
+        key: &str,
+    ) -> Result<Option<IdempotencyRecord>, StoreError>;
 
     /// Claims up to `limit` records of `kind` whose `due_at <= now` and that no live claim
     /// holds, for `lease_ms`. No two workers (even in two processes on one database) hold

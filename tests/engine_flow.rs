@@ -1,0 +1,847 @@
+//! End-to-end engine tests on in-memory adapters and the simulated EVM rail: every step
+//! checks the ledger and the chain.
+
+use stablecoin::core::domain::fees::TenantPricing;
+use stablecoin::core::domain::ids::TenantId;
+use stablecoin::core::domain::money::{Currency, Micros, Token};
+use stablecoin::core::domain::phone::Phone;
+use stablecoin::core::domain::time::Timestamp;
+use stablecoin::core::engine::{Engine, EngineConfig, FundRequest, Ports, SendRequest, accounts};
+use stablecoin::core::memory::{
+    FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, MemoryStore, SeededEntropy,
+};
+use stablecoin::core::ports::{ChainAddress, KeyPurpose, Ledger, Rail, RailId, SmsKind, Store};
+use stablecoin::rails::sim::{Fault, SimConfig, SimProfile, SimRail};
+use std::sync::Arc;
+
+struct H {
+    engine: Engine,
+    store: Arc<MemoryStore>,
+    sim: Arc<SimRail>,
+    notifier: Arc<MemoryNotifier>,
+    clock: Arc<ManualClock>,
+}
+
+fn m(s: &str) -> Micros {
+    Micros::parse_decimal(s).unwrap()
+}
+
+fn phone(s: &str) -> Phone {
+    Phone::parse(s).unwrap()
+}
+
+fn harness() -> H {
+    let store = Arc::new(MemoryStore::new());
+    let signer = Arc::new(LocalSigner::from_seed([9; 32]));
+    let sim = Arc::new(SimRail::new(
+        SimProfile::Evm(137),
+        signer.clone(),
+        SimConfig::for_profile(SimProfile::Evm(137)),
+    ));
+    let notifier = Arc::new(MemoryNotifier::new());
+    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_795_341_600)));
+    let ports = Ports {
+        store: store.clone(),
+        ledger: store.clone(),
+        signer,
+        notifier: notifier.clone(),
+        rates: Arc::new(FixedRates::demo()),
+        payouts: Arc::new(MemoryPayouts::new()),
+        clock: clock.clone(),
+        entropy: Arc::new(SeededEntropy::new(42)),
+    };
+    let config = EngineConfig {
+        poll_interval_ms: 0,
+        unknown_grace_ms: 0,
+        ..Default::default()
+    };
+    let engine = Engine::new(ports, vec![sim.clone() as Arc<dyn Rail>], config);
+    H {
+        engine,
+        store,
+        sim,
+        notifier,
+        clock,
+    }
+}
+
+impl H {
+    /// A tenant whose treasury holds `amount` USDC, backed on chain by the service treasury.
+    async fn tenant(&self, name: &str, amount: &str) -> TenantId {
+        let t = self.engine.create_tenant(name).await.unwrap();
+        let treasury = self.sim.address_for(&KeyPurpose::Treasury).await.unwrap();
+        self.sim.mint(&treasury, Token::Usdc, m(amount)).unwrap();
+        self.sim.mine(1);
+        self.engine
+            .credit_treasury(&t.id, Token::Usdc, m(amount), &format!("wire-{name}"))
+            .await
+            .unwrap();
+        t.id
+    }
+
+    async fn chain_balance(&self, p: &Phone) -> Micros {
+        let w = self.engine.provision_lookup(p).await;
+        self.sim.balance(&w, Token::Usdc).await.unwrap()
+    }
+
+    async fn ledger_available(&self, account: &str) -> i128 {
+        self.store
+            .balance(account)
+            .await
+            .map(|b| b.available())
+            .unwrap_or(0)
+    }
+
+    async fn settle(&self) {
+        let r = self.engine.settle_all(100).await;
+        assert!(r.errors.is_empty(), "worker errors: {:?}", r.errors);
+    }
+
+    async fn assert_conserved(&self) {
+        assert_eq!(
+            self.store.posted_sum().await.unwrap(),
+            0,
+            "double entry broken"
+        );
+    }
+}
+
+/// Looks a wallet's chain address up by phone (test helper over the engine's records).
+trait Lookup {
+    async fn provision_lookup(&self, p: &Phone) -> ChainAddress;
+}
+
+impl Lookup for Engine {
+    async fn provision_lookup(&self, p: &Phone) -> ChainAddress {
+        let store = &self.ports().store;
+        let rec = store
+            .get_by_unique(&format!("wallet_phone:{p}"))
+            .await
+            .unwrap()
+            .expect("wallet");
+        ChainAddress(
+            rec.body["addresses"]["polygon"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        )
+    }
+}
+
+#[tokio::test]
+async fn full_customer_journey() {
+    let h = harness();
+    let acme = h.tenant("Acme", "1000").await;
+    let beta = h.tenant("Beta", "500").await;
+    h.engine
+        .set_pricing(
+            &acme,
+            TenantPricing::Percentage {
+                fee_bps: 100,
+                fee_cap_micros: 0,
+            },
+            Some(ChainAddress(
+                "0x00000000000000000000000000000000000000aa".into(),
+            )),
+        )
+        .await
+        .unwrap();
+    let alice = phone("+2250700000001");
+    let bob = phone("+2340800000002");
+    let carol = phone("+254700000003");
+
+    // Provision: offline, outcomes per tenant.
+    let p = h.engine.provision(&acme, &alice).await.unwrap();
+    assert_eq!(p.outcome, "PROVISIONED");
+    assert!(p.address.starts_with("0x"));
+    assert_eq!(
+        h.engine.provision(&acme, &alice).await.unwrap().outcome,
+        "ALREADY_EXISTS"
+    );
+    let lr = h.engine.provision(&beta, &alice).await.unwrap();
+    assert_eq!(lr.outcome, "LINK_REQUIRED");
+    assert_eq!(lr.address, p.address, "same address, no rights");
+    assert_eq!(
+        h.engine.provision(&beta, &bob).await.unwrap().outcome,
+        "PROVISIONED"
+    );
+    assert_eq!(h.sim.submit_count(), 0, "provisioning is offline");
+
+    // Fund alice from Acme's treasury.
+    let op = h
+        .engine
+        .fund(
+            &acme,
+            &FundRequest {
+                phone_number: alice.clone(),
+                token: Token::Usdc,
+                amount: m("100"),
+            },
+            Some("fund-1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(op.status, "QUEUED");
+    assert!(op.id.starts_with("fd_"));
+    assert_eq!(
+        h.engine.treasury_balance(&acme, Token::Usdc).await.unwrap(),
+        m("900"),
+        "held at once"
+    );
+    h.settle().await;
+    let op = h.engine.operation(&acme, &op.id).await.unwrap();
+    assert_eq!(op.status.as_str(), "SETTLED");
+    assert!(op.tx_hash.is_some());
+    assert_eq!(h.chain_balance(&alice).await, m("100"));
+    let alice_w = h
+        .engine
+        .wallet(op.to_wallet.as_ref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        h.ledger_available(&accounts::wallet(&alice_w.id, Token::Usdc).id)
+            .await,
+        100_000_000
+    );
+    assert_eq!(
+        h.engine.balance(&acme, &alice).await.unwrap().balance_usdc,
+        "100.000000"
+    );
+    h.assert_conserved().await;
+
+    // Cross-tenant transfer alice (Acme) -> bob (Beta): 0.30% service + 1% Acme fee.
+    let sent = h
+        .engine
+        .send(
+            &acme,
+            &SendRequest {
+                from_phone_number: alice.clone(),
+                to_phone_number: bob.clone(),
+                token: Token::Usdc,
+                quote_id: "DIRECT_CRYPTO:USDC:50".into(),
+            },
+            Some("send-1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent.service_fee.as_deref(), Some("0.150000"));
+    assert_eq!(sent.tenant_fee.as_deref(), Some("0.500000"));
+    assert_eq!(sent.recipient_amount.as_deref(), Some("49.350000"));
+    h.settle().await;
+    assert_eq!(
+        h.engine
+            .operation(&acme, &sent.id)
+            .await
+            .unwrap()
+            .status
+            .as_str(),
+        "SETTLED"
+    );
+    assert_eq!(
+        h.chain_balance(&alice).await,
+        m("50"),
+        "sender debited exactly the amount"
+    );
+    assert_eq!(h.chain_balance(&bob).await, m("49.35"));
+    let fee_addr = ChainAddress("0x00000000000000000000000000000000000000aa".into());
+    assert_eq!(
+        h.sim.balance(&fee_addr, Token::Usdc).await.unwrap(),
+        m("0.5")
+    );
+    let svc_addr = h.sim.address_for(&KeyPurpose::ServiceFees).await.unwrap();
+    assert_eq!(
+        h.sim.balance(&svc_addr, Token::Usdc).await.unwrap(),
+        m("0.15")
+    );
+    assert_eq!(
+        h.ledger_available(&accounts::service_fees(Token::Usdc).id)
+            .await,
+        150_000
+    );
+    assert_eq!(
+        h.ledger_available(&accounts::tenant_fees(&acme, Token::Usdc).id)
+            .await,
+        500_000
+    );
+    // Beta receives transfer.received for bob; Acme transfer.settled.
+    let events = h.store.outbox_after(0, 100).await.unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| e.event_type == "transfer.received" && e.tenant == beta.0)
+    );
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| e.event_type == "transfer.settled" && e.tenant == acme.0)
+    );
+    h.assert_conserved().await;
+
+    // Send to a phone never provisioned: wallet on the fly, SMS once paid, no webhook.
+    let before = h.store.outbox_len();
+    let s2 = h
+        .engine
+        .send(
+            &acme,
+            &SendRequest {
+                from_phone_number: alice.clone(),
+                to_phone_number: carol.clone(),
+                token: Token::Usdc,
+                quote_id: "DIRECT_CRYPTO:USDC:10".into(),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    h.settle().await;
+    assert_eq!(
+        h.engine
+            .operation(&acme, &s2.id)
+            .await
+            .unwrap()
+            .status
+            .as_str(),
+        "SETTLED"
+    );
+    assert_eq!(h.chain_balance(&carol).await, m("9.870000"));
+    assert!(
+        h.notifier.last_to(&carol, SmsKind::MoneyReceived).is_some(),
+        "recipient told by SMS"
+    );
+    let new_events = h.store.outbox_after(0, 100).await.unwrap();
+    assert!(
+        !new_events[before..]
+            .iter()
+            .any(|(_, e)| e.event_type == "transfer.received"),
+        "no transfer.received for an unaffiliated wallet"
+    );
+    // The first tenant to provision carol adopts her wallet.
+    assert_eq!(
+        h.engine.provision(&beta, &carol).await.unwrap().outcome,
+        "ADOPTED"
+    );
+
+    // Beta links alice with the code sent to alice's phone.
+    let ch = h.engine.link_request(&beta, &alice).await.unwrap();
+    assert!(ch.challenge_id.starts_with("otp_"));
+    let code = h.notifier.last_code_to(&alice).unwrap();
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    assert_eq!(
+        h.engine
+            .link_confirm(&beta, &alice, wrong)
+            .await
+            .unwrap_err()
+            .code(),
+        "CODE_INVALID"
+    );
+    h.engine.link_confirm(&beta, &alice, &code).await.unwrap();
+    assert_eq!(
+        h.engine.provision(&beta, &alice).await.unwrap().outcome,
+        "ALREADY_EXISTS"
+    );
+    let events = h.store.outbox_after(0, 1000).await.unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| e.event_type == "user.linked" && e.tenant == acme.0)
+    );
+    assert!(h.engine.balance(&beta, &alice).await.is_ok());
+
+    // Phone change: code to the NEW number; address, balance and history kept.
+    let alice2 = phone("+2250700000099");
+    h.engine
+        .phone_change_request(&acme, &alice, &alice2)
+        .await
+        .unwrap();
+    assert!(
+        h.notifier.last_code_to(&alice).unwrap() == code,
+        "no code to the old number"
+    );
+    let code2 = h.notifier.last_code_to(&alice2).unwrap();
+    let changed = h
+        .engine
+        .phone_change_confirm(&acme, &alice, &code2)
+        .await
+        .unwrap();
+    assert_eq!(changed.address, p.address);
+    assert_eq!(
+        h.engine.balance(&acme, &alice2).await.unwrap().balance_usdc,
+        "40.000000"
+    );
+    assert_eq!(
+        h.engine.balance(&acme, &alice).await.unwrap_err().code(),
+        "NOT_FOUND"
+    );
+    let events = h.store.outbox_after(0, 1000).await.unwrap();
+    let changed_to: Vec<_> = events
+        .iter()
+        .filter(|(_, e)| e.event_type == "user.phone_changed")
+        .map(|(_, e)| e.tenant.clone())
+        .collect();
+    assert!(
+        changed_to.contains(&acme.0) && changed_to.contains(&beta.0),
+        "every member told"
+    );
+    h.assert_conserved().await;
+}
+
+#[tokio::test]
+async fn fx_quote_drives_a_transfer_once() {
+    let h = harness();
+    let t = h.tenant("Acme", "1000").await;
+    let (a, b) = (phone("+2250700000001"), phone("+2250700000002"));
+    h.engine.provision(&t, &a).await.unwrap();
+    h.engine.provision(&t, &b).await.unwrap();
+    h.engine
+        .fund(
+            &t,
+            &FundRequest {
+                phone_number: a.clone(),
+                token: Token::Usdc,
+                amount: m("100"),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    h.settle().await;
+    let q = h
+        .engine
+        .quote(
+            &t,
+            "6000".parse().unwrap(),
+            Currency::parse("XOF").unwrap(),
+            Token::Usdc,
+        )
+        .await
+        .unwrap();
+    assert_eq!(q.currency_pair, "XOF_USDC");
+    assert_eq!(q.expected_out, "10.000000");
+    let req = SendRequest {
+        from_phone_number: a.clone(),
+        to_phone_number: b.clone(),
+        token: Token::Usdc,
+        quote_id: q.quote_id.clone(),
+    };
+    let s = h.engine.send(&t, &req, None).await.unwrap();
+    assert_eq!(s.amount, "10.000000");
+    assert_eq!(
+        h.engine.send(&t, &req, None).await.unwrap_err().code(),
+        "QUOTE_ALREADY_USED"
+    );
+    let q2 = h
+        .engine
+        .quote(
+            &t,
+            "600".parse().unwrap(),
+            Currency::parse("XOF").unwrap(),
+            Token::Usdc,
+        )
+        .await
+        .unwrap();
+    h.clock.advance_ms(60_000);
+    let req2 = SendRequest {
+        quote_id: q2.quote_id,
+        ..req.clone()
+    };
+    assert_eq!(
+        h.engine.send(&t, &req2, None).await.unwrap_err().code(),
+        "QUOTE_EXPIRED"
+    );
+    // USDT send with a USDC quote is refused.
+    let req3 = SendRequest {
+        token: Token::Usdt,
+        quote_id: "DIRECT_CRYPTO:USDC:1".into(),
+        ..req
+    };
+    assert_eq!(
+        h.engine.send(&t, &req3, None).await.unwrap_err().code(),
+        "QUOTE_TOKEN_MISMATCH"
+    );
+}
+
+#[tokio::test]
+async fn failed_funding_returns_value_to_the_tenant() {
+    let h = harness();
+    let t = h.tenant("Acme", "100").await;
+    let a = phone("+2250700000001");
+    h.engine.provision(&t, &a).await.unwrap();
+    h.sim.inject(Fault::Revert);
+    let op = h
+        .engine
+        .fund(
+            &t,
+            &FundRequest {
+                phone_number: a.clone(),
+                token: Token::Usdc,
+                amount: m("60"),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        h.engine.treasury_balance(&t, Token::Usdc).await.unwrap(),
+        m("40")
+    );
+    h.settle().await;
+    let op = h.engine.operation(&t, &op.id).await.unwrap();
+    assert_eq!(op.status.as_str(), "FAILED");
+    assert!(op.error_reason.is_some());
+    assert_eq!(
+        h.engine.treasury_balance(&t, Token::Usdc).await.unwrap(),
+        m("100"),
+        "value back"
+    );
+    assert_eq!(h.chain_balance(&a).await, Micros::ZERO);
+    // Rejected at submit fails too, before broadcast.
+    h.sim.inject(Fault::Reject);
+    let op = h
+        .engine
+        .fund(
+            &t,
+            &FundRequest {
+                phone_number: a.clone(),
+                token: Token::Usdc,
+                amount: m("10"),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    h.settle().await;
+    assert_eq!(
+        h.engine
+            .operation(&t, &op.id)
+            .await
+            .unwrap()
+            .status
+            .as_str(),
+        "FAILED"
+    );
+    assert_eq!(
+        h.engine.treasury_balance(&t, Token::Usdc).await.unwrap(),
+        m("100")
+    );
+    h.assert_conserved().await;
+}
+
+#[tokio::test]
+async fn unknown_submissions_are_reconciled_without_double_payment() {
+    let h = harness();
+    let t = h.tenant("Acme", "100").await;
+    let (a, b) = (phone("+2250700000001"), phone("+2250700000002"));
+    h.engine.provision(&t, &a).await.unwrap();
+    h.engine.provision(&t, &b).await.unwrap();
+    h.engine
+        .fund(
+            &t,
+            &FundRequest {
+                phone_number: a.clone(),
+                token: Token::Usdc,
+                amount: m("50"),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    h.settle().await;
+    let submits = h.sim.submit_count();
+
+    // The response is lost but the payment landed: reconciled to SETTLED, paid once.
+    h.sim.inject(Fault::LostResponse);
+    let req = SendRequest {
+        from_phone_number: a.clone(),
+        to_phone_number: b.clone(),
+        token: Token::Usdc,
+        quote_id: "DIRECT_CRYPTO:USDC:20".into(),
+    };
+    let s = h.engine.send(&t, &req, None).await.unwrap();
+    let r = h.engine.tick().await;
+    assert_eq!(r.unknown, 1);
+    assert_eq!(
+        h.engine.operation(&t, &s.id).await.unwrap().status.as_str(),
+        "SUBMISSION_UNKNOWN"
+    );
+    h.settle().await;
+    assert_eq!(
+        h.engine.operation(&t, &s.id).await.unwrap().status.as_str(),
+        "SETTLED"
+    );
+    assert_eq!(h.sim.submit_count(), submits + 1, "never resubmitted");
+    assert_eq!(h.chain_balance(&a).await, m("30"));
+
+    // Dropped: never reached the network -> FAILED, hold released, nothing moved.
+    h.sim.inject(Fault::Drop);
+    let s = h
+        .engine
+        .send(
+            &t,
+            &SendRequest {
+                quote_id: "DIRECT_CRYPTO:USDC:5".into(),
+                ..req.clone()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    h.settle().await;
+    let op = h.engine.operation(&t, &s.id).await.unwrap();
+    assert_eq!(op.status.as_str(), "FAILED");
+    assert_eq!(h.chain_balance(&a).await, m("30"));
+    let aw = op.from_wallet.unwrap();
+    assert_eq!(
+        h.ledger_available(&accounts::wallet(&aw, Token::Usdc).id)
+            .await,
+        30_000_000
+    );
+    h.assert_conserved().await;
+}
+
+#[tokio::test]
+async fn non_members_cannot_move_money_out() {
+    let h = harness();
+    let acme = h.tenant("Acme", "100").await;
+    let beta = h.tenant("Beta", "100").await;
+    let (a, b) = (phone("+2250700000001"), phone("+2250700000002"));
+    h.engine.provision(&acme, &a).await.unwrap();
+    // Money-in is open: Beta may fund Acme's customer.
+    h.engine
+        .fund(
+            &beta,
+            &FundRequest {
+                phone_number: a.clone(),
+                token: Token::Usdc,
+                amount: m("10"),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    h.settle().await;
+    assert_eq!(h.chain_balance(&a).await, m("10"));
+    let commits = h.store.commit_count();
+    let req = SendRequest {
+        from_phone_number: a.clone(),
+        to_phone_number: b.clone(),
+        token: Token::Usdc,
+        quote_id: "DIRECT_CRYPTO:USDC:1".into(),
+    };
+    assert_eq!(
+        h.engine.send(&beta, &req, None).await.unwrap_err().code(),
+        "NOT_A_MEMBER"
+    );
+    assert_eq!(
+        h.engine
+            .phone_change_request(&beta, &a, &b)
+            .await
+            .unwrap_err()
+            .code(),
+        "NOT_A_MEMBER"
+    );
+    assert_eq!(
+        h.engine.balance(&beta, &a).await.unwrap_err().code(),
+        "NOT_A_MEMBER"
+    );
+    assert_eq!(h.store.commit_count(), commits, "nothing written");
+    assert!(
+        h.engine.wallet_exists(&b).await == false,
+        "no recipient wallet created"
+    );
+}
+
+#[tokio::test]
+async fn replayed_idempotency_key_moves_money_once() {
+    let h = harness();
+    let t = h.tenant("Acme", "100").await;
+    let a = phone("+2250700000001");
+    h.engine.provision(&t, &a).await.unwrap();
+    let req = FundRequest {
+        phone_number: a.clone(),
+        token: Token::Usdc,
+        amount: m("30"),
+    };
+    let first = h.engine.fund(&t, &req, Some("k-1")).await.unwrap();
+    let again = h.engine.fund(&t, &req, Some("k-1")).await.unwrap();
+    assert_eq!(first, again, "replay returns the first result");
+    let other = FundRequest {
+        amount: m("31"),
+        ..req.clone()
+    };
+    assert_eq!(
+        h.engine
+            .fund(&t, &other, Some("k-1"))
+            .await
+            .unwrap_err()
+            .code(),
+        "IDEMPOTENCY_KEY_REUSED"
+    );
+    // Concurrent duplicates: exactly one executes.
+    let (x, y) = tokio::join!(
+        h.engine.fund(&t, &req, Some("k-2")),
+        h.engine.fund(&t, &req, Some("k-2"))
+    );
+    assert_eq!(x.unwrap().id, y.unwrap().id);
+    h.settle().await;
+    assert_eq!(h.chain_balance(&a).await, m("60"));
+    assert_eq!(
+        h.engine.treasury_balance(&t, Token::Usdc).await.unwrap(),
+        m("40")
+    );
+    let (ops, total) = h.engine.list_operations(&t, None, 10, 0).await.unwrap();
+    assert_eq!((ops.len(), total), (2, 2));
+    h.assert_conserved().await;
+}
+
+#[tokio::test]
+async fn bad_input_is_typed_and_writes_nothing() {
+    let h = harness();
+    let t = h.tenant("Acme", "100").await;
+    let a = phone("+2250700000001");
+    h.engine.provision(&t, &a).await.unwrap();
+    let commits = h.store.commit_count();
+    assert_eq!(
+        Phone::parse("0700000001").unwrap_err().code(),
+        "INVALID_PHONE"
+    );
+    assert_eq!(
+        Micros::parse_positive("-1").unwrap_err().code(),
+        "INVALID_AMOUNT"
+    );
+    assert_eq!(
+        Micros::parse_positive("1.0000001").unwrap_err().code(),
+        "INVALID_AMOUNT"
+    );
+    assert_eq!("DAI".parse::<Token>().unwrap_err().code(), "UNKNOWN_TOKEN");
+    let fund0 = FundRequest {
+        phone_number: a.clone(),
+        token: Token::Usdc,
+        amount: Micros::ZERO,
+    };
+    assert_eq!(
+        h.engine.fund(&t, &fund0, None).await.unwrap_err().code(),
+        "INVALID_AMOUNT"
+    );
+    let too_much = FundRequest {
+        phone_number: a.clone(),
+        token: Token::Usdc,
+        amount: m("1000"),
+    };
+    assert_eq!(
+        h.engine.fund(&t, &too_much, None).await.unwrap_err().code(),
+        "INSUFFICIENT_FUNDS"
+    );
+    let b = phone("+2250700000002");
+    for (quote, code) in [
+        ("DIRECT_CRYPTO:USDC:-1", "INVALID_QUOTE_ID"),
+        ("DIRECT_CRYPTO:SOL:1", "INVALID_QUOTE_ID"),
+        ("fx_nope", "INVALID_QUOTE_ID"),
+        ("DIRECT_CRYPTO:USDC:1000", "INSUFFICIENT_FUNDS"),
+    ] {
+        let req = SendRequest {
+            from_phone_number: a.clone(),
+            to_phone_number: b.clone(),
+            token: Token::Usdc,
+            quote_id: quote.into(),
+        };
+        assert_eq!(
+            h.engine
+                .send(&t, &req, Some("bad"))
+                .await
+                .unwrap_err()
+                .code(),
+            code,
+            "{quote}"
+        );
+    }
+    assert_eq!(
+        h.engine
+            .link_confirm(&t, &a, "123456")
+            .await
+            .unwrap_err()
+            .code(),
+        "ALREADY_A_MEMBER"
+    );
+    assert_eq!(
+        h.store.commit_count(),
+        commits,
+        "nothing written by bad input"
+    );
+    assert!(!h.engine.wallet_exists(&b).await);
+
+    // Expired and exhausted codes.
+    let other = h.tenant("Other", "1").await;
+    h.engine.link_request(&other, &a).await.unwrap();
+    h.clock.advance_ms(10 * 60 * 1000);
+    let code = h.notifier.last_code_to(&a).unwrap();
+    assert_eq!(
+        h.engine
+            .link_confirm(&other, &a, &code)
+            .await
+            .unwrap_err()
+            .code(),
+        "CODE_EXPIRED"
+    );
+    h.engine.link_request(&other, &a).await.unwrap();
+    let code = h.notifier.last_code_to(&a).unwrap();
+    let wrong = if code == "999999" { "999998" } else { "999999" };
+    for _ in 0..4 {
+        assert_eq!(
+            h.engine
+                .link_confirm(&other, &a, wrong)
+                .await
+                .unwrap_err()
+                .code(),
+            "CODE_INVALID"
+        );
+    }
+    assert_eq!(
+        h.engine
+            .link_confirm(&other, &a, wrong)
+            .await
+            .unwrap_err()
+            .code(),
+        "TOO_MANY_ATTEMPTS"
+    );
+    assert_eq!(
+        h.engine
+            .link_confirm(&other, &a, &code)
+            .await
+            .unwrap_err()
+            .code(),
+        "TOO_MANY_ATTEMPTS"
+    );
+}
+
+#[tokio::test]
+async fn external_deposit_is_credited_once() {
+    let h = harness();
+    let t = h.tenant("Acme", "1").await;
+    let a = phone("+2250700000001");
+    h.engine.provision(&t, &a).await.unwrap();
+    let addr = h.engine.provision_lookup(&a).await;
+    h.sim.mint(&addr, Token::Usdt, m("7.5")).unwrap();
+    h.settle().await;
+    h.settle().await;
+    let w = h
+        .store
+        .get_by_unique(&format!("wallet_phone:{a}"))
+        .await
+        .unwrap()
+        .unwrap();
+    let acct = format!("wallet:{}:USDT", w.id);
+    assert_eq!(h.ledger_available(&acct).await, 7_500_000);
+    let events = h.store.outbox_after(0, 100).await.unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(_, e)| e.event_type == "transfer.received")
+            .count(),
+        1
+    );
+    assert_eq!(
+        h.engine.balance(&t, &a).await.unwrap().balance_usdt,
+        "7.500000"
+    );
+    let _ = RailId::Evm(137);
+}
