@@ -28,7 +28,7 @@ pub struct TickReport {
     pub failed: usize,
     pub unknown: usize,
     pub deposits: usize,
-    /// Submitted operations polled and still pending.
+    /// Submitted operations polled and deposits seen, still below confirmation depth.
     pub polled: usize,
     /// Errors met (each left its record due for a later tick).
     pub errors: Vec<String>,
@@ -440,9 +440,6 @@ impl Engine {
                 .await
                 .map_err(super::rail_err)?;
             for inbound in &batch.inbound {
-                if !inbound.confirmed {
-                    continue;
-                }
                 // Internal movements (fundings, P2P transfers) are settled by their own
                 // operation; crediting them here would count them twice.
                 if inbound.from == treasury
@@ -471,6 +468,11 @@ impl Engine {
                     continue;
                 };
                 let w = w.record;
+                if !inbound.confirmed {
+                    // Seen but below the confirmation depth: credited on a later scan.
+                    report.polled += 1;
+                    continue;
+                }
                 let dep_id = format!("{name}:{}:{}", inbound.tx_hash, inbound.index);
                 if self
                     .ports

@@ -238,7 +238,8 @@ impl Chain {
         }
     }
 
-    /// Transfers to watched addresses in blocks after `cursor`. A block is the unit of
+    /// Transfers to watched addresses (every transfer when `watched` is empty) in blocks
+    /// after `cursor`. A block is the unit of
     /// progress: the batch stops before a block whose transfers would exceed `limit`,
     /// except that the first block with matches is always returned whole (so a block
     /// holding more than `limit` matches cannot stall the scanner). The returned cursor
@@ -258,7 +259,11 @@ impl Chain {
             let matches: Vec<&Transfer> = self
                 .blocks
                 .get(&block)
-                .map(|log| log.iter().filter(|t| watched.contains(&t.to)).collect())
+                .map(|log| {
+                    log.iter()
+                        .filter(|t| watched.is_empty() || watched.contains(&t.to))
+                        .collect()
+                })
                 .unwrap_or_default();
             if !inbound.is_empty() && inbound.len() + matches.len() > limit {
                 break;

@@ -534,7 +534,7 @@ impl Rail for SimRail {
     }
 
     /// `cursor` is a decimal block number (`""` = from genesis); returns transfers to
-    /// watched addresses in later blocks. The returned cursor only passes blocks whose
+    /// watched addresses (to any address when `watched` is empty) in later blocks. The returned cursor only passes blocks whose
     /// transfers are all confirmed, so unconfirmed ones come back in the next scan:
     /// callers dedupe by `(tx_hash, index)`. A cursor ahead of the head (a lagging
     /// node) yields nothing and comes back unchanged; a non-numeric cursor is `Rejected`.
