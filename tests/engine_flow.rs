@@ -645,7 +645,7 @@ async fn non_members_cannot_move_money_out() {
     );
     assert_eq!(h.store.commit_count(), commits, "nothing written");
     assert!(
-        h.engine.wallet_exists(&b).await == false,
+        !h.engine.wallet_exists(&b).await,
         "no recipient wallet created"
     );
 }
