@@ -440,6 +440,11 @@ async fn fx_quote_drives_a_transfer_once() {
         .await
         .unwrap();
     h.clock.advance_ms(60_000);
+    let commits = h.store.commit_count();
+    assert_eq!(
+        h.engine.send(&t, &req, None).await.unwrap_err().code(),
+        "QUOTE_ALREADY_USED"
+    );
     let req2 = SendRequest {
         quote_id: q2.quote_id,
         ..req.clone()
@@ -457,6 +462,11 @@ async fn fx_quote_drives_a_transfer_once() {
     assert_eq!(
         h.engine.send(&t, &req3, None).await.unwrap_err().code(),
         "QUOTE_TOKEN_MISMATCH"
+    );
+    assert_eq!(
+        h.store.commit_count(),
+        commits,
+        "refused quotes write nothing"
     );
 }
 
