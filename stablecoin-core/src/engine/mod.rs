@@ -77,6 +77,9 @@ pub struct Engine {
     pub(crate) ports: Ports,
     pub(crate) config: EngineConfig,
     pub(crate) rails: Arc<BTreeMap<RailId, Arc<dyn Rail>>>,
+    /// Service addresses (treasury, fee collection) per rail: derived once, since a
+    /// derivation is an elliptic-curve multiplication and they never change.
+    service_addresses: Arc<std::sync::RwLock<BTreeMap<(RailId, KeyPurpose), ChainAddress>>>,
 }
 
 impl Engine {
@@ -86,6 +89,7 @@ impl Engine {
             ports,
             config,
             rails: Arc::new(rails),
+            service_addresses: Default::default(),
         }
     }
 
@@ -130,6 +134,28 @@ impl Engine {
             out.insert(id.name(), rail.readiness().await);
         }
         out
+    }
+
+    /// The address of a service key (treasury, fees) on a rail, cached.
+    pub(crate) async fn service_address(
+        &self,
+        rail: &Arc<dyn Rail>,
+        purpose: KeyPurpose,
+    ) -> CoreResult<ChainAddress> {
+        let key = (rail.id(), purpose);
+        if let Some(a) = self
+            .service_addresses
+            .read()
+            .ok()
+            .and_then(|m| m.get(&key).cloned())
+        {
+            return Ok(a);
+        }
+        let address = rail.address_for(&key.1).await.map_err(rail_err)?;
+        if let Ok(mut m) = self.service_addresses.write() {
+            m.insert(key, address.clone());
+        }
+        Ok(address)
     }
 
     pub(crate) fn now(&self) -> crate::domain::time::Timestamp {

@@ -253,10 +253,7 @@ impl Engine {
                     kind: "wallet address",
                     id: name.clone(),
                 })?;
-            let from_address = rail
-                .address_for(&KeyPurpose::Treasury)
-                .await
-                .map_err(super::rail_err)?;
+            let from_address = self.service_address(&rail, KeyPurpose::Treasury).await?;
             let id = self.new_id(OpKind::Funding.id_prefix());
             let payment = RailPayment {
                 id: id.clone(),
@@ -413,10 +410,7 @@ impl Engine {
             let tfee = accounts::tenant_fees(tenant, req.token);
             let mut holds = vec![hold(format!("{id}:recipient"), &src, &dst, fees.recipient)];
             if !fees.service_fee.is_zero() {
-                let addr = rail
-                    .address_for(&KeyPurpose::ServiceFees)
-                    .await
-                    .map_err(super::rail_err)?;
+                let addr = self.service_address(&rail, KeyPurpose::ServiceFees).await?;
                 legs.push(PaymentLeg {
                     to: addr,
                     amount: fees.service_fee,

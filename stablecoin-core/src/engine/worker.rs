@@ -435,10 +435,7 @@ impl Engine {
                 Ok(b) => b,
                 Err(e) => return Err(super::rail_err(e)),
             };
-            let treasury = rail
-                .address_for(&KeyPurpose::Treasury)
-                .await
-                .map_err(super::rail_err)?;
+            let treasury = self.service_address(rail, KeyPurpose::Treasury).await?;
             for inbound in &batch.inbound {
                 // Internal movements (fundings, P2P transfers) are settled by their own
                 // operation; crediting them here would count them twice.

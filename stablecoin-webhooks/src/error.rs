@@ -1,0 +1,141 @@
+//! The one error enum of `stablecoin-webhooks`, with a stable machine code per variant.
+//!
+//! Codes are part of the public contract (the server returns them verbatim); a variant
+//! may gain fields but its code never changes.
+
+use stablecoin_core::CoreError;
+use stablecoin_core::ports::StoreError;
+use thiserror::Error;
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum WebhookError {
+    // ---- bad input (400) ----
+    /// The endpoint URL is not acceptable (not https, not loopback in test mode, ...).
+    #[error("invalid webhook url {url:?}: {reason}")]
+    InvalidUrl { url: String, reason: String },
+    /// A subscribed event type is not a known name of the endpoint's family.
+    #[error("unknown event type {event_type:?} for the {family} webhook family")]
+    UnknownEventType { event_type: String, family: &'static str },
+    #[error("invalid {field}: {reason}")]
+    InvalidParameter { field: &'static str, reason: String },
+
+    // ---- receiver kit ----
+    /// No signature header on a received webhook.
+    #[error("the {header} header is missing")]
+    SignatureMissing { header: &'static str },
+    /// The signature header is not of the form the family uses.
+    #[error("the {header} header is malformed: {reason}")]
+    SignatureMalformed { header: &'static str, reason: &'static str },
+    /// The signature does not match the body under this secret.
+    #[error("the webhook signature does not match the body")]
+    SignatureMismatch,
+    /// A received body is not a JSON object (a partial event is fine; garbage is not).
+    #[error("invalid webhook body: {reason}")]
+    InvalidBody { reason: String },
+    /// The receiver's deposit ledger failed.
+    #[error("deposit ledger: {0}")]
+    DepositLedger(String),
+
+    // ---- not found (404) ----
+    #[error("{kind} {id} not found")]
+    NotFound { kind: &'static str, id: String },
+
+    // ---- sending side ----
+    /// An outbox event whose payload cannot be rendered to its wire form.
+    #[error("event {event_id} ({event_type}) cannot be rendered: {reason}")]
+    InvalidEventPayload { event_id: String, event_type: String, reason: String },
+    /// Concurrent update of a record; retry.
+    #[error("concurrent update of {what}; retry")]
+    Conflict { what: String },
+    /// The HTTP client could not be built.
+    #[error("http transport: {0}")]
+    Transport(String),
+    #[error("storage error: {0}")]
+    Storage(String),
+}
+
+impl WebhookError {
+    /// The stable machine code of this error.
+    pub fn code(&self) -> &'static str {
+        use WebhookError::*;
+        match self {
+            InvalidUrl { .. } => "INVALID_WEBHOOK_URL",
+            UnknownEventType { .. } => "UNKNOWN_EVENT_TYPE",
+            InvalidParameter { .. } => "INVALID_PARAMETER",
+            SignatureMissing { .. } => "SIGNATURE_MISSING",
+            SignatureMalformed { .. } => "SIGNATURE_MALFORMED",
+            SignatureMismatch => "SIGNATURE_MISMATCH",
+            InvalidBody { .. } => "INVALID_WEBHOOK_BODY",
+            DepositLedger(_) => "DEPOSIT_LEDGER_ERROR",
+            NotFound { .. } => "NOT_FOUND",
+            InvalidEventPayload { .. } => "INVALID_EVENT_PAYLOAD",
+            Conflict { .. } => "CONFLICT",
+            Transport(_) => "TRANSPORT_ERROR",
+            Storage(_) => "STORAGE_ERROR",
+        }
+    }
+
+    /// True when the same call may succeed later without any change by the caller.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            WebhookError::Conflict { .. }
+                | WebhookError::Storage(_)
+                | WebhookError::DepositLedger(_)
+                | WebhookError::Transport(_)
+        )
+    }
+
+    /// True for the three signature failures (a receiver answers them with 401).
+    pub fn is_signature_error(&self) -> bool {
+        matches!(
+            self,
+            WebhookError::SignatureMissing { .. }
+                | WebhookError::SignatureMalformed { .. }
+                | WebhookError::SignatureMismatch
+        )
+    }
+}
+
+impl From<StoreError> for WebhookError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::VersionConflict { kind, id } => {
+                WebhookError::Conflict { what: format!("{kind} {id}") }
+            }
+            other => WebhookError::Storage(other.to_string()),
+        }
+    }
+}
+
+impl From<CoreError> for WebhookError {
+    fn from(e: CoreError) -> Self {
+        match e {
+            CoreError::Conflict { what } => WebhookError::Conflict { what },
+            other => WebhookError::Storage(other.to_string()),
+        }
+    }
+}
+
+/// Result alias of this crate.
+pub type WebhookResult<T> = Result<T, WebhookError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_stable() {
+        assert_eq!(WebhookError::SignatureMismatch.code(), "SIGNATURE_MISMATCH");
+        assert_eq!(
+            WebhookError::NotFound { kind: "webhook endpoint", id: "whe_x".into() }.code(),
+            "NOT_FOUND"
+        );
+        let conflict: WebhookError =
+            StoreError::VersionConflict { kind: "k".into(), id: "i".into() }.into();
+        assert_eq!(conflict.code(), "CONFLICT");
+        assert!(conflict.is_retryable());
+        assert!(WebhookError::SignatureMismatch.is_signature_error());
+    }
+}
