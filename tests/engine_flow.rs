@@ -20,6 +20,7 @@ struct H {
     sim: Arc<SimRail>,
     notifier: Arc<MemoryNotifier>,
     clock: Arc<ManualClock>,
+    payouts: Arc<MemoryPayouts>,
 }
 
 fn m(s: &str) -> Micros {
@@ -39,6 +40,7 @@ fn harness() -> H {
         SimConfig::for_profile(SimProfile::Evm(137)),
     ));
     let notifier = Arc::new(MemoryNotifier::new());
+    let payouts = Arc::new(MemoryPayouts::new());
     let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_795_341_600)));
     let ports = Ports {
         store: store.clone(),
@@ -46,7 +48,7 @@ fn harness() -> H {
         signer,
         notifier: notifier.clone(),
         rates: Arc::new(FixedRates::demo()),
-        payouts: Arc::new(MemoryPayouts::new()),
+        payouts: payouts.clone(),
         clock: clock.clone(),
         entropy: Arc::new(SeededEntropy::new(42)),
     };
@@ -62,6 +64,7 @@ fn harness() -> H {
         sim,
         notifier,
         clock,
+        payouts,
     }
 }
 
@@ -854,4 +857,147 @@ async fn external_deposit_is_credited_once() {
         "7.500000"
     );
     let _ = RailId::Evm(137);
+}
+
+#[tokio::test]
+async fn withdrawals_complete_refund_and_reconcile() {
+    use stablecoin::core::engine::WithdrawRequest;
+    use stablecoin::core::memory::PayoutFault;
+    let h = harness();
+    let t = h.tenant("Acme", "1000").await;
+    let a = phone("+2250700000001");
+    h.engine.provision(&t, &a).await.unwrap();
+    h.engine
+        .fund(
+            &t,
+            &FundRequest {
+                phone_number: a.clone(),
+                token: Token::Usdc,
+                amount: m("300"),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    h.settle().await;
+    let wreq = |amount: &str| WithdrawRequest {
+        phone_number: a.clone(),
+        token: Token::Usdc,
+        amount: m(amount),
+        payout_currency: "XOF".into(),
+    };
+
+    // Delivered: crypto swept, payout evidence recorded, COMPLETED.
+    let w = h
+        .engine
+        .withdraw(&t, &wreq("100"), Some("wd-1"))
+        .await
+        .unwrap();
+    assert_eq!(w.status, "PENDING");
+    assert_eq!(w.payout_amount.as_deref(), Some("60000"));
+    h.settle().await;
+    assert_eq!(
+        h.engine.operation(&t, &w.id).await.unwrap().status.as_str(),
+        "PAYOUT_SUBMITTING"
+    );
+    h.payouts.settle_all();
+    h.settle().await;
+    let op = h.engine.operation(&t, &w.id).await.unwrap();
+    assert_eq!(op.status.as_str(), "COMPLETED");
+    assert!(
+        op.view().payout_reference.is_some(),
+        "COMPLETED needs evidence"
+    );
+    assert_eq!(h.chain_balance(&a).await, m("200"));
+
+    // The provider refuses: the tokens go back on chain, REFUNDED.
+    h.payouts.inject(PayoutFault::Reject);
+    let w = h.engine.withdraw(&t, &wreq("50"), None).await.unwrap();
+    h.settle().await;
+    let op = h.engine.operation(&t, &w.id).await.unwrap();
+    assert_eq!(op.status.as_str(), "REFUNDED");
+    assert!(op.view().refund_tx_hash.is_some());
+    assert!(op.error_reason.is_some());
+    assert_eq!(
+        h.chain_balance(&a).await,
+        m("200"),
+        "refunded to the wallet"
+    );
+
+    // The payout answer is lost: PAYOUT_UNKNOWN, reconciled by asking, paid once.
+    let before = h.payouts.submit_count();
+    h.payouts.inject(PayoutFault::LostResponse);
+    let w = h.engine.withdraw(&t, &wreq("20"), None).await.unwrap();
+    h.settle().await;
+    assert_eq!(
+        h.engine.operation(&t, &w.id).await.unwrap().status.as_str(),
+        "PAYOUT_UNKNOWN"
+    );
+    h.payouts.settle_all();
+    h.settle().await;
+    assert_eq!(
+        h.engine.operation(&t, &w.id).await.unwrap().status.as_str(),
+        "COMPLETED"
+    );
+    assert_eq!(h.payouts.submit_count(), before + 1, "never paid twice");
+
+    // Dropped before the provider: PAYOUT_UNKNOWN -> provider has no record -> REFUNDED.
+    h.payouts.inject(PayoutFault::Drop);
+    let w = h.engine.withdraw(&t, &wreq("10"), None).await.unwrap();
+    h.settle().await;
+    assert_eq!(
+        h.engine.operation(&t, &w.id).await.unwrap().status.as_str(),
+        "REFUNDED"
+    );
+    assert_eq!(h.chain_balance(&a).await, m("180"));
+
+    // Wallet ledger agrees with the chain; money conserved.
+    let w = h
+        .store
+        .get_by_unique(&format!("wallet_phone:{a}"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        h.ledger_available(&format!("wallet:{}:USDC", w.id)).await,
+        180_000_000
+    );
+    h.assert_conserved().await;
+
+    // Member only; bad currency and zero amount refused without writes.
+    let beta = h.tenant("Beta", "1").await;
+    let commits = h.store.commit_count();
+    assert_eq!(
+        h.engine
+            .withdraw(&beta, &wreq("1"), None)
+            .await
+            .unwrap_err()
+            .code(),
+        "NOT_A_MEMBER"
+    );
+    let bad = WithdrawRequest {
+        payout_currency: "ABC".into(),
+        ..wreq("1")
+    };
+    assert_eq!(
+        h.engine.withdraw(&t, &bad, None).await.unwrap_err().code(),
+        "INVALID_PARAMETER"
+    );
+    assert_eq!(
+        h.engine
+            .withdraw(&t, &wreq("0"), None)
+            .await
+            .unwrap_err()
+            .code(),
+        "INVALID_AMOUNT"
+    );
+    assert_eq!(
+        h.engine
+            .withdraw(&t, &wreq("1000"), None)
+            .await
+            .unwrap_err()
+            .code(),
+        "INSUFFICIENT_FUNDS"
+    );
+    assert_eq!(h.store.commit_count(), commits);
 }

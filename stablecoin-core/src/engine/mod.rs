@@ -11,13 +11,15 @@ mod ledger_accounts;
 mod operations;
 mod tenants;
 mod wallets;
+mod withdrawals;
 mod worker;
 
 pub use idempotency::validate_idempotency_key;
 pub use ledger_accounts::accounts;
-pub use operations::{FundRequest, Operation, OperationView, SendRequest, SendView};
+pub use operations::{FundRequest, Operation, OperationView, PayoutLeg, SendRequest, SendView};
 pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
 pub use wallets::{BalanceView, ChallengeView, ProvisionView};
+pub use withdrawals::WithdrawRequest;
 pub use worker::TickReport;
 
 use crate::domain::ids::make_id;

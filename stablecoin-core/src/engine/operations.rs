@@ -52,6 +52,29 @@ pub struct Operation {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub settled_at: Option<Timestamp>,
+    /// Withdrawals: the mobile-money leg.
+    #[serde(default)]
+    pub payout: Option<PayoutLeg>,
+}
+
+/// The fiat leg of a withdrawal (spec 3.2: CRYPTO_RECEIVED -> PAYOUT_SUBMITTING ->
+/// COMPLETED, or REFUNDED when the payout cannot be delivered).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayoutLeg {
+    pub currency: String,
+    /// Fiat amount, rounded down to the currency's minor unit.
+    pub amount: Decimal,
+    /// Local currency per token, at acceptance.
+    pub rate: Decimal,
+    pub phone: Phone,
+    pub submitted_at: Option<Timestamp>,
+    /// Provider's evidence of delivery (COMPLETED requires it).
+    pub reference: Option<String>,
+    /// Why the payout failed, when it did (the crypto is then refunded).
+    pub failure: Option<String>,
+    /// The on-chain refund to the wallet, once started.
+    pub refund: Option<RailPayment>,
+    pub refund_tx_hash: Option<String>,
 }
 
 impl Operation {
@@ -84,6 +107,10 @@ impl Operation {
             created_at: self.created_at.to_rfc3339(),
             updated_at: self.updated_at.to_rfc3339(),
             settled_at: self.settled_at.map(|t| t.to_rfc3339()),
+            payout_currency: self.payout.as_ref().map(|p| p.currency.clone()),
+            payout_amount: self.payout.as_ref().map(|p| p.amount.to_string()),
+            payout_reference: self.payout.as_ref().and_then(|p| p.reference.clone()),
+            refund_tx_hash: self.payout.as_ref().and_then(|p| p.refund_tx_hash.clone()),
         }
     }
 }
@@ -149,6 +176,14 @@ pub struct OperationView {
     pub updated_at: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub settled_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub payout_currency: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub payout_amount: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub payout_reference: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub refund_tx_hash: Option<String>,
 }
 
 /// The result of a send: the operation as accepted.
@@ -188,7 +223,7 @@ fn hold(
 }
 
 impl Engine {
-    fn new_operation(
+    pub(crate) fn new_operation(
         &self,
         kind: OpKind,
         tenant: &TenantId,
@@ -223,6 +258,7 @@ impl Engine {
             created_at: now,
             updated_at: now,
             settled_at: None,
+            payout: None,
         }
     }
 

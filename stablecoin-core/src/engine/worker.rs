@@ -168,7 +168,7 @@ impl Engine {
         }
     }
 
-    async fn save(&self, op: &Operation, version: u64, extra: Batch) -> CoreResult<u64> {
+    pub(crate) async fn save(&self, op: &Operation, version: u64, extra: Batch) -> CoreResult<u64> {
         let mut batch = extra;
         batch.puts.insert(0, op.update(version)?);
         self.commit(batch).await?;
@@ -257,8 +257,10 @@ impl Engine {
                     }
                 }
             }
-            // Withdrawal payout states land with the withdrawal flow; terminal states
-            // are never due.
+            OpStatus::CryptoReceived | OpStatus::PayoutSubmitting | OpStatus::PayoutUnknown => {
+                self.advance_payout(op, version, report).await
+            }
+            // Terminal states are never due.
             _ => Ok(()),
         }
     }
@@ -271,9 +273,14 @@ impl Engine {
     ) -> CoreResult<()> {
         let now = self.now();
         op.status = transition(op.kind, op.status, OpEvent::Confirmed)?;
-        op.settled_at = Some(now);
         op.updated_at = now;
-        op.next_check_at = None;
+        if op.status.is_terminal() {
+            op.settled_at = Some(now);
+            op.next_check_at = None;
+        } else {
+            // A withdrawal's crypto leg is done (CRYPTO_RECEIVED): the payout is next.
+            op.next_check_at = Some(now);
+        }
         let tx_hash = op.tx_hash.clone().unwrap_or_default();
         let ledger = op
             .holds

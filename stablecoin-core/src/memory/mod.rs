@@ -4,7 +4,8 @@ pub mod services;
 pub mod signer;
 
 pub use services::{
-    FixedRates, ManualClock, MemoryNotifier, MemoryPayouts, OsEntropy, SeededEntropy, SystemClock,
+    FixedRates, ManualClock, MemoryNotifier, MemoryPayouts, OsEntropy, PayoutFault, SeededEntropy,
+    SystemClock,
 };
 pub use signer::LocalSigner;
 pub mod store;

@@ -124,11 +124,33 @@ impl RateSource for FixedRates {
 pub struct MemoryPayouts {
     payouts: Mutex<HashMap<String, (Payout, PayoutStatus)>>,
     failing_phones: Mutex<Vec<Phone>>,
+    faults: Mutex<Vec<PayoutFault>>,
+    submits: AtomicU64,
+}
+
+/// A fault for the next payout submission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PayoutFault {
+    /// The provider refuses it outright.
+    Reject,
+    /// Recorded by the provider, but the answer is lost (`Unknown`).
+    LostResponse,
+    /// Lost before reaching the provider (`Unknown`, never recorded).
+    Drop,
 }
 
 impl MemoryPayouts {
     pub fn new() -> Self {
         Self::default()
+    }
+    pub fn inject(&self, fault: PayoutFault) {
+        if let Ok(mut v) = self.faults.lock() {
+            v.push(fault);
+        }
+    }
+    /// Payouts the provider recorded (each id once).
+    pub fn submit_count(&self) -> u64 {
+        self.submits.load(Ordering::SeqCst)
     }
     pub fn fail_for(&self, phone: Phone) {
         if let Ok(mut v) = self.failing_phones.lock() {
@@ -169,12 +191,32 @@ impl MemoryPayouts {
 #[async_trait]
 impl PayoutProvider for MemoryPayouts {
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
+        let fault = self
+            .faults
+            .lock()
+            .ok()
+            .and_then(|mut v| (!v.is_empty()).then(|| v.remove(0)));
+        if fault == Some(PayoutFault::Reject) {
+            return Err(PayoutError::Rejected("provider refused the payout".into()));
+        }
+        if fault == Some(PayoutFault::Drop) {
+            return Err(PayoutError::Unknown(
+                "connection reset before the provider answered".into(),
+            ));
+        }
         let mut m = self
             .payouts
             .lock()
             .map_err(|_| PayoutError::Unknown("poisoned".into()))?;
-        m.entry(payout.id.clone())
-            .or_insert_with(|| (payout.clone(), PayoutStatus::Pending));
+        if !m.contains_key(&payout.id) {
+            self.submits.fetch_add(1, Ordering::SeqCst);
+            m.insert(payout.id.clone(), (payout.clone(), PayoutStatus::Pending));
+        }
+        if fault == Some(PayoutFault::LostResponse) {
+            return Err(PayoutError::Unknown(
+                "timeout waiting for the provider".into(),
+            ));
+        }
         Ok(())
     }
     async fn status(&self, payout_id: &str) -> Result<PayoutStatus, PayoutError> {
