@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Runs the PostgreSQL tests of stablecoin-store against a throwaway local cluster.
+#
+#   scripts/test-postgres.sh [cargo test args...]     # e.g. a test-name filter
+#   scripts/test-postgres.sh --bench [criterion args] # the store bench, PostgreSQL included
+#
+# Installs PostgreSQL from Debian's packages when it is missing, starts a private cluster
+# as the `postgres` user (initdb in a temp dir, listening on 127.0.0.1 on a free port,
+# unix socket in the temp dir, trust auth), exports STABLECOIN_TEST_PG_URL, runs
+# `cargo test -p stablecoin-store --features postgres`, and stops and removes the cluster
+# on exit, whatever happens. The cluster keeps PostgreSQL's durable defaults (fsync on,
+# synchronous_commit on), so bench numbers are honest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+find_pg_bin() {
+  local d
+  d="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)"
+  if [ -n "$d" ] && [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then echo "$d"; fi
+}
+
+PG_BIN="$(find_pg_bin)"
+if [ -z "$PG_BIN" ]; then
+  echo "== installing PostgreSQL from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  apt-get install -y postgresql
+  PG_BIN="$(find_pg_bin)"
+fi
+if [ -z "$PG_BIN" ]; then
+  echo "test-postgres.sh: PostgreSQL server binaries (initdb, pg_ctl) not found" >&2
+  exit 1
+fi
+
+# initdb refuses to run as root: run the cluster as `postgres` when we are root.
+if [ "$(id -u)" = 0 ]; then
+  id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql postgres
+  AS_PG=(runuser -u postgres --)
+else
+  AS_PG=()
+fi
+
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/stablecoin-pg.XXXXXX")"
+DATA="$TMP/data"
+SOCK="$TMP/sock"
+mkdir -p "$SOCK"
+[ "$(id -u)" = 0 ] && chown -R postgres "$TMP"
+
+cleanup() {
+  local rc=$?
+  if [ -f "$DATA/postmaster.pid" ]; then
+    "${AS_PG[@]}" "$PG_BIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null 2>&1 || true
+  fi
+  if [ "$rc" != 0 ] && [ -f "$TMP/server.log" ]; then
+    echo "---- last lines of the PostgreSQL log ----" >&2
+    tail -n 30 "$TMP/server.log" >&2 || true
+  fi
+  rm -rf "$TMP"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  else
+    echo $((20000 + RANDOM % 30000))
+  fi
+}
+
+echo "== initdb ($PG_BIN)"
+"${AS_PG[@]}" "$PG_BIN/initdb" -D "$DATA" -U postgres -A trust -E UTF8 --no-sync >"$TMP/initdb.log" 2>&1 \
+  || { cat "$TMP/initdb.log" >&2; exit 1; }
+
+PORT=""
+for _ in 1 2 3 4 5; do
+  PORT="$(free_port)"
+  if "${AS_PG[@]}" "$PG_BIN/pg_ctl" -D "$DATA" -l "$TMP/server.log" -w -t 60 \
+       -o "-c listen_addresses=127.0.0.1 -p $PORT -k $SOCK -c max_connections=300 -c shared_buffers=256MB" \
+       start >/dev/null; then
+    break
+  fi
+  PORT=""
+done
+[ -n "$PORT" ] || { echo "test-postgres.sh: could not start PostgreSQL" >&2; exit 1; }
+
+"${AS_PG[@]}" "$PG_BIN/psql" -h "$SOCK" -p "$PORT" -U postgres -d postgres -q \
+  -c "CREATE DATABASE stablecoin_test" >/dev/null
+export STABLECOIN_TEST_PG_URL="postgres://postgres@127.0.0.1:$PORT/stablecoin_test"
+echo "== PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT"
+
+if [ "${1:-}" = "--bench" ]; then
+  shift
+  echo "== cargo bench -p stablecoin-store --features postgres --bench store -- $*"
+  cargo bench -p stablecoin-store --features postgres --bench store -- "$@"
+else
+  echo "== cargo test -p stablecoin-store --features postgres $*"
+  cargo test -p stablecoin-store --features postgres "$@"
+fi

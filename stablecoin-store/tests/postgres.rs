@@ -1,0 +1,340 @@
+//! PostgreSQL: the conformance suite, concurrent debits and claims from two `PgStore`s
+//! (two engine processes' worth of pools) on one database, outbox readers that never skip
+//! an event, and migrations. Each test works in its own schema.
+//!
+//! These tests need `STABLECOIN_TEST_PG_URL` and FAIL without it (they are only compiled
+//! with `--features postgres`). `scripts/test-postgres.sh` starts a throwaway cluster and
+//! runs them.
+#![cfg(feature = "postgres")]
+
+use serde_json::json;
+use stablecoin_core::domain::money::Micros;
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::ports::ledger::{Ledger, LedgerAccount, LedgerError, LedgerTransfer, Phase};
+use stablecoin_core::ports::store::{Batch, OutboxEvent, Put, Store, StoreError, StoredRecord};
+use stablecoin_core::testkit;
+use stablecoin_store::{MAX_AMOUNT_MICROS, PgConfig, PgStore};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn pg_url() -> String {
+    std::env::var("STABLECOIN_TEST_PG_URL").unwrap_or_else(|_| {
+        panic!(
+            "STABLECOIN_TEST_PG_URL is not set. The PostgreSQL tests (compiled because the \
+             `postgres` feature is on) need a database: run scripts/test-postgres.sh, which \
+             starts a throwaway cluster, or set STABLECOIN_TEST_PG_URL=postgres://user@host:port/db"
+        )
+    })
+}
+
+fn schema(tag: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "t_{tag}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn store_in(schema: &str, max_connections: u32) -> PgStore {
+    PgStore::connect(
+        PgConfig::new(pg_url())
+            .schema(schema)
+            .max_connections(max_connections),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect to {schema}: {e}"))
+}
+
+fn single(id: &str, debit: &str, credit: &str, amount: u64) -> LedgerTransfer {
+    LedgerTransfer {
+        id: id.into(),
+        debit: debit.into(),
+        credit: credit.into(),
+        amount: Micros(amount),
+        phase: Phase::Single,
+    }
+}
+
+fn record(kind: &str, id: &str, due: Option<i64>) -> StoredRecord {
+    StoredRecord {
+        kind: kind.into(),
+        id: id.into(),
+        tenant: Some("t1".into()),
+        version: 0,
+        created_at: Timestamp::from_millis(1),
+        status: None,
+        due_at: due.map(Timestamp::from_millis),
+        unique_keys: vec![],
+        body: json!({ "id": id }),
+    }
+}
+
+fn event(id: &str) -> OutboxEvent {
+    OutboxEvent {
+        id: id.into(),
+        tenant: "t1".into(),
+        event_type: "x.happened".into(),
+        occurred_at: Timestamp::from_millis(1),
+        payload: json!({ "id": id }),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_passes_store_suite() {
+    testkit::store_suite(|| async { Arc::new(store_in(&schema("suite"), 8).await) }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_64_concurrent_debits_from_two_stores_never_overdraw() {
+    const TASKS: usize = 64;
+    const FUNDS: u64 = 2_000;
+    let s = schema("debits");
+    // Two stores = two processes' worth of pools on one database.
+    let a = store_in(&s, 16).await;
+    let b = store_in(&s, 16).await;
+    a.commit(Batch {
+        accounts: vec![
+            LedgerAccount {
+                id: "world".into(),
+                allow_negative: true,
+            },
+            LedgerAccount {
+                id: "treasury".into(),
+                allow_negative: false,
+            },
+            LedgerAccount {
+                id: "users".into(),
+                allow_negative: false,
+            },
+        ],
+        ledger: vec![single("fund", "world", "treasury", FUNDS)],
+        ..Batch::default()
+    })
+    .await
+    .unwrap();
+    let barrier = Arc::new(tokio::sync::Barrier::new(TASKS));
+    let mut handles = Vec::new();
+    for i in 0..TASKS {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let barrier = barrier.clone();
+        handles.push(tokio::spawn(async move {
+            let amount = ((i as u64).wrapping_mul(2_654_435_761) % 100) + 1;
+            let batch = Batch {
+                ledger: vec![single(&format!("debit-{i}"), "treasury", "users", amount)],
+                puts: vec![Put {
+                    record: record("payout", &format!("payout-{i}"), None),
+                    expected_version: None,
+                }],
+                outbox: vec![event(&format!("evt_{i}"))],
+                ..Batch::default()
+            };
+            barrier.wait().await;
+            (amount, store.commit(batch).await)
+        }));
+    }
+    let mut accepted = Vec::new();
+    for h in handles {
+        match h.await.unwrap() {
+            (amount, Ok(_)) => accepted.push(amount),
+            (_, Err(StoreError::Ledger(LedgerError::InsufficientFunds { .. }))) => {}
+            (_, Err(e)) => panic!("a concurrent debit failed with {e:?}, not InsufficientFunds"),
+        }
+    }
+    let spent: u64 = accepted.iter().sum();
+    assert!(spent <= FUNDS, "overdrawn: {spent} > {FUNDS}");
+    assert!(accepted.len() < TASKS, "the funds were meant to run out");
+    for store in [&a, &b] {
+        let treasury = store.balance("treasury").await.unwrap();
+        assert_eq!(treasury.posted(), (FUNDS - spent) as i128, "final balance");
+        assert!(treasury.posted() >= 0);
+        assert_eq!(store.posted_sum().await.unwrap(), 0);
+    }
+    assert_eq!(
+        a.history("treasury", 0, 1_000).await.unwrap().len(),
+        1 + accepted.len()
+    );
+    let seqs: Vec<u64> = a
+        .outbox_after(0, 1_000)
+        .await
+        .unwrap()
+        .iter()
+        .map(|(s, _)| *s)
+        .collect();
+    assert_eq!(
+        seqs,
+        (1..=accepted.len() as u64).collect::<Vec<_>>(),
+        "gap-free"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_concurrent_claimers_on_two_stores_never_share_a_record() {
+    const RECORDS: usize = 300;
+    const WORKERS: usize = 16;
+    let s = schema("claims");
+    let a = store_in(&s, 8).await;
+    let b = store_in(&s, 8).await;
+    let puts = (0..RECORDS)
+        .map(|i| Put {
+            record: record("job", &format!("job-{i:03}"), Some(i as i64)),
+            expected_version: None,
+        })
+        .collect();
+    a.commit(Batch {
+        puts,
+        ..Batch::default()
+    })
+    .await
+    .unwrap();
+    let barrier = Arc::new(tokio::sync::Barrier::new(WORKERS));
+    let mut handles = Vec::new();
+    for w in 0..WORKERS {
+        let store = if w % 2 == 0 { a.clone() } else { b.clone() };
+        let barrier = barrier.clone();
+        handles.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let mut mine = Vec::new();
+            loop {
+                let got = store
+                    .claim_due(
+                        "job",
+                        &format!("w{w}"),
+                        Timestamp::from_millis(10_000),
+                        60_000,
+                        4,
+                    )
+                    .await
+                    .expect("claim_due");
+                if got.is_empty() {
+                    break mine;
+                }
+                mine.extend(got.into_iter().map(|r| r.id));
+            }
+        }));
+    }
+    let mut seen = HashSet::new();
+    for h in handles {
+        for id in h.await.unwrap() {
+            assert!(seen.insert(id.clone()), "{id} was claimed twice");
+        }
+    }
+    assert_eq!(seen.len(), RECORDS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_outbox_readers_never_skip_an_event() {
+    // Writers on two stores commit events concurrently (with variable transaction
+    // lengths) while a reader pages with outbox_after; every page must continue exactly
+    // where the previous one stopped, so a cursor-based reader never skips a seq.
+    const WRITERS: usize = 16;
+    const PER_WRITER: usize = 25;
+    let s = schema("outbox");
+    let a = store_in(&s, 12).await;
+    let b = store_in(&s, 12).await;
+    let reader = a.clone();
+    let total = WRITERS * PER_WRITER * 2;
+    let read = tokio::spawn(async move {
+        let mut after = 0u64;
+        let mut seen = Vec::new();
+        while seen.len() < total {
+            let page = reader.outbox_after(after, 7).await.unwrap();
+            for (seq, e) in page {
+                assert_eq!(seq, after + 1, "reader skipped from {after} to {seq}");
+                after = seq;
+                seen.push(e.id);
+            }
+            tokio::task::yield_now().await;
+        }
+        seen
+    });
+    let mut handles = Vec::new();
+    for w in 0..WRITERS {
+        let store = if w % 2 == 0 { a.clone() } else { b.clone() };
+        handles.push(tokio::spawn(async move {
+            for n in 0..PER_WRITER {
+                let batch = Batch {
+                    puts: (0..(n % 3))
+                        .map(|k| Put {
+                            record: record("pad", &format!("pad-{w}-{n}-{k}"), None),
+                            expected_version: None,
+                        })
+                        .collect(),
+                    outbox: vec![
+                        event(&format!("e-{w}-{n}-a")),
+                        event(&format!("e-{w}-{n}-b")),
+                    ],
+                    ..Batch::default()
+                };
+                let receipt = store.commit(batch).await.unwrap();
+                assert_eq!(receipt.outbox_seqs.len(), 2);
+                assert_eq!(receipt.outbox_seqs[1], receipt.outbox_seqs[0] + 1);
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let seen = tokio::time::timeout(std::time::Duration::from_secs(60), read)
+        .await
+        .expect("reader finished")
+        .unwrap();
+    let unique: HashSet<_> = seen.iter().collect();
+    assert_eq!(unique.len(), total, "every event seen exactly once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_refuses_amounts_above_i64_and_migrates_idempotently() {
+    let s = schema("misc");
+    let store = store_in(&s, 4).await;
+    // Running the migrations again (as a `migrate` command would) changes nothing.
+    stablecoin_store::postgres::migrate(&PgConfig::new(pg_url()).schema(&s))
+        .await
+        .unwrap();
+    let again = store_in(&s, 2).await;
+    store
+        .commit(Batch {
+            accounts: vec![
+                LedgerAccount {
+                    id: "world".into(),
+                    allow_negative: true,
+                },
+                LedgerAccount {
+                    id: "bob".into(),
+                    allow_negative: false,
+                },
+            ],
+            ..Batch::default()
+        })
+        .await
+        .unwrap();
+    let err = again
+        .commit(Batch {
+            ledger: vec![single("huge", "world", "bob", MAX_AMOUNT_MICROS + 1)],
+            puts: vec![Put {
+                record: record("w", "w1", None),
+                expected_version: None,
+            }],
+            ..Batch::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Ledger(LedgerError::InvalidTransfer { reason, .. }) if reason.contains("2^63")),
+        "{err:?}"
+    );
+    assert!(store.get("w", "w1").await.unwrap().is_none(), "rolled back");
+    store
+        .commit(Batch {
+            ledger: vec![single("max", "world", "bob", MAX_AMOUNT_MICROS)],
+            ..Batch::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        store.balance("bob").await.unwrap().credits_posted,
+        MAX_AMOUNT_MICROS
+    );
+    assert_eq!(store.posted_sum().await.unwrap(), 0);
+}
