@@ -14,5 +14,11 @@
 #[cfg(feature = "sim")]
 pub mod sim;
 
+#[cfg(feature = "tron")]
+pub mod tron;
+
+#[cfg(feature = "solana")]
+pub mod solana;
+
 #[cfg(feature = "sim")]
 pub use sim::{Fault, SimConfig, SimProfile, SimRail};

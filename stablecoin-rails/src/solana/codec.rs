@@ -1,0 +1,410 @@
+//! Pure, synchronous Solana encoding: addresses, associated token account (ATA)
+//! derivation, the provisioning and transfer instructions, message compilation and the
+//! signed wire format. No I/O: every function here is checked against fixtures produced
+//! by independent implementations (`tests/fixtures/solana/`).
+
+use solana_hash::Hash;
+use solana_instruction::Instruction;
+use solana_message::Message;
+use solana_program_pack::Pack;
+use solana_pubkey::Pubkey;
+use spl_associated_token_account_interface::{address, instruction as ata_ix};
+use spl_token_interface::state::{Account as TokenAccount, AccountState, Mint};
+use std::str::FromStr;
+
+/// The SPL Token program (`Tokenkeg...`): USDC and USDT on Solana mainnet use it.
+pub const TOKEN_PROGRAM_ID: Pubkey = spl_token_interface::ID;
+/// The Associated Token Account program.
+pub const ASSOCIATED_TOKEN_PROGRAM_ID: Pubkey = spl_associated_token_account_interface::program::ID;
+/// The System program.
+pub const SYSTEM_PROGRAM_ID: Pubkey = Pubkey::from_str_const("11111111111111111111111111111111");
+/// The wrapped-SOL mint: native SOL in token form. Refused like native SOL.
+pub const NATIVE_MINT: Pubkey = spl_token_interface::native_mint::ID;
+/// Circle's USDC mint on Solana mainnet.
+pub const MAINNET_USDC_MINT: Pubkey =
+    Pubkey::from_str_const("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
+/// Tether's USDT mint on Solana mainnet.
+pub const MAINNET_USDT_MINT: Pubkey =
+    Pubkey::from_str_const("Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB");
+/// Size of an SPL token account (rent is paid for this many bytes).
+pub const TOKEN_ACCOUNT_LEN: usize = TokenAccount::LEN;
+/// Size of an SPL mint account.
+pub const MINT_LEN: usize = Mint::LEN;
+/// Base fee per signature, in lamports (the validator's default fee structure).
+pub const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
+/// Largest legacy transaction on the wire.
+pub const PACKET_DATA_SIZE: usize = 1232;
+
+/// Why an input could not be encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodecError {
+    InvalidAddress { address: String, reason: String },
+    Invalid(String),
+}
+
+impl std::fmt::Display for CodecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CodecError::InvalidAddress { address, reason } => {
+                write!(f, "invalid address {address:?}: {reason}")
+            }
+            CodecError::Invalid(r) => f.write_str(r),
+        }
+    }
+}
+
+impl std::error::Error for CodecError {}
+
+/// Parses a base58 account address strictly: exactly 32 bytes, and the canonical text
+/// form (so two spellings never name one account).
+pub fn parse_address(text: &str) -> Result<Pubkey, CodecError> {
+    let bad = |reason: &str| CodecError::InvalidAddress {
+        address: text.chars().take(64).collect(),
+        reason: reason.to_string(),
+    };
+    if text.is_empty() || text.len() > 44 {
+        return Err(bad(
+            "a Solana address is 32 bytes in base58 (32 to 44 characters)",
+        ));
+    }
+    let key = Pubkey::from_str(text).map_err(|_| bad("not base58 of 32 bytes"))?;
+    if key.to_string() != text {
+        return Err(bad("not the canonical base58 form"));
+    }
+    Ok(key)
+}
+
+/// The account address of an ed25519 public key: the key itself.
+pub fn address_from_public_key(public_key: &[u8]) -> Result<Pubkey, CodecError> {
+    let bytes: [u8; 32] = public_key.try_into().map_err(|_| {
+        CodecError::Invalid(format!(
+            "an ed25519 public key is 32 bytes, got {}",
+            public_key.len()
+        ))
+    })?;
+    Ok(Pubkey::new_from_array(bytes))
+}
+
+/// A wallet (owner) address must be an ed25519 point: an off-curve address is a program
+/// derived address (for instance a token account), and tokens sent to its ATA could
+/// never move again.
+pub fn check_wallet_address(key: &Pubkey) -> Result<(), CodecError> {
+    if key.is_on_curve() {
+        Ok(())
+    } else {
+        Err(CodecError::InvalidAddress {
+            address: key.to_string(),
+            reason: "off-curve address (a program-derived or token account address), not a \
+                     wallet: send to the owner's wallet address"
+                .into(),
+        })
+    }
+}
+
+/// The associated token account of `owner` for `mint` under `token_program`.
+pub fn associated_token_address(owner: &Pubkey, mint: &Pubkey, token_program: &Pubkey) -> Pubkey {
+    address::get_associated_token_address_with_program_id(owner, mint, token_program)
+}
+
+/// `CreateIdempotent` of the ATA of `owner` for `mint`, paid (rent and fee) by `payer`.
+pub fn create_ata_idempotent(
+    payer: &Pubkey,
+    owner: &Pubkey,
+    mint: &Pubkey,
+    token_program: &Pubkey,
+) -> Instruction {
+    ata_ix::create_associated_token_account_idempotent(payer, owner, mint, token_program)
+}
+
+/// Provisioning: one `CreateIdempotent` per mint, in the given order, all paid by
+/// `fee_payer`. The owner does not sign (the ATA program needs only the funder).
+pub fn provision_instructions(
+    fee_payer: &Pubkey,
+    owner: &Pubkey,
+    mints: &[Pubkey],
+    token_program: &Pubkey,
+) -> Vec<Instruction> {
+    mints
+        .iter()
+        .map(|m| create_ata_idempotent(fee_payer, owner, m, token_program))
+        .collect()
+}
+
+/// One credit of an outbound transfer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransferLeg {
+    /// The recipient's wallet (owner) address; the tokens go to its ATA.
+    pub recipient: Pubkey,
+    /// Base units.
+    pub amount: u64,
+    /// Prepend a `CreateIdempotent` of the recipient's ATA (paid by the fee payer).
+    pub create_recipient_ata: bool,
+}
+
+/// The instructions of a sponsored SPL transfer: for each leg, optionally the
+/// recipient's `CreateIdempotent` (payer = fee payer), then `TransferChecked` from the
+/// source owner's ATA with the source owner as the token authority.
+pub fn transfer_instructions(
+    fee_payer: &Pubkey,
+    source_owner: &Pubkey,
+    mint: &Pubkey,
+    token_program: &Pubkey,
+    decimals: u8,
+    legs: &[TransferLeg],
+) -> Result<Vec<Instruction>, CodecError> {
+    if legs.is_empty() {
+        return Err(CodecError::Invalid(
+            "a transfer needs at least one leg".into(),
+        ));
+    }
+    let source_ata = associated_token_address(source_owner, mint, token_program);
+    let mut out = Vec::with_capacity(legs.len() * 2);
+    for leg in legs {
+        if leg.amount == 0 {
+            return Err(CodecError::Invalid(
+                "every leg amount must be positive".into(),
+            ));
+        }
+        let dest_ata = associated_token_address(&leg.recipient, mint, token_program);
+        if dest_ata == source_ata {
+            return Err(CodecError::Invalid(
+                "a leg pays the source account itself".into(),
+            ));
+        }
+        if leg.create_recipient_ata {
+            out.push(create_ata_idempotent(
+                fee_payer,
+                &leg.recipient,
+                mint,
+                token_program,
+            ));
+        }
+        let ix = spl_token_interface::instruction::transfer_checked(
+            token_program,
+            &source_ata,
+            mint,
+            &dest_ata,
+            source_owner,
+            &[],
+            leg.amount,
+            decimals,
+        )
+        .map_err(|e| CodecError::Invalid(format!("transfer_checked: {e}")))?;
+        out.push(ix);
+    }
+    Ok(out)
+}
+
+/// Compiles a legacy message with `fee_payer` first (the standard key ordering: payer,
+/// writable signers, read-only signers, writable, read-only; each group by key bytes).
+pub fn compile_message(
+    instructions: &[Instruction],
+    fee_payer: &Pubkey,
+    blockhash: Hash,
+) -> Message {
+    Message::new_with_blockhash(instructions, Some(fee_payer), &blockhash)
+}
+
+/// The serialized message: the bytes every required signer signs.
+pub fn message_bytes(message: &Message) -> Vec<u8> {
+    message.serialize()
+}
+
+/// The keys that must sign, in signature order (the fee payer first).
+pub fn required_signers(message: &Message) -> &[Pubkey] {
+    let n = usize::from(message.header.num_required_signatures).min(message.account_keys.len());
+    &message.account_keys[..n]
+}
+
+/// Solana's compact-u16 ("short vec") length prefix.
+pub fn short_vec_len(len: usize) -> Result<Vec<u8>, CodecError> {
+    let mut rem =
+        u16::try_from(len).map_err(|_| CodecError::Invalid(format!("length {len} exceeds u16")))?;
+    let mut out = Vec::with_capacity(3);
+    loop {
+        let mut byte = (rem & 0x7f) as u8;
+        rem >>= 7;
+        if rem == 0 {
+            out.push(byte);
+            return Ok(out);
+        }
+        byte |= 0x80;
+        out.push(byte);
+    }
+}
+
+/// The signed transaction on the wire: `short_vec(signatures) || signatures || message`.
+/// `signatures` must be in [`required_signers`] order.
+pub fn encode_transaction(signatures: &[[u8; 64]], message: &[u8]) -> Result<Vec<u8>, CodecError> {
+    let mut out = short_vec_len(signatures.len())?;
+    for s in signatures {
+        out.extend_from_slice(s);
+    }
+    out.extend_from_slice(message);
+    if out.len() > PACKET_DATA_SIZE {
+        return Err(CodecError::Invalid(format!(
+            "transaction is {} bytes, over the {PACKET_DATA_SIZE}-byte packet limit",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
+/// A decoded SPL token account (the fields the rail reads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenAccountState {
+    pub mint: Pubkey,
+    pub owner: Pubkey,
+    pub amount: u64,
+    pub frozen: bool,
+}
+
+/// Decodes token account data (165 bytes, initialized).
+pub fn parse_token_account(data: &[u8]) -> Result<TokenAccountState, CodecError> {
+    if data.len() != TokenAccount::LEN {
+        return Err(CodecError::Invalid(format!(
+            "token account data is {} bytes, expected {}",
+            data.len(),
+            TokenAccount::LEN
+        )));
+    }
+    let acc = TokenAccount::unpack(data)
+        .map_err(|e| CodecError::Invalid(format!("not an initialized token account: {e}")))?;
+    Ok(TokenAccountState {
+        mint: acc.mint,
+        owner: acc.owner,
+        amount: acc.amount,
+        frozen: acc.state == AccountState::Frozen,
+    })
+}
+
+/// A decoded SPL mint (the fields the rail reads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MintState {
+    pub decimals: u8,
+    pub supply: u64,
+}
+
+/// Decodes mint data (82 bytes, initialized).
+pub fn parse_mint(data: &[u8]) -> Result<MintState, CodecError> {
+    if data.len() != Mint::LEN {
+        return Err(CodecError::Invalid(format!(
+            "mint data is {} bytes, expected {}",
+            data.len(),
+            Mint::LEN
+        )));
+    }
+    let m = Mint::unpack(data)
+        .map_err(|e| CodecError::Invalid(format!("not an initialized mint: {e}")))?;
+    Ok(MintState {
+        decimals: m.decimals,
+        supply: m.supply,
+    })
+}
+
+/// Renders a validator transaction error (`{"InstructionError":[2,{"Custom":1}]}`) as
+/// text, naming the SPL Token errors a payment can hit.
+pub fn describe_transaction_error(err: &serde_json::Value) -> String {
+    if let Some([idx, inner]) = err
+        .get("InstructionError")
+        .and_then(|v| v.as_array())
+        .map(|a| a.as_slice())
+        .and_then(|a| <&[serde_json::Value; 2]>::try_from(a).ok())
+    {
+        if let Some(code) = inner.get("Custom").and_then(|c| c.as_u64()) {
+            let name = match code {
+                0 => " (token: lamport balance below rent-exempt threshold)",
+                1 => " (token: insufficient funds)",
+                3 => " (token: account or mint mismatch)",
+                4 => " (token: owner does not match)",
+                17 => " (token: account is frozen)",
+                18 => " (token: mint decimals mismatch)",
+                _ => "",
+            };
+            return format!("instruction {idx} failed: custom program error {code:#x}{name}");
+        }
+        return format!("instruction {idx} failed: {inner}");
+    }
+    match err {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_vec_matches_the_reference_encoding() {
+        assert_eq!(short_vec_len(0).unwrap(), vec![0]);
+        assert_eq!(short_vec_len(1).unwrap(), vec![1]);
+        assert_eq!(short_vec_len(0x7f).unwrap(), vec![0x7f]);
+        assert_eq!(short_vec_len(0x80).unwrap(), vec![0x80, 0x01]);
+        assert_eq!(short_vec_len(0x3fff).unwrap(), vec![0xff, 0x7f]);
+        assert_eq!(short_vec_len(0x4000).unwrap(), vec![0x80, 0x80, 0x01]);
+        assert_eq!(short_vec_len(0xffff).unwrap(), vec![0xff, 0xff, 0x03]);
+        assert!(short_vec_len(0x10000).is_err());
+    }
+
+    #[test]
+    fn addresses_parse_strictly() {
+        let usdc = parse_address("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v").unwrap();
+        assert_eq!(usdc, MAINNET_USDC_MINT);
+        assert!(parse_address("").is_err());
+        assert!(parse_address("0x1234").is_err());
+        assert!(parse_address("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGG").is_err());
+        assert!(parse_address("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v0").is_err());
+        // Leading '1's encode zero bytes: a 33-byte spelling is not an address.
+        assert!(parse_address("1EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v").is_err());
+    }
+
+    #[test]
+    fn program_derived_addresses_are_not_wallets() {
+        let owner = address_from_public_key(&[
+            0x3b, 0x6a, 0x27, 0xbc, 0xce, 0xb6, 0xa4, 0x2d, 0x62, 0xa3, 0xa8, 0xd0, 0x2a, 0x6f,
+            0x0d, 0x73, 0x65, 0x32, 0x15, 0x77, 0x1d, 0xe2, 0x43, 0xa6, 0x3a, 0xc0, 0x48, 0xa1,
+            0x8b, 0x59, 0xda, 0x29,
+        ])
+        .unwrap();
+        check_wallet_address(&owner).unwrap();
+        let ata = associated_token_address(&owner, &MAINNET_USDC_MINT, &TOKEN_PROGRAM_ID);
+        assert!(check_wallet_address(&ata).is_err());
+    }
+
+    #[test]
+    fn transfer_refuses_empty_zero_and_self_legs() {
+        let a = Pubkey::new_from_array([1; 32]);
+        let p = Pubkey::new_from_array([2; 32]);
+        let m = MAINNET_USDC_MINT;
+        assert!(transfer_instructions(&p, &a, &m, &TOKEN_PROGRAM_ID, 6, &[]).is_err());
+        let zero = TransferLeg {
+            recipient: p,
+            amount: 0,
+            create_recipient_ata: false,
+        };
+        assert!(transfer_instructions(&p, &a, &m, &TOKEN_PROGRAM_ID, 6, &[zero]).is_err());
+        let own = TransferLeg {
+            recipient: a,
+            amount: 1,
+            create_recipient_ata: false,
+        };
+        assert!(transfer_instructions(&p, &a, &m, &TOKEN_PROGRAM_ID, 6, &[own]).is_err());
+    }
+
+    #[test]
+    fn transaction_errors_read_well() {
+        let e = serde_json::json!({"InstructionError": [1, {"Custom": 1}]});
+        assert_eq!(
+            describe_transaction_error(&e),
+            "instruction 1 failed: custom program error 0x1 (token: insufficient funds)"
+        );
+        let e = serde_json::json!("BlockhashNotFound");
+        assert_eq!(describe_transaction_error(&e), "BlockhashNotFound");
+        let e = serde_json::json!({"InstructionError": [0, "InvalidAccountData"]});
+        assert_eq!(
+            describe_transaction_error(&e),
+            "instruction 0 failed: \"InvalidAccountData\""
+        );
+    }
+}
