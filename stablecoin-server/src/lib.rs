@@ -1,1 +1,19 @@
-//! placeholder
+#![doc = include_str!("../README.md")]
+
+pub mod api;
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod extract;
+pub mod idempotency;
+pub mod metrics;
+pub mod sandbox;
+pub mod storage;
+
+pub use api::{API_VERSION, build_router, openapi};
+pub use app::{App, AppState, DemoTenant, StartupError};
+pub use config::{Config, StorageConfig};
+pub use error::{ApiError, ERROR_CATALOGUE};
+pub use storage::{Storage, open_storage};

@@ -1,0 +1,49 @@
+//! `POST /api/v1/fx/quote` (spec 2.3, 4.2).
+
+use super::token;
+use super::types::*;
+use crate::app::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody, at};
+use crate::extract::ApiJson;
+use crate::sandbox;
+use axum::Json;
+use axum::extract::State;
+use stablecoin_core::domain::fx::parse_fiat_amount;
+use stablecoin_core::domain::money::Currency;
+
+/// Get an FX conversion quote: a locked rate from local fiat to a stablecoin.
+///
+/// The quote expires 60 seconds after creation (check `expires_at`) and is redeemed once
+/// by passing `quote_id` to `POST /v1/transfers/send`. Sandbox: simulated (the quote
+/// lives in memory for its 60 s and can be redeemed by a sandbox send).
+#[utoipa::path(post, path = "/api/v1/fx/quote", tag = "fx",
+    request_body = QuoteBody,
+    responses(
+        (status = 200, description = "The quote", body = QuoteResponse),
+        (status = 400, description = "Bad amount, currency or token", body = ErrorBody),
+        (status = 503, description = "RATE_SOURCE_ERROR", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn quote(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<QuoteBody>,
+) -> Result<Json<QuoteResponse>, ApiError> {
+    let fiat = parse_fiat_amount(&body.fiat_amount.0)?;
+    let currency = Currency::parse(body.local_currency.trim()).map_err(at("local_currency"))?;
+    let tok = token(
+        "target_token",
+        body.target_token.as_deref().unwrap_or("USDC"),
+    )?;
+    if caller.is_sandbox() {
+        return Ok(Json(
+            sandbox::quote(&app, &caller, fiat, currency, tok).await?,
+        ));
+    }
+    Ok(Json(
+        app.engine
+            .quote(caller.tenant(), fiat, currency, tok)
+            .await?
+            .into(),
+    ))
+}

@@ -1,0 +1,121 @@
+//! Unauthenticated operational endpoints: health, metrics and the API description.
+
+use super::types::*;
+use crate::app::AppState;
+use axum::Json;
+use axum::extract::{Extension, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use stablecoin_core::ports::{RailId, ReadinessStatus};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The OpenAPI document, serialized once when the router is built.
+#[derive(Clone)]
+pub struct OpenApiJson(pub Arc<String>);
+
+fn status_name(s: ReadinessStatus) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "DEGRADED".into())
+}
+
+async fn rail_readiness(app: &AppState) -> BTreeMap<String, RailReadiness> {
+    app.engine
+        .readiness()
+        .await
+        .into_iter()
+        .map(|(name, r)| {
+            (
+                name,
+                RailReadiness {
+                    status: status_name(r.status),
+                    reasons: r.reasons,
+                },
+            )
+        })
+        .collect()
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/health/live", tag = "health",
+    responses((status = 200, description = "Alive", body = LiveResponse)))]
+pub async fn live() -> Json<LiveResponse> {
+    Json(LiveResponse {
+        status: "ok".into(),
+    })
+}
+
+/// Readiness per rail (fields `polygon`, `base`, `bsc`, `tron`, `solana`; spec 1.4, 1.5)
+/// and of storage.
+///
+/// 200 when storage answers, whatever the rails report (a rail that is not READY makes
+/// only its own sends answer 503); 503 when storage does not answer. DISABLED means the
+/// rail is not configured. Readiness does not certify separately deployed custody or
+/// deposit-scanner workers.
+#[utoipa::path(get, path = "/health/ready", tag = "health",
+    responses(
+        (status = 200, description = "Serving; per-rail readiness", body = ReadinessResponse),
+        (status = 503, description = "Storage unavailable", body = ReadinessResponse)))]
+pub async fn ready(State(app): State<AppState>) -> Response {
+    let rails = rail_readiness(&app).await;
+    let storage_ok = app
+        .storage
+        .store
+        .get("server_meta", "readiness-probe")
+        .await
+        .is_ok();
+    let field = |id: RailId| {
+        rails
+            .get(&id.name())
+            .map(|r| r.status.clone())
+            .unwrap_or_else(|| "DISABLED".into())
+    };
+    let body = ReadinessResponse {
+        status: if storage_ok { "ok" } else { "unavailable" }.into(),
+        storage: if storage_ok { "READY" } else { "DEGRADED" }.into(),
+        polygon: field(RailId::Evm(137)),
+        base: field(RailId::Evm(8453)),
+        bsc: field(RailId::Evm(56)),
+        tron: field(RailId::Tron),
+        solana: field(RailId::Solana),
+        rails,
+    };
+    let status = if storage_ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(body)).into_response()
+}
+
+/// Prometheus metrics (text exposition format 0.0.4).
+#[utoipa::path(get, path = "/metrics", tag = "health",
+    responses((status = 200, description = "Prometheus text", body = String, content_type = "text/plain")))]
+pub async fn metrics(State(app): State<AppState>) -> Response {
+    let rails: Vec<(String, String)> = rail_readiness(&app)
+        .await
+        .into_iter()
+        .map(|(name, r)| (name, r.status))
+        .collect();
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        app.metrics.render(&rails),
+    )
+        .into_response()
+}
+
+/// This API description (OpenAPI 3.1, interface version 1.0.1).
+#[utoipa::path(get, path = "/openapi.json", tag = "health",
+    responses((status = 200, description = "The OpenAPI document", body = Object)))]
+pub async fn openapi(Extension(doc): Extension<OpenApiJson>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        doc.0.as_str().to_string(),
+    )
+        .into_response()
+}

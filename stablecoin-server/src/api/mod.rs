@@ -1,0 +1,331 @@
+//! The router and its OpenAPI description, generated from the same `routes!` calls (so
+//! the document cannot list a route the router does not serve, nor miss one).
+
+pub mod chains;
+pub mod checkout;
+pub mod fx;
+pub mod health;
+pub mod pending;
+pub mod transfers;
+pub mod types;
+pub mod users;
+
+use crate::app::AppState;
+use crate::auth;
+use crate::error::{ApiError, ErrorBody, ErrorDetail, at, catalogue_markdown};
+use crate::idempotency;
+use crate::metrics;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{StatusCode, header};
+use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
+use health::OpenApiJson;
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::phone::Phone;
+use std::sync::Arc;
+use types::OperationResponse;
+use utoipa::OpenApi;
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, Required, ResponseBuilder};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+/// The published interface version (spec 9.2).
+pub const API_VERSION: &str = "1.0.1";
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Stablecoin wallet, escrow and payments API",
+        version = "1.0.1",
+        description = "Reference server of the stablecoin SDK. Authenticate with `X-API-Key`: tenant keys `svc_sk_live_` (live) / `svc_sk_test_` (sandbox: supported mutations are simulated and marked `\"simulated\": true`, others answer SANDBOX_UNSUPPORTED); business keys `live_sk_` / `test_sk_` open only the checkout list. Every POST accepts `Idempotency-Key`. Errors are `{\"error\":{\"code\",\"message\",\"param\"?}}`.",
+        license(name = "Apache-2.0")
+    ),
+    components(schemas(ErrorBody, ErrorDetail)),
+    tags(
+        (name = "users", description = "EVM wallets keyed by phone number"),
+        (name = "transfers", description = "Transfers and the reads of asynchronous operations"),
+        (name = "fx", description = "FX quotes"),
+        (name = "tron", description = "Native TRON USDT rail"),
+        (name = "solana", description = "Solana SPL rail"),
+        (name = "escrows", description = "Embedded escrow (not wired yet: 501)"),
+        (name = "webhooks", description = "Webhook endpoint management (not wired yet: 501)"),
+        (name = "checkout", description = "Checkout payment sessions (business keys)"),
+        (name = "health", description = "Health, metrics and this document")
+    )
+)]
+struct ApiDoc;
+
+// ---- request helpers shared by the handlers -------------------------------------------
+
+pub(crate) fn phone(field: &str, s: &str) -> Result<Phone, ApiError> {
+    Phone::parse(s).map_err(at(field))
+}
+
+pub(crate) fn token(field: &str, s: &str) -> Result<Token, ApiError> {
+    s.trim().parse::<Token>().map_err(at(field))
+}
+
+pub(crate) fn amount(s: &str) -> Result<Micros, ApiError> {
+    Micros::parse_positive(s).map_err(ApiError::from)
+}
+
+/// `202 Accepted` with the operation and, when it can be read back, its `Location`.
+pub(crate) fn accepted(op: OperationResponse, location: Option<String>) -> Response {
+    let mut res = (StatusCode::ACCEPTED, axum::Json(op)).into_response();
+    if let Some(loc) = location
+        && let Ok(v) = loc.parse()
+    {
+        res.headers_mut().insert(header::LOCATION, v);
+    }
+    res
+}
+
+/// `limit` (1-100, default 20) and `page` (from 1, default 1) of a list (API-CONVENTIONS).
+pub(crate) struct Paging {
+    pub limit: u32,
+    pub page: u32,
+}
+
+impl Paging {
+    /// (offset, count).
+    pub fn window(&self) -> (usize, usize) {
+        (
+            (self.page as usize - 1) * self.limit as usize,
+            self.limit as usize,
+        )
+    }
+}
+
+pub(crate) fn paging(limit: Option<&str>, page: Option<&str>) -> Result<Paging, ApiError> {
+    fn num(v: Option<&str>, name: &str, default: u32, max: u32) -> Result<u32, ApiError> {
+        match v {
+            None => Ok(default),
+            Some(s) => match s.trim().parse::<u32>() {
+                Ok(n) if (1..=max).contains(&n) => Ok(n),
+                _ => Err(ApiError::bad_request(
+                    "INVALID_PARAMETER",
+                    format!("{name} must be an integer from 1 to {max}"),
+                )
+                .with_param(name)),
+            },
+        }
+    }
+    Ok(Paging {
+        limit: num(limit, "limit", 20, 100)?,
+        page: num(page, "page", 1, 1_000_000)?,
+    })
+}
+
+// ---- router ---------------------------------------------------------------------------
+
+/// Every route, grouped by the middleware it needs, with its OpenAPI entry.
+fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
+    // Tenant key + HTTP idempotency on POST.
+    let tenant = OpenApiRouter::new()
+        .routes(routes!(users::provision))
+        .routes(routes!(users::fund))
+        .routes(routes!(users::balance))
+        .routes(routes!(users::withdraw))
+        .routes(routes!(users::link_request))
+        .routes(routes!(users::link_confirm))
+        .routes(routes!(users::phone_change_request))
+        .routes(routes!(users::phone_change_confirm))
+        .routes(routes!(transfers::send))
+        .routes(routes!(transfers::list_transfers))
+        .routes(routes!(transfers::get_transfer))
+        .routes(routes!(transfers::get_funding))
+        .routes(routes!(transfers::get_withdrawal))
+        .routes(routes!(transfers::get_swap))
+        .routes(routes!(fx::quote))
+        .routes(routes!(chains::tron_provision))
+        .routes(routes!(chains::tron_balance))
+        .routes(routes!(chains::tron_send))
+        .routes(routes!(chains::solana_provision))
+        .routes(routes!(chains::solana_balance))
+        .routes(routes!(chains::solana_send))
+        .routes(routes!(pending::create_escrow, pending::list_escrows))
+        .routes(routes!(pending::get_escrow))
+        .routes(routes!(pending::escrow_events))
+        .routes(routes!(
+            pending::create_webhook_endpoint,
+            pending::list_webhook_endpoints
+        ))
+        .routes(routes!(
+            pending::get_webhook_endpoint,
+            pending::delete_webhook_endpoint
+        ))
+        .route_layer(from_fn_with_state(state.clone(), idempotency::idempotency))
+        .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key));
+    // Tenant key, no idempotency key: escrow actions (spec 2.2; their state rules make
+    // them safe to retry).
+    let escrow_actions = OpenApiRouter::new()
+        .routes(routes!(pending::release_escrow))
+        .routes(routes!(pending::refund_escrow))
+        .routes(routes!(pending::dispute_escrow))
+        .routes(routes!(pending::cancel_escrow))
+        .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key));
+    let business = OpenApiRouter::new()
+        .routes(routes!(checkout::list))
+        .route_layer(from_fn_with_state(
+            state.clone(),
+            auth::require_business_key,
+        ));
+    let public = OpenApiRouter::new()
+        .routes(routes!(health::live))
+        .routes(routes!(health::ready))
+        .routes(routes!(health::metrics))
+        .routes(routes!(health::openapi));
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(tenant)
+        .merge(escrow_actions)
+        .merge(business)
+        .merge(public)
+}
+
+fn error_response(description: &str) -> utoipa::openapi::Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .build()
+}
+
+fn add_response(op: &mut Operation, status: &str, description: &str) {
+    op.responses
+        .responses
+        .entry(status.to_string())
+        .or_insert_with(|| error_response(description).into());
+}
+
+fn is_escrow_action(path: &str) -> bool {
+    path.starts_with("/v1/escrows/{id}/") && !path.ends_with("/events")
+}
+
+/// Completes the generated document with what every operation shares: security
+/// schemes, the error catalogue, authentication and decoding errors, and the
+/// `Idempotency-Key` header of every POST but the escrow actions.
+fn finish_document(doc: &mut utoipa::openapi::OpenApi) {
+    doc.info.version = API_VERSION.to_string();
+    if let Some(d) = doc.info.description.as_mut() {
+        d.push_str("\n\n## Error codes\n\n");
+        d.push_str(&catalogue_markdown());
+    }
+    let components = doc.components.get_or_insert_with(Default::default);
+    components.add_security_scheme(
+        "tenant_key",
+        SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+            "X-API-Key",
+            "Tenant key: svc_sk_live_... (live) or svc_sk_test_... (sandbox)",
+        ))),
+    );
+    components.add_security_scheme(
+        "business_key",
+        SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+            "X-API-Key",
+            "Business key: live_sk_... (production) or test_sk_... (sandbox)",
+        ))),
+    );
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let ops = [
+            (false, item.get.as_mut()),
+            (true, item.post.as_mut()),
+            (false, item.delete.as_mut()),
+        ];
+        for (is_post, op) in ops {
+            let Some(op) = op else { continue };
+            if op.security.is_some() {
+                add_response(
+                    op,
+                    "401",
+                    "MISSING_API_KEY, MALFORMED_API_KEY, INVALID_API_KEY or API_KEY_REVOKED",
+                );
+                add_response(
+                    op,
+                    "403",
+                    "KEY_KIND_NOT_ALLOWED (wrong kind of key), SANDBOX_UNSUPPORTED, NOT_A_MEMBER",
+                );
+            }
+            let has_input =
+                op.request_body.is_some() || op.parameters.as_ref().is_some_and(|p| !p.is_empty());
+            if has_input {
+                add_response(op, "400", "Invalid input (see the error code and param)");
+            }
+            if op.request_body.is_some() {
+                add_response(op, "413", "PAYLOAD_TOO_LARGE");
+                add_response(op, "415", "UNSUPPORTED_MEDIA_TYPE");
+            }
+            if is_post && op.security.is_some() && !is_escrow_action(path) {
+                let param = ParameterBuilder::new()
+                    .name("Idempotency-Key")
+                    .parameter_in(ParameterIn::Header)
+                    .required(Required::False)
+                    .description(Some(
+                        "1-255 printable ASCII characters. The first 2xx response for a key is replayed byte for byte with `Idempotent-Replayed: true`; the same key with another request is 422 IDEMPOTENCY_KEY_REUSED; while the first runs, 409 IDEMPOTENCY_KEY_IN_USE.",
+                    ))
+                    .schema(Some(
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .min_length(Some(1))
+                            .max_length(Some(255)),
+                    ))
+                    .build();
+                op.parameters
+                    .get_or_insert_with(Vec::new)
+                    .push(param.into());
+                add_response(op, "409", "IDEMPOTENCY_KEY_IN_USE or a state conflict");
+                add_response(op, "422", "IDEMPOTENCY_KEY_REUSED or a semantic rejection");
+            }
+        }
+    }
+}
+
+/// The OpenAPI document of this server (the router built for `state` serves exactly
+/// these operations).
+pub fn openapi(state: &AppState) -> utoipa::openapi::OpenApi {
+    let (_, mut doc) = api_routes(state).split_for_parts();
+    finish_document(&mut doc);
+    doc
+}
+
+async fn route_not_found() -> ApiError {
+    ApiError::route_not_found()
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::method_not_allowed()
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("handler panicked");
+    ApiError::internal("internal error").into_response()
+}
+
+/// The complete router: routes, fallbacks (JSON 404 / 405), body limit, metrics and
+/// request log, panic guard.
+pub fn build_router(state: AppState) -> Router {
+    let (router, mut doc) = api_routes(&state).split_for_parts();
+    finish_document(&mut doc);
+    let json = doc
+        .to_pretty_json()
+        .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    let limit = state.config.body_limit_bytes;
+    let metrics = state.metrics.clone();
+    router
+        .fallback(route_not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::Extension(OpenApiJson(Arc::new(json))))
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(from_fn_with_state(metrics, metrics::track))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            panic_response,
+        ))
+        .with_state(state)
+}

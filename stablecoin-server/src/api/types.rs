@@ -1,0 +1,518 @@
+//! Request and response shapes of the HTTP API (spec section 2 where it names them,
+//! API-CONVENTIONS elsewhere), documented in the OpenAPI description.
+//!
+//! Responses mirror the engine's views field for field; the conversions destructure the
+//! views without `..`, so a field added in the core fails to compile here until the API
+//! (and its documentation) decides what to do with it.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use stablecoin_core::domain::fx::QuoteView;
+use stablecoin_core::engine::{BalanceView, ChallengeView, OperationView, ProvisionView};
+use utoipa::{IntoParams, ToSchema};
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+// ---- requests ------------------------------------------------------------------------
+
+/// A body naming one wallet by phone.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PhoneBody {
+    /// E.164 phone number.
+    #[schema(example = "+2250700000001")]
+    pub phone_number: String,
+}
+
+/// `POST /v1/users/fund`. Unknown fields are refused (`UNKNOWN_FIELD`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FundBody {
+    #[schema(example = "+2250700000001")]
+    pub phone_number: String,
+    /// `USDC` or `USDT` (`target_token` is accepted as the same field).
+    #[serde(alias = "target_token")]
+    #[schema(example = "USDC")]
+    pub token: String,
+    /// Token amount, decimal string with at most 6 places.
+    #[schema(example = "100.00")]
+    pub amount: String,
+}
+
+/// `POST /v1/users/withdraw`. Unknown fields are refused (`UNKNOWN_FIELD`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WithdrawBody {
+    #[schema(example = "+2250700000001")]
+    pub phone_number: String,
+    #[serde(alias = "target_token")]
+    #[schema(example = "USDC")]
+    pub token: String,
+    #[schema(example = "25.00")]
+    pub amount: String,
+    /// Fiat currency of the mobile-money payout (spec 2.6).
+    #[schema(example = "XOF")]
+    pub payout_currency: String,
+}
+
+/// `POST /v1/transfers/send` (and the TRON / Solana sends). Unknown fields are refused.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendBody {
+    #[schema(example = "+2250700000001")]
+    pub from_phone_number: String,
+    #[schema(example = "+2250700000002")]
+    pub to_phone_number: String,
+    #[serde(alias = "target_token")]
+    #[schema(example = "USDC")]
+    pub token: String,
+    /// An `fx_` quote id (from `POST /api/v1/fx/quote`) or `DIRECT_CRYPTO:{USDC|USDT}:{amount}`.
+    /// The amount sent comes from the quote.
+    #[schema(example = "DIRECT_CRYPTO:USDC:25")]
+    pub quote_id: String,
+}
+
+/// `POST /v1/users/link/confirm` and `/v1/users/phone-change/confirm`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ConfirmBody {
+    #[schema(example = "+2250700000001")]
+    pub phone_number: String,
+    /// The 6-digit one-time code the customer received by SMS.
+    #[schema(example = "123456")]
+    pub code: String,
+}
+
+/// `POST /v1/users/phone-change/request`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PhoneChangeBody {
+    /// The wallet's current number.
+    #[schema(example = "+2250700000001")]
+    pub phone_number: String,
+    /// The number to move the wallet to; the code is sent there.
+    #[schema(example = "+2250700000099")]
+    pub new_phone_number: String,
+}
+
+/// A fiat amount given as a JSON number or a decimal string.
+#[derive(Debug)]
+pub struct FiatAmount(pub String);
+
+impl<'de> Deserialize<'de> for FiatAmount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = FiatAmount;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number or a decimal string")
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<FiatAmount, E> {
+                Ok(FiatAmount(v.to_string()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<FiatAmount, E> {
+                Ok(FiatAmount(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<FiatAmount, E> {
+                Ok(FiatAmount(if v.is_finite() {
+                    v.to_string()
+                } else {
+                    "NaN".into()
+                }))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<FiatAmount, E> {
+                Ok(FiatAmount(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `POST /api/v1/fx/quote` (spec 2.3).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct QuoteBody {
+    /// Amount in local fiat: a JSON number or a decimal string, positive, at most 2
+    /// decimal places.
+    #[schema(value_type = f64, example = 6000)]
+    pub fiat_amount: FiatAmount,
+    /// Fiat currency code (XOF, XAF, NGN, GHS, KES, ...).
+    #[schema(example = "XOF")]
+    pub local_currency: String,
+    /// Target stablecoin; `USDC` when absent.
+    #[serde(default)]
+    #[schema(example = "USDC")]
+    pub target_token: Option<String>,
+}
+
+/// `GET /v1/users/balance` (and the TRON / Solana balance reads).
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct BalanceQuery {
+    /// E.164 phone number of the wallet.
+    pub phone_number: Option<String>,
+}
+
+/// `GET /v1/transfers`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TransferListQuery {
+    /// Only transfers in this status (QUEUED, SUBMITTING, SUBMITTED, SUBMISSION_UNKNOWN,
+    /// SETTLED, FAILED).
+    pub status: Option<String>,
+    /// 1-100, default 20.
+    pub limit: Option<String>,
+    /// 1-based, default 1.
+    pub page: Option<String>,
+}
+
+/// `GET /api/v1/checkout/list`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct CheckoutListQuery {
+    /// Only sessions in this status: pending, paid, expired or failed.
+    pub status: Option<String>,
+    /// 1-100, default 20.
+    pub limit: Option<String>,
+    /// 1-based, default 1.
+    pub page: Option<String>,
+}
+
+// ---- responses -----------------------------------------------------------------------
+
+/// A wallet provisioning (or link / phone-change confirmation) result.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ProvisionResponse {
+    #[schema(example = "wal_01JD0000000000000000000000")]
+    pub wallet_id: String,
+    #[schema(example = "+2250700000001")]
+    pub phone_number: String,
+    /// The wallet's address on the rail.
+    pub address: String,
+    /// Rail name (`polygon`, `base`, `bsc`).
+    #[schema(example = "polygon")]
+    pub rail: String,
+    /// PROVISIONED, ADOPTED, ALREADY_EXISTS or LINK_REQUIRED (provision); LINKED (link
+    /// confirm); PHONE_CHANGED (phone-change confirm).
+    #[schema(example = "PROVISIONED")]
+    pub outcome: String,
+    /// True on a sandbox (test-key) simulation: nothing was stored, the id cannot be read.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
+}
+
+impl From<ProvisionView> for ProvisionResponse {
+    fn from(v: ProvisionView) -> Self {
+        let ProvisionView {
+            wallet_id,
+            phone_number,
+            address,
+            rail,
+            outcome,
+        } = v;
+        ProvisionResponse {
+            wallet_id,
+            phone_number,
+            address,
+            rail,
+            outcome,
+            simulated: false,
+        }
+    }
+}
+
+/// A one-time code was sent (link or phone-change request).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ChallengeResponse {
+    #[schema(example = "otp_01JD0000000000000000000000")]
+    pub challenge_id: String,
+    /// The masked number the code went to.
+    #[schema(example = "+225******0001")]
+    pub sent_to: String,
+    pub expires_at: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
+}
+
+impl From<ChallengeView> for ChallengeResponse {
+    fn from(v: ChallengeView) -> Self {
+        let ChallengeView {
+            challenge_id,
+            sent_to,
+            expires_at,
+        } = v;
+        ChallengeResponse {
+            challenge_id,
+            sent_to,
+            expires_at,
+            simulated: false,
+        }
+    }
+}
+
+/// A live on-chain balance read (spec 2.6).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct BalanceResponse {
+    pub phone_number: String,
+    pub address: String,
+    pub rail: String,
+    #[schema(example = "100.000000")]
+    pub balance_usdc: String,
+    #[schema(example = "0.000000")]
+    pub balance_usdt: String,
+}
+
+impl From<BalanceView> for BalanceResponse {
+    fn from(v: BalanceView) -> Self {
+        let BalanceView {
+            phone_number,
+            address,
+            rail,
+            balance_usdc,
+            balance_usdt,
+        } = v;
+        BalanceResponse {
+            phone_number,
+            address,
+            rail,
+            balance_usdc,
+            balance_usdt,
+        }
+    }
+}
+
+/// An asynchronous operation (funding, transfer, swap, withdrawal). Absent fields are
+/// omitted, never null.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct OperationResponse {
+    /// `fd_`, `tr_`, `sw_` or `wd_` id.
+    #[schema(example = "tr_01JD0000000000000000000000")]
+    pub id: String,
+    /// funding, transfer, swap or withdrawal.
+    #[schema(example = "transfer")]
+    pub object: String,
+    /// QUEUED, SUBMITTING, SUBMITTED, SUBMISSION_UNKNOWN, SETTLED, FAILED (withdrawals:
+    /// PENDING ... CRYPTO_RECEIVED, PAYOUT_SUBMITTING, PAYOUT_UNKNOWN, COMPLETED, REFUNDED).
+    #[schema(example = "QUEUED")]
+    pub status: String,
+    /// Why the operation FAILED.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error_reason: Option<String>,
+    #[schema(example = "polygon")]
+    pub rail: String,
+    #[schema(example = "USDC")]
+    pub token: String,
+    /// What the sender is debited, 6 decimal places.
+    #[schema(example = "25.000000")]
+    pub amount: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub recipient_amount: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub service_fee: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tenant_fee: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tenant_fee_waived: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub from_phone_number: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub to_phone_number: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub quote_id: Option<String>,
+    /// The on-chain transaction, once broadcast.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tx_hash: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub settled_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub payout_currency: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub payout_amount: Option<String>,
+    /// Provider evidence that the payout reached the recipient (COMPLETED).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub payout_reference: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub refund_tx_hash: Option<String>,
+    /// True on a sandbox (test-key) simulation: nothing was stored, the id cannot be read.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
+}
+
+impl From<OperationView> for OperationResponse {
+    fn from(v: OperationView) -> Self {
+        let OperationView {
+            id,
+            object,
+            status,
+            error_reason,
+            rail,
+            token,
+            amount,
+            recipient_amount,
+            service_fee,
+            tenant_fee,
+            tenant_fee_waived,
+            from_phone_number,
+            to_phone_number,
+            quote_id,
+            tx_hash,
+            created_at,
+            updated_at,
+            settled_at,
+            payout_currency,
+            payout_amount,
+            payout_reference,
+            refund_tx_hash,
+        } = v;
+        OperationResponse {
+            id,
+            object,
+            status,
+            error_reason,
+            rail,
+            token,
+            amount,
+            recipient_amount,
+            service_fee,
+            tenant_fee,
+            tenant_fee_waived,
+            from_phone_number,
+            to_phone_number,
+            quote_id,
+            tx_hash,
+            created_at,
+            updated_at,
+            settled_at,
+            payout_currency,
+            payout_amount,
+            payout_reference,
+            refund_tx_hash,
+            simulated: false,
+        }
+    }
+}
+
+/// An FX quote (spec 2.3): every field a string.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct QuoteResponse {
+    #[schema(example = "XOF_USDC")]
+    pub currency_pair: String,
+    #[schema(example = "10.000000")]
+    pub expected_out: String,
+    pub expires_at: String,
+    #[schema(example = "6000.00")]
+    pub fiat_amount: String,
+    #[schema(example = "fx_01JD0000000000000000000000")]
+    pub quote_id: String,
+    #[schema(example = "600")]
+    pub rate: String,
+    #[schema(example = "USDC")]
+    pub target_token: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub simulated: bool,
+}
+
+impl From<QuoteView> for QuoteResponse {
+    fn from(v: QuoteView) -> Self {
+        let QuoteView {
+            currency_pair,
+            expected_out,
+            expires_at,
+            fiat_amount,
+            quote_id,
+            rate,
+            target_token,
+        } = v;
+        QuoteResponse {
+            currency_pair,
+            expected_out,
+            expires_at,
+            fiat_amount,
+            quote_id,
+            rate,
+            target_token,
+            simulated: false,
+        }
+    }
+}
+
+/// A page of transfers, newest first.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TransferList {
+    pub limit: u32,
+    pub page: u32,
+    pub total: u64,
+    pub transfers: Vec<OperationResponse>,
+}
+
+/// One payment session (spec 2.5).
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct PaymentSession {
+    pub id: i64,
+    pub session_id: String,
+    pub reference: String,
+    #[schema(value_type = f64)]
+    pub amount: serde_json::Number,
+    pub currency: String,
+    /// pending, paid, expired or failed.
+    pub status: String,
+    pub payment_method: String,
+    pub network: String,
+    pub description: String,
+    pub customer_name: String,
+    pub customer_email: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub paid_at: Option<String>,
+}
+
+/// The checkout list envelope (spec 2.5).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CheckoutList {
+    pub limit: u32,
+    pub page: u32,
+    pub total: u64,
+    pub payments: Vec<PaymentSession>,
+}
+
+/// Readiness of one rail.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct RailReadiness {
+    /// READY, INBOUND_READY, DEGRADED or DISABLED.
+    #[schema(example = "READY")]
+    pub status: String,
+    pub reasons: Vec<String>,
+}
+
+/// `GET /health/ready`: per-rail readiness (spec 1.4, 1.5). Each rail field is READY,
+/// INBOUND_READY (reads and receipts work; sponsored sends answer 503), DEGRADED or
+/// DISABLED (not configured).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ReadinessResponse {
+    /// `ok` when storage answers (the server can serve), else `unavailable` (HTTP 503).
+    #[schema(example = "ok")]
+    pub status: String,
+    /// READY or DEGRADED.
+    #[schema(example = "READY")]
+    pub storage: String,
+    #[schema(example = "READY")]
+    pub polygon: String,
+    #[schema(example = "DISABLED")]
+    pub base: String,
+    #[schema(example = "DISABLED")]
+    pub bsc: String,
+    #[schema(example = "READY")]
+    pub tron: String,
+    #[schema(example = "READY")]
+    pub solana: String,
+    /// Every configured rail by name, with the reasons behind its status.
+    pub rails: std::collections::BTreeMap<String, RailReadiness>,
+}
+
+/// `GET /health/live`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct LiveResponse {
+    #[schema(example = "ok")]
+    pub status: String,
+}

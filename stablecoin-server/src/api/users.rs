@@ -1,0 +1,281 @@
+//! `/v1/users/*`: EVM wallets keyed by phone (spec 1 "Wallet ownership and consent", 4.5).
+
+use super::types::*;
+use super::{accepted, amount, phone, token};
+use crate::app::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody, at};
+use crate::extract::{ApiJson, ApiQuery, IdempotencyKey};
+use crate::sandbox;
+use axum::Json;
+use axum::extract::State;
+use axum::response::Response;
+use stablecoin_core::engine::{FundRequest, WithdrawRequest};
+
+fn code_ok(code: &str) -> Result<&str, ApiError> {
+    let c = code.trim();
+    if c.is_empty() || c.len() > 16 {
+        return Err(ApiError::bad_request(
+            "INVALID_PARAMETER",
+            "code must be the one-time code the customer received (6 digits)",
+        )
+        .with_param("code"));
+    }
+    Ok(c)
+}
+
+/// Provision an EVM wallet for a phone number.
+///
+/// Offline (no gas): derives the wallet's counterfactual address. Outcome PROVISIONED (new
+/// wallet, the caller is its first member), ADOPTED (an unaffiliated wallet created by an
+/// inbound transfer now belongs to the caller), ALREADY_EXISTS (the caller already
+/// operates it) or LINK_REQUIRED (another tenant's wallet: same address, no operating
+/// rights; see link/request). Sandbox: simulated.
+#[utoipa::path(post, path = "/v1/users/provision", tag = "users",
+    request_body = PhoneBody,
+    responses((status = 200, description = "The wallet and the provisioning outcome", body = ProvisionResponse)),
+    security(("tenant_key" = [])))]
+pub async fn provision(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<PhoneBody>,
+) -> Result<Json<ProvisionResponse>, ApiError> {
+    let p = phone("phone_number", &body.phone_number)?;
+    if caller.is_sandbox() {
+        return Ok(Json(sandbox::provision(&app, &p).await?));
+    }
+    Ok(Json(
+        app.engine.provision(caller.tenant(), &p).await?.into(),
+    ))
+}
+
+/// Fund a customer wallet from the tenant's treasury balance.
+///
+/// Money-in is open: any tenant may fund any provisioned wallet. The treasury is held at
+/// once (422 INSUFFICIENT_FUNDS otherwise) and the transfer settles on chain
+/// asynchronously: 202 with the funding (`fd_` id, QUEUED) and a `Location` to read it.
+/// Sandbox: simulated (no `Location`: nothing is stored).
+#[utoipa::path(post, path = "/v1/users/fund", tag = "users",
+    request_body = FundBody,
+    responses(
+        (status = 202, description = "Accepted; poll Location", body = OperationResponse,
+            headers(("Location" = String, description = "/v1/fundings/{id}"))),
+        (status = 404, description = "No wallet for this phone", body = ErrorBody),
+        (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn fund(
+    State(app): State<AppState>,
+    caller: Caller,
+    IdempotencyKey(key): IdempotencyKey,
+    ApiJson(body): ApiJson<FundBody>,
+) -> Result<Response, ApiError> {
+    let req = FundRequest {
+        phone_number: phone("phone_number", &body.phone_number)?,
+        token: token("token", &body.token)?,
+        amount: amount(&body.amount)?,
+    };
+    if caller.is_sandbox() {
+        return Ok(accepted(sandbox::fund(&app, &req)?, None));
+    }
+    let op = app
+        .engine
+        .fund(caller.tenant(), &req, key.as_deref())
+        .await?;
+    app.metrics.operation_accepted("funding");
+    let loc = format!("/v1/fundings/{}", op.id);
+    Ok(accepted(op.into(), Some(loc)))
+}
+
+/// Read a wallet's live on-chain USDC and USDT balances.
+///
+/// Members only (403 NOT_A_MEMBER otherwise): a balance is the customer's private data.
+#[utoipa::path(get, path = "/v1/users/balance", tag = "users",
+    params(BalanceQuery),
+    responses(
+        (status = 200, description = "Live balances", body = BalanceResponse),
+        (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
+        (status = 404, description = "No wallet for this phone", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn balance(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<BalanceQuery>,
+) -> Result<Json<BalanceResponse>, ApiError> {
+    let p = required_phone(q.phone_number.as_deref())?;
+    Ok(Json(app.engine.balance(caller.tenant(), &p).await?.into()))
+}
+
+pub(crate) fn required_phone(
+    v: Option<&str>,
+) -> Result<stablecoin_core::domain::phone::Phone, ApiError> {
+    match v {
+        Some(s) => phone("phone_number", s),
+        None => Err(ApiError::bad_request(
+            "INVALID_QUERY",
+            "query parameter phone_number is required",
+        )
+        .with_param("phone_number")),
+    }
+}
+
+/// Withdraw (off-ramp): sweep tokens to the service treasury, then pay out fiat by mobile
+/// money.
+///
+/// Member only. 202 with the withdrawal (`wd_` id, PENDING) and a `Location`; it moves
+/// through SUBMITTING, SUBMITTED, CRYPTO_RECEIVED, PAYOUT_SUBMITTING to COMPLETED (or
+/// REFUNDED when the payout cannot be delivered). Sandbox: SANDBOX_UNSUPPORTED. In sim
+/// mode the payout provider is simulated and delivers at once.
+#[utoipa::path(post, path = "/v1/users/withdraw", tag = "users",
+    request_body = WithdrawBody,
+    responses(
+        (status = 202, description = "Accepted; poll Location", body = OperationResponse,
+            headers(("Location" = String, description = "/v1/withdrawals/{id}"))),
+        (status = 403, description = "NOT_A_MEMBER or SANDBOX_UNSUPPORTED", body = ErrorBody),
+        (status = 404, description = "No wallet for this phone", body = ErrorBody),
+        (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn withdraw(
+    State(app): State<AppState>,
+    caller: Caller,
+    IdempotencyKey(key): IdempotencyKey,
+    ApiJson(body): ApiJson<WithdrawBody>,
+) -> Result<Response, ApiError> {
+    let req = WithdrawRequest {
+        phone_number: phone("phone_number", &body.phone_number)?,
+        token: token("token", &body.token)?,
+        amount: amount(&body.amount)?,
+        payout_currency: body.payout_currency.clone(),
+    };
+    stablecoin_core::domain::money::Currency::parse(&req.payout_currency)
+        .map_err(at("payout_currency"))?;
+    if caller.is_sandbox() {
+        return Err(ApiError::sandbox_unsupported("a withdrawal"));
+    }
+    let op = app
+        .engine
+        .withdraw(caller.tenant(), &req, key.as_deref())
+        .await?;
+    app.metrics.operation_accepted("withdrawal");
+    let loc = format!("/v1/withdrawals/{}", op.id);
+    Ok(accepted(op.into(), Some(loc)))
+}
+
+/// Ask the customer for consent: send a one-time code to the wallet's phone.
+///
+/// For a wallet that belongs to another tenant (LINK_REQUIRED). Sandbox: simulated (no
+/// SMS).
+#[utoipa::path(post, path = "/v1/users/link/request", tag = "users",
+    request_body = PhoneBody,
+    responses(
+        (status = 200, description = "Code sent", body = ChallengeResponse),
+        (status = 404, description = "No wallet for this phone", body = ErrorBody),
+        (status = 409, description = "ALREADY_A_MEMBER", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn link_request(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<PhoneBody>,
+) -> Result<Json<ChallengeResponse>, ApiError> {
+    let p = phone("phone_number", &body.phone_number)?;
+    if caller.is_sandbox() {
+        return Ok(Json(sandbox::challenge(&app, "/v1/users/link/request", &p)));
+    }
+    Ok(Json(
+        app.engine.link_request(caller.tenant(), &p).await?.into(),
+    ))
+}
+
+/// Confirm consent with the code: the caller becomes a member of the wallet.
+///
+/// Existing members receive `user.linked`. Sandbox: SANDBOX_UNSUPPORTED.
+#[utoipa::path(post, path = "/v1/users/link/confirm", tag = "users",
+    request_body = ConfirmBody,
+    responses(
+        (status = 200, description = "Linked (outcome LINKED)", body = ProvisionResponse),
+        (status = 404, description = "No wallet or no open request", body = ErrorBody),
+        (status = 409, description = "ALREADY_A_MEMBER, TOO_MANY_ATTEMPTS, CODE_ALREADY_USED", body = ErrorBody),
+        (status = 410, description = "CODE_EXPIRED", body = ErrorBody),
+        (status = 422, description = "CODE_INVALID", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn link_confirm(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<ConfirmBody>,
+) -> Result<Json<ProvisionResponse>, ApiError> {
+    let p = phone("phone_number", &body.phone_number)?;
+    let code = code_ok(&body.code)?;
+    if caller.is_sandbox() {
+        return Err(ApiError::sandbox_unsupported("link confirmation"));
+    }
+    Ok(Json(
+        app.engine
+            .link_confirm(caller.tenant(), &p, code)
+            .await?
+            .into(),
+    ))
+}
+
+/// Start a phone-number change: a one-time code goes to the NEW number.
+///
+/// Member only. Sandbox: simulated (no SMS).
+#[utoipa::path(post, path = "/v1/users/phone-change/request", tag = "users",
+    request_body = PhoneChangeBody,
+    responses(
+        (status = 200, description = "Code sent to the new number", body = ChallengeResponse),
+        (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
+        (status = 404, description = "No wallet for this phone", body = ErrorBody),
+        (status = 409, description = "PHONE_IN_USE", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn phone_change_request(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<PhoneChangeBody>,
+) -> Result<Json<ChallengeResponse>, ApiError> {
+    let p = phone("phone_number", &body.phone_number)?;
+    let new = phone("new_phone_number", &body.new_phone_number)?;
+    if caller.is_sandbox() {
+        return Ok(Json(sandbox::challenge(
+            &app,
+            "/v1/users/phone-change/request",
+            &new,
+        )));
+    }
+    Ok(Json(
+        app.engine
+            .phone_change_request(caller.tenant(), &p, &new)
+            .await?
+            .into(),
+    ))
+}
+
+/// Confirm the phone change with the code sent to the new number.
+///
+/// The wallet address, balance and history are kept; every member receives
+/// `user.phone_changed`. Sandbox: SANDBOX_UNSUPPORTED.
+#[utoipa::path(post, path = "/v1/users/phone-change/confirm", tag = "users",
+    request_body = ConfirmBody,
+    responses(
+        (status = 200, description = "Changed (outcome PHONE_CHANGED; phone_number is the new number)", body = ProvisionResponse),
+        (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
+        (status = 404, description = "No wallet or no open request", body = ErrorBody),
+        (status = 409, description = "PHONE_IN_USE, TOO_MANY_ATTEMPTS", body = ErrorBody),
+        (status = 410, description = "CODE_EXPIRED", body = ErrorBody),
+        (status = 422, description = "CODE_INVALID", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn phone_change_confirm(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<ConfirmBody>,
+) -> Result<Json<ProvisionResponse>, ApiError> {
+    let p = phone("phone_number", &body.phone_number)?;
+    let code = code_ok(&body.code)?;
+    if caller.is_sandbox() {
+        return Err(ApiError::sandbox_unsupported("phone-change confirmation"));
+    }
+    Ok(Json(
+        app.engine
+            .phone_change_confirm(caller.tenant(), &p, code)
+            .await?
+            .into(),
+    ))
+}

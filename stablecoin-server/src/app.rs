@@ -1,0 +1,504 @@
+//! Wiring: storage, signer, rails and engine from a [`Config`], the demo tenant, the
+//! background workers and the HTTP server with graceful shutdown.
+//!
+//! Master seed: `master_seed` / `STABLECOIN_MASTER_SEED` when set. Otherwise, on durable
+//! storage, it is read from `<data_dir>/master_seed.hex`, which is generated once
+//! (32 random bytes, file mode 0600) on first start, so every key derives the same after a
+//! restart; keep that file with the database and back it up. On memory storage nothing
+//! survives a restart anyway, so an ephemeral seed is generated in memory and no file is
+//! written. The seed is never logged.
+
+use crate::api;
+use crate::config::{Config, RailsMode, parse_seed};
+use crate::idempotency::InFlight;
+use crate::metrics::Metrics;
+use crate::sandbox::SandboxQuotes;
+use crate::storage::{Storage, StorageError, open_storage};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use stablecoin_core::CoreError;
+use stablecoin_core::domain::ids::TenantId;
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::engine::{Engine, EngineConfig, KeyKind, KeyMode, Ports};
+use stablecoin_core::memory::{
+    FixedRates, LocalSigner, MemoryNotifier, MemoryPayouts, OsEntropy, SystemClock,
+};
+use stablecoin_core::ports::{
+    Batch, KeyPurpose, Payout, PayoutError, PayoutProvider, PayoutStatus, Rail, RailId, Record,
+    get_record,
+};
+use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("master seed: {0}")]
+    Seed(String),
+    #[error("start-up: {0}")]
+    Engine(#[from] CoreError),
+    #[error("rails: {0}")]
+    Rails(String),
+}
+
+/// Everything the handlers share.
+pub struct AppInner {
+    pub config: Config,
+    pub engine: Engine,
+    pub storage: Storage,
+    pub metrics: Arc<Metrics>,
+    pub inflight: Arc<InFlight>,
+    pub sandbox: SandboxQuotes,
+    /// The simulated chains, by rail (test and demo controls: mint, faults, readiness).
+    pub sim_rails: BTreeMap<RailId, Arc<SimRail>>,
+    /// Where SMS (one-time codes, "you received money") go: no gateway is wired, so they
+    /// are kept in memory (tests read the codes here).
+    pub notifier: Arc<MemoryNotifier>,
+    pub payouts: Arc<SimPayouts>,
+}
+
+/// Cheap-to-clone handle on [`AppInner`]; the router's state.
+#[derive(Clone)]
+pub struct AppState(pub Arc<AppInner>);
+
+impl Deref for AppState {
+    type Target = AppInner;
+    fn deref(&self) -> &AppInner {
+        &self.0
+    }
+}
+
+/// The demo tenant of a zero-configuration start. Keys are present only when they were
+/// issued by this start (they are shown once; only hashes are stored).
+#[derive(Clone)]
+pub struct DemoTenant {
+    pub tenant: TenantId,
+    pub name: String,
+    pub created: bool,
+    pub live_key: Option<String>,
+    pub test_key: Option<String>,
+}
+
+impl fmt::Debug for DemoTenant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DemoTenant")
+            .field("tenant", &self.tenant)
+            .field("name", &self.name)
+            .field("created", &self.created)
+            .field("live_key", &self.live_key.as_ref().map(|_| "<redacted>"))
+            .field("test_key", &self.test_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// A marker the server keeps in the store (kind `server_meta`), e.g. which tenant is the
+/// demo tenant, so a restart on durable storage reuses it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct ServerMeta {
+    id: String,
+    tenant: TenantId,
+    created_at: Timestamp,
+}
+
+impl Record for ServerMeta {
+    const KIND: &'static str = "server_meta";
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+}
+
+/// The mobile-money payout simulation of sim mode: `MemoryPayouts` whose payouts are
+/// delivered as soon as their status is asked (no provider callback exists in-process).
+#[derive(Default)]
+pub struct SimPayouts(pub MemoryPayouts);
+
+#[async_trait]
+impl PayoutProvider for SimPayouts {
+    async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
+        self.0.submit(payout).await
+    }
+    async fn status(&self, payout_id: &str) -> Result<PayoutStatus, PayoutError> {
+        self.0.settle_all();
+        self.0.status(payout_id).await
+    }
+}
+
+/// The server: state, router and demo tenant. Clone it freely (tests keep a handle while
+/// it serves).
+#[derive(Clone)]
+pub struct App {
+    state: AppState,
+    demo: Option<DemoTenant>,
+}
+
+impl fmt::Debug for App {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("App")
+            .field("storage", &self.state.storage)
+            .field("demo", &self.demo)
+            .finish_non_exhaustive()
+    }
+}
+
+fn random_bytes<const N: usize>() -> Result<[u8; N], StartupError> {
+    let mut b = [0u8; N];
+    getrandom::fill(&mut b).map_err(|e| StartupError::Seed(format!("OS random source: {e}")))?;
+    Ok(b)
+}
+
+/// The master seed (see the module documentation for where it comes from).
+pub fn load_master_seed(config: &Config, durable: bool) -> Result<[u8; 32], StartupError> {
+    if let Some(s) = &config.master_seed {
+        return parse_seed(s.expose()).map_err(StartupError::Seed);
+    }
+    if !durable {
+        tracing::info!("memory storage: using an ephemeral master seed (nothing is persisted)");
+        return random_bytes::<32>();
+    }
+    seed_file(&config.data_dir)
+}
+
+fn seed_file(dir: &Path) -> Result<[u8; 32], StartupError> {
+    let path = dir.join("master_seed.hex");
+    let err = |e: std::io::Error| StartupError::Seed(format!("{}: {e}", path.display()));
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            parse_seed(&text).map_err(|e| StartupError::Seed(format!("{}: {e}", path.display())))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(err)?;
+            let seed = random_bytes::<32>()?;
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create_new(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                opts.mode(0o600);
+            }
+            use std::io::Write;
+            let mut f = opts.open(&path).map_err(err)?;
+            f.write_all(format!("{}\n", crate::config::hex(&seed)).as_bytes())
+                .map_err(err)?;
+            f.sync_all().map_err(err)?;
+            tracing::info!(path = %path.display(), "generated a new master seed; back this file up with the database");
+            Ok(seed)
+        }
+        Err(e) => Err(err(e)),
+    }
+}
+
+async fn build_rails(
+    config: &Config,
+    signer: Arc<LocalSigner>,
+) -> Result<BTreeMap<RailId, Arc<SimRail>>, StartupError> {
+    let RailsMode::Sim = config.rails.mode;
+    let mut profiles: Vec<SimProfile> = config
+        .rails
+        .evm_chains
+        .iter()
+        .map(|id| SimProfile::Evm(*id))
+        .collect();
+    if config.rails.tron {
+        profiles.push(SimProfile::Tron);
+    }
+    if config.rails.solana {
+        profiles.push(SimProfile::Solana);
+    }
+    let float = Micros::parse_whole_tokens(&config.sim.treasury_float)
+        .map_err(|e| StartupError::Rails(e.to_string()))?;
+    let mut rails = BTreeMap::new();
+    for p in profiles {
+        let rail = Arc::new(SimRail::new(p, signer.clone(), SimConfig::for_profile(p)));
+        // The simulated chain lives in memory: give the service treasury its float again
+        // on every start.
+        if !float.is_zero() {
+            let treasury = rail
+                .address_for(&KeyPurpose::Treasury)
+                .await
+                .map_err(|e| StartupError::Rails(e.to_string()))?;
+            for token in Token::ALL {
+                rail.mint(&treasury, token, float)
+                    .map_err(|e| StartupError::Rails(e.to_string()))?;
+            }
+            rail.mine(1);
+        }
+        rails.insert(p.rail_id(), rail);
+    }
+    Ok(rails)
+}
+
+impl App {
+    /// Opens storage, derives keys, starts the simulated rails, builds the engine and (when
+    /// enabled) creates or reuses the demo tenant. Does not listen yet: see [`App::serve`].
+    pub async fn build(config: Config) -> Result<App, StartupError> {
+        config.validate()?;
+        let storage = open_storage(&config.storage, &config.data_dir).await?;
+        let seed = load_master_seed(&config, storage.durable)?;
+        let signer = Arc::new(LocalSigner::from_seed(seed));
+        let sim_rails = build_rails(&config, signer.clone()).await?;
+        let notifier = Arc::new(MemoryNotifier::new());
+        let payouts = Arc::new(SimPayouts::default());
+        let ports = Ports {
+            store: storage.store.clone(),
+            ledger: storage.ledger.clone(),
+            signer,
+            notifier: notifier.clone(),
+            rates: Arc::new(FixedRates::demo()),
+            payouts: payouts.clone(),
+            clock: Arc::new(SystemClock),
+            entropy: Arc::new(OsEntropy),
+        };
+        let engine_config = EngineConfig {
+            primary_evm_rail: config.primary_evm_chain().map(RailId::Evm),
+            claim_lease_ms: config.engine.claim_lease_ms,
+            poll_interval_ms: config.engine.poll_interval_ms,
+            unknown_grace_ms: config.engine.unknown_grace_ms,
+            batch_limit: config.engine.batch_limit,
+            worker_id: config
+                .engine
+                .worker_id
+                .clone()
+                .unwrap_or_else(|| format!("server-{}", std::process::id())),
+        };
+        let rails: Vec<Arc<dyn Rail>> = sim_rails
+            .values()
+            .map(|r| r.clone() as Arc<dyn Rail>)
+            .collect();
+        let engine = Engine::new(ports, rails, engine_config);
+        let state = AppState(Arc::new(AppInner {
+            config,
+            engine,
+            storage,
+            metrics: Arc::new(Metrics::default()),
+            inflight: Arc::new(InFlight::default()),
+            sandbox: SandboxQuotes::default(),
+            sim_rails,
+            notifier,
+            payouts,
+        }));
+        let demo = if state.config.demo.enabled {
+            Some(ensure_demo_tenant(&state).await?)
+        } else {
+            None
+        };
+        Ok(App { state, demo })
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.state.engine
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.state.config
+    }
+
+    pub fn demo(&self) -> Option<&DemoTenant> {
+        self.demo.as_ref()
+    }
+
+    /// The simulated chain of a rail.
+    pub fn sim_rail(&self, id: RailId) -> Option<&Arc<SimRail>> {
+        self.state.sim_rails.get(&id)
+    }
+
+    /// The router, ready to serve (see [`crate::build_router`]).
+    pub fn router(&self) -> axum::Router {
+        api::build_router(self.state.clone())
+    }
+
+    /// Serves on `listener` and runs the engine workers until `shutdown` resolves; then
+    /// stops accepting, lets in-flight requests finish, lets the running worker tick
+    /// finish, and returns.
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let worker = self
+            .state
+            .config
+            .run_workers
+            .then(|| tokio::spawn(run_workers(self.state.clone(), stop_rx)));
+        let result = axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await;
+        let _ = stop_tx.send(true);
+        if let Some(w) = worker {
+            let _ = w.await;
+        }
+        tracing::info!("stopped");
+        result
+    }
+
+    /// The start-up banner: where the server listens and, on the demo tenant's first
+    /// start, its keys and a curl line that works as printed. Printed to stdout (not the
+    /// log): keys are shown once and never logged.
+    pub fn banner(&self, addr: SocketAddr) -> String {
+        let host = if addr.ip().is_unspecified() {
+            SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port())
+        } else {
+            addr
+        };
+        let base = format!("http://{host}");
+        let mut s = format!(
+            "stablecoin-server listening on {base} (storage: {}, rails: simulated {})\n  API description: {base}/openapi.json   health: {base}/health/ready   metrics: {base}/metrics\n",
+            self.state.storage.kind,
+            self.state
+                .sim_rails
+                .keys()
+                .map(|r| r.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        if let Some(d) = &self.demo {
+            match (&d.live_key, &d.test_key) {
+                (Some(live), Some(test)) => {
+                    s.push_str(&format!(
+                        "\nDemo tenant \"{}\" ({}) with {} USDC and {} USDT in its treasury.\nIts API keys are shown only now:\n  live key: {live}\n  test key: {test}\n\nTry it:\n  curl -s -X POST {base}/v1/users/provision -H 'X-API-Key: {live}' -H 'Content-Type: application/json' -d '{{\"phone_number\":\"+2250700000001\"}}'\n",
+                        d.name,
+                        d.tenant,
+                        self.state.config.demo.treasury_credit,
+                        self.state.config.demo.treasury_credit,
+                    ));
+                    if !self.state.storage.durable {
+                        s.push_str("(memory storage: the demo tenant and everything else is recreated at each start)\n");
+                    }
+                }
+                _ => s.push_str(&format!(
+                    "\nDemo tenant \"{}\" ({}) reused; its keys were shown at its first start.\nIssue a new one with: stablecoin-server key issue --tenant {} --mode test\n",
+                    d.name, d.tenant, d.tenant
+                )),
+            }
+        }
+        s
+    }
+}
+
+/// The engine workers, with metrics: `Engine::run_workers`' loop, recording each tick.
+async fn run_workers(state: AppState, mut stop: watch::Receiver<bool>) {
+    let interval = std::time::Duration::from_millis(state.config.worker_interval_ms);
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let report = state.engine.tick().await;
+        state.metrics.tick(&report);
+        for e in &report.errors {
+            tracing::warn!(error = %e, "worker");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+const DEMO_MARKER: &str = "demo_tenant";
+
+async fn ensure_demo_tenant(state: &AppState) -> Result<DemoTenant, StartupError> {
+    let engine = &state.engine;
+    let name = state.config.demo.tenant_name.trim().to_string();
+    if let Some(v) = get_record::<ServerMeta>(&*state.storage.store, DEMO_MARKER).await? {
+        let t = engine.tenant(&v.record.tenant).await?;
+        return Ok(DemoTenant {
+            tenant: t.id,
+            name: t.name,
+            created: false,
+            live_key: None,
+            test_key: None,
+        });
+    }
+    let tenant = engine.create_tenant(&name).await?;
+    let marker = ServerMeta {
+        id: DEMO_MARKER.into(),
+        tenant: tenant.id.clone(),
+        created_at: engine.ports().clock.now(),
+    };
+    engine
+        .ports()
+        .store
+        .commit(Batch {
+            puts: vec![marker.insert()?],
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| StartupError::Engine(CoreError::Storage(e.to_string())))?;
+    let credit = Micros::parse_whole_tokens(&state.config.demo.treasury_credit)
+        .map_err(StartupError::Engine)?;
+    if !credit.is_zero() {
+        for token in Token::ALL {
+            engine
+                .credit_treasury(&tenant.id, token, credit, &format!("demo-seed-{token}"))
+                .await?;
+        }
+    }
+    let live = engine
+        .issue_api_key(&tenant.id, KeyKind::Tenant, KeyMode::Live)
+        .await?;
+    let test = engine
+        .issue_api_key(&tenant.id, KeyKind::Tenant, KeyMode::Test)
+        .await?;
+    tracing::info!(tenant = %tenant.id, "created the demo tenant");
+    Ok(DemoTenant {
+        tenant: tenant.id,
+        name,
+        created: true,
+        live_key: Some(live.secret),
+        test_key: Some(test.secret),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_file_is_generated_once_and_reused() {
+        let dir = std::env::temp_dir().join(format!("scseed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let a = seed_file(&dir).unwrap();
+        let b = seed_file(&dir).unwrap();
+        assert_eq!(a, b);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.join("master_seed.hex"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn configured_seed_wins_and_memory_writes_no_file() {
+        let mut c = Config {
+            data_dir: std::env::temp_dir().join(format!("scseed2-{}", std::process::id())),
+            ..Default::default()
+        };
+        load_master_seed(&c, false).unwrap();
+        assert!(!c.data_dir.exists());
+        c.master_seed = Some(crate::config::Secret::new("11".repeat(32)));
+        assert_eq!(load_master_seed(&c, true).unwrap(), [0x11; 32]);
+    }
+}

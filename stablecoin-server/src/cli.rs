@@ -1,0 +1,385 @@
+//! The `stablecoin-server` command line: `serve`, `migrate` and admin commands that work
+//! against the configured storage.
+
+use crate::app::App;
+use crate::config::{Config, LogFormat};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::json;
+use stablecoin_core::CoreError;
+use stablecoin_core::domain::fees::TenantPricing;
+use stablecoin_core::domain::ids::{ApiKeyId, TenantId};
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::engine::{Engine, KeyKind, KeyMode};
+use stablecoin_core::ports::ChainAddress;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "stablecoin-server",
+    version,
+    about = "Reference server of the stablecoin SDK",
+    long_about = "Reference server of the stablecoin SDK. With no configuration at all, `serve` starts on the default storage with simulated rails and a demo tenant. Settings come from a TOML file (--config / STABLECOIN_CONFIG) and STABLECOIN_* environment variables."
+)]
+pub struct Cli {
+    /// TOML configuration file.
+    #[arg(long, global = true, env = "STABLECOIN_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP API and the background workers (the default command).
+    Serve,
+    /// Bring the storage schema up to date.
+    Migrate,
+    /// Tenants.
+    #[command(subcommand)]
+    Tenant(TenantCommand),
+    /// API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Tenant treasuries.
+    #[command(subcommand)]
+    Treasury(TreasuryCommand),
+    /// Tenant pricing (the tenant's own transfer fee).
+    #[command(subcommand)]
+    Pricing(PricingCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Create a tenant; prints its id.
+    Create {
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum KindArg {
+    /// svc_sk_* (wallet, transfer, FX, escrow API).
+    Tenant,
+    /// live_sk_ / test_sk_ (checkout list).
+    Business,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ModeArg {
+    Live,
+    Test,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Issue a key; the secret is printed once and only its hash is stored.
+    Issue {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long, value_enum, default_value = "tenant")]
+        kind: KindArg,
+        #[arg(long, value_enum, default_value = "test")]
+        mode: ModeArg,
+    },
+    /// Revoke a key by id (`key_...`).
+    Revoke {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long = "key-id")]
+        key_id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TreasuryCommand {
+    /// Credit a tenant's treasury after its fiat was received (idempotent by reference).
+    Credit(CreditArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CreditArgs {
+    #[arg(long)]
+    pub tenant: String,
+    /// USDC or USDT.
+    #[arg(long)]
+    pub token: String,
+    /// Token amount, up to 6 decimal places.
+    #[arg(long)]
+    pub amount: String,
+    /// The fiat receipt's reference (crediting it twice moves value once).
+    #[arg(long)]
+    pub reference: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PricingCommand {
+    /// Set the tenant's fee: PERCENTAGE (fee_bps <= 1000, cap), FLAT, or NONE.
+    Set(PricingArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PricingArgs {
+    #[arg(long)]
+    pub tenant: String,
+    /// PERCENTAGE, FLAT or NONE.
+    #[arg(long)]
+    pub mode: String,
+    #[arg(long = "fee-bps")]
+    pub fee_bps: Option<u32>,
+    #[arg(long = "fee-cap-micros")]
+    pub fee_cap_micros: Option<u64>,
+    #[arg(long = "fee-flat-micros")]
+    pub fee_flat_micros: Option<u64>,
+    /// EVM address the tenant controls, where its fee is paid (required unless NONE).
+    #[arg(long = "fee-address")]
+    pub fee_address: Option<String>,
+}
+
+fn tenant_id(s: &str) -> Result<TenantId, CoreError> {
+    TenantId::parse(s.trim()).ok_or_else(|| CoreError::InvalidParameter {
+        field: "tenant",
+        reason: "expected a tenant id such as ten_01J...".into(),
+    })
+}
+
+/// Runs an admin command on an engine; the JSON result is what the CLI prints.
+pub async fn run_admin(engine: &Engine, cmd: &Command) -> Result<serde_json::Value, CoreError> {
+    match cmd {
+        Command::Tenant(TenantCommand::Create { name }) => {
+            let t = engine.create_tenant(name).await?;
+            Ok(json!({"tenant_id": t.id.0, "name": t.name}))
+        }
+        Command::Key(KeyCommand::Issue { tenant, kind, mode }) => {
+            let kind = match kind {
+                KindArg::Tenant => KeyKind::Tenant,
+                KindArg::Business => KeyKind::Business,
+            };
+            let mode = match mode {
+                ModeArg::Live => KeyMode::Live,
+                ModeArg::Test => KeyMode::Test,
+            };
+            let k = engine
+                .issue_api_key(&tenant_id(tenant)?, kind, mode)
+                .await?;
+            Ok(json!({
+                "key_id": k.key.id.0,
+                "tenant_id": k.key.tenant.0,
+                "kind": kind,
+                "mode": mode,
+                "secret": k.secret,
+                "note": "the secret is shown only now; only its hash is stored",
+            }))
+        }
+        Command::Key(KeyCommand::Revoke { tenant, key_id }) => {
+            let k = engine
+                .revoke_api_key(&tenant_id(tenant)?, &ApiKeyId(key_id.trim().to_string()))
+                .await?;
+            Ok(json!({"key_id": k.id.0, "revoked": k.revoked_at.is_some()}))
+        }
+        Command::Treasury(TreasuryCommand::Credit(a)) => {
+            let token: Token = a.token.trim().parse()?;
+            let amount = Micros::parse_positive(&a.amount)?;
+            let t = tenant_id(&a.tenant)?;
+            let balance = engine
+                .credit_treasury(&t, token, amount, &a.reference)
+                .await?;
+            Ok(json!({
+                "tenant_id": t.0,
+                "token": token,
+                "credited": amount.to_decimal_string(),
+                "treasury_balance": balance.to_decimal_string(),
+            }))
+        }
+        Command::Pricing(PricingCommand::Set(a)) => {
+            let pricing = TenantPricing::from_parts(
+                a.mode.trim(),
+                a.fee_bps,
+                a.fee_cap_micros,
+                a.fee_flat_micros,
+            )?;
+            let t = engine
+                .set_pricing(
+                    &tenant_id(&a.tenant)?,
+                    pricing,
+                    a.fee_address.clone().map(ChainAddress),
+                )
+                .await?;
+            Ok(json!({
+                "tenant_id": t.id.0,
+                "pricing": t.pricing,
+                "fee_address": t.fee_address,
+            }))
+        }
+        Command::Serve | Command::Migrate => Err(CoreError::InvalidParameter {
+            field: "command",
+            reason: "not an admin command".into(),
+        }),
+    }
+}
+
+fn init_logging(config: &Config, default_filter: &str) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_new(if config.log.filter.is_empty() {
+        default_filter
+    } else {
+        &config.log.filter
+    })
+    .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    let _ = match config.log.format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+    tracing::info!("shutdown signal received: finishing in-flight requests and the worker tick");
+}
+
+/// The binary's entry point; returns the process exit code.
+pub async fn main() -> i32 {
+    let cli = Cli::parse();
+    let config = match Config::from_env(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let command = cli.command.unwrap_or(Command::Serve);
+    match command {
+        Command::Serve => {
+            init_logging(&config, "info");
+            serve(config).await
+        }
+        Command::Migrate => {
+            init_logging(&config, "warn");
+            match crate::storage::migrate(&config.storage, &config.data_dir).await {
+                Ok(msg) => {
+                    println!("{msg}");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    1
+                }
+            }
+        }
+        admin => {
+            init_logging(&config, "warn");
+            if !config.storage.is_durable() {
+                eprintln!(
+                    "error: storage `memory` does not persist, so an admin command would act on an empty store that vanishes when it exits; configure sqlite or postgres storage (storage.kind / STABLECOIN_STORAGE)"
+                );
+                return 2;
+            }
+            let mut admin_config = config.clone();
+            admin_config.demo.enabled = false;
+            let app = match App::build(admin_config).await {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 1;
+                }
+            };
+            match run_admin(app.engine(), &admin).await {
+                Ok(v) => {
+                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("error: {} ({})", e, e.code());
+                    1
+                }
+            }
+        }
+    }
+}
+
+async fn serve(config: Config) -> i32 {
+    let addr = match config.listen_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let app = match App::build(config).await {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: cannot listen on {addr}: {e}");
+            return 1;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(addr);
+    {
+        // A closed stdout must not stop the server (println! would panic).
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", app.banner(bound));
+        let _ = out.flush();
+    }
+    match app.serve(listener, shutdown_signal()).await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+        let c = Cli::try_parse_from([
+            "stablecoin-server",
+            "pricing",
+            "set",
+            "--tenant",
+            "ten_x",
+            "--mode",
+            "FLAT",
+            "--fee-flat-micros",
+            "5",
+        ])
+        .unwrap();
+        assert!(matches!(c.command, Some(Command::Pricing(_))));
+        let c = Cli::try_parse_from(["stablecoin-server"]).unwrap();
+        assert!(c.command.is_none(), "no command means serve");
+    }
+}

@@ -1,0 +1,612 @@
+//! Server configuration: built-in defaults, then an optional TOML file, then
+//! `STABLECOIN_*` environment variables (later wins). Every setting has a default, so no
+//! configuration at all is a valid configuration.
+//!
+//! | TOML key | environment variable | default |
+//! |---|---|---|
+//! | `listen` | `STABLECOIN_LISTEN` | `127.0.0.1:8080` |
+//! | `data_dir` | `STABLECOIN_DATA_DIR` | `stablecoin-data` |
+//! | `master_seed` (64 hex) | `STABLECOIN_MASTER_SEED` | see [`crate::app`] (seed file or ephemeral) |
+//! | `body_limit_bytes` | `STABLECOIN_BODY_LIMIT_BYTES` | `65536` |
+//! | `worker_interval_ms` | `STABLECOIN_WORKER_INTERVAL_MS` | `250` |
+//! | `run_workers` | `STABLECOIN_RUN_WORKERS` | `true` (false: API only, e.g. extra API nodes) |
+//! | `storage.kind` (`memory`/`sqlite`/`postgres`) | `STABLECOIN_STORAGE` | `memory` |
+//! | `storage.path` (sqlite) | `STABLECOIN_SQLITE_PATH` | `<data_dir>/stablecoin.db` |
+//! | `storage.url` (postgres) | `STABLECOIN_POSTGRES_URL` | none (required) |
+//! | `log.filter` | `STABLECOIN_LOG` | `info` |
+//! | `log.format` (`text`/`json`) | `STABLECOIN_LOG_FORMAT` | `text` |
+//! | `engine.poll_interval_ms` | `STABLECOIN_ENGINE_POLL_INTERVAL_MS` | `1000` |
+//! | `engine.claim_lease_ms` | `STABLECOIN_ENGINE_CLAIM_LEASE_MS` | `30000` |
+//! | `engine.unknown_grace_ms` | `STABLECOIN_ENGINE_UNKNOWN_GRACE_MS` | `60000` |
+//! | `engine.batch_limit` | `STABLECOIN_ENGINE_BATCH_LIMIT` | `64` |
+//! | `engine.worker_id` | `STABLECOIN_ENGINE_WORKER_ID` | `server-<pid>` |
+//! | `rails.mode` (`sim`) | `STABLECOIN_RAILS_MODE` | `sim` |
+//! | `rails.evm_chains` | `STABLECOIN_RAILS_EVM_CHAINS` (`137,8453`) | `[137]` |
+//! | `rails.primary_evm_chain` | `STABLECOIN_RAILS_PRIMARY_EVM_CHAIN` | first of `evm_chains` |
+//! | `rails.tron` | `STABLECOIN_RAILS_TRON` | `true` |
+//! | `rails.solana` | `STABLECOIN_RAILS_SOLANA` | `true` |
+//! | `sim.treasury_float` | `STABLECOIN_SIM_TREASURY_FLOAT` | `1000000` (USDC and USDT) |
+//! | `demo.enabled` | `STABLECOIN_DEMO` | `true` |
+//! | `demo.tenant_name` | `STABLECOIN_DEMO_TENANT_NAME` | `Demo Fintech` |
+//! | `demo.treasury_credit` | `STABLECOIN_DEMO_TREASURY_CREDIT` | `10000` (USDC and USDT) |
+//!
+//! The config file is named by `--config` or `STABLECOIN_CONFIG`. Unknown keys in the
+//! file are errors (a typo must not silently fall back to a default). Secrets (the
+//! master seed, the PostgreSQL URL) never appear in `Debug` output or logs.
+
+use serde::Deserialize;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {error}")]
+    Read { path: String, error: String },
+    #[error("invalid config file {path}: {error}")]
+    Parse { path: String, error: String },
+    #[error("invalid environment variable {var}: {error}")]
+    Env { var: &'static str, error: String },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// A secret string: deserialized like a string, never printed.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Socket address to listen on.
+    pub listen: String,
+    /// Where durable data lives: the SQLite file and the generated master seed.
+    pub data_dir: PathBuf,
+    /// 32-byte master seed, hex. All customer and service keys derive from it.
+    pub master_seed: Option<Secret>,
+    /// Largest accepted request body.
+    pub body_limit_bytes: usize,
+    /// Pause between two worker ticks.
+    pub worker_interval_ms: u64,
+    /// Run the engine workers (submit, confirm, reconcile, scan) in this process. Several
+    /// API nodes on one database may leave this on (claims keep workers apart) or run
+    /// workers on some nodes only.
+    pub run_workers: bool,
+    pub storage: StorageConfig,
+    pub log: LogConfig,
+    pub engine: EngineSettings,
+    pub rails: RailsConfig,
+    pub sim: SimSettings,
+    pub demo: DemoConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: "127.0.0.1:8080".into(),
+            data_dir: PathBuf::from("stablecoin-data"),
+            master_seed: None,
+            body_limit_bytes: 64 * 1024,
+            worker_interval_ms: 250,
+            run_workers: true,
+            storage: StorageConfig::default(),
+            log: LogConfig::default(),
+            engine: EngineSettings::default(),
+            rails: RailsConfig::default(),
+            sim: SimSettings::default(),
+            demo: DemoConfig::default(),
+        }
+    }
+}
+
+/// Where records and the ledger live. `open_storage` in [`crate::storage`] turns this into
+/// a `Store` + `Ledger`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum StorageConfig {
+    /// In-process memory: nothing survives a restart.
+    #[default]
+    Memory,
+    /// Embedded SQLite file (default path `<data_dir>/stablecoin.db`).
+    Sqlite {
+        #[serde(default)]
+        path: Option<PathBuf>,
+    },
+    /// PostgreSQL by URL.
+    Postgres { url: Secret },
+}
+
+impl StorageConfig {
+    pub fn name(&self) -> &'static str {
+        match self {
+            StorageConfig::Memory => "memory",
+            StorageConfig::Sqlite { .. } => "sqlite",
+            StorageConfig::Postgres { .. } => "postgres",
+        }
+    }
+
+    /// Whether records survive a restart.
+    pub fn is_durable(&self) -> bool {
+        !matches!(self, StorageConfig::Memory)
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// `tracing` filter directives (`info`, `stablecoin_server=debug,info`).
+    pub filter: String,
+    pub format: LogFormat,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            filter: "info".into(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// Engine worker settings (`stablecoin_core::engine::EngineConfig`).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineSettings {
+    pub poll_interval_ms: i64,
+    pub claim_lease_ms: i64,
+    pub unknown_grace_ms: i64,
+    pub batch_limit: usize,
+    pub worker_id: Option<String>,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        EngineSettings {
+            poll_interval_ms: 1_000,
+            claim_lease_ms: 30_000,
+            unknown_grace_ms: 60_000,
+            batch_limit: 64,
+            worker_id: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RailsMode {
+    /// The deterministic in-process chains of `stablecoin-rails` (feature `sim`).
+    #[default]
+    Sim,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RailsConfig {
+    pub mode: RailsMode,
+    /// EVM chain ids to run (137 Polygon, 8453 Base, 56 BNB Smart Chain).
+    pub evm_chains: Vec<u64>,
+    /// The chain of `/v1/users/*` wallets; the first of `evm_chains` when absent.
+    pub primary_evm_chain: Option<u64>,
+    pub tron: bool,
+    pub solana: bool,
+}
+
+impl Default for RailsConfig {
+    fn default() -> Self {
+        RailsConfig {
+            mode: RailsMode::Sim,
+            evm_chains: vec![137],
+            primary_evm_chain: None,
+            tron: true,
+            solana: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimSettings {
+    /// Whole tokens of USDC and of USDT minted to the service treasury on every simulated
+    /// chain at start (the simulated chains live in memory).
+    pub treasury_float: String,
+}
+
+impl Default for SimSettings {
+    fn default() -> Self {
+        SimSettings {
+            treasury_float: "1000000".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DemoConfig {
+    /// Create (first start) or reuse a demo tenant and print its keys.
+    pub enabled: bool,
+    pub tenant_name: String,
+    /// Whole tokens of USDC and of USDT credited to the demo tenant's treasury.
+    pub treasury_credit: String,
+}
+
+impl Default for DemoConfig {
+    fn default() -> Self {
+        DemoConfig {
+            enabled: true,
+            tenant_name: "Demo Fintech".into(),
+            treasury_credit: "10000".into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum EnvKind {
+    Str,
+    Int,
+    Bool,
+    IntList,
+}
+
+/// Every environment variable and the TOML key it sets.
+const ENV: &[(&str, &[&str], EnvKind)] = &[
+    ("STABLECOIN_LISTEN", &["listen"], EnvKind::Str),
+    ("STABLECOIN_DATA_DIR", &["data_dir"], EnvKind::Str),
+    ("STABLECOIN_MASTER_SEED", &["master_seed"], EnvKind::Str),
+    (
+        "STABLECOIN_BODY_LIMIT_BYTES",
+        &["body_limit_bytes"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_WORKER_INTERVAL_MS",
+        &["worker_interval_ms"],
+        EnvKind::Int,
+    ),
+    ("STABLECOIN_RUN_WORKERS", &["run_workers"], EnvKind::Bool),
+    ("STABLECOIN_STORAGE", &["storage", "kind"], EnvKind::Str),
+    ("STABLECOIN_SQLITE_PATH", &["storage", "path"], EnvKind::Str),
+    ("STABLECOIN_POSTGRES_URL", &["storage", "url"], EnvKind::Str),
+    ("STABLECOIN_LOG", &["log", "filter"], EnvKind::Str),
+    ("STABLECOIN_LOG_FORMAT", &["log", "format"], EnvKind::Str),
+    (
+        "STABLECOIN_ENGINE_POLL_INTERVAL_MS",
+        &["engine", "poll_interval_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_ENGINE_CLAIM_LEASE_MS",
+        &["engine", "claim_lease_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_ENGINE_UNKNOWN_GRACE_MS",
+        &["engine", "unknown_grace_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_ENGINE_BATCH_LIMIT",
+        &["engine", "batch_limit"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_ENGINE_WORKER_ID",
+        &["engine", "worker_id"],
+        EnvKind::Str,
+    ),
+    ("STABLECOIN_RAILS_MODE", &["rails", "mode"], EnvKind::Str),
+    (
+        "STABLECOIN_RAILS_EVM_CHAINS",
+        &["rails", "evm_chains"],
+        EnvKind::IntList,
+    ),
+    (
+        "STABLECOIN_RAILS_PRIMARY_EVM_CHAIN",
+        &["rails", "primary_evm_chain"],
+        EnvKind::Int,
+    ),
+    ("STABLECOIN_RAILS_TRON", &["rails", "tron"], EnvKind::Bool),
+    (
+        "STABLECOIN_RAILS_SOLANA",
+        &["rails", "solana"],
+        EnvKind::Bool,
+    ),
+    (
+        "STABLECOIN_SIM_TREASURY_FLOAT",
+        &["sim", "treasury_float"],
+        EnvKind::Str,
+    ),
+    ("STABLECOIN_DEMO", &["demo", "enabled"], EnvKind::Bool),
+    (
+        "STABLECOIN_DEMO_TENANT_NAME",
+        &["demo", "tenant_name"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_DEMO_TREASURY_CREDIT",
+        &["demo", "treasury_credit"],
+        EnvKind::Str,
+    ),
+];
+
+/// The environment variables the server reads (besides `STABLECOIN_CONFIG`).
+pub fn env_var_names() -> impl Iterator<Item = &'static str> {
+    ENV.iter().map(|(name, _, _)| *name)
+}
+
+fn env_value(var: &'static str, raw: &str, kind: EnvKind) -> Result<toml::Value, ConfigError> {
+    let err = |e: &str| ConfigError::Env {
+        var,
+        error: e.to_string(),
+    };
+    let int = |s: &str| {
+        s.trim()
+            .parse::<i64>()
+            .map_err(|_| err(&format!("expected an integer, got {s:?}")))
+    };
+    Ok(match kind {
+        EnvKind::Str => toml::Value::String(raw.to_string()),
+        EnvKind::Int => toml::Value::Integer(int(raw)?),
+        EnvKind::Bool => match raw.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => toml::Value::Boolean(true),
+            "0" | "false" | "no" | "off" => toml::Value::Boolean(false),
+            other => return Err(err(&format!("expected true or false, got {other:?}"))),
+        },
+        EnvKind::IntList => toml::Value::Array(
+            raw.split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| int(s).map(toml::Value::Integer))
+                .collect::<Result<_, _>>()?,
+        ),
+    })
+}
+
+impl Config {
+    /// Loads defaults, then `file` (if any), then the environment as read by `env`.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let (mut table, origin) = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+                    path: path.display().to_string(),
+                    error: e.to_string(),
+                })?;
+                let table: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+                    path: path.display().to_string(),
+                    error: e.to_string(),
+                })?;
+                (table, path.display().to_string())
+            }
+            None => (toml::Table::new(), "(defaults)".to_string()),
+        };
+        let mut from_env = false;
+        for (var, path, kind) in ENV {
+            let Some(raw) = env(var) else { continue };
+            from_env = true;
+            let value = env_value(var, &raw, *kind)?;
+            let mut t = &mut table;
+            for key in &path[..path.len() - 1] {
+                let entry = t
+                    .entry(key.to_string())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                t = match entry {
+                    toml::Value::Table(inner) => inner,
+                    _ => {
+                        return Err(ConfigError::Invalid(format!(
+                            "{var}: `{key}` is not a table in the config file"
+                        )));
+                    }
+                };
+            }
+            t.insert(path[path.len() - 1].to_string(), value);
+        }
+        let origin = if from_env {
+            format!("{origin} + environment")
+        } else {
+            origin
+        };
+        let config: Config =
+            Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Parse {
+                path: origin,
+                error: e.to_string(),
+            })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Loads from the process environment.
+    pub fn from_env(file: Option<&Path>) -> Result<Config, ConfigError> {
+        Config::load(file, |k| std::env::var(k).ok())
+    }
+
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.listen.parse().map_err(|_| {
+            ConfigError::Invalid(format!(
+                "listen {:?} is not a socket address such as 127.0.0.1:8080",
+                self.listen
+            ))
+        })
+    }
+
+    /// The primary EVM chain of `/v1/users/*`.
+    pub fn primary_evm_chain(&self) -> Option<u64> {
+        self.rails
+            .primary_evm_chain
+            .or_else(|| self.rails.evm_chains.first().copied())
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |s: String| Err(ConfigError::Invalid(s));
+        self.listen_addr()?;
+        if self.body_limit_bytes < 1024 || self.body_limit_bytes > 16 * 1024 * 1024 {
+            return bad("body_limit_bytes must be between 1024 and 16777216".into());
+        }
+        if self.worker_interval_ms == 0 || self.worker_interval_ms > 600_000 {
+            return bad("worker_interval_ms must be between 1 and 600000".into());
+        }
+        if self.engine.poll_interval_ms < 0
+            || self.engine.claim_lease_ms <= 0
+            || self.engine.unknown_grace_ms < 0
+            || self.engine.batch_limit == 0
+        {
+            return bad(
+                "engine: intervals must not be negative, claim_lease_ms and batch_limit positive"
+                    .into(),
+            );
+        }
+        if self.rails.evm_chains.is_empty() {
+            return bad("rails.evm_chains must name at least one EVM chain (e.g. [137])".into());
+        }
+        if let Some(p) = self.rails.primary_evm_chain
+            && !self.rails.evm_chains.contains(&p)
+        {
+            return bad(format!(
+                "rails.primary_evm_chain {p} is not in rails.evm_chains"
+            ));
+        }
+        if let Some(seed) = &self.master_seed {
+            parse_seed(seed.expose()).map_err(ConfigError::Invalid)?;
+        }
+        for (name, v) in [
+            ("sim.treasury_float", &self.sim.treasury_float),
+            ("demo.treasury_credit", &self.demo.treasury_credit),
+        ] {
+            stablecoin_core::domain::money::Micros::parse_whole_tokens(v)
+                .map_err(|e| ConfigError::Invalid(format!("{name}: {e}")))?;
+        }
+        if self.demo.enabled && self.demo.tenant_name.trim().is_empty() {
+            return bad("demo.tenant_name must not be empty".into());
+        }
+        Ok(())
+    }
+}
+
+/// Parses a 64-hex-character master seed.
+pub fn parse_seed(s: &str) -> Result<[u8; 32], String> {
+    let s = s.trim();
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("master_seed must be 64 hexadecimal characters (32 bytes)".into());
+    }
+    let mut out = [0u8; 32];
+    for (i, chunk) in s.as_bytes().chunks(2).enumerate() {
+        let hex = std::str::from_utf8(chunk).map_err(|e| e.to_string())?;
+        out[i] = u8::from_str_radix(hex, 16).map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn no_configuration_is_valid() {
+        let c = Config::load(None, env(&[])).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:8080");
+        assert_eq!(c.storage, StorageConfig::Memory);
+        assert_eq!(c.primary_evm_chain(), Some(137));
+        assert!(c.demo.enabled);
+    }
+
+    #[test]
+    fn file_then_env() {
+        let dir = std::env::temp_dir().join(format!("scfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(
+            &path,
+            "listen = \"127.0.0.1:9000\"\n[storage]\nkind = \"sqlite\"\npath = \"/tmp/x.db\"\n[rails]\nevm_chains = [137, 8453]\n",
+        )
+        .unwrap();
+        let c = Config::load(Some(&path), env(&[])).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:9000");
+        assert_eq!(
+            c.storage,
+            StorageConfig::Sqlite {
+                path: Some("/tmp/x.db".into())
+            }
+        );
+        let c = Config::load(
+            Some(&path),
+            env(&[
+                ("STABLECOIN_LISTEN", "0.0.0.0:1"),
+                ("STABLECOIN_RAILS_EVM_CHAINS", "56"),
+                ("STABLECOIN_DEMO", "false"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.listen, "0.0.0.0:1");
+        assert_eq!(c.rails.evm_chains, vec![56]);
+        assert!(!c.demo.enabled);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn typos_and_bad_values_are_errors() {
+        let dir = std::env::temp_dir().join(format!("scfg2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(&path, "lisen = \"127.0.0.1:9000\"\n").unwrap();
+        assert!(Config::load(Some(&path), env(&[])).is_err());
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(Config::load(None, env(&[("STABLECOIN_DEMO", "maybe")])).is_err());
+        assert!(Config::load(None, env(&[("STABLECOIN_LISTEN", "nowhere")])).is_err());
+        assert!(Config::load(None, env(&[("STABLECOIN_MASTER_SEED", "abc")])).is_err());
+        assert!(Config::load(None, env(&[("STABLECOIN_STORAGE", "mongo")])).is_err());
+        let pg = Config::load(
+            None,
+            env(&[
+                ("STABLECOIN_STORAGE", "postgres"),
+                ("STABLECOIN_POSTGRES_URL", "postgres://u:secretpw@h/db"),
+            ]),
+        )
+        .unwrap();
+        assert!(!format!("{pg:?}").contains("secretpw"), "secrets redacted");
+    }
+
+    #[test]
+    fn seeds_parse() {
+        let s = "00".repeat(31) + "ff";
+        assert_eq!(parse_seed(&s).unwrap()[31], 255);
+        assert!(parse_seed("zz").is_err());
+    }
+}

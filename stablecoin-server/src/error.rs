@@ -1,0 +1,501 @@
+//! The one place where errors become HTTP (ARCHITECTURE §7, API-CONVENTIONS "Errors").
+//!
+//! Every error body is `{"error": {"code": "...", "message": "...", "param": "..."}}`
+//! (`param` only when one request field is at fault). [`status_of`] maps every
+//! [`CoreError`] variant to a status; the server's own codes (authentication, request
+//! decoding, idempotency, routing) are built here too, and [`ERROR_CATALOGUE`] lists every
+//! code the API can answer, for the OpenAPI document and the README.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use stablecoin_core::CoreError;
+use utoipa::ToSchema;
+
+/// An error response: status, stable code, human message and the field at fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub param: Option<String>,
+}
+
+/// The JSON error envelope.
+#[derive(Clone, Debug, Serialize, serde::Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// One error. `code` is stable and SCREAMING_SNAKE_CASE (see the catalogue in the API
+/// description); `message` is for humans and may change.
+#[derive(Clone, Debug, Serialize, serde::Deserialize, ToSchema)]
+pub struct ErrorDetail {
+    #[schema(example = "INVALID_PHONE")]
+    pub code: String,
+    #[schema(
+        example = "invalid phone number \"0700\": phone number must be in E.164 format, starting with '+'"
+    )]
+    pub message: String,
+    /// The request field at fault, when exactly one is.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    #[schema(example = "phone_number")]
+    pub param: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            param: None,
+        }
+    }
+
+    pub fn with_param(mut self, param: impl Into<String>) -> Self {
+        self.param = Some(param.into());
+        self
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn not_implemented(what: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "NOT_IMPLEMENTED",
+            format!("{what} is not implemented by this server yet"),
+        )
+    }
+
+    pub fn sandbox_unsupported(what: &str) -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "SANDBOX_UNSUPPORTED",
+            format!("{what} has no sandbox simulation: use a live key (svc_sk_live_...)"),
+        )
+    }
+
+    pub fn route_not_found() -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "ROUTE_NOT_FOUND",
+            "no such endpoint; see /openapi.json",
+        )
+    }
+
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "METHOD_NOT_ALLOWED",
+            "this endpoint does not accept this HTTP method; see /openapi.json",
+        )
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", message)
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_string(),
+                message: self.message.clone(),
+                param: self.param.clone(),
+            },
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        // 501 (not wired) and 503 (rail not ready) are expected states, not faults.
+        if matches!(self.status.as_u16(), 500 | 502) {
+            tracing::warn!(code = self.code, message = %self.message, "request failed");
+        }
+        let status = self.status;
+        let mut res = (status, axum::Json(self.body())).into_response();
+        res.extensions_mut().insert(ErrorCode(self.code));
+        res
+    }
+}
+
+/// The code of an error response, for the request log and metrics.
+#[derive(Clone, Copy, Debug)]
+pub struct ErrorCode(pub &'static str);
+
+/// The HTTP status of every core error. A new core variant falls to 500 until it is
+/// listed here (the `_` arm exists only because `CoreError` is `#[non_exhaustive]`).
+pub fn status_of(e: &CoreError) -> StatusCode {
+    use CoreError::*;
+    match e {
+        InvalidAmount { .. }
+        | InvalidPhone { .. }
+        | UnknownToken { .. }
+        | UnknownCurrency { .. }
+        | InvalidQuoteId { .. }
+        | InvalidParameter { .. }
+        | InvalidPricing { .. }
+        | InvalidIdempotencyKey { .. } => StatusCode::BAD_REQUEST,
+        InvalidApiKey | ApiKeyRevoked => StatusCode::UNAUTHORIZED,
+        NotAMember | SandboxUnsupported => StatusCode::FORBIDDEN,
+        NotFound { .. } => StatusCode::NOT_FOUND,
+        QuoteExpired { .. } | CodeExpired => StatusCode::GONE,
+        QuoteAlreadyUsed { .. }
+        | TooManyAttempts
+        | CodeAlreadyUsed
+        | AlreadyAMember
+        | PhoneInUse { .. }
+        | IdempotencyKeyInUse
+        | InvalidTransition { .. }
+        | Conflict { .. } => StatusCode::CONFLICT,
+        QuoteTokenMismatch { .. }
+        | CodeInvalid { .. }
+        | InsufficientFunds { .. }
+        | SameWallet
+        | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+        RailNotReady { .. } | RateSource(_) => StatusCode::SERVICE_UNAVAILABLE,
+        Rail(_) | Notifier(_) => StatusCode::BAD_GATEWAY,
+        Storage(_) | Signer(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        NotImplemented { .. } => StatusCode::NOT_IMPLEMENTED,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl From<CoreError> for ApiError {
+    fn from(e: CoreError) -> Self {
+        let status = status_of(&e);
+        // Dependency failures carry internals (database, signer): log them, answer plainly.
+        let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
+            tracing::error!(code = e.code(), error = %e, "internal error");
+            "internal error; the request may be retried with the same Idempotency-Key".into()
+        } else {
+            e.to_string()
+        };
+        ApiError {
+            status,
+            code: e.code(),
+            message,
+            param: e.param().map(str::to_string),
+        }
+    }
+}
+
+/// A core error whose `param` names another request field (e.g. `to_phone_number`).
+pub fn at(field: &str) -> impl Fn(CoreError) -> ApiError + '_ {
+    move |e| {
+        let mut a = ApiError::from(e);
+        if a.param.is_some() {
+            a.param = Some(field.to_string());
+        }
+        a
+    }
+}
+
+/// Every code the API answers, its status and meaning (documented in the OpenAPI
+/// description and the README; a test checks the mapping above agrees).
+pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
+    // request decoding (server)
+    ("MALFORMED_JSON", 400, "The body is not a JSON object."),
+    (
+        "UNKNOWN_FIELD",
+        400,
+        "A money-moving request carries a field the endpoint does not know.",
+    ),
+    ("MISSING_FIELD", 400, "A required field is absent."),
+    ("INVALID_TYPE", 400, "A field has the wrong JSON type."),
+    (
+        "INVALID_QUERY",
+        400,
+        "The query string is malformed or carries an unknown parameter.",
+    ),
+    ("INVALID_PATH", 400, "A path parameter is malformed."),
+    (
+        "PAYLOAD_TOO_LARGE",
+        413,
+        "The body exceeds the server's limit.",
+    ),
+    (
+        "UNSUPPORTED_MEDIA_TYPE",
+        415,
+        "The body is not application/json.",
+    ),
+    // core validation
+    (
+        "INVALID_AMOUNT",
+        400,
+        "A token amount is not a positive decimal with at most 6 places.",
+    ),
+    ("INVALID_PHONE", 400, "A phone number is not E.164."),
+    ("UNKNOWN_TOKEN", 400, "The token is not USDC or USDT."),
+    (
+        "UNKNOWN_CURRENCY",
+        400,
+        "The fiat currency is not supported.",
+    ),
+    (
+        "INVALID_QUOTE_ID",
+        400,
+        "quote_id is neither an fx_ id nor DIRECT_CRYPTO:{TOKEN}:{amount}.",
+    ),
+    (
+        "INVALID_PARAMETER",
+        400,
+        "A parameter is out of range or malformed.",
+    ),
+    ("INVALID_PRICING", 400, "Tenant pricing is inconsistent."),
+    (
+        "INVALID_IDEMPOTENCY_KEY",
+        400,
+        "Idempotency-Key is not 1-255 printable ASCII characters.",
+    ),
+    // authentication / authority
+    ("MISSING_API_KEY", 401, "No X-API-Key header."),
+    (
+        "MALFORMED_API_KEY",
+        401,
+        "The X-API-Key value does not have the shape of any key.",
+    ),
+    ("INVALID_API_KEY", 401, "The key is unknown."),
+    ("API_KEY_REVOKED", 401, "The key has been revoked."),
+    (
+        "KEY_KIND_NOT_ALLOWED",
+        403,
+        "A business key (live_sk_/test_sk_) on a tenant endpoint, or a tenant key on the checkout list.",
+    ),
+    (
+        "NOT_A_MEMBER",
+        403,
+        "The calling tenant is not a member of the wallet.",
+    ),
+    (
+        "SANDBOX_UNSUPPORTED",
+        403,
+        "A test key on a mutation that has no sandbox simulation.",
+    ),
+    // not found
+    (
+        "NOT_FOUND",
+        404,
+        "No such resource for this tenant (another tenant's resource is also 404).",
+    ),
+    ("ROUTE_NOT_FOUND", 404, "No such endpoint."),
+    (
+        "METHOD_NOT_ALLOWED",
+        405,
+        "The endpoint exists but not with this method.",
+    ),
+    // state
+    (
+        "QUOTE_EXPIRED",
+        410,
+        "The FX quote is older than 60 seconds.",
+    ),
+    ("CODE_EXPIRED", 410, "The one-time code has expired."),
+    (
+        "QUOTE_ALREADY_USED",
+        409,
+        "The FX quote was already redeemed.",
+    ),
+    (
+        "TOO_MANY_ATTEMPTS",
+        409,
+        "Too many wrong codes: request a new one.",
+    ),
+    (
+        "CODE_ALREADY_USED",
+        409,
+        "The one-time code was already used.",
+    ),
+    (
+        "ALREADY_A_MEMBER",
+        409,
+        "The tenant is already a member of the wallet.",
+    ),
+    (
+        "PHONE_IN_USE",
+        409,
+        "The new phone number already has a wallet.",
+    ),
+    (
+        "IDEMPOTENCY_KEY_IN_USE",
+        409,
+        "A request with this Idempotency-Key is still running.",
+    ),
+    (
+        "INVALID_STATE",
+        409,
+        "The operation is not permitted from the resource's current state.",
+    ),
+    ("CONFLICT", 409, "A concurrent update won; retry."),
+    (
+        "QUOTE_TOKEN_MISMATCH",
+        422,
+        "The quote's token differs from the requested token.",
+    ),
+    ("CODE_INVALID", 422, "The one-time code is wrong."),
+    (
+        "INSUFFICIENT_FUNDS",
+        422,
+        "The treasury or wallet balance is too low.",
+    ),
+    (
+        "SAME_WALLET",
+        422,
+        "Sender and recipient are the same wallet.",
+    ),
+    (
+        "IDEMPOTENCY_KEY_REUSED",
+        422,
+        "The Idempotency-Key was used with another request.",
+    ),
+    // dependencies and server
+    (
+        "NOT_IMPLEMENTED",
+        501,
+        "The endpoint exists but is not backed by this server yet.",
+    ),
+    (
+        "RAIL_ERROR",
+        502,
+        "The blockchain rail answered with an error.",
+    ),
+    ("NOTIFIER_ERROR", 502, "The SMS gateway failed."),
+    (
+        "RAIL_NOT_READY",
+        503,
+        "The rail is not READY (spec 7): sponsored sends are unavailable.",
+    ),
+    (
+        "RATE_SOURCE_ERROR",
+        503,
+        "No FX rate is available right now.",
+    ),
+    ("STORAGE_ERROR", 500, "Storage failed."),
+    ("SIGNER_ERROR", 500, "Key custody failed."),
+    ("INTERNAL", 500, "Unexpected server error."),
+];
+
+/// The catalogue as a Markdown table (for the OpenAPI description).
+pub fn catalogue_markdown() -> String {
+    let mut s = String::from("| code | status | meaning |\n|---|---|---|\n");
+    for (code, status, meaning) in ERROR_CATALOGUE {
+        s.push_str(&format!("| `{code}` | {status} | {meaning} |\n"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_variant() -> Vec<CoreError> {
+        use CoreError::*;
+        vec![
+            InvalidAmount {
+                input: "x".into(),
+                reason: "r".into(),
+            },
+            InvalidPhone {
+                input: "x".into(),
+                reason: "r".into(),
+            },
+            UnknownToken { token: "x".into() },
+            UnknownCurrency {
+                currency: "x".into(),
+            },
+            InvalidQuoteId {
+                quote_id: "x".into(),
+                reason: "r".into(),
+            },
+            InvalidParameter {
+                field: "f",
+                reason: "r".into(),
+            },
+            InvalidPricing { reason: "r".into() },
+            InvalidIdempotencyKey { reason: "r".into() },
+            InvalidApiKey,
+            ApiKeyRevoked,
+            NotAMember,
+            SandboxUnsupported,
+            NotFound {
+                kind: "k",
+                id: "i".into(),
+            },
+            QuoteExpired {
+                quote_id: "q".into(),
+            },
+            QuoteAlreadyUsed {
+                quote_id: "q".into(),
+            },
+            QuoteTokenMismatch {
+                quote_token: "a".into(),
+                token: "b".into(),
+            },
+            CodeExpired,
+            CodeInvalid { attempts_left: 1 },
+            TooManyAttempts,
+            CodeAlreadyUsed,
+            AlreadyAMember,
+            PhoneInUse { phone: "p".into() },
+            InsufficientFunds {
+                available: "1".into(),
+                needed: "2".into(),
+            },
+            SameWallet,
+            IdempotencyKeyReused,
+            IdempotencyKeyInUse,
+            InvalidTransition {
+                machine: "m",
+                from: "a".into(),
+                event: "e".into(),
+            },
+            Conflict { what: "w".into() },
+            RailNotReady {
+                rail: "r".into(),
+                reason: "r".into(),
+            },
+            Rail("r".into()),
+            Storage("s".into()),
+            Signer("s".into()),
+            RateSource("r".into()),
+            Notifier("n".into()),
+            NotImplemented { what: "w" },
+        ]
+    }
+
+    #[test]
+    fn every_core_error_has_a_documented_status() {
+        for e in every_variant() {
+            let api = ApiError::from(e.clone());
+            let entry = ERROR_CATALOGUE
+                .iter()
+                .find(|(c, _, _)| *c == e.code())
+                .unwrap_or_else(|| panic!("{} missing from the catalogue", e.code()));
+            assert_eq!(api.status.as_u16(), entry.1, "{}", e.code());
+            assert!(
+                api.status != StatusCode::INTERNAL_SERVER_ERROR
+                    || matches!(e, CoreError::Storage(_) | CoreError::Signer(_)),
+                "{} must not be a 500",
+                e.code()
+            );
+        }
+    }
+
+    #[test]
+    fn internal_details_are_not_leaked() {
+        let api = ApiError::from(CoreError::Storage("password=hunter2".into()));
+        assert!(!api.message.contains("hunter2"));
+    }
+
+    #[test]
+    fn catalogue_codes_are_unique() {
+        let mut codes: Vec<_> = ERROR_CATALOGUE.iter().map(|e| e.0).collect();
+        codes.sort();
+        let n = codes.len();
+        codes.dedup();
+        assert_eq!(codes.len(), n);
+    }
+}

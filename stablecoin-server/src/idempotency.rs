@@ -1,0 +1,241 @@
+//! HTTP idempotency (API-CONVENTIONS "Idempotency").
+//!
+//! Every POST may carry `Idempotency-Key` (1-255 printable ASCII). For a tenant and key:
+//!
+//! 1. While a request with the key runs in this process, another one gets
+//!    `409 IDEMPOTENCY_KEY_IN_USE` (an in-process in-flight set).
+//! 2. The first successful (2xx) response (status, `Location` and the exact body bytes) is
+//!    stored through the `Store` as an `IdempotencyRecord` under the tenant, keyed
+//!    `"http\u{1f}" + key` (the separator cannot occur in a client key, so it never meets
+//!    the engine's own record for the same key). Later requests with the same key and the
+//!    same request (method, path, JSON body compared after canonicalisation) get it
+//!    replayed byte for byte with `Idempotent-Replayed: true`; with another request,
+//!    `422 IDEMPOTENCY_KEY_REUSED`.
+//! 3. Errors are not stored: a failed request changed nothing (engine batches are atomic),
+//!    so retrying it with the same key runs it again.
+//! 4. The money endpoints (fund, send, withdraw) also pass the key to the engine, whose
+//!    idempotency record is committed in the SAME batch as the operation. That is what
+//!    makes duplicates safe across processes: on several nodes sharing one database the
+//!    in-flight set does not see the other node, but the second commit fails on the
+//!    engine's record and replays the first result, so money moves once. The HTTP record
+//!    is written just after the handler; a crash in between is healed by that engine
+//!    replay (same body; only the `Idempotent-Replayed` header is missing).
+//! 5. Sandbox (test-key) requests store nothing (spec 1: no sandbox store), so they are
+//!    protected against concurrent duplicates but not replayed.
+//!
+//! Records live as long as the store keeps them (memory: the process; the durable stores
+//! keep idempotency records at least 24 hours).
+
+use crate::app::AppState;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::extract::body_error;
+use axum::body::{Body, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use stablecoin_core::engine::validate_idempotency_key;
+use stablecoin_core::ports::{Batch, IdempotencyRecord, StoreError};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+pub const HEADER: &str = "idempotency-key";
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+/// Keys of requests running in this process, per tenant.
+#[derive(Default)]
+pub struct InFlight(Mutex<HashSet<(String, String)>>);
+
+/// Removes its key from the in-flight set when dropped (also when the request is
+/// cancelled because the client went away).
+pub struct InFlightGuard {
+    set: Arc<InFlight>,
+    key: (String, String),
+}
+
+impl InFlight {
+    pub fn try_acquire(self: &Arc<Self>, tenant: &str, key: &str) -> Option<InFlightGuard> {
+        let k = (tenant.to_string(), key.to_string());
+        let mut set = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if !set.insert(k.clone()) {
+            return None;
+        }
+        Some(InFlightGuard {
+            set: self.clone(),
+            key: k,
+        })
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        let mut set = self.set.0.lock().unwrap_or_else(|e| e.into_inner());
+        set.remove(&self.key);
+    }
+}
+
+fn store_key(key: &str) -> String {
+    format!("http\u{1f}{key}")
+}
+
+/// Hash of what identifies a request: method, path and the body (canonical JSON when it
+/// parses, so formatting and key order do not matter; raw bytes otherwise).
+fn fingerprint(method: &Method, path: &str, body: &[u8]) -> String {
+    let canonical = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| serde_json::to_vec(&v).ok())
+        .unwrap_or_else(|| body.to_vec());
+    let mut h = Sha256::new();
+    h.update(method.as_str().as_bytes());
+    h.update(b"\n");
+    h.update(path.as_bytes());
+    h.update(b"\n");
+    h.update(&canonical);
+    crate::config::hex(&h.finalize())
+}
+
+fn replay(rec: &IdempotencyRecord) -> Option<Response> {
+    let status = StatusCode::from_u16(rec.response.get("status")?.as_u64()? as u16).ok()?;
+    let body = rec.response.get("body")?.as_str()?.to_string();
+    let mut res = Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(REPLAYED_HEADER, "true");
+    if let Some(loc) = rec.response.get("location").and_then(|l| l.as_str()) {
+        res = res.header(header::LOCATION, loc);
+    }
+    res.body(Body::from(body)).ok()
+}
+
+/// The middleware; route it inside the auth middleware (it needs the caller).
+pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
+    let Some(raw) = req.headers().get(HEADER) else {
+        return next.run(req).await;
+    };
+    let invalid = || {
+        ApiError::bad_request(
+            "INVALID_IDEMPOTENCY_KEY",
+            "Idempotency-Key must be 1 to 255 printable ASCII characters",
+        )
+        .with_param("Idempotency-Key")
+        .into_response()
+    };
+    let Ok(key) = raw.to_str().map(str::to_string) else {
+        return invalid();
+    };
+    if validate_idempotency_key(&key).is_err() {
+        return invalid();
+    }
+    let Some(caller) = req.extensions().get::<Caller>().cloned() else {
+        return next.run(req).await;
+    };
+    let tenant = caller.tenant().0.clone();
+    let (parts, body) = req.into_parts();
+    let bytes = match to_bytes(body, app.config.body_limit_bytes).await {
+        Ok(b) => b,
+        Err(_) => return body_error(StatusCode::PAYLOAD_TOO_LARGE).into_response(),
+    };
+    let print = fingerprint(&parts.method, parts.uri.path(), &bytes);
+    let Some(_guard) = app.inflight.try_acquire(&tenant, &key) else {
+        return ApiError::from(stablecoin_core::CoreError::IdempotencyKeyInUse).into_response();
+    };
+    let sandbox = caller.is_sandbox();
+    let store = &app.storage.store;
+    if !sandbox {
+        match store.idempotency(&tenant, &store_key(&key)).await {
+            Ok(Some(rec)) if rec.request_hash == print => {
+                if let Some(res) = replay(&rec) {
+                    app.metrics.replay();
+                    return res;
+                }
+                return ApiError::internal("stored idempotent response is unreadable")
+                    .into_response();
+            }
+            Ok(Some(_)) => {
+                return ApiError::from(stablecoin_core::CoreError::IdempotencyKeyReused)
+                    .into_response();
+            }
+            Ok(None) => {}
+            Err(e) => {
+                return ApiError::from(stablecoin_core::CoreError::Storage(e.to_string()))
+                    .into_response();
+            }
+        }
+    }
+    let res = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    if sandbox || !res.status().is_success() {
+        return res;
+    }
+    let (mut rparts, rbody) = res.into_parts();
+    let rbytes = match to_bytes(rbody, usize::MAX).await {
+        Ok(b) => b,
+        Err(_) => return ApiError::internal("response body failed").into_response(),
+    };
+    if let Ok(text) = std::str::from_utf8(&rbytes) {
+        let mut response = serde_json::json!({
+            "status": rparts.status.as_u16(),
+            "body": text,
+        });
+        if let Some(loc) = rparts
+            .headers
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+        {
+            response["location"] = loc.into();
+        }
+        let record = IdempotencyRecord {
+            tenant: tenant.clone(),
+            key: store_key(&key),
+            request_hash: print,
+            response,
+            created_at: app.engine.ports().clock.now(),
+        };
+        match store
+            .commit(Batch {
+                idempotency: Some(record),
+                ..Default::default()
+            })
+            .await
+        {
+            Ok(_) | Err(StoreError::IdempotencyExists { .. }) => {}
+            Err(e) => tracing::warn!(error = %e, "could not store the idempotent response"),
+        }
+    }
+    rparts
+        .headers
+        .insert(REPLAYED_HEADER, HeaderValue::from_static("false"));
+    Response::from_parts(rparts, Body::from(rbytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_ignores_formatting_not_content() {
+        let a = fingerprint(&Method::POST, "/v1/x", b"{\"a\":1,\"b\":2}");
+        let b = fingerprint(&Method::POST, "/v1/x", b"{ \"b\": 2, \"a\": 1 }");
+        let c = fingerprint(&Method::POST, "/v1/x", b"{\"a\":1,\"b\":3}");
+        let d = fingerprint(&Method::POST, "/v1/y", b"{\"a\":1,\"b\":2}");
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_ne!(a, d);
+    }
+
+    #[test]
+    fn in_flight_is_exclusive_and_released() {
+        let set = Arc::new(InFlight::default());
+        let g = set.try_acquire("t", "k").unwrap();
+        assert!(set.try_acquire("t", "k").is_none());
+        assert!(set.try_acquire("u", "k").is_some());
+        drop(g);
+        assert!(set.try_acquire("t", "k").is_some());
+    }
+}

@@ -1,0 +1,273 @@
+//! Prometheus metrics (text exposition format 0.0.4) and the request log.
+//!
+//! - `http_requests_total{method,route,status}` and
+//!   `http_request_duration_seconds{method,route}` (histogram) per route template.
+//! - `stablecoin_operations_accepted_total{kind}`: operations accepted (QUEUED/PENDING).
+//! - `stablecoin_operation_transitions_total{to}`: what the workers moved operations to
+//!   (SUBMITTED, SETTLED, FAILED, SUBMISSION_UNKNOWN), plus polls and credited deposits.
+//! - `stablecoin_worker_ticks_total`, `stablecoin_worker_errors_total`.
+//! - `stablecoin_sandbox_simulations_total{route}`, `stablecoin_idempotent_replays_total`.
+//! - `stablecoin_rail_ready{rail,status}` (gauge, read at scrape time).
+//!
+//! Webhook delivery metrics join when `stablecoin-webhooks` is wired.
+
+use crate::error::ErrorCode;
+use axum::extract::{MatchedPath, Request};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::Response;
+use stablecoin_core::engine::TickReport;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+const BUCKETS: [f64; 12] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+#[derive(Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    fn observe(&mut self, v: f64) {
+        for (i, b) in BUCKETS.iter().enumerate() {
+            if v <= *b {
+                self.counts[i] += 1;
+            }
+        }
+        self.sum += v;
+        self.count += 1;
+    }
+}
+
+/// The server's metric registry.
+#[derive(Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(String, String, u16), u64>>,
+    latency: Mutex<BTreeMap<(String, String), Histogram>>,
+    accepted: Mutex<BTreeMap<String, u64>>,
+    transitions: Mutex<BTreeMap<&'static str, u64>>,
+    simulations: Mutex<BTreeMap<String, u64>>,
+    ticks: AtomicU64,
+    worker_errors: AtomicU64,
+    replays: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+impl Metrics {
+    pub fn observe_request(&self, method: &str, route: &str, status: u16, seconds: f64) {
+        *lock(&self.requests)
+            .entry((method.to_string(), route.to_string(), status))
+            .or_default() += 1;
+        lock(&self.latency)
+            .entry((method.to_string(), route.to_string()))
+            .or_default()
+            .observe(seconds);
+    }
+
+    pub fn operation_accepted(&self, kind: &str) {
+        *lock(&self.accepted).entry(kind.to_string()).or_default() += 1;
+    }
+
+    pub fn simulation(&self, route: &str) {
+        *lock(&self.simulations)
+            .entry(route.to_string())
+            .or_default() += 1;
+    }
+
+    pub fn replay(&self) {
+        self.replays.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn tick(&self, r: &TickReport) {
+        self.ticks.fetch_add(1, Ordering::Relaxed);
+        self.worker_errors
+            .fetch_add(r.errors.len() as u64, Ordering::Relaxed);
+        let mut t = lock(&self.transitions);
+        for (to, n) in [
+            ("SUBMITTED", r.submitted),
+            ("SETTLED", r.settled),
+            ("FAILED", r.failed),
+            ("SUBMISSION_UNKNOWN", r.unknown),
+            ("DEPOSIT_CREDITED", r.deposits),
+            ("POLLED", r.polled),
+        ] {
+            *t.entry(to).or_default() += n as u64;
+        }
+    }
+
+    /// The exposition text; `rails` are (rail, readiness status) read at scrape time.
+    pub fn render(&self, rails: &[(String, String)]) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP http_requests_total HTTP requests by method, route template and status.\n# TYPE http_requests_total counter\n");
+        for ((m, r, s), n) in lock(&self.requests).iter() {
+            let _ = writeln!(
+                out,
+                "http_requests_total{{method=\"{}\",route=\"{}\",status=\"{s}\"}} {n}",
+                escape(m),
+                escape(r)
+            );
+        }
+        out.push_str("# HELP http_request_duration_seconds HTTP request latency by method and route template.\n# TYPE http_request_duration_seconds histogram\n");
+        for ((m, r), h) in lock(&self.latency).iter() {
+            let labels = format!("method=\"{}\",route=\"{}\"", escape(m), escape(r));
+            for (i, b) in BUCKETS.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "http_request_duration_seconds_bucket{{{labels},le=\"{b}\"}} {}",
+                    h.counts[i]
+                );
+            }
+            let _ = writeln!(
+                out,
+                "http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
+                h.count
+            );
+            let _ = writeln!(
+                out,
+                "http_request_duration_seconds_sum{{{labels}}} {}",
+                h.sum
+            );
+            let _ = writeln!(
+                out,
+                "http_request_duration_seconds_count{{{labels}}} {}",
+                h.count
+            );
+        }
+        out.push_str("# HELP stablecoin_operations_accepted_total Money-moving operations accepted, by kind.\n# TYPE stablecoin_operations_accepted_total counter\n");
+        for (k, n) in lock(&self.accepted).iter() {
+            let _ = writeln!(
+                out,
+                "stablecoin_operations_accepted_total{{kind=\"{}\"}} {n}",
+                escape(k)
+            );
+        }
+        out.push_str("# HELP stablecoin_operation_transitions_total Operation state changes made by the workers, by resulting state.\n# TYPE stablecoin_operation_transitions_total counter\n");
+        for (to, n) in lock(&self.transitions).iter() {
+            let _ = writeln!(
+                out,
+                "stablecoin_operation_transitions_total{{to=\"{to}\"}} {n}"
+            );
+        }
+        let _ = write!(
+            out,
+            "# HELP stablecoin_worker_ticks_total Worker rounds run.\n# TYPE stablecoin_worker_ticks_total counter\nstablecoin_worker_ticks_total {}\n",
+            self.ticks.load(Ordering::Relaxed)
+        );
+        let _ = write!(
+            out,
+            "# HELP stablecoin_worker_errors_total Errors met by worker rounds.\n# TYPE stablecoin_worker_errors_total counter\nstablecoin_worker_errors_total {}\n",
+            self.worker_errors.load(Ordering::Relaxed)
+        );
+        let _ = write!(
+            out,
+            "# HELP stablecoin_idempotent_replays_total Responses replayed for a repeated Idempotency-Key.\n# TYPE stablecoin_idempotent_replays_total counter\nstablecoin_idempotent_replays_total {}\n",
+            self.replays.load(Ordering::Relaxed)
+        );
+        out.push_str("# HELP stablecoin_sandbox_simulations_total Simulated (test-key) mutations, by route.\n# TYPE stablecoin_sandbox_simulations_total counter\n");
+        for (r, n) in lock(&self.simulations).iter() {
+            let _ = writeln!(
+                out,
+                "stablecoin_sandbox_simulations_total{{route=\"{}\"}} {n}",
+                escape(r)
+            );
+        }
+        out.push_str("# HELP stablecoin_rail_ready Rail readiness (1 for the reported status).\n# TYPE stablecoin_rail_ready gauge\n");
+        for (rail, status) in rails {
+            let _ = writeln!(
+                out,
+                "stablecoin_rail_ready{{rail=\"{}\",status=\"{}\"}} 1",
+                escape(rail),
+                escape(status)
+            );
+        }
+        out
+    }
+}
+
+/// A request id (`req_` + 16 hex), echoed as `X-Request-Id` and logged.
+fn request_id() -> String {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        b = (Instant::now().elapsed().as_nanos() as u64).to_be_bytes();
+    }
+    format!("req_{}", crate::config::hex(&b))
+}
+
+/// Counts, times and logs every request. Logs the route template (never the query string,
+/// which may carry phone numbers) and never a header value.
+pub async fn track(
+    axum::extract::State(metrics): axum::extract::State<std::sync::Arc<Metrics>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let start = Instant::now();
+    let method = req.method().to_string();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".to_string());
+    let id = request_id();
+    let mut res = next.run(req).await;
+    let elapsed = start.elapsed();
+    let status = res.status().as_u16();
+    metrics.observe_request(&method, &route, status, elapsed.as_secs_f64());
+    let code = res
+        .extensions()
+        .get::<ErrorCode>()
+        .map(|c| c.0)
+        .unwrap_or("");
+    tracing::info!(
+        request_id = %id,
+        method = %method,
+        route = %route,
+        status,
+        error_code = code,
+        latency_ms = elapsed.as_secs_f64() * 1000.0,
+        "request"
+    );
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        res.headers_mut().insert("x-request-id", v);
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_prometheus_text() {
+        let m = Metrics::default();
+        m.observe_request("GET", "/v1/transfers/{id}", 200, 0.003);
+        m.operation_accepted("transfer");
+        m.tick(&TickReport {
+            settled: 2,
+            ..Default::default()
+        });
+        let t = m.render(&[("polygon".into(), "READY".into())]);
+        assert!(t.contains(
+            "http_requests_total{method=\"GET\",route=\"/v1/transfers/{id}\",status=\"200\"} 1"
+        ));
+        assert!(t.contains("le=\"0.005\"} 1"));
+        assert!(t.contains("le=\"0.001\"} 0"));
+        assert!(t.contains("stablecoin_operation_transitions_total{to=\"SETTLED\"} 2"));
+        assert!(t.contains("stablecoin_rail_ready{rail=\"polygon\",status=\"READY\"} 1"));
+    }
+}

@@ -1,0 +1,218 @@
+//! The CLI: admin commands (in-process against the engine, and the binary's refusal on
+//! memory storage), `migrate`, and `serve` as a real process stopped by SIGTERM.
+
+mod common;
+
+use clap::Parser;
+use common::*;
+use stablecoin_server::cli::{Cli, run_admin};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+fn cmd(args: &[&str]) -> stablecoin_server::cli::Command {
+    let mut all = vec!["stablecoin-server"];
+    all.extend_from_slice(args);
+    Cli::try_parse_from(all).unwrap().command.unwrap()
+}
+
+#[tokio::test]
+async fn admin_commands_act_on_the_engine() {
+    let s = start().await;
+    let e = s.app.engine();
+    let t = run_admin(e, &cmd(&["tenant", "create", "--name", "Cli Co"]))
+        .await
+        .unwrap();
+    let tid = t["tenant_id"].as_str().unwrap().to_string();
+    let k = run_admin(
+        e,
+        &cmd(&["key", "issue", "--tenant", &tid, "--mode", "live"]),
+    )
+    .await
+    .unwrap();
+    let secret = k["secret"].as_str().unwrap().to_string();
+    assert!(secret.starts_with("svc_sk_live_"));
+    let c = run_admin(
+        e,
+        &cmd(&[
+            "treasury",
+            "credit",
+            "--tenant",
+            &tid,
+            "--token",
+            "USDC",
+            "--amount",
+            "250",
+            "--reference",
+            "r-1",
+        ]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(c["treasury_balance"], "250.000000");
+    let p = run_admin(
+        e,
+        &cmd(&[
+            "pricing",
+            "set",
+            "--tenant",
+            &tid,
+            "--mode",
+            "PERCENTAGE",
+            "--fee-bps",
+            "100",
+            "--fee-address",
+            "0x00000000000000000000000000000000000000aa",
+        ]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(p["pricing"]["fee_bps"], 100);
+    // The issued key works over HTTP and the pricing applies.
+    s.provision(&secret, "+2250700000001").await;
+    s.fund_settled(&secret, "+2250700000001", "100").await;
+    let r = s
+        .post(
+            &secret,
+            "/v1/transfers/send",
+            r#"{"from_phone_number":"+2250700000001","to_phone_number":"+2250700000002","token":"USDC","quote_id":"DIRECT_CRYPTO:USDC:10"}"#,
+        )
+        .await;
+    r.expect(202);
+    assert_eq!(r.json()["tenant_fee"], "0.100000");
+    let bad = run_admin(
+        e,
+        &cmd(&[
+            "pricing",
+            "set",
+            "--tenant",
+            &tid,
+            "--mode",
+            "PERCENTAGE",
+            "--fee-bps",
+            "5000",
+        ]),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(bad.code(), "INVALID_PRICING");
+    run_admin(
+        e,
+        &cmd(&[
+            "key",
+            "revoke",
+            "--tenant",
+            &tid,
+            "--key-id",
+            k["key_id"].as_str().unwrap(),
+        ]),
+    )
+    .await
+    .unwrap();
+    s.get(&secret, "/v1/transfers")
+        .await
+        .expect_err(401, "API_KEY_REVOKED");
+    assert!(
+        run_admin(e, &cmd(&["tenant", "create", "--name", " "]))
+            .await
+            .is_err()
+    );
+}
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stablecoin-server"));
+    for var in stablecoin_server::config::env_var_names().chain(["STABLECOIN_CONFIG"]) {
+        c.env_remove(var);
+    }
+    c
+}
+
+#[test]
+fn binary_admin_and_migrate_on_memory_storage() {
+    let out = bin()
+        .args(["tenant", "create", "--name", "X"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not persist"));
+    let out = bin().arg("migrate").output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to migrate"));
+    let out = bin()
+        .arg("migrate")
+        .env("STABLECOIN_STORAGE", "postgres")
+        .env(
+            "STABLECOIN_POSTGRES_URL",
+            "postgres://u:pw-secret@localhost/db",
+        )
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not wired"), "{err}");
+    assert!(!err.contains("pw-secret"));
+    let out = bin()
+        .arg("serve")
+        .env("STABLECOIN_LISTEN", "not-an-address")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn serve_with_zero_configuration_then_sigterm() {
+    let mut child = bin()
+        .env("STABLECOIN_LISTEN", "127.0.0.1:0")
+        .arg("serve")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut tx = Some(tx);
+        // Keep draining stdout until the process exits.
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let done = line.contains("curl ");
+            out.push(line);
+            if done && let Some(tx) = tx.take() {
+                let _ = tx.send(out.clone());
+            }
+        }
+    });
+    let lines = rx.await.expect("banner with a curl line");
+    let banner = lines.join("\n");
+    let curl = lines.iter().find(|l| l.contains("curl ")).unwrap();
+    let url = curl
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap();
+    let parts: Vec<&str> = curl.split('\'').collect();
+    let key = parts
+        .iter()
+        .find_map(|p| p.strip_prefix("X-API-Key: "))
+        .unwrap();
+    let body = parts.iter().find(|p| p.starts_with('{')).unwrap();
+    assert!(banner.contains("svc_sk_test_"));
+    let r = reqwest::Client::new()
+        .post(url)
+        .header("X-API-Key", key)
+        .header("Content-Type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(exit.success(), "graceful exit: {exit:?}");
+}

@@ -1,0 +1,288 @@
+//! A real server on a loopback port, and a small client for it.
+#![allow(dead_code)]
+
+use reqwest::Method;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+use stablecoin_core::domain::ids::{ApiKeyId, TenantId};
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::engine::{KeyKind, KeyMode};
+use stablecoin_core::memory::MemoryStore;
+use stablecoin_server::{App, Config};
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+pub struct Server {
+    pub app: App,
+    pub base: String,
+    pub client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    handle: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+/// A tenant with a credited treasury and one key of each kind and mode.
+pub struct Tenant {
+    pub id: TenantId,
+    pub live: String,
+    pub test: String,
+    pub business_live: String,
+    pub business_test: String,
+    pub live_key_id: ApiKeyId,
+}
+
+pub struct Resp {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub bytes: Vec<u8>,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.bytes).unwrap_or_else(|_| {
+            panic!(
+                "not JSON ({}): {}",
+                self.status,
+                String::from_utf8_lossy(&self.bytes)
+            )
+        })
+    }
+    pub fn code(&self) -> String {
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error code ({}): {}", self.status, self.text()))
+            .to_string()
+    }
+    pub fn param(&self) -> Option<String> {
+        self.json()["error"]["param"].as_str().map(str::to_string)
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    }
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Self {
+        assert_eq!(self.status, status, "body: {}", self.text());
+        self
+    }
+    #[track_caller]
+    pub fn expect_err(&self, status: u16, code: &str) -> &Self {
+        assert_eq!(self.status, status, "body: {}", self.text());
+        assert_eq!(self.code(), code, "body: {}", self.text());
+        self
+    }
+}
+
+/// Test defaults: memory storage, no demo tenant, fixed seed, fast confirmations, and no
+/// background workers (so commit counts are stable; tests drive the engine or turn the
+/// workers on).
+pub fn test_config() -> Config {
+    let mut c = Config {
+        listen: "127.0.0.1:0".into(),
+        master_seed: Some(stablecoin_server::config::Secret::new("07".repeat(32))),
+        run_workers: false,
+        worker_interval_ms: 10,
+        ..Default::default()
+    };
+    c.demo.enabled = false;
+    c.engine.poll_interval_ms = 0;
+    c.engine.unknown_grace_ms = 0;
+    c
+}
+
+pub async fn start() -> Server {
+    start_with(test_config()).await
+}
+
+pub async fn start_with(config: Config) -> Server {
+    let app = App::build(config).await.expect("app builds");
+    serve(app).await
+}
+
+pub async fn serve(app: App) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = oneshot::channel::<()>();
+    let a = app.clone();
+    let handle = tokio::spawn(async move {
+        a.serve(listener, async {
+            let _ = rx.await;
+        })
+        .await
+    });
+    Server {
+        app,
+        base: format!("http://{addr}"),
+        client: reqwest::Client::new(),
+        stop: Some(tx),
+        handle: Some(handle),
+    }
+}
+
+pub fn m(s: &str) -> Micros {
+    Micros::parse_decimal(s).unwrap()
+}
+
+impl Server {
+    pub fn memory(&self) -> Arc<MemoryStore> {
+        self.app
+            .state()
+            .storage
+            .memory
+            .clone()
+            .expect("memory storage")
+    }
+
+    pub fn commits(&self) -> u64 {
+        self.memory().commit_count()
+    }
+
+    /// Stops accepting, waits for in-flight requests and the worker.
+    pub async fn shutdown(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(h) = self.handle.take() {
+            h.await.unwrap().unwrap();
+        }
+    }
+
+    pub async fn tenant(&self, name: &str, usdc: &str) -> Tenant {
+        let e = self.app.engine();
+        let t = e.create_tenant(name).await.unwrap();
+        if usdc != "0" {
+            e.credit_treasury(&t.id, Token::Usdc, m(usdc), &format!("wire-{name}"))
+                .await
+                .unwrap();
+        }
+        let live = e
+            .issue_api_key(&t.id, KeyKind::Tenant, KeyMode::Live)
+            .await
+            .unwrap();
+        let test = e
+            .issue_api_key(&t.id, KeyKind::Tenant, KeyMode::Test)
+            .await
+            .unwrap();
+        let bl = e
+            .issue_api_key(&t.id, KeyKind::Business, KeyMode::Live)
+            .await
+            .unwrap();
+        let bt = e
+            .issue_api_key(&t.id, KeyKind::Business, KeyMode::Test)
+            .await
+            .unwrap();
+        Tenant {
+            id: t.id,
+            live: live.secret,
+            test: test.secret,
+            business_live: bl.secret,
+            business_test: bt.secret,
+            live_key_id: live.key.id,
+        }
+    }
+
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Resp {
+        let mut req = self
+            .client
+            .request(method, format!("{}{}", self.base, path));
+        if let Some(k) = key {
+            req = req.header("X-API-Key", k);
+        }
+        if let Some(b) = body {
+            req = req
+                .header("Content-Type", "application/json")
+                .body(b.to_string());
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let res = req.send().await.expect("request");
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let bytes = res.bytes().await.unwrap().to_vec();
+        Resp {
+            status,
+            headers,
+            bytes,
+        }
+    }
+
+    pub async fn post(&self, key: &str, path: &str, body: &str) -> Resp {
+        self.send(Method::POST, path, Some(key), Some(body), &[])
+            .await
+    }
+
+    pub async fn post_idem(&self, key: &str, path: &str, body: &str, idem: &str) -> Resp {
+        self.send(
+            Method::POST,
+            path,
+            Some(key),
+            Some(body),
+            &[("Idempotency-Key", idem)],
+        )
+        .await
+    }
+
+    pub async fn get(&self, key: &str, path: &str) -> Resp {
+        self.send(Method::GET, path, Some(key), None, &[]).await
+    }
+
+    pub async fn provision(&self, key: &str, phone: &str) -> Value {
+        let r = self
+            .post(
+                key,
+                "/v1/users/provision",
+                &format!("{{\"phone_number\":\"{phone}\"}}"),
+            )
+            .await;
+        r.expect(200);
+        r.json()
+    }
+
+    /// Funds a wallet and drives the engine until it settles.
+    pub async fn fund_settled(&self, key: &str, phone: &str, amount: &str) {
+        let r = self
+            .post(
+                key,
+                "/v1/users/fund",
+                &format!(
+                    "{{\"phone_number\":\"{phone}\",\"token\":\"USDC\",\"amount\":\"{amount}\"}}"
+                ),
+            )
+            .await;
+        r.expect(202);
+        self.settle().await;
+    }
+
+    pub async fn settle(&self) {
+        let r = self.app.engine().settle_all(100).await;
+        assert!(r.errors.is_empty(), "worker errors: {:?}", r.errors);
+    }
+
+    pub async fn treasury(&self, t: &Tenant) -> Micros {
+        self.app
+            .engine()
+            .treasury_balance(&t.id, Token::Usdc)
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}

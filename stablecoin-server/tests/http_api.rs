@@ -1,0 +1,943 @@
+//! Every route over real HTTP: success, errors, tenant isolation, and for each route a bad
+//! input that provably writes nothing (the memory store's commit count does not move; the
+//! background workers are off in these tests).
+
+mod common;
+
+use common::*;
+use reqwest::Method;
+use serde_json::json;
+use stablecoin_core::domain::phone::Phone;
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::ports::{Batch, RailId, Record};
+use stablecoin_server::api::checkout::StoredPaymentSession;
+use stablecoin_server::api::types::PaymentSession;
+
+const A: &str = "+2250700000001";
+const B: &str = "+2250700000002";
+
+/// Runs `f`, then checks no commit happened.
+macro_rules! writes_nothing {
+    ($s:expr, $e:expr) => {{
+        let before = $s.commits();
+        let r = $e;
+        assert_eq!(
+            $s.commits(),
+            before,
+            "bad input must write nothing: {}",
+            r.text()
+        );
+        r
+    }};
+}
+
+#[tokio::test]
+async fn provision_outcomes_and_bad_input() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "0").await;
+    let beta = s.tenant("Beta", "0").await;
+    let p = s.provision(&acme.live, A).await;
+    assert_eq!(p["outcome"], "PROVISIONED");
+    assert!(p["wallet_id"].as_str().unwrap().starts_with("wal_"));
+    assert!(p["address"].as_str().unwrap().starts_with("0x"));
+    assert_eq!(p["rail"], "polygon");
+    assert_eq!(
+        s.provision(&acme.live, A).await["outcome"],
+        "ALREADY_EXISTS"
+    );
+    let lr = s.provision(&beta.live, A).await;
+    assert_eq!(lr["outcome"], "LINK_REQUIRED");
+    assert_eq!(lr["address"], p["address"]);
+    // Formatting is normalised.
+    assert_eq!(
+        s.provision(&acme.live, "+225 07 00 00 00 01").await["outcome"],
+        "ALREADY_EXISTS"
+    );
+
+    let r = writes_nothing!(
+        s,
+        s.post(
+            &acme.live,
+            "/v1/users/provision",
+            r#"{"phone_number":"0700"}"#
+        )
+        .await
+    );
+    r.expect_err(400, "INVALID_PHONE");
+    assert_eq!(r.param().as_deref(), Some("phone_number"));
+    writes_nothing!(s, s.post(&acme.live, "/v1/users/provision", "{}").await)
+        .expect_err(400, "MISSING_FIELD");
+    writes_nothing!(
+        s,
+        s.post(
+            &acme.live,
+            "/v1/users/provision",
+            r#"{"phone_number":"+22507"#
+        )
+        .await
+    )
+    .expect_err(400, "MALFORMED_JSON");
+    writes_nothing!(
+        s,
+        s.post(&acme.live, "/v1/users/provision", r#"{"phone_number":225}"#)
+            .await
+    )
+    .expect_err(400, "INVALID_TYPE");
+    writes_nothing!(s, s.post(&acme.live, "/v1/users/provision", "[]").await)
+        .expect_err(400, "MALFORMED_JSON");
+    // Oversize body: 413.
+    let big = format!(r#"{{"phone_number":"{A}","pad":"{}"}}"#, "x".repeat(70_000));
+    writes_nothing!(s, s.post(&acme.live, "/v1/users/provision", &big).await)
+        .expect_err(413, "PAYLOAD_TOO_LARGE");
+    // Not JSON at all.
+    let r = writes_nothing!(
+        s,
+        s.send(
+            Method::POST,
+            "/v1/users/provision",
+            Some(&acme.live),
+            None,
+            &[("Content-Type", "application/xml")]
+        )
+        .await
+    );
+    r.expect_err(415, "UNSUPPORTED_MEDIA_TYPE");
+}
+
+#[tokio::test]
+async fn fund_read_back_and_bad_input() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "100").await;
+    let beta = s.tenant("Beta", "100").await;
+    s.provision(&acme.live, A).await;
+    let body = format!(r#"{{"phone_number":"{A}","token":"USDC","amount":"40"}}"#);
+    let r = s.post(&acme.live, "/v1/users/fund", &body).await;
+    r.expect(202);
+    let op = r.json();
+    assert_eq!(op["status"], "QUEUED");
+    assert_eq!(op["object"], "funding");
+    let id = op["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("fd_"));
+    let loc = r.header("location").unwrap();
+    assert_eq!(loc, format!("/v1/fundings/{id}"));
+    assert_eq!(s.treasury(&acme).await, m("60"), "held at once");
+    s.settle().await;
+    let read = s.get(&acme.live, &loc).await;
+    read.expect(200);
+    assert_eq!(read.json()["status"], "SETTLED");
+    assert!(read.json()["tx_hash"].as_str().is_some());
+    // Another tenant's funding is 404, and so is a funding id read as a transfer.
+    s.get(&beta.live, &loc).await.expect_err(404, "NOT_FOUND");
+    s.get(&acme.live, &format!("/v1/transfers/{id}"))
+        .await
+        .expect_err(404, "NOT_FOUND");
+    // Money-in is open: Beta may fund Acme's customer.
+    s.post(&beta.live, "/v1/users/fund", &body)
+        .await
+        .expect(202);
+
+    for (bad, code, param) in [
+        (
+            r#"{"phone_number":"+2250700000001","token":"USDC","amount":"-1"}"#,
+            "INVALID_AMOUNT",
+            "amount",
+        ),
+        (
+            r#"{"phone_number":"+2250700000001","token":"USDC","amount":"1.0000001"}"#,
+            "INVALID_AMOUNT",
+            "amount",
+        ),
+        (
+            r#"{"phone_number":"+2250700000001","token":"USDC","amount":"0"}"#,
+            "INVALID_AMOUNT",
+            "amount",
+        ),
+        (
+            r#"{"phone_number":"+2250700000001","token":"EURC","amount":"1"}"#,
+            "UNKNOWN_TOKEN",
+            "token",
+        ),
+        (
+            r#"{"phone_number":"+2250700000001","token":"USDC","amount":"1","memo":"x"}"#,
+            "UNKNOWN_FIELD",
+            "memo",
+        ),
+        (
+            r#"{"phone_number":"+2250700000001","token":"USDC","amount":1}"#,
+            "INVALID_TYPE",
+            "amount",
+        ),
+    ] {
+        let r = writes_nothing!(s, s.post(&acme.live, "/v1/users/fund", bad).await);
+        r.expect_err(400, code);
+        assert_eq!(r.param().as_deref(), Some(param), "{bad}");
+    }
+    let before = s.treasury(&acme).await;
+    writes_nothing!(
+        s,
+        s.post(
+            &acme.live,
+            "/v1/users/fund",
+            r#"{"phone_number":"+2250700000001","token":"USDC","amount":"1000"}"#
+        )
+        .await
+    )
+    .expect_err(422, "INSUFFICIENT_FUNDS");
+    writes_nothing!(
+        s,
+        s.post(
+            &acme.live,
+            "/v1/users/fund",
+            r#"{"phone_number":"+2250700000077","token":"USDC","amount":"1"}"#
+        )
+        .await
+    )
+    .expect_err(404, "NOT_FOUND");
+    assert_eq!(s.treasury(&acme).await, before);
+}
+
+#[tokio::test]
+async fn balance_reads_membership_and_bad_query() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "100").await;
+    let beta = s.tenant("Beta", "0").await;
+    s.provision(&acme.live, A).await;
+    s.fund_settled(&acme.live, A, "12.5").await;
+    let r = s
+        .get(
+            &acme.live,
+            "/v1/users/balance?phone_number=%2B2250700000001",
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(r.json()["balance_usdc"], "12.500000");
+    assert_eq!(r.json()["balance_usdt"], "0.000000");
+    // Reads pass through for test keys.
+    s.get(
+        &acme.test,
+        "/v1/users/balance?phone_number=%2B2250700000001",
+    )
+    .await
+    .expect(200);
+    s.get(
+        &beta.live,
+        "/v1/users/balance?phone_number=%2B2250700000001",
+    )
+    .await
+    .expect_err(403, "NOT_A_MEMBER");
+    s.get(&acme.live, "/v1/users/balance")
+        .await
+        .expect_err(400, "INVALID_QUERY");
+    s.get(&acme.live, "/v1/users/balance?phone_number=abc")
+        .await
+        .expect_err(400, "INVALID_PHONE");
+    let r = s
+        .get(&acme.live, "/v1/users/balance?phone=%2B2250700000001")
+        .await;
+    r.expect_err(400, "INVALID_QUERY");
+    assert_eq!(r.param().as_deref(), Some("phone"));
+    s.get(
+        &acme.live,
+        "/v1/users/balance?phone_number=%2B2250700000099",
+    )
+    .await
+    .expect_err(404, "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn withdraw_completes_and_bad_input() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "100").await;
+    let beta = s.tenant("Beta", "0").await;
+    s.provision(&acme.live, A).await;
+    s.fund_settled(&acme.live, A, "50").await;
+    let body =
+        r#"{"phone_number":"+2250700000001","token":"USDC","amount":"20","payout_currency":"XOF"}"#;
+    let r = s.post(&acme.live, "/v1/users/withdraw", body).await;
+    r.expect(202);
+    assert_eq!(r.json()["status"], "PENDING");
+    assert_eq!(r.json()["payout_currency"], "XOF");
+    let loc = r.header("location").unwrap();
+    assert!(loc.starts_with("/v1/withdrawals/wd_"));
+    // The sweep confirms, then the (simulated) payout is delivered.
+    let mut w = s.get(&acme.live, &loc).await;
+    for _ in 0..10 {
+        s.settle().await;
+        w = s.get(&acme.live, &loc).await;
+        if w.json()["status"] == "COMPLETED" {
+            break;
+        }
+    }
+    w.expect(200);
+    assert_eq!(w.json()["status"], "COMPLETED");
+    assert!(w.json()["payout_reference"].as_str().is_some());
+    s.get(&beta.live, &loc).await.expect_err(404, "NOT_FOUND");
+
+    let r = writes_nothing!(
+        s,
+        s.post(
+            &acme.live,
+            "/v1/users/withdraw",
+            r#"{"phone_number":"+2250700000001","token":"USDC","amount":"1","payout_currency":"ABC"}"#
+        )
+        .await
+    );
+    r.expect_err(400, "UNKNOWN_CURRENCY");
+    assert_eq!(r.param().as_deref(), Some("payout_currency"));
+    writes_nothing!(s, s.post(&beta.live, "/v1/users/withdraw", body).await)
+        .expect_err(403, "NOT_A_MEMBER");
+    writes_nothing!(s, s.post(&acme.test, "/v1/users/withdraw", body).await)
+        .expect_err(403, "SANDBOX_UNSUPPORTED");
+}
+
+#[tokio::test]
+async fn link_and_phone_change_flows() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "0").await;
+    let beta = s.tenant("Beta", "0").await;
+    s.provision(&acme.live, A).await;
+    let notifier = s.app.state().notifier.clone();
+    let phone_a = Phone::parse(A).unwrap();
+
+    // Link: bad input first, then the real flow.
+    writes_nothing!(
+        s,
+        s.post(
+            &beta.live,
+            "/v1/users/link/request",
+            r#"{"phone_number":"x"}"#
+        )
+        .await
+    )
+    .expect_err(400, "INVALID_PHONE");
+    let r = s
+        .post(
+            &beta.live,
+            "/v1/users/link/request",
+            &json!({"phone_number": A}).to_string(),
+        )
+        .await;
+    r.expect(200);
+    assert!(
+        r.json()["challenge_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("otp_")
+    );
+    assert_eq!(r.json()["sent_to"], "+225******0001");
+    s.post(
+        &acme.live,
+        "/v1/users/link/request",
+        &json!({"phone_number": A}).to_string(),
+    )
+    .await
+    .expect_err(409, "ALREADY_A_MEMBER");
+    let code = notifier.last_code_to(&phone_a).unwrap();
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    let r = s
+        .post(
+            &beta.live,
+            "/v1/users/link/confirm",
+            &json!({"phone_number": A, "code": wrong}).to_string(),
+        )
+        .await;
+    r.expect_err(422, "CODE_INVALID");
+    assert_eq!(r.param().as_deref(), Some("code"));
+    writes_nothing!(
+        s,
+        s.post(
+            &beta.live,
+            "/v1/users/link/confirm",
+            &json!({"phone_number": A}).to_string()
+        )
+        .await
+    )
+    .expect_err(400, "MISSING_FIELD");
+    let r = s
+        .post(
+            &beta.live,
+            "/v1/users/link/confirm",
+            &json!({"phone_number": A, "code": code}).to_string(),
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(r.json()["outcome"], "LINKED");
+    assert_eq!(
+        s.provision(&beta.live, A).await["outcome"],
+        "ALREADY_EXISTS"
+    );
+
+    // Phone change: code to the NEW number.
+    let new = "+2250700000099";
+    writes_nothing!(
+        s,
+        s.post(
+            &acme.live,
+            "/v1/users/phone-change/request",
+            &json!({"phone_number": A, "new_phone_number": "99"}).to_string()
+        )
+        .await
+    )
+    .expect_err(400, "INVALID_PHONE")
+    .param()
+    .filter(|p| p == "new_phone_number")
+    .expect("param names the new number");
+    let outsider = s.tenant("Gamma", "0").await;
+    writes_nothing!(
+        s,
+        s.post(
+            &outsider.live,
+            "/v1/users/phone-change/request",
+            &json!({"phone_number": A, "new_phone_number": new}).to_string()
+        )
+        .await
+    )
+    .expect_err(403, "NOT_A_MEMBER");
+    let r = s
+        .post(
+            &acme.live,
+            "/v1/users/phone-change/request",
+            &json!({"phone_number": A, "new_phone_number": new}).to_string(),
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(r.json()["sent_to"], "+225******0099");
+    let code = notifier
+        .last_code_to(&Phone::parse(new).unwrap())
+        .expect("code sent to the new number");
+    let r = s
+        .post(
+            &acme.live,
+            "/v1/users/phone-change/confirm",
+            &json!({"phone_number": A, "code": code}).to_string(),
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(r.json()["outcome"], "PHONE_CHANGED");
+    assert_eq!(r.json()["phone_number"], new);
+    s.get(
+        &acme.live,
+        "/v1/users/balance?phone_number=%2B2250700000099",
+    )
+    .await
+    .expect(200);
+    writes_nothing!(
+        s,
+        s.post(
+            &acme.live,
+            "/v1/users/phone-change/confirm",
+            &json!({"phone_number": new, "code": ""}).to_string()
+        )
+        .await
+    )
+    .expect_err(400, "INVALID_PARAMETER");
+}
+
+#[tokio::test]
+async fn transfers_send_read_list_and_bad_input() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "100").await;
+    let beta = s.tenant("Beta", "0").await;
+    s.provision(&acme.live, A).await;
+    s.provision(&acme.live, B).await;
+    s.fund_settled(&acme.live, A, "60").await;
+    let send = |to: &str, q: &str| {
+        json!({"from_phone_number": A, "to_phone_number": to, "token": "USDC", "quote_id": q})
+            .to_string()
+    };
+    let r = s
+        .post(
+            &acme.live,
+            "/v1/transfers/send",
+            &send(B, "DIRECT_CRYPTO:USDC:10"),
+        )
+        .await;
+    r.expect(202);
+    let t = r.json();
+    assert_eq!(t["status"], "QUEUED");
+    assert_eq!(t["service_fee"], "0.030000");
+    assert_eq!(t["recipient_amount"], "9.970000");
+    let loc = r.header("location").unwrap();
+    assert_eq!(loc, format!("/v1/transfers/{}", t["id"].as_str().unwrap()));
+    s.settle().await;
+    let read = s.get(&acme.live, &loc).await;
+    read.expect(200);
+    assert_eq!(read.json()["status"], "SETTLED");
+    s.get(&beta.live, &loc).await.expect_err(404, "NOT_FOUND");
+    s.get(&acme.live, "/v1/transfers/tr_nope")
+        .await
+        .expect_err(404, "NOT_FOUND");
+
+    // FX-quoted transfer.
+    let q = s
+        .post(
+            &acme.live,
+            "/api/v1/fx/quote",
+            r#"{"fiat_amount":3000,"local_currency":"XOF","target_token":"USDC"}"#,
+        )
+        .await;
+    q.expect(200);
+    let qid = q.json()["quote_id"].as_str().unwrap().to_string();
+    let r = s
+        .post(&acme.live, "/v1/transfers/send", &send(B, &qid))
+        .await;
+    r.expect(202);
+    assert_eq!(r.json()["amount"], "5.000000");
+    assert_eq!(r.json()["quote_id"], qid.as_str());
+    writes_nothing!(
+        s,
+        s.post(&acme.live, "/v1/transfers/send", &send(B, &qid))
+            .await
+    )
+    .expect_err(409, "QUOTE_ALREADY_USED");
+    // Another tenant cannot redeem the quote.
+    s.provision(&beta.live, "+2250700000050").await;
+    let q2 = s
+        .post(
+            &acme.live,
+            "/api/v1/fx/quote",
+            r#"{"fiat_amount":"600","local_currency":"XOF"}"#,
+        )
+        .await;
+    let q2id = q2.json()["quote_id"].as_str().unwrap().to_string();
+    writes_nothing!(
+        s,
+        s.post(
+            &beta.live,
+            "/v1/transfers/send",
+            &json!({"from_phone_number": "+2250700000050", "to_phone_number": B, "token": "USDC", "quote_id": q2id}).to_string()
+        )
+        .await
+    )
+    .expect_err(404, "NOT_FOUND");
+
+    // List, filter and paging.
+    s.settle().await;
+    let l = s.get(&acme.live, "/v1/transfers").await;
+    l.expect(200);
+    assert_eq!(l.json()["total"], 2, "fundings are not transfers");
+    assert_eq!(l.json()["limit"], 20);
+    assert_eq!(l.json()["page"], 1);
+    assert_eq!(
+        l.json()["transfers"][0]["quote_id"],
+        qid.as_str(),
+        "newest first"
+    );
+    let l = s.get(&acme.live, "/v1/transfers?limit=1&page=2").await;
+    assert_eq!(l.json()["transfers"].as_array().unwrap().len(), 1);
+    let l = s.get(&acme.live, "/v1/transfers?status=FAILED").await;
+    assert_eq!(l.json()["total"], 0);
+    assert_eq!(s.get(&beta.live, "/v1/transfers").await.json()["total"], 0);
+    for bad in [
+        "/v1/transfers?status=done",
+        "/v1/transfers?limit=0",
+        "/v1/transfers?limit=101",
+        "/v1/transfers?page=x",
+        "/v1/transfers?sort=asc",
+    ] {
+        let r = s.get(&acme.live, bad).await;
+        assert_eq!(r.status, 400, "{bad}: {}", r.text());
+    }
+
+    // Bad sends write nothing.
+    for (body, status, code) in [
+        (send(A, "DIRECT_CRYPTO:USDC:1"), 422, "SAME_WALLET"),
+        (send(B, "DIRECT_CRYPTO:USDC:abc"), 400, "INVALID_QUOTE_ID"),
+        (send(B, "fx_123"), 400, "INVALID_QUOTE_ID"),
+        (send(B, "DIRECT_CRYPTO:USDT:1"), 422, "QUOTE_TOKEN_MISMATCH"),
+        (send(B, "DIRECT_CRYPTO:USDC:100000"), 422, "INSUFFICIENT_FUNDS"),
+        (send("+1", "DIRECT_CRYPTO:USDC:1"), 400, "INVALID_PHONE"),
+        (
+            json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC", "quote_id": "DIRECT_CRYPTO:USDC:1", "amount": "5"}).to_string(),
+            400,
+            "UNKNOWN_FIELD",
+        ),
+    ] {
+        writes_nothing!(s, s.post(&acme.live, "/v1/transfers/send", &body).await)
+            .expect_err(status, code);
+    }
+    writes_nothing!(
+        s,
+        s.post(
+            &beta.live,
+            "/v1/transfers/send",
+            &send(B, "DIRECT_CRYPTO:USDC:1")
+        )
+        .await
+    )
+    .expect_err(403, "NOT_A_MEMBER");
+    let r = s
+        .post(
+            &acme.live,
+            "/v1/transfers/send",
+            &send("+1", "DIRECT_CRYPTO:USDC:1"),
+        )
+        .await;
+    assert_eq!(r.param().as_deref(), Some("to_phone_number"));
+}
+
+#[tokio::test]
+async fn quotes_and_bad_input() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "0").await;
+    let r = s
+        .post(
+            &acme.live,
+            "/api/v1/fx/quote",
+            r#"{"fiat_amount":6000,"local_currency":"XOF","target_token":"USDC"}"#,
+        )
+        .await;
+    r.expect(200);
+    let q = r.json();
+    assert_eq!(q["currency_pair"], "XOF_USDC");
+    assert_eq!(q["expected_out"], "10.000000");
+    assert_eq!(q["fiat_amount"], "6000.00");
+    assert_eq!(q["target_token"], "USDC");
+    assert!(q["quote_id"].as_str().unwrap().starts_with("fx_"));
+    let exp = Timestamp::parse_rfc3339(q["expires_at"].as_str().unwrap()).unwrap();
+    let now = s.app.engine().ports().clock.now();
+    assert!(
+        (exp.millis() - now.millis() - 60_000).abs() < 5_000,
+        "60 s lifetime"
+    );
+    for (body, code, param) in [
+        (
+            r#"{"fiat_amount":-5,"local_currency":"XOF"}"#,
+            "INVALID_PARAMETER",
+            "fiat_amount",
+        ),
+        (
+            r#"{"fiat_amount":"1.234","local_currency":"XOF"}"#,
+            "INVALID_PARAMETER",
+            "fiat_amount",
+        ),
+        (
+            r#"{"fiat_amount":true,"local_currency":"XOF"}"#,
+            "INVALID_TYPE",
+            "fiat_amount",
+        ),
+        (
+            r#"{"fiat_amount":100,"local_currency":"ABC"}"#,
+            "UNKNOWN_CURRENCY",
+            "local_currency",
+        ),
+        (
+            r#"{"fiat_amount":100,"local_currency":"XOF","target_token":"DAI"}"#,
+            "UNKNOWN_TOKEN",
+            "target_token",
+        ),
+        (
+            r#"{"local_currency":"XOF"}"#,
+            "MISSING_FIELD",
+            "fiat_amount",
+        ),
+    ] {
+        let r = writes_nothing!(s, s.post(&acme.live, "/api/v1/fx/quote", body).await);
+        r.expect_err(400, code);
+        assert_eq!(r.param().as_deref(), Some(param), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn swaps_are_not_found_until_the_engine_has_them() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "0").await;
+    s.get(&acme.live, "/v1/swaps/sw_01JD0000000000000000000000")
+        .await
+        .expect_err(404, "NOT_FOUND");
+    s.get(&acme.live, "/v1/swaps/anything")
+        .await
+        .expect_err(404, "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn tron_and_solana_gate_on_readiness_and_answer_501() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "0").await;
+    for (rail, prefix, token) in [
+        (RailId::Tron, "/v1/tron", "USDT"),
+        (RailId::Solana, "/v1/solana", "USDC"),
+    ] {
+        let body = json!({"from_phone_number": A, "to_phone_number": B, "token": token,
+            "quote_id": format!("DIRECT_CRYPTO:{token}:1")})
+        .to_string();
+        // READY (sim default): the send is not implemented.
+        writes_nothing!(
+            s,
+            s.post(&acme.live, &format!("{prefix}/transfers/send"), &body)
+                .await
+        )
+        .expect_err(501, "NOT_IMPLEMENTED");
+        // INBOUND_READY: 503 RAIL_NOT_READY (spec 1.4, 1.5, 7).
+        let sim = s.app.sim_rail(rail).unwrap();
+        sim.set_sponsor_funded(false);
+        let ready = s.send(Method::GET, "/health/ready", None, None, &[]).await;
+        assert_eq!(ready.json()[rail.name()], "INBOUND_READY");
+        let r = writes_nothing!(
+            s,
+            s.post(&acme.live, &format!("{prefix}/transfers/send"), &body)
+                .await
+        );
+        r.expect_err(503, "RAIL_NOT_READY");
+        sim.set_sponsor_funded(true);
+        // Sandbox: no simulation for these.
+        s.post(&acme.test, &format!("{prefix}/transfers/send"), &body)
+            .await
+            .expect_err(403, "SANDBOX_UNSUPPORTED");
+        // Bad input is 400 whatever the readiness.
+        s.post(
+            &acme.live,
+            &format!("{prefix}/transfers/send"),
+            &body.replace(A, "nope"),
+        )
+        .await
+        .expect_err(400, "INVALID_PHONE");
+        s.post(
+            &acme.live,
+            &format!("{prefix}/transfers/send"),
+            &body.replace("\"quote_id\"", "\"memo\":1,\"quote_id\""),
+        )
+        .await
+        .expect_err(400, "UNKNOWN_FIELD");
+        // Provision and balance: not implemented.
+        writes_nothing!(
+            s,
+            s.post(
+                &acme.live,
+                &format!("{prefix}/users/provision"),
+                &json!({"phone_number": A}).to_string()
+            )
+            .await
+        )
+        .expect_err(501, "NOT_IMPLEMENTED");
+        s.post(
+            &acme.test,
+            &format!("{prefix}/users/provision"),
+            &json!({"phone_number": A}).to_string(),
+        )
+        .await
+        .expect_err(403, "SANDBOX_UNSUPPORTED");
+        s.post(
+            &acme.live,
+            &format!("{prefix}/users/provision"),
+            r#"{"phone_number":"1"}"#,
+        )
+        .await
+        .expect_err(400, "INVALID_PHONE");
+        s.get(
+            &acme.live,
+            &format!("{prefix}/users/balance?phone_number=%2B2250700000001"),
+        )
+        .await
+        .expect_err(501, "NOT_IMPLEMENTED");
+        s.get(&acme.live, &format!("{prefix}/users/balance"))
+            .await
+            .expect_err(400, "INVALID_QUERY");
+    }
+    // TRON is USDT only.
+    s.post(
+        &acme.live,
+        "/v1/tron/transfers/send",
+        &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC", "quote_id": "DIRECT_CRYPTO:USDC:1"}).to_string(),
+    )
+    .await
+    .expect_err(400, "UNKNOWN_TOKEN");
+}
+
+#[tokio::test]
+async fn tron_send_is_503_when_tron_is_not_configured() {
+    let mut c = test_config();
+    c.rails.tron = false;
+    let s = start_with(c).await;
+    let acme = s.tenant("Acme", "0").await;
+    let ready = s.send(Method::GET, "/health/ready", None, None, &[]).await;
+    assert_eq!(ready.json()["tron"], "DISABLED");
+    s.post(
+        &acme.live,
+        "/v1/tron/transfers/send",
+        &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDT", "quote_id": "DIRECT_CRYPTO:USDT:1"}).to_string(),
+    )
+    .await
+    .expect_err(503, "RAIL_NOT_READY");
+}
+
+#[tokio::test]
+async fn escrow_and_webhook_routes_answer_501() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "0").await;
+    for (method, path) in [
+        (Method::POST, "/v1/escrows"),
+        (Method::GET, "/v1/escrows"),
+        (Method::GET, "/v1/escrows/esc_1"),
+        (Method::GET, "/v1/escrows/esc_1/events"),
+        (Method::POST, "/v1/escrows/esc_1/release"),
+        (Method::POST, "/v1/escrows/esc_1/refund"),
+        (Method::POST, "/v1/escrows/esc_1/dispute"),
+        (Method::POST, "/v1/escrows/esc_1/cancel"),
+        (Method::POST, "/v1/webhook-endpoints"),
+        (Method::GET, "/v1/webhook-endpoints"),
+        (Method::GET, "/v1/webhook-endpoints/whe_1"),
+        (Method::DELETE, "/v1/webhook-endpoints/whe_1"),
+    ] {
+        for key in [&acme.live, &acme.test] {
+            let body = (method == Method::POST).then_some("{}");
+            let r = writes_nothing!(s, s.send(method.clone(), path, Some(key), body, &[]).await);
+            r.expect_err(501, "NOT_IMPLEMENTED");
+        }
+    }
+}
+
+#[tokio::test]
+async fn checkout_list_over_the_session_store() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "0").await;
+    let beta = s.tenant("Beta", "0").await;
+    let r = s.get(&acme.business_live, "/api/v1/checkout/list").await;
+    r.expect(200);
+    assert_eq!(
+        r.json(),
+        json!({"limit": 20, "page": 1, "total": 0, "payments": []})
+    );
+    // The list reads the real store: sessions written there show up, per business, filtered.
+    let now = s.app.engine().ports().clock.now();
+    let mut puts = Vec::new();
+    for (i, status) in ["pending", "paid", "paid"].iter().enumerate() {
+        let rec = StoredPaymentSession {
+            tenant: acme.id.0.clone(),
+            created_at: now.plus_millis(i as i64),
+            session: PaymentSession {
+                id: i as i64 + 1,
+                session_id: format!("cs_{i}"),
+                reference: format!("order-{i}"),
+                amount: serde_json::Number::from(10 + i as i64),
+                currency: "USDC".into(),
+                status: status.to_string(),
+                payment_method: "crypto".into(),
+                network: "polygon".into(),
+                description: "test".into(),
+                customer_name: "Ada".into(),
+                customer_email: "ada@example.invalid".into(),
+                paid_at: None,
+            },
+        };
+        puts.push(rec.insert().unwrap());
+    }
+    s.app
+        .engine()
+        .ports()
+        .store
+        .commit(Batch {
+            puts,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let r = s
+        .get(&acme.business_test, "/api/v1/checkout/list?status=paid")
+        .await;
+    r.expect(200);
+    assert_eq!(r.json()["total"], 2);
+    assert_eq!(
+        r.json()["payments"][0]["session_id"],
+        "cs_2",
+        "newest first"
+    );
+    let r = s
+        .get(&acme.business_live, "/api/v1/checkout/list?limit=1&page=3")
+        .await;
+    assert_eq!(r.json()["total"], 3);
+    assert_eq!(r.json()["payments"][0]["session_id"], "cs_0");
+    assert_eq!(
+        s.get(&beta.business_live, "/api/v1/checkout/list")
+            .await
+            .json()["total"],
+        0
+    );
+    // Tenant keys do not open it; bad filters are 400.
+    s.get(&acme.live, "/api/v1/checkout/list")
+        .await
+        .expect_err(403, "KEY_KIND_NOT_ALLOWED");
+    let r = s
+        .get(&acme.business_live, "/api/v1/checkout/list?status=refunded")
+        .await;
+    r.expect_err(400, "INVALID_PARAMETER");
+    assert_eq!(r.param().as_deref(), Some("status"));
+    s.get(&acme.business_live, "/api/v1/checkout/list?limit=1000")
+        .await
+        .expect_err(400, "INVALID_PARAMETER");
+    s.get(&acme.business_live, "/api/v1/checkout/list?state=paid")
+        .await
+        .expect_err(400, "INVALID_QUERY");
+}
+
+#[tokio::test]
+async fn health_metrics_and_routing_errors() {
+    let s = start().await;
+    let live = s.send(Method::GET, "/health/live", None, None, &[]).await;
+    live.expect(200);
+    assert_eq!(live.json()["status"], "ok");
+    let ready = s.send(Method::GET, "/health/ready", None, None, &[]).await;
+    ready.expect(200);
+    let j = ready.json();
+    assert_eq!(j["status"], "ok");
+    for f in ["polygon", "tron", "solana"] {
+        assert_eq!(j[f], "READY", "{f}");
+    }
+    assert_eq!(j["base"], "DISABLED");
+    assert_eq!(j["bsc"], "DISABLED");
+    // DEGRADED with reasons when monitoring is off (spec 1.5).
+    s.app
+        .sim_rail(RailId::Solana)
+        .unwrap()
+        .set_monitoring(false);
+    let j = s
+        .send(Method::GET, "/health/ready", None, None, &[])
+        .await
+        .json();
+    assert_eq!(j["solana"], "DEGRADED");
+    assert!(
+        !j["rails"]["solana"]["reasons"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    let metrics = s.send(Method::GET, "/metrics", None, None, &[]).await;
+    metrics.expect(200);
+    assert!(
+        metrics
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = metrics.text();
+    assert!(
+        text.contains(
+            "http_requests_total{method=\"GET\",route=\"/health/ready\",status=\"200\"} 2"
+        )
+    );
+    assert!(text.contains(
+        "http_request_duration_seconds_bucket{method=\"GET\",route=\"/health/live\",le=\"+Inf\"} 1"
+    ));
+    assert!(text.contains("stablecoin_rail_ready{rail=\"solana\",status=\"DEGRADED\"} 1"));
+
+    let r = s.send(Method::GET, "/v2/nothing", None, None, &[]).await;
+    r.expect_err(404, "ROUTE_NOT_FOUND");
+    let r = s
+        .send(Method::DELETE, "/health/live", None, None, &[])
+        .await;
+    r.expect_err(405, "METHOD_NOT_ALLOWED");
+    assert!(r.header("x-request-id").unwrap().starts_with("req_"));
+}
+
+#[tokio::test]
+async fn graceful_shutdown_finishes_and_stops() {
+    let mut c = test_config();
+    c.run_workers = true;
+    let mut s = start_with(c).await;
+    let acme = s.tenant("Acme", "10").await;
+    s.provision(&acme.live, A).await;
+    s.shutdown().await;
+    let err = reqwest::get(format!("{}/health/live", s.base)).await;
+    assert!(err.is_err(), "no longer listening");
+}
