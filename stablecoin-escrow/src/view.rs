@@ -1,0 +1,398 @@
+//! Requests and responses of the escrow API (API shapes; absent fields are omitted,
+//! never null). Amounts in responses are base-unit strings (10^-6 of a TRON USDT
+//! token), timestamps RFC 3339 UTC.
+
+use crate::model::{Deal, HistoryEntry, PayoutKind, PayoutRecord};
+use serde::{Deserialize, Serialize};
+use stablecoin_core::domain::money::Token;
+
+/// `POST /v1/escrows`. Unknown fields are refused when deserializing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateEscrowRequest {
+    /// E.164 phone of the buyer's wallet (provisioned and linked to the tenant).
+    pub buyer_phone_number: String,
+    /// E.164 phone of the seller's wallet (provisioned and linked to the tenant).
+    pub seller_phone_number: String,
+    /// Whole tokens (`"150"`); responses carry base units (`"150000000"`).
+    pub amount: String,
+    /// `"USDT"` (the default and the only token escrow supports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// The partner's reference (1-200 characters).
+    pub reference: String,
+    /// Funding window in seconds (default 24 h, within the configured bounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub funding_window_secs: Option<u64>,
+    /// Inspection window in seconds, starting at confirmed funding; absent means the
+    /// escrow never releases by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_release_after_secs: Option<u64>,
+}
+
+/// The escrow action body (spec 2.2): release, refund, dispute, cancel. Unknown fields
+/// are refused when deserializing (a `payout_address` or an `idempotency_key` must never
+/// be silently dropped); the server reports that as `UNKNOWN_FIELD`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EscrowActionRequest {
+    /// `BUYER` or `SELLER`: the partner's assertion that it acts for that user.
+    /// Recorded as evidence, never verified, never changes who may act.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
+    /// Required to raise a dispute, optional otherwise; part of the permanent history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Staff resolution of a DISPUTED escrow.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveRequest {
+    /// `RELEASE` (to the seller) or `REFUND` (to the buyer).
+    pub resolution: String,
+    /// Required: the recorded admin reasoning.
+    pub resolution_note: String,
+}
+
+/// Staff authorisation to return a recoverable balance to the buyer's linked wallet.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveryRequest {
+    /// `PARTIAL`, `EXCESS`, `LATE` or `UNSUPPORTED_TOKEN`.
+    pub kind: String,
+    /// The token (default: the escrow's token; for `UNSUPPORTED_TOKEN` the one held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Required: why staff authorise it.
+    pub note: String,
+}
+
+/// `GET /v1/escrows` query.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListEscrowsQuery {
+    /// Filter by state (`CREATED`, `FUNDED`, ...).
+    #[serde(default)]
+    pub state: Option<String>,
+    /// 1-100, default 20.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// 1-based, default 1.
+    #[serde(default)]
+    pub page: Option<u32>,
+}
+
+/// A recoverable balance as shown to tenants and staff.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoverableView {
+    pub kind: String,
+    pub token: String,
+    /// Base units.
+    pub amount: String,
+}
+
+/// The escrow view (spec 2.1), plus a few fields the spec leaves open.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EscrowView {
+    pub id: String,
+    pub object: String,
+    pub state: String,
+    /// Base units.
+    pub amount: String,
+    pub token: String,
+    pub rail: String,
+    pub network: String,
+    pub chain_id: u64,
+    pub reference: String,
+    pub escrow_address: String,
+    pub buyer_phone_number: String,
+    pub seller_phone_number: String,
+    /// The linked wallets' TRON addresses: refunds and releases go there, nowhere else.
+    pub buyer_address: String,
+    pub seller_address: String,
+    pub funding_expires_at: String,
+    /// Confirmed deposits counted toward the amount, base units.
+    pub funded_amount: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub funded_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub auto_release_after_secs: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub auto_release_at: Option<String>,
+    pub payout_pending: bool,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub payout_tx_hash: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub payout_failure_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub released_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub refunded_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub disputed_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub dispute_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub resolution_note: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cancelled_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expired_at: Option<String>,
+    /// Recoverable balances awaiting a staff recovery (omitted when none).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub recoverable: Vec<RecoverableView>,
+    /// True only for a sandbox simulation: nothing was stored.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub simulated: bool,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl EscrowView {
+    pub fn from_deal(d: &Deal) -> EscrowView {
+        let ts = |t: Option<stablecoin_core::domain::time::Timestamp>| t.map(|t| t.to_rfc3339());
+        EscrowView {
+            id: d.id.0.clone(),
+            object: "escrow".into(),
+            state: d.state.as_str().into(),
+            amount: d.amount.to_base_units_string(),
+            token: d.token.as_str().into(),
+            rail: d.rail.clone(),
+            network: d.network.clone(),
+            chain_id: d.chain_id,
+            reference: d.reference.clone(),
+            escrow_address: d.escrow_address.0.clone(),
+            buyer_phone_number: d.buyer.phone.to_string(),
+            seller_phone_number: d.seller.phone.to_string(),
+            buyer_address: d.buyer.address.0.clone(),
+            seller_address: d.seller.address.0.clone(),
+            funding_expires_at: d.funding_expires_at.to_rfc3339(),
+            funded_amount: d.applied.to_base_units_string(),
+            funded_at: ts(d.funded_at),
+            auto_release_after_secs: d.auto_release_after_secs,
+            auto_release_at: ts(d.auto_release_at),
+            payout_pending: d.payout.is_some(),
+            payout_tx_hash: d.payout_tx_hash.clone(),
+            payout_failure_reason: d.payout_failure_reason.clone(),
+            released_at: ts(d.released_at),
+            refunded_at: ts(d.refunded_at),
+            disputed_at: ts(d.disputed_at),
+            dispute_reason: d.dispute_reason.clone(),
+            resolution_note: d.resolution_note.clone(),
+            cancelled_at: ts(d.cancelled_at),
+            expired_at: ts(d.expired_at),
+            recoverable: d
+                .recoverable
+                .iter()
+                .map(|r| RecoverableView {
+                    kind: r.kind.as_str().into(),
+                    token: r.token.as_str().into(),
+                    amount: r.amount.to_base_units_string(),
+                })
+                .collect(),
+            simulated: false,
+            created_at: d.created_at.to_rfc3339(),
+            updated_at: d.updated_at.to_rfc3339(),
+        }
+    }
+}
+
+/// A page of escrows, newest first (API-CONVENTIONS lists).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EscrowList {
+    pub limit: u32,
+    pub page: u32,
+    pub total: u64,
+    pub escrows: Vec<EscrowView>,
+}
+
+/// One entry of an escrow's permanent history. Its `event_id` is also the webhook's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EscrowEventView {
+    pub event_id: String,
+    pub event: String,
+    pub escrow_id: String,
+    pub sequence: u64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub previous_state: Option<String>,
+    pub state: String,
+    pub payout_pending: bool,
+    /// `tenant`, `staff`, `system` or `chain`.
+    pub actor: String,
+    /// Tenant id, staff id, job name or rail.
+    pub actor_id: String,
+    /// The authority acted under: `api_key:key_...`, `staff:<id>`, `system:<job>`, `chain:tron`.
+    pub authority: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub on_behalf_of: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub data: Option<serde_json::Value>,
+    pub occurred_at: String,
+}
+
+impl EscrowEventView {
+    pub fn from_entry(e: &HistoryEntry) -> EscrowEventView {
+        use crate::model::Actor;
+        let (actor, actor_id) = match &e.actor {
+            Actor::Tenant { tenant, .. } => ("tenant", tenant.0.clone()),
+            Actor::Staff { staff_id } => ("staff", staff_id.clone()),
+            Actor::System { job } => ("system", job.clone()),
+            Actor::Chain { rail } => ("chain", rail.clone()),
+        };
+        EscrowEventView {
+            event_id: e.event_id.0.clone(),
+            event: e.event.clone(),
+            escrow_id: e.deal.0.clone(),
+            sequence: e.seq,
+            previous_state: e.from_state.clone(),
+            state: e.state.clone(),
+            payout_pending: e.payout_pending,
+            actor: actor.into(),
+            actor_id,
+            authority: e.authority.clone(),
+            on_behalf_of: e.on_behalf_of.map(|p| p.as_str().to_string()),
+            reason: e.reason.clone(),
+            data: e.data.clone(),
+            occurred_at: e.at.to_rfc3339(),
+        }
+    }
+}
+
+/// A page of an escrow's history, newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EscrowEventList {
+    pub limit: u32,
+    pub page: u32,
+    pub total: u64,
+    pub events: Vec<EscrowEventView>,
+}
+
+/// The webhook payload of every escrow event, written to the outbox (`OutboxEvent.payload`)
+/// in the same batch as the change: the history entry plus the escrow as it stood
+/// right after the change. Receivers deduplicate by `event_id`; no escrow webhook is a
+/// settlement proof before `escrow.payout_pending` is false (spec 6.1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EscrowWebhookPayload {
+    #[serde(flatten)]
+    pub entry: EscrowEventView,
+    pub escrow: EscrowView,
+}
+
+/// An outbound payment of a deal, as staff see it (recoveries and deal payouts).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayoutView {
+    /// Also the rail payment id.
+    pub id: String,
+    pub escrow_id: String,
+    /// `RELEASE`, `REFUND` or `RECOVERY`.
+    pub purpose: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub recovery_kind: Option<String>,
+    pub status: String,
+    /// Base units.
+    pub amount: String,
+    pub token: String,
+    /// `BUYER` or `SELLER`.
+    pub to: String,
+    pub to_address: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tx_hash: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error_reason: Option<String>,
+    pub authority: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub note: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub settled_at: Option<String>,
+}
+
+impl PayoutView {
+    pub fn from_record(p: &PayoutRecord) -> PayoutView {
+        let (purpose, recovery_kind) = match p.kind {
+            PayoutKind::Deal(purpose) => (purpose.as_str().to_string(), None),
+            PayoutKind::Recovery(k) => ("RECOVERY".to_string(), Some(k.as_str().to_string())),
+        };
+        PayoutView {
+            id: p.id.clone(),
+            escrow_id: p.deal.0.clone(),
+            purpose,
+            recovery_kind,
+            status: p.status.as_str().into(),
+            amount: p.amount.to_base_units_string(),
+            token: p.token.as_str().into(),
+            to: p.to.as_str().into(),
+            to_address: p
+                .payment
+                .legs
+                .first()
+                .map(|l| l.to.0.clone())
+                .unwrap_or_default(),
+            tx_hash: p.tx_hash.clone(),
+            error_reason: p.error_reason.clone(),
+            authority: p.requested_by.authority(),
+            note: p.note.clone(),
+            created_at: p.created_at.to_rfc3339(),
+            updated_at: p.updated_at.to_rfc3339(),
+            settled_at: p.settled_at.map(|t| t.to_rfc3339()),
+        }
+    }
+}
+
+/// One token's money of one deal, from the ledger (micro-units).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenAccounting {
+    pub token: Option<Token>,
+    /// Every recorded deposit (from the deal record).
+    pub deposited: u64,
+    /// Posted balances of the deal's accounts (pending payouts still included).
+    pub held: u64,
+    pub partial: u64,
+    pub excess: u64,
+    pub late: u64,
+    pub unsupported: u64,
+    /// Confirmed payouts.
+    pub paid_out: u64,
+    /// Payouts claimed and not yet settled (a part of the balances above).
+    pub in_flight: u64,
+}
+
+impl TokenAccounting {
+    /// What the deal address should still hold once nothing is in flight on chain.
+    pub fn custody(&self) -> u64 {
+        self.held + self.partial + self.excess + self.late + self.unsupported
+    }
+
+    /// Conservation: every recorded deposit is held, recoverable or paid out.
+    pub fn is_balanced(&self) -> bool {
+        self.deposited as u128 == self.custody() as u128 + self.paid_out as u128
+    }
+}
+
+/// A deal's money per token.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DealAccounting {
+    pub escrow_id: String,
+    pub escrow_address: String,
+    pub tokens: Vec<TokenAccounting>,
+}
+
+impl DealAccounting {
+    pub fn token(&self, token: Token) -> TokenAccounting {
+        self.tokens
+            .iter()
+            .find(|t| t.token == Some(token))
+            .copied()
+            .unwrap_or(TokenAccounting {
+                token: Some(token),
+                ..Default::default()
+            })
+    }
+
+    pub fn is_balanced(&self) -> bool {
+        self.tokens.iter().all(TokenAccounting::is_balanced)
+    }
+}

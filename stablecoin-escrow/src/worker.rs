@@ -1,0 +1,754 @@
+//! Background work of escrow, one round per [`EscrowEngine::tick`], in this order:
+//!
+//! 1. **Deposits**: scan the TRON rail from the persisted cursor; every confirmed
+//!    transfer to a deal address is recorded once (dedupe by `tron:<tx>:<index>`) and
+//!    classified by [`classify_deposit`] in the same batch as its ledger entries, the
+//!    deal update, its history entries and events. Scanning first means a deposit
+//!    confirmed before the funding window closes is counted before the expiry runs.
+//! 2. **Due deals**: CREATED deals at `funding_expires_at` expire; FUNDED deals at
+//!    `auto_release_at` claim a release to the seller (once).
+//! 3. **Payouts**: queued payouts are submitted (only while the rail can send);
+//!    submitted ones are polled; an unknown outcome is resolved only by asking the rail
+//!    about the same payment id (never by submitting under a new id). A confirmed or
+//!    failed payout settles the deal in one batch with its ledger post or void.
+
+use crate::engine::{EscrowEngine, MAX_RETRIES, overflow};
+use crate::error::{EscrowError, EscrowResult, rail_err, store_err};
+use crate::events::EscrowEventType;
+use crate::model::*;
+use crate::state::{Action, EscrowState, PayoutPurpose, classify_deposit, transition};
+use serde_json::json;
+use stablecoin_core::ports::{
+    Batch, Inbound, LedgerTransfer, Phase as LedgerPhase, RailError, Record, SubmissionStatus,
+    Versioned, get_record,
+};
+
+/// What one [`EscrowEngine::tick`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EscrowTickReport {
+    /// Confirmed deposits recorded.
+    pub deposits: usize,
+    /// Deals that became FUNDED.
+    pub funded: usize,
+    pub expired: usize,
+    pub auto_released: usize,
+    pub submitted: usize,
+    /// Payouts confirmed / failed / whose submission outcome is unknown.
+    pub settled: usize,
+    pub failed: usize,
+    pub unknown: usize,
+    /// Payouts polled and deposits seen, still below the confirmation depth.
+    pub polled: usize,
+    /// Queued payouts left waiting because the rail cannot send now.
+    pub waiting: usize,
+    /// Errors met; each left its record for a later round.
+    pub errors: Vec<String>,
+}
+
+impl EscrowTickReport {
+    /// Nothing moved forward (waiting payouts do not count: they need the rail back).
+    pub fn is_idle(&self) -> bool {
+        self.deposits
+            + self.funded
+            + self.expired
+            + self.auto_released
+            + self.submitted
+            + self.settled
+            + self.failed
+            + self.unknown
+            + self.polled
+            == 0
+    }
+
+    fn add(&mut self, r: EscrowTickReport) {
+        self.deposits += r.deposits;
+        self.funded += r.funded;
+        self.expired += r.expired;
+        self.auto_released += r.auto_released;
+        self.submitted += r.submitted;
+        self.settled += r.settled;
+        self.failed += r.failed;
+        self.unknown += r.unknown;
+        self.polled += r.polled;
+        self.waiting += r.waiting;
+        self.errors.extend(r.errors);
+    }
+}
+
+enum Outcome {
+    Confirmed,
+    Failed(String),
+}
+
+impl EscrowEngine {
+    /// One round of every escrow worker. Errors on one record are reported, not fatal.
+    pub async fn tick(&self) -> EscrowTickReport {
+        let mut report = EscrowTickReport::default();
+        if let Err(e) = self.scan_deposits(&mut report).await {
+            report.errors.push(format!("scan: {e}"));
+        }
+        let cfg = &self.inner.config;
+        match self
+            .inner
+            .store
+            .claim_due(
+                Deal::KIND,
+                &cfg.worker_id,
+                self.now(),
+                cfg.claim_lease_ms,
+                cfg.batch_limit,
+            )
+            .await
+        {
+            Ok(claimed) => {
+                for rec in claimed {
+                    let id = rec.id.clone();
+                    let res = match Deal::from_stored(&rec) {
+                        Ok(deal) => {
+                            self.due_deal(
+                                Versioned {
+                                    record: deal,
+                                    version: rec.version,
+                                },
+                                &mut report,
+                            )
+                            .await
+                        }
+                        Err(e) => Err(e.into()),
+                    };
+                    if let Err(e) = res {
+                        report.errors.push(format!("{id}: {e}"));
+                    }
+                }
+            }
+            Err(e) => report.errors.push(e.to_string()),
+        }
+        match self
+            .inner
+            .store
+            .claim_due(
+                PayoutRecord::KIND,
+                &cfg.worker_id,
+                self.now(),
+                cfg.claim_lease_ms,
+                cfg.batch_limit,
+            )
+            .await
+        {
+            Ok(claimed) => {
+                for rec in claimed {
+                    let id = rec.id.clone();
+                    let res = match PayoutRecord::from_stored(&rec) {
+                        Ok(p) => {
+                            self.advance_payout(
+                                Versioned {
+                                    record: p,
+                                    version: rec.version,
+                                },
+                                &mut report,
+                            )
+                            .await
+                        }
+                        Err(e) => Err(e.into()),
+                    };
+                    if let Err(e) = res {
+                        report.errors.push(format!("{id}: {e}"));
+                    }
+                }
+            }
+            Err(e) => report.errors.push(e.to_string()),
+        }
+        report
+    }
+
+    /// Ticks until a round does nothing (or `max_rounds`), for tests and examples. Payouts
+    /// wait `poll_interval_ms` between polls: use 0 (or move the clock) to drive them here.
+    pub async fn settle_all(&self, max_rounds: usize) -> EscrowTickReport {
+        let mut total = EscrowTickReport::default();
+        for _ in 0..max_rounds {
+            let r = self.tick().await;
+            let idle = r.is_idle();
+            total.add(r);
+            if idle {
+                break;
+            }
+        }
+        total
+    }
+
+    /// Runs `tick` every `interval_ms` until `shutdown` turns true; the tick in progress
+    /// finishes first.
+    pub async fn run_workers(
+        &self,
+        interval_ms: u64,
+        mut shutdown: tokio::sync::watch::Receiver<bool>,
+    ) {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let _ = self.tick().await;
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_millis(interval_ms)) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+
+    // ---- deposits --------------------------------------------------------------------
+
+    /// Scans every inbound TRON transfer after the cursor (an empty `watched` list means
+    /// every address, per the `Rail::scan` contract) and keeps those to a deal address,
+    /// found through the store's unique address index: deal addresses are never listed
+    /// in the request, so the scan costs the same for ten deals or ten million. The
+    /// cursor is saved only after every deposit before it is recorded.
+    async fn scan_deposits(&self, report: &mut EscrowTickReport) -> EscrowResult<()> {
+        let rail_name = "tron".to_string();
+        let store = &*self.inner.store;
+        let cur = get_record::<ScanCursor>(store, &rail_name).await?;
+        let cursor = cur
+            .as_ref()
+            .map(|v| v.record.cursor.clone())
+            .unwrap_or_default();
+        let batch = self
+            .inner
+            .rail
+            .scan(&cursor, &[], self.inner.config.batch_limit)
+            .await
+            .map_err(rail_err)?;
+        for inbound in &batch.inbound {
+            let Some(rec) = store
+                .get_by_unique(&Deal::address_key(&inbound.to))
+                .await
+                .map_err(store_err)?
+            else {
+                continue;
+            };
+            if rec.kind != Deal::KIND {
+                continue;
+            }
+            if !inbound.confirmed {
+                report.polled += 1;
+                continue;
+            }
+            let dep_id = DepositRecord::make_id(&inbound.tx_hash, inbound.index);
+            if store
+                .get(DepositRecord::KIND, &dep_id)
+                .await
+                .map_err(store_err)?
+                .is_some()
+            {
+                continue;
+            }
+            self.record_deposit(&rec.id, &dep_id, inbound, report)
+                .await?;
+        }
+        if batch.cursor != cursor {
+            let rec = ScanCursor {
+                rail: rail_name,
+                cursor: batch.cursor.clone(),
+                created_at: self.now(),
+            };
+            let put = match &cur {
+                Some(v) => rec.update(v.version)?,
+                None => rec.insert()?,
+            };
+            // A lost race means another scanner advanced it: fine, deposits dedupe.
+            let _ = self
+                .commit(Batch {
+                    puts: vec![put],
+                    ..Default::default()
+                })
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn record_deposit(
+        &self,
+        deal_id: &str,
+        dep_id: &str,
+        inbound: &Inbound,
+        report: &mut EscrowTickReport,
+    ) -> EscrowResult<()> {
+        let actor = Actor::Chain {
+            rail: "tron".into(),
+        };
+        for _ in 0..MAX_RETRIES {
+            let Versioned {
+                record: mut deal,
+                version,
+            } = self.load_any(deal_id).await?;
+            let now = self.now();
+            let from = deal.phase();
+            let d = classify_deposit(
+                from,
+                deal.token,
+                deal.amount,
+                deal.applied,
+                deal.funding_expires_at,
+                now,
+                inbound.token,
+                inbound.amount,
+            );
+            let mut batch = Batch::default();
+            let chain_in = accounts::chain_in(inbound.token);
+            batch.accounts.push(chain_in.clone());
+            if !d.applied.is_zero() {
+                let held = accounts::held(&deal.id, deal.token);
+                batch.ledger.push(LedgerTransfer {
+                    id: format!("escrow_dep:{dep_id}:applied"),
+                    debit: chain_in.id.clone(),
+                    credit: held.id.clone(),
+                    amount: d.applied,
+                    phase: LedgerPhase::Single,
+                });
+                batch.accounts.push(held);
+                deal.applied = deal.applied.checked_add(d.applied).ok_or_else(overflow)?;
+            }
+            if let Some(kind) = d.recoverable_kind
+                && !d.recoverable.is_zero()
+            {
+                let bucket = accounts::bucket(&deal.id, kind, inbound.token);
+                batch.ledger.push(LedgerTransfer {
+                    id: format!("escrow_dep:{dep_id}:recoverable"),
+                    debit: chain_in.id.clone(),
+                    credit: bucket.id.clone(),
+                    amount: d.recoverable,
+                    phase: LedgerPhase::Single,
+                });
+                batch.accounts.push(bucket);
+                deal.add_recoverable(kind, inbound.token, d.recoverable)
+                    .ok_or_else(overflow)?;
+            }
+            let total = deal
+                .deposited_of(inbound.token)
+                .checked_add(inbound.amount)
+                .ok_or_else(overflow)?;
+            deal.deposited.insert(inbound.token, total);
+            deal.deposit_count += 1;
+            let dep = DepositRecord {
+                id: dep_id.to_string(),
+                deal: deal.id.clone(),
+                tenant: deal.tenant.clone(),
+                tx_hash: inbound.tx_hash.clone(),
+                index: inbound.index,
+                from: inbound.from.clone(),
+                token: inbound.token,
+                amount: inbound.amount,
+                block: inbound.block,
+                kind: d.kind,
+                applied: d.applied,
+                recoverable: d.recoverable,
+                recoverable_kind: d.recoverable_kind,
+                recorded_at: now,
+            };
+            let data = json!({
+                "deposit_id": dep.id,
+                "tx_hash": dep.tx_hash,
+                "index": dep.index,
+                "from_address": dep.from.0,
+                "block": dep.block,
+                "token": dep.token.as_str(),
+                "kind": dep.kind.as_str(),
+                "amount": dep.amount.to_base_units_string(),
+                "applied": dep.applied.to_base_units_string(),
+                "recoverable": dep.recoverable.to_base_units_string(),
+                "recoverable_kind": dep.recoverable_kind.map(|k| k.as_str()),
+                "funded_amount": deal.applied.to_base_units_string(),
+            });
+            self.push_event(
+                &mut batch,
+                &mut deal,
+                EscrowEventType::DepositRecorded,
+                Some(from),
+                &actor,
+                None,
+                None,
+                Some(data),
+                now,
+            )?;
+            if d.funds {
+                let before = deal.phase();
+                let to = transition(before, Action::Fund)?;
+                deal.set_phase(to);
+                deal.funded_at = Some(now);
+                deal.auto_release_at = deal
+                    .auto_release_after_secs
+                    .map(|s| now.plus_secs(s as i64));
+                let data = json!({
+                    "funded_amount": deal.applied.to_base_units_string(),
+                    "auto_release_at": deal.auto_release_at.map(|t| t.to_rfc3339()),
+                });
+                self.push_event(
+                    &mut batch,
+                    &mut deal,
+                    EscrowEventType::Funded,
+                    Some(before),
+                    &actor,
+                    None,
+                    None,
+                    Some(data),
+                    now,
+                )?;
+            }
+            batch.puts.push(dep.insert()?);
+            batch.puts.push(deal.update(version)?);
+            match self.commit(batch).await {
+                Ok(()) => {
+                    report.deposits += 1;
+                    if d.funds {
+                        report.funded += 1;
+                    }
+                    return Ok(());
+                }
+                Err(EscrowError::Conflict { .. }) => {
+                    // Recorded by a concurrent scanner, or the deal moved: look again.
+                    if self
+                        .inner
+                        .store
+                        .get(DepositRecord::KIND, dep_id)
+                        .await
+                        .map_err(store_err)?
+                        .is_some()
+                    {
+                        return Ok(());
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(EscrowError::Conflict {
+            what: format!("deposit {dep_id}"),
+        })
+    }
+
+    // ---- due deals ---------------------------------------------------------------------
+
+    async fn due_deal(
+        &self,
+        mut v: Versioned<Deal>,
+        report: &mut EscrowTickReport,
+    ) -> EscrowResult<()> {
+        let id = v.record.id.0.clone();
+        for _ in 0..MAX_RETRIES {
+            let now = self.now();
+            let deal = &v.record;
+            let action = match (deal.state, &deal.payout) {
+                (EscrowState::Created, _) if now >= deal.funding_expires_at => Action::Expire,
+                (EscrowState::Funded, None)
+                    if !deal.auto_release_attempted
+                        && deal.auto_release_at.is_some_and(|t| now >= t) =>
+                {
+                    Action::AutoRelease
+                }
+                _ => return Ok(()),
+            };
+            if action == Action::AutoRelease && !self.inner.rail.readiness().await.can_send() {
+                // The one automatic attempt waits for the rail: the deal stays due and is
+                // claimed again when the lease lapses.
+                report.waiting += 1;
+                return Ok(());
+            }
+            let job = if action == Action::Expire {
+                "funding_expiry"
+            } else {
+                "auto_release"
+            };
+            match self
+                .apply_action(v, action, &Actor::system(job), None, None, None)
+                .await
+            {
+                Ok(_) => {
+                    if action == Action::Expire {
+                        report.expired += 1;
+                    } else {
+                        report.auto_released += 1;
+                    }
+                    return Ok(());
+                }
+                Err(EscrowError::Conflict { .. }) => v = self.load_any(&id).await?,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(EscrowError::Conflict {
+            what: format!("escrow {id}"),
+        })
+    }
+
+    // ---- payouts -----------------------------------------------------------------------
+
+    async fn save_payout(&self, p: &PayoutRecord, version: u64) -> EscrowResult<u64> {
+        self.commit(Batch {
+            puts: vec![p.update(version)?],
+            ..Default::default()
+        })
+        .await?;
+        Ok(version + 1)
+    }
+
+    async fn advance_payout(
+        &self,
+        v: Versioned<PayoutRecord>,
+        report: &mut EscrowTickReport,
+    ) -> EscrowResult<()> {
+        let Versioned {
+            record: mut p,
+            mut version,
+        } = v;
+        let cfg = &self.inner.config;
+        let rail = &self.inner.rail;
+        let now = self.now();
+        match p.status {
+            PayoutStatus::Queued => {
+                if !rail.readiness().await.can_send() {
+                    // Nothing was sent: try again later, the claim stays with the deal.
+                    p.next_check_at = Some(now.plus_millis(cfg.send_retry_ms));
+                    p.updated_at = now;
+                    self.save_payout(&p, version).await?;
+                    report.waiting += 1;
+                    return Ok(());
+                }
+                p.status = PayoutStatus::Submitting;
+                p.submitted_at = Some(now);
+                p.updated_at = now;
+                // Durable before the side effect, and not due while we submit: a crash
+                // now leaves SUBMITTING, which a later round resolves by asking the rail.
+                p.next_check_at = Some(now.plus_millis(cfg.claim_lease_ms));
+                version = self.save_payout(&p, version).await?;
+                match rail.submit(&p.payment).await {
+                    Ok(sub) => {
+                        p.status = PayoutStatus::Submitted;
+                        p.tx_hash = sub.tx_hash.or(p.tx_hash);
+                        report.submitted += 1;
+                    }
+                    Err(RailError::Rejected { reason }) => {
+                        return self
+                            .finish_payout(p, version, Outcome::Failed(reason), report)
+                            .await;
+                    }
+                    Err(_) => {
+                        p.status = PayoutStatus::Unknown;
+                        report.unknown += 1;
+                    }
+                }
+                p.next_check_at = Some(now.plus_millis(cfg.poll_interval_ms));
+                p.updated_at = now;
+                self.save_payout(&p, version).await?;
+                Ok(())
+            }
+            PayoutStatus::Submitting => {
+                // Found mid-submit (a crash): the outcome is unknown.
+                p.status = PayoutStatus::Unknown;
+                p.next_check_at = Some(now);
+                p.updated_at = now;
+                report.unknown += 1;
+                self.save_payout(&p, version).await?;
+                Ok(())
+            }
+            PayoutStatus::Submitted | PayoutStatus::Unknown => {
+                let status = match rail.status(&p.id).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        p.next_check_at = Some(now.plus_millis(cfg.poll_interval_ms));
+                        self.save_payout(&p, version).await?;
+                        return Err(rail_err(e));
+                    }
+                };
+                match status {
+                    SubmissionStatus::Confirmed { tx_hash, block } => {
+                        p.tx_hash = Some(tx_hash);
+                        p.block = Some(block);
+                        self.finish_payout(p, version, Outcome::Confirmed, report)
+                            .await
+                    }
+                    SubmissionStatus::Failed { reason, tx_hash } => {
+                        p.tx_hash = tx_hash.or(p.tx_hash);
+                        self.finish_payout(p, version, Outcome::Failed(reason), report)
+                            .await
+                    }
+                    SubmissionStatus::Pending { tx_hash } => {
+                        report.polled += 1;
+                        p.tx_hash = tx_hash.or(p.tx_hash);
+                        p.next_check_at = Some(now.plus_millis(cfg.poll_interval_ms));
+                        self.save_payout(&p, version).await?;
+                        Ok(())
+                    }
+                    SubmissionStatus::NotFound => {
+                        let since = p.submitted_at.unwrap_or(p.created_at);
+                        if now.millis() - since.millis() >= cfg.unknown_grace_ms {
+                            let reason = "the payout never reached the network".to_string();
+                            self.finish_payout(p, version, Outcome::Failed(reason), report)
+                                .await
+                        } else {
+                            report.polled += 1;
+                            p.next_check_at = Some(now.plus_millis(cfg.poll_interval_ms));
+                            self.save_payout(&p, version).await?;
+                            Ok(())
+                        }
+                    }
+                }
+            }
+            PayoutStatus::Confirmed | PayoutStatus::Failed => Ok(()),
+        }
+    }
+
+    /// Records a payout's final outcome with the deal's transition, the ledger post or
+    /// void, the history entry and the event, in one batch.
+    async fn finish_payout(
+        &self,
+        mut p: PayoutRecord,
+        mut p_version: u64,
+        outcome: Outcome,
+        report: &mut EscrowTickReport,
+    ) -> EscrowResult<()> {
+        let actor = Actor::system("payout");
+        for _ in 0..MAX_RETRIES {
+            let now = self.now();
+            let Versioned {
+                record: mut deal,
+                version: deal_version,
+            } = self.load_any(&p.deal.0).await?;
+            let from = deal.phase();
+            let mut batch = Batch::default();
+            p.updated_at = now;
+            p.next_check_at = None;
+            let hold = p.hold.clone();
+            let (ledger_id, phase) = match &outcome {
+                Outcome::Confirmed => {
+                    p.status = PayoutStatus::Confirmed;
+                    p.settled_at = Some(now);
+                    (
+                        format!("{}:post", p.id),
+                        LedgerPhase::Post {
+                            pending_id: hold.id.clone(),
+                        },
+                    )
+                }
+                Outcome::Failed(reason) => {
+                    p.status = PayoutStatus::Failed;
+                    p.error_reason = Some(reason.clone());
+                    (
+                        format!("{}:void", p.id),
+                        LedgerPhase::Void {
+                            pending_id: hold.id.clone(),
+                        },
+                    )
+                }
+            };
+            batch.ledger.push(LedgerTransfer {
+                id: ledger_id,
+                debit: hold.debit,
+                credit: hold.credit,
+                amount: hold.amount,
+                phase,
+            });
+            let payout_data = |p: &PayoutRecord| {
+                json!({
+                    "payout_id": p.id,
+                    "tx_hash": p.tx_hash,
+                    "block": p.block,
+                    "amount": p.amount.to_base_units_string(),
+                    "token": p.token.as_str(),
+                    "to": p.to.as_str(),
+                    "to_address": p.payment.legs.first().map(|l| l.to.0.clone()),
+                    "error_reason": p.error_reason,
+                })
+            };
+            let (event, reason) = match p.kind {
+                PayoutKind::Deal(purpose) => {
+                    let claim = match &deal.payout {
+                        Some(c) if c.payout_id == p.id => c.clone(),
+                        _ => {
+                            return Err(EscrowError::Storage(format!(
+                                "payout {} is not the one {} has claimed",
+                                p.id, deal.id
+                            )));
+                        }
+                    };
+                    match &outcome {
+                        Outcome::Confirmed => {
+                            let to = transition(from, Action::PayoutConfirmed)?;
+                            deal.set_phase(to);
+                            deal.payout = None;
+                            deal.payout_tx_hash = p.tx_hash.clone();
+                            deal.payout_failure_reason = None;
+                            if let Some(note) = claim.resolution_note {
+                                deal.resolution_note = Some(note);
+                            }
+                            match purpose {
+                                PayoutPurpose::Release => {
+                                    deal.released_at = Some(now);
+                                    (EscrowEventType::Released, None)
+                                }
+                                PayoutPurpose::Refund => {
+                                    deal.refunded_at = Some(now);
+                                    (EscrowEventType::Refunded, None)
+                                }
+                            }
+                        }
+                        Outcome::Failed(reason) => {
+                            let to = transition(from, Action::PayoutFailed)?;
+                            deal.set_phase(to);
+                            deal.payout = None;
+                            deal.payout_failure_reason = Some(reason.clone());
+                            (EscrowEventType::PayoutFailed, Some(reason.clone()))
+                        }
+                    }
+                }
+                PayoutKind::Recovery(kind) => {
+                    if let Some(r) = deal.recoveries.iter_mut().find(|r| r.payout_id == p.id) {
+                        r.status = p.status;
+                        r.tx_hash = p.tx_hash.clone();
+                    }
+                    match &outcome {
+                        Outcome::Confirmed => (EscrowEventType::Recovered, None),
+                        Outcome::Failed(reason) => {
+                            // Nothing moved: the balance is recoverable again.
+                            deal.add_recoverable(kind, p.token, p.amount)
+                                .ok_or_else(overflow)?;
+                            (EscrowEventType::RecoveryFailed, Some(reason.clone()))
+                        }
+                    }
+                }
+            };
+            let data = payout_data(&p);
+            self.push_event(
+                &mut batch,
+                &mut deal,
+                event,
+                Some(from),
+                &actor,
+                None,
+                reason,
+                Some(data),
+                now,
+            )?;
+            batch.puts.push(p.update(p_version)?);
+            batch.puts.push(deal.update(deal_version)?);
+            match self.commit(batch).await {
+                Ok(()) => {
+                    match outcome {
+                        Outcome::Confirmed => report.settled += 1,
+                        Outcome::Failed(_) => report.failed += 1,
+                    }
+                    return Ok(());
+                }
+                Err(EscrowError::Conflict { .. }) => {
+                    let Some(cur) = get_record::<PayoutRecord>(&*self.inner.store, &p.id).await?
+                    else {
+                        return Err(EscrowError::Storage(format!("payout {} vanished", p.id)));
+                    };
+                    if cur.record.status.is_terminal() {
+                        return Ok(()); // another worker recorded it
+                    }
+                    p_version = cur.version;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(EscrowError::Conflict {
+            what: format!("payout {}", p.id),
+        })
+    }
+}
