@@ -310,6 +310,11 @@ impl App {
         &self.state.config
     }
 
+    /// `memory`, `sqlite` or `postgres`.
+    pub fn storage_kind(&self) -> &'static str {
+        self.state.storage.kind
+    }
+
     pub fn demo(&self) -> Option<&DemoTenant> {
         self.demo.as_ref()
     }

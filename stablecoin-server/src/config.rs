@@ -10,7 +10,7 @@
 //! | `body_limit_bytes` | `STABLECOIN_BODY_LIMIT_BYTES` | `65536` |
 //! | `worker_interval_ms` | `STABLECOIN_WORKER_INTERVAL_MS` | `250` |
 //! | `run_workers` | `STABLECOIN_RUN_WORKERS` | `true` (false: API only, e.g. extra API nodes) |
-//! | `storage.kind` (`memory`/`sqlite`/`postgres`) | `STABLECOIN_STORAGE` | `memory` |
+//! | `storage.kind` (`memory`/`sqlite`/`postgres`) | `STABLECOIN_STORAGE` | `sqlite` |
 //! | `storage.path` (sqlite) | `STABLECOIN_SQLITE_PATH` | `<data_dir>/stablecoin.db` |
 //! | `storage.url` (postgres) | `STABLECOIN_POSTGRES_URL` | none (required) |
 //! | `log.filter` | `STABLECOIN_LOG` | `info` |
@@ -118,19 +118,25 @@ impl Default for Config {
 
 /// Where records and the ledger live. `open_storage` in [`crate::storage`] turns this into
 /// a `Store` + `Ledger`.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum StorageConfig {
     /// In-process memory: nothing survives a restart.
-    #[default]
     Memory,
-    /// Embedded SQLite file (default path `<data_dir>/stablecoin.db`).
+    /// Embedded SQLite file (default path `<data_dir>/stablecoin.db`): the default.
     Sqlite {
         #[serde(default)]
         path: Option<PathBuf>,
     },
     /// PostgreSQL by URL.
     Postgres { url: Secret },
+}
+
+impl Default for StorageConfig {
+    /// Embedded SQLite under `data_dir`: durable with zero configuration.
+    fn default() -> Self {
+        StorageConfig::Sqlite { path: None }
+    }
 }
 
 impl StorageConfig {
@@ -542,7 +548,7 @@ mod tests {
     fn no_configuration_is_valid() {
         let c = Config::load(None, env(&[])).unwrap();
         assert_eq!(c.listen, "127.0.0.1:8080");
-        assert_eq!(c.storage, StorageConfig::Memory);
+        assert_eq!(c.storage, StorageConfig::Sqlite { path: None });
         assert_eq!(c.primary_evm_chain(), Some(137));
         assert!(c.demo.enabled);
     }

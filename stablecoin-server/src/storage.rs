@@ -4,6 +4,7 @@
 use crate::config::StorageConfig;
 use stablecoin_core::memory::MemoryStore;
 use stablecoin_core::ports::{Ledger, Store};
+use stablecoin_store::{PgConfig, PgStore, SqliteConfig, SqliteStore};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -31,21 +32,22 @@ impl std::fmt::Debug for Storage {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
-    #[error(
-        "storage `{0}` is not wired into this server yet (stablecoin-store is being built); \
-         use storage.kind = \"memory\" (STABLECOIN_STORAGE=memory) for now"
-    )]
-    NotWired(&'static str),
     #[error("storage: {0}")]
     Open(String),
 }
 
+impl From<stablecoin_store::Error> for StorageError {
+    fn from(e: stablecoin_store::Error) -> Self {
+        StorageError::Open(e.to_string())
+    }
+}
+
 /// Opens the configured storage and applies its migrations.
 ///
-/// WIRING POINT for `stablecoin-store`: the `Sqlite` and `Postgres` arms are the only code
-/// to change when `SqliteStore` / `PgStore` land (open, migrate, return them as both
-/// `store` and `ledger`, `durable: true`). Until then they fail at startup with a clear
-/// error rather than silently falling back to memory.
+/// The store and the ledger are always the same backend, so a batch commits records,
+/// ledger entries and outbox events in one transaction. SQLite runs with WAL and
+/// `synchronous=FULL` (an acknowledged write survives power loss); its directory is
+/// created if missing.
 pub async fn open_storage(
     config: &StorageConfig,
     data_dir: &Path,
@@ -62,12 +64,33 @@ pub async fn open_storage(
             })
         }
         StorageConfig::Sqlite { path } => {
-            let _path = path
+            let path = path
                 .clone()
                 .unwrap_or_else(|| data_dir.join("stablecoin.db"));
-            Err(StorageError::NotWired("sqlite"))
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    StorageError::Open(format!("cannot create {}: {e}", dir.display()))
+                })?;
+            }
+            let store = Arc::new(SqliteStore::open(SqliteConfig::file(&path)).await?);
+            Ok(Storage {
+                store: store.clone(),
+                ledger: store,
+                memory: None,
+                kind: "sqlite",
+                durable: true,
+            })
         }
-        StorageConfig::Postgres { url: _ } => Err(StorageError::NotWired("postgres")),
+        StorageConfig::Postgres { url } => {
+            let store = Arc::new(PgStore::connect(PgConfig::new(url.expose())).await?);
+            Ok(Storage {
+                store: store.clone(),
+                ledger: store,
+                memory: None,
+                kind: "postgres",
+                durable: true,
+            })
+        }
     }
 }
 

@@ -129,26 +129,48 @@ fn bin() -> Command {
 #[test]
 fn binary_admin_and_migrate_on_memory_storage() {
     let out = bin()
+        .env("STABLECOIN_STORAGE", "memory")
         .args(["tenant", "create", "--name", "X"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not persist"));
-    let out = bin().arg("migrate").output().unwrap();
+    let out = bin()
+        .env("STABLECOIN_STORAGE", "memory")
+        .arg("migrate")
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to migrate"));
+    // The default storage (SQLite under the data directory) migrates and persists.
+    let dir = temp_dir("cli-migrate");
+    let out = bin()
+        .env("STABLECOIN_DATA_DIR", &dir)
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("storage `sqlite` is up to date"));
+    let out = bin()
+        .env("STABLECOIN_DATA_DIR", &dir)
+        .args(["tenant", "create", "--name", "Durable Co"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ten_"));
+    let _ = std::fs::remove_dir_all(&dir);
     let out = bin()
         .arg("migrate")
         .env("STABLECOIN_STORAGE", "postgres")
         .env(
             "STABLECOIN_POSTGRES_URL",
-            "postgres://u:pw-secret@localhost/db",
+            "postgres://u:pw-secret@127.0.0.1:1/db",
         )
         .output()
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("not wired"), "{err}");
+    assert!(err.contains("storage"), "{err}");
     assert!(!err.contains("pw-secret"));
     let out = bin()
         .arg("serve")
@@ -161,8 +183,10 @@ fn binary_admin_and_migrate_on_memory_storage() {
 #[cfg(unix)]
 #[tokio::test]
 async fn serve_with_zero_configuration_then_sigterm() {
+    let dir = temp_dir("cli-serve");
     let mut child = bin()
         .env("STABLECOIN_LISTEN", "127.0.0.1:0")
+        .env("STABLECOIN_DATA_DIR", &dir)
         .arg("serve")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

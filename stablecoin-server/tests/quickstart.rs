@@ -126,7 +126,13 @@ async fn zero_configuration_start_prints_a_working_curl_line() {
     // No file, no environment: only the port is made ephemeral for the test.
     let mut config = Config::load(None, |_| None).unwrap();
     config.listen = "127.0.0.1:0".into();
+    config.data_dir = temp_dir("zero-config");
     let app = App::build(config).await.unwrap();
+    assert_eq!(
+        app.storage_kind(),
+        "sqlite",
+        "the zero-configuration default"
+    );
     let demo = app.demo().expect("demo tenant").clone();
     assert!(demo.created);
     let s = serve(app).await;
@@ -172,15 +178,49 @@ async fn zero_configuration_start_prints_a_working_curl_line() {
     // With the demo disabled, no tenant is created.
     let mut c = Config::load(None, |k| (k == "STABLECOIN_DEMO").then(|| "false".into())).unwrap();
     c.listen = "127.0.0.1:0".into();
+    c.data_dir = temp_dir("no-demo");
     assert!(App::build(c).await.unwrap().demo().is_none());
 }
 
 #[tokio::test]
-async fn durable_storage_is_refused_until_wired() {
-    let c = Config::load(None, |k| {
-        (k == "STABLECOIN_STORAGE").then(|| "sqlite".into())
-    })
-    .unwrap();
-    let err = App::build(c).await.unwrap_err().to_string();
-    assert!(err.contains("sqlite") && err.contains("not wired"), "{err}");
+async fn sqlite_default_survives_a_restart() {
+    let dir = temp_dir("restart");
+    let config = || {
+        let mut c = Config::load(None, |_| None).unwrap();
+        c.listen = "127.0.0.1:0".into();
+        c.data_dir = dir.clone();
+        c
+    };
+    let first = App::build(config()).await.unwrap();
+    let demo = first.demo().expect("demo tenant").clone();
+    assert!(demo.created);
+    let key = demo.live_key.clone().unwrap();
+    let s = serve(first).await;
+    s.post(
+        &key,
+        "/v1/users/provision",
+        r#"{"phone_number":"+2250700000077"}"#,
+    )
+    .await
+    .expect(200);
+    drop(s);
+    assert!(dir.join("stablecoin.db").exists());
+    assert!(dir.join("master_seed.hex").exists());
+
+    // Same directory: the demo tenant, its key and the customer are still there.
+    let second = App::build(config()).await.unwrap();
+    let again = second.demo().expect("demo tenant").clone();
+    assert!(!again.created, "reused, not recreated");
+    assert_eq!(again.tenant, demo.tenant);
+    let s = serve(second).await;
+    let r = s
+        .post(
+            &key,
+            "/v1/users/provision",
+            r#"{"phone_number":"+2250700000077"}"#,
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(r.json()["outcome"], "ALREADY_EXISTS");
+    let _ = std::fs::remove_dir_all(&dir);
 }

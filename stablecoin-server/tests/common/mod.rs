@@ -86,12 +86,27 @@ pub fn test_config() -> Config {
         master_seed: Some(stablecoin_server::config::Secret::new("07".repeat(32))),
         run_workers: false,
         worker_interval_ms: 10,
+        // Memory keeps the HTTP suites fast and isolated; `quickstart.rs` covers SQLite.
+        storage: stablecoin_server::config::StorageConfig::Memory,
         ..Default::default()
     };
     c.demo.enabled = false;
     c.engine.poll_interval_ms = 0;
     c.engine.unknown_grace_ms = 0;
     c
+}
+
+/// A fresh, empty directory under the system temp dir, unique per call.
+pub fn temp_dir(tag: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "stablecoin-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
 }
 
 pub async fn start() -> Server {
