@@ -8,6 +8,7 @@ use stablecoin_core::domain::money::Token;
 
 /// `POST /v1/escrows`. Unknown fields are refused when deserializing.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateEscrowRequest {
     /// E.164 phone of the buyer's wallet (provisioned and linked to the tenant).
@@ -34,6 +35,7 @@ pub struct CreateEscrowRequest {
 /// are refused when deserializing (a `payout_address` or an `idempotency_key` must never
 /// be silently dropped); the server reports that as `UNKNOWN_FIELD`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EscrowActionRequest {
     /// `BUYER` or `SELLER`: the partner's assertion that it acts for that user.
@@ -47,6 +49,7 @@ pub struct EscrowActionRequest {
 
 /// Staff resolution of a DISPUTED escrow.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ResolveRequest {
     /// `RELEASE` (to the seller) or `REFUND` (to the buyer).
@@ -57,6 +60,7 @@ pub struct ResolveRequest {
 
 /// Staff authorisation to return a recoverable balance to the buyer's linked wallet.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RecoveryRequest {
     /// `PARTIAL`, `EXCESS`, `LATE` or `UNSUPPORTED_TOKEN`.
@@ -70,6 +74,7 @@ pub struct RecoveryRequest {
 
 /// `GET /v1/escrows` query.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct ListEscrowsQuery {
     /// Filter by state (`CREATED`, `FUNDED`, ...).
     #[serde(default)]
@@ -84,6 +89,7 @@ pub struct ListEscrowsQuery {
 
 /// A recoverable balance as shown to tenants and staff.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct RecoverableView {
     pub kind: String,
     pub token: String,
@@ -93,6 +99,7 @@ pub struct RecoverableView {
 
 /// The escrow view (spec 2.1), plus a few fields the spec leaves open.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct EscrowView {
     pub id: String,
     pub object: String,
@@ -199,6 +206,7 @@ impl EscrowView {
 
 /// A page of escrows, newest first (API-CONVENTIONS lists).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct EscrowList {
     pub limit: u32,
     pub page: u32,
@@ -208,6 +216,7 @@ pub struct EscrowList {
 
 /// One entry of an escrow's permanent history. Its `event_id` is also the webhook's.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct EscrowEventView {
     pub event_id: String,
     pub event: String,
@@ -262,6 +271,7 @@ impl EscrowEventView {
 
 /// A page of an escrow's history, newest first.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct EscrowEventList {
     pub limit: u32,
     pub page: u32,
@@ -274,6 +284,7 @@ pub struct EscrowEventList {
 /// right after the change. Receivers deduplicate by `event_id`; no escrow webhook is a
 /// settlement proof before `escrow.payout_pending` is false (spec 6.1).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct EscrowWebhookPayload {
     #[serde(flatten)]
     pub entry: EscrowEventView,
@@ -282,6 +293,7 @@ pub struct EscrowWebhookPayload {
 
 /// An outbound payment of a deal, as staff see it (recoveries and deal payouts).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct PayoutView {
     /// Also the rail payment id.
     pub id: String,

@@ -28,6 +28,7 @@ use stablecoin_core::ports::{
     Batch, KeyPurpose, Payout, PayoutError, PayoutProvider, PayoutStatus, Rail, RailId, Record,
     get_record,
 };
+use stablecoin_escrow::{EscrowConfig, EscrowEngine};
 use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -66,6 +67,9 @@ pub struct AppInner {
     /// are kept in memory (tests read the codes here).
     pub notifier: Arc<MemoryNotifier>,
     pub payouts: Arc<SimPayouts>,
+    /// The escrow engine over the TRON rail; `None` when TRON is disabled (every escrow
+    /// route then answers `ESCROW_UNAVAILABLE`).
+    pub escrow: Option<EscrowEngine>,
 }
 
 /// Cheap-to-clone handle on [`AppInner`]; the router's state.
@@ -278,6 +282,26 @@ impl App {
             .values()
             .map(|r| r.clone() as Arc<dyn Rail>)
             .collect();
+        let escrow = match sim_rails.get(&RailId::Tron) {
+            Some(tron) => {
+                let escrow_config = EscrowConfig {
+                    claim_lease_ms: engine_config.claim_lease_ms,
+                    poll_interval_ms: engine_config.poll_interval_ms,
+                    // Longer than a TRON transaction's expiry, whatever the engine uses.
+                    unknown_grace_ms: engine_config
+                        .unknown_grace_ms
+                        .max(EscrowConfig::default().unknown_grace_ms),
+                    batch_limit: engine_config.batch_limit,
+                    worker_id: format!("{}-escrow", engine_config.worker_id),
+                    ..EscrowConfig::default()
+                };
+                Some(
+                    EscrowEngine::new(&ports, tron.clone() as Arc<dyn Rail>, escrow_config)
+                        .map_err(|e| StartupError::Rails(format!("escrow: {e}")))?,
+                )
+            }
+            None => None,
+        };
         let engine = Engine::new(ports, rails, engine_config);
         let state = AppState(Arc::new(AppInner {
             config,
@@ -289,6 +313,7 @@ impl App {
             sim_rails,
             notifier,
             payouts,
+            escrow,
         }));
         let demo = if state.config.demo.enabled {
             Some(ensure_demo_tenant(&state).await?)
@@ -409,6 +434,11 @@ async fn run_workers(state: AppState, mut stop: watch::Receiver<bool>) {
         state.metrics.tick(&report);
         for e in &report.errors {
             tracing::warn!(error = %e, "worker");
+        }
+        if let Some(escrow) = &state.escrow {
+            for e in escrow.tick().await.errors {
+                tracing::warn!(error = %e, "escrow worker");
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}

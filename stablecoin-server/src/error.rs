@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use stablecoin_core::CoreError;
+use stablecoin_escrow::EscrowError;
 use utoipa::ToSchema;
 
 /// An error response: status, stable code, human message and the field at fault.
@@ -183,6 +184,51 @@ impl From<CoreError> for ApiError {
     }
 }
 
+/// The HTTP status of every escrow error (same classes as the core's).
+pub fn escrow_status_of(e: &EscrowError) -> StatusCode {
+    use EscrowError::*;
+    match e {
+        InvalidAmount { .. }
+        | InvalidPhone { .. }
+        | UnknownToken { .. }
+        | UnsupportedToken { .. }
+        | InvalidParameter { .. }
+        | MissingParameter { .. }
+        | InvalidIdempotencyKey { .. } => StatusCode::BAD_REQUEST,
+        InvalidApiKey => StatusCode::UNAUTHORIZED,
+        NotAMember { .. } | SandboxUnsupported => StatusCode::FORBIDDEN,
+        NotFound { .. } => StatusCode::NOT_FOUND,
+        InvalidState { .. }
+        | PayoutInFlight { .. }
+        | NothingToRecover { .. }
+        | Conflict { .. }
+        | IdempotencyKeyInUse => StatusCode::CONFLICT,
+        SameWallet | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+        EscrowUnavailable { .. } | RailNotReady { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        Rail(_) => StatusCode::BAD_GATEWAY,
+        Storage(_) | InvalidConfig(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl From<EscrowError> for ApiError {
+    fn from(e: EscrowError) -> Self {
+        let status = escrow_status_of(&e);
+        let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
+            tracing::error!(code = e.code(), error = %e, "internal escrow error");
+            "internal error; the request may be retried".into()
+        } else {
+            e.to_string()
+        };
+        ApiError {
+            status,
+            code: e.code(),
+            message,
+            param: e.param().map(str::to_string),
+        }
+    }
+}
+
 /// A core error whose `param` names another request field (e.g. `to_phone_number`).
 pub fn at(field: &str) -> impl Fn(CoreError) -> ApiError + '_ {
     move |e| {
@@ -199,6 +245,33 @@ pub fn at(field: &str) -> impl Fn(CoreError) -> ApiError + '_ {
 pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     // request decoding (server)
     ("MALFORMED_JSON", 400, "The body is not a JSON object."),
+    // escrow
+    ("UNSUPPORTED_TOKEN", 400, "Escrow moves only TRON USDT."),
+    (
+        "MISSING_PARAMETER",
+        400,
+        "A required field is absent or empty (a dispute's reason, a resolution_note).",
+    ),
+    (
+        "PAYOUT_IN_FLIGHT",
+        409,
+        "A payout of the escrow is claimed and not yet settled.",
+    ),
+    (
+        "NOTHING_TO_RECOVER",
+        409,
+        "The escrow holds no recoverable balance of that kind.",
+    ),
+    (
+        "ESCROW_UNAVAILABLE",
+        503,
+        "TRON deposits are disabled: no new escrow is admitted.",
+    ),
+    (
+        "INVALID_CONFIG",
+        500,
+        "The server's escrow configuration is invalid.",
+    ),
     (
         "UNKNOWN_FIELD",
         400,

@@ -762,18 +762,10 @@ async fn tron_send_is_503_when_tron_is_not_configured() {
 }
 
 #[tokio::test]
-async fn escrow_and_webhook_routes_answer_501() {
+async fn webhook_routes_answer_501() {
     let s = start().await;
     let acme = s.tenant("Acme", "0").await;
     for (method, path) in [
-        (Method::POST, "/v1/escrows"),
-        (Method::GET, "/v1/escrows"),
-        (Method::GET, "/v1/escrows/esc_1"),
-        (Method::GET, "/v1/escrows/esc_1/events"),
-        (Method::POST, "/v1/escrows/esc_1/release"),
-        (Method::POST, "/v1/escrows/esc_1/refund"),
-        (Method::POST, "/v1/escrows/esc_1/dispute"),
-        (Method::POST, "/v1/escrows/esc_1/cancel"),
         (Method::POST, "/v1/webhook-endpoints"),
         (Method::GET, "/v1/webhook-endpoints"),
         (Method::GET, "/v1/webhook-endpoints/whe_1"),

@@ -3,6 +3,7 @@
 
 pub mod chains;
 pub mod checkout;
+pub mod escrow;
 pub mod fx;
 pub mod health;
 pub mod pending;
@@ -51,7 +52,7 @@ pub const API_VERSION: &str = "1.0.1";
         (name = "fx", description = "FX quotes"),
         (name = "tron", description = "Native TRON USDT rail"),
         (name = "solana", description = "Solana SPL rail"),
-        (name = "escrows", description = "Embedded escrow (not wired yet: 501)"),
+        (name = "escrows", description = "Embedded escrow over per-deal TRON USDT addresses"),
         (name = "webhooks", description = "Webhook endpoint management (not wired yet: 501)"),
         (name = "checkout", description = "Checkout payment sessions (business keys)"),
         (name = "health", description = "Health, metrics and this document")
@@ -147,9 +148,9 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(chains::solana_provision))
         .routes(routes!(chains::solana_balance))
         .routes(routes!(chains::solana_send))
-        .routes(routes!(pending::create_escrow, pending::list_escrows))
-        .routes(routes!(pending::get_escrow))
-        .routes(routes!(pending::escrow_events))
+        .routes(routes!(escrow::create_escrow, escrow::list_escrows))
+        .routes(routes!(escrow::get_escrow))
+        .routes(routes!(escrow::escrow_events))
         .routes(routes!(
             pending::create_webhook_endpoint,
             pending::list_webhook_endpoints
@@ -163,10 +164,10 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
     // Tenant key, no idempotency key: escrow actions (spec 2.2; their state rules make
     // them safe to retry).
     let escrow_actions = OpenApiRouter::new()
-        .routes(routes!(pending::release_escrow))
-        .routes(routes!(pending::refund_escrow))
-        .routes(routes!(pending::dispute_escrow))
-        .routes(routes!(pending::cancel_escrow))
+        .routes(routes!(escrow::release_escrow))
+        .routes(routes!(escrow::refund_escrow))
+        .routes(routes!(escrow::dispute_escrow))
+        .routes(routes!(escrow::cancel_escrow))
         .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key));
     let business = OpenApiRouter::new()
         .routes(routes!(checkout::list))
