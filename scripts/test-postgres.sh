@@ -88,6 +88,7 @@ done
 "${AS_PG[@]}" "$PG_BIN/psql" -h "$SOCK" -p "$PORT" -U postgres -d postgres -q \
   -c "CREATE DATABASE stablecoin_test" >/dev/null
 export STABLECOIN_TEST_PG_URL="postgres://postgres@127.0.0.1:$PORT/stablecoin_test"
+export STABLECOIN_REQUIRE_PG=1
 echo "== PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT"
 
 if [ "${1:-}" = "--bench" ]; then

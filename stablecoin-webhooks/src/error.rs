@@ -16,7 +16,10 @@ pub enum WebhookError {
     InvalidUrl { url: String, reason: String },
     /// A subscribed event type is not a known name of the endpoint's family.
     #[error("unknown event type {event_type:?} for the {family} webhook family")]
-    UnknownEventType { event_type: String, family: &'static str },
+    UnknownEventType {
+        event_type: String,
+        family: &'static str,
+    },
     #[error("invalid {field}: {reason}")]
     InvalidParameter { field: &'static str, reason: String },
 
@@ -26,7 +29,10 @@ pub enum WebhookError {
     SignatureMissing { header: &'static str },
     /// The signature header is not of the form the family uses.
     #[error("the {header} header is malformed: {reason}")]
-    SignatureMalformed { header: &'static str, reason: &'static str },
+    SignatureMalformed {
+        header: &'static str,
+        reason: &'static str,
+    },
     /// The signature does not match the body under this secret.
     #[error("the webhook signature does not match the body")]
     SignatureMismatch,
@@ -44,7 +50,11 @@ pub enum WebhookError {
     // ---- sending side ----
     /// An outbox event whose payload cannot be rendered to its wire form.
     #[error("event {event_id} ({event_type}) cannot be rendered: {reason}")]
-    InvalidEventPayload { event_id: String, event_type: String, reason: String },
+    InvalidEventPayload {
+        event_id: String,
+        event_type: String,
+        reason: String,
+    },
     /// Concurrent update of a record; retry.
     #[error("concurrent update of {what}; retry")]
     Conflict { what: String },
@@ -101,9 +111,9 @@ impl WebhookError {
 impl From<StoreError> for WebhookError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::VersionConflict { kind, id } => {
-                WebhookError::Conflict { what: format!("{kind} {id}") }
-            }
+            StoreError::VersionConflict { kind, id } => WebhookError::Conflict {
+                what: format!("{kind} {id}"),
+            },
             other => WebhookError::Storage(other.to_string()),
         }
     }
@@ -129,11 +139,18 @@ mod tests {
     fn codes_are_stable() {
         assert_eq!(WebhookError::SignatureMismatch.code(), "SIGNATURE_MISMATCH");
         assert_eq!(
-            WebhookError::NotFound { kind: "webhook endpoint", id: "whe_x".into() }.code(),
+            WebhookError::NotFound {
+                kind: "webhook endpoint",
+                id: "whe_x".into()
+            }
+            .code(),
             "NOT_FOUND"
         );
-        let conflict: WebhookError =
-            StoreError::VersionConflict { kind: "k".into(), id: "i".into() }.into();
+        let conflict: WebhookError = StoreError::VersionConflict {
+            kind: "k".into(),
+            id: "i".into(),
+        }
+        .into();
         assert_eq!(conflict.code(), "CONFLICT");
         assert!(conflict.is_retryable());
         assert!(WebhookError::SignatureMismatch.is_signature_error());
