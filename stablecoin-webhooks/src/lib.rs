@@ -1,13 +1,16 @@
 //! `stablecoin-webhooks`: the two webhook families of the service (spec 6).
 //!
 //! What is here today: the signature scheme of both families ([`signature`]: signing,
-//! constant-time verification over the exact bytes, secret generation) and the crate's
-//! error enum. Not built yet (issue #5): the wire payload types, endpoint registration,
+//! constant-time verification over the exact bytes, secret generation), the wallet-service
+//! family's wire payloads ([`payload`], pinned by golden files) and the crate's error
+//! enum. Not built yet (issue #5): the payments family's payloads, endpoint registration,
 //! the durable delivery worker over the outbox, replay and the receiver kit. Nothing in
 //! this crate pretends to deliver anything.
 
 pub mod error;
+pub mod payload;
 pub mod signature;
 
 pub use error::{WebhookError, WebhookResult};
+pub use payload::WalletPayload;
 pub use signature::Family;
