@@ -30,6 +30,7 @@ use stablecoin_core::ports::{
 };
 use stablecoin_escrow::{EscrowConfig, EscrowEngine};
 use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
+use stablecoin_webhooks::{Deliverer, DeliveryConfig};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
@@ -70,6 +71,8 @@ pub struct AppInner {
     /// The escrow engine over the TRON rail; `None` when TRON is disabled (every escrow
     /// route then answers `ESCROW_UNAVAILABLE`).
     pub escrow: Option<EscrowEngine>,
+    /// Wallet-service webhook endpoints and their delivery worker.
+    pub webhooks: Deliverer,
 }
 
 /// Cheap-to-clone handle on [`AppInner`]; the router's state.
@@ -302,6 +305,19 @@ impl App {
             }
             None => None,
         };
+        let webhooks = Deliverer::new(
+            storage.store.clone(),
+            ports.clock.clone(),
+            ports.entropy.clone(),
+            DeliveryConfig {
+                worker_id: format!("{}-webhooks", engine_config.worker_id),
+                lease_ms: engine_config.claim_lease_ms.max(30_000),
+                batch_limit: engine_config.batch_limit,
+                allow_loopback_http: config.webhooks_allow_loopback_http,
+                ..DeliveryConfig::default()
+            },
+        )
+        .map_err(|e| StartupError::Rails(format!("webhooks: {e}")))?;
         let engine = Engine::new(ports, rails, engine_config);
         let state = AppState(Arc::new(AppInner {
             config,
@@ -314,6 +330,7 @@ impl App {
             notifier,
             payouts,
             escrow,
+            webhooks,
         }));
         let demo = if state.config.demo.enabled {
             Some(ensure_demo_tenant(&state).await?)
@@ -439,6 +456,11 @@ async fn run_workers(state: AppState, mut stop: watch::Receiver<bool>) {
             for e in escrow.tick().await.errors {
                 tracing::warn!(error = %e, "escrow worker");
             }
+        }
+        // Delivery never blocks settlement: it runs after the engines' work, on what
+        // they already committed to the outbox.
+        if let Err(e) = state.webhooks.round().await {
+            tracing::warn!(error = %e, "webhook worker");
         }
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}

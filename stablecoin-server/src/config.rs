@@ -29,6 +29,7 @@
 //! | `demo.enabled` | `STABLECOIN_DEMO` | `true` |
 //! | `demo.tenant_name` | `STABLECOIN_DEMO_TENANT_NAME` | `Demo Fintech` |
 //! | `demo.treasury_credit` | `STABLECOIN_DEMO_TREASURY_CREDIT` | `10000` (USDC and USDT) |
+//! | `webhooks_allow_loopback_http` | `STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP` | `false` (https only) |
 //!
 //! The config file is named by `--config` or `STABLECOIN_CONFIG`. Unknown keys in the
 //! file are errors (a typo must not silently fall back to a default). Secrets (the
@@ -95,6 +96,9 @@ pub struct Config {
     pub rails: RailsConfig,
     pub sim: SimSettings,
     pub demo: DemoConfig,
+    /// Accept `http://` webhook URLs on loopback hosts (local development and tests).
+    /// Off by default: elsewhere webhook URLs must be `https://`.
+    pub webhooks_allow_loopback_http: bool,
 }
 
 impl Default for Config {
@@ -112,6 +116,7 @@ impl Default for Config {
             rails: RailsConfig::default(),
             sim: SimSettings::default(),
             demo: DemoConfig::default(),
+            webhooks_allow_loopback_http: false,
         }
     }
 }
@@ -347,6 +352,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Str,
     ),
     ("STABLECOIN_DEMO", &["demo", "enabled"], EnvKind::Bool),
+    (
+        "STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP",
+        &["webhooks_allow_loopback_http"],
+        EnvKind::Bool,
+    ),
     (
         "STABLECOIN_DEMO_TENANT_NAME",
         &["demo", "tenant_name"],

@@ -762,24 +762,6 @@ async fn tron_send_is_503_when_tron_is_not_configured() {
 }
 
 #[tokio::test]
-async fn webhook_routes_answer_501() {
-    let s = start().await;
-    let acme = s.tenant("Acme", "0").await;
-    for (method, path) in [
-        (Method::POST, "/v1/webhook-endpoints"),
-        (Method::GET, "/v1/webhook-endpoints"),
-        (Method::GET, "/v1/webhook-endpoints/whe_1"),
-        (Method::DELETE, "/v1/webhook-endpoints/whe_1"),
-    ] {
-        for key in [&acme.live, &acme.test] {
-            let body = (method == Method::POST).then_some("{}");
-            let r = writes_nothing!(s, s.send(method.clone(), path, Some(key), body, &[]).await);
-            r.expect_err(501, "NOT_IMPLEMENTED");
-        }
-    }
-}
-
-#[tokio::test]
 async fn checkout_list_over_the_session_store() {
     let s = start().await;
     let acme = s.tenant("Acme", "0").await;

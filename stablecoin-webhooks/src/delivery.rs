@@ -514,7 +514,9 @@ impl Deliverer {
                 d.state = DeliveryState::Delivered;
                 d.next_attempt_at = None;
                 report.delivered += 1;
-            } else if n > RETRY_SCHEDULE_MS.len() || endpoint.is_none() {
+            } else if n > RETRY_SCHEDULE_MS.len()
+                || !endpoint.as_ref().is_some_and(|e| e.record.enabled)
+            {
                 d.state = DeliveryState::Dead;
                 d.next_attempt_at = None;
                 report.dead += 1;
@@ -603,6 +605,69 @@ impl Deliverer {
                 )
             }
         }
+    }
+
+    /// The tenant's endpoints, newest first, and their total.
+    pub async fn list_endpoints(
+        &self,
+        tenant: &TenantId,
+        limit: usize,
+        offset: usize,
+    ) -> WebhookResult<(Vec<Endpoint>, u64)> {
+        let (records, total) = self
+            .store
+            .list(&ListQuery {
+                kind: Endpoint::KIND.into(),
+                tenant: tenant.0.clone(),
+                status: None,
+                limit,
+                offset,
+            })
+            .await
+            .map_err(store_err)?;
+        let endpoints = records
+            .iter()
+            .map(Endpoint::from_stored)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((endpoints, total))
+    }
+
+    /// One endpoint of the tenant; another tenant's is not found.
+    pub async fn endpoint(&self, tenant: &TenantId, id: &str) -> WebhookResult<Endpoint> {
+        Ok(self.endpoint_versioned(tenant, id).await?.0)
+    }
+
+    async fn endpoint_versioned(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+    ) -> WebhookResult<(Endpoint, u64)> {
+        get_record::<Endpoint>(&*self.store, id)
+            .await?
+            .filter(|v| &v.record.tenant == tenant)
+            .map(|v| (v.record, v.version))
+            .ok_or_else(|| WebhookError::NotFound {
+                kind: "webhook endpoint",
+                id: id.chars().take(120).collect(),
+            })
+    }
+
+    /// Disables an endpoint: it receives nothing more, and its pending deliveries end
+    /// DEAD at their next attempt. Disabling twice is harmless.
+    pub async fn disable(&self, tenant: &TenantId, id: &str) -> WebhookResult<Endpoint> {
+        let (mut e, version) = self.endpoint_versioned(tenant, id).await?;
+        if !e.enabled {
+            return Ok(e);
+        }
+        e.enabled = false;
+        self.store
+            .commit(Batch {
+                puts: vec![e.update(version)?],
+                ..Default::default()
+            })
+            .await
+            .map_err(store_err)?;
+        Ok(e)
     }
 
     /// A delivery of the tenant (inspection); another tenant's is not found.

@@ -6,10 +6,10 @@ pub mod checkout;
 pub mod escrow;
 pub mod fx;
 pub mod health;
-pub mod pending;
 pub mod transfers;
 pub mod types;
 pub mod users;
+pub mod webhooks;
 
 use crate::app::AppState;
 use crate::auth;
@@ -152,12 +152,12 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(escrow::get_escrow))
         .routes(routes!(escrow::escrow_events))
         .routes(routes!(
-            pending::create_webhook_endpoint,
-            pending::list_webhook_endpoints
+            webhooks::create_webhook_endpoint,
+            webhooks::list_webhook_endpoints
         ))
         .routes(routes!(
-            pending::get_webhook_endpoint,
-            pending::delete_webhook_endpoint
+            webhooks::get_webhook_endpoint,
+            webhooks::delete_webhook_endpoint
         ))
         .route_layer(from_fn_with_state(state.clone(), idempotency::idempotency))
         .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key));

@@ -1,0 +1,200 @@
+//! `/v1/webhook-endpoints` over real HTTP on loopback, and a delivery end to end: a
+//! transfer settles, the server's webhook worker POSTs `transfer.settled` to a receiver
+//! on another loopback port, signed with the secret the registration returned once.
+
+mod common;
+
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+use common::*;
+use reqwest::Method;
+use serde_json::{Value, json};
+use stablecoin_webhooks::Family;
+use std::sync::{Arc, Mutex};
+
+type Received = Arc<Mutex<Vec<(String, Bytes)>>>;
+
+async fn receiver() -> (String, Received) {
+    let got: Received = Arc::default();
+    let g = got.clone();
+    let app = axum::Router::new().route(
+        "/hooks",
+        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
+            let g = g.clone();
+            async move {
+                let sig = headers
+                    .get("x-svc-signature")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_string();
+                g.lock().unwrap().push((sig, body));
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, got)
+}
+
+macro_rules! writes_nothing {
+    ($s:expr, $e:expr) => {{
+        let before = $s.commits();
+        let r = $e;
+        assert_eq!($s.commits(), before, "must write nothing: {}", r.text());
+        r
+    }};
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn register_read_list_delete_and_receive_a_signed_event() {
+    let mut c = test_config();
+    c.webhooks_allow_loopback_http = true;
+    let s = start_with(c).await;
+    let acme = s.tenant("Acme", "1000").await;
+    let beta = s.tenant("Beta", "0").await;
+    let (url, got) = receiver().await;
+
+    let r = s
+        .post(
+            &acme.live,
+            "/v1/webhook-endpoints",
+            &json!({"url": url, "events": ["transfer.settled", "transfer.received"]}).to_string(),
+        )
+        .await;
+    r.expect(201);
+    let created = r.json();
+    let id = created["id"].as_str().unwrap().to_string();
+    let secret = created["secret"].as_str().unwrap().to_string();
+    assert!(id.starts_with("whe_") && secret.starts_with("svcwh_"));
+
+    // Reads never show the secret; another tenant gets 404; no key is 401.
+    let one = s
+        .get(&acme.live, &format!("/v1/webhook-endpoints/{id}"))
+        .await;
+    one.expect(200);
+    assert!(one.json().get("secret").is_none());
+    assert_eq!(one.json()["enabled"], true);
+    s.get(&beta.live, &format!("/v1/webhook-endpoints/{id}"))
+        .await
+        .expect_err(404, "NOT_FOUND");
+    s.send(Method::GET, "/v1/webhook-endpoints", None, None, &[])
+        .await
+        .expect_err(401, "MISSING_API_KEY");
+    let list = s.get(&acme.live, "/v1/webhook-endpoints").await;
+    list.expect(200);
+    assert_eq!(list.json()["total"], 1);
+    assert!(list.json()["webhook_endpoints"][0].get("secret").is_none());
+    assert_eq!(
+        s.get(&beta.live, "/v1/webhook-endpoints").await.json()["total"],
+        0
+    );
+
+    // A transfer settles; the worker delivers transfer.settled, signed.
+    let a = "+2250700000001";
+    let b = "+2250700000002";
+    s.provision(&acme.live, a).await;
+    s.provision(&acme.live, b).await;
+    s.fund_settled(&acme.live, a, "100").await;
+    let r = s
+        .post(
+            &acme.live,
+            "/v1/transfers/send",
+            &json!({"from_phone_number": a, "to_phone_number": b, "token": "USDC",
+                "quote_id": "DIRECT_CRYPTO:USDC:25"})
+            .to_string(),
+        )
+        .await;
+    r.expect(202);
+    let tr = r.json()["id"].as_str().unwrap().to_string();
+    s.settle().await;
+    s.app.state().webhooks.round().await.unwrap();
+    let received = got.lock().unwrap().clone();
+    let settled: Vec<Value> = received
+        .iter()
+        .map(|(sig, body)| {
+            assert_eq!(Family::Wallet.verify(&secret, body, Some(sig)), Ok(()));
+            serde_json::from_slice(body).unwrap()
+        })
+        .filter(|v: &Value| v["event"] == "transfer.settled" && v["transfer_id"] == tr.as_str())
+        .collect();
+    assert_eq!(settled.len(), 1, "{received:?}");
+    assert_eq!(settled[0]["status"], "SETTLED");
+    assert_eq!(settled[0]["amount_usdc"], "25.000000");
+
+    // Delete disables: later events are not sent.
+    let before = got.lock().unwrap().len();
+    let d = s
+        .send(
+            Method::DELETE,
+            &format!("/v1/webhook-endpoints/{id}"),
+            Some(&acme.live),
+            None,
+            &[],
+        )
+        .await;
+    d.expect(200);
+    assert_eq!(d.json()["enabled"], false);
+    s.post(
+        &acme.live,
+        "/v1/transfers/send",
+        &json!({"from_phone_number": a, "to_phone_number": b, "token": "USDC",
+            "quote_id": "DIRECT_CRYPTO:USDC:5"})
+        .to_string(),
+    )
+    .await
+    .expect(202);
+    s.settle().await;
+    s.app.state().webhooks.round().await.unwrap();
+    assert_eq!(got.lock().unwrap().len(), before);
+}
+
+#[tokio::test]
+async fn bad_input_and_sandbox_write_nothing() {
+    let s = start().await; // loopback http not allowed
+    let acme = s.tenant("Acme", "0").await;
+    for (body, status, code) in [
+        (
+            json!({"url": "http://127.0.0.1:9/hooks", "events": ["transfer.settled"]}),
+            400,
+            "INVALID_WEBHOOK_URL",
+        ),
+        (
+            json!({"url": "https://example.com/h", "events": ["transfer.sent"]}),
+            400,
+            "UNKNOWN_EVENT_TYPE",
+        ),
+        (
+            json!({"url": "https://example.com/h", "events": []}),
+            400,
+            "INVALID_PARAMETER",
+        ),
+        (
+            json!({"url": "https://example.com/h"}),
+            400,
+            "MISSING_FIELD",
+        ),
+    ] {
+        let r = writes_nothing!(
+            s,
+            s.post(&acme.live, "/v1/webhook-endpoints", &body.to_string())
+                .await
+        );
+        r.expect_err(status, code);
+    }
+    let r = writes_nothing!(
+        s,
+        s.post(
+            &acme.test,
+            "/v1/webhook-endpoints",
+            &json!({"url": "https://example.com/h", "events": ["transfer.settled"]}).to_string()
+        )
+        .await
+    );
+    r.expect_err(403, "SANDBOX_UNSUPPORTED");
+    s.get(&acme.test, "/v1/webhook-endpoints").await.expect(200);
+    s.get(&acme.live, "/v1/webhook-endpoints/whe_nope")
+        .await
+        .expect_err(404, "NOT_FOUND");
+}
