@@ -377,9 +377,19 @@ impl Deliverer {
             };
             let now = self.clock.now();
             let mut puts = Vec::new();
+            // One endpoint read per tenant per page, not per event.
+            let mut by_tenant: std::collections::HashMap<String, Vec<Endpoint>> =
+                std::collections::HashMap::new();
             for (_, event) in &events {
-                for endpoint in self.subscribers(event).await? {
-                    puts.push(self.new_delivery(event, &endpoint, now).insert()?);
+                if !by_tenant.contains_key(&event.tenant) {
+                    let endpoints = self.enabled_endpoints(&event.tenant).await?;
+                    by_tenant.insert(event.tenant.clone(), endpoints);
+                }
+                let subscribed = by_tenant[&event.tenant]
+                    .iter()
+                    .filter(|e| e.events.iter().any(|t| t == &event.event_type));
+                for endpoint in subscribed {
+                    puts.push(self.new_delivery(event, endpoint, now).insert()?);
                 }
             }
             let created = puts.len();
@@ -410,26 +420,22 @@ impl Deliverer {
         })
     }
 
-    async fn subscribers(&self, event: &OutboxEvent) -> WebhookResult<Vec<Endpoint>> {
+    async fn enabled_endpoints(&self, tenant: &str) -> WebhookResult<Vec<Endpoint>> {
         let (records, _) = self
             .store
             .list(&ListQuery {
                 kind: Endpoint::KIND.into(),
-                tenant: event.tenant.clone(),
+                tenant: tenant.to_string(),
                 status: Some("enabled".into()),
                 limit: 1000,
                 offset: 0,
             })
             .await
             .map_err(store_err)?;
-        let mut out = Vec::new();
-        for r in &records {
-            let e = Endpoint::from_stored(r)?;
-            if e.events.iter().any(|t| t == &event.event_type) {
-                out.push(e);
-            }
-        }
-        Ok(out)
+        records
+            .iter()
+            .map(|r| Endpoint::from_stored(r).map_err(WebhookError::from))
+            .collect()
     }
 
     /// The wire body of an outbox event: core events are rendered to their spec payload;
