@@ -1,25 +1,29 @@
-//! Endpoint registration and the durable delivery worker of the wallet-service family
-//! (spec 6.1), over the `Store` port so it runs on memory, SQLite and PostgreSQL alike.
+//! Endpoint registration, the durable delivery worker, replay and inspection for both
+//! families (spec 6.1, 6.2), over the `Store` port so it runs on memory, SQLite and
+//! PostgreSQL alike.
 //!
 //! # How an event travels
 //!
 //! 1. The engines write each event to the outbox in the same commit as the change it
 //!    reports. Settlement never waits on delivery.
 //! 2. **Fan-out** ([`Deliverer::fan_out`]) reads the outbox after a persisted cursor and,
-//!    for every enabled endpoint of the event's tenant subscribed to its type, inserts one
-//!    `webhook_delivery` record (id derived from event id + endpoint id) holding the exact
-//!    signed body. The new deliveries and the advanced cursor are ONE commit on the
-//!    cursor's version: two workers racing on the same page cannot both fan out; the loser
-//!    gets a version conflict and reads again. An event is thus fanned out exactly once.
+//!    for every event, records a tenant-scoped [`WebhookEvent`] (what inspection and replay
+//!    read) and, for every enabled endpoint of the event's tenant subscribed to its type,
+//!    one [`Delivery`] (id derived from event id + endpoint id) holding the exact signed
+//!    body. The records and the advanced cursor are ONE commit on the cursor's version:
+//!    two workers racing on the same page cannot both fan out; the loser gets a version
+//!    conflict and reads again. An event is thus fanned out exactly once.
 //! 3. **Delivery** ([`Deliverer::deliver_due`]) claims due deliveries with
 //!    `Store::claim_due` (no two workers, even in two processes, hold one delivery at
-//!    once), POSTs the body with the family's headers and a timeout, records the attempt
-//!    (time, HTTP status, latency, error) and commits the outcome on the claimed version.
-//!    Any 2xx is delivered. Anything else (non-2xx, timeout, connection error) schedules
-//!    the next attempt; after the last one the delivery is `DEAD`.
+//!    once), POSTs the body with the family's headers and a timeout (several at once, up
+//!    to [`DeliveryConfig::concurrency`]), records the attempt (time, HTTP status,
+//!    latency, error) and commits the outcome on the claimed version. Any 2xx is
+//!    delivered. Anything else (non-2xx, timeout, connection error) schedules the next
+//!    attempt; after the last one the delivery is `DEAD`.
 //!
 //! A worker that dies mid-attempt loses nothing: its claim lapses after the lease and the
-//! delivery is attempted again (receivers dedupe on `event_id`, which stays the same).
+//! delivery is attempted again (receivers dedupe on `event_id` / `X-Webhook-ID`, which
+//! stay the same).
 //!
 //! # Retry schedule
 //!
@@ -29,16 +33,37 @@
 //! once. A `Retry-After` header in seconds on a 429 or 503 is honoured when it asks for
 //! longer than the schedule, up to 24 hours. Time comes from the `Clock` port, so tests
 //! drive the schedule without sleeping.
+//!
+//! # Automatic disabling
+//!
+//! An endpoint remembers since when it has failed without a single success in between
+//! (`failing_since`). When an attempt fails and that is [`AUTO_DISABLE_AFTER_MS`] (5 days,
+//! as Svix) or more ago, the endpoint is disabled with a `disabled_reason` saying so, and
+//! the round reports it ([`RoundReport::auto_disabled`]). Any 2xx clears `failing_since`.
+//! The tenant re-enables it with [`Deliverer::enable`] and replays what it missed.
+//!
+//! # Replay
+//!
+//! [`Deliverer::replay_event`] sends one event again to every enabled endpoint of the
+//! tenant subscribed to it; [`Deliverer::replay_failed`] re-sends every `DEAD` delivery
+//! created in a time range. A replay is a new delivery with the same body: escrow events
+//! keep their `event_id`, payments deliveries get a new `X-Webhook-ID`. Everything is
+//! tenant-scoped: another tenant's event or delivery is `NOT_FOUND`.
 
 use crate::error::{WebhookError, WebhookResult};
 use crate::payload::WalletPayload;
-use crate::signature::{Family, WALLET_SIGNATURE_HEADER, WALLET_USER_AGENT};
+use crate::payments::{PaymentsPayload, is_payments_event_type};
+use crate::signature::{Family, PAYMENTS_EVENT_HEADER, PAYMENTS_ID_HEADER, WALLET_USER_AGENT};
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use stablecoin_core::domain::events::DomainEvent;
 use stablecoin_core::domain::ids::{TenantId, WebhookEndpointId};
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::record::{Record, get_record};
-use stablecoin_core::ports::{Batch, Clock, Entropy, ListQuery, OutboxEvent, Store, StoreError};
+use stablecoin_core::ports::{
+    Batch, Clock, Entropy, ListQuery, OutboxEvent, Store, StoreError, StoredRecord,
+};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,19 +79,34 @@ pub const RETRY_SCHEDULE_MS: [i64; 7] = [
 ];
 /// Longest `Retry-After` honoured.
 pub const MAX_RETRY_AFTER_MS: i64 = 24 * 3_600_000;
+/// An endpoint failing without a success for this long is disabled (Svix: 5 days).
+pub const AUTO_DISABLE_AFTER_MS: i64 = 5 * 24 * 3_600_000;
 
-/// A registered wallet-service endpoint.
+/// A registered endpoint of either family.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Endpoint {
     pub id: WebhookEndpointId,
     pub tenant: TenantId,
+    /// Which family's payloads, headers and secrets it gets.
+    #[serde(default = "wallet_family")]
+    pub family: Family,
     pub url: String,
     /// Subscribed event types; only these are delivered.
     pub events: Vec<String>,
     /// Signing secret (shown to the tenant once, at registration or rotation).
     pub secret: String,
     pub enabled: bool,
+    /// Why it is disabled (by the tenant, or automatically after failing for days).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
+    /// Start of the current run of failures without a success; `None` when healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<Timestamp>,
     pub created_at: Timestamp,
+}
+
+fn wallet_family() -> Family {
+    Family::Wallet
 }
 
 impl Record for Endpoint {
@@ -96,8 +136,22 @@ pub const WALLET_EVENT_TYPES: &[&str] = &[
     "user.phone_changed",
 ];
 
-/// Escrow event types are accepted with this prefix (`escrow.created`, ...).
-const ESCROW_PREFIX: &str = "escrow.";
+/// Escrow event types (wallet-service family) are accepted with this prefix
+/// (`escrow.created`, `escrow.funded`, ...; see `stablecoin-escrow`'s `events`).
+pub const ESCROW_PREFIX: &str = "escrow.";
+
+/// The family an event name belongs to, if any.
+pub fn family_of(event_type: &str) -> Option<Family> {
+    if WALLET_EVENT_TYPES.contains(&event_type)
+        || (event_type.starts_with(ESCROW_PREFIX) && event_type.len() > ESCROW_PREFIX.len())
+    {
+        Some(Family::Wallet)
+    } else if is_payments_event_type(event_type) {
+        Some(Family::Payments)
+    } else {
+        None
+    }
+}
 
 /// One attempt, as recorded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,6 +174,16 @@ pub enum DeliveryState {
     Dead,
 }
 
+impl DeliveryState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Pending => "PENDING",
+            DeliveryState::Delivered => "DELIVERED",
+            DeliveryState::Dead => "DEAD",
+        }
+    }
+}
+
 /// One event to one endpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Delivery {
@@ -133,6 +197,13 @@ pub struct Delivery {
     pub state: DeliveryState,
     pub next_attempt_at: Option<Timestamp>,
     pub attempts: Vec<Attempt>,
+    /// The delivery this one replays, if it is a replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
+    /// The delivery that replayed this one (a failed delivery is replayed once per range
+    /// replay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed_by: Option<String>,
     pub created_at: Timestamp,
 }
 
@@ -148,20 +219,44 @@ impl Record for Delivery {
         self.created_at
     }
     fn status(&self) -> Option<String> {
-        Some(
-            match self.state {
-                DeliveryState::Pending => "PENDING",
-                DeliveryState::Delivered => "DELIVERED",
-                DeliveryState::Dead => "DEAD",
-            }
-            .into(),
-        )
+        Some(self.state.as_str().into())
     }
     fn due_at(&self) -> Option<Timestamp> {
         match self.state {
             DeliveryState::Pending => self.next_attempt_at,
             _ => None,
         }
+    }
+}
+
+/// One outbox event as its tenant sees it: what inspection lists and replay re-sends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WebhookEvent {
+    /// The outbox event id (`evt_...`), stable across deliveries and replays.
+    pub id: String,
+    pub tenant: TenantId,
+    pub event_type: String,
+    pub occurred_at: Timestamp,
+    /// The outbox payload, rendered again on replay.
+    pub payload: serde_json::Value,
+    /// Every delivery made of it (first fan-out and replays), oldest first.
+    pub deliveries: Vec<String>,
+    pub replays: u32,
+}
+
+impl Record for WebhookEvent {
+    const KIND: &'static str = "webhook_event";
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+    fn tenant(&self) -> Option<String> {
+        Some(self.tenant.0.clone())
+    }
+    fn created_at(&self) -> Timestamp {
+        self.occurred_at
+    }
+    fn status(&self) -> Option<String> {
+        Some(self.event_type.clone())
     }
 }
 
@@ -191,6 +286,8 @@ pub struct DeliveryConfig {
     pub lease_ms: i64,
     /// Records per step.
     pub batch_limit: usize,
+    /// Requests in flight at once within a step.
+    pub concurrency: usize,
     /// Name of this worker (claims); unique per process.
     pub worker_id: String,
     /// Accept `http://` URLs on loopback hosts (tests, local development). Elsewhere
@@ -204,6 +301,7 @@ impl Default for DeliveryConfig {
             timeout: Duration::from_secs(10),
             lease_ms: 60_000,
             batch_limit: 64,
+            concurrency: 16,
             worker_id: "webhooks-1".into(),
             allow_loopback_http: false,
         }
@@ -217,9 +315,33 @@ pub struct RoundReport {
     pub delivered: usize,
     pub retried: usize,
     pub dead: usize,
+    /// Endpoints this round disabled because they had failed for
+    /// [`AUTO_DISABLE_AFTER_MS`].
+    pub auto_disabled: Vec<WebhookEndpointId>,
 }
 
-/// Registration and delivery of wallet-service webhooks.
+/// A page of a tenant's records and their total.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub total: u64,
+}
+
+/// An event with its deliveries and their attempts (inspection).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventDetail {
+    pub event: WebhookEvent,
+    pub deliveries: Vec<Delivery>,
+}
+
+enum Outcome {
+    Delivered,
+    Retried,
+    Dead,
+    Skipped,
+}
+
+/// Registration, delivery, replay and inspection of webhooks.
 #[derive(Clone)]
 pub struct Deliverer {
     store: Arc<dyn Store>,
@@ -231,6 +353,13 @@ pub struct Deliverer {
 
 fn store_err(e: StoreError) -> WebhookError {
     e.into()
+}
+
+fn not_found(kind: &'static str, id: &str) -> WebhookError {
+    WebhookError::NotFound {
+        kind,
+        id: id.chars().take(120).collect(),
+    }
 }
 
 impl Deliverer {
@@ -267,6 +396,9 @@ impl Deliverer {
                 reason: reason.into(),
             })
         };
+        if url.len() > 2048 {
+            return bad("longer than 2048 bytes");
+        }
         let parsed = match reqwest::Url::parse(url) {
             Ok(u) => u,
             Err(_) => return bad("not an absolute URL"),
@@ -282,9 +414,22 @@ impl Deliverer {
         }
     }
 
-    /// Registers an endpoint; the returned record holds the secret, shown once.
+    /// Registers a wallet-service endpoint; the returned record holds the secret, shown
+    /// once.
     pub async fn register(
         &self,
+        tenant: &TenantId,
+        url: &str,
+        events: &[String],
+    ) -> WebhookResult<Endpoint> {
+        self.register_for(Family::Wallet, tenant, url, events).await
+    }
+
+    /// Registers an endpoint of `family` subscribed to `events` (names of that family);
+    /// the returned record holds the secret (`whsec_...` for payments), shown once.
+    pub async fn register_for(
+        &self,
+        family: Family,
         tenant: &TenantId,
         url: &str,
         events: &[String],
@@ -296,25 +441,44 @@ impl Deliverer {
                 reason: "subscribe to at least one event type".into(),
             });
         }
+        if events.len() > 64 {
+            return Err(WebhookError::InvalidParameter {
+                field: "events",
+                reason: "at most 64 event types".into(),
+            });
+        }
         for e in events {
-            if !WALLET_EVENT_TYPES.contains(&e.as_str()) && !e.starts_with(ESCROW_PREFIX) {
+            if family_of(e) != Some(family) {
                 return Err(WebhookError::UnknownEventType {
                     event_type: e.chars().take(100).collect(),
-                    family: "wallet-service",
+                    family: match family {
+                        Family::Wallet => "wallet-service",
+                        Family::Payments => "payments",
+                    },
                 });
             }
         }
+        let mut events = events.to_vec();
+        events.sort();
+        events.dedup();
         let now = self.clock.now();
         let endpoint = Endpoint {
             id: WebhookEndpointId::generate(now.millis(), self.random10()),
             tenant: tenant.clone(),
+            family,
             url: url.to_string(),
-            events: events.to_vec(),
-            secret: Family::Wallet.generate_secret(&*self.entropy),
+            events,
+            secret: family.generate_secret(&*self.entropy),
             enabled: true,
+            disabled_reason: None,
+            failing_since: None,
             created_at: now,
         };
-        let put = endpoint.insert().map_err(WebhookError::from)?;
+        self.put(endpoint.insert()?).await?;
+        Ok(endpoint)
+    }
+
+    async fn put(&self, put: stablecoin_core::ports::Put) -> WebhookResult<()> {
         self.store
             .commit(Batch {
                 puts: vec![put],
@@ -322,32 +486,19 @@ impl Deliverer {
             })
             .await
             .map_err(store_err)?;
-        Ok(endpoint)
+        Ok(())
     }
 
-    /// Replaces an endpoint's secret; the previous one stops verifying at once.
+    /// Replaces an endpoint's secret; the previous one stops verifying at once. The
+    /// returned record holds the new secret, shown once.
     pub async fn rotate_secret(
         &self,
         tenant: &TenantId,
         id: &WebhookEndpointId,
     ) -> WebhookResult<Endpoint> {
-        let v = get_record::<Endpoint>(&*self.store, id.as_str())
-            .await?
-            .filter(|v| &v.record.tenant == tenant)
-            .ok_or_else(|| WebhookError::NotFound {
-                kind: "webhook endpoint",
-                id: id.0.clone(),
-            })?;
-        let mut e = v.record;
-        e.secret = Family::Wallet.generate_secret(&*self.entropy);
-        let put = e.update(v.version)?;
-        self.store
-            .commit(Batch {
-                puts: vec![put],
-                ..Default::default()
-            })
-            .await
-            .map_err(store_err)?;
+        let (mut e, version) = self.endpoint_versioned(tenant, id.as_str()).await?;
+        e.secret = e.family.generate_secret(&*self.entropy);
+        self.put(e.update(version)?).await?;
         Ok(e)
     }
 
@@ -377,22 +528,31 @@ impl Deliverer {
             };
             let now = self.clock.now();
             let mut puts = Vec::new();
+            let mut created = 0;
             // One endpoint read per tenant per page, not per event.
-            let mut by_tenant: std::collections::HashMap<String, Vec<Endpoint>> =
-                std::collections::HashMap::new();
+            let mut by_tenant: HashMap<String, Vec<Endpoint>> = HashMap::new();
             for (_, event) in &events {
                 if !by_tenant.contains_key(&event.tenant) {
                     let endpoints = self.enabled_endpoints(&event.tenant).await?;
                     by_tenant.insert(event.tenant.clone(), endpoints);
                 }
-                let subscribed = by_tenant[&event.tenant]
-                    .iter()
-                    .filter(|e| e.events.iter().any(|t| t == &event.event_type));
-                for endpoint in subscribed {
-                    puts.push(self.new_delivery(event, endpoint, now).insert()?);
+                let mut record = WebhookEvent {
+                    id: event.id.clone(),
+                    tenant: TenantId(event.tenant.clone()),
+                    event_type: event.event_type.clone(),
+                    occurred_at: event.occurred_at,
+                    payload: event.payload.clone(),
+                    deliveries: Vec::new(),
+                    replays: 0,
+                };
+                for endpoint in subscribed(&by_tenant[&event.tenant], &event.event_type) {
+                    let d = new_delivery(&record, endpoint, now, None);
+                    record.deliveries.push(d.id.clone());
+                    puts.push(d.insert()?);
+                    created += 1;
                 }
+                puts.push(record.insert()?);
             }
-            let created = puts.len();
             let next = Cursor {
                 after_seq: *last_seq,
                 created_at: cursor.as_ref().map_or(now, |c| c.record.created_at),
@@ -420,13 +580,17 @@ impl Deliverer {
         })
     }
 
-    async fn enabled_endpoints(&self, tenant: &str) -> WebhookResult<Vec<Endpoint>> {
+    async fn all_endpoints(
+        &self,
+        tenant: &str,
+        status: Option<&str>,
+    ) -> WebhookResult<Vec<Endpoint>> {
         let (records, _) = self
             .store
             .list(&ListQuery {
                 kind: Endpoint::KIND.into(),
                 tenant: tenant.to_string(),
-                status: Some("enabled".into()),
+                status: status.map(str::to_string),
                 limit: 1000,
                 offset: 0,
             })
@@ -438,50 +602,11 @@ impl Deliverer {
             .collect()
     }
 
-    /// The wire body of an outbox event: core events are rendered to their spec payload;
-    /// escrow events already carry theirs.
-    fn render(event: &OutboxEvent) -> Result<String, String> {
-        if event.event_type.starts_with(ESCROW_PREFIX) {
-            return serde_json::to_string(&event.payload).map_err(|e| e.to_string());
-        }
-        let domain: DomainEvent =
-            serde_json::from_value(event.payload.clone()).map_err(|e| e.to_string())?;
-        let body = WalletPayload::from_event(&domain)
-            .to_body()
-            .map_err(|e| e.to_string())?;
-        String::from_utf8(body).map_err(|e| e.to_string())
+    async fn enabled_endpoints(&self, tenant: &str) -> WebhookResult<Vec<Endpoint>> {
+        self.all_endpoints(tenant, Some("enabled")).await
     }
 
-    fn new_delivery(&self, event: &OutboxEvent, endpoint: &Endpoint, now: Timestamp) -> Delivery {
-        let (body, state, attempts) = match Self::render(event) {
-            Ok(body) => (body, DeliveryState::Pending, Vec::new()),
-            // Kept, visibly dead, rather than dropped: an operator can see what failed.
-            Err(reason) => (
-                String::new(),
-                DeliveryState::Dead,
-                vec![Attempt {
-                    at: now,
-                    status: None,
-                    latency_ms: 0,
-                    error: Some(format!("cannot render the payload: {reason}")),
-                }],
-            ),
-        };
-        Delivery {
-            id: format!("whd_{}_{}", event.id, endpoint.id),
-            tenant: endpoint.tenant.clone(),
-            endpoint: endpoint.id.clone(),
-            event_id: event.id.clone(),
-            event_type: event.event_type.clone(),
-            body,
-            state,
-            next_attempt_at: Some(now),
-            attempts,
-            created_at: now,
-        }
-    }
-
-    /// Attempts every due delivery once (up to the batch limit).
+    /// Attempts every due delivery once (up to the batch limit), several at once.
     pub async fn deliver_due(&self, report: &mut RoundReport) -> WebhookResult<()> {
         let now = self.clock.now();
         let claimed = self
@@ -495,81 +620,149 @@ impl Deliverer {
             )
             .await
             .map_err(store_err)?;
-        for stored in claimed {
-            let mut d = Delivery::from_stored(&stored)?;
-            if d.state != DeliveryState::Pending {
-                continue;
-            }
-            let endpoint = get_record::<Endpoint>(&*self.store, d.endpoint.as_str()).await?;
-            let (attempt, retry_after) = match &endpoint {
-                Some(e) if e.record.enabled => self.attempt(&e.record, &d).await,
-                _ => (
-                    Attempt {
-                        at: self.clock.now(),
-                        status: None,
-                        latency_ms: 0,
-                        error: Some("endpoint disabled or deleted".into()),
-                    },
-                    None,
-                ),
-            };
-            let ok = attempt.status.is_some_and(|s| (200..300).contains(&s));
-            d.attempts.push(attempt);
-            let n = d.attempts.len();
-            if ok {
-                d.state = DeliveryState::Delivered;
-                d.next_attempt_at = None;
-                report.delivered += 1;
-            } else if n > RETRY_SCHEDULE_MS.len()
-                || !endpoint.as_ref().is_some_and(|e| e.record.enabled)
-            {
-                d.state = DeliveryState::Dead;
-                d.next_attempt_at = None;
-                report.dead += 1;
-            } else {
-                let base = RETRY_SCHEDULE_MS[n - 1];
-                let mut j = [0u8; 2];
-                self.entropy.fill(&mut j);
-                let jitter = base * i64::from(u16::from_le_bytes(j) % 1000) / 10_000;
-                let mut delay = base + jitter;
-                if let Some(ra) = retry_after {
-                    delay = delay.max(ra.min(MAX_RETRY_AFTER_MS));
+        let mut outcomes = futures_util::stream::iter(claimed)
+            .map(|stored| self.process(stored))
+            .buffer_unordered(self.config.concurrency.max(1));
+        let mut first_error = None;
+        while let Some(r) = outcomes.next().await {
+            match r {
+                Ok((outcome, disabled)) => {
+                    match outcome {
+                        Outcome::Delivered => report.delivered += 1,
+                        Outcome::Retried => report.retried += 1,
+                        Outcome::Dead => report.dead += 1,
+                        Outcome::Skipped => {}
+                    }
+                    report.auto_disabled.extend(disabled);
                 }
-                d.next_attempt_at = Some(self.clock.now().plus_millis(delay));
-                report.retried += 1;
-            }
-            match self
-                .store
-                .commit(Batch {
-                    puts: vec![d.update(stored.version)?],
-                    ..Default::default()
-                })
-                .await
-            {
-                Ok(_) => {}
-                // Our lease lapsed and another worker took it: its outcome stands.
-                Err(StoreError::VersionConflict { .. }) => {}
-                Err(e) => return Err(store_err(e)),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
         }
-        Ok(())
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    async fn process(
+        &self,
+        stored: StoredRecord,
+    ) -> WebhookResult<(Outcome, Option<WebhookEndpointId>)> {
+        let mut d = Delivery::from_stored(&stored)?;
+        if d.state != DeliveryState::Pending {
+            return Ok((Outcome::Skipped, None));
+        }
+        let endpoint = get_record::<Endpoint>(&*self.store, d.endpoint.as_str()).await?;
+        let usable = endpoint.as_ref().filter(|e| e.record.enabled);
+        let (attempt, retry_after) = match usable {
+            Some(e) => self.attempt(&e.record, &d).await,
+            None => (
+                Attempt {
+                    at: self.clock.now(),
+                    status: None,
+                    latency_ms: 0,
+                    error: Some("endpoint disabled or deleted".into()),
+                },
+                None,
+            ),
+        };
+        let ok = attempt.status.is_some_and(|s| (200..300).contains(&s));
+        let at = attempt.at;
+        d.attempts.push(attempt);
+        let n = d.attempts.len();
+        let outcome = if ok {
+            d.state = DeliveryState::Delivered;
+            d.next_attempt_at = None;
+            Outcome::Delivered
+        } else if n > RETRY_SCHEDULE_MS.len() || usable.is_none() {
+            d.state = DeliveryState::Dead;
+            d.next_attempt_at = None;
+            Outcome::Dead
+        } else {
+            let base = RETRY_SCHEDULE_MS[n - 1];
+            let mut j = [0u8; 2];
+            self.entropy.fill(&mut j);
+            let jitter = base * i64::from(u16::from_le_bytes(j) % 1000) / 10_000;
+            let mut delay = base + jitter;
+            if let Some(ra) = retry_after {
+                delay = delay.max(ra.min(MAX_RETRY_AFTER_MS));
+            }
+            d.next_attempt_at = Some(self.clock.now().plus_millis(delay));
+            Outcome::Retried
+        };
+        match self
+            .store
+            .commit(Batch {
+                puts: vec![d.update(stored.version)?],
+                ..Default::default()
+            })
+            .await
+        {
+            Ok(_) => {}
+            // Our lease lapsed and another worker took it: its outcome stands.
+            Err(StoreError::VersionConflict { .. }) => return Ok((Outcome::Skipped, None)),
+            Err(e) => return Err(store_err(e)),
+        }
+        let disabled = match usable {
+            Some(e) => {
+                self.track_health(e.record.clone(), e.version, ok, at)
+                    .await?
+            }
+            None => None,
+        };
+        Ok((outcome, disabled))
+    }
+
+    /// Keeps `failing_since` and disables an endpoint that has failed for days. Best
+    /// effort under concurrency: a version conflict means another worker just updated
+    /// the endpoint, and the next attempt looks again.
+    async fn track_health(
+        &self,
+        mut e: Endpoint,
+        version: u64,
+        ok: bool,
+        at: Timestamp,
+    ) -> WebhookResult<Option<WebhookEndpointId>> {
+        let mut disabled = None;
+        match (ok, e.failing_since) {
+            (true, None) => return Ok(None),
+            (true, Some(_)) => e.failing_since = None,
+            (false, None) => e.failing_since = Some(at),
+            (false, Some(since)) if at.millis() - since.millis() >= AUTO_DISABLE_AFTER_MS => {
+                e.enabled = false;
+                e.disabled_reason = Some(format!(
+                    "disabled automatically: every delivery has failed since {}",
+                    since.to_rfc3339()
+                ));
+                disabled = Some(e.id.clone());
+            }
+            (false, Some(_)) => return Ok(None),
+        }
+        match self.put(e.update(version)?).await {
+            Ok(()) => Ok(disabled),
+            Err(WebhookError::Conflict { .. }) => Ok(None),
+            Err(err) => Err(err),
+        }
     }
 
     async fn attempt(&self, endpoint: &Endpoint, d: &Delivery) -> (Attempt, Option<i64>) {
         let at = self.clock.now();
         let started = Instant::now();
-        let result = self
+        let signature = endpoint.family.sign(&endpoint.secret, d.body.as_bytes());
+        let mut req = self
             .http
             .post(&endpoint.url)
             .header("Content-Type", "application/json")
-            .header("User-Agent", WALLET_USER_AGENT)
-            .header(
-                WALLET_SIGNATURE_HEADER,
-                Family::Wallet.sign(&endpoint.secret, d.body.as_bytes()),
-            )
-            .body(d.body.clone())
-            .send()
-            .await;
+            .header(endpoint.family.signature_header(), signature);
+        req = match endpoint.family {
+            Family::Wallet => req.header("User-Agent", WALLET_USER_AGENT),
+            Family::Payments => req
+                .header(PAYMENTS_EVENT_HEADER, &d.event_type)
+                .header(PAYMENTS_ID_HEADER, &d.id),
+        };
+        let result = req.body(d.body.clone()).send().await;
         let latency_ms = started.elapsed().as_millis() as u64;
         match result {
             Ok(resp) => {
@@ -598,7 +791,7 @@ impl Deliverer {
                 } else if e.is_connect() {
                     "connection refused or failed".to_string()
                 } else {
-                    format!("transport: {e}")
+                    "connection closed without a response".to_string()
                 };
                 (
                     Attempt {
@@ -620,22 +813,33 @@ impl Deliverer {
         limit: usize,
         offset: usize,
     ) -> WebhookResult<(Vec<Endpoint>, u64)> {
+        let page = self.list::<Endpoint>(tenant, None, limit, offset).await?;
+        Ok((page.items, page.total))
+    }
+
+    async fn list<R: Record>(
+        &self,
+        tenant: &TenantId,
+        status: Option<&str>,
+        limit: usize,
+        offset: usize,
+    ) -> WebhookResult<Page<R>> {
         let (records, total) = self
             .store
             .list(&ListQuery {
-                kind: Endpoint::KIND.into(),
+                kind: R::KIND.into(),
                 tenant: tenant.0.clone(),
-                status: None,
+                status: status.map(str::to_string),
                 limit,
                 offset,
             })
             .await
             .map_err(store_err)?;
-        let endpoints = records
+        let items = records
             .iter()
-            .map(Endpoint::from_stored)
+            .map(R::from_stored)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((endpoints, total))
+        Ok(Page { items, total })
     }
 
     /// One endpoint of the tenant; another tenant's is not found.
@@ -652,10 +856,7 @@ impl Deliverer {
             .await?
             .filter(|v| &v.record.tenant == tenant)
             .map(|v| (v.record, v.version))
-            .ok_or_else(|| WebhookError::NotFound {
-                kind: "webhook endpoint",
-                id: id.chars().take(120).collect(),
-            })
+            .ok_or_else(|| not_found("webhook endpoint", id))
     }
 
     /// Disables an endpoint: it receives nothing more, and its pending deliveries end
@@ -666,13 +867,22 @@ impl Deliverer {
             return Ok(e);
         }
         e.enabled = false;
-        self.store
-            .commit(Batch {
-                puts: vec![e.update(version)?],
-                ..Default::default()
-            })
-            .await
-            .map_err(store_err)?;
+        e.disabled_reason = Some("disabled by the tenant".into());
+        self.put(e.update(version)?).await?;
+        Ok(e)
+    }
+
+    /// Enables an endpoint again (after a manual or automatic disable); its failure run
+    /// starts afresh. Events missed meanwhile are recovered with the replays.
+    pub async fn enable(&self, tenant: &TenantId, id: &str) -> WebhookResult<Endpoint> {
+        let (mut e, version) = self.endpoint_versioned(tenant, id).await?;
+        if e.enabled {
+            return Ok(e);
+        }
+        e.enabled = true;
+        e.disabled_reason = None;
+        e.failing_since = None;
+        self.put(e.update(version)?).await?;
         Ok(e)
     }
 
@@ -682,9 +892,264 @@ impl Deliverer {
             .await?
             .filter(|v| &v.record.tenant == tenant)
             .map(|v| v.record)
-            .ok_or_else(|| WebhookError::NotFound {
-                kind: "webhook delivery",
-                id: id.chars().take(120).collect(),
-            })
+            .ok_or_else(|| not_found("webhook delivery", id))
     }
+
+    /// The tenant's events, newest first (optionally of one type), and their total.
+    pub async fn list_events(
+        &self,
+        tenant: &TenantId,
+        event_type: Option<&str>,
+        limit: usize,
+        offset: usize,
+    ) -> WebhookResult<Page<WebhookEvent>> {
+        self.list(tenant, event_type, limit, offset).await
+    }
+
+    /// The tenant's deliveries, newest first (optionally in one state), and their total.
+    pub async fn list_deliveries(
+        &self,
+        tenant: &TenantId,
+        state: Option<DeliveryState>,
+        limit: usize,
+        offset: usize,
+    ) -> WebhookResult<Page<Delivery>> {
+        self.list(tenant, state.map(DeliveryState::as_str), limit, offset)
+            .await
+    }
+
+    async fn event_versioned(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+    ) -> WebhookResult<(WebhookEvent, u64)> {
+        get_record::<WebhookEvent>(&*self.store, id)
+            .await?
+            .filter(|v| &v.record.tenant == tenant)
+            .map(|v| (v.record, v.version))
+            .ok_or_else(|| not_found("webhook event", id))
+    }
+
+    /// One event of the tenant with its deliveries and every attempt of each.
+    pub async fn event(&self, tenant: &TenantId, id: &str) -> WebhookResult<EventDetail> {
+        let (event, _) = self.event_versioned(tenant, id).await?;
+        let mut deliveries = Vec::with_capacity(event.deliveries.len());
+        for d in &event.deliveries {
+            if let Some(v) = get_record::<Delivery>(&*self.store, d).await? {
+                deliveries.push(v.record);
+            }
+        }
+        Ok(EventDetail { event, deliveries })
+    }
+
+    /// Sends one event again, now, to every enabled endpoint of the tenant subscribed to
+    /// its type; returns the new deliveries. Same body, same `event_id`.
+    pub async fn replay_event(&self, tenant: &TenantId, id: &str) -> WebhookResult<Vec<Delivery>> {
+        for _ in 0..4 {
+            let (mut event, version) = self.event_versioned(tenant, id).await?;
+            let endpoints = self.enabled_endpoints(&tenant.0).await?;
+            let now = self.clock.now();
+            event.replays += 1;
+            let created: Vec<Delivery> = subscribed(&endpoints, &event.event_type)
+                .map(|e| new_delivery(&event, e, now, Some(event.replays)))
+                .collect();
+            let mut puts = Vec::with_capacity(created.len() + 1);
+            for d in &created {
+                event.deliveries.push(d.id.clone());
+                puts.push(d.insert()?);
+            }
+            puts.push(event.update(version)?);
+            match self
+                .store
+                .commit(Batch {
+                    puts,
+                    ..Default::default()
+                })
+                .await
+            {
+                Ok(_) => return Ok(created),
+                Err(StoreError::VersionConflict { .. }) => continue,
+                Err(e) => return Err(store_err(e)),
+            }
+        }
+        Err(WebhookError::Conflict {
+            what: format!("webhook event {id}"),
+        })
+    }
+
+    /// Re-sends every `DEAD` delivery of the tenant created in `[from, to)` whose
+    /// endpoint is enabled and that no earlier replay re-sent; returns the new
+    /// deliveries (up to 1,000 per call; call again for more).
+    pub async fn replay_failed(
+        &self,
+        tenant: &TenantId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> WebhookResult<Vec<Delivery>> {
+        if to.millis() <= from.millis() {
+            return Err(WebhookError::InvalidParameter {
+                field: "to",
+                reason: "the range end must be after its start".into(),
+            });
+        }
+        let endpoints: HashMap<String, Endpoint> = self
+            .enabled_endpoints(&tenant.0)
+            .await?
+            .into_iter()
+            .map(|e| (e.id.0.clone(), e))
+            .collect();
+        let mut created = Vec::new();
+        let mut offset = 0;
+        loop {
+            let (records, _) = self
+                .store
+                .list(&ListQuery {
+                    kind: Delivery::KIND.into(),
+                    tenant: tenant.0.clone(),
+                    status: Some(DeliveryState::Dead.as_str().into()),
+                    limit: 100,
+                    offset,
+                })
+                .await
+                .map_err(store_err)?;
+            if records.is_empty() || created.len() >= 1000 {
+                break;
+            }
+            offset += records.len();
+            for r in &records {
+                let mut old = Delivery::from_stored(r)?;
+                let t = old.created_at.millis();
+                if t < from.millis() || t >= to.millis() || old.replayed_by.is_some() {
+                    continue;
+                }
+                let Some(endpoint) = endpoints.get(&old.endpoint.0) else {
+                    continue;
+                };
+                let Some((mut event, ev_version)) =
+                    get_record::<WebhookEvent>(&*self.store, &old.event_id)
+                        .await?
+                        .map(|v| (v.record, v.version))
+                else {
+                    continue;
+                };
+                let now = self.clock.now();
+                event.replays += 1;
+                let mut d = new_delivery(&event, endpoint, now, Some(event.replays));
+                if old.body != d.body && !old.body.is_empty() {
+                    // The bytes first sent are the ones replayed.
+                    d.body = old.body.clone();
+                }
+                d.replay_of = Some(old.id.clone());
+                old.replayed_by = Some(d.id.clone());
+                event.deliveries.push(d.id.clone());
+                let batch = Batch {
+                    puts: vec![
+                        d.insert()?,
+                        old.update(r.version)?,
+                        event.update(ev_version)?,
+                    ],
+                    ..Default::default()
+                };
+                match self.store.commit(batch).await {
+                    Ok(_) => created.push(d),
+                    // A concurrent replay got there first.
+                    Err(StoreError::VersionConflict { .. }) => {}
+                    Err(e) => return Err(store_err(e)),
+                }
+            }
+        }
+        Ok(created)
+    }
+}
+
+fn subscribed<'a>(
+    endpoints: &'a [Endpoint],
+    event_type: &'a str,
+) -> impl Iterator<Item = &'a Endpoint> + 'a {
+    endpoints
+        .iter()
+        .filter(move |e| e.events.iter().any(|t| t == event_type))
+}
+
+/// The wire body of an event for its family: core events are rendered to their spec
+/// payload; escrow events already carry theirs; payments events are parsed strictly and
+/// re-serialised in the spec's field order.
+pub fn render(event_type: &str, payload: &serde_json::Value) -> Result<String, String> {
+    let body = match family_of(event_type) {
+        Some(Family::Wallet) if event_type.starts_with(ESCROW_PREFIX) => {
+            return serde_json::to_string(payload).map_err(|e| e.to_string());
+        }
+        Some(Family::Wallet) => {
+            let domain: DomainEvent =
+                serde_json::from_value(payload.clone()).map_err(|e| e.to_string())?;
+            WalletPayload::from_event(&domain)
+                .to_body()
+                .map_err(|e| e.to_string())?
+        }
+        Some(Family::Payments) => PaymentsPayload::from_value(payload)?
+            .to_body()
+            .map_err(|e| e.to_string())?,
+        None => return Err(format!("{event_type} belongs to no webhook family")),
+    };
+    String::from_utf8(body).map_err(|e| e.to_string())
+}
+
+fn new_delivery(
+    event: &WebhookEvent,
+    endpoint: &Endpoint,
+    now: Timestamp,
+    replay: Option<u32>,
+) -> Delivery {
+    let (body, state, attempts) = match render(&event.event_type, &event.payload) {
+        Ok(body) => (body, DeliveryState::Pending, Vec::new()),
+        // Kept, visibly dead, rather than dropped: an operator can see what failed.
+        Err(reason) => (
+            String::new(),
+            DeliveryState::Dead,
+            vec![Attempt {
+                at: now,
+                status: None,
+                latency_ms: 0,
+                error: Some(format!("cannot render the payload: {reason}")),
+            }],
+        ),
+    };
+    let id = match replay {
+        None => format!("whd_{}_{}", event.id, endpoint.id),
+        Some(n) => format!("whd_{}_{}_r{n}", event.id, endpoint.id),
+    };
+    Delivery {
+        id,
+        tenant: endpoint.tenant.clone(),
+        endpoint: endpoint.id.clone(),
+        event_id: event.id.clone(),
+        event_type: event.event_type.clone(),
+        body,
+        state,
+        next_attempt_at: Some(now),
+        attempts,
+        replay_of: None,
+        replayed_by: None,
+        created_at: now,
+    }
+}
+
+/// Builds the outbox event of a domain event (what the engines commit); exposed for
+/// hosts and tests that emit events themselves.
+pub fn outbox_event(
+    id: &str,
+    tenant: &TenantId,
+    at: Timestamp,
+    event: &DomainEvent,
+) -> WebhookResult<OutboxEvent> {
+    Ok(OutboxEvent {
+        id: id.to_string(),
+        tenant: tenant.0.clone(),
+        event_type: event.name().to_string(),
+        occurred_at: at,
+        payload: serde_json::to_value(event).map_err(|e| WebhookError::InvalidParameter {
+            field: "payload",
+            reason: e.to_string(),
+        })?,
+    })
 }

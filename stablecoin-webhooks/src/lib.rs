@@ -1,20 +1,32 @@
 //! `stablecoin-webhooks`: the two webhook families of the service (spec 6).
 //!
-//! What is here today: the signature scheme of both families ([`signature`]: signing,
-//! constant-time verification over the exact bytes, secret generation), the wallet-service
-//! family's wire payloads ([`payload`], pinned by golden files), endpoint registration and
-//! the durable delivery worker over the outbox ([`delivery`]), and the crate's error enum.
-//! Not built yet (issue #5): the payments family's payloads and delivery, replay and
-//! inspection APIs beyond one delivery, automatic endpoint disabling, the receiver kit
-//! and the server routes. Nothing in
-//! this crate pretends to deliver anything.
+//! - [`payload`]: the wallet-service family's wire payloads (spec 6.1), rendered from the
+//!   core's domain events; escrow events pass through as the escrow engine rendered them.
+//! - [`payments`]: the payments family's wire payloads (spec 6.2): flat `payment.*`,
+//!   enveloped `wallet.deposit.*` and `wallet.transfer.*`, built from typed facts.
+//! - [`signature`]: signing and constant-time verification of both families, secrets.
+//! - [`delivery`]: endpoint registration per tenant, the durable delivery worker over the
+//!   outbox (claimed deliveries, retry schedule with jitter, `Retry-After`, dead events,
+//!   automatic disabling), every attempt recorded, replay and inspection.
+//! - [`receiver`]: the kit for tenants receiving our webhooks: verification, lenient
+//!   typed parsing, a deposit handler deduping on `deposit_id`, and (feature `axum`) an
+//!   axum route.
+//!
+//! Golden files under `tests/fixtures/` pin every payload; `tests/fixtures/hmac_vectors.json`
+//! was computed by Python's `hmac` (`scripts/gen_hmac_vectors.py`).
 
 pub mod delivery;
 pub mod error;
 pub mod payload;
+pub mod payments;
+pub mod receiver;
 pub mod signature;
 
-pub use delivery::{Deliverer, DeliveryConfig, Endpoint};
+pub use delivery::{
+    Deliverer, Delivery, DeliveryConfig, DeliveryState, Endpoint, EventDetail, Page, RoundReport,
+    WebhookEvent,
+};
 pub use error::{WebhookError, WebhookResult};
 pub use payload::WalletPayload;
+pub use payments::PaymentsPayload;
 pub use signature::Family;

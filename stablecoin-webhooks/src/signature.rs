@@ -39,7 +39,8 @@ pub const PAYMENTS_SECRET_PREFIX: &str = "whsec_";
 pub const WALLET_SECRET_PREFIX: &str = "svcwh_";
 
 /// The two webhook families.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Family {
     /// Wallet-service webhooks (spec 6.1).
     Wallet,
@@ -48,6 +49,14 @@ pub enum Family {
 }
 
 impl Family {
+    /// `wallet` or `payments`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Wallet => "wallet",
+            Family::Payments => "payments",
+        }
+    }
+
     /// The header that carries the signature.
     pub fn signature_header(self) -> &'static str {
         match self {

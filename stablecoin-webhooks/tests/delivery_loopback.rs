@@ -170,6 +170,7 @@ impl World {
                 timeout: Duration::from_millis(300),
                 lease_ms: 60_000,
                 batch_limit: 64,
+                concurrency: 4,
                 worker_id: name.into(),
                 allow_loopback_http: true,
             },
