@@ -53,7 +53,7 @@ pub const API_VERSION: &str = "1.0.1";
         (name = "tron", description = "Native TRON USDT rail"),
         (name = "solana", description = "Solana SPL rail"),
         (name = "escrows", description = "Embedded escrow over per-deal TRON USDT addresses"),
-        (name = "webhooks", description = "Webhook endpoint management (not wired yet: 501)"),
+        (name = "webhooks", description = "Webhook endpoints of both families, events, deliveries and replay"),
         (name = "checkout", description = "Checkout payment sessions (business keys)"),
         (name = "health", description = "Health, metrics and this document")
     )
@@ -159,6 +159,13 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
             webhooks::get_webhook_endpoint,
             webhooks::delete_webhook_endpoint
         ))
+        .routes(routes!(webhooks::enable_webhook_endpoint))
+        .routes(routes!(webhooks::rotate_webhook_secret))
+        .routes(routes!(webhooks::list_webhook_events))
+        .routes(routes!(webhooks::get_webhook_event))
+        .routes(routes!(webhooks::replay_webhook_event))
+        .routes(routes!(webhooks::replay_failed_webhooks))
+        .routes(routes!(webhooks::list_webhook_deliveries))
         .route_layer(from_fn_with_state(state.clone(), idempotency::idempotency))
         .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key));
     // Tenant key, no idempotency key: escrow actions (spec 2.2; their state rules make

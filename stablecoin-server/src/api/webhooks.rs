@@ -1,8 +1,17 @@
-//! `/v1/webhook-endpoints`: registration of wallet-service webhook endpoints (spec 6.1's
-//! "dashboard" actions) over `stablecoin_webhooks::Deliverer`, whose worker runs in the
-//! server's worker loop. The signing secret is returned once, by the create call; reads
-//! never show it. DELETE disables the endpoint (its history stays; nothing more is sent).
-//! Sandbox keys may read but not register or delete (`SANDBOX_UNSUPPORTED`).
+//! Webhook management over `stablecoin_webhooks::Deliverer`, whose worker runs in the
+//! server's worker loop (spec 6's "dashboard" actions, for both families):
+//!
+//! - `/v1/webhook-endpoints`: register (`family` `wallet`, the default, or `payments`),
+//!   list, read, enable, rotate the secret, disable (DELETE). The signing secret is
+//!   returned by create and rotate only; reads never show it. An endpoint that has failed
+//!   for 5 days is disabled automatically and says so in `disabled_reason`.
+//! - `/v1/webhook-events`: the tenant's events (newest first, optionally of one `type`),
+//!   one event with every delivery and attempt (time, HTTP status, latency, error),
+//!   replay of one event, replay of every failed (`DEAD`) delivery in a time range.
+//! - `/v1/webhook-deliveries`: the tenant's deliveries, optionally in one `state`.
+//!
+//! Everything is tenant-scoped: another tenant's endpoint, event or delivery is 404.
+//! Sandbox keys may read but not change anything here (`SANDBOX_UNSUPPORTED`).
 
 use super::paging;
 use crate::app::AppState;
@@ -14,7 +23,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use stablecoin_webhooks::{Endpoint, WebhookError};
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_webhooks::delivery::{Attempt, render};
+use stablecoin_webhooks::{Delivery, DeliveryState, Endpoint, Family, WebhookError, WebhookEvent};
 use utoipa::{IntoParams, ToSchema};
 
 impl From<WebhookError> for ApiError {
@@ -50,10 +61,17 @@ impl From<WebhookError> for ApiError {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateEndpointBody {
+    /// `wallet` (default: spec 6.1, `X-Svc-Signature`) or `payments` (spec 6.2,
+    /// `X-Webhook-Signature`, `whsec_` secret).
+    #[serde(default)]
+    pub family: Option<String>,
     /// `https://` URL (loopback `http://` only when the server allows it).
     pub url: String,
-    /// Subscribed event types: `transfer.received`, `transfer.settled`, `transfer.failed`,
-    /// `swap.settled`, `swap.failed`, `user.linked`, `user.phone_changed`, `escrow.*`.
+    /// Subscribed event types. Wallet family: `transfer.received`, `transfer.settled`,
+    /// `transfer.failed`, `swap.settled`, `swap.failed`, `user.linked`,
+    /// `user.phone_changed`, `escrow.*`. Payments family: `payment.confirmed`,
+    /// `payment.failed`, `wallet.deposit.detected`, `wallet.deposit.confirmed`,
+    /// `wallet.deposit.hash_resolved`, `wallet.transfer.<status>`.
     pub events: Vec<String>,
 }
 
@@ -62,9 +80,17 @@ pub struct CreateEndpointBody {
 pub struct EndpointView {
     pub id: String,
     pub object: &'static str,
+    /// `wallet` or `payments`.
+    pub family: &'static str,
     pub url: String,
     pub events: Vec<String>,
     pub enabled: bool,
+    /// Why it is disabled (by the tenant, or automatically after failing for days).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
+    /// Start of the current run of failed deliveries, when failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<String>,
     pub created_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
@@ -75,9 +101,12 @@ impl EndpointView {
         EndpointView {
             id: e.id.0,
             object: "webhook_endpoint",
+            family: e.family.as_str(),
             url: e.url,
             events: e.events,
             enabled: e.enabled,
+            disabled_reason: e.disabled_reason,
+            failing_since: e.failing_since.map(Timestamp::to_rfc3339),
             created_at: e.created_at.to_rfc3339(),
             secret: with_secret.then_some(e.secret),
         }
@@ -110,7 +139,7 @@ fn live_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Register a wallet-service webhook endpoint; its signing secret is returned once.
+/// Register a webhook endpoint of either family; its signing secret is returned once.
 #[utoipa::path(post, path = "/v1/webhook-endpoints", tag = "webhooks",
     request_body = CreateEndpointBody,
     responses(
@@ -123,9 +152,20 @@ pub async fn create_webhook_endpoint(
     ApiJson(body): ApiJson<CreateEndpointBody>,
 ) -> Result<Response, ApiError> {
     live_only(&caller, "webhook endpoint registration")?;
+    let family = match body.family.as_deref() {
+        None | Some("wallet") => Family::Wallet,
+        Some("payments") => Family::Payments,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "INVALID_PARAMETER",
+                "family must be wallet or payments",
+            )
+            .with_param("family"));
+        }
+    };
     let e = app
         .webhooks
-        .register(caller.tenant(), &body.url, &body.events)
+        .register_for(family, caller.tenant(), &body.url, &body.events)
         .await?;
     Ok((StatusCode::CREATED, Json(EndpointView::of(e, true))).into_response())
 }
@@ -188,4 +228,357 @@ pub async fn delete_webhook_endpoint(
     live_only(&caller, "webhook endpoint deletion")?;
     let e = app.webhooks.disable(caller.tenant(), &id).await?;
     Ok(Json(EndpointView::of(e, false)))
+}
+
+/// Enable a disabled endpoint again (after a manual or automatic disable). Events it
+/// missed meanwhile are recovered with the replays.
+#[utoipa::path(post, path = "/v1/webhook-endpoints/{id}/enable", tag = "webhooks",
+    params(("id" = String, Path, description = "Webhook endpoint id (`whe_...`)")),
+    responses(
+        (status = 200, description = "Enabled", body = EndpointView),
+        (status = 404, description = "Not found for this tenant", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn enable_webhook_endpoint(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath,
+) -> Result<Json<EndpointView>, ApiError> {
+    live_only(&caller, "webhook endpoint changes")?;
+    let e = app.webhooks.enable(caller.tenant(), &id).await?;
+    Ok(Json(EndpointView::of(e, false)))
+}
+
+/// Replace the endpoint's signing secret. The new secret is returned once; the previous
+/// one stops verifying at once.
+#[utoipa::path(post, path = "/v1/webhook-endpoints/{id}/rotate-secret", tag = "webhooks",
+    params(("id" = String, Path, description = "Webhook endpoint id (`whe_...`)")),
+    responses(
+        (status = 200, description = "Rotated; `secret` is shown only now", body = EndpointView),
+        (status = 404, description = "Not found for this tenant", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn rotate_webhook_secret(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath,
+) -> Result<Json<EndpointView>, ApiError> {
+    live_only(&caller, "webhook secret rotation")?;
+    let current = app.webhooks.endpoint(caller.tenant(), &id).await?;
+    let e = app
+        .webhooks
+        .rotate_secret(caller.tenant(), &current.id)
+        .await?;
+    Ok(Json(EndpointView::of(e, true)))
+}
+
+/// One delivery attempt.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttemptView {
+    pub at: String,
+    /// HTTP status answered, absent when none was (timeout, connection error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub latency_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl From<Attempt> for AttemptView {
+    fn from(a: Attempt) -> Self {
+        AttemptView {
+            at: a.at.to_rfc3339(),
+            status: a.status,
+            latency_ms: a.latency_ms,
+            error: a.error,
+        }
+    }
+}
+
+/// One delivery of an event to one endpoint, with every attempt.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryView {
+    pub id: String,
+    pub object: &'static str,
+    pub endpoint_id: String,
+    pub event_id: String,
+    pub event_type: String,
+    /// `PENDING`, `DELIVERED` or `DEAD` (every attempt failed).
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<String>,
+    pub attempts: Vec<AttemptView>,
+    /// The delivery this one re-sends (a replay).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
+    /// The replay that re-sent this failed delivery.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed_by: Option<String>,
+    pub created_at: String,
+}
+
+impl From<Delivery> for DeliveryView {
+    fn from(d: Delivery) -> Self {
+        DeliveryView {
+            id: d.id,
+            object: "webhook_delivery",
+            endpoint_id: d.endpoint.0,
+            event_id: d.event_id,
+            event_type: d.event_type,
+            state: d.state.as_str(),
+            next_attempt_at: match d.state {
+                DeliveryState::Pending => d.next_attempt_at.map(Timestamp::to_rfc3339),
+                _ => None,
+            },
+            attempts: d.attempts.into_iter().map(AttemptView::from).collect(),
+            replay_of: d.replay_of,
+            replayed_by: d.replayed_by,
+            created_at: d.created_at.to_rfc3339(),
+        }
+    }
+}
+
+/// An event as its receivers get it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventView {
+    pub id: String,
+    pub object: &'static str,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub created_at: String,
+    /// The payload exactly as delivered (spec 6).
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    /// How many times it was replayed.
+    pub replays: u32,
+    /// The deliveries with their attempts (only when reading one event).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deliveries: Option<Vec<DeliveryView>>,
+}
+
+impl EventView {
+    fn of(e: WebhookEvent, deliveries: Option<Vec<Delivery>>) -> Self {
+        let payload = render(&e.event_type, &e.payload)
+            .ok()
+            .and_then(|body| serde_json::from_str(&body).ok())
+            .unwrap_or(e.payload);
+        EventView {
+            id: e.id,
+            object: "webhook_event",
+            event_type: e.event_type,
+            created_at: e.occurred_at.to_rfc3339(),
+            payload,
+            replays: e.replays,
+            deliveries: deliveries.map(|d| d.into_iter().map(DeliveryView::from).collect()),
+        }
+    }
+}
+
+/// A page of events.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventList {
+    pub limit: u32,
+    pub page: u32,
+    pub total: u64,
+    pub webhook_events: Vec<EventView>,
+}
+
+/// Filters and paging of the event list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct EventListParams {
+    /// Only events of this type (`transfer.settled`, ...).
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub event_type: Option<String>,
+    /// 1-100, default 20.
+    pub limit: Option<String>,
+    /// 1-based, default 1.
+    pub page: Option<String>,
+}
+
+fn offset(p: &super::Paging) -> usize {
+    (p.page as usize - 1).saturating_mul(p.limit as usize)
+}
+
+/// List the tenant's webhook events, newest first.
+#[utoipa::path(get, path = "/v1/webhook-events", tag = "webhooks",
+    params(EventListParams),
+    responses((status = 200, description = "A page of events", body = EventList)),
+    security(("tenant_key" = [])))]
+pub async fn list_webhook_events(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<EventListParams>,
+) -> Result<Json<EventList>, ApiError> {
+    let p = paging(q.limit.as_deref(), q.page.as_deref())?;
+    let page = app
+        .webhooks
+        .list_events(
+            caller.tenant(),
+            q.event_type.as_deref(),
+            p.limit as usize,
+            offset(&p),
+        )
+        .await?;
+    Ok(Json(EventList {
+        limit: p.limit,
+        page: p.page,
+        total: page.total,
+        webhook_events: page
+            .items
+            .into_iter()
+            .map(|e| EventView::of(e, None))
+            .collect(),
+    }))
+}
+
+/// Read one event with every delivery and attempt. Another tenant's is 404.
+#[utoipa::path(get, path = "/v1/webhook-events/{id}", tag = "webhooks",
+    params(("id" = String, Path, description = "Event id")),
+    responses(
+        (status = 200, description = "The event, its deliveries and attempts", body = EventView),
+        (status = 404, description = "Not found for this tenant", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn get_webhook_event(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath,
+) -> Result<Json<EventView>, ApiError> {
+    let d = app.webhooks.event(caller.tenant(), &id).await?;
+    Ok(Json(EventView::of(d.event, Some(d.deliveries))))
+}
+
+/// Deliveries created by a replay.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReplayView {
+    pub object: &'static str,
+    pub replayed: usize,
+    pub deliveries: Vec<DeliveryView>,
+}
+
+impl ReplayView {
+    fn of(created: Vec<Delivery>) -> Self {
+        ReplayView {
+            object: "webhook_replay",
+            replayed: created.len(),
+            deliveries: created.into_iter().map(DeliveryView::from).collect(),
+        }
+    }
+}
+
+/// Send one event again, now, to every enabled endpoint subscribed to it: same bytes (an
+/// escrow event keeps its `event_id`), a new delivery (payments: a new `X-Webhook-ID`).
+#[utoipa::path(post, path = "/v1/webhook-events/{id}/replay", tag = "webhooks",
+    params(("id" = String, Path, description = "Event id")),
+    responses(
+        (status = 202, description = "Queued for delivery", body = ReplayView),
+        (status = 404, description = "Not found for this tenant", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn replay_webhook_event(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath,
+) -> Result<Response, ApiError> {
+    live_only(&caller, "webhook replay")?;
+    let created = app.webhooks.replay_event(caller.tenant(), &id).await?;
+    Ok((StatusCode::ACCEPTED, Json(ReplayView::of(created))).into_response())
+}
+
+/// Replay every failed delivery created in `[from, to)`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayFailedBody {
+    /// RFC 3339, inclusive.
+    pub from: String,
+    /// RFC 3339, exclusive; after `from`.
+    pub to: String,
+}
+
+fn instant(field: &'static str, s: &str) -> Result<Timestamp, ApiError> {
+    Timestamp::parse_rfc3339(s).ok_or_else(|| {
+        ApiError::bad_request(
+            "INVALID_PARAMETER",
+            format!("{field} must be an RFC 3339 timestamp"),
+        )
+        .with_param(field)
+    })
+}
+
+/// Re-send every `DEAD` delivery created in `[from, to)` whose endpoint is enabled and
+/// that no earlier replay re-sent (up to 1,000 per call; call again for more).
+#[utoipa::path(post, path = "/v1/webhook-events/replay-failed", tag = "webhooks",
+    request_body = ReplayFailedBody,
+    responses(
+        (status = 202, description = "Queued for delivery", body = ReplayView),
+        (status = 400, description = "INVALID_PARAMETER (timestamps, empty range)", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn replay_failed_webhooks(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<ReplayFailedBody>,
+) -> Result<Response, ApiError> {
+    live_only(&caller, "webhook replay")?;
+    let from = instant("from", &body.from)?;
+    let to = instant("to", &body.to)?;
+    let created = app
+        .webhooks
+        .replay_failed(caller.tenant(), from, to)
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(ReplayView::of(created))).into_response())
+}
+
+/// A page of deliveries.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryList {
+    pub limit: u32,
+    pub page: u32,
+    pub total: u64,
+    pub webhook_deliveries: Vec<DeliveryView>,
+}
+
+/// Filters and paging of the delivery list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryListParams {
+    /// `PENDING`, `DELIVERED` or `DEAD`.
+    pub state: Option<String>,
+    /// 1-100, default 20.
+    pub limit: Option<String>,
+    /// 1-based, default 1.
+    pub page: Option<String>,
+}
+
+/// List the tenant's deliveries with their attempts, newest first.
+#[utoipa::path(get, path = "/v1/webhook-deliveries", tag = "webhooks",
+    params(DeliveryListParams),
+    responses((status = 200, description = "A page of deliveries", body = DeliveryList)),
+    security(("tenant_key" = [])))]
+pub async fn list_webhook_deliveries(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<DeliveryListParams>,
+) -> Result<Json<DeliveryList>, ApiError> {
+    let p = paging(q.limit.as_deref(), q.page.as_deref())?;
+    let state = match q.state.as_deref() {
+        None => None,
+        Some("PENDING") => Some(DeliveryState::Pending),
+        Some("DELIVERED") => Some(DeliveryState::Delivered),
+        Some("DEAD") => Some(DeliveryState::Dead),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "INVALID_PARAMETER",
+                "state must be PENDING, DELIVERED or DEAD",
+            )
+            .with_param("state"));
+        }
+    };
+    let page = app
+        .webhooks
+        .list_deliveries(caller.tenant(), state, p.limit as usize, offset(&p))
+        .await?;
+    Ok(Json(DeliveryList {
+        limit: p.limit,
+        page: p.page,
+        total: page.total,
+        webhook_deliveries: page.items.into_iter().map(DeliveryView::from).collect(),
+    }))
 }
