@@ -42,6 +42,7 @@ where
     }
     run!(
         case_insert_and_get,
+        case_many_puts_in_one_batch,
         case_version_conflict,
         case_unique_keys,
         case_unique_violation_rolls_back_batch,
@@ -303,6 +304,94 @@ pub async fn case_insert_and_get<S: Store + Ledger + ?Sized>(store: Arc<S>) {
     commit_ok(s, puts(vec![insert(other)]), "same id under another kind").await;
     assert_eq!(store.get("gadget", "w1").await.unwrap().unwrap().version, 1);
     assert_eq!(get(s, "w1").await.unwrap().version, 3);
+}
+
+/// Many puts in one batch (a webhook fan-out, a round of delivery outcomes) behave as
+/// the same puts one by one: every field written, versions counted, claims released, and
+/// the first put in order that conflicts fails the whole batch with nothing written.
+pub async fn case_many_puts_in_one_batch<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    let n = 50;
+    let id = |i: usize| format!("m{i:03}");
+    let fresh: Vec<Put> = (0..n)
+        .map(|i| {
+            let mut r = with_due(
+                with_status(record(&id(i), "t1", i as i64), "pending"),
+                (i % 2 == 0).then_some(100),
+            );
+            r.body = json!({ "id": id(i), "n": 1 });
+            insert(r)
+        })
+        .collect();
+    commit_ok(s, puts(fresh.clone()), "50 inserts in one batch").await;
+    for (i, put) in fresh.iter().enumerate() {
+        let got = get(s, &id(i)).await.expect("inserted");
+        assert_eq!(got.version, 1, "{}", id(i));
+        assert_eq!(got.body, put.record.body);
+        assert_eq!(got.status.as_deref(), Some("pending"));
+        assert_eq!(got.tenant.as_deref(), Some("t1"));
+        assert_eq!(got.created_at, ts(i as i64));
+        assert_eq!(got.due_at, put.record.due_at);
+    }
+    let claimed = store
+        .claim_due(KIND, "w1", ts(1_000), 60_000, 100)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), n / 2, "the due half");
+
+    // Updating them all releases the claims: what is still due is claimable again.
+    let updated: Vec<Put> = (0..n)
+        .map(|i| {
+            let mut r = with_due(
+                with_status(record(&id(i), "t1", i as i64), "done"),
+                (i < 10).then_some(200),
+            );
+            r.body = json!({ "id": id(i), "n": 2 });
+            update(r, 1)
+        })
+        .collect();
+    commit_ok(s, puts(updated.clone()), "50 updates in one batch").await;
+    for (i, put) in updated.iter().enumerate() {
+        let got = get(s, &id(i)).await.unwrap();
+        assert_eq!((got.version, &got.body), (2, &put.record.body), "{}", id(i));
+        assert_eq!(got.status.as_deref(), Some("done"));
+        assert_eq!(got.due_at, put.record.due_at);
+    }
+    let again = store
+        .claim_due(KIND, "w2", ts(1_000), 60_000, 100)
+        .await
+        .unwrap();
+    assert_eq!(again.len(), 10, "claims released by the update");
+
+    // One stale version among many: nothing of the batch is written.
+    let mut stale = updated.clone();
+    for p in &mut stale {
+        p.expected_version = Some(2);
+        p.record.body = json!({ "n": 3 });
+    }
+    stale[37].expected_version = Some(1);
+    stale[41].expected_version = Some(9);
+    let err = commit_err(s, puts(stale), "one stale version among 50").await;
+    assert!(
+        matches!(&err, StoreError::VersionConflict { id: bad, .. } if bad == &id(37)),
+        "the first conflicting put is reported: {err:?}"
+    );
+    for i in 0..n {
+        assert_eq!(
+            get(s, &id(i)).await.unwrap().version,
+            2,
+            "{} unchanged",
+            id(i)
+        );
+    }
+    // An insert of an existing record among new ones: none inserted.
+    let mut mixed: Vec<Put> = (n..n + 9)
+        .map(|i| insert(record(&id(i), "t1", 1)))
+        .collect();
+    mixed.push(insert(record(&id(3), "t1", 1)));
+    let err = commit_err(s, puts(mixed), "an existing record among inserts").await;
+    assert!(matches!(err, StoreError::VersionConflict { .. }), "{err:?}");
+    assert_eq!(get(s, &id(n)).await, None);
 }
 
 /// Both directions of a version mismatch fail with `VersionConflict` and change nothing.

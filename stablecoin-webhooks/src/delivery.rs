@@ -338,7 +338,19 @@ enum Outcome {
     Delivered,
     Retried,
     Dead,
-    Skipped,
+}
+
+/// Most attempt outcomes committed in one store commit.
+pub const OUTCOME_GROUP: usize = 64;
+
+/// An attempted delivery whose new state is not committed yet.
+struct Prepared {
+    endpoint: String,
+    /// (2xx, when) of the attempt, when the endpoint was usable.
+    health: Option<(bool, Timestamp)>,
+    delivery: Delivery,
+    version: u64,
+    outcome: Outcome,
 }
 
 /// Registration, delivery, replay and inspection of webhooks.
@@ -349,6 +361,11 @@ pub struct Deliverer {
     entropy: Arc<dyn Entropy>,
     http: reqwest::Client,
     config: DeliveryConfig,
+    /// Held while one task of this process fans out: clones of a `Deliverer` running
+    /// rounds at once would otherwise all render the same page and all but one lose the
+    /// cursor's version check. (Across processes that check alone keeps fan-out exactly
+    /// once; the losers' work is wasted, not duplicated.)
+    fan_out_gate: Arc<tokio::sync::Mutex<()>>,
 }
 
 fn store_err(e: StoreError) -> WebhookError {
@@ -380,6 +397,7 @@ impl Deliverer {
             entropy,
             http,
             config,
+            fan_out_gate: Arc::default(),
         })
     }
 
@@ -502,10 +520,15 @@ impl Deliverer {
         Ok(e)
     }
 
-    /// One round: fan out new outbox events, then attempt every due delivery.
+    /// One round: fan out new outbox events (unless another task of this `Deliverer`
+    /// is doing so right now), then attempt every due delivery.
     pub async fn round(&self) -> WebhookResult<RoundReport> {
+        let fanned_out = match self.fan_out_gate.try_lock() {
+            Ok(_held) => self.fan_out().await?,
+            Err(_) => 0,
+        };
         let mut report = RoundReport {
-            fanned_out: self.fan_out().await?,
+            fanned_out,
             ..Default::default()
         };
         self.deliver_due(&mut report).await?;
@@ -607,6 +630,10 @@ impl Deliverer {
     }
 
     /// Attempts every due delivery once (up to the batch limit), several at once.
+    /// Outcomes are committed in groups as attempts finish (one store commit for up to
+    /// [`OUTCOME_GROUP`] outcomes instead of one each): a crash between an attempt and
+    /// its commit only means the delivery is attempted again after its lease, which
+    /// receivers already handle (they dedupe on the event id / `X-Webhook-ID`).
     pub async fn deliver_due(&self, report: &mut RoundReport) -> WebhookResult<()> {
         let now = self.clock.now();
         let claimed = self
@@ -620,23 +647,88 @@ impl Deliverer {
             )
             .await
             .map_err(store_err)?;
-        let mut outcomes = futures_util::stream::iter(claimed)
-            .map(|stored| self.process(stored))
-            .buffer_unordered(self.config.concurrency.max(1));
-        let mut first_error = None;
-        while let Some(r) = outcomes.next().await {
-            match r {
-                Ok((outcome, disabled)) => {
-                    match outcome {
-                        Outcome::Delivered => report.delivered += 1,
-                        Outcome::Retried => report.retried += 1,
-                        Outcome::Dead => report.dead += 1,
-                        Outcome::Skipped => {}
-                    }
-                    report.auto_disabled.extend(disabled);
+        if claimed.is_empty() {
+            return Ok(());
+        }
+        // One read per endpoint per round, not per delivery.
+        let mut endpoints: HashMap<String, Option<(Endpoint, u64)>> = HashMap::new();
+        for stored in &claimed {
+            let d = Delivery::from_stored(stored)?;
+            if !endpoints.contains_key(d.endpoint.as_str()) {
+                let e = get_record::<Endpoint>(&*self.store, d.endpoint.as_str())
+                    .await?
+                    .filter(|e| e.record.enabled)
+                    .map(|e| (e.record, e.version));
+                endpoints.insert(d.endpoint.0.clone(), e);
+            }
+        }
+        let endpoints = &endpoints;
+        // Attempts and commits overlap: while a group of outcomes is being committed,
+        // the next requests are already in flight.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let attempts = async move {
+            let mut finished = futures_util::stream::iter(claimed)
+                .map(|stored| self.attempt_claimed(stored, endpoints))
+                .buffer_unordered(self.config.concurrency.max(1));
+            while let Some(r) = finished.next().await {
+                if tx.send(r).is_err() {
+                    break;
                 }
-                Err(e) => {
-                    first_error.get_or_insert(e);
+            }
+        };
+        let commits = async {
+            // Per endpoint: (ok, time) of each attempt, for the health tracking below.
+            let mut health: HashMap<String, Vec<(bool, Timestamp)>> = HashMap::new();
+            let mut first_error = None;
+            while let Some(first) = rx.recv().await {
+                let mut chunk = vec![first];
+                while chunk.len() < OUTCOME_GROUP {
+                    match rx.try_recv() {
+                        Ok(r) => chunk.push(r),
+                        Err(_) => break,
+                    }
+                }
+                let mut ready = Vec::with_capacity(chunk.len());
+                for r in chunk {
+                    match r {
+                        Ok(Some(p)) => ready.push(p),
+                        Ok(None) => {}
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+                match self.commit_outcomes(ready).await {
+                    Ok(kept) => {
+                        for p in kept {
+                            match p.outcome {
+                                Outcome::Delivered => report.delivered += 1,
+                                Outcome::Retried => report.retried += 1,
+                                Outcome::Dead => report.dead += 1,
+                            }
+                            if let Some(a) = p.health {
+                                health.entry(p.endpoint).or_default().push(a);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        // Not committed: the claims lapse and the deliveries are tried again.
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            (health, first_error)
+        };
+        let ((), (health, mut first_error)) = tokio::join!(attempts, commits);
+        for (id, mut attempts) in health {
+            attempts.sort_by_key(|(_, at)| *at);
+            if let Some(Some((e, version))) = endpoints.get(&id) {
+                match self.track_health(e.clone(), *version, &attempts).await {
+                    Ok(Some(disabled)) => report.auto_disabled.push(disabled),
+                    Ok(None) => {}
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
                 }
             }
         }
@@ -646,18 +738,60 @@ impl Deliverer {
         }
     }
 
-    async fn process(
+    /// Commits attempted deliveries together; if one of them lost its claim (a version
+    /// conflict fails the whole group), commits them one by one and drops the losers,
+    /// whose outcome another worker decided.
+    async fn commit_outcomes(&self, ready: Vec<Prepared>) -> WebhookResult<Vec<Prepared>> {
+        if ready.is_empty() {
+            return Ok(ready);
+        }
+        let puts = ready
+            .iter()
+            .map(|p| p.delivery.update(p.version))
+            .collect::<Result<Vec<_>, _>>()?;
+        match self
+            .store
+            .commit(Batch {
+                puts,
+                ..Default::default()
+            })
+            .await
+        {
+            Ok(_) => return Ok(ready),
+            Err(StoreError::VersionConflict { .. }) => {}
+            Err(e) => return Err(store_err(e)),
+        }
+        let mut kept = Vec::with_capacity(ready.len());
+        for p in ready {
+            match self
+                .store
+                .commit(Batch {
+                    puts: vec![p.delivery.update(p.version)?],
+                    ..Default::default()
+                })
+                .await
+            {
+                Ok(_) => kept.push(p),
+                Err(StoreError::VersionConflict { .. }) => {}
+                Err(e) => return Err(store_err(e)),
+            }
+        }
+        Ok(kept)
+    }
+
+    /// Attempts one claimed delivery and decides its next state (not yet committed).
+    async fn attempt_claimed(
         &self,
         stored: StoredRecord,
-    ) -> WebhookResult<(Outcome, Option<WebhookEndpointId>)> {
+        endpoints: &HashMap<String, Option<(Endpoint, u64)>>,
+    ) -> WebhookResult<Option<Prepared>> {
         let mut d = Delivery::from_stored(&stored)?;
         if d.state != DeliveryState::Pending {
-            return Ok((Outcome::Skipped, None));
+            return Ok(None);
         }
-        let endpoint = get_record::<Endpoint>(&*self.store, d.endpoint.as_str()).await?;
-        let usable = endpoint.as_ref().filter(|e| e.record.enabled);
+        let usable = endpoints.get(d.endpoint.as_str()).and_then(Option::as_ref);
         let (attempt, retry_after) = match usable {
-            Some(e) => self.attempt(&e.record, &d).await,
+            Some((e, _)) => self.attempt(e, &d).await,
             None => (
                 Attempt {
                     at: self.clock.now(),
@@ -692,53 +826,46 @@ impl Deliverer {
             d.next_attempt_at = Some(self.clock.now().plus_millis(delay));
             Outcome::Retried
         };
-        match self
-            .store
-            .commit(Batch {
-                puts: vec![d.update(stored.version)?],
-                ..Default::default()
-            })
-            .await
-        {
-            Ok(_) => {}
-            // Our lease lapsed and another worker took it: its outcome stands.
-            Err(StoreError::VersionConflict { .. }) => return Ok((Outcome::Skipped, None)),
-            Err(e) => return Err(store_err(e)),
-        }
-        let disabled = match usable {
-            Some(e) => {
-                self.track_health(e.record.clone(), e.version, ok, at)
-                    .await?
-            }
-            None => None,
-        };
-        Ok((outcome, disabled))
+        Ok(Some(Prepared {
+            endpoint: d.endpoint.0.clone(),
+            health: usable.map(|_| (ok, at)),
+            delivery: d,
+            version: stored.version,
+            outcome,
+        }))
     }
 
-    /// Keeps `failing_since` and disables an endpoint that has failed for days. Best
-    /// effort under concurrency: a version conflict means another worker just updated
-    /// the endpoint, and the next attempt looks again.
+    /// Keeps `failing_since` and disables an endpoint that has failed for days, given
+    /// this round's attempts to it in time order. Best effort under concurrency: a
+    /// version conflict means another worker just updated the endpoint, and the next
+    /// round looks again.
     async fn track_health(
         &self,
         mut e: Endpoint,
         version: u64,
-        ok: bool,
-        at: Timestamp,
+        attempts: &[(bool, Timestamp)],
     ) -> WebhookResult<Option<WebhookEndpointId>> {
+        let before = (e.enabled, e.failing_since);
         let mut disabled = None;
-        match (ok, e.failing_since) {
-            (true, None) => return Ok(None),
-            (true, Some(_)) => e.failing_since = None,
-            (false, None) => e.failing_since = Some(at),
-            (false, Some(since)) if at.millis() - since.millis() >= AUTO_DISABLE_AFTER_MS => {
-                e.enabled = false;
-                e.disabled_reason = Some(format!(
-                    "disabled automatically: every delivery has failed since {}",
-                    since.to_rfc3339()
-                ));
-                disabled = Some(e.id.clone());
+        for &(ok, at) in attempts {
+            match (ok, e.failing_since) {
+                (true, _) => e.failing_since = None,
+                (false, None) => e.failing_since = Some(at),
+                (false, Some(since))
+                    if e.enabled && at.millis() - since.millis() >= AUTO_DISABLE_AFTER_MS =>
+                {
+                    e.enabled = false;
+                    e.disabled_reason = Some(format!(
+                        "disabled automatically: every delivery has failed since {}",
+                        since.to_rfc3339()
+                    ));
+                    disabled = Some(e.id.clone());
+                }
+                (false, Some(_)) => {}
             }
-            (false, Some(_)) => return Ok(None),
+        }
+        if (e.enabled, e.failing_since) == before {
+            return Ok(None);
         }
         match self.put(e.update(version)?).await {
             Ok(()) => Ok(disabled),

@@ -526,10 +526,8 @@ async fn apply_batch(
             }));
         }
     }
-    for put in &batch.puts {
-        if let Err(e) = put_record(conn, put).await? {
-            return Ok(Err(e));
-        }
+    if let Err(e) = put_records(conn, &batch.puts).await? {
+        return Ok(Err(e));
     }
     for transfer in &batch.ledger {
         if let Err(e) = overlay.transfer(transfer) {
@@ -552,6 +550,110 @@ async fn apply_batch(
         ]));
     }
     Ok(Ok((CommitReceipt { outbox_seqs }, changes, rows)))
+}
+
+/// Below this many puts, one statement each costs less than building the JSON.
+const PUTS_IN_BULK_FROM: usize = 4;
+
+/// The puts of one batch. Many puts without unique keys (webhook fan-out, a round of
+/// delivery outcomes) take two statements in all: one SELECT of every current version,
+/// one multi-row upsert; each statement is a round trip to sqlx's worker thread, which
+/// costs more than SQLite's own work here. Anything else (few puts, unique keys, the
+/// same record twice) goes one put at a time. Same checks and errors either way: the
+/// first put in order that conflicts is the one reported.
+async fn put_records(
+    conn: &mut SqliteConnection,
+    puts: &[Put],
+) -> Result<Result<(), StoreError>, StoreError> {
+    let mut seen = HashSet::with_capacity(puts.len());
+    let bulk = puts.len() >= PUTS_IN_BULK_FROM
+        && puts.iter().all(|p| {
+            p.record.unique_keys.is_empty() && seen.insert((&p.record.kind, &p.record.id))
+        });
+    if !bulk {
+        for put in puts {
+            if let Err(e) = put_record(conn, put).await? {
+                return Ok(Err(e));
+            }
+        }
+        return Ok(Ok(()));
+    }
+    let ids: Vec<serde_json::Value> = puts
+        .iter()
+        .map(|p| json!([p.record.kind, p.record.id]))
+        .collect();
+    let rows = sqlx::query(
+        "SELECT kind, id, version, unique_keys FROM records          WHERE (kind, id) IN (SELECT value->>0, value->>1 FROM json_each(?1))",
+    )
+    .bind(serde_json::Value::Array(ids).to_string())
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(backend)?;
+    let mut current: HashMap<(String, String), (u64, bool)> = HashMap::with_capacity(rows.len());
+    for row in &rows {
+        let kind: String = row.try_get(0).map_err(backend)?;
+        let id: String = row.try_get(1).map_err(backend)?;
+        let version: i64 = row.try_get(2).map_err(backend)?;
+        let keys: String = row.try_get(3).map_err(backend)?;
+        let has_keys = !keys_from_db(&keys).map_err(backend)?.is_empty();
+        current.insert(
+            (kind, id),
+            (u64_from_db(version, "version").map_err(backend)?, has_keys),
+        );
+    }
+    let mut values = Vec::with_capacity(puts.len());
+    for put in puts {
+        let rec = &put.record;
+        let now = current.get(&(rec.kind.clone(), rec.id.clone()));
+        if now.is_some_and(|c| c.1) {
+            // Dropping a record's unique keys: the one-at-a-time path does that.
+            for put in puts {
+                if let Err(e) = put_record(conn, put).await? {
+                    return Ok(Err(e));
+                }
+            }
+            return Ok(Ok(()));
+        }
+        let version = match (put.expected_version, now.map(|c| c.0)) {
+            (None, None) => 1,
+            (Some(expected), Some(now)) if expected == now => now
+                .checked_add(1)
+                .filter(|v| *v <= i64::MAX as u64)
+                .ok_or_else(|| backend("record version overflow"))?,
+            _ => {
+                return Ok(Err(StoreError::VersionConflict {
+                    kind: rec.kind.clone(),
+                    id: rec.id.clone(),
+                }));
+            }
+        };
+        values.push(json!([
+            rec.kind,
+            rec.id,
+            rec.tenant,
+            i64_to_db(version),
+            rec.created_at.0,
+            rec.status,
+            rec.due_at.map(|t| t.0),
+            rec.body.to_string()
+        ]));
+    }
+    sqlx::query(
+        "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
+           lease_owner, lease_until, unique_keys, body) \
+         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+           value->>6, NULL, NULL, '[]', value->>7 \
+         FROM json_each(?1) WHERE true \
+         ON CONFLICT (kind, id) DO UPDATE SET tenant = excluded.tenant, \
+           version = excluded.version, created_at = excluded.created_at, \
+           status = excluded.status, due_at = excluded.due_at, lease_owner = NULL, \
+           lease_until = NULL, unique_keys = excluded.unique_keys, body = excluded.body",
+    )
+    .bind(serde_json::Value::Array(values).to_string())
+    .execute(&mut *conn)
+    .await
+    .map_err(backend)?;
+    Ok(Ok(()))
 }
 
 /// One put: version check, unique-key check, write (and release of any claim).
