@@ -555,6 +555,31 @@ async fn apply_batch(
 /// Below this many puts, one statement each costs less than building the JSON.
 const PUTS_IN_BULK_FROM: usize = 4;
 
+/// Rows per multi-row upsert (8 parameters each, far below SQLite's 32,766).
+const UPSERT_ROWS: usize = 64;
+
+/// `INSERT INTO records ... VALUES (...), ... ON CONFLICT ... DO UPDATE` for `rows` rows
+/// (the text depends only on `rows`, so sqlx's statement cache keeps it prepared).
+fn upsert_sql(rows: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
+           lease_owner, lease_until, unique_keys, body) VALUES ",
+    );
+    for i in 0..rows {
+        if i > 0 {
+            sql.push(',');
+        }
+        sql.push_str("(?, ?, ?, ?, ?, ?, ?, NULL, NULL, '[]', ?)");
+    }
+    sql.push_str(
+        " ON CONFLICT (kind, id) DO UPDATE SET tenant = excluded.tenant, \
+           version = excluded.version, created_at = excluded.created_at, \
+           status = excluded.status, due_at = excluded.due_at, lease_owner = NULL, \
+           lease_until = NULL, unique_keys = excluded.unique_keys, body = excluded.body",
+    );
+    sql
+}
+
 /// The puts of one batch. Many puts without unique keys (webhook fan-out, a round of
 /// delivery outcomes) take two statements in all: one SELECT of every current version,
 /// one multi-row upsert; each statement is a round trip to sqlx's worker thread, which
@@ -627,32 +652,23 @@ async fn put_records(
                 }));
             }
         };
-        values.push(json!([
-            rec.kind,
-            rec.id,
-            rec.tenant,
-            i64_to_db(version),
-            rec.created_at.0,
-            rec.status,
-            rec.due_at.map(|t| t.0),
-            rec.body.to_string()
-        ]));
+        values.push((rec, version));
     }
-    sqlx::query(
-        "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
-           lease_owner, lease_until, unique_keys, body) \
-         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
-           value->>6, NULL, NULL, '[]', value->>7 \
-         FROM json_each(?1) WHERE true \
-         ON CONFLICT (kind, id) DO UPDATE SET tenant = excluded.tenant, \
-           version = excluded.version, created_at = excluded.created_at, \
-           status = excluded.status, due_at = excluded.due_at, lease_owner = NULL, \
-           lease_until = NULL, unique_keys = excluded.unique_keys, body = excluded.body",
-    )
-    .bind(serde_json::Value::Array(values).to_string())
-    .execute(&mut *conn)
-    .await
-    .map_err(backend)?;
+    for chunk in values.chunks(UPSERT_ROWS) {
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(upsert_sql(chunk.len())));
+        for (rec, version) in chunk {
+            query = query
+                .bind(rec.kind.as_str())
+                .bind(rec.id.as_str())
+                .bind(rec.tenant.as_deref())
+                .bind(i64_to_db(*version))
+                .bind(rec.created_at.0)
+                .bind(rec.status.as_deref())
+                .bind(rec.due_at.map(|t| t.0))
+                .bind(rec.body.to_string());
+        }
+        query.execute(&mut *conn).await.map_err(backend)?;
+    }
     Ok(Ok(()))
 }
 
