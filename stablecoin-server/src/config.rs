@@ -13,6 +13,7 @@
 //! | `storage.kind` (`memory`/`sqlite`/`postgres`) | `STABLECOIN_STORAGE` | `sqlite` |
 //! | `storage.path` (sqlite) | `STABLECOIN_SQLITE_PATH` | `<data_dir>/stablecoin.db` |
 //! | `storage.url` (postgres) | `STABLECOIN_POSTGRES_URL` | none (required) |
+//! | `storage.connect_timeout_secs` (postgres) | `STABLECOIN_POSTGRES_CONNECT_TIMEOUT_SECS` | `30` |
 //! | `log.filter` | `STABLECOIN_LOG` | `info` |
 //! | `log.format` (`text`/`json`) | `STABLECOIN_LOG_FORMAT` | `text` |
 //! | `engine.poll_interval_ms` | `STABLECOIN_ENGINE_POLL_INTERVAL_MS` | `1000` |
@@ -134,7 +135,16 @@ pub enum StorageConfig {
         path: Option<PathBuf>,
     },
     /// PostgreSQL by URL.
-    Postgres { url: Secret },
+    Postgres {
+        url: Secret,
+        /// How long to wait for a connection (at start and later) before failing.
+        #[serde(default = "default_pg_connect_timeout_secs")]
+        connect_timeout_secs: u64,
+    },
+}
+
+fn default_pg_connect_timeout_secs() -> u64 {
+    30
 }
 
 impl Default for StorageConfig {
@@ -302,6 +312,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
     ("STABLECOIN_STORAGE", &["storage", "kind"], EnvKind::Str),
     ("STABLECOIN_SQLITE_PATH", &["storage", "path"], EnvKind::Str),
     ("STABLECOIN_POSTGRES_URL", &["storage", "url"], EnvKind::Str),
+    (
+        "STABLECOIN_POSTGRES_CONNECT_TIMEOUT_SECS",
+        &["storage", "connect_timeout_secs"],
+        EnvKind::Int,
+    ),
     ("STABLECOIN_LOG", &["log", "filter"], EnvKind::Str),
     ("STABLECOIN_LOG_FORMAT", &["log", "format"], EnvKind::Str),
     (

@@ -81,8 +81,13 @@ pub async fn open_storage(
                 durable: true,
             })
         }
-        StorageConfig::Postgres { url } => {
-            let store = Arc::new(PgStore::connect(PgConfig::new(url.expose())).await?);
+        StorageConfig::Postgres {
+            url,
+            connect_timeout_secs,
+        } => {
+            let mut pg = PgConfig::new(url.expose());
+            pg.acquire_timeout = std::time::Duration::from_secs((*connect_timeout_secs).max(1));
+            let store = Arc::new(PgStore::connect(pg).await?);
             Ok(Storage {
                 store: store.clone(),
                 ledger: store,

@@ -166,6 +166,7 @@ fn binary_admin_and_migrate_on_memory_storage() {
             "STABLECOIN_POSTGRES_URL",
             "postgres://u:pw-secret@127.0.0.1:1/db",
         )
+        .env("STABLECOIN_POSTGRES_CONNECT_TIMEOUT_SECS", "1")
         .output()
         .unwrap();
     assert!(!out.status.success());
