@@ -331,25 +331,33 @@ impl Deposit {
         })
     }
 
+    /// The fields `detected` and `confirmed` share.
+    fn observed(&self, status: &str) -> DepositData {
+        let (tx_hash, _) = self.hash();
+        DepositData {
+            customer_id: self.customer_id.clone(),
+            deposit_id: Some(self.deposit_id),
+            address: Some(self.address.clone()),
+            network: Some(self.network.clone()),
+            currency: Some(self.currency.clone()),
+            amount: Some(self.amount.to_decimal_string()),
+            tx_hash: Some(tx_hash),
+            status: Some(status.into()),
+            detected_at: Some(self.detected_at.to_rfc3339()),
+            ..Default::default()
+        }
+    }
+
     /// `wallet.deposit.detected`.
     pub fn detected(&self) -> PaymentsPayload {
-        let (tx_hash, pending) = self.hash();
+        let (_, pending) = self.hash();
         Self::envelope(
             DEPOSIT_DETECTED,
             DepositData {
-                customer_id: self.customer_id.clone(),
-                deposit_id: Some(self.deposit_id),
-                address: Some(self.address.clone()),
-                network: Some(self.network.clone()),
-                currency: Some(self.currency.clone()),
-                amount: Some(self.amount.to_decimal_string()),
-                tx_hash: Some(tx_hash),
                 hash_pending: Some(pending),
                 confirmations: Some(self.confirmations),
-                status: Some("detected".into()),
-                detected_at: Some(self.detected_at.to_rfc3339()),
                 detected_by: Some(self.detected_by.clone()),
-                ..Default::default()
+                ..self.observed("detected")
             },
         )
     }
@@ -361,23 +369,13 @@ impl Deposit {
         safe_to_credit: bool,
         confirmed_at: Timestamp,
     ) -> PaymentsPayload {
-        let (tx_hash, _) = self.hash();
         Self::envelope(
             DEPOSIT_CONFIRMED,
             DepositData {
-                customer_id: self.customer_id.clone(),
-                deposit_id: Some(self.deposit_id),
-                address: Some(self.address.clone()),
-                network: Some(self.network.clone()),
-                currency: Some(self.currency.clone()),
-                amount: Some(self.amount.to_decimal_string()),
-                tx_hash: Some(tx_hash),
                 confirmations: Some(confirmations),
-                status: Some("confirmed".into()),
                 safe_to_credit: Some(safe_to_credit),
-                detected_at: Some(self.detected_at.to_rfc3339()),
                 confirmed_at: Some(confirmed_at.to_rfc3339()),
-                ..Default::default()
+                ..self.observed("confirmed")
             },
         )
     }

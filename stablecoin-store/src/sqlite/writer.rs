@@ -580,6 +580,34 @@ fn upsert_sql(rows: usize) -> String {
     sql
 }
 
+/// The version a put writes, or the `VersionConflict` it fails with: an insert needs no
+/// current record, an update needs exactly the expected version.
+fn next_version(put: &Put, current: Option<u64>) -> Result<Result<u64, StoreError>, StoreError> {
+    Ok(match (put.expected_version, current) {
+        (None, None) => Ok(1),
+        (Some(expected), Some(now)) if expected == now => Ok(now
+            .checked_add(1)
+            .filter(|v| *v <= i64::MAX as u64)
+            .ok_or_else(|| backend("record version overflow"))?),
+        _ => Err(StoreError::VersionConflict {
+            kind: put.record.kind.clone(),
+            id: put.record.id.clone(),
+        }),
+    })
+}
+
+async fn one_by_one(
+    conn: &mut SqliteConnection,
+    puts: &[Put],
+) -> Result<Result<(), StoreError>, StoreError> {
+    for put in puts {
+        if let Err(e) = put_record(conn, put).await? {
+            return Ok(Err(e));
+        }
+    }
+    Ok(Ok(()))
+}
+
 /// The puts of one batch. Many puts without unique keys (webhook fan-out, a round of
 /// delivery outcomes) take two statements in all: one SELECT of every current version,
 /// one multi-row upsert; each statement is a round trip to sqlx's worker thread, which
@@ -596,12 +624,7 @@ async fn put_records(
             p.record.unique_keys.is_empty() && seen.insert((&p.record.kind, &p.record.id))
         });
     if !bulk {
-        for put in puts {
-            if let Err(e) = put_record(conn, put).await? {
-                return Ok(Err(e));
-            }
-        }
-        return Ok(Ok(()));
+        return one_by_one(conn, puts).await;
     }
     let ids: Vec<serde_json::Value> = puts
         .iter()
@@ -632,25 +655,11 @@ async fn put_records(
         let now = current.get(&(rec.kind.clone(), rec.id.clone()));
         if now.is_some_and(|c| c.1) {
             // Dropping a record's unique keys: the one-at-a-time path does that.
-            for put in puts {
-                if let Err(e) = put_record(conn, put).await? {
-                    return Ok(Err(e));
-                }
-            }
-            return Ok(Ok(()));
+            return one_by_one(conn, puts).await;
         }
-        let version = match (put.expected_version, now.map(|c| c.0)) {
-            (None, None) => 1,
-            (Some(expected), Some(now)) if expected == now => now
-                .checked_add(1)
-                .filter(|v| *v <= i64::MAX as u64)
-                .ok_or_else(|| backend("record version overflow"))?,
-            _ => {
-                return Ok(Err(StoreError::VersionConflict {
-                    kind: rec.kind.clone(),
-                    id: rec.id.clone(),
-                }));
-            }
+        let version = match next_version(put, now.map(|c| c.0))? {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
         };
         values.push((rec, version));
     }
@@ -697,18 +706,9 @@ async fn put_record(
         }
         None => None,
     };
-    let version = match (put.expected_version, current.as_ref().map(|c| c.0)) {
-        (None, None) => 1,
-        (Some(expected), Some(now)) if expected == now => now
-            .checked_add(1)
-            .filter(|v| *v <= i64::MAX as u64)
-            .ok_or_else(|| backend("record version overflow"))?,
-        _ => {
-            return Ok(Err(StoreError::VersionConflict {
-                kind: rec.kind.clone(),
-                id: rec.id.clone(),
-            }));
-        }
+    let version = match next_version(put, current.as_ref().map(|c| c.0))? {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(e)),
     };
     if !rec.unique_keys.is_empty() {
         let rows = sqlx::query(
