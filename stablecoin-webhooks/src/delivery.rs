@@ -509,12 +509,8 @@ impl Deliverer {
 
     /// Replaces an endpoint's secret; the previous one stops verifying at once. The
     /// returned record holds the new secret, shown once.
-    pub async fn rotate_secret(
-        &self,
-        tenant: &TenantId,
-        id: &WebhookEndpointId,
-    ) -> WebhookResult<Endpoint> {
-        let (mut e, version) = self.endpoint_versioned(tenant, id.as_str()).await?;
+    pub async fn rotate_secret(&self, tenant: &TenantId, id: &str) -> WebhookResult<Endpoint> {
+        let (mut e, version) = self.endpoint_versioned(tenant, id).await?;
         e.secret = e.family.generate_secret(&*self.entropy);
         self.put(e.update(version)?).await?;
         Ok(e)

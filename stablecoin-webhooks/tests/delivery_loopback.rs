@@ -415,6 +415,9 @@ async fn registration_refuses_bad_urls_and_unknown_types() {
         )
         .await
         .unwrap();
-    let rotated = worker.rotate_secret(&w.tenant, &ok.id).await.unwrap();
+    let rotated = worker
+        .rotate_secret(&w.tenant, ok.id.as_str())
+        .await
+        .unwrap();
     assert_ne!(rotated.secret, ok.secret);
 }

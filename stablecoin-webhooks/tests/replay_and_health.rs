@@ -226,7 +226,11 @@ async fn payments_deliveries_carry_their_headers_and_reach_subscribers_only() {
     assert_eq!(other.requests(), 0, "not subscribed to confirmed");
 
     // Rotation: the new secret verifies what is sent next; the old one does not.
-    let rotated = w.worker.rotate_secret(&w.tenant, &ep.id).await.unwrap();
+    let rotated = w
+        .worker
+        .rotate_secret(&w.tenant, ep.id.as_str())
+        .await
+        .unwrap();
     let payload = deposit().hash_resolved("0xabc");
     w.emit(payload.to_outbox("evt_dep_2", &w.tenant.0, START).unwrap())
         .await;

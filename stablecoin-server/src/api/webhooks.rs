@@ -181,10 +181,10 @@ pub async fn list_webhook_endpoints(
     ApiQuery(q): ApiQuery<EndpointListParams>,
 ) -> Result<Json<EndpointList>, ApiError> {
     let p = paging(q.limit.as_deref(), q.page.as_deref())?;
-    let offset = (p.page as usize - 1).saturating_mul(p.limit as usize);
+    let (offset, count) = p.window();
     let (endpoints, total) = app
         .webhooks
-        .list_endpoints(caller.tenant(), p.limit as usize, offset)
+        .list_endpoints(caller.tenant(), count, offset)
         .await?;
     Ok(Json(EndpointList {
         limit: p.limit,
@@ -262,11 +262,7 @@ pub async fn rotate_webhook_secret(
     ApiPath(id): ApiPath,
 ) -> Result<Json<EndpointView>, ApiError> {
     live_only(&caller, "webhook secret rotation")?;
-    let current = app.webhooks.endpoint(caller.tenant(), &id).await?;
-    let e = app
-        .webhooks
-        .rotate_secret(caller.tenant(), &current.id)
-        .await?;
+    let e = app.webhooks.rotate_secret(caller.tenant(), &id).await?;
     Ok(Json(EndpointView::of(e, true)))
 }
 
@@ -395,10 +391,6 @@ pub struct EventListParams {
     pub page: Option<String>,
 }
 
-fn offset(p: &super::Paging) -> usize {
-    (p.page as usize - 1).saturating_mul(p.limit as usize)
-}
-
 /// List the tenant's webhook events, newest first.
 #[utoipa::path(get, path = "/v1/webhook-events", tag = "webhooks",
     params(EventListParams),
@@ -410,14 +402,10 @@ pub async fn list_webhook_events(
     ApiQuery(q): ApiQuery<EventListParams>,
 ) -> Result<Json<EventList>, ApiError> {
     let p = paging(q.limit.as_deref(), q.page.as_deref())?;
+    let (offset, count) = p.window();
     let page = app
         .webhooks
-        .list_events(
-            caller.tenant(),
-            q.event_type.as_deref(),
-            p.limit as usize,
-            offset(&p),
-        )
+        .list_events(caller.tenant(), q.event_type.as_deref(), count, offset)
         .await?;
     Ok(Json(EventList {
         limit: p.limit,
@@ -571,9 +559,10 @@ pub async fn list_webhook_deliveries(
             .with_param("state"));
         }
     };
+    let (offset, count) = p.window();
     let page = app
         .webhooks
-        .list_deliveries(caller.tenant(), state, p.limit as usize, offset(&p))
+        .list_deliveries(caller.tenant(), state, count, offset)
         .await?;
     Ok(Json(DeliveryList {
         limit: p.limit,
