@@ -21,6 +21,13 @@
 //!    delivered. Anything else (non-2xx, timeout, connection error) schedules the next
 //!    attempt; after the last one the delivery is `DEAD`.
 //!
+//! The worker that fans a delivery out holds it from birth: the fan-out commit writes it
+//! due only at the end of a lease (`now + lease_ms`) and [`Deliverer::round`] attempts it
+//! straight away, so a fresh delivery costs two writes (fan-out, outcome) rather than
+//! three (fan-out, claim, outcome). Its outcome is committed on the inserted version like
+//! any claimed delivery, so if the lease ran out and another worker took it, only one
+//! outcome lands.
+//!
 //! A worker that dies mid-attempt loses nothing: its claim lapses after the lease and the
 //! delivery is attempted again (receivers dedupe on `event_id` / `X-Webhook-ID`, which
 //! stay the same).
@@ -519,21 +526,32 @@ impl Deliverer {
     /// One round: fan out new outbox events (unless another task of this `Deliverer`
     /// is doing so right now), then attempt every due delivery.
     pub async fn round(&self) -> WebhookResult<RoundReport> {
-        let fanned_out = match self.fan_out_gate.try_lock() {
-            Ok(_held) => self.fan_out().await?,
-            Err(_) => 0,
+        let (fanned_out, fresh) = match self.fan_out_gate.try_lock() {
+            Ok(_held) => self.fan_out_page(Some(self.config.lease_ms)).await?,
+            Err(_) => (0, Vec::new()),
         };
         let mut report = RoundReport {
             fanned_out,
             ..Default::default()
         };
-        self.deliver_due(&mut report).await?;
+        self.deliver(fresh, &mut report).await?;
         Ok(report)
     }
 
     /// Fans out one page of outbox events after the cursor; returns how many deliveries
-    /// it created.
+    /// it created, due now.
     pub async fn fan_out(&self) -> WebhookResult<usize> {
+        Ok(self.fan_out_page(None).await?.0)
+    }
+
+    /// One page of fan-out. `lease_ms`: `None` makes the deliveries due now; `Some` holds
+    /// them for this worker that long (due after the lease), for [`Self::round`] to
+    /// attempt at once. Returns how many deliveries it created and the pending ones as
+    /// stored (version 1).
+    async fn fan_out_page(
+        &self,
+        lease_ms: Option<i64>,
+    ) -> WebhookResult<(usize, Vec<StoredRecord>)> {
         for _ in 0..8 {
             let cursor = get_record::<Cursor>(&*self.store, "wallet").await?;
             let after = cursor.as_ref().map_or(0, |c| c.record.after_seq);
@@ -543,11 +561,12 @@ impl Deliverer {
                 .await
                 .map_err(store_err)?;
             let Some((last_seq, _)) = events.last() else {
-                return Ok(0);
+                return Ok((0, Vec::new()));
             };
             let now = self.clock.now();
             let mut puts = Vec::new();
             let mut created = 0;
+            let mut fresh = Vec::new();
             // One endpoint read per tenant per page, not per event.
             let mut by_tenant: HashMap<String, Vec<Endpoint>> = HashMap::new();
             for (_, event) in &events {
@@ -565,9 +584,18 @@ impl Deliverer {
                     replays: 0,
                 };
                 for endpoint in subscribed(&by_tenant[&event.tenant], &event.event_type) {
-                    let d = new_delivery(&record, endpoint, now, None);
+                    let mut d = new_delivery(&record, endpoint, now, None);
+                    if let (Some(lease), DeliveryState::Pending) = (lease_ms, d.state) {
+                        d.next_attempt_at = Some(now.plus_millis(lease));
+                    }
                     record.deliveries.push(d.id.clone());
-                    puts.push(d.insert()?);
+                    let put = d.insert()?;
+                    if lease_ms.is_some() && d.state == DeliveryState::Pending {
+                        let mut stored = put.record.clone();
+                        stored.version = 1;
+                        fresh.push(stored);
+                    }
+                    puts.push(put);
                     created += 1;
                 }
                 puts.push(record.insert()?);
@@ -588,7 +616,7 @@ impl Deliverer {
                 })
                 .await
             {
-                Ok(_) => return Ok(created),
+                Ok(_) => return Ok((created, fresh)),
                 // Another worker fanned out this page first: read the cursor again.
                 Err(StoreError::VersionConflict { .. }) => continue,
                 Err(e) => return Err(store_err(e)),
@@ -631,8 +659,18 @@ impl Deliverer {
     /// its commit only means the delivery is attempted again after its lease, which
     /// receivers already handle (they dedupe on the event id / `X-Webhook-ID`).
     pub async fn deliver_due(&self, report: &mut RoundReport) -> WebhookResult<()> {
+        self.deliver(Vec::new(), report).await
+    }
+
+    /// Attempts `held` (deliveries this worker already holds, as stored) and every due
+    /// delivery it can claim.
+    async fn deliver(
+        &self,
+        held: Vec<StoredRecord>,
+        report: &mut RoundReport,
+    ) -> WebhookResult<()> {
         let now = self.clock.now();
-        let claimed = self
+        let mut claimed = self
             .store
             .claim_due(
                 Delivery::KIND,
@@ -643,6 +681,7 @@ impl Deliverer {
             )
             .await
             .map_err(store_err)?;
+        claimed.extend(held);
         if claimed.is_empty() {
             return Ok(());
         }
