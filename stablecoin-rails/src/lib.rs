@@ -9,13 +9,18 @@
 //!   formats, signs every payment through the real [`Signer`](stablecoin_core::ports::Signer)
 //!   port and verifies the signature, and uses no wall clock and no OS randomness.
 //!
-//! The real rails (`evm`, `tron`, `solana`) land later as their own features.
+//! - `evm`: ERC-4337 v0.8 smart accounts on Polygon PoS, Base and BNB Smart Chain
+//!   ([`evm::EvmRail`]), tested on Anvil.
+//! - `tron`: native TRON USDT; `solana` (+ `solana-test`): SPL USDC/USDT.
 
 #[cfg(feature = "sim")]
 pub mod sim;
 
 #[cfg(feature = "tron")]
 pub mod tron;
+
+#[cfg(feature = "evm")]
+pub mod evm;
 
 #[cfg(feature = "solana")]
 pub mod solana;

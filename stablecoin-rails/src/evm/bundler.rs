@@ -1,0 +1,169 @@
+//! Getting user operations on chain. [`Bundler`] is the seam: [`SelfBundler`] is the
+//! service submitting `handleOps` itself from its own key (spec 1.3: the service sponsors
+//! and bundles); an external ERC-4337 bundler (`eth_sendUserOperation`) can replace it.
+
+use super::abi::{self, selector};
+use super::address::EvmAddress;
+use super::rpc::{Eth, JsonRpc, RpcError};
+use super::tx::Eip1559Tx;
+use super::userop::{UserOp, handle_ops_call};
+use async_trait::async_trait;
+use stablecoin_core::ports::{Curve, KeyPurpose, Signer};
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BundleError {
+    /// Definitely not on its way (the EntryPoint refused the operation in simulation,
+    /// the node refused the transaction).
+    #[error("bundle rejected: {0}")]
+    Rejected(String),
+    /// May be on its way: reconcile, never resubmit. `tx_hash` when already known.
+    #[error("bundle outcome unknown: {reason}")]
+    Unknown {
+        tx_hash: Option<[u8; 32]>,
+        reason: String,
+    },
+}
+
+#[async_trait]
+pub trait Bundler: Send + Sync {
+    /// Puts `ops` on chain in one bundle; returns the bundle transaction's hash.
+    async fn send(&self, ops: &[UserOp]) -> Result<[u8; 32], BundleError>;
+
+    /// The account that pays the bundles' gas, when it is the service's own.
+    async fn account(&self) -> Option<EvmAddress>;
+}
+
+/// The service as its own bundler: `handleOps` in an EIP-1559 transaction signed by the
+/// sponsor key, which is also the beneficiary (it gets the paymaster's gas refund).
+pub struct SelfBundler {
+    rpc: Arc<dyn JsonRpc>,
+    signer: Arc<dyn Signer>,
+    key: KeyPurpose,
+    entry_point: EvmAddress,
+    chain_id: u64,
+    /// Next transaction nonce; `None` re-reads the node's pending count (at start, and
+    /// after a send of unknown outcome).
+    next_nonce: Mutex<Option<u64>>,
+}
+
+impl SelfBundler {
+    pub fn new(
+        rpc: Arc<dyn JsonRpc>,
+        signer: Arc<dyn Signer>,
+        key: KeyPurpose,
+        entry_point: EvmAddress,
+        chain_id: u64,
+    ) -> Self {
+        SelfBundler {
+            rpc,
+            signer,
+            key,
+            entry_point,
+            chain_id,
+            next_nonce: Mutex::new(None),
+        }
+    }
+
+    pub async fn address(&self) -> Result<EvmAddress, String> {
+        let pk = self
+            .signer
+            .public_key(&self.key, Curve::Secp256k1)
+            .await
+            .map_err(|e| e.to_string())?;
+        EvmAddress::from_public_key(&pk.bytes).map_err(|e| e.to_string())
+    }
+}
+
+/// The reason in an EntryPoint revert: `FailedOp(uint256,string)` /
+/// `FailedOpWithRevert(uint256,string,bytes)` carry an `AAxx` code, anything else is
+/// decoded as a plain revert.
+pub fn entry_point_reason(data: &[u8]) -> String {
+    if data.len() > 4
+        && (data[..4] == selector("FailedOp(uint256,string)")
+            || data[..4] == selector("FailedOpWithRevert(uint256,string,bytes)"))
+        && let Some(s) = abi::dynamic_bytes(&data[4..], 1)
+    {
+        return String::from_utf8_lossy(&s).into_owned();
+    }
+    abi::revert_reason(data)
+}
+
+fn rejected_by_node(e: RpcError) -> BundleError {
+    match e {
+        RpcError::Node {
+            data: Some(d),
+            message,
+            ..
+        } if !d.is_empty() => {
+            BundleError::Rejected(format!("{message}: {}", entry_point_reason(&d)))
+        }
+        RpcError::Transport(t) => BundleError::Unknown {
+            tx_hash: None,
+            reason: t,
+        },
+        other => BundleError::Rejected(other.to_string()),
+    }
+}
+
+#[async_trait]
+impl Bundler for SelfBundler {
+    async fn send(&self, ops: &[UserOp]) -> Result<[u8; 32], BundleError> {
+        let eth = Eth(&*self.rpc);
+        let me = self.address().await.map_err(BundleError::Rejected)?;
+        let data = handle_ops_call(ops, &me);
+        // Simulation first: an operation the EntryPoint would refuse (bad signature,
+        // unfunded paymaster) never costs the bundler gas.
+        let estimate = eth
+            .estimate_gas(&me, &self.entry_point, &data)
+            .await
+            .map_err(rejected_by_node)?;
+        let priority = eth.max_priority_fee().await.map_err(rejected_by_node)?;
+        let price = eth.gas_price().await.map_err(rejected_by_node)?;
+        let mut next = self.next_nonce.lock().await;
+        let nonce = match *next {
+            Some(n) => n,
+            None => eth.pending_nonce(&me).await.map_err(rejected_by_node)?,
+        };
+        let tx = Eip1559Tx {
+            chain_id: self.chain_id,
+            nonce,
+            max_priority_fee_per_gas: priority,
+            max_fee_per_gas: price.saturating_mul(2).saturating_add(priority),
+            gas_limit: estimate.saturating_mul(6) / 5 + 20_000,
+            to: self.entry_point,
+            value: 0,
+            data,
+        };
+        let signature = self
+            .signer
+            .sign(&self.key, Curve::Secp256k1, &tx.signing_hash())
+            .await
+            .map_err(|e| BundleError::Rejected(e.to_string()))?;
+        let (raw, hash) = tx.signed(&signature.0).ok_or_else(|| {
+            BundleError::Rejected("the signer returned a malformed signature".into())
+        })?;
+        match eth.send_raw(&raw).await {
+            Ok(_) => {
+                *next = Some(nonce + 1);
+                Ok(hash)
+            }
+            Err(RpcError::Node { message, .. }) => {
+                *next = None;
+                Err(BundleError::Rejected(message))
+            }
+            Err(e) => {
+                *next = None;
+                Err(BundleError::Unknown {
+                    tx_hash: Some(hash),
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+
+    async fn account(&self) -> Option<EvmAddress> {
+        self.address().await.ok()
+    }
+}

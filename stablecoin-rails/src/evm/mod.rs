@@ -1,0 +1,26 @@
+//! `evm`: ERC-4337 v0.8 smart-account wallets on Polygon PoS, Base and BNB Smart Chain
+//! (spec 1.1, 1.3, 1.8, 2.6, 4.5), sponsored by the service's verifying paymaster and
+//! bundled by the service itself.
+//!
+//! Pure encoding in [`abi`], [`address`], [`tx`] (EIP-1559) and [`userop`] (packed
+//! operations, the EIP-712 user-operation hash, the paymaster hash, counterfactual
+//! accounts), checked against the contracts themselves on Anvil
+//! (`tests/evm_anvil.rs`); transport in [`rpc`] behind the [`JsonRpc`] trait; bundling
+//! behind [`Bundler`]; and [`EvmRail`], the [`Rail`](stablecoin_core::ports::Rail).
+//!
+//! Built on k256 + sha3 (already in the tree for TRON) and a small ABI/RLP codec rather
+//! than alloy: the rail needs a dozen calls, and alloy's proc-macro stack would double
+//! the rails' build on the 2-core CI machines.
+
+pub mod abi;
+pub mod address;
+pub mod bundler;
+pub mod rail;
+pub mod rpc;
+pub mod tx;
+pub mod userop;
+
+pub use address::{AddressError, EvmAddress};
+pub use bundler::{BundleError, Bundler, SelfBundler};
+pub use rail::{ERC1967_PROXY_V08, EvmConfig, EvmRail, EvmToken, GasPolicy, Submitted};
+pub use rpc::{HttpJsonRpc, JsonRpc, RpcError};

@@ -1,0 +1,313 @@
+//! Ethereum JSON-RPC: one `request` method behind the [`JsonRpc`] trait (so a test can
+//! drop a response or a host can add auth and retries), typed helpers on top.
+
+use super::abi;
+use super::address::EvmAddress;
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+/// Why a call failed. `Transport`: the request may or may not have reached the node
+/// (a send is then of unknown outcome); `Node`: the node answered with an error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RpcError {
+    #[error("transport: {0}")]
+    Transport(String),
+    #[error("node error {code}: {message}")]
+    Node {
+        code: i64,
+        message: String,
+        /// Revert data of a failed `eth_call` / `eth_estimateGas`, when the node gives it.
+        data: Option<Vec<u8>>,
+    },
+    #[error("unexpected answer to {method}: {detail}")]
+    Decode { method: String, detail: String },
+}
+
+#[async_trait]
+pub trait JsonRpc: Send + Sync {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError>;
+}
+
+/// JSON-RPC over HTTP.
+pub struct HttpJsonRpc {
+    url: String,
+    http: reqwest::Client,
+}
+
+impl HttpJsonRpc {
+    pub fn new(url: impl Into<String>, timeout: std::time::Duration) -> Self {
+        HttpJsonRpc {
+            url: url.into(),
+            http: reqwest::Client::builder()
+                .timeout(timeout)
+                .build()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+#[async_trait]
+impl JsonRpc for HttpJsonRpc {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let resp = self
+            .http
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| RpcError::Transport(e.to_string()))?;
+        let v: Value = resp
+            .json()
+            .await
+            .map_err(|e| RpcError::Transport(e.to_string()))?;
+        if let Some(err) = v.get("error") {
+            let data = err
+                .get("data")
+                .and_then(Value::as_str)
+                .and_then(|d| hex::decode(d.trim_start_matches("0x")).ok());
+            return Err(RpcError::Node {
+                code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: err
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                data,
+            });
+        }
+        Ok(v.get("result").cloned().unwrap_or(Value::Null))
+    }
+}
+
+fn decode_err(method: &str, detail: impl Into<String>) -> RpcError {
+    RpcError::Decode {
+        method: method.into(),
+        detail: detail.into(),
+    }
+}
+
+/// `0x`-prefixed hex quantity to u128.
+pub fn quantity(method: &str, v: &Value) -> Result<u128, RpcError> {
+    let s = v
+        .as_str()
+        .ok_or_else(|| decode_err(method, format!("not a quantity: {v}")))?;
+    u128::from_str_radix(s.trim_start_matches("0x"), 16)
+        .map_err(|_| decode_err(method, format!("not a quantity: {s}")))
+}
+
+pub fn data_of(method: &str, v: &Value) -> Result<Vec<u8>, RpcError> {
+    let s = v
+        .as_str()
+        .ok_or_else(|| decode_err(method, format!("not hex data: {v}")))?;
+    hex::decode(s.trim_start_matches("0x")).map_err(|_| decode_err(method, "not hex data"))
+}
+
+pub fn hash_of(method: &str, v: &Value) -> Result<[u8; 32], RpcError> {
+    data_of(method, v)?
+        .try_into()
+        .map_err(|_| decode_err(method, "not a 32-byte hash"))
+}
+
+pub fn hex0x(b: &[u8]) -> String {
+    format!("0x{}", hex::encode(b))
+}
+
+/// One log entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Log {
+    pub address: EvmAddress,
+    pub topics: Vec<[u8; 32]>,
+    pub data: Vec<u8>,
+    pub block: u64,
+    pub tx_hash: [u8; 32],
+    pub log_index: u64,
+}
+
+fn log_of(v: &Value) -> Result<Log, RpcError> {
+    let m = "log";
+    let address = v["address"]
+        .as_str()
+        .and_then(|s| s.to_ascii_lowercase().parse().ok())
+        .ok_or_else(|| decode_err(m, "address"))?;
+    let topics = v["topics"]
+        .as_array()
+        .ok_or_else(|| decode_err(m, "topics"))?
+        .iter()
+        .map(|t| hash_of(m, t))
+        .collect::<Result<_, _>>()?;
+    Ok(Log {
+        address,
+        topics,
+        data: data_of(m, &v["data"])?,
+        block: quantity(m, &v["blockNumber"])? as u64,
+        tx_hash: hash_of(m, &v["transactionHash"])?,
+        log_index: quantity(m, &v["logIndex"])? as u64,
+    })
+}
+
+/// A mined transaction's receipt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Receipt {
+    pub success: bool,
+    pub block: u64,
+    pub logs: Vec<Log>,
+}
+
+/// Typed calls over any [`JsonRpc`].
+pub struct Eth<'a>(pub &'a dyn JsonRpc);
+
+impl Eth<'_> {
+    pub async fn chain_id(&self) -> Result<u64, RpcError> {
+        let v = self.0.request("eth_chainId", json!([])).await?;
+        Ok(quantity("eth_chainId", &v)? as u64)
+    }
+
+    pub async fn block_number(&self) -> Result<u64, RpcError> {
+        let v = self.0.request("eth_blockNumber", json!([])).await?;
+        Ok(quantity("eth_blockNumber", &v)? as u64)
+    }
+
+    pub async fn call(&self, to: &EvmAddress, data: &[u8]) -> Result<Vec<u8>, RpcError> {
+        let v = self
+            .0
+            .request(
+                "eth_call",
+                json!([{"to": to.to_hex(), "data": hex0x(data)}, "latest"]),
+            )
+            .await?;
+        data_of("eth_call", &v)
+    }
+
+    /// A view returning one word, read as an unsigned integer below 2^128.
+    pub async fn call_uint(&self, to: &EvmAddress, data: &[u8]) -> Result<u128, RpcError> {
+        let out = self.call(to, data).await?;
+        abi::word(&out, 0)
+            .and_then(|w| abi::word_u128(&w))
+            .ok_or_else(|| decode_err("eth_call", "expected a uint below 2^128"))
+    }
+
+    pub async fn code(&self, a: &EvmAddress) -> Result<Vec<u8>, RpcError> {
+        let v = self
+            .0
+            .request("eth_getCode", json!([a.to_hex(), "latest"]))
+            .await?;
+        data_of("eth_getCode", &v)
+    }
+
+    pub async fn balance(&self, a: &EvmAddress) -> Result<u128, RpcError> {
+        let v = self
+            .0
+            .request("eth_getBalance", json!([a.to_hex(), "latest"]))
+            .await?;
+        quantity("eth_getBalance", &v)
+    }
+
+    pub async fn pending_nonce(&self, a: &EvmAddress) -> Result<u64, RpcError> {
+        let v = self
+            .0
+            .request("eth_getTransactionCount", json!([a.to_hex(), "pending"]))
+            .await?;
+        Ok(quantity("eth_getTransactionCount", &v)? as u64)
+    }
+
+    pub async fn gas_price(&self) -> Result<u128, RpcError> {
+        let v = self.0.request("eth_gasPrice", json!([])).await?;
+        quantity("eth_gasPrice", &v)
+    }
+
+    pub async fn max_priority_fee(&self) -> Result<u128, RpcError> {
+        let v = self
+            .0
+            .request("eth_maxPriorityFeePerGas", json!([]))
+            .await?;
+        quantity("eth_maxPriorityFeePerGas", &v)
+    }
+
+    pub async fn estimate_gas(
+        &self,
+        from: &EvmAddress,
+        to: &EvmAddress,
+        data: &[u8],
+    ) -> Result<u64, RpcError> {
+        let v = self
+            .0
+            .request(
+                "eth_estimateGas",
+                json!([{"from": from.to_hex(), "to": to.to_hex(), "data": hex0x(data)}]),
+            )
+            .await?;
+        Ok(quantity("eth_estimateGas", &v)? as u64)
+    }
+
+    pub async fn send_raw(&self, raw: &[u8]) -> Result<[u8; 32], RpcError> {
+        let v = self
+            .0
+            .request("eth_sendRawTransaction", json!([hex0x(raw)]))
+            .await?;
+        hash_of("eth_sendRawTransaction", &v)
+    }
+
+    pub async fn receipt(&self, tx: &[u8; 32]) -> Result<Option<Receipt>, RpcError> {
+        let m = "eth_getTransactionReceipt";
+        let v = self.0.request(m, json!([hex0x(tx)])).await?;
+        if v.is_null() {
+            return Ok(None);
+        }
+        let logs = v["logs"]
+            .as_array()
+            .ok_or_else(|| decode_err(m, "logs"))?
+            .iter()
+            .map(log_of)
+            .collect::<Result<_, _>>()?;
+        Ok(Some(Receipt {
+            success: quantity(m, &v["status"])? == 1,
+            block: quantity(m, &v["blockNumber"])? as u64,
+            logs,
+        }))
+    }
+
+    /// `eth_getLogs` over `[from, to]` for `addresses`, with per-position topic filters
+    /// (`None` = any; a list = any of them).
+    pub async fn logs(
+        &self,
+        from: u64,
+        to: u64,
+        addresses: &[EvmAddress],
+        topics: &[Option<Vec<[u8; 32]>>],
+    ) -> Result<Vec<Log>, RpcError> {
+        let topics: Vec<Value> = topics
+            .iter()
+            .map(|t| match t {
+                None => Value::Null,
+                Some(list) => Value::Array(list.iter().map(|h| json!(hex0x(h))).collect()),
+            })
+            .collect();
+        let filter = json!({
+            "fromBlock": format!("0x{from:x}"),
+            "toBlock": format!("0x{to:x}"),
+            "address": addresses.iter().map(EvmAddress::to_hex).collect::<Vec<_>>(),
+            "topics": topics,
+        });
+        let v = self.0.request("eth_getLogs", json!([filter])).await?;
+        v.as_array()
+            .ok_or_else(|| decode_err("eth_getLogs", "not a list"))?
+            .iter()
+            .map(log_of)
+            .collect()
+    }
+}
+
+/// A 20-byte address as a 32-byte topic.
+pub fn address_topic(a: &EvmAddress) -> [u8; 32] {
+    let mut t = [0u8; 32];
+    t[12..].copy_from_slice(&a.0);
+    t
+}
+
+/// The address in a 32-byte topic or word.
+pub fn topic_address(t: &[u8; 32]) -> EvmAddress {
+    let mut a = [0u8; 20];
+    a.copy_from_slice(&t[12..]);
+    EvmAddress(a)
+}

@@ -1,0 +1,969 @@
+//! The EVM rail on a real node: Anvil (npm `@foundry-rs/anvil-linux-amd64`, installed by
+//! `scripts/evm/install_tools.sh`) running EntryPoint v0.8 and SimpleAccountFactory from
+//! `@account-abstraction/contracts@0.8.0`, the service's VerifyingPaymaster and test
+//! tokens with 6 and 18 decimals (`tests/fixtures/evm/contracts.json`, rebuilt by
+//! `scripts/evm/build_artifacts.sh`).
+//!
+//! One Anvil per chain id per test binary (137 and 56), shared by the tests; every test
+//! deploys its own contracts and uses its own keys, so they run in parallel. The test of
+//! concurrent operations starts its own Anvil with automining off. Anvil is started
+//! under `sh`, which kills it when this process's end closes its stdin: nothing outlives
+//! the test binary.
+//!
+//! Without an anvil binary every test prints SKIPPED and passes, unless
+//! `EVM_REQUIRE_ANVIL` is set (as `scripts/test` does), which turns that into a failure.
+#![cfg(feature = "evm")]
+
+use serde_json::{Value, json};
+use stablecoin_core::domain::fees::{TenantPricing, split_fees};
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::memory::LocalSigner;
+use stablecoin_core::ports::{
+    ChainAddress, KeyPurpose, LegRole, PaymentLeg, Rail, RailError, RailPayment, ReadinessStatus,
+    Signer, SubmissionStatus,
+};
+use stablecoin_rails::evm::abi::{self, Abi};
+use stablecoin_rails::evm::rpc::{Eth, hex0x};
+use stablecoin_rails::evm::userop::{Nonce, Sponsorship, UserOp, personal_digest};
+use stablecoin_rails::evm::{
+    EvmAddress, EvmConfig, EvmRail, EvmToken, HttpJsonRpc, JsonRpc, RpcError, SelfBundler,
+};
+use std::io::{BufRead, BufReader};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+// ---- Anvil ----------------------------------------------------------------------------
+
+fn find_anvil() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("ANVIL") {
+        return Some(p.into());
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for dir in ["scripts/evm", "scripts/tron"] {
+        let p = root.join(dir).join("node_modules/.bin/anvil");
+        if p.exists() {
+            return Some(p);
+        }
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("anvil"))
+            .find(|p| p.exists())
+    })
+}
+
+macro_rules! require_anvil {
+    () => {
+        if find_anvil().is_none() {
+            assert!(
+                std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
+                "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
+            );
+            eprintln!("SKIPPED: no anvil binary (set ANVIL or run scripts/evm/install_tools.sh)");
+            return;
+        }
+    };
+}
+
+/// A running Anvil. Dropping it (or this process ending) stops it.
+struct Anvil {
+    url: String,
+    _child: std::process::Child,
+}
+
+impl Anvil {
+    fn start(chain_id: u64, automine: bool) -> Anvil {
+        let bin = find_anvil().expect("anvil");
+        let mut args = format!(
+            "'{}' --host 127.0.0.1 --port 0 --chain-id {chain_id} --base-fee 1000000000",
+            bin.display()
+        );
+        if !automine {
+            args.push_str(" --no-mining");
+        }
+        // `cat` returns when our end of its stdin closes (this process ended or the
+        // handle dropped); then anvil is killed.
+        let script = format!("{args} & pid=$!; cat >/dev/null; kill $pid");
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn anvil");
+        let stdout = child.stdout.take().expect("anvil stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let mut url = None;
+        for line in lines.by_ref() {
+            let line = line.expect("anvil output");
+            if let Some(addr) = line.trim().strip_prefix("Listening on ") {
+                url = Some(format!("http://{addr}"));
+                break;
+            }
+        }
+        // Keep draining its log so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Anvil {
+            url: url.expect("anvil printed no 'Listening on' line"),
+            _child: child,
+        }
+    }
+}
+
+fn shared_anvil(chain_id: u64) -> &'static str {
+    static POLYGON: OnceLock<Anvil> = OnceLock::new();
+    static BSC: OnceLock<Anvil> = OnceLock::new();
+    let cell = if chain_id == 56 { &BSC } else { &POLYGON };
+    &cell.get_or_init(|| Anvil::start(chain_id, true)).url
+}
+
+// ---- deployment -----------------------------------------------------------------------
+
+fn fixture() -> &'static Value {
+    static F: OnceLock<Value> = OnceLock::new();
+    F.get_or_init(|| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/evm/contracts.json");
+        serde_json::from_str(&std::fs::read_to_string(path).expect("contracts.json"))
+            .expect("contracts.json is JSON")
+    })
+}
+
+fn code(name: &str) -> Vec<u8> {
+    hex::decode(
+        fixture()[name]
+            .as_str()
+            .expect(name)
+            .trim_start_matches("0x"),
+    )
+    .expect("hex")
+}
+
+/// The node, the dev account that deploys and mints, and raw helpers.
+struct Node {
+    rpc: Arc<HttpJsonRpc>,
+    dev: EvmAddress,
+    automine: bool,
+}
+
+impl Node {
+    /// `deployer`: an address of this test's own (impersonated and funded), so tests
+    /// sharing a node never race on one account's nonce.
+    async fn new(url: &str, automine: bool, deployer: EvmAddress) -> Node {
+        let rpc = Arc::new(HttpJsonRpc::new(url, Duration::from_secs(10)));
+        rpc.request("anvil_impersonateAccount", json!([deployer.to_hex()]))
+            .await
+            .expect("anvil_impersonateAccount");
+        let node = Node {
+            rpc,
+            dev: deployer,
+            automine,
+        };
+        node.set_balance(&deployer, 1_000 * ETH).await;
+        node
+    }
+
+    fn eth(&self) -> Eth<'_> {
+        Eth(&*self.rpc)
+    }
+
+    async fn mine(&self, blocks: u64) {
+        self.rpc
+            .request("anvil_mine", json!([format!("0x{blocks:x}")]))
+            .await
+            .expect("anvil_mine");
+    }
+
+    /// Sends from the dev account and waits for the receipt; returns it.
+    async fn send(&self, to: Option<EvmAddress>, data: Vec<u8>, value: u128) -> Value {
+        let mut tx = json!({
+            "from": self.dev.to_hex(),
+            "data": hex0x(&data),
+            "value": format!("0x{value:x}"),
+            "gas": "0x1c9c380",
+        });
+        if let Some(to) = to {
+            tx["to"] = json!(to.to_hex());
+        }
+        let hash = self
+            .rpc
+            .request("eth_sendTransaction", json!([tx]))
+            .await
+            .expect("eth_sendTransaction");
+        if !self.automine {
+            self.mine(1).await;
+        }
+        // Generous: on two busy cores a shared node can lag by seconds.
+        for _ in 0..3_000 {
+            let r = self
+                .rpc
+                .request("eth_getTransactionReceipt", json!([hash]))
+                .await
+                .expect("receipt");
+            if !r.is_null() {
+                assert_eq!(r["status"], "0x1", "dev transaction reverted: {r}");
+                return r;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no receipt for {hash}");
+    }
+
+    async fn deploy(&self, name: &str, args: &[Abi]) -> EvmAddress {
+        let mut data = code(name);
+        data.extend(abi::encode(args));
+        let r = self.send(None, data, 0).await;
+        r["contractAddress"]
+            .as_str()
+            .expect("contractAddress")
+            .parse()
+            .expect("address")
+    }
+
+    async fn set_balance(&self, who: &EvmAddress, wei: u128) {
+        self.rpc
+            .request(
+                "anvil_setBalance",
+                json!([who.to_hex(), format!("0x{wei:x}")]),
+            )
+            .await
+            .expect("anvil_setBalance");
+    }
+
+    async fn native_balance(&self, who: &EvmAddress) -> u128 {
+        self.eth().balance(who).await.expect("eth_getBalance")
+    }
+
+    async fn token_balance(&self, token: &EvmAddress, who: &EvmAddress) -> u128 {
+        self.eth()
+            .call_uint(
+                token,
+                &abi::call("balanceOf(address)", &[Abi::address(&who.0)]),
+            )
+            .await
+            .expect("balanceOf")
+    }
+}
+
+/// Contracts of one test, the rail over them, and its keys.
+struct World {
+    node: Node,
+    rail: EvmRail,
+    config: EvmConfig,
+    signer: Arc<LocalSigner>,
+    usdc: EvmAddress,
+    usdt: EvmAddress,
+    decimals: u8,
+}
+
+const ETH: u128 = 1_000_000_000_000_000_000;
+
+static SEEDS: AtomicUsize = AtomicUsize::new(1);
+
+impl World {
+    async fn on_shared(chain_id: u64) -> World {
+        let url = shared_anvil(chain_id).to_string();
+        World::deploy(&url, chain_id, true, |_| {}).await
+    }
+
+    async fn deploy(
+        url: &str,
+        chain_id: u64,
+        automine: bool,
+        tune: impl FnOnce(&mut EvmConfig),
+    ) -> World {
+        let seed = SEEDS.fetch_add(1, Ordering::SeqCst) as u8;
+        let signer = Arc::new(LocalSigner::from_seed(
+            [seed.wrapping_mul(31).wrapping_add(chain_id as u8); 32],
+        ));
+        let deployer = owner_of(&*signer, &KeyPurpose::Wallet("test_deployer".into())).await;
+        let node = Node::new(url, automine, deployer).await;
+        let sponsor = owner_of(&*signer, &KeyPurpose::Sponsor).await;
+        let decimals = if chain_id == 56 { 18 } else { 6 };
+        let entry_point = node.deploy("entry_point", &[]).await;
+        let factory = node
+            .deploy("simple_account_factory", &[Abi::address(&entry_point.0)])
+            .await;
+        let paymaster = node
+            .deploy(
+                "verifying_paymaster",
+                &[Abi::address(&entry_point.0), Abi::address(&sponsor.0)],
+            )
+            .await;
+        let token_args = |name: &str, symbol: &str| {
+            vec![
+                Abi::Bytes(name.as_bytes().to_vec()),
+                Abi::Bytes(symbol.as_bytes().to_vec()),
+                Abi::uint(decimals.into()),
+            ]
+        };
+        let usdc = node
+            .deploy("test_token", &token_args("USD Coin", "USDC"))
+            .await;
+        let usdt = node
+            .deploy("test_token", &token_args("Tether USD", "USDT"))
+            .await;
+        // The paymaster's deposit in the EntryPoint pays every operation's gas; the
+        // sponsor key pays the bundles' gas and gets the paymaster's refund.
+        node.send(Some(paymaster), abi::call("deposit()", &[]), 10 * ETH)
+            .await;
+        node.set_balance(&sponsor, 10 * ETH).await;
+        let mut config = EvmConfig::new(chain_id, entry_point, factory, paymaster);
+        config.usdc = Some(EvmToken {
+            address: usdc,
+            decimals,
+        });
+        config.usdt = Some(EvmToken {
+            address: usdt,
+            decimals,
+        });
+        config.confirmations = 1;
+        tune(&mut config);
+        let rail = rail_over(&config, node.rpc.clone(), signer.clone());
+        World {
+            node,
+            rail,
+            config,
+            signer,
+            usdc,
+            usdt,
+            decimals,
+        }
+    }
+
+    fn base(&self, micros: u64) -> u128 {
+        u128::from(micros) * 10u128.pow(u32::from(self.decimals) - 6)
+    }
+
+    async fn account(&self, p: &KeyPurpose) -> EvmAddress {
+        self.rail.account_of(p).await.expect("account")
+    }
+
+    /// Mints to an address as the token issuer would (an external receipt).
+    async fn mint(&self, token: EvmAddress, to: &EvmAddress, micros: u64) {
+        self.node
+            .send(
+                Some(token),
+                abi::call(
+                    "mint(address,uint256)",
+                    &[Abi::address(&to.0), Abi::uint(self.base(micros))],
+                ),
+                0,
+            )
+            .await;
+    }
+
+    async fn usdc_of(&self, who: &EvmAddress) -> u128 {
+        self.node.token_balance(&self.usdc, who).await
+    }
+
+    async fn payment(
+        &self,
+        id: &str,
+        from: &KeyPurpose,
+        legs: Vec<(EvmAddress, u64, LegRole)>,
+    ) -> RailPayment {
+        RailPayment {
+            id: id.into(),
+            from: from.clone(),
+            from_address: ChainAddress(self.account(from).await.to_string()),
+            token: Token::Usdc,
+            legs: legs
+                .into_iter()
+                .map(|(to, amount, role)| PaymentLeg {
+                    to: ChainAddress(to.to_string()),
+                    amount: Micros(amount),
+                    role,
+                })
+                .collect(),
+        }
+    }
+
+    /// Polls `status` until it is final.
+    async fn settle(&self, rail: &EvmRail, id: &str) -> SubmissionStatus {
+        for _ in 0..1_500 {
+            match rail.status(id).await.expect("status") {
+                SubmissionStatus::Pending { .. } => {
+                    if !self.node.automine {
+                        self.node.mine(1).await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                other => return other,
+            }
+        }
+        panic!("payment {id} never left Pending");
+    }
+}
+
+fn rail_over(config: &EvmConfig, rpc: Arc<dyn JsonRpc>, signer: Arc<LocalSigner>) -> EvmRail {
+    let bundler = Arc::new(SelfBundler::new(
+        rpc.clone(),
+        signer.clone(),
+        KeyPurpose::Sponsor,
+        config.entry_point,
+        config.chain_id,
+    ));
+    EvmRail::new(config.clone(), rpc, signer, bundler).expect("complete config")
+}
+
+async fn owner_of(signer: &dyn Signer, p: &KeyPurpose) -> EvmAddress {
+    let pk = signer
+        .public_key(p, stablecoin_core::ports::Curve::Secp256k1)
+        .await
+        .expect("public key");
+    EvmAddress::from_public_key(&pk.bytes).expect("address")
+}
+
+fn wallet(n: &str) -> KeyPurpose {
+    KeyPurpose::Wallet(format!("wal_{n}"))
+}
+
+fn confirmed_tx(s: &SubmissionStatus) -> String {
+    match s {
+        SubmissionStatus::Confirmed { tx_hash, .. } => tx_hash.clone(),
+        other => panic!("expected Confirmed, got {other:?}"),
+    }
+}
+
+// ---- tests ----------------------------------------------------------------------------
+
+async fn provisioning_matches_the_contracts(chain_id: u64) {
+    let w = World::on_shared(chain_id).await;
+    let eth = w.node.eth();
+    for p in [
+        wallet("a"),
+        wallet("b"),
+        KeyPurpose::Treasury,
+        KeyPurpose::EscrowDeal("d1".into()),
+    ] {
+        let owner = owner_of(&*w.signer, &p).await;
+        let offline = w.rail.address_for(&p).await.expect("address_for");
+        let on_chain = eth
+            .call(
+                &w.config.factory,
+                &abi::call(
+                    "getAddress(address,uint256)",
+                    &[Abi::address(&owner.0), Abi::uint(0)],
+                ),
+            )
+            .await
+            .expect("getAddress");
+        let on_chain =
+            stablecoin_rails::evm::rpc::topic_address(&on_chain[..32].try_into().unwrap());
+        assert_eq!(offline.0, on_chain.to_string(), "{p}");
+        // Nothing was deployed and no gas spent to know it.
+        assert!(eth.code(&on_chain).await.unwrap().is_empty());
+    }
+    // The user-operation hash and the paymaster hash agree with the contracts'.
+    let op = UserOp {
+        sender: w.account(&wallet("a")).await,
+        nonce: Nonce {
+            key: Nonce::key_for("op_1"),
+            seq: 3,
+        },
+        init_code: vec![1, 2, 3],
+        call_data: vec![4; 70],
+        verification_gas_limit: 100_000,
+        call_gas_limit: 200_000,
+        pre_verification_gas: 50_000,
+        max_priority_fee_per_gas: 1_000_000_000,
+        max_fee_per_gas: 3_000_000_000,
+        paymaster_and_data: Sponsorship {
+            paymaster: w.config.paymaster,
+            verification_gas_limit: 80_000,
+            post_op_gas_limit: 0,
+            valid_until: 0,
+            valid_after: 0,
+        }
+        .encode(&[7; 65]),
+        signature: vec![9; 65],
+    };
+    let theirs = eth
+        .call(
+            &w.config.entry_point,
+            &abi::call(
+                &format!(
+                    "getUserOpHash({})",
+                    stablecoin_rails::evm::userop::PACKED_USEROP_ABI
+                ),
+                &[op.to_abi()],
+            ),
+        )
+        .await
+        .expect("getUserOpHash");
+    assert_eq!(
+        hex0x(&theirs),
+        hex0x(&op.hash(&w.config.entry_point, chain_id))
+    );
+    let sponsorship = Sponsorship {
+        paymaster: w.config.paymaster,
+        verification_gas_limit: 80_000,
+        post_op_gas_limit: 0,
+        valid_until: 0,
+        valid_after: 0,
+    };
+    let pm_hash = eth
+        .call(
+            &w.config.paymaster,
+            &abi::call(
+                &format!(
+                    "getHash({},uint48,uint48)",
+                    stablecoin_rails::evm::userop::PACKED_USEROP_ABI
+                ),
+                &[op.to_abi(), Abi::uint(0), Abi::uint(0)],
+            ),
+        )
+        .await
+        .expect("getHash");
+    assert_eq!(
+        personal_digest(&pm_hash[..32].try_into().unwrap()),
+        op.paymaster_digest(&sponsorship, chain_id)
+    );
+}
+
+#[tokio::test]
+async fn provisioning_is_offline_and_matches_the_factory_on_polygon() {
+    require_anvil!();
+    provisioning_matches_the_contracts(137).await;
+}
+
+#[tokio::test]
+async fn provisioning_is_offline_and_matches_the_factory_on_bsc() {
+    require_anvil!();
+    provisioning_matches_the_contracts(56).await;
+}
+
+/// Funding (treasury -> wallet) and a P2P transfer with service and tenant fee as one
+/// `executeBatch`; every balance checked to the base unit; no account ever holds gas.
+async fn fund_and_transfer_with_fees(chain_id: u64) {
+    let w = World::on_shared(chain_id).await;
+    let treasury = w.account(&KeyPurpose::Treasury).await;
+    let alice_p = wallet("alice");
+    let alice = w.account(&alice_p).await;
+    let bob = w.account(&wallet("bob")).await;
+    let fees = w.account(&KeyPurpose::ServiceFees).await;
+    let tenant = w.account(&KeyPurpose::Wallet("tenant_fees".into())).await;
+    w.mint(w.usdc, &treasury, 1_000_000_000).await; // 1,000.000000
+
+    // Funding: 250 USDC to alice (one leg), deploying the treasury account on the way.
+    let fund = w
+        .payment(
+            "op_fund",
+            &KeyPurpose::Treasury,
+            vec![(alice, 250_000_000, LegRole::Recipient)],
+        )
+        .await;
+    let sub = w.rail.submit(&fund).await.expect("submit funding");
+    let fund_tx = confirmed_tx(&w.settle(&w.rail, "op_fund").await);
+    assert_eq!(
+        sub.tx_hash.as_deref(),
+        Some(fund_tx.as_str()),
+        "tx_hash is the bundle's"
+    );
+    let s = w.rail.submitted("op_fund").unwrap();
+    assert_ne!(
+        hex0x(&s.user_op_hash),
+        fund_tx,
+        "the user-op hash is kept apart"
+    );
+    assert_eq!(w.usdc_of(&alice).await, w.base(250_000_000));
+
+    // Transfer 100 USDC: 0.30 service fee, tenant 1% = 1.00, recipient 98.70.
+    let split = split_fees(
+        Micros(100_000_000),
+        &TenantPricing::Percentage {
+            fee_bps: 100,
+            fee_cap_micros: 0,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (split.recipient.0, split.service_fee.0, split.tenant_fee.0),
+        (98_700_000, 300_000, 1_000_000)
+    );
+    let p2p = w
+        .payment(
+            "op_p2p",
+            &alice_p,
+            vec![
+                (bob, split.recipient.0, LegRole::Recipient),
+                (fees, split.service_fee.0, LegRole::ServiceFee),
+                (tenant, split.tenant_fee.0, LegRole::TenantFee),
+            ],
+        )
+        .await;
+    w.rail.submit(&p2p).await.expect("submit p2p");
+    // Idempotent by id: the same payment again sends nothing new.
+    let again = w.rail.submit(&p2p).await.expect("resubmit");
+    let tx = confirmed_tx(&w.settle(&w.rail, "op_p2p").await);
+    assert_eq!(again.tx_hash.as_deref(), Some(tx.as_str()));
+    assert_eq!(w.usdc_of(&alice).await, w.base(150_000_000));
+    assert_eq!(w.usdc_of(&bob).await, w.base(98_700_000));
+    assert_eq!(w.usdc_of(&fees).await, w.base(300_000));
+    assert_eq!(w.usdc_of(&tenant).await, w.base(1_000_000));
+    assert_eq!(w.usdc_of(&treasury).await, w.base(750_000_000));
+    // The three legs are three Transfer logs of ONE transaction.
+    let receipt = w
+        .node
+        .rpc
+        .request("eth_getTransactionReceipt", json!([tx]))
+        .await
+        .unwrap();
+    let transfer_topic = hex0x(&abi::keccak(b"Transfer(address,address,uint256)"));
+    let transfers = receipt["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["topics"][0] == json!(transfer_topic))
+        .count();
+    assert_eq!(transfers, 3);
+    // Live balance reads through the rail, in micro-units whatever the decimals.
+    assert_eq!(
+        w.rail
+            .balance(&ChainAddress(bob.to_string()), Token::Usdc)
+            .await
+            .unwrap(),
+        Micros(98_700_000)
+    );
+    assert_eq!(
+        w.rail
+            .balance(&ChainAddress(bob.to_string()), Token::Usdt)
+            .await
+            .unwrap(),
+        Micros::ZERO
+    );
+    // All gas sponsored: no account ever held native coin.
+    for a in [treasury, alice, bob, fees, tenant] {
+        assert_eq!(w.node.native_balance(&a).await, 0, "{a}");
+    }
+    // A rail restarted without its journal finds the payment by its nonce key and sends
+    // nothing.
+    let fresh = rail_over(&w.config, w.node.rpc.clone(), w.signer.clone());
+    let sub = fresh.submit(&p2p).await.expect("resubmit after restart");
+    assert_eq!(sub.tx_hash.as_deref(), Some(tx.as_str()));
+    assert_eq!(w.usdc_of(&bob).await, w.base(98_700_000));
+    let _ = w.usdt;
+}
+
+#[tokio::test]
+async fn fund_then_transfer_with_both_fees_in_one_bundle_on_polygon() {
+    require_anvil!();
+    fund_and_transfer_with_fees(137).await;
+}
+
+#[tokio::test]
+async fn fund_then_transfer_with_both_fees_in_one_bundle_on_bsc_18_decimals() {
+    require_anvil!();
+    fund_and_transfer_with_fees(56).await;
+}
+
+#[tokio::test]
+async fn a_transfer_too_small_for_both_fees_waives_the_tenant_fee() {
+    require_anvil!();
+    let w = World::on_shared(137).await;
+    let alice_p = wallet("small");
+    let alice = w.account(&alice_p).await;
+    let bob = w.account(&wallet("small_bob")).await;
+    let fees = w.account(&KeyPurpose::ServiceFees).await;
+    let tenant = w.account(&KeyPurpose::Wallet("tenant_fees".into())).await;
+    w.mint(w.usdc, &alice, 10_000_000).await;
+    // 1.00 with a flat 1.00 tenant fee: the fee would leave the recipient nothing.
+    let split = split_fees(
+        Micros(1_000_000),
+        &TenantPricing::Flat {
+            fee_flat_micros: 1_000_000,
+        },
+    )
+    .unwrap();
+    assert!(split.tenant_fee_waived);
+    let p = w
+        .payment(
+            "op_small",
+            &alice_p,
+            vec![
+                (bob, split.recipient.0, LegRole::Recipient),
+                (fees, split.service_fee.0, LegRole::ServiceFee),
+                (tenant, split.tenant_fee.0, LegRole::TenantFee),
+            ],
+        )
+        .await;
+    w.rail.submit(&p).await.expect("submit");
+    confirmed_tx(&w.settle(&w.rail, "op_small").await);
+    assert_eq!(w.usdc_of(&bob).await, w.base(997_000));
+    assert_eq!(w.usdc_of(&fees).await, w.base(3_000));
+    assert_eq!(w.usdc_of(&tenant).await, 0);
+    assert_eq!(w.usdc_of(&alice).await, w.base(9_000_000));
+}
+
+#[tokio::test]
+async fn a_reverted_call_leaves_no_partial_transfer_and_fails_with_a_reason() {
+    require_anvil!();
+    let w = World::on_shared(137).await;
+    let alice_p = wallet("rev");
+    let alice = w.account(&alice_p).await;
+    let bob = w.account(&wallet("rev_bob")).await;
+    let fees = w.account(&KeyPurpose::ServiceFees).await;
+    let tenant = w.account(&KeyPurpose::Wallet("rev_tenant".into())).await;
+    w.mint(w.usdc, &alice, 50_000_000).await;
+    // The token refuses the tenant-fee address: the third call of the batch reverts.
+    w.node
+        .send(
+            Some(w.usdc),
+            abi::call(
+                "setBlocked(address,bool)",
+                &[Abi::address(&tenant.0), Abi::uint(1)],
+            ),
+            0,
+        )
+        .await;
+    let p = w
+        .payment(
+            "op_rev",
+            &alice_p,
+            vec![
+                (bob, 9_000_000, LegRole::Recipient),
+                (fees, 30_000, LegRole::ServiceFee),
+                (tenant, 970_000, LegRole::TenantFee),
+            ],
+        )
+        .await;
+    w.rail.submit(&p).await.expect("submit");
+    match w.settle(&w.rail, "op_rev").await {
+        SubmissionStatus::Failed { reason, tx_hash } => {
+            assert!(reason.contains("call 2 of the batch reverted"), "{reason}");
+            assert!(reason.contains("TestToken: blocked"), "{reason}");
+            assert!(tx_hash.is_some());
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    assert_eq!(w.usdc_of(&alice).await, w.base(50_000_000));
+    assert_eq!(w.usdc_of(&bob).await, 0);
+    assert_eq!(w.usdc_of(&fees).await, 0);
+    assert_eq!(w.node.native_balance(&alice).await, 0);
+}
+
+/// Forwards everything, but the answer to `eth_sendRawTransaction` is lost (the node got
+/// it) and receipts are never found: only the EntryPoint's log can tell.
+struct LossyRpc {
+    inner: Arc<HttpJsonRpc>,
+    sends: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl JsonRpc for LossyRpc {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        match method {
+            "eth_sendRawTransaction" => {
+                self.sends.fetch_add(1, Ordering::SeqCst);
+                self.inner.request(method, params).await?;
+                Err(RpcError::Transport(
+                    "connection reset after the request was sent".into(),
+                ))
+            }
+            "eth_getTransactionReceipt" => Ok(Value::Null),
+            _ => self.inner.request(method, params).await,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_bundle_whose_receipt_is_lost_is_reconciled_to_settled_without_a_second_send() {
+    require_anvil!();
+    let w = World::on_shared(137).await;
+    let lossy = Arc::new(LossyRpc {
+        inner: w.node.rpc.clone(),
+        sends: AtomicUsize::new(0),
+    });
+    let rail = rail_over(&w.config, lossy.clone(), w.signer.clone());
+    let alice_p = wallet("lost");
+    let alice = w.account(&alice_p).await;
+    let bob = w.account(&wallet("lost_bob")).await;
+    w.mint(w.usdc, &alice, 20_000_000).await;
+    let p = w
+        .payment(
+            "op_lost",
+            &alice_p,
+            vec![(bob, 5_000_000, LegRole::Recipient)],
+        )
+        .await;
+    match rail.submit(&p).await {
+        Err(RailError::Unknown { .. }) => {}
+        other => panic!("expected SUBMISSION_UNKNOWN, got {other:?}"),
+    }
+    // Asking again neither sends again nor forgets.
+    assert!(rail.submit(&p).await.is_ok());
+    let status = w.settle(&rail, "op_lost").await;
+    let tx = confirmed_tx(&status);
+    assert_eq!(lossy.sends.load(Ordering::SeqCst), 1, "exactly one send");
+    assert_eq!(w.usdc_of(&bob).await, w.base(5_000_000));
+    // The reported hash is the real bundle transaction.
+    let receipt = w
+        .node
+        .rpc
+        .request("eth_getTransactionReceipt", json!([tx]))
+        .await
+        .unwrap();
+    assert_eq!(receipt["status"], "0x1");
+}
+
+#[tokio::test]
+async fn three_concurrent_transfers_from_one_account_all_settle() {
+    require_anvil!();
+    // Its own node with automining off: the three operations are in the mempool at once
+    // (the first deploying the account), and are mined together.
+    let anvil = Anvil::start(137, false);
+    let w = World::deploy(&anvil.url, 137, false, |_| {}).await;
+    let alice_p = wallet("conc");
+    let alice = w.account(&alice_p).await;
+    let bobs = [
+        w.account(&wallet("conc_b1")).await,
+        w.account(&wallet("conc_b2")).await,
+        w.account(&wallet("conc_b3")).await,
+    ];
+    w.mint(w.usdc, &alice, 30_000_000).await;
+    let mut payments = Vec::new();
+    for (i, bob) in bobs.iter().enumerate() {
+        payments.push(
+            w.payment(
+                &format!("op_c{i}"),
+                &alice_p,
+                vec![(*bob, 1_000_000 * (i as u64 + 1), LegRole::Recipient)],
+            )
+            .await,
+        );
+    }
+    let (a, b, c) = tokio::join!(
+        w.rail.submit(&payments[0]),
+        w.rail.submit(&payments[1]),
+        w.rail.submit(&payments[2])
+    );
+    let hashes: Vec<String> = [a, b, c]
+        .into_iter()
+        .map(|r| r.expect("submit").tx_hash.expect("tx hash"))
+        .collect();
+    // Nothing mined yet: all three are pending together.
+    for i in 0..3 {
+        assert!(matches!(
+            w.rail.status(&format!("op_c{i}")).await.unwrap(),
+            SubmissionStatus::Pending { .. }
+        ));
+    }
+    w.node.mine(1).await;
+    for (i, h) in hashes.iter().enumerate() {
+        let tx = confirmed_tx(&w.settle(&w.rail, &format!("op_c{i}")).await);
+        assert_eq!(&tx, h);
+    }
+    for (i, bob) in bobs.iter().enumerate() {
+        assert_eq!(w.usdc_of(bob).await, w.base(1_000_000 * (i as u64 + 1)));
+    }
+    assert_eq!(w.usdc_of(&alice).await, w.base(24_000_000));
+    assert_eq!(w.node.native_balance(&alice).await, 0);
+}
+
+#[tokio::test]
+async fn an_external_erc20_transfer_into_a_wallet_is_detected_and_confirmed() {
+    require_anvil!();
+    // Its own node: on the shared one, other tests' blocks would confirm it early.
+    let anvil = Anvil::start(137, true);
+    let w = World::deploy(&anvil.url, 137, true, |c| c.confirmations = 3).await;
+    let start = w.node.eth().block_number().await.unwrap();
+    let alice = w.account(&wallet("scan")).await;
+    let other = w.account(&wallet("scan_other")).await;
+    // An outside holder (the dev account) pays alice with a plain ERC-20 transfer.
+    w.mint(w.usdt, &w.node.dev, 9_000_000).await;
+    w.node
+        .send(
+            Some(w.usdt),
+            abi::call(
+                "transfer(address,uint256)",
+                &[Abi::address(&alice.0), Abi::uint(w.base(2_500_000))],
+            ),
+            0,
+        )
+        .await;
+    w.mint(w.usdt, &other, 1_000_000).await; // not watched
+    let watched = [ChainAddress(alice.to_string())];
+    let cursor = start.to_string();
+    let first = w.rail.scan(&cursor, &watched, 100).await.unwrap();
+    assert_eq!(first.inbound.len(), 1, "{first:?}");
+    let d = &first.inbound[0];
+    assert_eq!((d.token, d.amount), (Token::Usdt, Micros(2_500_000)));
+    assert_eq!(d.to.0, alice.to_string());
+    assert_eq!(d.from.0, w.node.dev.to_string());
+    assert!(!d.confirmed, "one block deep of three");
+    assert!(
+        first.cursor.parse::<u64>().unwrap() <= d.block,
+        "the cursor waits for it"
+    );
+    w.node.mine(3).await;
+    let second = w.rail.scan(&first.cursor, &watched, 100).await.unwrap();
+    let d2 = second
+        .inbound
+        .iter()
+        .find(|i| i.tx_hash == d.tx_hash)
+        .expect("reported again");
+    assert!(d2.confirmed && d2.confirmations >= 3);
+    assert!(second.cursor.parse::<u64>().unwrap() > d.block);
+    // Later scans from the new cursor do not report it again.
+    let third = w.rail.scan(&second.cursor, &watched, 100).await.unwrap();
+    assert!(third.inbound.iter().all(|i| i.tx_hash != d.tx_hash));
+}
+
+#[tokio::test]
+async fn readiness_degrades_before_sponsored_sends_would_fail() {
+    require_anvil!();
+    let w = World::on_shared(137).await;
+    assert_eq!(w.rail.readiness().await.status, ReadinessStatus::Ready);
+    // The bundler running dry: sends are no longer offered, reads still are.
+    let bundler = owner_of(&*w.signer, &KeyPurpose::Sponsor).await;
+    w.node.set_balance(&bundler, 1_000).await;
+    let r = w.rail.readiness().await;
+    assert_eq!(r.status, ReadinessStatus::InboundReady, "{r:?}");
+    assert!(r.reasons.iter().any(|m| m.contains("bundler")), "{r:?}");
+    // A paymaster deposit below the threshold says so too.
+    let mut strict = w.config.clone();
+    strict.min_paymaster_deposit_wei = 100 * ETH;
+    let r = rail_over(&strict, w.node.rpc.clone(), w.signer.clone())
+        .readiness()
+        .await;
+    assert!(
+        r.reasons.iter().any(|m| m.contains("paymaster deposit")),
+        "{r:?}"
+    );
+    // A profile pointing at no contract is degraded, with the reason.
+    let mut wrong = w.config.clone();
+    wrong.paymaster = "0x000000000000000000000000000000000000dead"
+        .parse()
+        .unwrap();
+    let r = rail_over(&wrong, w.node.rpc.clone(), w.signer.clone())
+        .readiness()
+        .await;
+    assert_eq!(r.status, ReadinessStatus::Degraded);
+    assert!(
+        r.reasons
+            .iter()
+            .any(|m| m.contains("no paymaster contract")),
+        "{r:?}"
+    );
+    // A missing field refuses to build the rail at all.
+    let mut incomplete = w.config.clone();
+    incomplete.usdc = None;
+    incomplete.usdt = None;
+    assert!(
+        EvmRail::new(
+            incomplete,
+            w.node.rpc.clone(),
+            w.signer.clone(),
+            Arc::new(SelfBundler::new(
+                w.node.rpc.clone(),
+                w.signer.clone(),
+                KeyPurpose::Sponsor,
+                w.config.entry_point,
+                137
+            )),
+        )
+        .is_err()
+    );
+}
