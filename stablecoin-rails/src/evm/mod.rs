@@ -17,6 +17,8 @@ pub mod address;
 pub mod bundler;
 pub mod rail;
 pub mod rpc;
+#[cfg(feature = "evm-test")]
+pub mod testkit;
 pub mod tx;
 pub mod userop;
 

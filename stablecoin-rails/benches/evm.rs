@@ -1,0 +1,172 @@
+//! EVM rail throughput (BENCHMARKS.md, "EVM rail"):
+//!
+//! 1. user operations built and signed per second, offline: `executeBatch` of three
+//!    ERC-20 transfers, the paymaster's sponsorship digest signed by the service key, the
+//!    EIP-712 user-operation hash signed by the owner key (two secp256k1 signatures);
+//! 2. transfers settled per second end to end on Anvil (automine): `submit` (nonce read,
+//!    build, sponsor, sign, `eth_estimateGas`, one `handleOps` bundle per operation) until
+//!    `status` says Confirmed, for transfers from many accounts.
+//!
+//! `cargo bench -p stablecoin-rails --features evm-test --bench evm`
+//! (env `EVM_BENCH_OPS`, default 5000; `EVM_BENCH_TRANSFERS`, default 300; needs Anvil:
+//! `sh stablecoin-rails/scripts/evm/install_tools.sh`).
+
+use stablecoin_core::memory::LocalSigner;
+use stablecoin_core::ports::{Curve, KeyPurpose, LegRole, Rail, Signer};
+use stablecoin_rails::evm::EvmAddress;
+use stablecoin_rails::evm::testkit::{Anvil, World, confirmed_tx, find_anvil, wallet};
+use stablecoin_rails::evm::userop::{
+    AccountFactory, Call, Nonce, Sponsorship, UserOp, erc20_transfer_call, execute_batch_call,
+};
+use std::time::Instant;
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+async fn build_and_sign(n: usize) {
+    let signer = LocalSigner::from_seed([5; 32]);
+    let factory = AccountFactory {
+        address: EvmAddress([0x11; 20]),
+        proxy_creation_code: hex::decode(
+            stablecoin_rails::evm::ERC1967_PROXY_V08
+                .trim()
+                .trim_start_matches("0x"),
+        )
+        .expect("proxy code"),
+    };
+    let entry_point = EvmAddress([0x43; 20]);
+    let token = EvmAddress([0x55; 20]);
+    let sponsorship = Sponsorship {
+        paymaster: EvmAddress([0x77; 20]),
+        verification_gas_limit: 80_000,
+        post_op_gas_limit: 0,
+        valid_until: 0,
+        valid_after: 0,
+    };
+    let purpose = KeyPurpose::Wallet("wal_bench".into());
+    let pk = signer
+        .public_key(&purpose, Curve::Secp256k1)
+        .await
+        .expect("key");
+    let owner = EvmAddress::from_public_key(&pk.bytes).expect("address");
+    let sender = factory.account_address(&owner, 0);
+    let to = [
+        EvmAddress([1; 20]),
+        EvmAddress([2; 20]),
+        EvmAddress([3; 20]),
+    ];
+    let started = Instant::now();
+    let mut check = 0u8;
+    for i in 0..n {
+        let calls: Vec<Call> = to
+            .iter()
+            .enumerate()
+            .map(|(k, t)| Call {
+                target: token,
+                data: erc20_transfer_call(t, 1_000_000 + (i * 3 + k) as u128),
+            })
+            .collect();
+        let mut op = UserOp {
+            sender,
+            nonce: Nonce {
+                key: Nonce::key_for(&format!("op_{i}")),
+                seq: 0,
+            },
+            init_code: Vec::new(),
+            call_data: execute_batch_call(&calls),
+            verification_gas_limit: 120_000,
+            call_gas_limit: 250_000,
+            pre_verification_gas: 60_000,
+            max_priority_fee_per_gas: 1_000_000_000,
+            max_fee_per_gas: 3_000_000_000,
+            paymaster_and_data: Vec::new(),
+            signature: Vec::new(),
+        };
+        let digest = op.paymaster_digest(&sponsorship, 137);
+        let pm = signer
+            .sign(&KeyPurpose::Sponsor, Curve::Secp256k1, &digest)
+            .await
+            .expect("sign");
+        op.paymaster_and_data = sponsorship.encode(&pm.0);
+        let hash = op.hash(&entry_point, 137);
+        op.signature = signer
+            .sign(&purpose, Curve::Secp256k1, &hash)
+            .await
+            .expect("sign")
+            .0;
+        check ^= op.signature[0];
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "user operations built+signed  {n} ops: {secs:.2} s, {:.0} ops/s (one core; checksum {check})",
+        n as f64 / secs
+    );
+}
+
+async fn settle_on_anvil(n: usize) {
+    if find_anvil().is_none() {
+        println!(
+            "transfers settled on Anvil: SKIPPED (no anvil; run scripts/evm/install_tools.sh)"
+        );
+        return;
+    }
+    let anvil = Anvil::start(137, true);
+    let w = World::deploy(&anvil.url, 137, true, |_| {}).await;
+    let senders = 20.min(n.max(1));
+    let mut from = Vec::new();
+    for s in 0..senders {
+        let p = wallet(&format!("bench_{s}"));
+        let a = w.account(&p).await;
+        w.mint(w.usdc, &a, 1_000_000_000).await;
+        from.push(p);
+    }
+    let to = w.account(&wallet("bench_to")).await;
+    let started = Instant::now();
+    let mut pending = Vec::new();
+    for i in 0..n {
+        let p = w
+            .payment(
+                &format!("op_bench_{i}"),
+                &from[i % senders],
+                vec![(to, 1_000_000, LegRole::Recipient)],
+            )
+            .await;
+        w.rail.submit(&p).await.expect("submit");
+        pending.push(p.id);
+    }
+    for id in &pending {
+        confirmed_tx(&w.settle(&w.rail, id).await);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let received = w
+        .rail
+        .balance(
+            &stablecoin_core::ports::ChainAddress(to.to_string()),
+            stablecoin_core::domain::money::Token::Usdc,
+        )
+        .await
+        .expect("balance");
+    assert_eq!(received.0, 1_000_000 * n as u64, "every transfer arrived");
+    println!(
+        "transfers settled on Anvil    {n} transfers from {senders} accounts (the first of each deploys it): {secs:.2} s, {:.0} transfers/s",
+        n as f64 / secs
+    );
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        return; // `cargo test` builds benches; only `cargo bench` runs this.
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        build_and_sign(env("EVM_BENCH_OPS", 5_000)).await;
+        settle_on_anvil(env("EVM_BENCH_TRANSFERS", 300)).await;
+    });
+}
