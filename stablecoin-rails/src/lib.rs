@@ -13,6 +13,8 @@
 //!   ([`evm::EvmRail`]), tested on Anvil.
 //! - `tron`: native TRON USDT; `solana` (+ `solana-test`): SPL USDC/USDT.
 
+mod cursor;
+
 #[cfg(feature = "sim")]
 pub mod sim;
 

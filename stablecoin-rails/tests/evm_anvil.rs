@@ -15,7 +15,7 @@
 #![cfg(feature = "evm-test")]
 
 use serde_json::{Value, json};
-use stablecoin_core::domain::fees::{TenantPricing, split_fees};
+use stablecoin_core::domain::fees::{FeeSplit, TenantPricing, split_fees};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
     ChainAddress, KeyPurpose, LegRole, Rail, RailError, ReadinessStatus, SubmissionStatus,
@@ -26,7 +26,7 @@ use stablecoin_rails::evm::testkit::{
     Anvil, ETH, World, confirmed_tx, find_anvil, owner_of, rail_over, wallet,
 };
 use stablecoin_rails::evm::userop::{Nonce, Sponsorship, UserOp, personal_digest};
-use stablecoin_rails::evm::{EvmRail, HttpJsonRpc, JsonRpc, RpcError, SelfBundler};
+use stablecoin_rails::evm::{EvmAddress, EvmRail, HttpJsonRpc, JsonRpc, RpcError, SelfBundler};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -41,6 +41,21 @@ macro_rules! require_anvil {
             return;
         }
     };
+}
+
+/// The legs of a transfer as the engine builds them from a fee split (recipient, service
+/// fee, tenant fee; a zero leg moves nothing).
+fn fee_legs(
+    split: &FeeSplit,
+    recipient: EvmAddress,
+    fees: EvmAddress,
+    tenant: EvmAddress,
+) -> Vec<(EvmAddress, u64, LegRole)> {
+    vec![
+        (recipient, split.recipient.0, LegRole::Recipient),
+        (fees, split.service_fee.0, LegRole::ServiceFee),
+        (tenant, split.tenant_fee.0, LegRole::TenantFee),
+    ]
 }
 
 // ---- tests ----------------------------------------------------------------------------
@@ -200,15 +215,7 @@ async fn fund_and_transfer_with_fees(chain_id: u64) {
         (98_700_000, 300_000, 1_000_000)
     );
     let p2p = w
-        .payment(
-            "op_p2p",
-            &alice_p,
-            vec![
-                (bob, split.recipient.0, LegRole::Recipient),
-                (fees, split.service_fee.0, LegRole::ServiceFee),
-                (tenant, split.tenant_fee.0, LegRole::TenantFee),
-            ],
-        )
+        .payment("op_p2p", &alice_p, fee_legs(&split, bob, fees, tenant))
         .await;
     w.rail.submit(&p2p).await.expect("submit p2p");
     // Idempotent by id: the same payment again sends nothing new.
@@ -295,15 +302,7 @@ async fn a_transfer_too_small_for_both_fees_waives_the_tenant_fee() {
     .unwrap();
     assert!(split.tenant_fee_waived);
     let p = w
-        .payment(
-            "op_small",
-            &alice_p,
-            vec![
-                (bob, split.recipient.0, LegRole::Recipient),
-                (fees, split.service_fee.0, LegRole::ServiceFee),
-                (tenant, split.tenant_fee.0, LegRole::TenantFee),
-            ],
-        )
+        .payment("op_small", &alice_p, fee_legs(&split, bob, fees, tenant))
         .await;
     w.rail.submit(&p).await.expect("submit");
     confirmed_tx(&w.settle(&w.rail, "op_small").await);

@@ -784,13 +784,7 @@ impl Rail for EvmRail {
         watched: &[ChainAddress],
         limit: usize,
     ) -> Result<ScanBatch, RailError> {
-        let start: u64 = if cursor.is_empty() {
-            self.config.scan_start_block
-        } else {
-            cursor
-                .parse()
-                .map_err(|_| rejected(format!("invalid scan cursor {cursor:?}")))?
-        };
+        let start = crate::cursor::block_cursor(cursor, self.config.scan_start_block)?;
         let watched = watched
             .iter()
             .map(parse_address)

@@ -544,13 +544,7 @@ impl Rail for SimRail {
         watched: &[ChainAddress],
         limit: usize,
     ) -> Result<ScanBatch, RailError> {
-        let from_block: u64 = if cursor.is_empty() {
-            0
-        } else {
-            cursor
-                .parse()
-                .map_err(|_| rejected(format!("invalid scan cursor {cursor:?}")))?
-        };
+        let from_block = crate::cursor::block_cursor(cursor, 0)?;
         let watched = watched
             .iter()
             .map(|a| encoding::normalize_address(self.profile, a))
