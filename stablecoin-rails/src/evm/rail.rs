@@ -335,12 +335,8 @@ impl EvmRail {
         &self,
         topic: (usize, [u8; 32]),
         from_block: u64,
+        head: u64,
     ) -> Result<Option<(Log, Option<String>)>, RailError> {
-        let head = self
-            .eth()
-            .block_number()
-            .await
-            .map_err(|e| unavailable("eth_blockNumber", e))?;
         let mut topics = vec![Some(vec![user_op_event_topic()]), None, None];
         topics[topic.0] = Some(vec![topic.1]);
         let logs = self
@@ -740,27 +736,28 @@ impl Rail for EvmRail {
                 .await
                 .map_err(|e| unavailable("eth_getTransactionReceipt", e))?
         {
-            {
-                if !receipt.success {
-                    return Ok(SubmissionStatus::Failed {
-                        reason: "the bundle transaction reverted; nothing moved".into(),
-                        tx_hash: Some(hex0x(&tx)),
-                    });
-                }
-                let event = receipt.logs.iter().find(|l| {
-                    l.address == self.config.entry_point
-                        && l.topics.first() == Some(&user_op_event_topic())
-                        && l.topics.get(1) == Some(&s.user_op_hash)
+            if !receipt.success {
+                return Ok(SubmissionStatus::Failed {
+                    reason: "the bundle transaction reverted; nothing moved".into(),
+                    tx_hash: Some(hex0x(&tx)),
                 });
-                if let Some(event) = event {
-                    let reason = self.revert_reason_of(event).await?;
-                    return Ok(self.judge(event, reason, head));
-                }
+            }
+            let event = receipt.logs.iter().find(|l| {
+                l.address == self.config.entry_point
+                    && l.topics.first() == Some(&user_op_event_topic())
+                    && l.topics.get(1) == Some(&s.user_op_hash)
+            });
+            if let Some(event) = event {
+                let reason = self.revert_reason_of(event).await?;
+                return Ok(self.judge(event, reason, head));
             }
         }
         // No receipt (lost, or another bundler carried the operation): the EntryPoint's
         // log is the truth.
-        match self.find_event((1, s.user_op_hash), s.from_block).await? {
+        match self
+            .find_event((1, s.user_op_hash), s.from_block, head)
+            .await?
+        {
             Some((event, reason)) => {
                 let status = self.judge(&event, reason, head);
                 self.remember(
