@@ -43,6 +43,28 @@ macro_rules! require_anvil {
     };
 }
 
+/// A payer (its key and account), a recipient, the service-fee and a tenant-fee account.
+struct Parties {
+    alice_p: KeyPurpose,
+    alice: EvmAddress,
+    bob: EvmAddress,
+    fees: EvmAddress,
+    tenant: EvmAddress,
+}
+
+impl Parties {
+    async fn of(w: &World, payer: &str, recipient: &str, tenant: &str) -> Parties {
+        let alice_p = wallet(payer);
+        Parties {
+            alice: w.account(&alice_p).await,
+            alice_p,
+            bob: w.account(&wallet(recipient)).await,
+            fees: w.account(&KeyPurpose::ServiceFees).await,
+            tenant: w.account(&KeyPurpose::Wallet(tenant.into())).await,
+        }
+    }
+}
+
 /// The legs of a transfer as the engine builds them from a fee split (recipient, service
 /// fee, tenant fee; a zero leg moves nothing).
 fn fee_legs(
@@ -171,11 +193,13 @@ async fn provisioning_is_offline_and_matches_the_factory_on_bsc() {
 async fn fund_and_transfer_with_fees(chain_id: u64) {
     let w = World::on_shared(chain_id).await;
     let treasury = w.account(&KeyPurpose::Treasury).await;
-    let alice_p = wallet("alice");
-    let alice = w.account(&alice_p).await;
-    let bob = w.account(&wallet("bob")).await;
-    let fees = w.account(&KeyPurpose::ServiceFees).await;
-    let tenant = w.account(&KeyPurpose::Wallet("tenant_fees".into())).await;
+    let Parties {
+        alice_p,
+        alice,
+        bob,
+        fees,
+        tenant,
+    } = Parties::of(&w, "alice", "bob", "tenant_fees").await;
     w.mint(w.usdc, &treasury, 1_000_000_000).await; // 1,000.000000
 
     // Funding: 250 USDC to alice (one leg), deploying the treasury account on the way.
@@ -286,11 +310,13 @@ async fn fund_then_transfer_with_both_fees_in_one_bundle_on_bsc_18_decimals() {
 async fn a_transfer_too_small_for_both_fees_waives_the_tenant_fee() {
     require_anvil!();
     let w = World::on_shared(137).await;
-    let alice_p = wallet("small");
-    let alice = w.account(&alice_p).await;
-    let bob = w.account(&wallet("small_bob")).await;
-    let fees = w.account(&KeyPurpose::ServiceFees).await;
-    let tenant = w.account(&KeyPurpose::Wallet("tenant_fees".into())).await;
+    let Parties {
+        alice_p,
+        alice,
+        bob,
+        fees,
+        tenant,
+    } = Parties::of(&w, "small", "small_bob", "tenant_fees").await;
     w.mint(w.usdc, &alice, 10_000_000).await;
     // 1.00 with a flat 1.00 tenant fee: the fee would leave the recipient nothing.
     let split = split_fees(
@@ -316,11 +342,13 @@ async fn a_transfer_too_small_for_both_fees_waives_the_tenant_fee() {
 async fn a_reverted_call_leaves_no_partial_transfer_and_fails_with_a_reason() {
     require_anvil!();
     let w = World::on_shared(137).await;
-    let alice_p = wallet("rev");
-    let alice = w.account(&alice_p).await;
-    let bob = w.account(&wallet("rev_bob")).await;
-    let fees = w.account(&KeyPurpose::ServiceFees).await;
-    let tenant = w.account(&KeyPurpose::Wallet("rev_tenant".into())).await;
+    let Parties {
+        alice_p,
+        alice,
+        bob,
+        fees,
+        tenant,
+    } = Parties::of(&w, "rev", "rev_bob", "rev_tenant").await;
     w.mint(w.usdc, &alice, 50_000_000).await;
     // The token refuses the tenant-fee address: the third call of the batch reverts.
     w.node
