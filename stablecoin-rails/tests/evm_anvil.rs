@@ -17,8 +17,10 @@
 use serde_json::{Value, json};
 use stablecoin_core::domain::fees::{FeeSplit, TenantPricing, split_fees};
 use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::memory::{MemoryStore, SystemClock};
 use stablecoin_core::ports::{
-    ChainAddress, KeyPurpose, LegRole, Rail, RailError, ReadinessStatus, SubmissionStatus,
+    ChainAddress, KeyPurpose, LegRole, Rail, RailError, ReadinessStatus, StoreJournal,
+    SubmissionStatus,
 };
 use stablecoin_rails::evm::abi::{self, Abi};
 use stablecoin_rails::evm::rpc::hex0x;
@@ -442,6 +444,58 @@ async fn a_bundle_whose_receipt_is_lost_is_reconciled_to_settled_without_a_secon
     assert_eq!(lossy.sends.load(Ordering::SeqCst), 1, "exactly one send");
     assert_eq!(w.usdc_of(&bob).await, w.base(5_000_000));
     // The reported hash is the real bundle transaction.
+    let receipt = w
+        .node
+        .rpc
+        .request("eth_getTransactionReceipt", json!([tx]))
+        .await
+        .unwrap();
+    assert_eq!(receipt["status"], "0x1");
+}
+
+/// A process that sent a bundle and died before learning its outcome: a new rail over
+/// the same journal (a `StoreJournal` on one store) reconciles the payment from the
+/// EntryPoint's log; neither its `status` nor a repeated `submit` sends anything.
+#[tokio::test]
+async fn a_restarted_rail_reconciles_an_in_flight_payment_from_the_journal() {
+    require_anvil!();
+    let w = World::on_shared(137).await;
+    let store = Arc::new(MemoryStore::new());
+    let journal = || Arc::new(StoreJournal::new(store.clone(), Arc::new(SystemClock)));
+    let lossy = Arc::new(LossyRpc {
+        inner: w.node.rpc.clone(),
+        sends: AtomicUsize::new(0),
+    });
+    let first = rail_over(&w.config, lossy.clone(), w.signer.clone()).with_journal(journal());
+    let alice_p = wallet("restart");
+    let alice = w.account(&alice_p).await;
+    let bob = w.account(&wallet("restart_bob")).await;
+    w.mint(w.usdc, &alice, 9_000_000).await;
+    let p = w
+        .payment(
+            "op_restart",
+            &alice_p,
+            vec![(bob, 4_000_000, LegRole::Recipient)],
+        )
+        .await;
+    assert!(matches!(
+        first.submit(&p).await,
+        Err(RailError::Unknown { .. })
+    ));
+    drop(first);
+    // Without the journal a new process would not know the payment at all.
+    let amnesiac = rail_over(&w.config, lossy.clone(), w.signer.clone());
+    assert_eq!(
+        amnesiac.status("op_restart").await.unwrap(),
+        SubmissionStatus::NotFound
+    );
+    let second = rail_over(&w.config, lossy.clone(), w.signer.clone()).with_journal(journal());
+    let status = w.settle(&second, "op_restart").await;
+    let tx = confirmed_tx(&status);
+    assert!(second.submit(&p).await.is_ok());
+    assert_eq!(lossy.sends.load(Ordering::SeqCst), 1, "exactly one send");
+    assert_eq!(w.usdc_of(&bob).await, w.base(4_000_000));
+    assert_eq!(w.usdc_of(&alice).await, w.base(5_000_000));
     let receipt = w
         .node
         .rpc

@@ -1,5 +1,6 @@
 //! The traits adapters implement. Every port is dyn-compatible and used as `Arc<dyn _>`.
 
+pub mod journal;
 pub mod ledger;
 pub mod rail;
 pub mod record;
@@ -7,6 +8,7 @@ pub mod services;
 pub mod signer;
 pub mod store;
 
+pub use journal::*;
 pub use ledger::*;
 pub use rail::*;
 pub use record::*;
@@ -28,4 +30,5 @@ struct _ObjectSafe(
     Arc<dyn PayoutProvider>,
     Arc<dyn Clock>,
     Arc<dyn Entropy>,
+    Arc<dyn RailJournal>,
 );

@@ -25,8 +25,8 @@ use super::userop::{
 use async_trait::async_trait;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
-    ChainAddress, Curve, Inbound, KeyPurpose, Rail, RailError, RailId, RailPayment, Readiness,
-    ReadinessStatus, ScanBatch, Signer, Submission, SubmissionStatus,
+    ChainAddress, Curve, Inbound, KeyPurpose, MemoryJournal, Rail, RailError, RailId, RailJournal,
+    RailPayment, Readiness, ReadinessStatus, ScanBatch, Signer, Submission, SubmissionStatus,
 };
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -170,8 +170,9 @@ impl EvmConfig {
     }
 }
 
-/// What the rail remembers of a submitted payment (in memory: a restart relies on the
-/// nonce key, which the chain remembers, to find it again).
+/// What the rail remembers of a submitted payment: written to the [`RailJournal`] before
+/// the bundle is sent (without `tx_hash`) and again once it is, so a restarted rail
+/// reconciles an in-flight operation from its `UserOperationEvent`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Submitted {
     pub sender: EvmAddress,
@@ -180,6 +181,39 @@ pub struct Submitted {
     pub tx_hash: Option<[u8; 32]>,
     /// Where to start looking for its `UserOperationEvent`.
     pub from_block: u64,
+    /// The bundler refused it before sending: nothing is on its way.
+    pub rejected: bool,
+}
+
+impl Submitted {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "sender": self.sender.to_string(),
+            "user_op_hash": hex0x(&self.user_op_hash),
+            "tx_hash": self.tx_hash.map(|h| hex0x(&h)),
+            "from_block": self.from_block,
+            "rejected": self.rejected,
+        })
+    }
+
+    fn from_json(v: &serde_json::Value) -> Option<Submitted> {
+        let h32 = |s: &str| -> Option<[u8; 32]> {
+            hex::decode(s.trim_start_matches("0x"))
+                .ok()?
+                .try_into()
+                .ok()
+        };
+        Some(Submitted {
+            sender: v.get("sender")?.as_str()?.parse().ok()?,
+            user_op_hash: h32(v.get("user_op_hash")?.as_str()?)?,
+            tx_hash: match v.get("tx_hash")? {
+                serde_json::Value::Null => None,
+                t => Some(h32(t.as_str()?)?),
+            },
+            from_block: v.get("from_block")?.as_u64()?,
+            rejected: v.get("rejected")?.as_bool()?,
+        })
+    }
 }
 
 pub struct EvmRail {
@@ -188,7 +222,9 @@ pub struct EvmRail {
     rpc: Arc<dyn JsonRpc>,
     signer: Arc<dyn Signer>,
     bundler: Arc<dyn Bundler>,
+    /// Read-through cache of `durable`.
     journal: Mutex<HashMap<String, Submitted>>,
+    durable: Arc<dyn RailJournal>,
     /// Accounts whose deploying operation is sent but maybe not yet mined.
     deploying: Mutex<HashSet<EvmAddress>>,
     /// Building and sending are serialized per rail so that an account's `initCode` goes
@@ -274,9 +310,17 @@ impl EvmRail {
             signer,
             bundler,
             journal: Mutex::new(HashMap::new()),
+            durable: Arc::new(MemoryJournal::new()),
             deploying: Mutex::new(HashSet::new()),
             send_lock: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// Keeps the send journal in `journal` (a deployment passes a durable one, such as
+    /// `StoreJournal` over its database) instead of in memory.
+    pub fn with_journal(mut self, journal: Arc<dyn RailJournal>) -> Self {
+        self.durable = journal;
+        self
     }
 
     pub fn config(&self) -> &EvmConfig {
@@ -318,15 +362,39 @@ impl EvmRail {
             .account_address(&self.owner_of(purpose).await?, SALT))
     }
 
-    /// What the rail remembers of a payment (user-operation hash beside the `tx_hash`).
+    /// What this process remembers of a payment (user-operation hash beside the
+    /// `tx_hash`); [`EvmRail::lookup`] also reads the journal.
     pub fn submitted(&self, payment_id: &str) -> Option<Submitted> {
         self.journal.lock().ok()?.get(payment_id).cloned()
     }
 
-    fn remember(&self, payment_id: &str, s: Submitted) {
+    /// What the rail knows of a payment, from memory or else from the journal.
+    pub async fn lookup(&self, payment_id: &str) -> Result<Option<Submitted>, RailError> {
+        if let Some(s) = self.submitted(payment_id) {
+            return Ok(Some(s));
+        }
+        let name = self.id().name();
+        let Some(entry) = self.durable.load(&name, payment_id).await? else {
+            return Ok(None);
+        };
+        let s = Submitted::from_json(&entry).ok_or_else(|| RailError::Unavailable {
+            reason: format!("send journal: unreadable entry for {payment_id}"),
+        })?;
+        if let Ok(mut j) = self.journal.lock() {
+            j.insert(payment_id.to_string(), s.clone());
+        }
+        Ok(Some(s))
+    }
+
+    /// Records `s` durably, then in memory.
+    async fn remember(&self, payment_id: &str, s: Submitted) -> Result<(), RailError> {
+        self.durable
+            .save(&self.id().name(), payment_id, &s.to_json())
+            .await?;
         if let Ok(mut j) = self.journal.lock() {
             j.insert(payment_id.to_string(), s);
         }
+        Ok(())
     }
 
     /// The `UserOperationEvent` of an operation since `from_block`, and the revert reason
@@ -609,14 +677,14 @@ impl Rail for EvmRail {
     }
 
     async fn submit(&self, payment: &RailPayment) -> Result<Submission, RailError> {
-        if let Some(s) = self.submitted(&payment.id) {
+        if let Some(s) = self.lookup(&payment.id).await?.filter(|s| !s.rejected) {
             return Ok(Submission {
                 payment_id: payment.id.clone(),
                 tx_hash: s.tx_hash.map(|h| hex0x(&h)),
             });
         }
         let _serial = self.send_lock.lock().await;
-        if let Some(s) = self.submitted(&payment.id) {
+        if let Some(s) = self.lookup(&payment.id).await?.filter(|s| !s.rejected) {
             return Ok(Submission {
                 payment_id: payment.id.clone(),
                 tx_hash: s.tx_hash.map(|h| hex0x(&h)),
@@ -675,8 +743,10 @@ impl Rail for EvmRail {
                     user_op_hash: found.topics[1],
                     tx_hash: Some(found.tx_hash),
                     from_block: found.block,
+                    rejected: false,
                 },
-            );
+            )
+            .await?;
             return Ok(Submission {
                 payment_id: payment.id.clone(),
                 tx_hash: Some(hex0x(&found.tx_hash)),
@@ -695,11 +765,16 @@ impl Rail for EvmRail {
             user_op_hash,
             tx_hash: None,
             from_block,
+            rejected: false,
         };
+        // Write-ahead: if the journal cannot take it, nothing is sent.
+        self.remember(&payment.id, record.clone()).await?;
         match self.bundler.send(std::slice::from_ref(&op)).await {
             Ok(tx) => {
                 record.tx_hash = Some(tx);
-                self.remember(&payment.id, record);
+                // Best effort: the entry already written finds the operation by its
+                // hash even without the bundle's.
+                let _ = self.remember(&payment.id, record).await;
                 if deploys && let Ok(mut d) = self.deploying.lock() {
                     d.insert(sender);
                 }
@@ -708,10 +783,15 @@ impl Rail for EvmRail {
                     tx_hash: Some(hex0x(&tx)),
                 })
             }
-            Err(BundleError::Rejected(reason)) => Err(rejected(reason)),
+            Err(BundleError::Rejected(reason)) => {
+                // Definitely not sent: a later submit of this id may build it again.
+                record.rejected = true;
+                let _ = self.remember(&payment.id, record).await;
+                Err(rejected(reason))
+            }
             Err(BundleError::Unknown { tx_hash, reason }) => {
                 record.tx_hash = tx_hash;
-                self.remember(&payment.id, record);
+                let _ = self.remember(&payment.id, record).await;
                 if deploys && let Ok(mut d) = self.deploying.lock() {
                     d.insert(sender);
                 }
@@ -721,7 +801,7 @@ impl Rail for EvmRail {
     }
 
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError> {
-        let Some(s) = self.submitted(payment_id) else {
+        let Some(s) = self.lookup(payment_id).await?.filter(|s| !s.rejected) else {
             return Ok(SubmissionStatus::NotFound);
         };
         let head = self
@@ -760,15 +840,21 @@ impl Rail for EvmRail {
         {
             Some((event, reason)) => {
                 let status = self.judge(&event, reason, head);
-                self.remember(
-                    payment_id,
-                    Submitted {
-                        tx_hash: Some(event.tx_hash),
-                        ..s
-                    },
-                );
+                let _ = self
+                    .remember(
+                        payment_id,
+                        Submitted {
+                            tx_hash: Some(event.tx_hash),
+                            ..s
+                        },
+                    )
+                    .await;
                 Ok(status)
             }
+            // Journaled but no bundle was ever sent (a crash between the journal and the
+            // send, or the bundler refused before sending): the engine fails it after its
+            // grace period.
+            None if s.tx_hash.is_none() => Ok(SubmissionStatus::NotFound),
             None => Ok(SubmissionStatus::Pending {
                 tx_hash: s.tx_hash.map(|h| hex0x(&h)),
             }),
