@@ -9,9 +9,10 @@
 //! written. The seed is never logged.
 
 use crate::api;
-use crate::config::{Config, RailsMode, parse_seed};
+use crate::config::{Config, parse_seed};
 use crate::idempotency::InFlight;
 use crate::metrics::Metrics;
+use crate::rails::{LiveRail, Rails, ReadinessGate};
 use crate::sandbox::SandboxQuotes;
 use crate::storage::{Storage, StorageError, open_storage};
 use async_trait::async_trait;
@@ -25,11 +26,10 @@ use stablecoin_core::memory::{
     FixedRates, LocalSigner, MemoryNotifier, MemoryPayouts, OsEntropy, SystemClock,
 };
 use stablecoin_core::ports::{
-    Batch, KeyPurpose, Payout, PayoutError, PayoutProvider, PayoutStatus, Rail, RailId, Record,
-    get_record,
+    Batch, Payout, PayoutError, PayoutProvider, PayoutStatus, Rail, RailId, Record, get_record,
 };
 use stablecoin_escrow::{EscrowConfig, EscrowEngine};
-use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
+use stablecoin_rails::sim::SimRail;
 use stablecoin_webhooks::{Deliverer, DeliveryConfig};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -64,6 +64,10 @@ pub struct AppInner {
     pub sandbox: SandboxQuotes,
     /// The simulated chains, by rail (test and demo controls: mint, faults, readiness).
     pub sim_rails: BTreeMap<RailId, Arc<SimRail>>,
+    /// The real chains (configured `[rails.evm.<chain id>]`).
+    pub live_rails: BTreeMap<RailId, LiveRail>,
+    /// Readiness of the send routes (cached for real chains).
+    pub readiness_gate: ReadinessGate,
     /// Where SMS (one-time codes, "you received money") go: no gateway is wired, so they
     /// are kept in memory (tests read the codes here).
     pub notifier: Arc<MemoryNotifier>,
@@ -208,46 +212,6 @@ fn seed_file(dir: &Path) -> Result<[u8; 32], StartupError> {
     }
 }
 
-async fn build_rails(
-    config: &Config,
-    signer: Arc<LocalSigner>,
-) -> Result<BTreeMap<RailId, Arc<SimRail>>, StartupError> {
-    let RailsMode::Sim = config.rails.mode;
-    let mut profiles: Vec<SimProfile> = config
-        .rails
-        .evm_chains
-        .iter()
-        .map(|id| SimProfile::Evm(*id))
-        .collect();
-    if config.rails.tron {
-        profiles.push(SimProfile::Tron);
-    }
-    if config.rails.solana {
-        profiles.push(SimProfile::Solana);
-    }
-    let float = Micros::parse_whole_tokens(&config.sim.treasury_float)
-        .map_err(|e| StartupError::Rails(e.to_string()))?;
-    let mut rails = BTreeMap::new();
-    for p in profiles {
-        let rail = Arc::new(SimRail::new(p, signer.clone(), SimConfig::for_profile(p)));
-        // The simulated chain lives in memory: give the service treasury its float again
-        // on every start.
-        if !float.is_zero() {
-            let treasury = rail
-                .address_for(&KeyPurpose::Treasury)
-                .await
-                .map_err(|e| StartupError::Rails(e.to_string()))?;
-            for token in Token::ALL {
-                rail.mint(&treasury, token, float)
-                    .map_err(|e| StartupError::Rails(e.to_string()))?;
-            }
-            rail.mine(1);
-        }
-        rails.insert(p.rail_id(), rail);
-    }
-    Ok(rails)
-}
-
 impl App {
     /// Opens storage, derives keys, starts the simulated rails, builds the engine and (when
     /// enabled) creates or reuses the demo tenant. Does not listen yet: see [`App::serve`].
@@ -256,7 +220,14 @@ impl App {
         let storage = open_storage(&config.storage, &config.data_dir).await?;
         let seed = load_master_seed(&config, storage.durable)?;
         let signer = Arc::new(LocalSigner::from_seed(seed));
-        let sim_rails = build_rails(&config, signer.clone()).await?;
+        let clock: Arc<SystemClock> = Arc::new(SystemClock);
+        let rails = Rails::build(
+            &config,
+            signer.clone(),
+            storage.store.clone(),
+            clock.clone(),
+        )
+        .await?;
         let notifier = Arc::new(MemoryNotifier::new());
         let payouts = Arc::new(SimPayouts::default());
         let ports = Ports {
@@ -266,7 +237,7 @@ impl App {
             notifier: notifier.clone(),
             rates: Arc::new(FixedRates::demo()),
             payouts: payouts.clone(),
-            clock: Arc::new(SystemClock),
+            clock,
             entropy: Arc::new(OsEntropy),
         };
         let engine_config = EngineConfig {
@@ -281,11 +252,7 @@ impl App {
                 .clone()
                 .unwrap_or_else(|| format!("server-{}", std::process::id())),
         };
-        let rails: Vec<Arc<dyn Rail>> = sim_rails
-            .values()
-            .map(|r| r.clone() as Arc<dyn Rail>)
-            .collect();
-        let escrow = match sim_rails.get(&RailId::Tron) {
+        let escrow = match rails.sim.get(&RailId::Tron) {
             Some(tron) => {
                 let escrow_config = EscrowConfig {
                     claim_lease_ms: engine_config.claim_lease_ms,
@@ -318,7 +285,7 @@ impl App {
             },
         )
         .map_err(|e| StartupError::Rails(format!("webhooks: {e}")))?;
-        let engine = Engine::new(ports, rails, engine_config);
+        let engine = Engine::new(ports, rails.all(), engine_config);
         let state = AppState(Arc::new(AppInner {
             config,
             engine,
@@ -326,7 +293,9 @@ impl App {
             metrics: Arc::new(Metrics::default()),
             inflight: Arc::new(InFlight::default()),
             sandbox: SandboxQuotes::default(),
-            sim_rails,
+            sim_rails: rails.sim,
+            live_rails: rails.live.into_values().map(|(_, i)| (i.rail, i)).collect(),
+            readiness_gate: ReadinessGate::default(),
             notifier,
             payouts,
             escrow,
@@ -406,16 +375,32 @@ impl App {
             addr
         };
         let base = format!("http://{host}");
+        let names = |ids: &mut dyn Iterator<Item = &RailId>| {
+            ids.map(|r| r.name()).collect::<Vec<_>>().join(", ")
+        };
+        let mut rails = Vec::new();
+        if !self.state.sim_rails.is_empty() {
+            rails.push(format!(
+                "simulated {}",
+                names(&mut self.state.sim_rails.keys())
+            ));
+        }
+        if !self.state.live_rails.is_empty() {
+            rails.push(format!("real {}", names(&mut self.state.live_rails.keys())));
+        }
         let mut s = format!(
-            "stablecoin-server listening on {base} (storage: {}, rails: simulated {})\n  API description: {base}/openapi.json   health: {base}/health/ready   metrics: {base}/metrics\n",
+            "stablecoin-server listening on {base} (storage: {}, rails: {})\n  API description: {base}/openapi.json   health: {base}/health/ready   metrics: {base}/metrics\n",
             self.state.storage.kind,
-            self.state
-                .sim_rails
-                .keys()
-                .map(|r| r.name())
-                .collect::<Vec<_>>()
-                .join(", "),
+            rails.join("; "),
         );
+        for l in self.state.live_rails.values() {
+            s.push_str(&format!(
+                "  {}: sponsor (paymaster signer, bundler; needs native coin) {}, treasury account (pays fundings) {}\n",
+                l.rail.name(),
+                l.sponsor,
+                l.treasury
+            ));
+        }
         if let Some(d) = &self.demo {
             match (&d.live_key, &d.test_key) {
                 (Some(live), Some(test)) => {

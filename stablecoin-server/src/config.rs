@@ -26,17 +26,45 @@
 //! | `rails.primary_evm_chain` | `STABLECOIN_RAILS_PRIMARY_EVM_CHAIN` | first of `evm_chains` |
 //! | `rails.tron` | `STABLECOIN_RAILS_TRON` | `true` |
 //! | `rails.solana` | `STABLECOIN_RAILS_SOLANA` | `true` |
+//! | `rails.evm.<chain id>` (a table) | file only | none: every chain simulated |
 //! | `sim.treasury_float` | `STABLECOIN_SIM_TREASURY_FLOAT` | `1000000` (USDC and USDT) |
 //! | `demo.enabled` | `STABLECOIN_DEMO` | `true` |
 //! | `demo.tenant_name` | `STABLECOIN_DEMO_TENANT_NAME` | `Demo Fintech` |
 //! | `demo.treasury_credit` | `STABLECOIN_DEMO_TREASURY_CREDIT` | `10000` (USDC and USDT) |
 //! | `webhooks_allow_loopback_http` | `STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP` | `false` (https only) |
 //!
+//! A chain of `rails.evm_chains` runs on the simulated chain unless it has a
+//! `[rails.evm.<chain id>]` table, which makes it a real chain (feature `evm`, on by
+//! default) with every setting required (nothing about a real chain is guessed):
+//!
+//! ```toml
+//! [rails]
+//! evm_chains = [137]
+//!
+//! [rails.evm.137]
+//! rpc_url = "https://polygon.example/rpc"      # a secret: never logged
+//! entry_point = "0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108"
+//! factory = "0x..."                             # SimpleAccountFactory v0.8
+//! paymaster = "0x..."                           # VerifyingPaymaster, signer = sponsor key
+//! usdc = { address = "0x...", decimals = 6 }    # 18 on BNB Smart Chain
+//! usdt = { address = "0x...", decimals = 6 }    # optional when usdc is set, and back
+//! min_paymaster_deposit_wei = "100000000000000000"
+//! min_bundler_balance_wei = "100000000000000000"
+//! confirmations = 128
+//! scan_start_block = 64000000
+//! # optional: rpc_timeout_ms = 10000, max_scan_blocks = 2000
+//! ```
+//!
+//! The start-up banner prints each real chain's sponsor address (the paymaster's signer
+//! and the bundler, which needs native coin) and the treasury account (which needs the
+//! tokens that fundings pay out).
+//!
 //! The config file is named by `--config` or `STABLECOIN_CONFIG`. Unknown keys in the
 //! file are errors (a typo must not silently fall back to a default). Secrets (the
 //! master seed, the PostgreSQL URL) never appear in `Debug` output or logs.
 
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -235,6 +263,9 @@ pub struct RailsConfig {
     pub primary_evm_chain: Option<u64>,
     pub tron: bool,
     pub solana: bool,
+    /// Real EVM chains by chain id (`[rails.evm.137]`); a chain of `evm_chains` without
+    /// one is simulated.
+    pub evm: BTreeMap<String, EvmChainSettings>,
 }
 
 impl Default for RailsConfig {
@@ -245,6 +276,84 @@ impl Default for RailsConfig {
             primary_evm_chain: None,
             tron: true,
             solana: true,
+            evm: BTreeMap::new(),
+        }
+    }
+}
+
+impl RailsConfig {
+    /// The real chains, by chain id (validated keys).
+    pub fn live_evm(&self) -> Result<BTreeMap<u64, &EvmChainSettings>, ConfigError> {
+        self.evm
+            .iter()
+            .map(|(k, v)| {
+                k.parse::<u64>().map(|id| (id, v)).map_err(|_| {
+                    ConfigError::Invalid(format!(
+                        "rails.evm.{k}: the table name must be a chain id such as 137"
+                    ))
+                })
+            })
+            .collect()
+    }
+}
+
+/// One real EVM chain (ERC-4337 v0.8). Every field without a default is required.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct EvmChainSettings {
+    /// JSON-RPC endpoint; often carries an API key, so never printed.
+    pub rpc_url: Secret,
+    pub entry_point: String,
+    /// SimpleAccountFactory v0.8.
+    pub factory: String,
+    /// The verifying paymaster whose signer is the service's sponsor key.
+    pub paymaster: String,
+    pub usdc: Option<TokenSettings>,
+    pub usdt: Option<TokenSettings>,
+    /// Sends stop being offered (readiness INBOUND_READY) below this paymaster deposit.
+    pub min_paymaster_deposit_wei: Wei,
+    /// Likewise below this native balance of the bundler (sponsor) account.
+    pub min_bundler_balance_wei: Wei,
+    /// Blocks, the transaction's own included, before a payment or deposit is final.
+    pub confirmations: u64,
+    /// Where the deposit scanner starts on a fresh database.
+    pub scan_start_block: u64,
+    #[serde(default = "default_rpc_timeout_ms")]
+    pub rpc_timeout_ms: u64,
+    /// Blocks read per scan at most (default 2000; some providers cap `eth_getLogs`).
+    #[serde(default)]
+    pub max_scan_blocks: Option<u64>,
+}
+
+fn default_rpc_timeout_ms() -> u64 {
+    10_000
+}
+
+/// A token contract and its decimals.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TokenSettings {
+    pub address: String,
+    pub decimals: u8,
+}
+
+/// An amount of wei: a TOML integer, or a decimal string for amounts beyond `i64`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wei(pub u128);
+
+impl<'de> Deserialize<'de> for Wei {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Str(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(v) => Ok(Wei(v.into())),
+            Raw::Str(s) => s.trim().parse::<u128>().map(Wei).map_err(|_| {
+                serde::de::Error::custom(format!("expected a whole number of wei, got {s:?}"))
+            }),
         }
     }
 }
@@ -521,6 +630,23 @@ impl Config {
                 "rails.primary_evm_chain {p} is not in rails.evm_chains"
             ));
         }
+        for (id, chain) in self.rails.live_evm()? {
+            if !self.rails.evm_chains.contains(&id) {
+                return bad(format!(
+                    "rails.evm.{id} is configured but chain {id} is not in rails.evm_chains"
+                ));
+            }
+            if chain.usdc.is_none() && chain.usdt.is_none() {
+                return bad(format!(
+                    "rails.evm.{id}: configure usdc or usdt (address and decimals)"
+                ));
+            }
+            if chain.confirmations == 0 || chain.rpc_timeout_ms == 0 {
+                return bad(format!(
+                    "rails.evm.{id}: confirmations and rpc_timeout_ms must be at least 1"
+                ));
+            }
+        }
         if let Some(seed) = &self.master_seed {
             parse_seed(seed.expose()).map_err(ConfigError::Invalid)?;
         }
@@ -632,6 +758,68 @@ mod tests {
         )
         .unwrap();
         assert!(!format!("{pg:?}").contains("secretpw"), "secrets redacted");
+    }
+
+    const CHAIN: &str = r#"
+[rails]
+evm_chains = [137, 56]
+[rails.evm.56]
+rpc_url = "https://user:apikey@bsc.example/rpc"
+entry_point = "0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108"
+factory = "0x0000000000000000000000000000000000000f01"
+paymaster = "0x0000000000000000000000000000000000000f02"
+usdc = { address = "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d", decimals = 18 }
+min_paymaster_deposit_wei = "100000000000000000000"
+min_bundler_balance_wei = 100000000000000000
+confirmations = 12
+scan_start_block = 40000000
+"#;
+
+    fn load_text(tag: &str, text: &str) -> Result<Config, ConfigError> {
+        let dir = std::env::temp_dir().join(format!("scfg-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(&path, text).unwrap();
+        let c = Config::load(Some(&path), env(&[]));
+        std::fs::remove_dir_all(&dir).ok();
+        c
+    }
+
+    #[test]
+    fn a_real_evm_chain_is_configured_in_full() {
+        let c = load_text("evm", CHAIN).unwrap();
+        let live = c.rails.live_evm().unwrap();
+        let bsc = live[&56];
+        assert_eq!(bsc.usdc.as_ref().unwrap().decimals, 18);
+        assert_eq!(bsc.min_paymaster_deposit_wei, Wei(10u128.pow(20)));
+        assert_eq!(bsc.min_bundler_balance_wei, Wei(10u128.pow(17)));
+        assert_eq!(bsc.rpc_timeout_ms, 10_000);
+        assert!(!live.contains_key(&137), "137 stays simulated");
+        assert!(
+            !format!("{c:?}").contains("apikey"),
+            "the RPC URL is redacted"
+        );
+    }
+
+    #[test]
+    fn an_incomplete_or_stray_evm_chain_is_refused_with_the_reason() {
+        let missing = CHAIN.replace("scan_start_block = 40000000\n", "");
+        let e = load_text("evm-missing", &missing).unwrap_err().to_string();
+        assert!(e.contains("scan_start_block"), "{e}");
+        let stray = CHAIN.replace("evm_chains = [137, 56]", "evm_chains = [137]");
+        let e = load_text("evm-stray", &stray).unwrap_err().to_string();
+        assert!(e.contains("not in rails.evm_chains"), "{e}");
+        let bad_key = CHAIN.replace("[rails.evm.56]", "[rails.evm.bsc]");
+        let e = load_text("evm-key", &bad_key).unwrap_err().to_string();
+        assert!(e.contains("chain id"), "{e}");
+        let no_token = CHAIN.replace(
+            "usdc = { address = \"0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d\", decimals = 18 }\n",
+            "",
+        );
+        let e = load_text("evm-token", &no_token).unwrap_err().to_string();
+        assert!(e.contains("usdc or usdt"), "{e}");
+        let typo = CHAIN.replace("confirmations", "confirmation");
+        assert!(load_text("evm-typo", &typo).is_err());
     }
 
     #[test]

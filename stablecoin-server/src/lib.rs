@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod idempotency;
 pub mod metrics;
+pub mod rails;
 pub mod sandbox;
 pub mod storage;
 

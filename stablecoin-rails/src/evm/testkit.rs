@@ -256,6 +256,18 @@ impl World {
         let signer = Arc::new(LocalSigner::from_seed(
             [seed.wrapping_mul(31).wrapping_add(chain_id as u8); 32],
         ));
+        World::deploy_for(url, chain_id, automine, signer, tune).await
+    }
+
+    /// Deploys for the keys of `signer` (its `Sponsor` key signs for the paymaster and
+    /// pays for bundles): a server under test passes the signer of its master seed.
+    pub async fn deploy_for(
+        url: &str,
+        chain_id: u64,
+        automine: bool,
+        signer: Arc<LocalSigner>,
+        tune: impl FnOnce(&mut EvmConfig),
+    ) -> World {
         let deployer = owner_of(&*signer, &KeyPurpose::Wallet("test_deployer".into())).await;
         let node = Node::new(url, automine, deployer).await;
         let sponsor = owner_of(&*signer, &KeyPurpose::Sponsor).await;

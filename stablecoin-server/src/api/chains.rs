@@ -8,7 +8,7 @@
 
 use super::types::*;
 use super::users::required_phone;
-use super::{phone, token};
+use super::{phone, require_ready, token};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
@@ -19,28 +19,6 @@ use stablecoin_core::CoreError;
 use stablecoin_core::domain::fx::{QuoteRef, parse_quote_ref};
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::ports::RailId;
-
-async fn require_ready(app: &AppState, rail: RailId) -> Result<(), ApiError> {
-    let r = app.engine.rail(rail)?;
-    let readiness = r.readiness().await;
-    if readiness.can_send() {
-        return Ok(());
-    }
-    let status = serde_json::to_value(readiness.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
-    let reason = if readiness.reasons.is_empty() {
-        status
-    } else {
-        format!("{status}: {}", readiness.reasons.join("; "))
-    };
-    Err(CoreError::RailNotReady {
-        rail: rail.name(),
-        reason,
-    }
-    .into())
-}
 
 async fn provision(
     app: &AppState,

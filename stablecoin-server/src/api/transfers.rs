@@ -31,7 +31,8 @@ use stablecoin_core::engine::SendRequest;
         (status = 404, description = "No sender wallet, or no such quote for this tenant", body = ErrorBody),
         (status = 409, description = "QUOTE_ALREADY_USED", body = ErrorBody),
         (status = 410, description = "QUOTE_EXPIRED", body = ErrorBody),
-        (status = 422, description = "INSUFFICIENT_FUNDS, SAME_WALLET, QUOTE_TOKEN_MISMATCH", body = ErrorBody)),
+        (status = 422, description = "INSUFFICIENT_FUNDS, SAME_WALLET, QUOTE_TOKEN_MISMATCH", body = ErrorBody),
+        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn send(
     State(app): State<AppState>,
@@ -48,6 +49,7 @@ pub async fn send(
     if caller.is_sandbox() {
         return Ok(accepted(sandbox::send(&app, &caller, &req).await?, None));
     }
+    super::require_evm_ready(&app).await?;
     let op = app
         .engine
         .send(caller.tenant(), &req, key.as_deref())

@@ -61,7 +61,8 @@ pub async fn provision(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/fundings/{id}"))),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
-        (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody)),
+        (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody),
+        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn fund(
     State(app): State<AppState>,
@@ -77,6 +78,7 @@ pub async fn fund(
     if caller.is_sandbox() {
         return Ok(accepted(sandbox::fund(&app, &req)?, None));
     }
+    super::require_evm_ready(&app).await?;
     let op = app
         .engine
         .fund(caller.tenant(), &req, key.as_deref())
@@ -132,7 +134,8 @@ pub(crate) fn required_phone(
             headers(("Location" = String, description = "/v1/withdrawals/{id}"))),
         (status = 403, description = "NOT_A_MEMBER or SANDBOX_UNSUPPORTED", body = ErrorBody),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
-        (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody)),
+        (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody),
+        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn withdraw(
     State(app): State<AppState>,
@@ -151,6 +154,7 @@ pub async fn withdraw(
     if caller.is_sandbox() {
         return Err(ApiError::sandbox_unsupported("a withdrawal"));
     }
+    super::require_evm_ready(&app).await?;
     let op = app
         .engine
         .withdraw(caller.tenant(), &req, key.as_deref())

@@ -1,0 +1,296 @@
+//! The rails a server runs: simulated chains (`stablecoin-rails` `sim`) for every enabled
+//! rail, except EVM chains configured as real (`[rails.evm.<chain id>]`, feature `evm`),
+//! which run [`EvmRail`](stablecoin_rails::evm::EvmRail) over JSON-RPC with their send
+//! journal in the server's store.
+//!
+//! Sends are gated on readiness ([`ReadinessGate`]): a rail that is not READY answers
+//! 503 RAIL_NOT_READY before anything is accepted, so a chain whose sponsor runs low stops
+//! taking sends before they would start failing on chain.
+
+use crate::app::StartupError;
+use crate::config::Config;
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::memory::LocalSigner;
+use stablecoin_core::ports::{
+    Clock, KeyPurpose, Rail, RailId, RailJournal, Readiness, Store, StoreJournal,
+};
+use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A real chain, as the start-up banner describes it.
+#[derive(Clone, Debug)]
+pub struct LiveRail {
+    pub rail: RailId,
+    /// The key that signs sponsorships (the paymaster's verifying signer) and pays for
+    /// bundles: it needs native coin.
+    pub sponsor: String,
+    /// The service treasury's account: fundings are paid from it.
+    pub treasury: String,
+}
+
+/// Every rail of a server.
+pub struct Rails {
+    /// The simulated chains, by rail (test and demo controls: mint, faults, readiness).
+    pub sim: BTreeMap<RailId, Arc<SimRail>>,
+    /// The real chains.
+    pub live: BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>,
+}
+
+impl Rails {
+    /// Builds the rails of `config`. Real chains are not contacted here (an RPC outage
+    /// must not stop a restart that has payments to reconcile); their readiness is logged
+    /// and reported by `/health/ready`.
+    pub async fn build(
+        config: &Config,
+        signer: Arc<LocalSigner>,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Rails, StartupError> {
+        let journal: Arc<dyn RailJournal> = Arc::new(StoreJournal::new(store, clock));
+        let live = build_live(config, signer.clone(), journal).await?;
+        let sim = build_sim(config, signer, |id| live.contains_key(&id)).await?;
+        Ok(Rails { sim, live })
+    }
+
+    /// All rails, for the engine.
+    pub fn all(&self) -> Vec<Arc<dyn Rail>> {
+        self.sim
+            .values()
+            .map(|r| r.clone() as Arc<dyn Rail>)
+            .chain(self.live.values().map(|(r, _)| r.clone()))
+            .collect()
+    }
+}
+
+async fn build_sim(
+    config: &Config,
+    signer: Arc<LocalSigner>,
+    is_live: impl Fn(RailId) -> bool,
+) -> Result<BTreeMap<RailId, Arc<SimRail>>, StartupError> {
+    let mut profiles: Vec<SimProfile> = config
+        .rails
+        .evm_chains
+        .iter()
+        .map(|id| SimProfile::Evm(*id))
+        .collect();
+    if config.rails.tron {
+        profiles.push(SimProfile::Tron);
+    }
+    if config.rails.solana {
+        profiles.push(SimProfile::Solana);
+    }
+    let float = Micros::parse_whole_tokens(&config.sim.treasury_float)
+        .map_err(|e| StartupError::Rails(e.to_string()))?;
+    let mut rails = BTreeMap::new();
+    for p in profiles.into_iter().filter(|p| !is_live(p.rail_id())) {
+        let rail = Arc::new(SimRail::new(p, signer.clone(), SimConfig::for_profile(p)));
+        // The simulated chain lives in memory: give the service treasury its float again
+        // on every start.
+        if !float.is_zero() {
+            let treasury = rail
+                .address_for(&KeyPurpose::Treasury)
+                .await
+                .map_err(|e| StartupError::Rails(e.to_string()))?;
+            for token in Token::ALL {
+                rail.mint(&treasury, token, float)
+                    .map_err(|e| StartupError::Rails(e.to_string()))?;
+            }
+            rail.mine(1);
+        }
+        rails.insert(p.rail_id(), rail);
+    }
+    Ok(rails)
+}
+
+#[cfg(not(feature = "evm"))]
+async fn build_live(
+    config: &Config,
+    _signer: Arc<LocalSigner>,
+    _journal: Arc<dyn RailJournal>,
+) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
+    if !config.rails.evm.is_empty() {
+        return Err(StartupError::Rails(
+            "rails.evm: this server was built without the `evm` feature".into(),
+        ));
+    }
+    Ok(BTreeMap::new())
+}
+
+#[cfg(feature = "evm")]
+async fn build_live(
+    config: &Config,
+    signer: Arc<LocalSigner>,
+    journal: Arc<dyn RailJournal>,
+) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
+    use stablecoin_rails::evm::{EvmRail, HttpJsonRpc, SelfBundler};
+    let mut out = BTreeMap::new();
+    for (chain_id, settings) in config.rails.live_evm()? {
+        let evm_config = evm_config(chain_id, settings)
+            .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: {e}")))?;
+        let rpc = Arc::new(HttpJsonRpc::new(
+            settings.rpc_url.expose(),
+            Duration::from_millis(settings.rpc_timeout_ms),
+        ));
+        let bundler = Arc::new(SelfBundler::new(
+            rpc.clone(),
+            signer.clone(),
+            KeyPurpose::Sponsor,
+            evm_config.entry_point,
+            chain_id,
+        ));
+        let sponsor = bundler
+            .address()
+            .await
+            .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: sponsor key: {e}")))?;
+        let rail = EvmRail::new(evm_config, rpc, signer.clone(), bundler)
+            .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: {e}")))?
+            .with_journal(journal.clone());
+        let treasury = rail
+            .account_of(&KeyPurpose::Treasury)
+            .await
+            .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: {e}")))?;
+        let readiness = rail.readiness().await;
+        let id = RailId::Evm(chain_id);
+        tracing::info!(
+            rail = %id.name(),
+            status = ?readiness.status,
+            reasons = %readiness.reasons.join("; "),
+            sponsor = %sponsor,
+            treasury = %treasury,
+            "real EVM chain"
+        );
+        let info = LiveRail {
+            rail: id,
+            sponsor: sponsor.to_string(),
+            treasury: treasury.to_string(),
+        };
+        out.insert(id, (Arc::new(rail) as Arc<dyn Rail>, info));
+    }
+    Ok(out)
+}
+
+/// The rail profile of one configured chain: every address parsed, nothing defaulted
+/// that the operator must decide.
+#[cfg(feature = "evm")]
+pub fn evm_config(
+    chain_id: u64,
+    s: &crate::config::EvmChainSettings,
+) -> Result<stablecoin_rails::evm::EvmConfig, String> {
+    use stablecoin_rails::evm::{EvmAddress, EvmConfig, EvmToken};
+    let addr = |name: &str, v: &str| -> Result<EvmAddress, String> {
+        v.trim()
+            .parse::<EvmAddress>()
+            .map_err(|e| format!("{name} {v:?}: {e}"))
+    };
+    let token = |name: &str, t: &Option<crate::config::TokenSettings>| {
+        t.as_ref()
+            .map(|t| {
+                Ok::<_, String>(EvmToken {
+                    address: addr(name, &t.address)?,
+                    decimals: t.decimals,
+                })
+            })
+            .transpose()
+    };
+    let mut c = EvmConfig::new(
+        chain_id,
+        addr("entry_point", &s.entry_point)?,
+        addr("factory", &s.factory)?,
+        addr("paymaster", &s.paymaster)?,
+    );
+    c.usdc = token("usdc.address", &s.usdc)?;
+    c.usdt = token("usdt.address", &s.usdt)?;
+    c.min_paymaster_deposit_wei = s.min_paymaster_deposit_wei.0;
+    c.min_bundler_balance_wei = s.min_bundler_balance_wei.0;
+    c.confirmations = s.confirmations;
+    c.scan_start_block = s.scan_start_block;
+    if let Some(m) = s.max_scan_blocks {
+        c.max_scan_blocks = m.max(1);
+    }
+    c.validate()?;
+    Ok(c)
+}
+
+/// Readiness as the send routes see it. Simulated rails are asked every time (cheap, and
+/// tests flip them); real ones at most once per [`ReadinessGate::TTL`], since a readiness
+/// check is several RPC round trips.
+#[derive(Default)]
+pub struct ReadinessGate {
+    cached: Mutex<BTreeMap<RailId, (Instant, Readiness)>>,
+}
+
+impl ReadinessGate {
+    pub const TTL: Duration = Duration::from_secs(2);
+
+    pub async fn readiness(&self, rail: &Arc<dyn Rail>, live: bool) -> Readiness {
+        let id = rail.id();
+        if live
+            && let Ok(m) = self.cached.lock()
+            && let Some((at, r)) = m.get(&id)
+            && at.elapsed() < Self::TTL
+        {
+            return r.clone();
+        }
+        let r = rail.readiness().await;
+        if live && let Ok(mut m) = self.cached.lock() {
+            m.insert(id, (Instant::now(), r.clone()));
+        }
+        r
+    }
+}
+
+#[cfg(all(test, feature = "evm"))]
+mod tests {
+    use super::*;
+    use crate::config::{EvmChainSettings, Secret, TokenSettings, Wei};
+
+    fn settings() -> EvmChainSettings {
+        EvmChainSettings {
+            rpc_url: Secret::new("http://127.0.0.1:1"),
+            entry_point: "0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108".into(),
+            factory: "0x0000000000000000000000000000000000000f01".into(),
+            paymaster: "0x0000000000000000000000000000000000000f02".into(),
+            usdc: None,
+            usdt: Some(TokenSettings {
+                address: "0x0000000000000000000000000000000000000f03".into(),
+                decimals: 6,
+            }),
+            min_paymaster_deposit_wei: Wei(1),
+            min_bundler_balance_wei: Wei(2),
+            confirmations: 3,
+            scan_start_block: 4,
+            rpc_timeout_ms: 5,
+            max_scan_blocks: Some(0),
+        }
+    }
+
+    #[test]
+    fn a_chain_profile_takes_every_setting() {
+        let c = evm_config(8453, &settings()).unwrap();
+        assert_eq!(c.chain_id, 8453);
+        assert!(c.usdc.is_none());
+        assert_eq!(c.usdt.unwrap().decimals, 6);
+        assert_eq!(
+            (c.min_paymaster_deposit_wei, c.min_bundler_balance_wei),
+            (1, 2)
+        );
+        assert_eq!((c.confirmations, c.scan_start_block), (3, 4));
+        assert_eq!(c.max_scan_blocks, 1, "at least one block per scan");
+    }
+
+    #[test]
+    fn bad_addresses_and_decimals_name_the_setting() {
+        let mut s = settings();
+        s.paymaster = "0x1234".into();
+        assert!(evm_config(137, &s).unwrap_err().contains("paymaster"));
+        let mut s = settings();
+        s.entry_point = "0x4337084d9E255Ff0702461CF8895CE9E3b5Ff108".into();
+        let e = evm_config(137, &s).unwrap_err();
+        assert!(e.contains("entry_point"), "a bad EIP-55 checksum: {e}");
+        let mut s = settings();
+        s.usdt.as_mut().unwrap().decimals = 2;
+        assert!(evm_config(137, &s).unwrap_err().contains("decimals"));
+    }
+}

@@ -1,0 +1,297 @@
+//! The reference server on a real EVM chain: Anvil (chain id 137) running EntryPoint v0.8,
+//! SimpleAccountFactory, the service's VerifyingPaymaster and a 6-decimal USDC, configured
+//! through `[rails.evm.137]` exactly as an operator would, on SQLite, over loopback HTTP.
+//!
+//! Without an anvil binary the test prints SKIPPED and passes, unless `EVM_REQUIRE_ANVIL`
+//! is set (as `scripts/test` does).
+
+mod common;
+
+use common::{m, serve, temp_dir, test_config};
+use serde_json::{Value, json};
+use stablecoin_core::domain::fees::TenantPricing;
+use stablecoin_core::memory::LocalSigner;
+use stablecoin_core::ports::{ChainAddress, KeyPurpose};
+use stablecoin_rails::evm::JsonRpc;
+use stablecoin_rails::evm::abi::{self, Abi};
+use stablecoin_rails::evm::testkit::{World, find_anvil, owner_of, shared_anvil};
+use stablecoin_server::App;
+use stablecoin_server::config::{EvmChainSettings, Secret, StorageConfig, TokenSettings, Wei};
+use std::sync::Arc;
+
+const SEED: u8 = 0x5e;
+const A: &str = "+2250700000701";
+const B: &str = "+2250700000702";
+
+fn settings(w: &World, url: &str) -> EvmChainSettings {
+    EvmChainSettings {
+        rpc_url: Secret::new(url),
+        entry_point: w.config.entry_point.to_string(),
+        factory: w.config.factory.to_string(),
+        paymaster: w.config.paymaster.to_string(),
+        usdc: Some(TokenSettings {
+            address: w.usdc.to_string(),
+            decimals: 6,
+        }),
+        usdt: Some(TokenSettings {
+            address: w.usdt.to_string(),
+            decimals: 6,
+        }),
+        min_paymaster_deposit_wei: Wei(10u128.pow(17)),
+        min_bundler_balance_wei: Wei(10u128.pow(17)),
+        confirmations: 1,
+        scan_start_block: 0,
+        rpc_timeout_ms: 10_000,
+        max_scan_blocks: None,
+    }
+}
+
+async fn factory_address(w: &World, owner: &str) -> String {
+    let out = w
+        .node
+        .eth()
+        .call(
+            &w.config.factory,
+            &abi::call(
+                "getAddress(address,uint256)",
+                &[
+                    Abi::address(
+                        &owner
+                            .parse::<stablecoin_rails::evm::EvmAddress>()
+                            .unwrap()
+                            .0,
+                    ),
+                    Abi::uint(0),
+                ],
+            ),
+        )
+        .await
+        .unwrap();
+    abi::word(&out, 0)
+        .map(|w| stablecoin_rails::evm::rpc::topic_address(&w).to_string())
+        .unwrap()
+}
+
+async fn op_status(s: &common::Server, key: &str, loc: &str) -> Value {
+    let r = s.get(key, loc).await;
+    r.expect(200);
+    r.json()
+}
+
+#[tokio::test]
+async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
+    if find_anvil().is_none() {
+        assert!(
+            std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
+            "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
+        );
+        eprintln!("SKIPPED: no anvil binary");
+        return;
+    }
+    let url = shared_anvil(137).to_string();
+    let signer = Arc::new(LocalSigner::from_seed([SEED; 32]));
+    let w = World::deploy_for(&url, 137, true, signer.clone(), |_| {}).await;
+    let dir = temp_dir("evm-live");
+    let mut config = test_config();
+    config.master_seed = Some(Secret::new(format!("{SEED:02x}").repeat(32)));
+    config.storage = StorageConfig::Sqlite {
+        path: Some(dir.join("db.sqlite")),
+    };
+    config.rails.evm_chains = vec![137, 8453];
+    config.rails.evm.insert("137".into(), settings(&w, &url));
+    let app = App::build(config.clone()).await.expect("app builds");
+
+    // The banner tells the operator what to fund; the other chain stays simulated.
+    let banner = app.banner("127.0.0.1:8080".parse().unwrap());
+    let sponsor = owner_of(&*signer, &KeyPurpose::Sponsor).await;
+    let treasury = w.account(&KeyPurpose::Treasury).await;
+    assert!(banner.contains("real polygon"), "{banner}");
+    assert!(banner.contains("simulated base"), "{banner}");
+    assert!(banner.contains(&sponsor.to_string()), "{banner}");
+    assert!(banner.contains(&treasury.to_string()), "{banner}");
+    assert!(!banner.contains(&url), "the RPC URL is a secret");
+
+    let s = serve(app).await;
+    let ready = s
+        .send(reqwest::Method::GET, "/health/ready", None, None, &[])
+        .await;
+    assert_eq!(ready.json()["polygon"], "READY", "{}", ready.text());
+    assert_eq!(ready.json()["base"], "READY");
+
+    let t = s.tenant("Acme", "100").await;
+    let fee_account = w
+        .account(&KeyPurpose::Wallet("tenant_fee_acme".into()))
+        .await;
+    s.app
+        .engine()
+        .set_pricing(
+            &t.id,
+            TenantPricing::from_parts("FLAT", None, None, Some(250_000)).unwrap(),
+            Some(ChainAddress(fee_account.to_string())),
+        )
+        .await
+        .unwrap();
+    // The treasury account holds the tokens fundings pay out (the operator's deposit).
+    w.mint(w.usdc, &treasury, 100_000_000).await;
+
+    // Provisioning is offline and gives the factory's counterfactual address.
+    let pa = s.provision(&t.live, A).await;
+    let pb = s.provision(&t.live, B).await;
+    for p in [&pa, &pb] {
+        assert_eq!(p["rail"], "polygon");
+        let owner = owner_of(
+            &*signer,
+            &KeyPurpose::Wallet(p["wallet_id"].as_str().unwrap().into()),
+        )
+        .await;
+        assert_eq!(
+            p["address"].as_str().unwrap().to_lowercase(),
+            factory_address(&w, &owner.to_string()).await.to_lowercase()
+        );
+        let code = w
+            .node
+            .eth()
+            .code(&p["address"].as_str().unwrap().parse().unwrap())
+            .await
+            .unwrap();
+        assert!(code.is_empty(), "not deployed by provisioning");
+    }
+    let addr_a: stablecoin_rails::evm::EvmAddress =
+        pa["address"].as_str().unwrap().parse().unwrap();
+    let addr_b: stablecoin_rails::evm::EvmAddress =
+        pb["address"].as_str().unwrap().parse().unwrap();
+
+    // Fund A on chain.
+    let r = s
+        .post(
+            &t.live,
+            "/v1/users/fund",
+            &json!({"phone_number": A, "token": "USDC", "amount": "20"}).to_string(),
+        )
+        .await;
+    r.expect(202);
+    let fund_loc = r.header("location").unwrap();
+    s.settle().await;
+    let f = op_status(&s, &t.live, &fund_loc).await;
+    assert_eq!(f["status"], "SETTLED", "{f}");
+    assert_eq!(w.usdc_of(&addr_a).await, 20_000_000);
+    // tx_hash is the bundle transaction: a handleOps call to the EntryPoint.
+    let tx = f["tx_hash"].as_str().unwrap();
+    let onchain = w
+        .node
+        .rpc
+        .request("eth_getTransactionByHash", json!([tx]))
+        .await
+        .unwrap();
+    assert_eq!(
+        onchain["to"].as_str().unwrap().to_lowercase(),
+        w.config.entry_point.to_string().to_lowercase()
+    );
+
+    // P2P with the service fee (0.30%) and the tenant's flat fee in one bundle.
+    let r = s
+        .post(
+            &t.live,
+            "/v1/transfers/send",
+            &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC",
+                    "quote_id": "DIRECT_CRYPTO:USDC:10"})
+            .to_string(),
+        )
+        .await;
+    r.expect(202);
+    let sent = r.json();
+    let send_loc = r.header("location").unwrap();
+    s.settle().await;
+    let tr = op_status(&s, &t.live, &send_loc).await;
+    assert_eq!(tr["status"], "SETTLED", "{tr}");
+    let service_fee = m(sent["service_fee"].as_str().unwrap()).0 as u128;
+    let tenant_fee = m(sent["tenant_fee"].as_str().unwrap()).0 as u128;
+    let received = m(sent["recipient_amount"].as_str().unwrap()).0 as u128;
+    assert_eq!(service_fee, 30_000);
+    assert_eq!(tenant_fee, 250_000);
+    assert_eq!(received + service_fee + tenant_fee, 10_000_000);
+    let fees = w.account(&KeyPurpose::ServiceFees).await;
+    assert_eq!(w.usdc_of(&addr_b).await, received);
+    assert_eq!(w.usdc_of(&fee_account).await, tenant_fee);
+    assert_eq!(w.usdc_of(&fees).await, service_fee);
+    assert_eq!(w.usdc_of(&addr_a).await, 10_000_000);
+    let bal = s
+        .get(
+            &t.live,
+            &format!("/v1/users/balance?phone_number=%2B{}", &A[1..]),
+        )
+        .await;
+    bal.expect(200);
+    assert_eq!(bal.json()["balance_usdc"], "10.000000", "{}", bal.text());
+    // All gas sponsored: the accounts never held native coin.
+    assert_eq!(w.node.native_balance(&addr_a).await, 0);
+    assert_eq!(w.node.native_balance(&addr_b).await, 0);
+
+    // An external ERC-20 transfer into B is credited once, from the scanner.
+    w.mint(w.usdc, &addr_b, 3_000_000).await;
+    s.settle().await;
+    let bal = s
+        .get(
+            &t.live,
+            &format!("/v1/users/balance?phone_number=%2B{}", &B[1..]),
+        )
+        .await;
+    assert_eq!(
+        m(bal.json()["balance_usdc"].as_str().unwrap()).0 as u128,
+        received + 3_000_000
+    );
+    let cursor = s
+        .app
+        .engine()
+        .ports()
+        .store
+        .get("scan_cursor", "polygon")
+        .await
+        .unwrap()
+        .expect("the scan cursor is persisted");
+    let scanned_to: u64 = cursor.body["cursor"].as_str().unwrap().parse().unwrap();
+    assert!(scanned_to > 0, "{cursor:?}");
+
+    // Sponsor health: a bundler below its threshold stops sends with a reason (503)
+    // before they would fail on chain; provisioning and reads go on.
+    w.node.set_balance(&sponsor, 1).await;
+    tokio::time::sleep(stablecoin_server::rails::ReadinessGate::TTL).await;
+    let r = s
+        .post(
+            &t.live,
+            "/v1/users/fund",
+            &json!({"phone_number": A, "token": "USDC", "amount": "1"}).to_string(),
+        )
+        .await;
+    r.expect_err(503, "RAIL_NOT_READY");
+    assert!(r.text().contains("bundler"), "{}", r.text());
+    let ready = s
+        .send(reqwest::Method::GET, "/health/ready", None, None, &[])
+        .await;
+    assert_eq!(ready.json()["polygon"], "INBOUND_READY", "{}", ready.text());
+    w.node
+        .set_balance(&sponsor, 10 * stablecoin_rails::evm::testkit::ETH)
+        .await;
+    let mut s = s;
+    s.shutdown().await;
+    drop(s);
+
+    // A restart on the same database: same addresses, nothing credited twice.
+    let app = App::build(config).await.expect("app restarts");
+    let s = serve(app).await;
+    let again = s.provision(&t.live, A).await;
+    assert_eq!(again["outcome"], "ALREADY_EXISTS");
+    assert_eq!(again["address"], pa["address"]);
+    s.settle().await;
+    let bal = s
+        .get(
+            &t.live,
+            &format!("/v1/users/balance?phone_number=%2B{}", &B[1..]),
+        )
+        .await;
+    assert_eq!(
+        m(bal.json()["balance_usdc"].as_str().unwrap()).0 as u128,
+        received + 3_000_000
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
