@@ -7,10 +7,10 @@
 mod tron_node;
 
 use stablecoin_core::domain::money::{Micros, Token};
-use stablecoin_core::memory::LocalSigner;
+use stablecoin_core::memory::{LocalSigner, MemoryStore, SystemClock};
 use stablecoin_core::ports::{
     ChainAddress, Curve, KeyPurpose, LegRole, PaymentLeg, Rail, RailError, RailPayment,
-    ReadinessStatus, Signer, SubmissionStatus,
+    ReadinessStatus, Signer, StoreJournal, SubmissionStatus,
 };
 use stablecoin_rails::tron::client::{BroadcastOutcome, HttpTronApi, TronApi};
 use stablecoin_rails::tron::tx::{self, Resource, TxHeader};
@@ -26,6 +26,8 @@ const BANDWIDTH: i32 = 0;
 struct Env {
     node: TronNode,
     rail: TronRail,
+    /// Where the rail's send journal lives (a restarted rail over it finds its sends).
+    store: Arc<MemoryStore>,
     api: Arc<HttpTronApi>,
     signer: Arc<LocalSigner>,
     usdt: TronAddress,
@@ -48,12 +50,18 @@ async fn env_with(backend: TokenBackend, config_edit: impl FnOnce(&mut TronConfi
     config.poll_interval = Duration::from_millis(5);
     config.inclusion_timeout = Duration::from_secs(3);
     config_edit(&mut config);
+    let store = Arc::new(MemoryStore::new());
     let rail = TronRail::new(api.clone(), signer.clone(), config)
         .await
-        .unwrap();
+        .unwrap()
+        .with_journal(Arc::new(StoreJournal::new(
+            store.clone(),
+            Arc::new(SystemClock),
+        )));
     Env {
         node,
         rail,
+        store,
         api,
         signer,
         usdt,
@@ -474,7 +482,24 @@ async fn lost_response(backend: TokenBackend) {
         "only the two undelegations"
     );
 
-    // A rail restarted without its memory finds it again once re-seeded from the
+    // A rail restarted over the same journal reconciles by txID and sends nothing.
+    let journaled = TronRail::new(e.api.clone(), e.signer.clone(), e.rail.config().clone())
+        .await
+        .unwrap()
+        .with_journal(Arc::new(StoreJournal::new(
+            e.store.clone(),
+            Arc::new(SystemClock),
+        )));
+    match journaled.status("op-lost").await.unwrap() {
+        SubmissionStatus::Confirmed { tx_hash, .. } => assert_eq!(tx_hash, recorded),
+        other => panic!("{other:?}"),
+    }
+    let again = journaled.submit(&payment).await.unwrap();
+    assert_eq!(again.tx_hash.as_deref(), Some(recorded.as_str()));
+    assert_eq!(e.node.accepted().await, accepted + 2, "nothing sent again");
+    assert_eq!(e.node.usdt_balance(&raw(&recipient)).await, 7_000_000);
+
+    // A rail restarted without a journal finds it again once re-seeded from the
     // engine's persisted tx_hash.
     let restarted = TronRail::new(e.api.clone(), e.signer.clone(), e.rail.config().clone())
         .await

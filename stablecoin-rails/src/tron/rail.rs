@@ -23,10 +23,12 @@
 //!   the delegatable stake for one sponsored send (then `submit` answers `Unavailable`:
 //!   the server's 503); `READY` when sponsored sends may be called. Readiness never
 //!   certifies the deposit scanner.
-//! - `status(payment_id)` reads the transaction by its txID. The payment id -> txID map
-//!   lives in this rail's memory: after a restart the host must re-seed it with
-//!   [`TronRail::restore_submission`] from the `tx_hash` the engine persisted (the txID
-//!   depends on the reference block, so it cannot be derived from the payment id).
+//! - `status(payment_id)` reads the transaction by its txID. The payment id -> txID
+//!   record (with the expiry and the delegations still to reclaim) is written to the
+//!   [`RailJournal`] before the broadcast (the txID depends on the reference block, so it
+//!   cannot be derived from the payment id): with a durable journal
+//!   ([`TronRail::with_journal`]) a restarted rail reconciles by txID. Hosts without one
+//!   can re-seed a record with [`TronRail::restore_submission`].
 //! - `scan` reads blocks with `/wallet/gettransactioninfobyblocknum` and returns the
 //!   USDT `Transfer` events of successful transactions; the cursor is the next block
 //!   number and only passes blocks at the confirmation depth (19 by default).
@@ -37,8 +39,9 @@ use super::tx::{self, Resource, SignedTx, TxHeader, UnsignedTx};
 use async_trait::async_trait;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
-    ChainAddress, Curve, Inbound, KeyPurpose, LegRole, Rail, RailError, RailId, RailPayment,
-    Readiness, ReadinessStatus, ScanBatch, Signer, SignerError, Submission, SubmissionStatus,
+    ChainAddress, Curve, Inbound, KeyPurpose, LegRole, MemoryJournal, Rail, RailError, RailId,
+    RailJournal, RailPayment, Readiness, ReadinessStatus, ScanBatch, Signer, SignerError,
+    Submission, SubmissionStatus,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -111,13 +114,56 @@ struct PaymentRecord {
     delegations: Vec<(Resource, u64)>,
 }
 
+impl PaymentRecord {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "txid": hex::encode(self.txid),
+            "expiration_ms": self.expiration_ms,
+            "customer": self.customer.to_base58(),
+            "delegations": self
+                .delegations
+                .iter()
+                .map(|(r, sun)| serde_json::json!({"resource": r.name(), "sun": sun}))
+                .collect::<Vec<_>>(),
+        })
+    }
+
+    fn from_json(v: &serde_json::Value) -> Option<PaymentRecord> {
+        let txid = hex::decode(v.get("txid")?.as_str()?)
+            .ok()?
+            .try_into()
+            .ok()?;
+        let delegations = v
+            .get("delegations")?
+            .as_array()?
+            .iter()
+            .map(|d| {
+                let resource = match d.get("resource")?.as_str()? {
+                    "ENERGY" => Resource::Energy,
+                    "BANDWIDTH" => Resource::Bandwidth,
+                    _ => return None,
+                };
+                Some((resource, d.get("sun")?.as_u64()?))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(PaymentRecord {
+            txid,
+            expiration_ms: v.get("expiration_ms")?.as_i64()?,
+            customer: TronAddress::parse(v.get("customer")?.as_str()?).ok()?,
+            delegations,
+        })
+    }
+}
+
 /// The TRON rail. See the module documentation.
 pub struct TronRail {
     api: Arc<dyn TronApi>,
     signer: Arc<dyn Signer>,
     config: TronConfig,
     sponsor: TronAddress,
+    /// Read-through cache of `journal`.
     payments: Mutex<HashMap<String, PaymentRecord>>,
+    journal: Arc<dyn RailJournal>,
     /// One submit at a time: the sponsor's transactions are sequential.
     submit_lock: tokio::sync::Mutex<()>,
 }
@@ -183,12 +229,51 @@ impl TronRail {
             config,
             sponsor,
             payments: Mutex::new(HashMap::new()),
+            journal: Arc::new(MemoryJournal::new()),
             submit_lock: tokio::sync::Mutex::new(()),
         })
     }
 
+    /// Keeps the payment records in `journal` (a deployment passes a durable one, such
+    /// as `StoreJournal` over its database) instead of in memory.
+    pub fn with_journal(mut self, journal: Arc<dyn RailJournal>) -> Self {
+        self.journal = journal;
+        self
+    }
+
     pub fn config(&self) -> &TronConfig {
         &self.config
+    }
+
+    /// The record of a payment, from memory or else from the journal.
+    async fn record(&self, payment_id: &str) -> Result<Option<PaymentRecord>, RailError> {
+        if let Some(r) = self.lock().get(payment_id).cloned() {
+            return Ok(Some(r));
+        }
+        let Some(entry) = self.journal.load("tron", payment_id).await? else {
+            return Ok(None);
+        };
+        if entry.is_null() {
+            // Rejected by the node: nothing in flight.
+            return Ok(None);
+        }
+        let r = PaymentRecord::from_json(&entry).ok_or_else(|| {
+            unavailable(format!("send journal: unreadable entry for {payment_id}"))
+        })?;
+        self.lock()
+            .entry(payment_id.to_string())
+            .or_insert_with(|| r.clone());
+        Ok(Some(r))
+    }
+
+    /// Writes the record of `payment_id` (`None`: nothing in flight) to the journal.
+    async fn persist(
+        &self,
+        payment_id: &str,
+        record: Option<&PaymentRecord>,
+    ) -> Result<(), RailError> {
+        let entry = record.map_or(serde_json::Value::Null, PaymentRecord::to_json);
+        self.journal.save("tron", payment_id, &entry).await
     }
 
     /// The sponsor account that activates accounts and lends Energy/Bandwidth.
@@ -425,10 +510,17 @@ impl TronRail {
         };
         if let Some((customer, delegations)) = owed {
             let left = self.reclaim(&customer, delegations).await;
-            if !left.is_empty()
-                && let Some(r) = self.lock().get_mut(payment_id)
-            {
-                r.delegations.extend(left);
+            let updated = {
+                let mut payments = self.lock();
+                payments.get_mut(payment_id).map(|r| {
+                    r.delegations.extend(left);
+                    r.clone()
+                })
+            };
+            // Best effort: a stale entry only makes a restarted rail try to reclaim
+            // again, which the node refuses harmlessly.
+            if let Some(r) = updated {
+                let _ = self.persist(payment_id, Some(&r)).await;
             }
         }
     }
@@ -470,8 +562,8 @@ impl TronRail {
     }
 
     async fn submit_locked(&self, payment: &RailPayment) -> Result<Submission, RailError> {
-        if let Some(hash) = self.tx_hash_of(&payment.id) {
-            return Ok(submission(&payment.id, hash));
+        if let Some(r) = self.record(&payment.id).await? {
+            return Ok(submission(&payment.id, hex::encode(r.txid)));
         }
         let (from, to, amount) = self.validate(payment)?;
         if derive(self.signer.as_ref(), &payment.from).await? != from {
@@ -568,16 +660,19 @@ impl TronRail {
                 return Err(e);
             }
         };
-        // Recorded before the broadcast, so a lost answer is reconciled by txID.
-        self.lock().insert(
-            payment.id.clone(),
-            PaymentRecord {
-                txid: signed.txid(),
-                expiration_ms: signed.expiration_ms(),
-                customer: from,
-                delegations: delegated,
-            },
-        );
+        // Recorded before the broadcast, so a lost answer (or a restart) is reconciled by
+        // txID. If the journal cannot take it, nothing is sent.
+        let record = PaymentRecord {
+            txid: signed.txid(),
+            expiration_ms: signed.expiration_ms(),
+            customer: from,
+            delegations: delegated,
+        };
+        if let Err(e) = self.persist(&payment.id, Some(&record)).await {
+            self.reclaim(&from, record.delegations).await;
+            return Err(e);
+        }
+        self.lock().insert(payment.id.clone(), record);
         match self.api.broadcast(&signed).await {
             Ok(BroadcastOutcome::Accepted) => Ok(submission(&payment.id, signed.txid_hex())),
             Ok(BroadcastOutcome::Rejected { code, .. }) if code == "DUP_TRANSACTION_ERROR" => {
@@ -586,6 +681,7 @@ impl TronRail {
             Ok(BroadcastOutcome::Rejected { code, message }) => {
                 // Definitely not submitted: forget it and give the resources back.
                 let record = self.lock().remove(&payment.id);
+                let _ = self.persist(&payment.id, None).await;
                 if let Some(r) = record {
                     self.reclaim(&from, r.delegations).await;
                 }
@@ -713,7 +809,7 @@ impl Rail for TronRail {
     }
 
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError> {
-        let Some(record) = self.lock().get(payment_id).cloned() else {
+        let Some(record) = self.record(payment_id).await? else {
             return Ok(SubmissionStatus::NotFound);
         };
         let tx_hash = hex::encode(record.txid);
