@@ -7,9 +7,10 @@ mod common;
 use common::*;
 use reqwest::Method;
 use serde_json::json;
+use stablecoin_core::domain::money::Token;
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::ports::{Batch, RailId, Record};
+use stablecoin_core::ports::{Batch, KeyPurpose, Rail, RailId, Record};
 use stablecoin_server::api::checkout::StoredPaymentSession;
 use stablecoin_server::api::types::PaymentSession;
 
@@ -651,7 +652,7 @@ async fn swaps_are_not_found_until_the_engine_has_them() {
 }
 
 #[tokio::test]
-async fn tron_and_solana_gate_on_readiness_and_answer_501() {
+async fn tron_and_solana_sends_gate_on_readiness_and_answer_501() {
     let s = start().await;
     let acme = s.tenant("Acme", "0").await;
     for (rail, prefix, token) in [
@@ -699,17 +700,25 @@ async fn tron_and_solana_gate_on_readiness_and_answer_501() {
         )
         .await
         .expect_err(400, "UNKNOWN_FIELD");
-        // Provision and balance: not implemented.
-        writes_nothing!(
-            s,
-            s.post(
+        // Solana provision and balance: not implemented (TRON's: see below).
+        if rail == RailId::Solana {
+            writes_nothing!(
+                s,
+                s.post(
+                    &acme.live,
+                    &format!("{prefix}/users/provision"),
+                    &json!({"phone_number": A}).to_string()
+                )
+                .await
+            )
+            .expect_err(501, "NOT_IMPLEMENTED");
+            s.get(
                 &acme.live,
-                &format!("{prefix}/users/provision"),
-                &json!({"phone_number": A}).to_string()
+                &format!("{prefix}/users/balance?phone_number=%2B2250700000001"),
             )
             .await
-        )
-        .expect_err(501, "NOT_IMPLEMENTED");
+            .expect_err(501, "NOT_IMPLEMENTED");
+        }
         s.post(
             &acme.test,
             &format!("{prefix}/users/provision"),
@@ -724,12 +733,6 @@ async fn tron_and_solana_gate_on_readiness_and_answer_501() {
         )
         .await
         .expect_err(400, "INVALID_PHONE");
-        s.get(
-            &acme.live,
-            &format!("{prefix}/users/balance?phone_number=%2B2250700000001"),
-        )
-        .await
-        .expect_err(501, "NOT_IMPLEMENTED");
         s.get(&acme.live, &format!("{prefix}/users/balance"))
             .await
             .expect_err(400, "INVALID_QUERY");
@@ -742,6 +745,81 @@ async fn tron_and_solana_gate_on_readiness_and_answer_501() {
     )
     .await
     .expect_err(400, "UNKNOWN_TOKEN");
+}
+
+/// `/v1/tron/users/*`: the phone's one wallet (same consent rules and outcomes as
+/// `/v1/users/provision`) gets a durable TRON address, and its USDT balance is read live.
+#[tokio::test]
+async fn tron_wallets_provision_offline_and_read_usdt_balances() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "0").await;
+    let beta = s.tenant("Beta", "0").await;
+    let tron = s.app.sim_rail(RailId::Tron).unwrap().clone();
+    let provision = |key: String, phone: &'static str| {
+        let s = &s;
+        async move {
+            let r = s
+                .post(
+                    &key,
+                    "/v1/tron/users/provision",
+                    &json!({"phone_number": phone}).to_string(),
+                )
+                .await;
+            r.expect(200);
+            r.json()
+        }
+    };
+    let p = provision(acme.live.clone(), A).await;
+    assert_eq!(p["outcome"], "PROVISIONED");
+    assert_eq!(p["rail"], "tron");
+    let wallet_id = p["wallet_id"].as_str().unwrap().to_string();
+    let expected = tron
+        .address_for(&KeyPurpose::Wallet(wallet_id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(p["address"], expected.0.as_str());
+    // Durable: asked again, and through the EVM route, it is the same wallet and address.
+    let again = provision(acme.live.clone(), A).await;
+    assert_eq!(again["outcome"], "ALREADY_EXISTS");
+    assert_eq!(again["address"], p["address"]);
+    let evm = s.provision(&acme.live, A).await;
+    assert_eq!(evm["wallet_id"], wallet_id.as_str());
+    assert_ne!(evm["address"], p["address"]);
+    // Another tenant meets the same consent rule as on /v1/users/provision.
+    let other = provision(beta.live.clone(), A).await;
+    assert_eq!(other["outcome"], "LINK_REQUIRED");
+    assert_eq!(other["wallet_id"], wallet_id.as_str());
+
+    // Zero TRX, USDT received: the balance is a live read.
+    let balance = |key: String, phone: &'static str| {
+        let s = &s;
+        async move {
+            s.get(
+                &key,
+                &format!("/v1/tron/users/balance?phone_number=%2B{}", &phone[1..]),
+            )
+            .await
+        }
+    };
+    let r = balance(acme.live.clone(), A).await;
+    r.expect(200);
+    assert_eq!(r.json()["balance_usdt"], "0.000000");
+    tron.mint(&expected, Token::Usdt, m("25")).unwrap();
+    tron.mine(1);
+    let r = balance(acme.live.clone(), A).await;
+    r.expect(200);
+    assert_eq!(r.json()["balance_usdt"], "25.000000");
+    assert_eq!(r.json()["address"], p["address"]);
+    assert_eq!(r.json()["rail"], "tron");
+
+    // Not a member: 403; a wallet with no TRON address yet: 404.
+    balance(beta.live.clone(), A)
+        .await
+        .expect_err(403, "NOT_A_MEMBER");
+    s.provision(&acme.live, B).await;
+    balance(acme.live.clone(), B)
+        .await
+        .expect_err(404, "NOT_FOUND");
 }
 
 #[tokio::test]

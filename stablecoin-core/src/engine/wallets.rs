@@ -7,6 +7,7 @@ use crate::domain::ids::{ChallengeId, EventId, TenantId, WalletId};
 use crate::domain::money::Token;
 use crate::domain::phone::Phone;
 use crate::error::{CoreError, CoreResult};
+use crate::ports::rail::{ChainAddress, Rail, RailId};
 use crate::ports::record::{Record, Versioned, get_record, get_record_by_unique};
 use crate::ports::services::{SmsKind, SmsMessage};
 use crate::ports::signer::KeyPurpose;
@@ -133,6 +134,69 @@ impl Engine {
         }
         Err(CoreError::Conflict {
             what: format!("wallet for {}", phone.masked()),
+        })
+    }
+
+    /// `POST /v1/tron/users/provision`: the phone's wallet, provisioned or adopted under
+    /// the same consent rules as [`Engine::provision`], and its address on `rail_id`.
+    /// The address derives from the wallet's key (not the phone), so it is durable: the
+    /// same wallet always gets the same address, across phone changes too. It is recorded
+    /// on the wallet so the rail's deposits find their wallet.
+    pub async fn provision_on(
+        &self,
+        tenant: &TenantId,
+        phone: &Phone,
+        rail_id: RailId,
+    ) -> CoreResult<ProvisionView> {
+        let rail = self.rail(rail_id)?.clone();
+        let mut view = self.provision(tenant, phone).await?;
+        let wallet_id = WalletId(view.wallet_id.clone());
+        view.address = self.wallet_address_on(&wallet_id, &rail).await?.0;
+        view.rail = rail_id.name();
+        Ok(view)
+    }
+
+    /// The wallet's address on `rail`, derived once and recorded on the wallet.
+    async fn wallet_address_on(
+        &self,
+        wallet_id: &WalletId,
+        rail: &std::sync::Arc<dyn Rail>,
+    ) -> CoreResult<ChainAddress> {
+        let name = rail.id().name();
+        for _ in 0..3 {
+            let v = get_record::<Wallet>(&*self.ports.store, &wallet_id.0)
+                .await?
+                .ok_or_else(|| CoreError::NotFound {
+                    kind: "wallet",
+                    id: wallet_id.0.clone(),
+                })?;
+            if let Some(a) = v.record.address(&name) {
+                return Ok(a.clone());
+            }
+            let purpose = KeyPurpose::Wallet(wallet_id.0.clone());
+            let address = rail.address_for(&purpose).await.map_err(super::rail_err)?;
+            rail.prepare_wallet(&purpose)
+                .await
+                .map_err(super::rail_err)?;
+            let mut w = v.record;
+            w.addresses.insert(name.clone(), address.clone());
+            w.updated_at = self.now();
+            match self
+                .commit(Batch {
+                    puts: vec![w.update(v.version)?],
+                    ..Default::default()
+                })
+                .await
+            {
+                Ok(_) => return Ok(address),
+                // Changed meanwhile (a member linked, another request recorded it): read
+                // again.
+                Err(CoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(CoreError::Conflict {
+            what: format!("wallet {} address on {name}", wallet_id.0),
         })
     }
 
@@ -391,10 +455,33 @@ impl Engine {
     /// `GET /v1/users/balance`: a live on-chain read. Members only: a balance is the
     /// customer's private data, and consent is what makes a tenant a member.
     pub async fn balance(&self, tenant: &TenantId, phone: &Phone) -> CoreResult<BalanceView> {
-        let rail = self.evm_rail()?;
+        let rail = self.evm_rail()?.id();
+        let (w, address, b) = self
+            .balances_on(tenant, phone, rail, &[Token::Usdc, Token::Usdt])
+            .await?;
+        Ok(BalanceView {
+            phone_number: w.phone.to_string(),
+            address: address.0,
+            rail: rail.name(),
+            balance_usdc: b[0].to_decimal_string(),
+            balance_usdt: b[1].to_decimal_string(),
+        })
+    }
+
+    /// Live balances of the phone's wallet on `rail_id` (`GET /v1/users/balance`,
+    /// `GET /v1/tron/users/balance`), members only. A wallet without an address on the
+    /// rail yet is 404: it is provisioned there first.
+    pub async fn balances_on(
+        &self,
+        tenant: &TenantId,
+        phone: &Phone,
+        rail_id: RailId,
+        tokens: &[Token],
+    ) -> CoreResult<(Wallet, ChainAddress, Vec<crate::domain::money::Micros>)> {
+        let rail = self.rail(rail_id)?;
         let w = self.require_wallet(phone).await?.record;
         w.require_member(tenant)?;
-        let name = rail.id().name();
+        let name = rail_id.name();
         let address = w
             .address(&name)
             .cloned()
@@ -402,21 +489,11 @@ impl Engine {
                 kind: "wallet address",
                 id: name.clone(),
             })?;
-        let usdc = rail
-            .balance(&address, Token::Usdc)
-            .await
-            .map_err(super::rail_err)?;
-        let usdt = rail
-            .balance(&address, Token::Usdt)
-            .await
-            .map_err(super::rail_err)?;
-        Ok(BalanceView {
-            phone_number: w.phone.to_string(),
-            address: address.0,
-            rail: name,
-            balance_usdc: usdc.to_decimal_string(),
-            balance_usdt: usdt.to_decimal_string(),
-        })
+        let mut out = Vec::with_capacity(tokens.len());
+        for t in tokens {
+            out.push(rail.balance(&address, *t).await.map_err(super::rail_err)?);
+        }
+        Ok((w, address, out))
     }
 
     /// Whether a phone has a wallet.

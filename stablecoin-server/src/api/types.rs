@@ -262,6 +262,18 @@ pub struct BalanceResponse {
     pub balance_usdt: String,
 }
 
+/// `GET /v1/tron/users/balance`: the live USDT balance of the wallet's TRON address.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct TronBalanceResponse {
+    pub phone_number: String,
+    #[schema(example = "TJRabPrwbZy45sbavfcjinPJC18kjpRTv8")]
+    pub address: String,
+    #[schema(example = "tron")]
+    pub rail: String,
+    #[schema(example = "25.000000")]
+    pub balance_usdt: String,
+}
+
 impl From<BalanceView> for BalanceResponse {
     fn from(v: BalanceView) -> Self {
         let BalanceView {
