@@ -14,6 +14,8 @@
 //! - `tron`: native TRON USDT; `solana` (+ `solana-test`): SPL USDC/USDT.
 
 mod cursor;
+#[cfg(any(feature = "tron", feature = "evm"))]
+mod journal;
 
 #[cfg(feature = "sim")]
 pub mod sim;

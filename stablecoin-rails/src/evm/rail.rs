@@ -373,13 +373,16 @@ impl EvmRail {
         if let Some(s) = self.submitted(payment_id) {
             return Ok(Some(s));
         }
-        let name = self.id().name();
-        let Some(entry) = self.durable.load(&name, payment_id).await? else {
+        let Some(s) = crate::journal::load_entry(
+            &*self.durable,
+            &self.id().name(),
+            payment_id,
+            Submitted::from_json,
+        )
+        .await?
+        else {
             return Ok(None);
         };
-        let s = Submitted::from_json(&entry).ok_or_else(|| RailError::Unavailable {
-            reason: format!("send journal: unreadable entry for {payment_id}"),
-        })?;
         if let Ok(mut j) = self.journal.lock() {
             j.insert(payment_id.to_string(), s.clone());
         }

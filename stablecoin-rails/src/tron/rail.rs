@@ -250,16 +250,16 @@ impl TronRail {
         if let Some(r) = self.lock().get(payment_id).cloned() {
             return Ok(Some(r));
         }
-        let Some(entry) = self.journal.load("tron", payment_id).await? else {
+        let Some(r) = crate::journal::load_entry(
+            &*self.journal,
+            "tron",
+            payment_id,
+            PaymentRecord::from_json,
+        )
+        .await?
+        else {
             return Ok(None);
         };
-        if entry.is_null() {
-            // Rejected by the node: nothing in flight.
-            return Ok(None);
-        }
-        let r = PaymentRecord::from_json(&entry).ok_or_else(|| {
-            unavailable(format!("send journal: unreadable entry for {payment_id}"))
-        })?;
         self.lock()
             .entry(payment_id.to_string())
             .or_insert_with(|| r.clone());
