@@ -396,6 +396,26 @@ struct LossyRpc {
     sends: AtomicUsize,
 }
 
+impl LossyRpc {
+    fn over(w: &World) -> Arc<LossyRpc> {
+        Arc::new(LossyRpc {
+            inner: w.node.rpc.clone(),
+            sends: AtomicUsize::new(0),
+        })
+    }
+}
+
+/// The reported hash is a real transaction, and it succeeded.
+async fn assert_bundle_succeeded(w: &World, tx: &str) {
+    let receipt = w
+        .node
+        .rpc
+        .request("eth_getTransactionReceipt", json!([tx]))
+        .await
+        .unwrap();
+    assert_eq!(receipt["status"], "0x1");
+}
+
 #[async_trait::async_trait]
 impl JsonRpc for LossyRpc {
     async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
@@ -417,10 +437,7 @@ impl JsonRpc for LossyRpc {
 async fn a_bundle_whose_receipt_is_lost_is_reconciled_to_settled_without_a_second_send() {
     require_anvil!();
     let w = World::on_shared(137).await;
-    let lossy = Arc::new(LossyRpc {
-        inner: w.node.rpc.clone(),
-        sends: AtomicUsize::new(0),
-    });
+    let lossy = LossyRpc::over(&w);
     let rail = rail_over(&w.config, lossy.clone(), w.signer.clone());
     let alice_p = wallet("lost");
     let alice = w.account(&alice_p).await;
@@ -444,13 +461,7 @@ async fn a_bundle_whose_receipt_is_lost_is_reconciled_to_settled_without_a_secon
     assert_eq!(lossy.sends.load(Ordering::SeqCst), 1, "exactly one send");
     assert_eq!(w.usdc_of(&bob).await, w.base(5_000_000));
     // The reported hash is the real bundle transaction.
-    let receipt = w
-        .node
-        .rpc
-        .request("eth_getTransactionReceipt", json!([tx]))
-        .await
-        .unwrap();
-    assert_eq!(receipt["status"], "0x1");
+    assert_bundle_succeeded(&w, &tx).await;
 }
 
 /// A process that sent a bundle and died before learning its outcome: a new rail over
@@ -462,10 +473,7 @@ async fn a_restarted_rail_reconciles_an_in_flight_payment_from_the_journal() {
     let w = World::on_shared(137).await;
     let store = Arc::new(MemoryStore::new());
     let journal = || Arc::new(StoreJournal::new(store.clone(), Arc::new(SystemClock)));
-    let lossy = Arc::new(LossyRpc {
-        inner: w.node.rpc.clone(),
-        sends: AtomicUsize::new(0),
-    });
+    let lossy = LossyRpc::over(&w);
     let first = rail_over(&w.config, lossy.clone(), w.signer.clone()).with_journal(journal());
     let alice_p = wallet("restart");
     let alice = w.account(&alice_p).await;
@@ -496,13 +504,7 @@ async fn a_restarted_rail_reconciles_an_in_flight_payment_from_the_journal() {
     assert_eq!(lossy.sends.load(Ordering::SeqCst), 1, "exactly one send");
     assert_eq!(w.usdc_of(&bob).await, w.base(4_000_000));
     assert_eq!(w.usdc_of(&alice).await, w.base(5_000_000));
-    let receipt = w
-        .node
-        .rpc
-        .request("eth_getTransactionReceipt", json!([tx]))
-        .await
-        .unwrap();
-    assert_eq!(receipt["status"], "0x1");
+    assert_bundle_succeeded(&w, &tx).await;
 }
 
 #[tokio::test]

@@ -72,6 +72,18 @@ async fn factory_address(w: &World, owner: &str) -> String {
         .unwrap()
 }
 
+/// `GET /v1/users/balance` USDC, in micro-units.
+async fn usdc_balance(s: &common::Server, key: &str, phone: &str) -> u128 {
+    let r = s
+        .get(
+            key,
+            &format!("/v1/users/balance?phone_number=%2B{}", &phone[1..]),
+        )
+        .await;
+    r.expect(200);
+    m(r.json()["balance_usdc"].as_str().unwrap()).0 as u128
+}
+
 async fn op_status(s: &common::Server, key: &str, loc: &str) -> Value {
     let r = s.get(key, loc).await;
     r.expect(200);
@@ -230,16 +242,7 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
     // An external ERC-20 transfer into B is credited once, from the scanner.
     w.mint(w.usdc, &addr_b, 3_000_000).await;
     s.settle().await;
-    let bal = s
-        .get(
-            &t.live,
-            &format!("/v1/users/balance?phone_number=%2B{}", &B[1..]),
-        )
-        .await;
-    assert_eq!(
-        m(bal.json()["balance_usdc"].as_str().unwrap()).0 as u128,
-        received + 3_000_000
-    );
+    assert_eq!(usdc_balance(&s, &t.live, B).await, received + 3_000_000);
     let cursor = s
         .app
         .engine()
@@ -283,15 +286,6 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
     assert_eq!(again["outcome"], "ALREADY_EXISTS");
     assert_eq!(again["address"], pa["address"]);
     s.settle().await;
-    let bal = s
-        .get(
-            &t.live,
-            &format!("/v1/users/balance?phone_number=%2B{}", &B[1..]),
-        )
-        .await;
-    assert_eq!(
-        m(bal.json()["balance_usdc"].as_str().unwrap()).0 as u128,
-        received + 3_000_000
-    );
+    assert_eq!(usdc_balance(&s, &t.live, B).await, received + 3_000_000);
     let _ = std::fs::remove_dir_all(&dir);
 }
