@@ -2,6 +2,8 @@
 
 mod common;
 
+const BACKEND: common::Backend = common::Backend::Sim;
+
 use common::*;
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::domain::phone::Phone;

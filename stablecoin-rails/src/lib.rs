@@ -16,6 +16,8 @@
 mod cursor;
 #[cfg(any(feature = "tron", feature = "evm"))]
 mod journal;
+#[cfg(any(feature = "tron", feature = "evm"))]
+mod revert;
 
 #[cfg(feature = "sim")]
 pub mod sim;

@@ -1,8 +1,9 @@
-//! A local TRON HTTP API node for the rail's flow tests (test support, not shipped).
+//! A local TRON HTTP API node for flow tests (test support, feature `tron-test`).
 //!
-//! Included by `tests/tron_flows.rs` with `#[path]`; it has its own protobuf message
-//! definitions, address codec and signature recovery (k256), so it checks the rail's
-//! encoding instead of sharing it. It serves java-tron's `/wallet/*` HTTP API
+//! `stablecoin_rails::tron::testkit`, used by `tests/tron_flows.rs` and by the escrow
+//! lifecycle suite on the real rail. It shares no code with the rail: its own protobuf
+//! message definitions, address codec and signature recovery (k256), so it checks the
+//! rail's encoding instead of repeating it. It serves java-tron's `/wallet/*` HTTP API
 //! (`visible=false`: hex addresses) on 127.0.0.1:0 and stops when its handle is dropped
 //! (or with the test's runtime).
 //!
@@ -28,7 +29,13 @@
 //!   fee_limit / price), as java-tron computes it; Energy comes from stake first, then
 //!   burnt TRX; a call that needs more fails in its block with `OUT_OF_ENERGY`.
 //! - Blocks: with `automine` every accepted transaction is sealed in its own block
-//!   (3 s apart, deterministic timestamps from `genesis_ms`); `mine(n)` adds blocks.
+//!   (3 s apart, deterministic timestamps from `genesis_ms`); `mine(n)` adds blocks;
+//!   with `block_per_head_read` every `getnowblock` first seals a block, so the chain
+//!   advances as its clients poll it, without a wall clock.
+//! - Tokens: USDT and a USDC-like second TRC-20 (same bytecode, same issuer).
+//! - Test controls: async methods on [`TronNode`], and [`Controls`] for callers outside
+//!   an async context (queued, applied before the node's next answer). Faults: a lost
+//!   broadcast answer, a reverting TRC-20 call, the node down.
 //!
 //! Simplifications (NOT java-tron): Anvil's EVM (istanbul gas schedule) stands in for
 //! the TVM, whose Energy prices and dynamic energy factor differ; resource usage never
@@ -235,7 +242,12 @@ pub struct NodeConfig {
     pub create_account_fee_sun: u64,
     pub create_account_bandwidth_fee_sun: u64,
     pub usdt_contract: Addr,
+    /// A second TRC-20 (USDC-like, same bytecode and issuer) at its own address.
+    pub usdc_contract: Addr,
     pub usdt_issuer: Addr,
+    /// Produce a block before answering every `getnowblock`: the chain advances as its
+    /// clients poll it (block production without a wall clock).
+    pub block_per_head_read: bool,
 }
 
 impl Default for NodeConfig {
@@ -255,7 +267,9 @@ impl Default for NodeConfig {
             create_account_fee_sun: 1_000_000,
             create_account_bandwidth_fee_sun: 100_000,
             usdt_contract: addr_from_base58("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t").unwrap(),
+            usdc_contract: addr_from_base58("TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8").unwrap(),
             usdt_issuer: addr_from_base58("THPvaUhoh2Qn2y9THCZML3H815hhFhn5YC").unwrap(),
+            block_per_head_read: false,
         }
     }
 }
@@ -299,7 +313,8 @@ pub struct Chain {
     blocks: Vec<Block>,
     pub accounts: HashMap<Addr, Account>,
     delegations: HashMap<(Addr, Addr, i32), u64>,
-    token: HashMap<Addr, u128>,
+    /// Native ledger balances by (token contract, holder).
+    token: HashMap<(Addr, Addr), u128>,
     txs: HashMap<[u8; 32], Stored>,
     pending: Vec<[u8; 32]>,
     seen: HashSet<[u8; 32]>,
@@ -309,6 +324,76 @@ pub struct Chain {
     pub accepted: usize,
     seq: u64,
     evm: Option<Evm>,
+    /// The next TriggerSmartContract executes as a REVERT (fault injection).
+    revert_next_trigger: bool,
+    /// The next broadcast of this contract type never reaches the node (fault injection).
+    drop_next_request: Option<i32>,
+    controls: Arc<Controls>,
+}
+
+/// A change queued by a synchronous test control, applied (in order) by the next request
+/// before it reads anything: the node behaves as if it had happened at once.
+enum Control {
+    Mint {
+        contract: Addr,
+        to: Addr,
+        amount: u128,
+    },
+    Mine(u64),
+    Edit(Box<dyn FnOnce(&mut Chain) + Send>),
+}
+
+/// Test controls callable outside an async context (see [`TronNode::controls`]).
+#[derive(Default)]
+pub struct Controls {
+    queue: std::sync::Mutex<Vec<Control>>,
+    triggers_accepted: std::sync::atomic::AtomicUsize,
+}
+
+impl Controls {
+    fn push(&self, c: Control) {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).push(c);
+    }
+
+    /// Deposits `amount` of the token at `contract` to `to` (as [`TronNode::mint_token`]).
+    pub fn mint(&self, contract: Addr, to: Addr, amount: u128) {
+        self.push(Control::Mint {
+            contract,
+            to,
+            amount,
+        });
+    }
+
+    pub fn mine(&self, n: u64) {
+        self.push(Control::Mine(n));
+    }
+
+    /// Any change of the chain state (accounts, stakes, faults).
+    pub fn edit(&self, f: impl FnOnce(&mut Chain) + Send + 'static) {
+        self.push(Control::Edit(Box::new(f)));
+    }
+
+    /// The next TriggerSmartContract is accepted and executes as a REVERT.
+    pub fn revert_next_trigger(&self) {
+        self.edit(|c| c.revert_next_trigger = true);
+    }
+
+    /// The next broadcast of `contract_type` is processed but its answer is lost.
+    pub fn lose_next_broadcast_response(&self, contract_type: i32) {
+        self.edit(move |c| c.lose_next_response = Some(contract_type));
+    }
+
+    /// The next broadcast of `contract_type` is lost on its way: the node never sees it
+    /// and the client gets no answer.
+    pub fn drop_next_broadcast(&self, contract_type: i32) {
+        self.edit(move |c| c.drop_next_request = Some(contract_type));
+    }
+
+    /// TriggerSmartContract transactions the node accepted (reverted ones included).
+    pub fn triggers_accepted(&self) -> usize {
+        self.triggers_accepted
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// A refusal at broadcast: java-tron's `response_code` and message.
@@ -354,10 +439,46 @@ impl Chain {
             accepted: 0,
             seq: 0,
             evm: None,
+            revert_next_trigger: false,
+            drop_next_request: None,
+            controls: Arc::new(Controls::default()),
         };
-        let contract = chain.config.usdt_contract;
-        chain.accounts.insert(contract, Account::default());
+        for contract in chain.tokens() {
+            chain.accounts.insert(contract, Account::default());
+        }
         chain
+    }
+
+    /// The token contracts the node serves: USDT, then USDC.
+    pub fn tokens(&self) -> [Addr; 2] {
+        [self.config.usdt_contract, self.config.usdc_contract]
+    }
+
+    async fn apply_controls(&mut self) {
+        let queued = std::mem::take(
+            &mut *self
+                .controls
+                .queue
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for c in queued {
+            match c {
+                Control::Mint {
+                    contract,
+                    to,
+                    amount,
+                } => {
+                    self.mint_token(&contract, &to, amount).await;
+                }
+                Control::Mine(n) => {
+                    for _ in 0..n {
+                        self.produce_block();
+                    }
+                }
+                Control::Edit(f) => f(self),
+            }
+        }
     }
 
     fn head(&self) -> &Block {
@@ -411,15 +532,20 @@ impl Chain {
             as u64
     }
 
+    /// The USDT balance of `a`.
     pub async fn token_balance(&self, a: &Addr) -> u128 {
+        self.token_balance_of(&self.config.usdt_contract, a).await
+    }
+
+    pub async fn token_balance_of(&self, contract: &Addr, a: &Addr) -> u128 {
         match &self.evm {
-            None => self.token.get(a).copied().unwrap_or(0),
+            None => self.token.get(&(*contract, *a)).copied().unwrap_or(0),
             Some(evm) => {
                 let mut data = hex::decode("70a08231").unwrap();
                 data.extend_from_slice(&[0u8; 12]);
                 data.extend_from_slice(&evm_of(a));
                 let out = evm
-                    .call(&evm_of(&self.config.usdt_contract), &data)
+                    .call(&evm_of(contract), &data)
                     .await
                     .expect("balanceOf on anvil");
                 u128::from_be_bytes(out[16..32].try_into().unwrap())
@@ -431,13 +557,19 @@ impl Chain {
     /// is synthetic (no signed transaction); on Anvil the issuer really calls `issue` and
     /// `transfer` on the token.
     pub async fn mint(&mut self, to: &Addr, amount: u128) -> [u8; 32] {
+        let usdt = self.config.usdt_contract;
+        self.mint_token(&usdt, to, amount).await
+    }
+
+    /// [`Chain::mint`] of the token at `contract`.
+    pub async fn mint_token(&mut self, contract: &Addr, to: &Addr, amount: u128) -> [u8; 32] {
         self.seq += 1;
         let txid: [u8; 32] = Sha256::digest(format!("mint/{}", self.seq)).into();
         let issuer = self.config.usdt_issuer;
-        let contract = self.config.usdt_contract;
+        let contract = *contract;
         let (logs, energy) = match self.evm.clone() {
             None => {
-                *self.token.entry(*to).or_default() += amount;
+                *self.token.entry((contract, *to)).or_default() += amount;
                 (vec![transfer_log(&contract, &issuer, to, amount)], 29_650)
             }
             Some(evm) => {
@@ -604,6 +736,11 @@ impl Chain {
         );
         self.pending.push(txid);
         self.accepted += 1;
+        if contract.r#type == TRIGGER {
+            self.controls
+                .triggers_accepted
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
         if self.config.automine {
             self.produce_block();
         }
@@ -864,7 +1001,7 @@ impl Chain {
         let c = pb::Trigger::decode(param).map_err(|e| validate_err(e.to_string()))?;
         let contract = addr_from_bytes(&c.contract_address)
             .ok_or_else(|| validate_err("Invalid contract address"))?;
-        if contract != self.config.usdt_contract {
+        if !self.tokens().contains(&contract) {
             return Err(validate_err("No contract or not a smart contract"));
         }
         if !(0..=MAX_FEE_LIMIT).contains(&fee_limit) {
@@ -886,7 +1023,27 @@ impl Chain {
                 "Not enough energy for 'SSTORE' operation executing: curInvokeEnergyLimit[{limit}], curOpEnergy[{needed}], usedEnergy[{limit}]"
             ))
         };
+        let forced_revert = std::mem::take(&mut self.revert_next_trigger);
         let (used, result, res_message, logs) = match self.evm.clone() {
+            _ if forced_revert => {
+                // Injected fault: the token reverts (as a blacklisted sender would).
+                let needed = 1_200;
+                if needed > limit {
+                    (
+                        limit,
+                        "OUT_OF_ENERGY",
+                        out_of_energy(needed.to_string()),
+                        vec![],
+                    )
+                } else {
+                    (
+                        needed,
+                        "REVERT",
+                        Some("REVERT opcode executed".to_string()),
+                        vec![],
+                    )
+                }
+            }
             None => {
                 // The native ledger: transfer(address,uint256) only, fixed costs.
                 enum Effect {
@@ -898,7 +1055,7 @@ impl Chain {
                     let amount = u128::from_be_bytes(c.data[52..68].try_into().unwrap());
                     if c.data[36..52].iter().any(|b| *b != 0)
                         || c.data[4..16].iter().any(|b| *b != 0)
-                        || self.token_balance(owner).await < amount
+                        || self.token_balance_of(&contract, owner).await < amount
                     {
                         Effect::Revert
                     } else {
@@ -908,7 +1065,9 @@ impl Chain {
                     Effect::Revert
                 };
                 let needed: u64 = match &effect {
-                    Effect::Transfer(to, _) if self.token_balance(to).await == 0 && to != owner => {
+                    Effect::Transfer(to, _)
+                        if self.token_balance_of(&contract, to).await == 0 && to != owner =>
+                    {
                         29_650
                     }
                     Effect::Transfer(..) => 14_650,
@@ -924,9 +1083,9 @@ impl Chain {
                 } else {
                     match effect {
                         Effect::Transfer(to, amount) => {
-                            *self.token.entry(*owner).or_default() -= amount;
-                            *self.token.entry(to).or_default() += amount;
-                            let log = transfer_log(&self.config.usdt_contract, owner, &to, amount);
+                            *self.token.entry((contract, *owner)).or_default() -= amount;
+                            *self.token.entry((contract, to)).or_default() += amount;
+                            let log = transfer_log(&contract, owner, &to, amount);
                             (needed, "SUCCESS", None, vec![log])
                         }
                         Effect::Revert => (
@@ -984,7 +1143,7 @@ impl Chain {
             receipt["net_fee"] = json!(net_fee);
         }
         let mut info = json!({
-            "contract_address": hex::encode(self.config.usdt_contract),
+            "contract_address": hex::encode(contract),
             "receipt": receipt,
             "contractResult": [if result == "SUCCESS" { format!("{:064x}", 1) } else { String::new() }],
             "log": logs,
@@ -1180,7 +1339,7 @@ pub fn find_anvil() -> Option<std::path::PathBuf> {
     })
 }
 
-async fn start_anvil(contract: &Addr) -> (tokio::process::Child, Evm) {
+async fn start_anvil(contracts: &[Addr]) -> (tokio::process::Child, Evm) {
     let bin = find_anvil().expect("anvil not found: set ANVIL or see scripts/tron/README.md");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -1223,12 +1382,14 @@ async fn start_anvil(contract: &Addr) -> (tokio::process::Child, Evm) {
     )
     .unwrap();
     let code = fixture["runtime_bytecode"].as_str().unwrap();
-    evm.rpc(
-        "anvil_setCode",
-        json!([hex0x(&evm_of(contract)), format!("0x{code}")]),
-    )
-    .await
-    .expect("anvil_setCode");
+    for contract in contracts {
+        evm.rpc(
+            "anvil_setCode",
+            json!([hex0x(&evm_of(contract)), format!("0x{code}")]),
+        )
+        .await
+        .expect("anvil_setCode");
+    }
     (child, evm)
 }
 
@@ -1258,7 +1419,8 @@ fn down() -> Response {
 
 macro_rules! guard {
     ($chain:expr) => {{
-        let c = $chain.lock().await;
+        let mut c = $chain.lock().await;
+        c.apply_controls().await;
         if c.down {
             return down();
         }
@@ -1279,7 +1441,10 @@ fn block_json(b: &Block) -> Value {
 }
 
 async fn getnowblock(State(s): State<Shared>) -> Response {
-    let c = guard!(s);
+    let mut c = guard!(s);
+    if c.config.block_per_head_read {
+        c.produce_block();
+    }
     Json(block_json(c.head())).into_response()
 }
 
@@ -1380,9 +1545,10 @@ async fn triggerconstantcontract(State(s): State<Shared>, Json(body): Json<Value
         Json(json!({"result": {"code": "CONTRACT_VALIDATE_ERROR", "message": hex::encode(m)}}))
             .into_response()
     };
-    if body_addr(&body, "contract_address") != Some(c.config.usdt_contract) {
+    let Some(contract) = body_addr(&body, "contract_address").filter(|a| c.tokens().contains(a))
+    else {
         return err("No contract or not a smart contract");
-    }
+    };
     let selector = body
         .get("function_selector")
         .and_then(Value::as_str)
@@ -1393,7 +1559,7 @@ async fn triggerconstantcontract(State(s): State<Shared>, Json(body): Json<Value
         // Any view call, executed by the token's bytecode.
         let mut data = Keccak256::digest(selector.as_bytes())[..4].to_vec();
         data.extend_from_slice(&parameter);
-        return match evm.call(&evm_of(&c.config.usdt_contract), &data).await {
+        return match evm.call(&evm_of(&contract), &data).await {
             Ok(out) => Json(json!({
                 "result": {"result": true},
                 "constant_result": [hex::encode(out)],
@@ -1412,7 +1578,7 @@ async fn triggerconstantcontract(State(s): State<Shared>, Json(body): Json<Value
     Json(json!({
         "result": {"result": true},
         "energy_used": 935,
-        "constant_result": [format!("{:064x}", c.token_balance(&who).await)],
+        "constant_result": [format!("{:064x}", c.token_balance_of(&contract, &who).await)],
     }))
     .into_response()
 }
@@ -1430,6 +1596,10 @@ async fn broadcasthex(State(s): State<Shared>, Json(body): Json<Value>) -> Respo
         .ok()
         .and_then(|t| t.raw_data)
         .and_then(|r| r.contract.first().map(|k| k.r#type));
+    if c.drop_next_request.is_some() && c.drop_next_request == kind {
+        c.drop_next_request = None;
+        return (StatusCode::BAD_GATEWAY, "").into_response();
+    }
     let lose = c.lose_next_response.is_some() && c.lose_next_response == kind;
     if lose {
         c.lose_next_response = None;
@@ -1509,6 +1679,7 @@ async fn gettransactioninfobyblocknum(
 pub struct TronNode {
     url: String,
     chain: Shared,
+    controls: Arc<Controls>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     anvil: Option<tokio::process::Child>,
 }
@@ -1527,11 +1698,11 @@ impl Drop for TronNode {
 impl TronNode {
     pub async fn start(config: NodeConfig) -> TronNode {
         let backend = config.backend;
-        let contract = config.usdt_contract;
         let mut chain = Chain::new(config);
+        let controls = chain.controls.clone();
         let mut anvil = None;
         if backend == TokenBackend::Anvil {
-            let (child, evm) = start_anvil(&contract).await;
+            let (child, evm) = start_anvil(&chain.tokens()).await;
             chain.evm = Some(evm);
             anvil = Some(child);
         }
@@ -1568,6 +1739,7 @@ impl TronNode {
         TronNode {
             url,
             chain,
+            controls,
             shutdown: Some(tx),
             anvil,
         }
@@ -1577,8 +1749,21 @@ impl TronNode {
         &self.url
     }
 
+    /// The chain state, after every queued control is applied.
     pub async fn chain(&self) -> MutexGuard<'_, Chain> {
-        self.chain.lock().await
+        let mut c = self.chain.lock().await;
+        c.apply_controls().await;
+        c
+    }
+
+    /// Controls callable without `.await` (applied before the node's next answer).
+    pub fn controls(&self) -> Arc<Controls> {
+        self.controls.clone()
+    }
+
+    /// A deposit of the token at `contract` (see [`Chain::mint`]).
+    pub async fn mint_token(&self, contract: &Addr, to: &Addr, amount: u128) -> String {
+        hex::encode(self.chain().await.mint_token(contract, to, amount).await)
     }
 
     /// Genesis-style: an account with `balance_sun` TRX.

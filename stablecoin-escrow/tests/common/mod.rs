@@ -1,7 +1,12 @@
-//! A whole escrow world in memory: MemoryStore, ManualClock, SeededEntropy, LocalSigner,
-//! the core engine (tenants, wallets) over a simulated EVM rail, and the simulated TRON
-//! rail escrow runs on.
+//! A whole escrow world: MemoryStore, ManualClock, SeededEntropy, LocalSigner, the core
+//! engine (tenants, wallets) over a simulated EVM rail, and the TRON rail escrow runs on:
+//! simulated, or the real `TronRail` on the local TRON node ([`chain`]), as the test
+//! crate's `BACKEND` constant says.
 #![allow(dead_code)]
+
+pub mod chain;
+
+pub use chain::{Backend, TestChain};
 
 use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::domain::money::{Micros, Token};
@@ -28,7 +33,7 @@ pub struct World {
     pub store: Arc<MemoryStore>,
     pub clock: Arc<ManualClock>,
     pub signer: Arc<LocalSigner>,
-    pub tron: Arc<SimRail>,
+    pub tron: Arc<TestChain>,
     pub core: Engine,
     pub ports: Ports,
     pub escrow: EscrowEngine,
@@ -65,11 +70,12 @@ impl World {
         let clock = Arc::new(ManualClock::new(START));
         let signer = Arc::new(LocalSigner::from_seed([42; 32]));
         let dyn_signer: Arc<dyn Signer> = signer.clone();
-        let tron = Arc::new(SimRail::new(
-            SimProfile::Tron,
-            dyn_signer.clone(),
-            SimConfig::for_profile(SimProfile::Tron),
-        ));
+        let tron = Arc::new(match crate::BACKEND {
+            Backend::Sim => TestChain::sim(dyn_signer.clone()),
+            Backend::Tron => {
+                TestChain::tron(dyn_signer.clone(), store.clone(), clock.clone()).await
+            }
+        });
         let evm = Arc::new(SimRail::new(
             SimProfile::Evm(137),
             dyn_signer.clone(),

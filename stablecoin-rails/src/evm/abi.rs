@@ -135,22 +135,7 @@ pub fn dynamic_bytes(data: &[u8], n: usize) -> Option<Vec<u8>> {
 
 /// A human-readable reason from revert data: `Error(string)`, `Panic(uint256)`, or hex.
 pub fn revert_reason(data: &[u8]) -> String {
-    if data.len() >= 4
-        && data[..4] == selector("Error(string)")
-        && let Some(s) = dynamic_bytes(&data[4..], 0)
-    {
-        return String::from_utf8_lossy(&s).into_owned();
-    }
-    if data.len() == 36 && data[..4] == selector("Panic(uint256)") {
-        return format!(
-            "panic 0x{:x}",
-            word_u128(&data[4..36].try_into().unwrap_or([0; 32])).unwrap_or(0)
-        );
-    }
-    if data.is_empty() {
-        return "reverted without a reason".into();
-    }
-    format!("reverted: 0x{}", hex::encode(data))
+    crate::revert::reason(data)
 }
 
 #[cfg(test)]

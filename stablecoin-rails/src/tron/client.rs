@@ -115,6 +115,8 @@ pub struct TxInfo {
     pub failed: bool,
     /// `resMessage`, decoded from hex.
     pub res_message: Option<String>,
+    /// `contractResult[0]`: the call's return data (the revert data of a REVERT).
+    pub contract_result: Vec<u8>,
     pub energy_usage_total: u64,
     pub energy_fee_sun: u64,
     pub net_usage: u64,
@@ -132,8 +134,20 @@ impl TxInfo {
                 .is_none_or(|r| r == "SUCCESS")
     }
 
-    /// A failure reason: the receipt result plus the node's message.
+    /// A failure reason: `execution reverted` (with the contract's reason, if it gave
+    /// one) for a REVERT, as the EVM tools word it, so every rail reports a revert alike;
+    /// otherwise the receipt result plus the node's message (`OUT_OF_ENERGY: ...`).
     pub fn failure_reason(&self) -> String {
+        if self.receipt_result.as_deref() == Some("REVERT") {
+            return if self.contract_result.is_empty() {
+                "execution reverted".to_string()
+            } else {
+                format!(
+                    "execution reverted: {}",
+                    crate::revert::reason(&self.contract_result)
+                )
+            };
+        }
         let result = self
             .receipt_result
             .clone()
@@ -393,6 +407,12 @@ pub fn parse_transaction_info(v: &Value) -> Result<Option<TxInfo>, ApiError> {
             .get("resMessage")
             .and_then(Value::as_str)
             .map(decode_message),
+        contract_result: v
+            .get("contractResult")
+            .and_then(|r| r.get(0))
+            .and_then(Value::as_str)
+            .and_then(|h| hex::decode(h).ok())
+            .unwrap_or_default(),
         energy_usage_total: u64_field(receipt, "energy_usage_total"),
         energy_fee_sun: u64_field(receipt, "energy_fee"),
         net_usage: u64_field(receipt, "net_usage"),

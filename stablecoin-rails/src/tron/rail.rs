@@ -55,6 +55,11 @@ pub const MAINNET_USDT: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 pub struct TronConfig {
     /// The USDT TRC-20 contract (6 decimals: one base unit is one micro-unit).
     pub usdt_contract: TronAddress,
+    /// A USDC TRC-20 contract, if the deployment reads and moves it. TRON wallets are USDT
+    /// (spec 1.1); with it, USDC sent to a watched address by mistake is detected by the
+    /// scanner and can be sent back (escrow's UNSUPPORTED_TOKEN recovery). `None`: USDC
+    /// is `Unsupported` and invisible to the scanner.
+    pub usdc_contract: Option<TronAddress>,
     /// Blocks (including the transaction's own) before a payment or deposit counts as
     /// confirmed. TRON finalizes after 19 (2/3 of the 27 super representatives + 1).
     pub confirmations: u64,
@@ -81,11 +86,20 @@ pub struct TronConfig {
 }
 
 impl TronConfig {
+    /// The TRC-20 contract of `token`, if this rail moves it.
+    pub fn contract_of(&self, token: Token) -> Option<TronAddress> {
+        match token {
+            Token::Usdt => Some(self.usdt_contract),
+            Token::Usdc => self.usdc_contract,
+        }
+    }
+
     /// Defaults for a USDT contract: 19 confirmations, 100 TRX fee limit, 65 000 Energy
     /// and 500 bytes of Bandwidth per transfer, 2 TRX activation reserve, 60 s expiry.
     pub fn new(usdt_contract: TronAddress) -> Self {
         TronConfig {
             usdt_contract,
+            usdc_contract: None,
             confirmations: 19,
             fee_limit_sun: tx::DEFAULT_FEE_LIMIT_SUN,
             energy_per_transfer: 65_000,
@@ -197,6 +211,14 @@ fn signer_error(e: SignerError) -> RailError {
     match e {
         SignerError::Unavailable(r) => unavailable(format!("signer: {r}")),
         other => rejected(format!("signer: {other}")),
+    }
+}
+
+fn unsupported_token(token: Token) -> RailError {
+    RailError::Unsupported {
+        what: format!(
+            "{token} on TRON (this rail moves USDT TRC-20 and no {token} contract is configured)"
+        ),
     }
 }
 
@@ -528,15 +550,14 @@ impl TronRail {
     fn validate(
         &self,
         payment: &RailPayment,
-    ) -> Result<(TronAddress, TronAddress, u64), RailError> {
+    ) -> Result<(TronAddress, TronAddress, u64, TronAddress), RailError> {
         if payment.id.is_empty() {
             return Err(rejected("payment id is empty"));
         }
-        if payment.token != Token::Usdt {
-            return Err(RailError::Unsupported {
-                what: format!("{} on TRON (only USDT TRC-20)", payment.token),
-            });
-        }
+        let contract = self
+            .config
+            .contract_of(payment.token)
+            .ok_or_else(|| unsupported_token(payment.token))?;
         let [leg] = payment.legs.as_slice() else {
             return Err(RailError::Unsupported {
                 what: format!(
@@ -558,14 +579,14 @@ impl TronRail {
         if from == to {
             return Err(rejected("sender and recipient are the same address"));
         }
-        Ok((from, to, leg.amount.get()))
+        Ok((from, to, leg.amount.get(), contract))
     }
 
     async fn submit_locked(&self, payment: &RailPayment) -> Result<Submission, RailError> {
         if let Some(r) = self.record(&payment.id).await? {
             return Ok(submission(&payment.id, hex::encode(r.txid)));
         }
-        let (from, to, amount) = self.validate(payment)?;
+        let (from, to, amount, contract) = self.validate(payment)?;
         if derive(self.signer.as_ref(), &payment.from).await? != from {
             return Err(rejected(format!(
                 "from_address {} is not the address of key {}",
@@ -585,7 +606,7 @@ impl TronRail {
         }
         let balance = self
             .api
-            .trc20_balance(&self.config.usdt_contract, &from, &self.sponsor)
+            .trc20_balance(&contract, &from, &self.sponsor)
             .await
             .map_err(|e| read_error("balanceOf", e))?;
         if balance < amount as u128 {
@@ -648,7 +669,7 @@ impl TronRail {
         let unsigned = tx::build_trc20_transfer(
             &self.header().await?,
             &from,
-            &self.config.usdt_contract,
+            &contract,
             &to,
             amount as u128,
             self.config.fee_limit_sun,
@@ -788,14 +809,13 @@ impl Rail for TronRail {
 
     async fn balance(&self, address: &ChainAddress, token: Token) -> Result<Micros, RailError> {
         let address = parse_address(address)?;
-        if token != Token::Usdt {
-            return Err(RailError::Unsupported {
-                what: format!("{token} on TRON (only USDT TRC-20)"),
-            });
-        }
+        let contract = self
+            .config
+            .contract_of(token)
+            .ok_or_else(|| unsupported_token(token))?;
         let units = self
             .api
-            .trc20_balance(&self.config.usdt_contract, &address, &self.sponsor)
+            .trc20_balance(&contract, &address, &self.sponsor)
             .await
             .map_err(|e| read_error("balanceOf", e))?;
         u64::try_from(units)
@@ -879,7 +899,10 @@ impl Rail for TronRail {
             .map_err(|e| read_error("getnowblock", e))?
             .number;
         let topic = tx::transfer_event_topic();
-        let usdt = self.config.usdt_contract.evm_bytes();
+        let tokens: Vec<([u8; 20], Token)> = [Token::Usdt, Token::Usdc]
+            .into_iter()
+            .filter_map(|t| Some((self.config.contract_of(t)?.evm_bytes(), t)))
+            .collect();
         let mut inbound = Vec::new();
         let mut next = start;
         let mut passing = true;
@@ -895,7 +918,10 @@ impl Rail for TronRail {
             let confirmed = confirmations >= self.config.confirmations;
             for info in infos.iter().filter(|i| i.succeeded()) {
                 for (index, log) in info.logs.iter().enumerate() {
-                    if log.address != usdt || log.topics.len() != 3 || log.topics[0] != topic {
+                    let Some(&(_, token)) = tokens.iter().find(|(a, _)| *a == log.address) else {
+                        continue;
+                    };
+                    if log.topics.len() != 3 || log.topics[0] != topic {
                         continue;
                     }
                     let to = word_address(&log.topics[2]);
@@ -913,7 +939,7 @@ impl Rail for TronRail {
                         index: index as u32,
                         from: ChainAddress(word_address(&log.topics[1]).to_base58()),
                         to: ChainAddress(to.to_base58()),
-                        token: Token::Usdt,
+                        token,
                         amount: Micros(amount),
                         block: n,
                         confirmations,
