@@ -26,7 +26,7 @@ use stablecoin_core::memory::{
     FixedRates, LocalSigner, MemoryNotifier, MemoryPayouts, OsEntropy, SystemClock,
 };
 use stablecoin_core::ports::{
-    Batch, Payout, PayoutError, PayoutProvider, PayoutStatus, Rail, RailId, Record, get_record,
+    Batch, Payout, PayoutError, PayoutProvider, PayoutStatus, RailId, Record, get_record,
 };
 use stablecoin_escrow::{EscrowConfig, EscrowEngine};
 use stablecoin_rails::sim::SimRail;
@@ -252,7 +252,7 @@ impl App {
                 .clone()
                 .unwrap_or_else(|| format!("server-{}", std::process::id())),
         };
-        let escrow = match rails.sim.get(&RailId::Tron) {
+        let escrow = match rails.get(RailId::Tron) {
             Some(tron) => {
                 let escrow_config = EscrowConfig {
                     claim_lease_ms: engine_config.claim_lease_ms,
@@ -266,7 +266,7 @@ impl App {
                     ..EscrowConfig::default()
                 };
                 Some(
-                    EscrowEngine::new(&ports, tron.clone() as Arc<dyn Rail>, escrow_config)
+                    EscrowEngine::new(&ports, tron, escrow_config)
                         .map_err(|e| StartupError::Rails(format!("escrow: {e}")))?,
                 )
             }

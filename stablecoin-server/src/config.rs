@@ -27,6 +27,7 @@
 //! | `rails.tron` | `STABLECOIN_RAILS_TRON` | `true` |
 //! | `rails.solana` | `STABLECOIN_RAILS_SOLANA` | `true` |
 //! | `rails.evm.<chain id>` (a table) | file only | none: every chain simulated |
+//! | `rails.tron_node` (a table) | file only | none: TRON simulated |
 //! | `sim.treasury_float` | `STABLECOIN_SIM_TREASURY_FLOAT` | `1000000` (USDC and USDT) |
 //! | `demo.enabled` | `STABLECOIN_DEMO` | `true` |
 //! | `demo.tenant_name` | `STABLECOIN_DEMO_TENANT_NAME` | `Demo Fintech` |
@@ -53,6 +54,22 @@
 //! confirmations = 128
 //! scan_start_block = 64000000
 //! # optional: rpc_timeout_ms = 10000, max_scan_blocks = 2000
+//! ```
+//!
+//! Likewise `rails.tron = true` runs the simulated TRON chain unless a `[rails.tron_node]`
+//! table makes it the real TRON rail (feature `tron`, on by default) over java-tron's
+//! HTTP API:
+//!
+//! ```toml
+//! [rails.tron_node]
+//! api_url = "https://api.trongrid.io"          # a secret: never logged
+//! scan_start_block = 70000000
+//! # optional: api_key (sent as TRON-PRO-API-KEY, a secret),
+//! # usdt_contract = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t" (mainnet USDT, the default),
+//! # usdc_contract (read and sent back only: TRON wallets hold USDT), confirmations = 19,
+//! # energy_per_transfer = 65000, bandwidth_per_transfer = 500,
+//! # activation_reserve_sun = 2000000, fee_limit_sun = 100000000, timeout_ms = 10000,
+//! # max_scan_blocks = 100
 //! ```
 //!
 //! The start-up banner prints each real chain's sponsor address (the paymaster's signer
@@ -266,6 +283,61 @@ pub struct RailsConfig {
     /// Real EVM chains by chain id (`[rails.evm.137]`); a chain of `evm_chains` without
     /// one is simulated.
     pub evm: BTreeMap<String, EvmChainSettings>,
+    /// The real TRON rail; without it (and with `tron`) TRON is simulated.
+    pub tron_node: Option<TronNodeSettings>,
+}
+
+/// The real TRON rail (java-tron's HTTP API, e.g. TronGrid or an own full node).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TronNodeSettings {
+    /// The HTTP API root (`/wallet/*` below it); may carry credentials, so never printed.
+    pub api_url: Secret,
+    /// Sent as `TRON-PRO-API-KEY` (TronGrid).
+    #[serde(default)]
+    pub api_key: Option<Secret>,
+    /// Where the deposit scanners start on a fresh database.
+    pub scan_start_block: u64,
+    #[serde(default = "default_usdt_contract")]
+    pub usdt_contract: String,
+    #[serde(default)]
+    pub usdc_contract: Option<String>,
+    #[serde(default = "default_tron_confirmations")]
+    pub confirmations: u64,
+    #[serde(default = "default_energy_per_transfer")]
+    pub energy_per_transfer: u64,
+    #[serde(default = "default_bandwidth_per_transfer")]
+    pub bandwidth_per_transfer: u64,
+    #[serde(default = "default_activation_reserve_sun")]
+    pub activation_reserve_sun: u64,
+    #[serde(default = "default_fee_limit_sun")]
+    pub fee_limit_sun: i64,
+    #[serde(default = "default_rpc_timeout_ms")]
+    pub timeout_ms: u64,
+    #[serde(default = "default_tron_max_scan_blocks")]
+    pub max_scan_blocks: u64,
+}
+
+fn default_usdt_contract() -> String {
+    "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t".into()
+}
+fn default_tron_confirmations() -> u64 {
+    19
+}
+fn default_energy_per_transfer() -> u64 {
+    65_000
+}
+fn default_bandwidth_per_transfer() -> u64 {
+    500
+}
+fn default_activation_reserve_sun() -> u64 {
+    2_000_000
+}
+fn default_fee_limit_sun() -> i64 {
+    100_000_000
+}
+fn default_tron_max_scan_blocks() -> u64 {
+    100
 }
 
 impl Default for RailsConfig {
@@ -277,6 +349,7 @@ impl Default for RailsConfig {
             tron: true,
             solana: true,
             evm: BTreeMap::new(),
+            tron_node: None,
         }
     }
 }
@@ -647,6 +720,20 @@ impl Config {
                 ));
             }
         }
+        if let Some(t) = &self.rails.tron_node {
+            if !self.rails.tron {
+                return bad("rails.tron_node is configured but rails.tron is false".into());
+            }
+            if t.confirmations == 0 || t.timeout_ms == 0 || t.max_scan_blocks == 0 {
+                return bad(
+                    "rails.tron_node: confirmations, timeout_ms and max_scan_blocks must be at least 1"
+                        .into(),
+                );
+            }
+            if t.fee_limit_sun <= 0 {
+                return bad("rails.tron_node: fee_limit_sun must be positive".into());
+            }
+        }
         if let Some(seed) = &self.master_seed {
             parse_seed(seed.expose()).map_err(ConfigError::Invalid)?;
         }
@@ -783,6 +870,43 @@ scan_start_block = 40000000
         let c = Config::load(Some(&path), env(&[]));
         std::fs::remove_dir_all(&dir).ok();
         c
+    }
+
+    const TRON: &str = r#"
+[rails.tron_node]
+api_url = "https://api.trongrid.io"
+api_key = "tg-secret-key"
+scan_start_block = 70000000
+usdc_contract = "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8"
+"#;
+
+    #[test]
+    fn the_real_tron_rail_takes_defaults_except_where_it_starts_scanning() {
+        let c = load_text("tron", TRON).unwrap();
+        let t = c.rails.tron_node.as_ref().unwrap();
+        assert_eq!(t.scan_start_block, 70_000_000);
+        assert_eq!(t.usdt_contract, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t");
+        assert_eq!((t.confirmations, t.energy_per_transfer), (19, 65_000));
+        assert!(!format!("{c:?}").contains("tg-secret-key"), "redacted");
+        let e = load_text(
+            "tron-missing",
+            &TRON.replace("scan_start_block = 70000000\n", ""),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("scan_start_block"), "{e}");
+        let e = load_text("tron-off", &format!("[rails]\ntron = false\n{TRON}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rails.tron is false"), "{e}");
+        let e = load_text("tron-zero", &format!("{TRON}confirmations = 0\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("confirmations"), "{e}");
+        let e = load_text("tron-typo", &format!("{TRON}energy = 1\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("energy"), "{e}");
     }
 
     #[test]

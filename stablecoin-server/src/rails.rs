@@ -1,7 +1,9 @@
 //! The rails a server runs: simulated chains (`stablecoin-rails` `sim`) for every enabled
-//! rail, except EVM chains configured as real (`[rails.evm.<chain id>]`, feature `evm`),
-//! which run [`EvmRail`](stablecoin_rails::evm::EvmRail) over JSON-RPC with their send
-//! journal in the server's store.
+//! rail, except those configured as real: EVM chains with a `[rails.evm.<chain id>]`
+//! table (feature `evm`) run [`EvmRail`](stablecoin_rails::evm::EvmRail) over JSON-RPC,
+//! TRON with a `[rails.tron_node]` table (feature `tron`) runs
+//! [`TronRail`](stablecoin_rails::tron::TronRail) over java-tron's HTTP API; both keep
+//! their send journal in the server's store.
 //!
 //! Sends are gated on readiness ([`ReadinessGate`]): a rail that is not READY answers
 //! 503 RAIL_NOT_READY before anything is accepted, so a chain whose sponsor runs low stops
@@ -49,9 +51,18 @@ impl Rails {
         clock: Arc<dyn Clock>,
     ) -> Result<Rails, StartupError> {
         let journal: Arc<dyn RailJournal> = Arc::new(StoreJournal::new(store, clock));
-        let live = build_live(config, signer.clone(), journal).await?;
+        let mut live = build_live(config, signer.clone(), journal.clone()).await?;
+        live.extend(build_live_tron(config, signer.clone(), journal).await?);
         let sim = build_sim(config, signer, |id| live.contains_key(&id)).await?;
         Ok(Rails { sim, live })
+    }
+
+    /// One rail, real or simulated.
+    pub fn get(&self, id: RailId) -> Option<Arc<dyn Rail>> {
+        match self.live.get(&id) {
+            Some((r, _)) => Some(r.clone()),
+            None => self.sim.get(&id).map(|r| r.clone() as Arc<dyn Rail>),
+        }
     }
 
     /// All rails, for the engine.
@@ -171,6 +182,93 @@ async fn build_live(
     Ok(out)
 }
 
+#[cfg(not(feature = "tron"))]
+async fn build_live_tron(
+    config: &Config,
+    _signer: Arc<LocalSigner>,
+    _journal: Arc<dyn RailJournal>,
+) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
+    if config.rails.tron_node.is_some() {
+        return Err(StartupError::Rails(
+            "rails.tron_node: this server was built without the `tron` feature".into(),
+        ));
+    }
+    Ok(BTreeMap::new())
+}
+
+#[cfg(feature = "tron")]
+async fn build_live_tron(
+    config: &Config,
+    signer: Arc<LocalSigner>,
+    journal: Arc<dyn RailJournal>,
+) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
+    use stablecoin_rails::tron::{HttpTronApi, TronRail};
+    let mut out = BTreeMap::new();
+    let Some(settings) = &config.rails.tron_node else {
+        return Ok(out);
+    };
+    let fail = |e: String| StartupError::Rails(format!("rails.tron_node: {e}"));
+    let tron_config = tron_config(settings).map_err(fail)?;
+    let mut api = HttpTronApi::new(
+        settings.api_url.expose(),
+        Duration::from_millis(settings.timeout_ms),
+    )
+    .map_err(|e| fail(e.to_string()))?;
+    if let Some(key) = &settings.api_key {
+        api = api.with_api_key(key.expose());
+    }
+    let rail = TronRail::new(Arc::new(api), signer, tron_config)
+        .await
+        .map_err(|e| fail(e.to_string()))?
+        .with_journal(journal);
+    let treasury = rail
+        .address_for(&KeyPurpose::Treasury)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    let sponsor = rail.sponsor_address().to_base58();
+    let readiness = rail.readiness().await;
+    tracing::info!(
+        rail = "tron",
+        status = ?readiness.status,
+        reasons = %readiness.reasons.join("; "),
+        sponsor = %sponsor,
+        treasury = %treasury,
+        "real TRON rail"
+    );
+    let info = LiveRail {
+        rail: RailId::Tron,
+        sponsor,
+        treasury: treasury.0,
+    };
+    out.insert(RailId::Tron, (Arc::new(rail) as Arc<dyn Rail>, info));
+    Ok(out)
+}
+
+/// The TRON rail's settings: contracts parsed (a bad `T...` is refused with its reason).
+#[cfg(feature = "tron")]
+pub fn tron_config(
+    s: &crate::config::TronNodeSettings,
+) -> Result<stablecoin_rails::tron::TronConfig, String> {
+    use stablecoin_rails::tron::{TronAddress, TronConfig};
+    let addr = |name: &str, v: &str| {
+        TronAddress::parse(v.trim()).map_err(|e| format!("{name} {v:?}: {}: {e}", e.code()))
+    };
+    let mut c = TronConfig::new(addr("usdt_contract", &s.usdt_contract)?);
+    c.usdc_contract = s
+        .usdc_contract
+        .as_deref()
+        .map(|v| addr("usdc_contract", v))
+        .transpose()?;
+    c.confirmations = s.confirmations;
+    c.energy_per_transfer = s.energy_per_transfer;
+    c.bandwidth_per_transfer = s.bandwidth_per_transfer;
+    c.activation_reserve_sun = s.activation_reserve_sun;
+    c.fee_limit_sun = s.fee_limit_sun;
+    c.scan_start_block = s.scan_start_block;
+    c.max_scan_blocks = s.max_scan_blocks;
+    Ok(c)
+}
+
 /// The rail profile of one configured chain: every address parsed, nothing defaulted
 /// that the operator must decide.
 #[cfg(feature = "evm")]
@@ -264,6 +362,25 @@ mod tests {
             rpc_timeout_ms: 5,
             max_scan_blocks: Some(0),
         }
+    }
+
+    #[cfg(feature = "tron")]
+    #[test]
+    fn a_tron_profile_parses_its_contracts_and_refuses_a_bad_one() {
+        let mut t: crate::config::TronNodeSettings = toml::from_str(
+            "api_url = \"http://127.0.0.1:1\"\nscan_start_block = 5\nconfirmations = 20\n",
+        )
+        .unwrap();
+        let c = tron_config(&t).unwrap();
+        assert_eq!(
+            c.usdt_contract.to_base58(),
+            "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
+        );
+        assert_eq!((c.confirmations, c.scan_start_block), (20, 5));
+        assert_eq!(c.usdc_contract, None);
+        t.usdc_contract = Some("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6u".into());
+        let e = tron_config(&t).unwrap_err();
+        assert!(e.contains("usdc_contract") && e.contains("CHECKSUM"), "{e}");
     }
 
     #[test]

@@ -7,10 +7,11 @@ mod common;
 use common::*;
 use reqwest::Method;
 use serde_json::json;
+use stablecoin_core::domain::fees::TenantPricing;
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::ports::{Batch, KeyPurpose, Rail, RailId, Record};
+use stablecoin_core::ports::{Batch, ChainAddress, KeyPurpose, Rail, RailId, Record};
 use stablecoin_server::api::checkout::StoredPaymentSession;
 use stablecoin_server::api::types::PaymentSession;
 
@@ -652,7 +653,7 @@ async fn swaps_are_not_found_until_the_engine_has_them() {
 }
 
 #[tokio::test]
-async fn tron_and_solana_sends_gate_on_readiness_and_answer_501() {
+async fn tron_and_solana_sends_gate_on_readiness() {
     let s = start().await;
     let acme = s.tenant("Acme", "0").await;
     for (rail, prefix, token) in [
@@ -662,13 +663,18 @@ async fn tron_and_solana_sends_gate_on_readiness_and_answer_501() {
         let body = json!({"from_phone_number": A, "to_phone_number": B, "token": token,
             "quote_id": format!("DIRECT_CRYPTO:{token}:1")})
         .to_string();
-        // READY (sim default): the send is not implemented.
-        writes_nothing!(
+        // READY (sim default): TRON sends run (here: no sender wallet, 404); Solana's are
+        // not implemented.
+        let r = writes_nothing!(
             s,
             s.post(&acme.live, &format!("{prefix}/transfers/send"), &body)
                 .await
-        )
-        .expect_err(501, "NOT_IMPLEMENTED");
+        );
+        if rail == RailId::Tron {
+            r.expect_err(404, "NOT_FOUND");
+        } else {
+            r.expect_err(501, "NOT_IMPLEMENTED");
+        }
         // INBOUND_READY: 503 RAIL_NOT_READY (spec 1.4, 1.5, 7).
         let sim = s.app.sim_rail(rail).unwrap();
         sim.set_sponsor_funded(false);
@@ -820,6 +826,117 @@ async fn tron_wallets_provision_offline_and_read_usdt_balances() {
     balance(acme.live.clone(), B)
         .await
         .expect_err(404, "NOT_FOUND");
+}
+
+/// `POST /v1/tron/transfers/send`: USDT that arrived on the wallet's TRON address (and
+/// only that: EVM balances do not count) moves to another phone's TRON address with no
+/// fee at all (spec 8.4), even for a tenant that charges a fee on EVM transfers.
+#[tokio::test]
+async fn tron_send_moves_tron_usdt_with_no_fee() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "100").await;
+    s.app
+        .engine()
+        .set_pricing(
+            &acme.id,
+            TenantPricing::from_parts("FLAT", None, None, Some(250_000)).unwrap(),
+            Some(ChainAddress(
+                "0x00000000000000000000000000000000000000fe".into(),
+            )),
+        )
+        .await
+        .unwrap();
+    let tron = s.app.sim_rail(RailId::Tron).unwrap().clone();
+    let pa = s
+        .post(
+            &acme.live,
+            "/v1/tron/users/provision",
+            &json!({"phone_number": A}).to_string(),
+        )
+        .await;
+    pa.expect(200);
+    let a_addr = ChainAddress(pa.json()["address"].as_str().unwrap().to_string());
+    // USDT funded on the EVM rail is not TRON money.
+    s.app
+        .engine()
+        .credit_treasury(&acme.id, Token::Usdt, m("50"), "wire-usdt")
+        .await
+        .unwrap();
+    s.post(
+        &acme.live,
+        "/v1/users/fund",
+        &json!({"phone_number": A, "token": "USDT", "amount": "50"}).to_string(),
+    )
+    .await
+    .expect(202);
+    s.settle().await;
+    let evm = s
+        .get(
+            &acme.live,
+            "/v1/users/balance?phone_number=%2B2250700000001",
+        )
+        .await;
+    evm.expect(200);
+    assert!(evm.text().contains("50.000000"), "{}", evm.text());
+    // B is an EVM-only wallet of the tenant: no TRON address yet.
+    s.provision(&acme.live, B).await;
+    let send = |amount: &str, key: &str| {
+        let s = &s;
+        let body = json!({"from_phone_number": A, "to_phone_number": B, "token": "USDT",
+            "quote_id": format!("DIRECT_CRYPTO:USDT:{amount}")})
+        .to_string();
+        let key = key.to_string();
+        let live = acme.live.clone();
+        async move {
+            s.send(
+                Method::POST,
+                "/v1/tron/transfers/send",
+                Some(&live),
+                Some(&body),
+                &[("Idempotency-Key", key.as_str())],
+            )
+            .await
+        }
+    };
+    writes_nothing!(s, send("10", "k0").await).expect_err(422, "INSUFFICIENT_FUNDS");
+
+    // 25 USDT arrive from outside on the TRON address; the scanner credits them at depth.
+    tron.mint(&a_addr, Token::Usdt, m("25")).unwrap();
+    s.settle().await;
+    let r = send("10", "k1").await;
+    r.expect(202);
+    let op = r.json();
+    assert_eq!(op["rail"], "tron");
+    assert_eq!(op["status"], "QUEUED");
+    assert_eq!(op["amount"], "10.000000");
+    assert_eq!(op["recipient_amount"], "10.000000");
+    assert_eq!(op["service_fee"], "0.000000");
+    assert_eq!(op["tenant_fee"], "0.000000");
+    // Idempotent by key: the same operation again, nothing new.
+    let again = send("10", "k1").await;
+    again.expect(202);
+    assert_eq!(again.json()["id"], op["id"]);
+    // More than the TRON balance left (15): refused, nothing held.
+    writes_nothing!(s, send("15.000001", "k2").await).expect_err(422, "INSUFFICIENT_FUNDS");
+    s.settle().await;
+    let id = op["id"].as_str().unwrap();
+    let done = s.get(&acme.live, &format!("/v1/transfers/{id}")).await;
+    done.expect(200);
+    assert_eq!(done.json()["status"], "SETTLED", "{}", done.text());
+    let tx_hash = done.json()["tx_hash"].as_str().unwrap().to_string();
+    assert_eq!(tx_hash.len(), 64, "a TRON txID: {tx_hash}");
+    // B had no TRON address: it got one with the send, and holds the whole amount.
+    let b = s
+        .get(
+            &acme.live,
+            "/v1/tron/users/balance?phone_number=%2B2250700000002",
+        )
+        .await;
+    b.expect(200);
+    assert_eq!(b.json()["balance_usdt"], "10.000000");
+    let b_addr = ChainAddress(b.json()["address"].as_str().unwrap().to_string());
+    assert_eq!(tron.balance(&b_addr, Token::Usdt).await.unwrap(), m("10"));
+    assert_eq!(tron.balance(&a_addr, Token::Usdt).await.unwrap(), m("15"));
 }
 
 #[tokio::test]

@@ -151,6 +151,20 @@ pub struct FeeSplit {
     pub tenant_fee_waived: bool,
 }
 
+impl FeeSplit {
+    /// No fee at all: the recipient gets the whole amount (native TRON sends, spec 8.4:
+    /// no TRON business fee and no EVM tenant fee).
+    pub fn none(amount: Micros) -> FeeSplit {
+        FeeSplit {
+            amount,
+            recipient: amount,
+            service_fee: Micros::ZERO,
+            tenant_fee: Micros::ZERO,
+            tenant_fee_waived: false,
+        }
+    }
+}
+
 /// The service fee: 0.30% rounded down, capped at 1.20. Because the rate is below 100%
 /// and rounds down, it is always strictly less than a non-zero amount.
 pub fn service_fee(amount: Micros) -> Micros {

@@ -5,7 +5,8 @@
 //! | `fiat_in:<TOKEN>` | value the service received as fiat and issued as stablecoin | yes |
 //! | `chain_in:<rail>:<TOKEN>` | value that arrived from outside on a chain | yes |
 //! | `treasury:<tenant>:<TOKEN>` | a tenant's treasury balance | no |
-//! | `wallet:<wallet>:<TOKEN>` | a customer wallet's custody balance | no |
+//! | `wallet:<wallet>:<TOKEN>` | a customer wallet's custody balance on the EVM rail | no |
+//! | `wallet:<wallet>:<rail>:<TOKEN>` | the same wallet's balance on a parallel rail (tron) | no |
 //! | `fees:service:<TOKEN>` | the service's transfer-fee income | no |
 //! | `fees:tenant:<tenant>:<TOKEN>` | a tenant's own fee income | no |
 
@@ -13,6 +14,7 @@ pub mod accounts {
     use crate::domain::ids::{TenantId, WalletId};
     use crate::domain::money::Token;
     use crate::ports::ledger::LedgerAccount;
+    use crate::ports::rail::RailId;
 
     pub fn fiat_in(token: Token) -> LedgerAccount {
         LedgerAccount {
@@ -36,6 +38,18 @@ pub mod accounts {
         LedgerAccount {
             id: format!("wallet:{wallet}:{token}"),
             allow_negative: false,
+        }
+    }
+    /// The wallet's custody balance on `rail`. The parallel rails (TRON, Solana) hold
+    /// their own tokens at their own addresses, so they keep their own accounts: a TRON
+    /// send must never spend USDT that sits on an EVM chain.
+    pub fn wallet_on(wallet: &WalletId, rail: RailId, token: Token) -> LedgerAccount {
+        match rail {
+            RailId::Evm(_) => self::wallet(wallet, token),
+            other => LedgerAccount {
+                id: format!("wallet:{wallet}:{}:{token}", other.name()),
+                allow_negative: false,
+            },
         }
     }
     pub fn service_fees(token: Token) -> LedgerAccount {

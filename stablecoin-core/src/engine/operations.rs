@@ -368,8 +368,32 @@ impl Engine {
         req: &SendRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<SendView> {
-        self.idempotent(tenant, idempotency_key, "send", req, || async {
-            let rail = self.evm_rail()?.clone();
+        let rail = self.evm_rail()?.id();
+        self.send_on(tenant, rail, req, idempotency_key).await
+    }
+
+    /// A P2P transfer on `rail_id`. On an EVM chain it is [`Engine::send`]. On a parallel
+    /// rail (`POST /v1/tron/transfers/send`) it moves the rail's own balance of the
+    /// wallets (ledger accounts `wallet:<id>:<rail>:<TOKEN>`, credited by that rail's
+    /// deposit scanner) and deducts no fee: spec 8.4, the sponsorship covers activation
+    /// and resources, and no EVM tenant fee or TRON business fee applies. A wallet that
+    /// has no address on the rail yet gets it (derived offline, durable) in the same
+    /// commit.
+    pub async fn send_on(
+        &self,
+        tenant: &TenantId,
+        rail_id: RailId,
+        req: &SendRequest,
+        idempotency_key: Option<&str>,
+    ) -> CoreResult<SendView> {
+        let evm = matches!(rail_id, RailId::Evm(_));
+        let scope = if evm {
+            "send".to_string()
+        } else {
+            format!("send:{}", rail_id.name())
+        };
+        self.idempotent(tenant, idempotency_key, &scope, req, || async {
+            let rail = self.rail(rail_id)?.clone();
             let rail_name = rail.id().name();
             let now = self.now();
             let quote_ref = parse_quote_ref(&req.quote_id)?;
@@ -410,11 +434,17 @@ impl Engine {
                 }
             };
             let tenant_rec = self.tenant(tenant).await?;
-            let fees = split_fees(amount, &tenant_rec.pricing)?;
-            let (recipient, created) = match self.wallet_by_phone(&req.to_phone_number).await? {
-                Some(v) => (v.record, false),
-                None => (self.new_wallet(&req.to_phone_number, None).await?, true),
+            let fees = if evm {
+                split_fees(amount, &tenant_rec.pricing)?
+            } else {
+                FeeSplit::none(amount)
             };
+            let (mut recipient, recipient_version) =
+                match self.wallet_by_phone(&req.to_phone_number).await? {
+                    Some(v) => (v.record, Some(v.version)),
+                    None => (self.new_wallet(&req.to_phone_number, None).await?, None),
+                };
+            let created = recipient_version.is_none();
             if recipient.id == sender.id {
                 return Err(CoreError::SameWallet);
             }
@@ -424,8 +454,22 @@ impl Engine {
                     .cloned()
                     .ok_or_else(|| CoreError::NotFound {
                         kind: "wallet address",
-                        id: rail_name.clone(),
+                        id: format!("{rail_name} (provision the sender on {rail_name} first)"),
                     })?;
+            let recipient_put = match recipient.address(&rail_name).cloned() {
+                Some(_) => None,
+                None => {
+                    // Offline derivation: the wallet's key on this chain.
+                    let purpose = KeyPurpose::Wallet(recipient.id.0.clone());
+                    let a = rail.address_for(&purpose).await.map_err(super::rail_err)?;
+                    rail.prepare_wallet(&purpose)
+                        .await
+                        .map_err(super::rail_err)?;
+                    recipient.addresses.insert(rail_name.clone(), a);
+                    recipient.updated_at = now;
+                    recipient_version.map(|v| recipient.update(v)).transpose()?
+                }
+            };
             let to_address =
                 recipient
                     .address(&rail_name)
@@ -440,8 +484,8 @@ impl Engine {
                 amount: fees.recipient,
                 role: LegRole::Recipient,
             }];
-            let src = accounts::wallet(&sender.id, req.token);
-            let dst = accounts::wallet(&recipient.id, req.token);
+            let src = accounts::wallet_on(&sender.id, rail_id, req.token);
+            let dst = accounts::wallet_on(&recipient.id, rail_id, req.token);
             let svc = accounts::service_fees(req.token);
             let tfee = accounts::tenant_fees(tenant, req.token);
             let mut holds = vec![hold(format!("{id}:recipient"), &src, &dst, fees.recipient)];
@@ -512,6 +556,7 @@ impl Engine {
             if created {
                 puts.push(recipient.insert()?);
             }
+            puts.extend(recipient_put);
             let batch = Batch {
                 puts,
                 accounts: vec![src, dst, svc, tfee],

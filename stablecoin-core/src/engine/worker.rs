@@ -427,9 +427,12 @@ impl Engine {
     /// Credits confirmed inbound deposits from outside the service to wallets, once each.
     async fn scan_inbound(&self, report: &mut TickReport) -> CoreResult<()> {
         for (id, rail) in self.rails.iter() {
-            if !matches!(id, crate::ports::rail::RailId::Evm(_)) {
-                // Wallets of /v1/users live on the EVM rail; TRON and Solana scanners
-                // land with their rails and the escrow engine.
+            if !matches!(
+                id,
+                crate::ports::rail::RailId::Evm(_) | crate::ports::rail::RailId::Tron
+            ) {
+                // Wallets live on the EVM rail and (with an address there) on TRON; the
+                // engine has no Solana wallets yet.
                 continue;
             }
             let name = id.name();
@@ -498,7 +501,7 @@ impl Engine {
                     created_at: now,
                 };
                 let from = accounts::chain_in(&name, inbound.token);
-                let to = accounts::wallet(&w.id, inbound.token);
+                let to = accounts::wallet_on(&w.id, *id, inbound.token);
                 let mut outbox = Vec::new();
                 for m in &w.members {
                     outbox.push(self.event(

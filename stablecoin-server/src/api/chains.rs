@@ -2,24 +2,25 @@
 //!
 //! What is real here: authentication, request validation, the sandbox rule (these
 //! mutations have no simulation: SANDBOX_UNSUPPORTED), the readiness gate of the sends
-//! (503 RAIL_NOT_READY until the rail reports READY, spec 7), and TRON provisioning and
-//! USDT balance reads on the engine's wallets. What is not: the engine has no TRON or
-//! Solana transfers and no Solana wallets yet, so those answer 501 NOT_IMPLEMENTED
-//! rather than pretend.
+//! (503 RAIL_NOT_READY until the rail reports READY, spec 7), TRON provisioning, USDT
+//! balance reads and sponsored sends (the engine's TRON transfers, no fee, spec 8.4).
+//! What is not: the engine has no Solana wallets or transfers yet, so those answer 501
+//! NOT_IMPLEMENTED rather than pretend.
 
 use super::types::*;
 use super::users::required_phone;
-use super::{phone, require_ready, token};
+use super::{accepted, phone, require_ready, token};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{ApiJson, ApiQuery};
+use crate::extract::{ApiJson, ApiQuery, IdempotencyKey};
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use stablecoin_core::CoreError;
 use stablecoin_core::domain::fx::{QuoteRef, parse_quote_ref};
 use stablecoin_core::domain::money::Token;
+use stablecoin_core::engine::SendRequest;
 use stablecoin_core::ports::RailId;
 
 async fn provision(
@@ -79,9 +80,10 @@ async fn send(
     body: &SendBody,
     rail: RailId,
     tokens: &[Token],
+    idempotency_key: Option<&str>,
 ) -> Result<Response, ApiError> {
-    phone("from_phone_number", &body.from_phone_number)?;
-    phone("to_phone_number", &body.to_phone_number)?;
+    let from = phone("from_phone_number", &body.from_phone_number)?;
+    let to = phone("to_phone_number", &body.to_phone_number)?;
     let t = token("token", &body.token)?;
     if !tokens.contains(&t) {
         return Err(ApiError::bad_request(
@@ -114,11 +116,24 @@ async fn send(
         )));
     }
     require_ready(app, rail).await?;
-    Err(ApiError::not_implemented(&format!(
-        "{} sponsored sends (the engine has no {} transfers yet)",
-        rail.name(),
-        rail.name()
-    )))
+    if rail == RailId::Solana {
+        return Err(ApiError::not_implemented(
+            "solana sponsored sends (the engine has no Solana transfers yet)",
+        ));
+    }
+    let req = SendRequest {
+        from_phone_number: from,
+        to_phone_number: to,
+        token: t,
+        quote_id: body.quote_id.clone(),
+    };
+    let op = app
+        .engine
+        .send_on(caller.tenant(), rail, &req, idempotency_key)
+        .await?;
+    app.metrics.operation_accepted("transfer");
+    let loc = format!("/v1/transfers/{}", op.id);
+    Ok(accepted(op.into(), Some(loc)))
 }
 
 /// Provision a TRON address (`T...`) for a phone number.
@@ -163,22 +178,43 @@ pub async fn tron_balance(
     balance(&app, &caller, &q, RailId::Tron).await
 }
 
-/// Send native TRC-20 USDT with sponsored Energy/Bandwidth.
+/// Send native TRC-20 USDT between phone-keyed wallets, sponsored.
 ///
-/// 503 RAIL_NOT_READY until `/health/ready` reports `tron: READY` (INBOUND_READY means
-/// sends are unavailable). When READY: 501 (the engine has no TRON transfers yet).
+/// Member of the sender's wallet only; the sender must have a TRON address (provision
+/// it on TRON) and USDT on it. The recipient gets the whole amount: the service activates
+/// the sender's account if needed and lends it Energy/Bandwidth, charges no TRON fee and
+/// applies no EVM tenant fee (spec 8.4). A recipient without a TRON address gets one in
+/// the same request (a phone never seen gets a wallet). 202 with the transfer (`tr_`,
+/// QUEUED, `rail: tron`); poll `/v1/transfers/{id}`. 503 RAIL_NOT_READY until
+/// `/health/ready` reports `tron: READY`. Sandbox: SANDBOX_UNSUPPORTED.
 #[utoipa::path(post, path = "/v1/tron/transfers/send", tag = "tron",
     request_body = SendBody,
     responses(
-        (status = 501, description = "NOT_IMPLEMENTED: TRON is READY but the engine has no TRON transfers yet", body = ErrorBody),
+        (status = 202, description = "Accepted; poll Location", body = OperationResponse,
+            headers(("Location" = String, description = "/v1/transfers/{id}"))),
+        (status = 400, description = "UNKNOWN_TOKEN (TRON moves USDT only) and other bad input", body = ErrorBody),
+        (status = 403, description = "NOT_A_MEMBER, SANDBOX_UNSUPPORTED", body = ErrorBody),
+        (status = 404, description = "No sender wallet, no TRON address for it, or no such quote", body = ErrorBody),
+        (status = 409, description = "QUOTE_ALREADY_USED", body = ErrorBody),
+        (status = 410, description = "QUOTE_EXPIRED", body = ErrorBody),
+        (status = 422, description = "INSUFFICIENT_FUNDS (TRON balance), SAME_WALLET, QUOTE_TOKEN_MISMATCH", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY: TRON is not READY", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn tron_send(
     State(app): State<AppState>,
     caller: Caller,
+    IdempotencyKey(key): IdempotencyKey,
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Response, ApiError> {
-    send(&app, &caller, &body, RailId::Tron, &[Token::Usdt]).await
+    send(
+        &app,
+        &caller,
+        &body,
+        RailId::Tron,
+        &[Token::Usdt],
+        key.as_deref(),
+    )
+    .await
 }
 
 /// Provision a Solana wallet (USDC and USDT token accounts, rent paid by the service).
@@ -225,6 +261,7 @@ pub async fn solana_balance(
 pub async fn solana_send(
     State(app): State<AppState>,
     caller: Caller,
+    IdempotencyKey(key): IdempotencyKey,
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Response, ApiError> {
     send(
@@ -233,6 +270,7 @@ pub async fn solana_send(
         &body,
         RailId::Solana,
         &[Token::Usdc, Token::Usdt],
+        key.as_deref(),
     )
     .await
 }

@@ -1,0 +1,200 @@
+//! The reference server on the real TRON rail: `[rails.tron_node]` pointing at the local
+//! TRON HTTP API node (`stablecoin_rails::tron::testkit`, the USDT token executed as EVM
+//! bytecode on Anvil when an anvil binary is present), on SQLite, over loopback HTTP.
+//! The node seals a block on every head read, so the server's workers drive the chain.
+//!
+//! Without an anvil binary the node keeps its native TRC-20 ledger, unless
+//! `TRON_REQUIRE_ANVIL` is set (as `scripts/test` does), which makes that a failure.
+
+mod common;
+
+use common::{m, serve, temp_dir, test_config};
+use serde_json::json;
+use stablecoin_core::domain::fees::TenantPricing;
+use stablecoin_core::memory::LocalSigner;
+use stablecoin_core::ports::{ChainAddress, Curve, KeyPurpose, Signer};
+use stablecoin_rails::tron::TronAddress;
+use stablecoin_rails::tron::testkit::{NodeConfig, TokenBackend, TronNode, find_anvil};
+use stablecoin_server::App;
+use stablecoin_server::config::{Secret, StorageConfig, TronNodeSettings};
+
+const SEED: u8 = 0x7e;
+const A: &str = "+2250700000801";
+const B: &str = "+2250700000802";
+const TRX: u64 = 1_000_000;
+const BANDWIDTH: i32 = 0;
+const ENERGY: i32 = 1;
+
+fn settings(url: &str, usdt: &TronAddress) -> TronNodeSettings {
+    TronNodeSettings {
+        api_url: Secret::new(url),
+        api_key: None,
+        scan_start_block: 0,
+        usdt_contract: usdt.to_base58(),
+        usdc_contract: None,
+        confirmations: 19,
+        energy_per_transfer: 65_000,
+        bandwidth_per_transfer: 500,
+        activation_reserve_sun: 2_000_000,
+        fee_limit_sun: 100_000_000,
+        timeout_ms: 10_000,
+        max_scan_blocks: 100,
+    }
+}
+
+async fn address_of(signer: &LocalSigner, purpose: &KeyPurpose) -> TronAddress {
+    let key = signer.public_key(purpose, Curve::Secp256k1).await.unwrap();
+    TronAddress::from_public_key(&key.bytes).unwrap()
+}
+
+#[tokio::test]
+async fn the_server_runs_the_real_tron_rail_configured_by_its_operator() {
+    let backend = if find_anvil().is_some() {
+        TokenBackend::Anvil
+    } else {
+        assert!(
+            std::env::var_os("TRON_REQUIRE_ANVIL").is_none(),
+            "TRON_REQUIRE_ANVIL is set but no anvil binary was found"
+        );
+        TokenBackend::Native
+    };
+    let node = TronNode::start(NodeConfig {
+        backend,
+        block_per_head_read: true,
+        ..NodeConfig::default()
+    })
+    .await;
+    let usdt = TronAddress::from_bytes(&node.chain().await.config.usdt_contract).unwrap();
+    let signer = LocalSigner::from_seed([SEED; 32]);
+    let dir = temp_dir("tron-live");
+    let mut config = test_config();
+    config.master_seed = Some(Secret::new(format!("{SEED:02x}").repeat(32)));
+    config.storage = StorageConfig::Sqlite {
+        path: Some(dir.join("db.sqlite")),
+    };
+    config.rails.tron_node = Some(settings(node.url(), &usdt));
+    let app = App::build(config.clone()).await.expect("app builds");
+
+    // The banner names what the operator must fund: the sponsor's T-address.
+    let sponsor = address_of(&signer, &KeyPurpose::Sponsor).await;
+    let banner = app.banner("127.0.0.1:8080".parse().unwrap());
+    assert!(banner.contains("real tron"), "{banner}");
+    assert!(banner.contains(&sponsor.to_base58()), "{banner}");
+    assert!(!banner.contains(node.url()), "the API URL is a secret");
+    let s = serve(app).await;
+
+    // Unfunded sponsor: reads work, sends are 503 (spec 1.4).
+    let ready = s
+        .send(reqwest::Method::GET, "/health/ready", None, None, &[])
+        .await;
+    assert_eq!(ready.json()["tron"], "INBOUND_READY", "{}", ready.text());
+    let t = s.tenant("Acme", "100").await;
+    // A tenant fee on EVM transfers does not apply on TRON (spec 8.4).
+    s.app
+        .engine()
+        .set_pricing(
+            &t.id,
+            TenantPricing::from_parts("FLAT", None, None, Some(250_000)).unwrap(),
+            Some(ChainAddress(
+                "0x00000000000000000000000000000000000000fe".into(),
+            )),
+        )
+        .await
+        .unwrap();
+    let provision = |phone: &'static str| {
+        let (s, key) = (&s, t.live.clone());
+        async move {
+            let r = s
+                .post(
+                    &key,
+                    "/v1/tron/users/provision",
+                    &json!({"phone_number": phone}).to_string(),
+                )
+                .await;
+            r.expect(200);
+            r.json()
+        }
+    };
+    let pa = provision(A).await;
+    let pb = provision(B).await;
+    let addr_a = address_of(
+        &signer,
+        &KeyPurpose::Wallet(pa["wallet_id"].as_str().unwrap().into()),
+    )
+    .await;
+    assert_eq!(pa["address"], addr_a.to_base58());
+    let addr_b = TronAddress::parse(pb["address"].as_str().unwrap()).unwrap();
+    assert!(
+        node.account(addr_a.as_bytes()).await.is_none(),
+        "provisioning is offline: no account, no TRX"
+    );
+    let send_body = |amount: &str| {
+        json!({"from_phone_number": A, "to_phone_number": B, "token": "USDT",
+            "quote_id": format!("DIRECT_CRYPTO:USDT:{amount}")})
+        .to_string()
+    };
+    s.post(&t.live, "/v1/tron/transfers/send", &send_body("1"))
+        .await
+        .expect_err(503, "RAIL_NOT_READY");
+
+    // 25 USDT arrive from outside, with zero TRX: a live read, and the scanner credits
+    // them at depth 19.
+    node.mint_usdt(addr_a.as_bytes(), 25_000_000).await;
+    s.settle().await;
+    let balance = |phone: &'static str| {
+        let (s, key) = (&s, t.live.clone());
+        async move {
+            let r = s
+                .get(
+                    &key,
+                    &format!("/v1/tron/users/balance?phone_number=%2B{}", &phone[1..]),
+                )
+                .await;
+            r.expect(200);
+            r.json()["balance_usdt"].as_str().unwrap().to_string()
+        }
+    };
+    assert_eq!(balance(A).await, "25.000000");
+    assert_eq!(node.trx_balance(addr_a.as_bytes()).await, 0);
+
+    // The operator funds the sponsor: TRX for activations, Stake 2.0 for resources.
+    node.create_account(sponsor.as_bytes(), 1_000 * TRX).await;
+    node.freeze(sponsor.as_bytes(), ENERGY, 100_000 * TRX).await;
+    node.freeze(sponsor.as_bytes(), BANDWIDTH, 10_000 * TRX)
+        .await;
+    let ready = s
+        .send(reqwest::Method::GET, "/health/ready", None, None, &[])
+        .await;
+    assert_eq!(ready.json()["tron"], "READY", "{}", ready.text());
+    // The send gate caches a real rail's readiness for 2 s.
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+
+    let r = s
+        .post(&t.live, "/v1/tron/transfers/send", &send_body("10"))
+        .await;
+    r.expect(202);
+    assert_eq!(r.json()["rail"], "tron");
+    assert_eq!(r.json()["tenant_fee"], "0.000000");
+    assert_eq!(r.json()["service_fee"], "0.000000");
+    let loc = r.header("location").unwrap();
+    s.settle().await;
+    let done = s.get(&t.live, &loc).await;
+    done.expect(200);
+    assert_eq!(done.json()["status"], "SETTLED", "{}", done.text());
+    let tx = done.json()["tx_hash"].as_str().unwrap().to_string();
+    assert_eq!(node.contract_ret(&tx).await.as_deref(), Some("SUCCESS"));
+    // Every micro-unit where the ledger says, on chain; the customer still holds no TRX
+    // and the sponsor's delegations came back.
+    assert_eq!(node.usdt_balance(addr_a.as_bytes()).await, 15_000_000);
+    assert_eq!(node.usdt_balance(addr_b.as_bytes()).await, 10_000_000);
+    assert_eq!(balance(A).await, "15.000000");
+    assert_eq!(balance(B).await, "10.000000");
+    let a = node.account(addr_a.as_bytes()).await.expect("activated");
+    assert_eq!(a.balance, 0, "the customer holds zero TRX");
+    assert_eq!((a.acquired_energy, a.acquired_bandwidth), (0, 0));
+    // More than the TRON balance: refused before anything moves.
+    s.post(&t.live, "/v1/tron/transfers/send", &send_body("15.000001"))
+        .await
+        .expect_err(422, "INSUFFICIENT_FUNDS");
+    assert_eq!(m("15"), m(&balance(A).await));
+}
