@@ -6,11 +6,15 @@ use stablecoin::core::domain::ids::TenantId;
 use stablecoin::core::domain::money::{Currency, Micros, Token};
 use stablecoin::core::domain::phone::Phone;
 use stablecoin::core::domain::time::Timestamp;
-use stablecoin::core::engine::{Engine, EngineConfig, FundRequest, Ports, SendRequest, accounts};
+use stablecoin::core::engine::{
+    DepositRecord, DepositStatus, Engine, EngineConfig, FundRequest, Ports, SendRequest, accounts,
+};
 use stablecoin::core::memory::{
     FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, MemoryStore, SeededEntropy,
 };
-use stablecoin::core::ports::{ChainAddress, KeyPurpose, Ledger, Rail, RailId, SmsKind, Store};
+use stablecoin::core::ports::{
+    ChainAddress, KeyPurpose, Ledger, Rail, RailId, Record, SmsKind, Store,
+};
 use stablecoin::rails::sim::{Fault, SimConfig, SimProfile, SimRail};
 use std::sync::Arc;
 
@@ -833,9 +837,7 @@ async fn external_deposit_is_credited_once() {
     let a = phone("+2250700000001");
     h.engine.provision(&t, &a).await.unwrap();
     let addr = h.engine.provision_lookup(&a).await;
-    h.sim.mint(&addr, Token::Usdt, m("7.5")).unwrap();
-    h.settle().await;
-    h.settle().await;
+    let tx = h.sim.mint(&addr, Token::Usdt, m("7.5")).unwrap();
     let w = h
         .store
         .get_by_unique(&format!("wallet_phone:{a}"))
@@ -843,6 +845,29 @@ async fn external_deposit_is_credited_once() {
         .unwrap()
         .unwrap();
     let acct = format!("wallet:{}:USDT", w.id);
+    // First seen below the depth (3 on Polygon): recorded DETECTED, nothing credited.
+    let r = h.engine.tick().await;
+    assert_eq!((r.polled, r.deposits), (1, 0), "{r:?}");
+    let deposit = |id: String| {
+        let store = h.store.clone();
+        async move {
+            let rec = store.get("deposit", &id).await.unwrap().unwrap();
+            DepositRecord::from_stored(&rec).unwrap()
+        }
+    };
+    let id = format!("polygon:{tx}:0");
+    let d = deposit(id.clone()).await;
+    assert_eq!(d.status, DepositStatus::Detected);
+    assert_eq!(
+        (d.amount, d.token, d.address.as_str()),
+        (m("7.5"), Token::Usdt, addr.0.as_str())
+    );
+    assert_eq!(h.ledger_available(&acct).await, 0);
+    h.settle().await;
+    h.settle().await;
+    let d = deposit(id).await;
+    assert_eq!(d.status, DepositStatus::Confirmed);
+    assert!(d.confirmations >= 3 && d.confirmed_at.is_some() && d.detected_at.is_some());
     assert_eq!(h.ledger_available(&acct).await, 7_500_000);
     let events = h.store.outbox_after(0, 100).await.unwrap();
     assert_eq!(

@@ -20,7 +20,7 @@ pub use operations::{FundRequest, Operation, OperationView, PayoutLeg, SendReque
 pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
 pub use wallets::{BalanceView, ChallengeView, ProvisionView};
 pub use withdrawals::WithdrawRequest;
-pub use worker::TickReport;
+pub use worker::{DepositRecord, DepositStatus, TickReport};
 
 use crate::domain::ids::make_id;
 use crate::error::{CoreError, CoreResult};

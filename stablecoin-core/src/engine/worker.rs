@@ -59,15 +59,52 @@ impl Record for ScanCursor {
     }
 }
 
-/// A credited inbound deposit (dedupe key: rail, tx hash, index).
+/// An inbound deposit to a wallet from outside the service (id: `<rail>:<tx hash>:<index>`,
+/// so each is recorded once). `DETECTED` when the scanner first sees it below the
+/// confirmation depth (nothing credited); `CONFIRMED` at the depth, in the same commit as
+/// the ledger credit and `transfer.received`. (Records written before the two states
+/// existed were written at confirmation: they read as CONFIRMED.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct DepositRecord {
-    id: String,
-    wallet: String,
-    tx_hash: String,
-    amount: crate::domain::money::Micros,
-    token: crate::domain::money::Token,
-    created_at: Timestamp,
+pub struct DepositRecord {
+    pub id: String,
+    pub wallet: String,
+    #[serde(default)]
+    pub rail: String,
+    #[serde(default)]
+    pub address: String,
+    pub tx_hash: String,
+    pub amount: crate::domain::money::Micros,
+    pub token: crate::domain::money::Token,
+    #[serde(default = "confirmed")]
+    pub status: DepositStatus,
+    #[serde(default)]
+    pub confirmations: u64,
+    pub created_at: Timestamp,
+    /// When the scanner first saw it.
+    #[serde(default)]
+    pub detected_at: Option<Timestamp>,
+    #[serde(default)]
+    pub confirmed_at: Option<Timestamp>,
+}
+
+fn confirmed() -> DepositStatus {
+    DepositStatus::Confirmed
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DepositStatus {
+    Detected,
+    Confirmed,
+}
+
+impl DepositStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DepositStatus::Detected => "DETECTED",
+            DepositStatus::Confirmed => "CONFIRMED",
+        }
+    }
 }
 
 impl Record for DepositRecord {
@@ -77,6 +114,9 @@ impl Record for DepositRecord {
     }
     fn created_at(&self) -> Timestamp {
         self.created_at
+    }
+    fn status(&self) -> Option<String> {
+        Some(self.status.as_str().to_string())
     }
 }
 
@@ -475,30 +515,56 @@ impl Engine {
                     continue;
                 };
                 let w = w.record;
-                if !inbound.confirmed {
-                    // Seen but below the confirmation depth: credited on a later scan.
-                    report.polled += 1;
-                    continue;
-                }
                 let dep_id = format!("{name}:{}:{}", inbound.tx_hash, inbound.index);
-                if self
-                    .ports
-                    .store
-                    .get(DepositRecord::KIND, &dep_id)
-                    .await
-                    .map_err(store_err)?
-                    .is_some()
+                let existing = get_record::<DepositRecord>(&*self.ports.store, &dep_id).await?;
+                if existing
+                    .as_ref()
+                    .is_some_and(|v| v.record.status == DepositStatus::Confirmed)
                 {
                     continue;
                 }
                 let now = self.now();
-                let dep = DepositRecord {
-                    id: dep_id.clone(),
-                    wallet: w.id.0.clone(),
-                    tx_hash: inbound.tx_hash.clone(),
-                    amount: inbound.amount,
-                    token: inbound.token,
-                    created_at: now,
+                let mut dep = match &existing {
+                    Some(v) => v.record.clone(),
+                    None => DepositRecord {
+                        id: dep_id.clone(),
+                        wallet: w.id.0.clone(),
+                        rail: name.clone(),
+                        address: inbound.to.0.clone(),
+                        tx_hash: inbound.tx_hash.clone(),
+                        amount: inbound.amount,
+                        token: inbound.token,
+                        status: DepositStatus::Detected,
+                        confirmations: inbound.confirmations,
+                        created_at: now,
+                        detected_at: Some(now),
+                        confirmed_at: None,
+                    },
+                };
+                dep.confirmations = inbound.confirmations;
+                if !inbound.confirmed {
+                    // Seen but below the confirmation depth: recorded once as DETECTED,
+                    // credited on a later scan.
+                    report.polled += 1;
+                    if existing.is_none() {
+                        let res = self
+                            .commit(Batch {
+                                puts: vec![dep.insert()?],
+                                ..Default::default()
+                            })
+                            .await;
+                        match res {
+                            Ok(_) | Err(CoreError::Conflict { .. }) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    continue;
+                }
+                dep.status = DepositStatus::Confirmed;
+                dep.confirmed_at = Some(now);
+                let put = match &existing {
+                    Some(v) => dep.update(v.version)?,
+                    None => dep.insert()?,
                 };
                 let from = accounts::chain_in(&name, inbound.token);
                 let to = accounts::wallet_on(&w.id, *id, inbound.token);
@@ -519,7 +585,7 @@ impl Engine {
                 }
                 let res = self
                     .commit(Batch {
-                        puts: vec![dep.insert()?],
+                        puts: vec![put],
                         accounts: vec![from.clone(), to.clone()],
                         ledger: vec![LedgerTransfer {
                             id: format!("dep:{dep_id}"),
