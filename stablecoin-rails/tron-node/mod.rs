@@ -1321,6 +1321,20 @@ impl Evm {
     }
 }
 
+/// The token backend a suite runs on: `Anvil` when an anvil binary is found, else the
+/// native ledger, unless `TRON_REQUIRE_ANVIL` is set (as `scripts/test` does), which
+/// turns a missing Anvil into a failure instead of a silent downgrade.
+pub fn backend_from_env() -> TokenBackend {
+    if find_anvil().is_some() {
+        return TokenBackend::Anvil;
+    }
+    assert!(
+        std::env::var_os("TRON_REQUIRE_ANVIL").is_none(),
+        "TRON_REQUIRE_ANVIL is set but no anvil binary was found"
+    );
+    TokenBackend::Native
+}
+
 /// The anvil binary: `$ANVIL`, then `scripts/tron/node_modules/.bin/anvil` (see
 /// `scripts/tron/README.md`), then `anvil` on `PATH`.
 pub fn find_anvil() -> Option<std::path::PathBuf> {

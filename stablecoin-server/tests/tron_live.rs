@@ -14,7 +14,7 @@ use stablecoin_core::domain::fees::TenantPricing;
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::{ChainAddress, Curve, KeyPurpose, Signer};
 use stablecoin_rails::tron::TronAddress;
-use stablecoin_rails::tron::testkit::{NodeConfig, TokenBackend, TronNode, find_anvil};
+use stablecoin_rails::tron::testkit::{NodeConfig, TronNode, backend_from_env};
 use stablecoin_server::App;
 use stablecoin_server::config::{Secret, StorageConfig, TronNodeSettings};
 
@@ -49,17 +49,8 @@ async fn address_of(signer: &LocalSigner, purpose: &KeyPurpose) -> TronAddress {
 
 #[tokio::test]
 async fn the_server_runs_the_real_tron_rail_configured_by_its_operator() {
-    let backend = if find_anvil().is_some() {
-        TokenBackend::Anvil
-    } else {
-        assert!(
-            std::env::var_os("TRON_REQUIRE_ANVIL").is_none(),
-            "TRON_REQUIRE_ANVIL is set but no anvil binary was found"
-        );
-        TokenBackend::Native
-    };
     let node = TronNode::start(NodeConfig {
-        backend,
+        backend: backend_from_env(),
         block_per_head_read: true,
         ..NodeConfig::default()
     })

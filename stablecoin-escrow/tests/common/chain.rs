@@ -18,7 +18,7 @@ use stablecoin_core::ports::{
     ChainAddress, Clock, KeyPurpose, Rail, RailError, RailId, RailPayment, Readiness, ScanBatch,
     Signer, StoreJournal, Submission, SubmissionStatus,
 };
-use stablecoin_rails::tron::testkit::{self, Controls, NodeConfig, TokenBackend, TronNode};
+use stablecoin_rails::tron::testkit::{self, Controls, NodeConfig, TronNode};
 use stablecoin_rails::tron::{HttpTronApi, TronAddress, TronConfig, TronRail};
 use stablecoin_rails::{Fault, SimConfig, SimProfile, SimRail};
 use std::sync::{Arc, Mutex};
@@ -75,17 +75,8 @@ impl TestChain {
         store: Arc<MemoryStore>,
         clock: Arc<dyn Clock>,
     ) -> TestChain {
-        let backend = if testkit::find_anvil().is_some() {
-            TokenBackend::Anvil
-        } else {
-            assert!(
-                std::env::var_os("TRON_REQUIRE_ANVIL").is_none(),
-                "TRON_REQUIRE_ANVIL is set but no anvil binary was found"
-            );
-            TokenBackend::Native
-        };
         let node = TronNode::start(NodeConfig {
-            backend,
+            backend: testkit::backend_from_env(),
             block_per_head_read: true,
             ..NodeConfig::default()
         })
