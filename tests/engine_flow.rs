@@ -22,6 +22,8 @@ struct H {
     engine: Engine,
     store: Arc<MemoryStore>,
     sim: Arc<SimRail>,
+    /// The simulated TRON rail beside it (wallets get TRON addresses on demand).
+    tron: Arc<SimRail>,
     notifier: Arc<MemoryNotifier>,
     clock: Arc<ManualClock>,
     payouts: Arc<MemoryPayouts>,
@@ -61,11 +63,21 @@ fn harness() -> H {
         unknown_grace_ms: 0,
         ..Default::default()
     };
-    let engine = Engine::new(ports, vec![sim.clone() as Arc<dyn Rail>], config);
+    let tron = Arc::new(SimRail::new(
+        SimProfile::Tron,
+        ports.signer.clone(),
+        SimConfig::for_profile(SimProfile::Tron),
+    ));
+    let engine = Engine::new(
+        ports,
+        vec![sim.clone() as Arc<dyn Rail>, tron.clone()],
+        config,
+    );
     H {
         engine,
         store,
         sim,
+        tron,
         notifier,
         clock,
         payouts,
@@ -882,6 +894,50 @@ async fn external_deposit_is_credited_once() {
         "7.500000"
     );
     let _ = RailId::Evm(137);
+}
+
+/// Each rail's scanner stands alone: with the TRON RPC down, EVM deposits are still
+/// credited (and the outage is reported); once TRON is back, its deposit is too, into
+/// the wallet's own TRON account.
+#[tokio::test]
+async fn one_rails_outage_does_not_stop_another_rails_deposits() {
+    let h = harness();
+    let t = h.tenant("Acme", "1").await;
+    let a = phone("+2250700000001");
+    let view = h.engine.provision_on(&t, &a, RailId::Tron).await.unwrap();
+    let tron_addr = ChainAddress(view.address.clone());
+    let evm_addr = h.engine.provision_lookup(&a).await;
+    h.tron.set_rpc_down(true);
+    h.sim.mint(&evm_addr, Token::Usdt, m("2")).unwrap();
+    let r = h.engine.settle_all(20).await;
+    assert!(
+        r.errors.iter().any(|e| e.starts_with("scan tron:")),
+        "{:?}",
+        r.errors
+    );
+    let w = h
+        .store
+        .get_by_unique(&format!("wallet_phone:{a}"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        h.ledger_available(&format!("wallet:{}:USDT", w.id)).await,
+        2_000_000
+    );
+    h.tron.set_rpc_down(false);
+    h.tron.mint(&tron_addr, Token::Usdt, m("3")).unwrap();
+    h.settle().await;
+    assert_eq!(
+        h.ledger_available(&format!("wallet:{}:tron:USDT", w.id))
+            .await,
+        3_000_000
+    );
+    assert_eq!(
+        h.ledger_available(&format!("wallet:{}:USDT", w.id)).await,
+        2_000_000,
+        "the EVM balance is untouched"
+    );
 }
 
 #[tokio::test]

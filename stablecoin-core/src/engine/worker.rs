@@ -161,9 +161,7 @@ impl Engine {
             }
             Err(e) => report.errors.push(e.to_string()),
         }
-        if let Err(e) = self.scan_inbound(&mut report).await {
-            report.errors.push(format!("scan: {e}"));
-        }
+        self.scan_inbound(&mut report).await;
         report
     }
 
@@ -465,7 +463,8 @@ impl Engine {
     }
 
     /// Credits confirmed inbound deposits from outside the service to wallets, once each.
-    async fn scan_inbound(&self, report: &mut TickReport) -> CoreResult<()> {
+    /// Each rail on its own: one chain's outage must not stop the others' deposits.
+    async fn scan_inbound(&self, report: &mut TickReport) {
         for (id, rail) in self.rails.iter() {
             if !matches!(
                 id,
@@ -475,154 +474,165 @@ impl Engine {
                 // engine has no Solana wallets yet.
                 continue;
             }
-            let name = id.name();
-            let cur = get_record::<ScanCursor>(&*self.ports.store, &name).await?;
-            let cursor = cur
-                .as_ref()
-                .map(|v| v.record.cursor.clone())
-                .unwrap_or_default();
-            let batch = match rail.scan(&cursor, &[], self.config.batch_limit).await {
-                Ok(b) => b,
-                Err(e) => return Err(super::rail_err(e)),
-            };
-            let treasury = self.service_address(rail, KeyPurpose::Treasury).await?;
-            for inbound in &batch.inbound {
-                // Internal movements (fundings, P2P transfers) are settled by their own
-                // operation; crediting them here would count them twice.
-                if inbound.from == treasury
-                    || get_record_by_unique::<Wallet>(
-                        &*self.ports.store,
-                        &Wallet::address_key(&name, &inbound.from),
-                    )
-                    .await?
-                    .is_some()
-                    || self
-                        .ports
-                        .store
-                        .get_by_unique(&Operation::tx_key(id, &inbound.tx_hash))
-                        .await
-                        .map_err(store_err)?
-                        .is_some()
-                {
-                    continue;
-                }
-                let Some(w) = get_record_by_unique::<Wallet>(
+            if let Err(e) = self.scan_rail(*id, rail, report).await {
+                report.errors.push(format!("scan {}: {e}", id.name()));
+            }
+        }
+    }
+
+    async fn scan_rail(
+        &self,
+        id: crate::ports::rail::RailId,
+        rail: &std::sync::Arc<dyn crate::ports::rail::Rail>,
+        report: &mut TickReport,
+    ) -> CoreResult<()> {
+        let name = id.name();
+        let cur = get_record::<ScanCursor>(&*self.ports.store, &name).await?;
+        let cursor = cur
+            .as_ref()
+            .map(|v| v.record.cursor.clone())
+            .unwrap_or_default();
+        let batch = match rail.scan(&cursor, &[], self.config.batch_limit).await {
+            Ok(b) => b,
+            Err(e) => return Err(super::rail_err(e)),
+        };
+        let treasury = self.service_address(rail, KeyPurpose::Treasury).await?;
+        for inbound in &batch.inbound {
+            // Internal movements (fundings, P2P transfers) are settled by their own
+            // operation; crediting them here would count them twice.
+            if inbound.from == treasury
+                || get_record_by_unique::<Wallet>(
                     &*self.ports.store,
-                    &Wallet::address_key(&name, &inbound.to),
+                    &Wallet::address_key(&name, &inbound.from),
                 )
                 .await?
-                else {
-                    continue;
-                };
-                let w = w.record;
-                let dep_id = format!("{name}:{}:{}", inbound.tx_hash, inbound.index);
-                let existing = get_record::<DepositRecord>(&*self.ports.store, &dep_id).await?;
-                if existing
-                    .as_ref()
-                    .is_some_and(|v| v.record.status == DepositStatus::Confirmed)
-                {
-                    continue;
+                .is_some()
+                || self
+                    .ports
+                    .store
+                    .get_by_unique(&Operation::tx_key(&id, &inbound.tx_hash))
+                    .await
+                    .map_err(store_err)?
+                    .is_some()
+            {
+                continue;
+            }
+            let Some(w) = get_record_by_unique::<Wallet>(
+                &*self.ports.store,
+                &Wallet::address_key(&name, &inbound.to),
+            )
+            .await?
+            else {
+                continue;
+            };
+            let w = w.record;
+            let dep_id = format!("{name}:{}:{}", inbound.tx_hash, inbound.index);
+            let existing = get_record::<DepositRecord>(&*self.ports.store, &dep_id).await?;
+            if existing
+                .as_ref()
+                .is_some_and(|v| v.record.status == DepositStatus::Confirmed)
+            {
+                continue;
+            }
+            let now = self.now();
+            let mut dep = match &existing {
+                Some(v) => v.record.clone(),
+                None => DepositRecord {
+                    id: dep_id.clone(),
+                    wallet: w.id.0.clone(),
+                    rail: name.clone(),
+                    address: inbound.to.0.clone(),
+                    tx_hash: inbound.tx_hash.clone(),
+                    amount: inbound.amount,
+                    token: inbound.token,
+                    status: DepositStatus::Detected,
+                    confirmations: inbound.confirmations,
+                    created_at: now,
+                    detected_at: Some(now),
+                    confirmed_at: None,
+                },
+            };
+            dep.confirmations = inbound.confirmations;
+            if !inbound.confirmed {
+                // Seen but below the confirmation depth: recorded once as DETECTED,
+                // credited on a later scan.
+                report.polled += 1;
+                if existing.is_none() {
+                    let res = self
+                        .commit(Batch {
+                            puts: vec![dep.insert()?],
+                            ..Default::default()
+                        })
+                        .await;
+                    match res {
+                        Ok(_) | Err(CoreError::Conflict { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
                 }
-                let now = self.now();
-                let mut dep = match &existing {
-                    Some(v) => v.record.clone(),
-                    None => DepositRecord {
-                        id: dep_id.clone(),
-                        wallet: w.id.0.clone(),
-                        rail: name.clone(),
-                        address: inbound.to.0.clone(),
-                        tx_hash: inbound.tx_hash.clone(),
+                continue;
+            }
+            dep.status = DepositStatus::Confirmed;
+            dep.confirmed_at = Some(now);
+            let put = match &existing {
+                Some(v) => dep.update(v.version)?,
+                None => dep.insert()?,
+            };
+            let from = accounts::chain_in(&name, inbound.token);
+            let to = accounts::wallet_on(&w.id, id, inbound.token);
+            let mut outbox = Vec::new();
+            for m in &w.members {
+                outbox.push(self.event(
+                    m,
+                    DomainEvent::TransferReceived {
+                        transfer_id: format!("dep_{}", dep_id.replace(':', "_")),
+                        recipient_wallet: inbound.to.0.clone(),
                         amount: inbound.amount,
                         token: inbound.token,
-                        status: DepositStatus::Detected,
-                        confirmations: inbound.confirmations,
-                        created_at: now,
-                        detected_at: Some(now),
-                        confirmed_at: None,
+                        tx_hash: inbound.tx_hash.clone(),
+                        rail: name.clone(),
+                        settled_at: now,
                     },
-                };
-                dep.confirmations = inbound.confirmations;
-                if !inbound.confirmed {
-                    // Seen but below the confirmation depth: recorded once as DETECTED,
-                    // credited on a later scan.
-                    report.polled += 1;
-                    if existing.is_none() {
-                        let res = self
-                            .commit(Batch {
-                                puts: vec![dep.insert()?],
-                                ..Default::default()
-                            })
-                            .await;
-                        match res {
-                            Ok(_) | Err(CoreError::Conflict { .. }) => {}
-                            Err(e) => return Err(e),
-                        }
-                    }
-                    continue;
-                }
-                dep.status = DepositStatus::Confirmed;
-                dep.confirmed_at = Some(now);
-                let put = match &existing {
-                    Some(v) => dep.update(v.version)?,
-                    None => dep.insert()?,
-                };
-                let from = accounts::chain_in(&name, inbound.token);
-                let to = accounts::wallet_on(&w.id, *id, inbound.token);
-                let mut outbox = Vec::new();
-                for m in &w.members {
-                    outbox.push(self.event(
-                        m,
-                        DomainEvent::TransferReceived {
-                            transfer_id: format!("dep_{}", dep_id.replace(':', "_")),
-                            recipient_wallet: inbound.to.0.clone(),
-                            amount: inbound.amount,
-                            token: inbound.token,
-                            tx_hash: inbound.tx_hash.clone(),
-                            rail: name.clone(),
-                            settled_at: now,
-                        },
-                    )?);
-                }
-                let res = self
-                    .commit(Batch {
-                        puts: vec![put],
-                        accounts: vec![from.clone(), to.clone()],
-                        ledger: vec![LedgerTransfer {
-                            id: format!("dep:{dep_id}"),
-                            debit: from.id,
-                            credit: to.id,
-                            amount: inbound.amount,
-                            phase: Phase::Single,
-                        }],
-                        outbox,
-                        ..Default::default()
-                    })
-                    .await;
-                match res {
-                    Ok(_) => report.deposits += 1,
-                    Err(CoreError::Conflict { .. }) => {} // credited by a concurrent scanner
-                    Err(e) => return Err(e),
-                }
+                )?);
             }
-            if batch.cursor != cursor {
-                let now = self.now();
-                let rec = ScanCursor {
-                    rail: name.clone(),
-                    cursor: batch.cursor.clone(),
-                    created_at: now,
-                };
-                let put = match &cur {
-                    Some(v) => rec.update(v.version)?,
-                    None => rec.insert()?,
-                };
-                // A lost race means another scanner advanced it: fine, deposits dedupe.
-                let _ = self
-                    .commit(Batch {
-                        puts: vec![put],
-                        ..Default::default()
-                    })
-                    .await;
+            let res = self
+                .commit(Batch {
+                    puts: vec![put],
+                    accounts: vec![from.clone(), to.clone()],
+                    ledger: vec![LedgerTransfer {
+                        id: format!("dep:{dep_id}"),
+                        debit: from.id,
+                        credit: to.id,
+                        amount: inbound.amount,
+                        phase: Phase::Single,
+                    }],
+                    outbox,
+                    ..Default::default()
+                })
+                .await;
+            match res {
+                Ok(_) => report.deposits += 1,
+                Err(CoreError::Conflict { .. }) => {} // credited by a concurrent scanner
+                Err(e) => return Err(e),
             }
+        }
+        if batch.cursor != cursor {
+            let now = self.now();
+            let rec = ScanCursor {
+                rail: name.clone(),
+                cursor: batch.cursor.clone(),
+                created_at: now,
+            };
+            let put = match &cur {
+                Some(v) => rec.update(v.version)?,
+                None => rec.insert()?,
+            };
+            // A lost race means another scanner advanced it: fine, deposits dedupe.
+            let _ = self
+                .commit(Batch {
+                    puts: vec![put],
+                    ..Default::default()
+                })
+                .await;
         }
         Ok(())
     }
