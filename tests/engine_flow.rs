@@ -103,6 +103,15 @@ impl H {
         self.sim.balance(&w, Token::Usdc).await.unwrap()
     }
 
+    /// The stored wallet record of a phone.
+    async fn wallet(&self, p: &Phone) -> stablecoin::core::ports::StoredRecord {
+        self.store
+            .get_by_unique(&format!("wallet_phone:{p}"))
+            .await
+            .unwrap()
+            .expect("wallet")
+    }
+
     async fn ledger_available(&self, account: &str) -> i128 {
         self.store
             .balance(account)
@@ -850,12 +859,7 @@ async fn external_deposit_is_credited_once() {
     h.engine.provision(&t, &a).await.unwrap();
     let addr = h.engine.provision_lookup(&a).await;
     let tx = h.sim.mint(&addr, Token::Usdt, m("7.5")).unwrap();
-    let w = h
-        .store
-        .get_by_unique(&format!("wallet_phone:{a}"))
-        .await
-        .unwrap()
-        .unwrap();
+    let w = h.wallet(&a).await;
     let acct = format!("wallet:{}:USDT", w.id);
     // First seen below the depth (3 on Polygon): recorded DETECTED, nothing credited.
     let r = h.engine.tick().await;
@@ -915,12 +919,7 @@ async fn one_rails_outage_does_not_stop_another_rails_deposits() {
         "{:?}",
         r.errors
     );
-    let w = h
-        .store
-        .get_by_unique(&format!("wallet_phone:{a}"))
-        .await
-        .unwrap()
-        .unwrap();
+    let w = h.wallet(&a).await;
     assert_eq!(
         h.ledger_available(&format!("wallet:{}:USDT", w.id)).await,
         2_000_000
@@ -1033,12 +1032,7 @@ async fn withdrawals_complete_refund_and_reconcile() {
     assert_eq!(h.chain_balance(&a).await, m("180"));
 
     // Wallet ledger agrees with the chain; money conserved.
-    let w = h
-        .store
-        .get_by_unique(&format!("wallet_phone:{a}"))
-        .await
-        .unwrap()
-        .unwrap();
+    let w = h.wallet(&a).await;
     assert_eq!(
         h.ledger_available(&format!("wallet:{}:USDC", w.id)).await,
         180_000_000

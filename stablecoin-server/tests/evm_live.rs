@@ -9,9 +9,8 @@ mod common;
 
 use common::{m, serve, temp_dir, test_config};
 use serde_json::{Value, json};
-use stablecoin_core::domain::fees::TenantPricing;
 use stablecoin_core::memory::LocalSigner;
-use stablecoin_core::ports::{ChainAddress, KeyPurpose};
+use stablecoin_core::ports::KeyPurpose;
 use stablecoin_rails::evm::JsonRpc;
 use stablecoin_rails::evm::abi::{self, Abi};
 use stablecoin_rails::evm::testkit::{World, find_anvil, owner_of, shared_anvil};
@@ -134,15 +133,8 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
     let fee_account = w
         .account(&KeyPurpose::Wallet("tenant_fee_acme".into()))
         .await;
-    s.app
-        .engine()
-        .set_pricing(
-            &t.id,
-            TenantPricing::from_parts("FLAT", None, None, Some(250_000)).unwrap(),
-            Some(ChainAddress(fee_account.to_string())),
-        )
-        .await
-        .unwrap();
+    s.flat_tenant_fee(&t, 250_000, &fee_account.to_string())
+        .await;
     // The treasury account holds the tokens fundings pay out (the operator's deposit).
     w.mint(w.usdc, &treasury, 100_000_000).await;
 

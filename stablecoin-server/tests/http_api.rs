@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use reqwest::Method;
 use serde_json::json;
-use stablecoin_core::domain::fees::TenantPricing;
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::domain::time::Timestamp;
@@ -835,17 +834,8 @@ async fn tron_wallets_provision_offline_and_read_usdt_balances() {
 async fn tron_send_moves_tron_usdt_with_no_fee() {
     let s = start().await;
     let acme = s.tenant("Acme", "100").await;
-    s.app
-        .engine()
-        .set_pricing(
-            &acme.id,
-            TenantPricing::from_parts("FLAT", None, None, Some(250_000)).unwrap(),
-            Some(ChainAddress(
-                "0x00000000000000000000000000000000000000fe".into(),
-            )),
-        )
-        .await
-        .unwrap();
+    s.flat_tenant_fee(&acme, 250_000, "0x00000000000000000000000000000000000000fe")
+        .await;
     let tron = s.app.sim_rail(RailId::Tron).unwrap().clone();
     let pa = s
         .post(

@@ -10,9 +10,8 @@ mod common;
 
 use common::{m, serve, temp_dir, test_config};
 use serde_json::json;
-use stablecoin_core::domain::fees::TenantPricing;
 use stablecoin_core::memory::LocalSigner;
-use stablecoin_core::ports::{ChainAddress, Curve, KeyPurpose, Signer};
+use stablecoin_core::ports::{Curve, KeyPurpose, Signer};
 use stablecoin_rails::tron::TronAddress;
 use stablecoin_rails::tron::testkit::{NodeConfig, TronNode, backend_from_env};
 use stablecoin_server::App;
@@ -81,17 +80,8 @@ async fn the_server_runs_the_real_tron_rail_configured_by_its_operator() {
     assert_eq!(ready.json()["tron"], "INBOUND_READY", "{}", ready.text());
     let t = s.tenant("Acme", "100").await;
     // A tenant fee on EVM transfers does not apply on TRON (spec 8.4).
-    s.app
-        .engine()
-        .set_pricing(
-            &t.id,
-            TenantPricing::from_parts("FLAT", None, None, Some(250_000)).unwrap(),
-            Some(ChainAddress(
-                "0x00000000000000000000000000000000000000fe".into(),
-            )),
-        )
-        .await
-        .unwrap();
+    s.flat_tenant_fee(&t, 250_000, "0x00000000000000000000000000000000000000fe")
+        .await;
     let provision = |phone: &'static str| {
         let (s, key) = (&s, t.live.clone());
         async move {

@@ -285,6 +285,25 @@ impl Server {
         assert!(r.errors.is_empty(), "worker errors: {:?}", r.errors);
     }
 
+    /// Gives the tenant a flat fee of `fee` micro-units per transfer, paid to `address`.
+    pub async fn flat_tenant_fee(&self, t: &Tenant, fee: u64, address: &str) {
+        self.app
+            .engine()
+            .set_pricing(
+                &t.id,
+                stablecoin_core::domain::fees::TenantPricing::from_parts(
+                    "FLAT",
+                    None,
+                    None,
+                    Some(fee),
+                )
+                .unwrap(),
+                Some(stablecoin_core::ports::ChainAddress(address.to_string())),
+            )
+            .await
+            .unwrap();
+    }
+
     pub async fn treasury(&self, t: &Tenant) -> Micros {
         self.app
             .engine()
