@@ -60,12 +60,18 @@ SENDER="+2250700000001"
 RECIPIENT="+2250700000002"
 post /v1/users/provision "{\"phone_number\":\"$SENDER\"}" > /dev/null
 post /v1/users/provision "{\"phone_number\":\"$RECIPIENT\"}" > /dev/null
-post /v1/users/fund "{\"phone_number\":\"$SENDER\",\"token\":\"USDC\",\"amount\":\"10000000\"}" > /dev/null
-for _ in $(seq 200); do
-  bal="$(curl -sf "$base/v1/users/balance?phone_number=%2B2250700000001" -H "X-API-Key: $KEY")"
-  case "$bal" in *'"balance_usdc":"10000000.000000"'*) break ;; esac
+FUNDING="$(post /v1/users/fund "{\"phone_number\":\"$SENDER\",\"token\":\"USDC\",\"amount\":\"10000000\"}" |
+  sed -n 's/.*"id":"\([^"]*\)".*/\1/p')"
+# Wait for the funding to settle, not for the on-chain balance: the balance is a live
+# chain read and shows the tokens before the ledger posts the credit, and a send spends
+# only posted funds (a send in between is a correct 422 INSUFFICIENT_FUNDS).
+for _ in $(seq 300); do
+  fst="$(curl -sf "$base/v1/fundings/$FUNDING" -H "X-API-Key: $KEY")"
+  case "$fst" in *'"status":"SETTLED"'*) break ;; esac
   sleep 0.1
 done
+case "$fst" in *'"status":"SETTLED"'*) ;; *) echo "funding did not settle: $fst"; exit 1 ;; esac
+bal="$(curl -sf "$base/v1/users/balance?phone_number=%2B2250700000001" -H "X-API-Key: $KEY")"
 echo "sender funded: $bal"
 
 cat > "$WORK/provision.lua" <<EOF
