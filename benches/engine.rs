@@ -1,19 +1,24 @@
-//! Engine hot paths on in-memory adapters: the pure fee split, and accepting a P2P
-//! transfer (validation, quote parse, fees, ledger holds, one atomic commit) — the work
-//! behind a `202` from `POST /v1/transfers/send`, without HTTP or a database.
+//! Engine hot paths: the pure fee split, and accepting a P2P transfer (validation, quote
+//! parse, fees, ledger holds, one atomic commit) — the work behind a `202` from
+//! `POST /v1/transfers/send`, without HTTP: on the in-memory adapters, and on the
+//! SQLite store (a file, `synchronous=FULL`) from one caller and from 64 at once.
 //!
 //! Run: `cargo bench --bench engine`
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use stablecoin::core::domain::fees::{TenantPricing, split_fees};
+use stablecoin::core::domain::ids::TenantId;
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::domain::phone::Phone;
 use stablecoin::core::engine::{Engine, EngineConfig, FundRequest, Ports, SendRequest};
 use stablecoin::core::memory::*;
 use stablecoin::core::ports::{KeyPurpose, Rail};
+use stablecoin::core::ports::{Ledger, Store};
 use stablecoin::rails::sim::{SimConfig, SimProfile, SimRail};
+use stablecoin_store::{SqliteConfig, SqliteStore};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 fn fees(c: &mut Criterion) {
     let pricing = TenantPricing::Percentage {
@@ -38,8 +43,78 @@ fn send(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let (engine, tenant, from, to) = rt.block_on(async {
-        let store = Arc::new(MemoryStore::new());
+    let memory = Arc::new(MemoryStore::new());
+    let (engine, tenant, from, to) = rt.block_on(setup(memory.clone(), memory));
+    let seq = AtomicU64::new(0);
+    let mut g = c.benchmark_group("engine");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("send_accept_memory", |b| {
+        b.to_async(&rt).iter(|| {
+            let key = format!("k{}", seq.fetch_add(1, Ordering::Relaxed));
+            let req = send_request(&from, &to);
+            let engine = engine.clone();
+            let tenant = tenant.clone();
+            async move { engine.send(&tenant, &req, Some(&key)).await.unwrap() }
+        })
+    });
+
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = rt
+        .block_on(SqliteStore::open(SqliteConfig::file(
+            dir.path().join("bench.db"),
+        )))
+        .unwrap();
+    let sqlite = Arc::new(sqlite);
+    let (engine, tenant, from, to) = rt.block_on(setup(sqlite.clone(), sqlite));
+    g.bench_function("send_accept_sqlite_1", |b| {
+        b.to_async(&rt).iter(|| {
+            let req = send_request(&from, &to);
+            let engine = engine.clone();
+            let tenant = tenant.clone();
+            async move { engine.send(&tenant, &req, None).await.unwrap() }
+        })
+    });
+    g.bench_function("send_accept_sqlite_64", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let (engine, tenant, from, to) =
+                (engine.clone(), tenant.clone(), from.clone(), to.clone());
+            async move {
+                let per_caller = (iters as usize).div_ceil(64).max(1);
+                let start = Instant::now();
+                let mut tasks = Vec::new();
+                for _ in 0..64 {
+                    let req = send_request(&from, &to);
+                    let (engine, tenant) = (engine.clone(), tenant.clone());
+                    tasks.push(tokio::spawn(async move {
+                        for _ in 0..per_caller {
+                            engine.send(&tenant, &req, None).await.unwrap();
+                        }
+                    }));
+                }
+                for t in tasks {
+                    t.await.unwrap();
+                }
+                start
+                    .elapsed()
+                    .mul_f64(iters as f64 / (per_caller * 64) as f64)
+            }
+        })
+    });
+    g.finish();
+}
+
+fn send_request(from: &Phone, to: &Phone) -> SendRequest {
+    SendRequest {
+        from_phone_number: from.clone(),
+        to_phone_number: to.clone(),
+        token: Token::Usdc,
+        quote_id: "DIRECT_CRYPTO:USDC:0.01".into(),
+    }
+}
+
+/// An engine on `store`, a tenant, and two provisioned wallets, the first funded.
+async fn setup(store: Arc<dyn Store>, ledger: Arc<dyn Ledger>) -> (Engine, TenantId, Phone, Phone) {
+    {
         let signer = Arc::new(LocalSigner::from_seed([3; 32]));
         let chain = Arc::new(SimRail::new(
             SimProfile::Evm(137),
@@ -50,8 +125,8 @@ fn send(c: &mut Criterion) {
             },
         ));
         let ports = Ports {
-            store: store.clone(),
-            ledger: store.clone(),
+            store,
+            ledger,
             signer,
             notifier: Arc::new(MemoryNotifier::new()),
             rates: Arc::new(FixedRates::demo()),
@@ -94,25 +169,7 @@ fn send(c: &mut Criterion) {
             .unwrap();
         engine.settle_all(20).await;
         (engine, tenant, from, to)
-    });
-    let seq = AtomicU64::new(0);
-    let mut g = c.benchmark_group("engine");
-    g.throughput(Throughput::Elements(1));
-    g.bench_function("send_accept_memory", |b| {
-        b.to_async(&rt).iter(|| {
-            let key = format!("k{}", seq.fetch_add(1, Ordering::Relaxed));
-            let req = SendRequest {
-                from_phone_number: from.clone(),
-                to_phone_number: to.clone(),
-                token: Token::Usdc,
-                quote_id: "DIRECT_CRYPTO:USDC:1".into(),
-            };
-            let engine = engine.clone();
-            let tenant = tenant.clone();
-            async move { engine.send(&tenant, &req, Some(&key)).await.unwrap() }
-        })
-    });
-    g.finish();
+    }
 }
 
 criterion_group!(benches, fees, send);

@@ -10,7 +10,6 @@
 
 use crate::codec::MAX_AMOUNT_MICROS;
 use stablecoin_core::ports::ledger::{Balance, LedgerAccount, LedgerError, LedgerTransfer, Phase};
-use stablecoin_core::ports::store::Batch;
 use std::collections::{HashMap, HashSet};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,11 +33,16 @@ pub(crate) struct Known {
 }
 
 /// Account ids and transfer ids (own and pending) a batch may read, each once, sorted.
-pub(crate) fn needed_ids(batch: &Batch, accounts: &mut Vec<String>, transfers: &mut Vec<String>) {
-    for a in &batch.accounts {
+pub(crate) fn needed_ids(
+    batch_accounts: &[LedgerAccount],
+    batch_ledger: &[LedgerTransfer],
+    accounts: &mut Vec<String>,
+    transfers: &mut Vec<String>,
+) {
+    for a in batch_accounts {
         accounts.push(a.id.clone());
     }
-    for t in &batch.ledger {
+    for t in batch_ledger {
         accounts.push(t.debit.clone());
         accounts.push(t.credit.clone());
         transfers.push(t.id.clone());

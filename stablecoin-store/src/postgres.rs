@@ -272,7 +272,12 @@ async fn commit_in(conn: &mut PgConnection, batch: &Batch) -> Result<CommitRecei
     // 1. Lock the accounts, load the transfers.
     let mut account_ids = Vec::new();
     let mut transfer_ids = Vec::new();
-    needed_ids(batch, &mut account_ids, &mut transfer_ids);
+    needed_ids(
+        &batch.accounts,
+        &batch.ledger,
+        &mut account_ids,
+        &mut transfer_ids,
+    );
     sort_dedup(&mut account_ids);
     sort_dedup(&mut transfer_ids);
     let mut known = Known::default();

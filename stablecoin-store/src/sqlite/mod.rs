@@ -3,7 +3,7 @@
 //! - WAL journal, `synchronous=FULL` by default ([`Durability::Full`]): a commit is
 //!   acknowledged only once the WAL is fsynced. [`Durability::Normal`] trades the last
 //!   transactions before a power loss (never consistency) for speed.
-//! - One writer task owns the only write connection. `commit` and `claim_due` queue their
+//! - One writer thread owns the only write connection. `commit` and `claim_due` queue their
 //!   work on a channel; the writer takes everything queued (up to
 //!   [`SqliteConfig::max_group`] operations) and runs it in ONE `BEGIN IMMEDIATE`
 //!   transaction: the ledger rules are checked in memory on rows loaded (and cached) by
@@ -14,19 +14,17 @@
 //!   own checks fails alone; a SQL-level failure (I/O, disk full) fails the whole group
 //!   with `StoreError::Backend`, and nothing of it is written. See `writer.rs`.
 //! - Reads go to a pool of reader connections (WAL lets them run beside the writer).
-//! - `:memory:` opens a private shared-cache in-memory database on ONE connection that
-//!   the writer and the readers take turns on (tests; nothing is durable).
+//! - `:memory:` opens a private database in a temporary directory that is removed with
+//!   the store (tests; nothing is durable, `synchronous=OFF`): the same writer, readers
+//!   and WAL as a file database, so tests run the code production runs.
 
 mod writer;
 
 use crate::codec::{dedup_keys, json_from_db, keys_from_db, phase_from_db, sql_count, u64_from_db};
 use crate::error::Error;
 use async_trait::async_trait;
-use sqlx::Row;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
-};
+use rusqlite::{OptionalExtension, params};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::ledger::{Balance, Ledger, LedgerEntry, LedgerError};
@@ -36,7 +34,8 @@ use stablecoin_core::ports::store::{
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -147,33 +146,142 @@ impl SqliteConfig {
         Ok(())
     }
 
-    fn connect_options(&self) -> SqliteConnectOptions {
+    /// The file the store opens: the configured path, or a fresh temporary directory's
+    /// database for `:memory:` (removed when the returned guard drops).
+    fn resolve(&self) -> Result<(PathBuf, Option<TempDb>), Error> {
+        if !self.is_memory() {
+            return Ok((self.path.clone(), None));
+        }
         static MEMORY_DB: AtomicU64 = AtomicU64::new(0);
-        let base = if self.is_memory() {
-            let n = MEMORY_DB.fetch_add(1, Ordering::Relaxed);
-            SqliteConnectOptions::new()
-                .filename(format!(
-                    "file:stablecoin-store-mem-{}-{n}",
-                    std::process::id()
-                ))
-                .in_memory(true)
-                .shared_cache(true)
-        } else {
-            SqliteConnectOptions::new()
-                .filename(&self.path)
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-        };
-        base.synchronous(match self.durability {
-            Durability::Full => SqliteSynchronous::Full,
-            Durability::Normal => SqliteSynchronous::Normal,
+        let dir = std::env::temp_dir().join(format!(
+            "stablecoin-store-mem-{}-{}",
+            std::process::id(),
+            MEMORY_DB.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| Error::Config {
+            reason: format!(
+                "cannot create a temporary directory for :memory: at {}: {e}",
+                dir.display()
+            ),
+        })?;
+        Ok((dir.join("store.db"), Some(TempDb(dir))))
+    }
+
+    fn synchronous(&self) -> &'static str {
+        match (self.is_memory(), self.durability) {
+            (true, _) => "OFF",
+            (false, Durability::Full) => "FULL",
+            (false, Durability::Normal) => "NORMAL",
+        }
+    }
+
+    fn connect_options(&self, file: &Path) -> SqliteConnectOptions {
+        SqliteConnectOptions::new()
+            .filename(file)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(match self.synchronous() {
+                "OFF" => SqliteSynchronous::Off,
+                "NORMAL" => SqliteSynchronous::Normal,
+                _ => SqliteSynchronous::Full,
+            })
+            .foreign_keys(true)
+            // 64 MiB page cache per connection (SQLite's default is 2 MiB).
+            .pragma("cache_size", "-65536")
+            .pragma("wal_autocheckpoint", self.checkpoint_pages.to_string())
+            .busy_timeout(self.busy_timeout)
+            .statement_cache_capacity(256)
+    }
+
+    /// A connection of the writer or the readers: the settings of `connect_options`, on
+    /// rusqlite (the same SQLite library as sqlx's).
+    fn open_connection(&self, file: &Path) -> Result<rusqlite::Connection, Error> {
+        let conn = rusqlite::Connection::open(file).map_err(open_failed)?;
+        conn.busy_timeout(self.busy_timeout).map_err(open_failed)?;
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {}; PRAGMA foreign_keys = ON; \
+             PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = {};",
+            self.synchronous(),
+            self.checkpoint_pages
+        ))
+        .map_err(open_failed)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(conn)
+    }
+}
+
+fn open_failed(e: rusqlite::Error) -> Error {
+    Error::Config {
+        reason: format!("sqlite: cannot open a connection: {e}"),
+    }
+}
+
+/// The reader connections, used synchronously by the calling task.
+///
+/// Why not an async pool: a read here is a point lookup or a short page on an index,
+/// which takes SQLite microseconds; handing it to a connection's worker thread and back
+/// (sqlx's model) costs two thread wake-ups, and under load those hand-offs were most of
+/// a read's cost. WAL readers never wait for the writer, so a read holds the calling
+/// thread only for SQLite's own work. A task takes a free connection, or waits for one
+/// only when every connection is busy (more concurrent reads than `readers`).
+#[derive(Debug)]
+struct Readers {
+    /// `None` once the store is closed.
+    conns: Vec<Mutex<Option<rusqlite::Connection>>>,
+    next: AtomicUsize,
+}
+
+impl Readers {
+    fn with<T>(
+        &self,
+        read: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, String> {
+        let n = self.conns.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let guard = (0..n)
+            .find_map(|i| self.conns[(start + i) % n].try_lock().ok())
+            .unwrap_or_else(|| {
+                self.conns[start]
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+            });
+        match guard.as_ref() {
+            Some(conn) => read(conn).map_err(|e| format!("sqlite: {e}")),
+            None => Err("sqlite store is closed".to_string()),
+        }
+    }
+
+    /// `read` in one read transaction: everything it selects comes from one snapshot.
+    fn snapshot<T>(
+        &self,
+        read: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, String> {
+        self.with(|conn| {
+            conn.execute_batch("BEGIN")?;
+            let result = read(conn);
+            let end = conn.execute_batch(if result.is_ok() { "COMMIT" } else { "ROLLBACK" });
+            let value = result?;
+            end?;
+            Ok(value)
         })
-        .foreign_keys(true)
-        // 64 MiB page cache per connection (SQLite's default is 2 MiB).
-        .pragma("cache_size", "-65536")
-        .pragma("wal_autocheckpoint", self.checkpoint_pages.to_string())
-        .busy_timeout(self.busy_timeout)
-        .statement_cache_capacity(256)
+    }
+
+    fn close(&self) {
+        for conn in &self.conns {
+            conn.lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take();
+        }
+    }
+}
+
+/// The temporary directory of a `:memory:` store, removed on drop.
+#[derive(Debug)]
+struct TempDb(PathBuf);
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -184,9 +292,10 @@ pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations
 /// missing). [`SqliteStore::open`] does this too; this is for a `migrate` command.
 pub async fn migrate(config: &SqliteConfig) -> Result<(), Error> {
     config.validate()?;
+    let (file, _temp) = config.resolve()?;
     let pool = SqlitePoolOptions::new()
         .max_connections(1)
-        .connect_with(config.connect_options())
+        .connect_with(config.connect_options(&file))
         .await?;
     let result = MIGRATOR.run(&pool).await;
     pool.close().await;
@@ -201,11 +310,12 @@ pub struct SqliteStore {
 
 #[derive(Debug)]
 struct Inner {
-    readers: SqlitePool,
-    writer_pool: SqlitePool,
+    readers: Readers,
     tx: mpsc::Sender<writer::Request>,
     stats: Arc<writer::Stats>,
     config: SqliteConfig,
+    /// Last: dropped after the connections above are gone.
+    _temp: Option<TempDb>,
 }
 
 impl SqliteStore {
@@ -213,43 +323,43 @@ impl SqliteStore {
     /// on the current tokio runtime.
     pub async fn open(config: SqliteConfig) -> Result<Self, Error> {
         config.validate()?;
-        let options = config.connect_options();
-        let writer_pool = SqlitePoolOptions::new()
+        let (file, temp) = config.resolve()?;
+        let options = config.connect_options(&file);
+        let migrator = SqlitePoolOptions::new()
             .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .test_before_acquire(false)
             .connect_with(options.clone())
             .await?;
-        MIGRATOR.run(&writer_pool).await?;
-        let readers = if config.is_memory() {
-            // One connection, shared by the writer and the readers in turn.
-            writer_pool.clone()
-        } else {
-            SqlitePoolOptions::new()
-                .max_connections(config.readers)
-                .idle_timeout(None)
-                .max_lifetime(None)
-                .test_before_acquire(false)
-                .connect_with(options.pragma("query_only", "ON"))
-                .await?
+        let migrated = MIGRATOR.run(&migrator).await;
+        migrator.close().await;
+        migrated?;
+        let mut readers = Vec::with_capacity(config.readers as usize);
+        for _ in 0..config.readers {
+            let conn = config.open_connection(&file)?;
+            conn.execute_batch("PRAGMA query_only = ON")
+                .map_err(open_failed)?;
+            readers.push(Mutex::new(Some(conn)));
+        }
+        let readers = Readers {
+            conns: readers,
+            next: AtomicUsize::new(0),
         };
+        let conn = config.open_connection(&file)?;
         let stats = Arc::new(writer::Stats::default());
         let (tx, rx) = mpsc::channel(config.max_group.saturating_mul(4).max(64));
-        tokio::spawn(writer::run(
-            writer_pool.clone(),
-            rx,
-            stats.clone(),
-            config.max_group,
-        ));
+        let (thread_stats, max_group) = (stats.clone(), config.max_group);
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || writer::run(conn, rx, thread_stats, max_group))
+            .map_err(|e| Error::Config {
+                reason: format!("cannot start the sqlite writer thread: {e}"),
+            })?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 readers,
-                writer_pool,
                 tx,
                 stats,
                 config,
+                _temp: temp,
             }),
         })
     }
@@ -286,8 +396,7 @@ impl SqliteStore {
         {
             let _ = wait.await;
         }
-        self.inner.readers.close().await;
-        self.inner.writer_pool.close().await;
+        self.inner.readers.close();
     }
 
     async fn send<T>(
@@ -323,51 +432,60 @@ fn ledger_backend(e: impl std::fmt::Display) -> LedgerError {
     LedgerError::Backend(format!("sqlite: {e}"))
 }
 
-/// A `records` row selected with `record_cols!()`, starting at column 0.
-pub(crate) fn record_from_row(row: &SqliteRow) -> Result<StoredRecord, StoreError> {
-    let decode = || -> Result<StoredRecord, String> {
-        let s = |e: sqlx::Error| e.to_string();
-        let version: i64 = row.try_get(3).map_err(s)?;
-        let keys: String = row.try_get(7).map_err(s)?;
-        let body: String = row.try_get(8).map_err(s)?;
+/// A `records` row selected with `record_cols!()`; the inner `Err` is a corrupt row.
+pub(crate) fn record_from_row(
+    row: &rusqlite::Row<'_>,
+) -> rusqlite::Result<Result<StoredRecord, String>> {
+    let version: i64 = row.get(3)?;
+    let keys: String = row.get(7)?;
+    let body: String = row.get(8)?;
+    let (kind, id, tenant, created_at, status, due_at) = (
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get::<_, Option<i64>>(6)?,
+    );
+    Ok((|| {
         Ok(StoredRecord {
-            kind: row.try_get(0).map_err(s)?,
-            id: row.try_get(1).map_err(s)?,
-            tenant: row.try_get(2).map_err(s)?,
+            kind,
+            id,
+            tenant,
             version: u64_from_db(version, "version")?,
-            created_at: Timestamp(row.try_get(4).map_err(s)?),
-            status: row.try_get(5).map_err(s)?,
-            due_at: row.try_get::<Option<i64>, _>(6).map_err(s)?.map(Timestamp),
+            created_at: Timestamp(created_at),
+            status,
+            due_at: due_at.map(Timestamp),
             unique_keys: keys_from_db(&keys)?,
             body: json_from_db(&body, "body")?,
         })
-    };
-    decode().map_err(backend)
+    })())
 }
 
-fn entry_from_row(row: &SqliteRow) -> Result<LedgerEntry, String> {
-    let s = |e: sqlx::Error| e.to_string();
-    let amount: i64 = row.try_get(3).map_err(s)?;
-    let phase: String = row.try_get(4).map_err(s)?;
-    Ok(LedgerEntry {
-        transfer_id: row.try_get(0).map_err(s)?,
-        debit: row.try_get(1).map_err(s)?,
-        credit: row.try_get(2).map_err(s)?,
-        amount: Micros(u64_from_db(amount, "amount")?),
-        phase: phase_from_db(&phase, row.try_get(5).map_err(s)?)?,
-    })
+/// A history row; the inner `Err` is a corrupt row.
+fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<LedgerEntry, String>> {
+    let amount: i64 = row.get(3)?;
+    let phase: String = row.get(4)?;
+    let pending_id: Option<String> = row.get(5)?;
+    let (transfer_id, debit, credit) = (row.get(0)?, row.get(1)?, row.get(2)?);
+    Ok((|| {
+        Ok(LedgerEntry {
+            transfer_id,
+            debit,
+            credit,
+            amount: Micros(u64_from_db(amount, "amount")?),
+            phase: phase_from_db(&phase, pending_id)?,
+        })
+    })())
 }
 
-pub(crate) fn balance_from_row(row: &SqliteRow, first: usize) -> Result<Balance, String> {
-    let get = |i: usize, what: &str| -> Result<u64, String> {
-        let v: i64 = row.try_get(first + i).map_err(|e| e.to_string())?;
-        u64_from_db(v, what)
-    };
+/// The four sums of a `ledger_accounts` row, in column order.
+pub(crate) fn balance_from_sums(sums: [i64; 4]) -> Result<Balance, String> {
     Ok(Balance {
-        debits_posted: get(0, "debits_posted")?,
-        credits_posted: get(1, "credits_posted")?,
-        debits_pending: get(2, "debits_pending")?,
-        credits_pending: get(3, "credits_pending")?,
+        debits_posted: u64_from_db(sums[0], "debits_posted")?,
+        credits_posted: u64_from_db(sums[1], "credits_posted")?,
+        debits_pending: u64_from_db(sums[2], "debits_pending")?,
+        credits_pending: u64_from_db(sums[3], "credits_pending")?,
     })
 }
 
@@ -380,104 +498,97 @@ impl Store for SqliteStore {
         if batch.is_empty() {
             return Ok(CommitReceipt::default());
         }
+        let batch = writer::Prepared::new(batch);
         self.send(|reply| writer::Request::Commit { batch, reply })
             .await
     }
 
     async fn get(&self, kind: &str, id: &str) -> Result<Option<StoredRecord>, StoreError> {
-        let row = sqlx::query(concat!(
-            "SELECT ",
-            record_cols!(),
-            " FROM records WHERE kind = ?1 AND id = ?2"
-        ))
-        .bind(kind.to_string())
-        .bind(id.to_string())
-        .fetch_optional(&self.inner.readers)
-        .await
-        .map_err(backend)?;
-        row.as_ref().map(record_from_row).transpose()
+        self.inner
+            .readers
+            .with(|conn| {
+                conn.prepare_cached(concat!(
+                    "SELECT ",
+                    record_cols!(),
+                    " FROM records WHERE kind = ?1 AND id = ?2"
+                ))?
+                .query_row(params![kind, id], record_from_row)
+                .optional()
+            })
+            .map_err(StoreError::Backend)?
+            .transpose()
+            .map_err(backend)
     }
 
     async fn get_by_unique(&self, key: &str) -> Result<Option<StoredRecord>, StoreError> {
-        let row = sqlx::query(
-            "SELECT r.kind, r.id, r.tenant, r.version, r.created_at, r.status, r.due_at, \
-             r.unique_keys, r.body FROM unique_keys u \
-             JOIN records r ON r.kind = u.kind AND r.id = u.id WHERE u.key = ?1",
-        )
-        .bind(key.to_string())
-        .fetch_optional(&self.inner.readers)
-        .await
-        .map_err(backend)?;
-        row.as_ref().map(record_from_row).transpose()
+        self.inner
+            .readers
+            .with(|conn| {
+                conn.prepare_cached(
+                    "SELECT r.kind, r.id, r.tenant, r.version, r.created_at, r.status, \
+                     r.due_at, r.unique_keys, r.body FROM unique_keys u \
+                     JOIN records r ON r.kind = u.kind AND r.id = u.id WHERE u.key = ?1",
+                )?
+                .query_row([key], record_from_row)
+                .optional()
+            })
+            .map_err(StoreError::Backend)?
+            .transpose()
+            .map_err(backend)
     }
 
     async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError> {
-        let mut conn = self.inner.readers.acquire().await.map_err(backend)?;
-        // One read transaction: the page and the total come from one snapshot.
-        sqlx::query("BEGIN")
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
-        let result = async {
-            let (rows, total) = match &query.status {
-                None => {
-                    let rows = sqlx::query(concat!(
-                        "SELECT ",
-                        record_cols!(),
-                        " FROM records WHERE kind = ?1 AND tenant = ?2 \
-                         ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4"
-                    ))
-                    .bind(query.kind.clone())
-                    .bind(query.tenant.clone())
-                    .bind(sql_count(query.limit))
-                    .bind(sql_count(query.offset))
-                    .fetch_all(&mut *conn)
-                    .await?;
-                    let total: i64 = sqlx::query_scalar(
-                        "SELECT COUNT(*) FROM records WHERE kind = ?1 AND tenant = ?2",
-                    )
-                    .bind(query.kind.clone())
-                    .bind(query.tenant.clone())
-                    .fetch_one(&mut *conn)
-                    .await?;
-                    (rows, total)
-                }
-                Some(status) => {
-                    let rows = sqlx::query(concat!(
-                        "SELECT ",
-                        record_cols!(),
-                        " FROM records WHERE kind = ?1 AND tenant = ?2 AND status = ?3 \
-                         ORDER BY created_at DESC, id DESC LIMIT ?4 OFFSET ?5"
-                    ))
-                    .bind(query.kind.clone())
-                    .bind(query.tenant.clone())
-                    .bind(status.clone())
-                    .bind(sql_count(query.limit))
-                    .bind(sql_count(query.offset))
-                    .fetch_all(&mut *conn)
-                    .await?;
-                    let total: i64 = sqlx::query_scalar(
-                        "SELECT COUNT(*) FROM records WHERE kind = ?1 AND tenant = ?2 \
-                         AND status = ?3",
-                    )
-                    .bind(query.kind.clone())
-                    .bind(query.tenant.clone())
-                    .bind(status.clone())
-                    .fetch_one(&mut *conn)
-                    .await?;
-                    (rows, total)
-                }
-            };
-            Ok::<_, sqlx::Error>((rows, total))
-        }
-        .await;
-        let end = sqlx::query("COMMIT").execute(&mut *conn).await;
-        let (rows, total) = result.map_err(backend)?;
-        end.map_err(backend)?;
+        let (kind, tenant) = (&query.kind, &query.tenant);
+        let (limit, offset) = (sql_count(query.limit), sql_count(query.offset));
+        let (rows, total) = self
+            .inner
+            .readers
+            .snapshot(|conn| {
+                let collect =
+                    |rows: rusqlite::MappedRows<'_, _>| rows.collect::<Result<Vec<_>, _>>();
+                Ok(match &query.status {
+                    None => (
+                        collect(
+                            conn.prepare_cached(concat!(
+                                "SELECT ",
+                                record_cols!(),
+                                " FROM records WHERE kind = ?1 AND tenant = ?2 \
+                                 ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4"
+                            ))?
+                            .query_map(params![kind, tenant, limit, offset], record_from_row)?,
+                        )?,
+                        conn.prepare_cached(
+                            "SELECT COUNT(*) FROM records WHERE kind = ?1 AND tenant = ?2",
+                        )?
+                        .query_row(params![kind, tenant], |r| r.get::<_, i64>(0))?,
+                    ),
+                    Some(status) => (
+                        collect(
+                            conn.prepare_cached(concat!(
+                                "SELECT ",
+                                record_cols!(),
+                                " FROM records WHERE kind = ?1 AND tenant = ?2 \
+                                 AND status = ?3 \
+                                 ORDER BY created_at DESC, id DESC LIMIT ?4 OFFSET ?5"
+                            ))?
+                            .query_map(
+                                params![kind, tenant, status, limit, offset],
+                                record_from_row,
+                            )?,
+                        )?,
+                        conn.prepare_cached(
+                            "SELECT COUNT(*) FROM records WHERE kind = ?1 AND tenant = ?2 \
+                             AND status = ?3",
+                        )?
+                        .query_row(params![kind, tenant, status], |r| r.get::<_, i64>(0))?,
+                    ),
+                })
+            })
+            .map_err(StoreError::Backend)?;
         let records = rows
-            .iter()
-            .map(record_from_row)
-            .collect::<Result<Vec<_>, _>>()?;
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(backend)?;
         Ok((records, u64_from_db(total, "count").map_err(backend)?))
     }
 
@@ -486,23 +597,33 @@ impl Store for SqliteStore {
         tenant: &str,
         key: &str,
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
-        let row = sqlx::query(
-            "SELECT request_hash, response, created_at FROM idempotency \
-             WHERE tenant = ?1 AND key = ?2",
-        )
-        .bind(tenant.to_string())
-        .bind(key.to_string())
-        .fetch_optional(&self.inner.readers)
-        .await
-        .map_err(backend)?;
-        let Some(row) = row else { return Ok(None) };
-        let response: String = row.try_get(1).map_err(backend)?;
+        let row = self
+            .inner
+            .readers
+            .with(|conn| {
+                conn.prepare_cached(
+                    "SELECT request_hash, response, created_at FROM idempotency \
+                     WHERE tenant = ?1 AND key = ?2",
+                )?
+                .query_row(params![tenant, key], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                    ))
+                })
+                .optional()
+            })
+            .map_err(StoreError::Backend)?;
+        let Some((request_hash, response, created_at)) = row else {
+            return Ok(None);
+        };
         Ok(Some(IdempotencyRecord {
             tenant: tenant.to_string(),
             key: key.to_string(),
-            request_hash: row.try_get(0).map_err(backend)?,
+            request_hash,
             response: json_from_db(&response, "response").map_err(backend)?,
-            created_at: Timestamp(row.try_get(2).map_err(backend)?),
+            created_at: Timestamp(created_at),
         }))
     }
 
@@ -539,26 +660,36 @@ impl Store for SqliteStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query(
-            "SELECT seq, id, tenant, event_type, occurred_at, payload FROM outbox \
-             WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-        )
-        .bind(after)
-        .bind(sql_count(limit))
-        .fetch_all(&self.inner.readers)
-        .await
-        .map_err(backend)?;
-        rows.iter()
-            .map(|row| {
-                let seq: i64 = row.try_get(0).map_err(backend)?;
-                let payload: String = row.try_get(5).map_err(backend)?;
+        let rows = self
+            .inner
+            .readers
+            .with(|conn| {
+                conn.prepare_cached(
+                    "SELECT seq, id, tenant, event_type, occurred_at, payload FROM outbox \
+                     WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                )?
+                .query_map(params![after, sql_count(limit)], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, i64>(4)?,
+                        r.get::<_, String>(5)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(StoreError::Backend)?;
+        rows.into_iter()
+            .map(|(seq, id, tenant, event_type, occurred_at, payload)| {
                 Ok((
                     u64_from_db(seq, "seq").map_err(backend)?,
                     OutboxEvent {
-                        id: row.try_get(1).map_err(backend)?,
-                        tenant: row.try_get(2).map_err(backend)?,
-                        event_type: row.try_get(3).map_err(backend)?,
-                        occurred_at: Timestamp(row.try_get(4).map_err(backend)?),
+                        id,
+                        tenant,
+                        event_type,
+                        occurred_at: Timestamp(occurred_at),
                         payload: json_from_db(&payload, "payload").map_err(backend)?,
                     },
                 ))
@@ -573,16 +704,22 @@ impl Store for SqliteStore {
 #[async_trait]
 impl Ledger for SqliteStore {
     async fn balance(&self, account: &str) -> Result<Balance, LedgerError> {
-        let row = sqlx::query(
-            "SELECT debits_posted, credits_posted, debits_pending, credits_pending \
-             FROM ledger_accounts WHERE id = ?1",
-        )
-        .bind(account.to_string())
-        .fetch_optional(&self.inner.readers)
-        .await
-        .map_err(ledger_backend)?;
-        match row {
-            Some(row) => balance_from_row(&row, 0).map_err(ledger_backend),
+        let sums = self
+            .inner
+            .readers
+            .with(|conn| {
+                conn.prepare_cached(
+                    "SELECT debits_posted, credits_posted, debits_pending, credits_pending \
+                     FROM ledger_accounts WHERE id = ?1",
+                )?
+                .query_row([account], |r| {
+                    Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?])
+                })
+                .optional()
+            })
+            .map_err(LedgerError::Backend)?;
+        match sums {
+            Some(sums) => balance_from_sums(sums).map_err(ledger_backend),
             None => Err(LedgerError::UnknownAccount {
                 account: account.to_string(),
             }),
@@ -595,67 +732,65 @@ impl Ledger for SqliteStore {
         offset: usize,
         limit: usize,
     ) -> Result<Vec<LedgerEntry>, LedgerError> {
-        let mut conn = self.inner.readers.acquire().await.map_err(ledger_backend)?;
-        sqlx::query("BEGIN")
-            .execute(&mut *conn)
-            .await
-            .map_err(ledger_backend)?;
-        let result = async {
-            let exists: Option<i64> =
-                sqlx::query_scalar("SELECT 1 FROM ledger_accounts WHERE id = ?1")
-                    .bind(account.to_string())
-                    .fetch_optional(&mut *conn)
-                    .await?;
-            if exists.is_none() {
-                return Ok(None);
-            }
-            let rows = sqlx::query(
-                "SELECT id, debit, credit, amount, phase, pending_id FROM ( \
-                   SELECT seq, id, debit, credit, amount, phase, pending_id \
-                     FROM ledger_transfers WHERE debit = ?1 \
-                   UNION ALL \
-                   SELECT seq, id, debit, credit, amount, phase, pending_id \
-                     FROM ledger_transfers WHERE credit = ?1 \
-                 ) ORDER BY seq LIMIT ?2 OFFSET ?3",
-            )
-            .bind(account.to_string())
-            .bind(sql_count(limit))
-            .bind(sql_count(offset))
-            .fetch_all(&mut *conn)
-            .await?;
-            Ok::<_, sqlx::Error>(Some(rows))
-        }
-        .await;
-        let end = sqlx::query("COMMIT").execute(&mut *conn).await;
-        let rows = result.map_err(ledger_backend)?;
-        end.map_err(ledger_backend)?;
+        let rows = self
+            .inner
+            .readers
+            .snapshot(|conn| {
+                let exists = conn
+                    .prepare_cached("SELECT 1 FROM ledger_accounts WHERE id = ?1")?
+                    .query_row([account], |_| Ok(()))
+                    .optional()?;
+                if exists.is_none() {
+                    return Ok(None);
+                }
+                conn.prepare_cached(
+                    "SELECT id, debit, credit, amount, phase, pending_id FROM ( \
+                       SELECT seq, id, debit, credit, amount, phase, pending_id \
+                         FROM ledger_transfers WHERE debit = ?1 \
+                       UNION ALL \
+                       SELECT seq, id, debit, credit, amount, phase, pending_id \
+                         FROM ledger_transfers WHERE credit = ?1 \
+                     ) ORDER BY seq LIMIT ?2 OFFSET ?3",
+                )?
+                .query_map(
+                    params![account, sql_count(limit), sql_count(offset)],
+                    entry_from_row,
+                )?
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+            })
+            .map_err(LedgerError::Backend)?;
         match rows {
             None => Err(LedgerError::UnknownAccount {
                 account: account.to_string(),
             }),
             Some(rows) => rows
-                .iter()
-                .map(|r| entry_from_row(r).map_err(ledger_backend))
+                .into_iter()
+                .map(|r| r.map_err(ledger_backend))
                 .collect(),
         }
     }
 
     async fn posted_sum(&self) -> Result<i128, LedgerError> {
-        // SQLite's SUM fails with "integer overflow" rather than wrap; then sum in i128.
-        let fast: Result<i64, sqlx::Error> = sqlx::query_scalar(
-            "SELECT COALESCE(SUM(credits_posted - debits_posted), 0) FROM ledger_accounts",
-        )
-        .fetch_one(&self.inner.readers)
-        .await;
-        if let Ok(sum) = fast {
-            return Ok(sum as i128);
-        }
-        let all: Vec<i64> =
-            sqlx::query_scalar("SELECT credits_posted - debits_posted FROM ledger_accounts")
-                .fetch_all(&self.inner.readers)
-                .await
-                .map_err(ledger_backend)?;
-        Ok(all.into_iter().map(i128::from).sum())
+        self.inner
+            .readers
+            .with(|conn| {
+                // SQLite's SUM fails with "integer overflow" rather than wrap; then sum in
+                // i128.
+                let fast = conn
+                    .prepare_cached(
+                        "SELECT COALESCE(SUM(credits_posted - debits_posted), 0) \
+                         FROM ledger_accounts",
+                    )?
+                    .query_row([], |r| r.get::<_, i64>(0));
+                if let Ok(sum) = fast {
+                    return Ok(i128::from(sum));
+                }
+                conn.prepare_cached("SELECT credits_posted - debits_posted FROM ledger_accounts")?
+                    .query_map([], |r| r.get::<_, i64>(0))?
+                    .try_fold(0i128, |sum, v| Ok(sum + i128::from(v?)))
+            })
+            .map_err(LedgerError::Backend)
     }
 }
 
