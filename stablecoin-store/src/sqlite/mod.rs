@@ -24,7 +24,7 @@ use crate::codec::{dedup_keys, json_from_db, keys_from_db, phase_from_db, sql_co
 use crate::error::Error;
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::ledger::{Balance, Ledger, LedgerEntry, LedgerError};
@@ -180,6 +180,7 @@ impl SqliteConfig {
         Ok((dir.join("store.db"), Some(TempDb(dir))))
     }
 
+    /// The `synchronous` pragma of every connection (one source for sqlx's and rusqlite's).
     fn synchronous(&self) -> &'static str {
         match (self.is_memory(), self.durability) {
             (true, _) => "OFF",
@@ -193,11 +194,7 @@ impl SqliteConfig {
             .filename(file)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(match self.synchronous() {
-                "OFF" => SqliteSynchronous::Off,
-                "NORMAL" => SqliteSynchronous::Normal,
-                _ => SqliteSynchronous::Full,
-            })
+            .pragma("synchronous", self.synchronous())
             .foreign_keys(true)
             // 64 MiB page cache per connection (SQLite's default is 2 MiB).
             .pragma("cache_size", "-65536")
