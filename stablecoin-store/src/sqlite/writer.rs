@@ -393,19 +393,9 @@ fn rollback(conn: &Connection) {
     }
 }
 
-/// An outbox row of the group, written at flush.
-struct OutboxRow {
-    seq: i64,
-    id: String,
-    tenant: String,
-    event_type: String,
-    occurred_at: i64,
-    payload: String,
-}
-
 /// Ledger and outbox writes of the group's kept batches, flushed once before COMMIT.
 #[derive(Default)]
-struct GroupWrites {
+struct GroupWrites<'g> {
     dirty_accounts: Vec<String>,
     dirty_set: HashSet<String>,
     /// Transfers applied in this group, in order (final state is in the cache).
@@ -413,10 +403,12 @@ struct GroupWrites {
     new_set: HashSet<String>,
     /// Pending transfers from before this group that it posted or voided.
     resolved_before: Vec<String>,
-    outbox: Vec<OutboxRow>,
+    /// The kept batches' events with the sequence numbers they were given (borrowed from
+    /// the batches, which live until the group is answered).
+    outbox: Vec<(i64, &'g PreparedOutbox)>,
 }
 
-impl GroupWrites {
+impl GroupWrites<'_> {
     fn take(&mut self, changes: &LedgerChanges) {
         for a in &changes.accounts {
             if self.dirty_set.insert(a.id.clone()) {
@@ -451,16 +443,16 @@ fn group_body(
                     exec(conn, "SAVEPOINT op")?;
                 }
                 match apply_batch(conn, cache, batch)? {
-                    Ok((receipt, changes, outbox)) => {
+                    Ok((receipt, changes)) => {
                         if sql_part {
                             exec(conn, "RELEASE op")?;
                         }
                         cache.known.merge(&changes);
                         writes.take(&changes);
-                        if !outbox.is_empty() {
-                            cache.next_outbox_seq =
-                                Some(cache.next_outbox_seq.unwrap_or(1) + outbox.len() as i64);
-                            writes.outbox.extend(outbox);
+                        if !batch.outbox.is_empty() {
+                            let first = cache.next_outbox_seq.unwrap_or(1);
+                            writes.outbox.extend((first..).zip(&batch.outbox));
+                            cache.next_outbox_seq = Some(first + batch.outbox.len() as i64);
                         }
                         Ok(Output::Commit(receipt))
                     }
@@ -584,7 +576,7 @@ fn transfer_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Transfe
     })())
 }
 
-type Applied = (CommitReceipt, LedgerChanges, Vec<OutboxRow>);
+type Applied = (CommitReceipt, LedgerChanges);
 
 /// Applies one batch in the order `Store::commit` documents: accounts, idempotency
 /// record, puts, ledger transfers, outbox. The outer `Err` is a SQL failure (the group
@@ -633,21 +625,13 @@ fn apply_batch(
         }
     }
     let changes = overlay.into_changes();
+    // The numbers the group gives this batch's events if it is kept (`group_body`).
     let first_seq = cache.next_outbox_seq.unwrap_or(1);
-    let mut outbox_seqs = Vec::with_capacity(batch.outbox.len());
-    let mut rows = Vec::with_capacity(batch.outbox.len());
-    for (seq, e) in (first_seq..).zip(&batch.outbox) {
-        outbox_seqs.push(seq as u64);
-        rows.push(OutboxRow {
-            seq,
-            id: e.id.clone(),
-            tenant: e.tenant.clone(),
-            event_type: e.event_type.clone(),
-            occurred_at: e.occurred_at,
-            payload: e.payload.clone(),
-        });
-    }
-    Ok(Ok((CommitReceipt { outbox_seqs }, changes, rows)))
+    let outbox_seqs = (first_seq..)
+        .take(batch.outbox.len())
+        .map(|seq| seq as u64)
+        .collect();
+    Ok(Ok((CommitReceipt { outbox_seqs }, changes)))
 }
 
 /// The version a put writes, or the `VersionConflict` it fails with: an insert needs no
@@ -833,9 +817,9 @@ fn flush(conn: &Connection, cache: &mut Cache, writes: &GroupWrites) -> Result<(
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )
             .map_err(backend)?;
-        for e in &writes.outbox {
+        for (seq, e) in &writes.outbox {
             stmt.execute(params![
-                e.seq,
+                seq,
                 e.id,
                 e.tenant,
                 e.event_type,
