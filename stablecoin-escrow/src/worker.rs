@@ -556,7 +556,7 @@ impl EscrowEngine {
                     }
                 };
                 match status {
-                    SubmissionStatus::Confirmed { tx_hash, block } => {
+                    SubmissionStatus::Confirmed { tx_hash, block, .. } => {
                         p.tx_hash = Some(tx_hash);
                         p.block = Some(block);
                         self.finish_payout(p, version, Outcome::Confirmed, report)

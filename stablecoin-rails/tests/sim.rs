@@ -228,7 +228,8 @@ async fn submit_pending_then_confirmed_with_all_legs_moved() {
         rail.status("op-1").await.unwrap(),
         SubmissionStatus::Confirmed {
             tx_hash: hash,
-            block: 2
+            block: 2,
+            created_recipient_account: false,
         }
     );
     assert_eq!(rail.submit_count(), 1);

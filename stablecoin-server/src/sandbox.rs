@@ -121,6 +121,7 @@ fn operation(
         payout_amount: None,
         payout_reference: None,
         refund_tx_hash: None,
+        created_recipient_ata: None,
         simulated: true,
     })
 }

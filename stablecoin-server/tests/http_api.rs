@@ -662,18 +662,13 @@ async fn tron_and_solana_sends_gate_on_readiness() {
         let body = json!({"from_phone_number": A, "to_phone_number": B, "token": token,
             "quote_id": format!("DIRECT_CRYPTO:{token}:1")})
         .to_string();
-        // READY (sim default): TRON sends run (here: no sender wallet, 404); Solana's are
-        // not implemented.
-        let r = writes_nothing!(
+        // READY (sim default): the send runs (here: no sender wallet, 404).
+        writes_nothing!(
             s,
             s.post(&acme.live, &format!("{prefix}/transfers/send"), &body)
                 .await
-        );
-        if rail == RailId::Tron {
-            r.expect_err(404, "NOT_FOUND");
-        } else {
-            r.expect_err(501, "NOT_IMPLEMENTED");
-        }
+        )
+        .expect_err(404, "NOT_FOUND");
         // INBOUND_READY: 503 RAIL_NOT_READY (spec 1.4, 1.5, 7).
         let sim = s.app.sim_rail(rail).unwrap();
         sim.set_sponsor_funded(false);
@@ -705,25 +700,6 @@ async fn tron_and_solana_sends_gate_on_readiness() {
         )
         .await
         .expect_err(400, "UNKNOWN_FIELD");
-        // Solana provision and balance: not implemented (TRON's: see below).
-        if rail == RailId::Solana {
-            writes_nothing!(
-                s,
-                s.post(
-                    &acme.live,
-                    &format!("{prefix}/users/provision"),
-                    &json!({"phone_number": A}).to_string()
-                )
-                .await
-            )
-            .expect_err(501, "NOT_IMPLEMENTED");
-            s.get(
-                &acme.live,
-                &format!("{prefix}/users/balance?phone_number=%2B2250700000001"),
-            )
-            .await
-            .expect_err(501, "NOT_IMPLEMENTED");
-        }
         s.post(
             &acme.test,
             &format!("{prefix}/users/provision"),
@@ -752,23 +728,22 @@ async fn tron_and_solana_sends_gate_on_readiness() {
     .expect_err(400, "UNKNOWN_TOKEN");
 }
 
-/// `/v1/tron/users/*`: the phone's one wallet (same consent rules and outcomes as
-/// `/v1/users/provision`) gets a durable TRON address, and its USDT balance is read live.
-#[tokio::test]
-async fn tron_wallets_provision_offline_and_read_usdt_balances() {
+/// `/v1/tron/users/*` and `/v1/solana/users/*`: the phone's one wallet (same consent
+/// rules and outcomes as `/v1/users/provision`) gets a durable address on the rail, and
+/// its balances there are read live (TRON: USDT; Solana: USDC and USDT, spec 4.5).
+async fn parallel_rail_wallets_provision_and_read_live_balances(rail: RailId, token: Token) {
     let s = start().await;
     let acme = s.tenant("Acme", "0").await;
     let beta = s.tenant("Beta", "0").await;
-    let tron = s.app.sim_rail(RailId::Tron).unwrap().clone();
+    let chain = s.app.sim_rail(rail).unwrap().clone();
+    let prefix = format!("/v1/{}", rail.name());
+    let field = format!("balance_{}", token.as_str().to_ascii_lowercase());
     let provision = |key: String, phone: &'static str| {
         let s = &s;
+        let path = format!("{prefix}/users/provision");
         async move {
             let r = s
-                .post(
-                    &key,
-                    "/v1/tron/users/provision",
-                    &json!({"phone_number": phone}).to_string(),
-                )
+                .post(&key, &path, &json!({"phone_number": phone}).to_string())
                 .await;
             r.expect(200);
             r.json()
@@ -776,13 +751,21 @@ async fn tron_wallets_provision_offline_and_read_usdt_balances() {
     };
     let p = provision(acme.live.clone(), A).await;
     assert_eq!(p["outcome"], "PROVISIONED");
-    assert_eq!(p["rail"], "tron");
+    assert_eq!(p["rail"], rail.name());
     let wallet_id = p["wallet_id"].as_str().unwrap().to_string();
-    let expected = tron
+    let expected = chain
         .address_for(&KeyPurpose::Wallet(wallet_id.clone()))
         .await
         .unwrap();
     assert_eq!(p["address"], expected.0.as_str());
+    // Solana: both token accounts exist before the response (spec 4.3). (The simulated
+    // TRON chain has no token accounts: always true there.)
+    for t in Token::ALL {
+        assert!(
+            chain.token_account_exists(&expected, t),
+            "{t} of {expected:?}"
+        );
+    }
     // Durable: asked again, and through the EVM route, it is the same wallet and address.
     let again = provision(acme.live.clone(), A).await;
     assert_eq!(again["outcome"], "ALREADY_EXISTS");
@@ -795,29 +778,30 @@ async fn tron_wallets_provision_offline_and_read_usdt_balances() {
     assert_eq!(other["outcome"], "LINK_REQUIRED");
     assert_eq!(other["wallet_id"], wallet_id.as_str());
 
-    // Zero TRX, USDT received: the balance is a live read.
+    // No native coin, tokens received: the balance is a live read.
     let balance = |key: String, phone: &'static str| {
         let s = &s;
-        async move {
-            s.get(
-                &key,
-                &format!("/v1/tron/users/balance?phone_number=%2B{}", &phone[1..]),
-            )
-            .await
-        }
+        let path = format!("{prefix}/users/balance?phone_number=%2B{}", &phone[1..]);
+        async move { s.get(&key, &path).await }
     };
     let r = balance(acme.live.clone(), A).await;
     r.expect(200);
-    assert_eq!(r.json()["balance_usdt"], "0.000000");
-    tron.mint(&expected, Token::Usdt, m("25")).unwrap();
-    tron.mine(1);
+    assert_eq!(r.json()[&field], "0.000000");
+    chain.mint(&expected, token, m("25")).unwrap();
+    chain.mine(1);
     let r = balance(acme.live.clone(), A).await;
     r.expect(200);
-    assert_eq!(r.json()["balance_usdt"], "25.000000");
+    assert_eq!(r.json()[&field], "25.000000");
     assert_eq!(r.json()["address"], p["address"]);
-    assert_eq!(r.json()["rail"], "tron");
+    assert_eq!(r.json()["rail"], rail.name());
+    if rail == RailId::Solana {
+        // Both SPL tokens are read (spec 4.5), each from its own account.
+        assert_eq!(r.json()["balance_usdt"], "0.000000");
+    } else {
+        assert!(r.json().get("balance_usdc").is_none(), "{}", r.text());
+    }
 
-    // Not a member: 403; a wallet with no TRON address yet: 404.
+    // Not a member: 403; a wallet with no address on the rail yet: 404.
     balance(beta.live.clone(), A)
         .await
         .expect_err(403, "NOT_A_MEMBER");
@@ -827,35 +811,47 @@ async fn tron_wallets_provision_offline_and_read_usdt_balances() {
         .expect_err(404, "NOT_FOUND");
 }
 
-/// `POST /v1/tron/transfers/send`: USDT that arrived on the wallet's TRON address (and
-/// only that: EVM balances do not count) moves to another phone's TRON address with no
-/// fee at all (spec 8.4), even for a tenant that charges a fee on EVM transfers.
 #[tokio::test]
-async fn tron_send_moves_tron_usdt_with_no_fee() {
+async fn tron_wallets_provision_offline_and_read_usdt_balances() {
+    parallel_rail_wallets_provision_and_read_live_balances(RailId::Tron, Token::Usdt).await;
+}
+
+#[tokio::test]
+async fn solana_wallets_provision_their_atas_and_read_usdc_and_usdt() {
+    parallel_rail_wallets_provision_and_read_live_balances(RailId::Solana, Token::Usdc).await;
+}
+
+/// `POST /v1/tron/transfers/send`, `POST /v1/solana/transfers/send`: tokens that arrived
+/// on the wallet's address on that rail (and only there: EVM balances do not count) move
+/// to another phone's address on the rail with no fee at all (spec 8.4: the service fee
+/// and the tenant fee are EVM's), even for a tenant that charges a fee on EVM transfers.
+async fn parallel_send_moves_the_rails_own_balance_with_no_fee(rail: RailId, token: Token) {
     let s = start().await;
     let acme = s.tenant("Acme", "100").await;
     s.flat_tenant_fee(&acme, 250_000, "0x00000000000000000000000000000000000000fe")
         .await;
-    let tron = s.app.sim_rail(RailId::Tron).unwrap().clone();
+    let chain = s.app.sim_rail(rail).unwrap().clone();
+    let prefix = format!("/v1/{}", rail.name());
+    let t = token.as_str();
     let pa = s
         .post(
             &acme.live,
-            "/v1/tron/users/provision",
+            &format!("{prefix}/users/provision"),
             &json!({"phone_number": A}).to_string(),
         )
         .await;
     pa.expect(200);
     let a_addr = ChainAddress(pa.json()["address"].as_str().unwrap().to_string());
-    // USDT funded on the EVM rail is not TRON money.
+    // The token funded on the EVM rail is not money on this rail.
     s.app
         .engine()
-        .credit_treasury(&acme.id, Token::Usdt, m("50"), "wire-usdt")
+        .credit_treasury(&acme.id, token, m("50"), "wire")
         .await
         .unwrap();
     s.post(
         &acme.live,
         "/v1/users/fund",
-        &json!({"phone_number": A, "token": "USDT", "amount": "50"}).to_string(),
+        &json!({"phone_number": A, "token": t, "amount": "50"}).to_string(),
     )
     .await
     .expect(202);
@@ -868,19 +864,20 @@ async fn tron_send_moves_tron_usdt_with_no_fee() {
         .await;
     evm.expect(200);
     assert!(evm.text().contains("50.000000"), "{}", evm.text());
-    // B is an EVM-only wallet of the tenant: no TRON address yet.
+    // B is an EVM-only wallet of the tenant: no address on this rail yet.
     s.provision(&acme.live, B).await;
-    let send = |amount: &str, key: &str| {
+    let send = |to: &'static str, amount: &str, key: &str| {
         let s = &s;
-        let body = json!({"from_phone_number": A, "to_phone_number": B, "token": "USDT",
-            "quote_id": format!("DIRECT_CRYPTO:USDT:{amount}")})
+        let body = json!({"from_phone_number": A, "to_phone_number": to, "token": t,
+            "quote_id": format!("DIRECT_CRYPTO:{t}:{amount}")})
         .to_string();
         let key = key.to_string();
         let live = acme.live.clone();
+        let path = format!("{prefix}/transfers/send");
         async move {
             s.send(
                 Method::POST,
-                "/v1/tron/transfers/send",
+                &path,
                 Some(&live),
                 Some(&body),
                 &[("Idempotency-Key", key.as_str())],
@@ -888,45 +885,102 @@ async fn tron_send_moves_tron_usdt_with_no_fee() {
             .await
         }
     };
-    writes_nothing!(s, send("10", "k0").await).expect_err(422, "INSUFFICIENT_FUNDS");
+    writes_nothing!(s, send(B, "10", "k0").await).expect_err(422, "INSUFFICIENT_FUNDS");
 
-    // 25 USDT arrive from outside on the TRON address; the scanner credits them at depth.
-    tron.mint(&a_addr, Token::Usdt, m("25")).unwrap();
+    // 25 arrive from outside on the rail's address; the scanner credits them at depth.
+    chain.mint(&a_addr, token, m("25")).unwrap();
     s.settle().await;
-    let r = send("10", "k1").await;
+    let r = send(B, "10", "k1").await;
     r.expect(202);
     let op = r.json();
-    assert_eq!(op["rail"], "tron");
+    assert_eq!(op["rail"], rail.name());
     assert_eq!(op["status"], "QUEUED");
     assert_eq!(op["amount"], "10.000000");
     assert_eq!(op["recipient_amount"], "10.000000");
     assert_eq!(op["service_fee"], "0.000000");
     assert_eq!(op["tenant_fee"], "0.000000");
+    assert!(
+        op.get("created_recipient_ata").is_none(),
+        "unknown until confirmed"
+    );
     // Idempotent by key: the same operation again, nothing new.
-    let again = send("10", "k1").await;
+    let again = send(B, "10", "k1").await;
     again.expect(202);
     assert_eq!(again.json()["id"], op["id"]);
-    // More than the TRON balance left (15): refused, nothing held.
-    writes_nothing!(s, send("15.000001", "k2").await).expect_err(422, "INSUFFICIENT_FUNDS");
+    // More than the balance left on the rail (15): refused, nothing held.
+    writes_nothing!(s, send(B, "15.000001", "k2").await).expect_err(422, "INSUFFICIENT_FUNDS");
     s.settle().await;
     let id = op["id"].as_str().unwrap();
     let done = s.get(&acme.live, &format!("/v1/transfers/{id}")).await;
     done.expect(200);
     assert_eq!(done.json()["status"], "SETTLED", "{}", done.text());
     let tx_hash = done.json()["tx_hash"].as_str().unwrap().to_string();
-    assert_eq!(tx_hash.len(), 64, "a TRON txID: {tx_hash}");
-    // B had no TRON address: it got one with the send, and holds the whole amount.
+    // B had no address on the rail: it got one with the send, and holds the whole amount.
     let b = s
         .get(
             &acme.live,
-            "/v1/tron/users/balance?phone_number=%2B2250700000002",
+            &format!("{prefix}/users/balance?phone_number=%2B2250700000002"),
         )
         .await;
     b.expect(200);
-    assert_eq!(b.json()["balance_usdt"], "10.000000");
+    let field = format!("balance_{}", t.to_ascii_lowercase());
+    assert_eq!(b.json()[&field], "10.000000");
     let b_addr = ChainAddress(b.json()["address"].as_str().unwrap().to_string());
-    assert_eq!(tron.balance(&b_addr, Token::Usdt).await.unwrap(), m("10"));
-    assert_eq!(tron.balance(&a_addr, Token::Usdt).await.unwrap(), m("15"));
+    assert_eq!(chain.balance(&b_addr, token).await.unwrap(), m("10"));
+    assert_eq!(chain.balance(&a_addr, token).await.unwrap(), m("15"));
+    if rail == RailId::Tron {
+        assert_eq!(tx_hash.len(), 64, "a TRON txID: {tx_hash}");
+        assert!(done.json().get("created_recipient_ata").is_none());
+        return;
+    }
+    // Solana: B never held the mint, so the payment opened its account (rent paid by
+    // the service) and says so; the other token's account is not opened by a send.
+    assert_eq!(
+        done.json()["created_recipient_ata"],
+        true,
+        "{}",
+        done.text()
+    );
+    assert!(chain.token_account_exists(&b_addr, token));
+    let other = if token == Token::Usdc {
+        Token::Usdt
+    } else {
+        Token::Usdc
+    };
+    assert!(!chain.token_account_exists(&b_addr, other));
+    // Provisioning B on Solana now completes its wallet: both accounts exist.
+    s.post(
+        &acme.live,
+        &format!("{prefix}/users/provision"),
+        &json!({"phone_number": B}).to_string(),
+    )
+    .await
+    .expect(200);
+    assert!(chain.token_account_exists(&b_addr, other));
+    // To a recipient that already holds the mint, no account is opened.
+    let r = send(B, "5", "k3").await;
+    r.expect(202);
+    s.settle().await;
+    let id = r.json()["id"].as_str().unwrap().to_string();
+    let done = s.get(&acme.live, &format!("/v1/transfers/{id}")).await;
+    assert_eq!(done.json()["status"], "SETTLED", "{}", done.text());
+    assert_eq!(
+        done.json()["created_recipient_ata"],
+        false,
+        "{}",
+        done.text()
+    );
+    assert_eq!(chain.balance(&b_addr, token).await.unwrap(), m("15"));
+}
+
+#[tokio::test]
+async fn tron_send_moves_tron_usdt_with_no_fee() {
+    parallel_send_moves_the_rails_own_balance_with_no_fee(RailId::Tron, Token::Usdt).await;
+}
+
+#[tokio::test]
+async fn solana_send_moves_spl_tokens_with_no_fee_and_reports_opened_accounts() {
+    parallel_send_moves_the_rails_own_balance_with_no_fee(RailId::Solana, Token::Usdc).await;
 }
 
 #[tokio::test]

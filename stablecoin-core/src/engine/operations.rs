@@ -55,6 +55,10 @@ pub struct Operation {
     /// Withdrawals: the mobile-money leg.
     #[serde(default)]
     pub payout: Option<PayoutLeg>,
+    /// Set at confirmation: the payment opened the recipient's token account, rent paid
+    /// by the service (Solana's `created_recipient_ata`, spec 1.5).
+    #[serde(default)]
+    pub created_recipient_account: bool,
 }
 
 /// The fiat leg of a withdrawal (spec 3.2: CRYPTO_RECEIVED -> PAYOUT_SUBMITTING ->
@@ -111,6 +115,12 @@ impl Operation {
             payout_amount: self.payout.as_ref().map(|p| p.amount.to_string()),
             payout_reference: self.payout.as_ref().and_then(|p| p.reference.clone()),
             refund_tx_hash: self.payout.as_ref().and_then(|p| p.refund_tx_hash.clone()),
+            // Known once confirmed, and only meaningful where recipients hold token
+            // accounts.
+            created_recipient_ata: (self.rail == RailId::Solana
+                && self.kind == OpKind::Transfer
+                && self.block.is_some())
+            .then_some(self.created_recipient_account),
         }
     }
 }
@@ -184,6 +194,10 @@ pub struct OperationView {
     pub payout_reference: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub refund_tx_hash: Option<String>,
+    /// Solana transfers, once confirmed: whether the service paid the rent of the
+    /// recipient's new token account (spec 1.5).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub created_recipient_ata: Option<bool>,
 }
 
 /// The result of a send: the operation as accepted.
@@ -259,6 +273,7 @@ impl Engine {
             updated_at: now,
             settled_at: None,
             payout: None,
+            created_recipient_account: false,
         }
     }
 
@@ -373,12 +388,13 @@ impl Engine {
     }
 
     /// A P2P transfer on `rail_id`. On an EVM chain it is [`Engine::send`]. On a parallel
-    /// rail (`POST /v1/tron/transfers/send`) it moves the rail's own balance of the
-    /// wallets (ledger accounts `wallet:<id>:<rail>:<TOKEN>`, credited by that rail's
-    /// deposit scanner) and deducts no fee: spec 8.4, the sponsorship covers activation
-    /// and resources, and no EVM tenant fee or TRON business fee applies. A wallet that
-    /// has no address on the rail yet gets it (derived offline, durable) in the same
-    /// commit.
+    /// rail (`POST /v1/tron/transfers/send`, `POST /v1/solana/transfers/send`) it moves
+    /// the rail's own balance of the wallets (ledger accounts
+    /// `wallet:<id>:<rail>:<TOKEN>`, credited by that rail's deposit scanner) and deducts
+    /// no fee: the service fee and the tenant fee are EVM's (spec 1 item 8, 8.4); TRON's
+    /// sponsorship covers activation and resources, Solana's makes the service the fee
+    /// payer. A recipient wallet that has no address on the rail yet gets it (derived
+    /// offline, durable) in the same commit.
     pub async fn send_on(
         &self,
         tenant: &TenantId,
@@ -459,12 +475,12 @@ impl Engine {
             let recipient_put = match recipient.address(&rail_name).cloned() {
                 Some(_) => None,
                 None => {
-                    // Offline derivation: the wallet's key on this chain.
+                    // Offline derivation: the wallet's key on this chain. No chain-side
+                    // preparation here (a Solana ATA would hold the request until
+                    // finality): the payment itself opens a missing recipient account and
+                    // reports it (`created_recipient_ata`); provisioning completes the rest.
                     let purpose = KeyPurpose::Wallet(recipient.id.0.clone());
                     let a = rail.address_for(&purpose).await.map_err(super::rail_err)?;
-                    rail.prepare_wallet(&purpose)
-                        .await
-                        .map_err(super::rail_err)?;
                     recipient.addresses.insert(rail_name.clone(), a);
                     recipient.updated_at = now;
                     recipient_version.map(|v| recipient.update(v)).transpose()?

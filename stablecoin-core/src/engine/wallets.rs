@@ -137,11 +137,13 @@ impl Engine {
         })
     }
 
-    /// `POST /v1/tron/users/provision`: the phone's wallet, provisioned or adopted under
-    /// the same consent rules as [`Engine::provision`], and its address on `rail_id`.
-    /// The address derives from the wallet's key (not the phone), so it is durable: the
-    /// same wallet always gets the same address, across phone changes too. It is recorded
-    /// on the wallet so the rail's deposits find their wallet.
+    /// `POST /v1/tron/users/provision`, `POST /v1/solana/users/provision`: the phone's
+    /// wallet, provisioned or adopted under the same consent rules as
+    /// [`Engine::provision`], and its address on `rail_id`. The address derives from the
+    /// wallet's key (not the phone), so it is durable: the same wallet always gets the
+    /// same address, across phone changes too. It is recorded on the wallet so the rail's
+    /// deposits find their wallet. On Solana it returns once the wallet's USDC and USDT
+    /// token accounts are finalized (rent paid by the service).
     pub async fn provision_on(
         &self,
         tenant: &TenantId,
@@ -156,13 +158,21 @@ impl Engine {
         Ok(view)
     }
 
-    /// The wallet's address on `rail`, derived once and recorded on the wallet.
+    /// The wallet's address on `rail`, derived once and recorded on the wallet, with
+    /// the chain-side preparation done (Solana: both ATAs finalized, spec 4.3). The
+    /// preparation runs on every call, not only the first: it is idempotent, and a
+    /// wallet whose address a send recorded (opening only the sent token's account) must
+    /// be completed when it is provisioned.
     async fn wallet_address_on(
         &self,
         wallet_id: &WalletId,
         rail: &std::sync::Arc<dyn Rail>,
     ) -> CoreResult<ChainAddress> {
         let name = rail.id().name();
+        let purpose = KeyPurpose::Wallet(wallet_id.0.clone());
+        rail.prepare_wallet(&purpose)
+            .await
+            .map_err(super::rail_err)?;
         for _ in 0..3 {
             let v = get_record::<Wallet>(&*self.ports.store, &wallet_id.0)
                 .await?
@@ -173,11 +183,7 @@ impl Engine {
             if let Some(a) = v.record.address(&name) {
                 return Ok(a.clone());
             }
-            let purpose = KeyPurpose::Wallet(wallet_id.0.clone());
             let address = rail.address_for(&purpose).await.map_err(super::rail_err)?;
-            rail.prepare_wallet(&purpose)
-                .await
-                .map_err(super::rail_err)?;
             let mut w = v.record;
             w.addresses.insert(name.clone(), address.clone());
             w.updated_at = self.now();

@@ -266,9 +266,14 @@ impl Engine {
                     }
                 };
                 match status {
-                    SubmissionStatus::Confirmed { tx_hash, block } => {
+                    SubmissionStatus::Confirmed {
+                        tx_hash,
+                        block,
+                        created_recipient_account,
+                    } => {
                         op.tx_hash = Some(tx_hash);
                         op.block = Some(block);
+                        op.created_recipient_account = created_recipient_account;
                         self.settle(op, version, report).await
                     }
                     SubmissionStatus::Failed { reason, tx_hash } => {
@@ -466,12 +471,9 @@ impl Engine {
     /// Each rail on its own: one chain's outage must not stop the others' deposits.
     async fn scan_inbound(&self, report: &mut TickReport) {
         for (id, rail) in self.rails.iter() {
-            if !matches!(
-                id,
-                crate::ports::rail::RailId::Evm(_) | crate::ports::rail::RailId::Tron
-            ) {
-                // Wallets live on the EVM rail and (with an address there) on TRON; the
-                // engine has no Solana wallets yet.
+            if !rail.monitors_inbound() {
+                // Switched off on purpose (Solana without SOLANA_SCAN_ENABLED): its
+                // readiness says so; an error every tick would say nothing new.
                 continue;
             }
             if let Err(e) = self.scan_rail(*id, rail, report).await {

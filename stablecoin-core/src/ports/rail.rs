@@ -131,7 +131,15 @@ pub enum SubmissionStatus {
     /// In the mempool or below the confirmation depth.
     Pending { tx_hash: Option<String> },
     /// Confirmed at the rail's confirmation depth.
-    Confirmed { tx_hash: String, block: u64 },
+    Confirmed {
+        tx_hash: String,
+        block: u64,
+        /// The transaction opened the recipient's token account, the service paying its
+        /// rent (Solana's `created_recipient_ata`: a recipient that never held the mint).
+        /// Always `false` on chains without token accounts.
+        #[serde(default)]
+        created_recipient_account: bool,
+    },
     /// Reverted or rejected; nothing moved.
     Failed {
         reason: String,
@@ -201,8 +209,19 @@ pub trait Rail: Send + Sync {
     /// (EVM counterfactual CREATE2, TRON, Solana).
     async fn address_for(&self, purpose: &KeyPurpose) -> Result<ChainAddress, RailError>;
 
-    /// Chain-side preparation of a new wallet (Solana ATAs); a no-op where none is needed.
+    /// Chain-side preparation of a wallet (Solana: its USDC and USDT ATAs, finalized); a
+    /// no-op where none is needed. Idempotent: the engine calls it on every provisioning
+    /// of the wallet on this rail, so a wallet whose address was recorded by a send (the
+    /// payment opening only the sent token's account) is completed too.
     async fn prepare_wallet(&self, purpose: &KeyPurpose) -> Result<(), RailError>;
+
+    /// Whether receipt monitoring is configured, i.e. whether the engine's deposit
+    /// scanner should call [`Rail::scan`]. A rail switched off on purpose (Solana without
+    /// `SOLANA_SCAN_ENABLED`) is skipped instead of failing every tick; it reports the
+    /// reason through [`Rail::readiness`].
+    fn monitors_inbound(&self) -> bool {
+        true
+    }
 
     /// Live balance in micro-units.
     async fn balance(&self, address: &ChainAddress, token: Token) -> Result<Micros, RailError>;

@@ -460,6 +460,7 @@ impl EvmRail {
             SubmissionStatus::Confirmed {
                 tx_hash,
                 block: event.block,
+                created_recipient_account: false,
             }
         } else {
             SubmissionStatus::Pending {

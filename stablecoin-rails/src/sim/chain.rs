@@ -20,8 +20,14 @@ pub(crate) struct Transfer {
 #[derive(Clone, Debug)]
 enum Outcome {
     Pending,
-    Executed { block: u64 },
-    Failed { reason: String },
+    Executed {
+        block: u64,
+        /// The recipient leg's token account did not exist before (Solana rent paid).
+        created_recipient_account: bool,
+    },
+    Failed {
+        reason: String,
+    },
 }
 
 /// A transaction the chain knows about (mempool or history).
@@ -31,6 +37,8 @@ pub(crate) struct Tx {
     pub from: ChainAddress,
     pub token: Token,
     pub legs: Vec<(ChainAddress, Micros)>,
+    /// Which leg is the payment's recipient (the one whose opened account is reported).
+    pub recipient_leg: Option<usize>,
     /// Faucet deposits create supply: no source balance is checked or debited.
     pub mint: bool,
     /// Accepted, then reverts at execution (`Fault::Revert`).
@@ -201,11 +209,20 @@ impl Chain {
                 index: u32::try_from(i).unwrap_or(u32::MAX),
             });
         }
+        let created_recipient_account =
+            tx.recipient_leg
+                .and_then(|i| tx.legs.get(i))
+                .is_some_and(|(to, _)| {
+                    self.track_token_accounts && !self.has_token_account(to, tx.token)
+                });
         for (to, _) in &tx.legs {
             // The sender (Solana: the service as fee payer) creates a missing account.
             self.open_token_account(to, tx.token);
         }
-        Outcome::Executed { block }
+        Outcome::Executed {
+            block,
+            created_recipient_account,
+        }
     }
 
     /// Confirmations of something executed at `block` (the block itself counts as one).
@@ -222,12 +239,14 @@ impl Chain {
             Outcome::Pending => SubmissionStatus::Pending {
                 tx_hash: Some(tx.tx_hash.clone()),
             },
-            Outcome::Executed { block } if self.confirmations_of(*block) >= confirmations => {
-                SubmissionStatus::Confirmed {
-                    tx_hash: tx.tx_hash.clone(),
-                    block: *block,
-                }
-            }
+            Outcome::Executed {
+                block,
+                created_recipient_account,
+            } if self.confirmations_of(*block) >= confirmations => SubmissionStatus::Confirmed {
+                tx_hash: tx.tx_hash.clone(),
+                block: *block,
+                created_recipient_account: *created_recipient_account,
+            },
             Outcome::Executed { .. } => SubmissionStatus::Pending {
                 tx_hash: Some(tx.tx_hash.clone()),
             },

@@ -285,6 +285,7 @@ impl SimRail {
             from,
             token,
             legs: vec![(to, amount)],
+            recipient_leg: Some(0),
             mint,
             revert: false,
             execute_at,
@@ -511,6 +512,10 @@ impl Rail for SimRail {
             from,
             token: payment.token,
             legs,
+            recipient_leg: payment
+                .legs
+                .iter()
+                .position(|l| l.role == LegRole::Recipient),
             mint: false,
             revert: fault == Some(Fault::Revert),
             execute_at: chain.height.saturating_add(1).saturating_add(delay),

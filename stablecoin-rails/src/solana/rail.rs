@@ -1103,6 +1103,11 @@ impl Rail for SolanaRail {
         self.provision_purpose(purpose).await.map(|_| ())
     }
 
+    /// `SOLANA_SCAN_ENABLED` (spec 1.5): without it `scan` answers `Unavailable`.
+    fn monitors_inbound(&self) -> bool {
+        self.config.scan_enabled
+    }
+
     /// The wallet's ATA balance at `confirmed` (0 while the ATA does not exist).
     async fn balance(&self, address: &ChainAddress, token: Token) -> Result<Micros, RailError> {
         let owner = codec::parse_address(&address.0).map_err(codec_err)?;
@@ -1146,6 +1151,7 @@ impl Rail for SolanaRail {
                 return Ok(SubmissionStatus::Confirmed {
                     tx_hash,
                     block: *slot,
+                    created_recipient_account: rec.info.created_recipient_ata,
                 });
             }
             SendState::Finalized {
@@ -1178,6 +1184,7 @@ impl Rail for SolanaRail {
                     None => SubmissionStatus::Confirmed {
                         tx_hash,
                         block: s.slot,
+                        created_recipient_account: rec.info.created_recipient_ata,
                     },
                     Some(reason) => SubmissionStatus::Failed {
                         reason,

@@ -868,6 +868,7 @@ impl Rail for TronRail {
             Ok(SubmissionStatus::Confirmed {
                 tx_hash,
                 block: info.block_number,
+                created_recipient_account: false,
             })
         } else {
             Ok(SubmissionStatus::Failed {

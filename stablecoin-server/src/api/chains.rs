@@ -1,11 +1,10 @@
 //! `/v1/tron/*` and `/v1/solana/*`: the parallel native rails (spec 1.4, 1.5).
 //!
-//! What is real here: authentication, request validation, the sandbox rule (these
-//! mutations have no simulation: SANDBOX_UNSUPPORTED), the readiness gate of the sends
-//! (503 RAIL_NOT_READY until the rail reports READY, spec 7), TRON provisioning, USDT
-//! balance reads and sponsored sends (the engine's TRON transfers, no fee, spec 8.4).
-//! What is not: the engine has no Solana wallets or transfers yet, so those answer 501
-//! NOT_IMPLEMENTED rather than pretend.
+//! Authentication, request validation, the sandbox rule (these mutations have no
+//! simulation: SANDBOX_UNSUPPORTED), the readiness gate of the sends (503
+//! RAIL_NOT_READY until the rail reports READY, spec 7), then the engine's wallets on
+//! the rail: provisioning (Solana: both ATAs finalized first), live balance reads (TRON
+//! USDT; Solana USDC and USDT) and sponsored sends with no fee (spec 1.4, 1.5, 8.4).
 
 use super::types::*;
 use super::users::required_phone;
@@ -37,13 +36,6 @@ async fn provision(
         )));
     }
     app.engine.rail(rail)?;
-    if rail == RailId::Solana {
-        // Solana provisioning finalizes the customer's token accounts (rent paid by the
-        // service) before it succeeds; the engine does not drive that yet.
-        return Err(ApiError::not_implemented(
-            "solana wallet provisioning (the engine has no Solana wallets yet)",
-        ));
-    }
     let view = app.engine.provision_on(caller.tenant(), &p, rail).await?;
     Ok(Json(ProvisionResponse::from(view)).into_response())
 }
@@ -57,9 +49,18 @@ async fn balance(
     let p = required_phone(q.phone_number.as_deref())?;
     app.engine.rail(rail)?;
     if rail == RailId::Solana {
-        return Err(ApiError::not_implemented(
-            "solana balance reads (the engine has no Solana wallets yet)",
-        ));
+        let (w, address, b) = app
+            .engine
+            .balances_on(caller.tenant(), &p, rail, &[Token::Usdc, Token::Usdt])
+            .await?;
+        return Ok(Json(BalanceResponse {
+            phone_number: w.phone.to_string(),
+            address: address.0,
+            rail: rail.name(),
+            balance_usdc: b[0].to_decimal_string(),
+            balance_usdt: b[1].to_decimal_string(),
+        })
+        .into_response());
     }
     let (w, address, b) = app
         .engine
@@ -116,11 +117,6 @@ async fn send(
         )));
     }
     require_ready(app, rail).await?;
-    if rail == RailId::Solana {
-        return Err(ApiError::not_implemented(
-            "solana sponsored sends (the engine has no Solana transfers yet)",
-        ));
-    }
     let req = SendRequest {
         from_phone_number: from,
         to_phone_number: to,
@@ -217,13 +213,20 @@ pub async fn tron_send(
     .await
 }
 
-/// Provision a Solana wallet (USDC and USDT token accounts, rent paid by the service).
-/// Not implemented yet (501).
+/// Provision a Solana wallet: a durable base58 address and its USDC and USDT associated
+/// token accounts, finalized before the response (spec 4.3).
+///
+/// The phone's wallet is provisioned or adopted exactly as by `/v1/users/provision`
+/// (same outcomes and consent rules); its Solana address derives from the wallet's key.
+/// The service pays the rent (non-reclaimable) and every fee: the customer needs zero
+/// SOL, and there is no activation or contract deployment. Repeating it is harmless (an
+/// existing account is not created again). Sandbox: SANDBOX_UNSUPPORTED.
 #[utoipa::path(post, path = "/v1/solana/users/provision", tag = "solana",
     request_body = PhoneBody,
     responses(
-        (status = 501, description = "NOT_IMPLEMENTED: the engine has no Solana wallets yet", body = ErrorBody),
-        (status = 503, description = "RAIL_NOT_READY: Solana is not configured", body = ErrorBody)),
+        (status = 200, description = "The wallet and its Solana address; both ATAs exist", body = ProvisionResponse),
+        (status = 403, description = "SANDBOX_UNSUPPORTED", body = ErrorBody),
+        (status = 503, description = "RAIL_NOT_READY: Solana is not configured or unreachable", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn solana_provision(
     State(app): State<AppState>,
@@ -233,12 +236,18 @@ pub async fn solana_provision(
     provision(&app, &caller, &body, RailId::Solana).await
 }
 
-/// Read a Solana wallet's USDC and USDT balances. Not implemented yet (501).
+/// Read a Solana wallet's live USDC and USDT balances (its ATAs at `confirmed`; a
+/// missing ATA reads 0).
+///
+/// Members only (403 NOT_A_MEMBER otherwise); 404 when the wallet has no Solana address
+/// yet (provision it on Solana first).
 #[utoipa::path(get, path = "/v1/solana/users/balance", tag = "solana",
     params(BalanceQuery),
     responses(
-        (status = 501, description = "NOT_IMPLEMENTED: the engine has no Solana wallets yet", body = ErrorBody),
-        (status = 503, description = "RAIL_NOT_READY: Solana is not configured", body = ErrorBody)),
+        (status = 200, description = "Live USDC and USDT balances", body = BalanceResponse),
+        (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
+        (status = 404, description = "No wallet, or no Solana address for it yet", body = ErrorBody),
+        (status = 503, description = "RAIL_NOT_READY: Solana is not configured or unreachable", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn solana_balance(
     State(app): State<AppState>,
@@ -248,14 +257,28 @@ pub async fn solana_balance(
     balance(&app, &caller, &q, RailId::Solana).await
 }
 
-/// Send SPL USDC or USDT with the service as fee payer.
+/// Send SPL USDC or USDT between phone-keyed wallets, the service paying every fee.
 ///
-/// 503 RAIL_NOT_READY until `/health/ready` reports `solana: READY`. When READY: 501 (the
-/// engine has no Solana transfers yet).
+/// Member of the sender's wallet only; the sender must have a Solana address (provision
+/// it on Solana) and the token on it (deposits are credited by receipt monitoring). The
+/// recipient gets the whole amount: no service or tenant fee applies off EVM. A
+/// recipient without a Solana address gets one in the same request (a phone never seen
+/// gets a wallet); if its token account does not exist the payment opens it, the service
+/// paying the rent, and the settled transfer reports `created_recipient_ata: true`. 202
+/// with the transfer (`tr_`, QUEUED, `rail: solana`); poll `/v1/transfers/{id}`. 503
+/// RAIL_NOT_READY until `/health/ready` reports `solana: READY`. Sandbox:
+/// SANDBOX_UNSUPPORTED.
 #[utoipa::path(post, path = "/v1/solana/transfers/send", tag = "solana",
     request_body = SendBody,
     responses(
-        (status = 501, description = "NOT_IMPLEMENTED: Solana is READY but the engine has no Solana transfers yet", body = ErrorBody),
+        (status = 202, description = "Accepted; poll Location", body = OperationResponse,
+            headers(("Location" = String, description = "/v1/transfers/{id}"))),
+        (status = 400, description = "UNKNOWN_TOKEN (USDC and USDT only) and other bad input", body = ErrorBody),
+        (status = 403, description = "NOT_A_MEMBER, SANDBOX_UNSUPPORTED", body = ErrorBody),
+        (status = 404, description = "No sender wallet, no Solana address for it, or no such quote", body = ErrorBody),
+        (status = 409, description = "QUOTE_ALREADY_USED", body = ErrorBody),
+        (status = 410, description = "QUOTE_EXPIRED", body = ErrorBody),
+        (status = 422, description = "INSUFFICIENT_FUNDS (Solana balance), SAME_WALLET, QUOTE_TOKEN_MISMATCH", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY: Solana is not READY", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn solana_send(

@@ -347,6 +347,10 @@ pub struct OperationResponse {
     pub payout_reference: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub refund_tx_hash: Option<String>,
+    /// Solana transfers, once confirmed: `true` when the service paid the rent of the
+    /// recipient's new token account (a recipient that never held the mint, spec 1.5).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub created_recipient_ata: Option<bool>,
     /// True on a sandbox (test-key) simulation: nothing was stored, the id cannot be read.
     #[serde(default, skip_serializing_if = "is_false")]
     pub simulated: bool,
@@ -377,6 +381,7 @@ impl From<OperationView> for OperationResponse {
             payout_amount,
             payout_reference,
             refund_tx_hash,
+            created_recipient_ata,
         } = v;
         OperationResponse {
             id,
@@ -401,6 +406,7 @@ impl From<OperationView> for OperationResponse {
             payout_amount,
             payout_reference,
             refund_tx_hash,
+            created_recipient_ata,
             simulated: false,
         }
     }
