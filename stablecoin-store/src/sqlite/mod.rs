@@ -84,20 +84,12 @@ pub struct SqliteConfig {
     /// behind or are off. SQLite's default is 1,000; the default here is 10,000
     /// (~40 MiB of WAL).
     pub checkpoint_pages: u32,
-    /// Bytes of the database file each connection reads through a memory map
-    /// (`PRAGMA mmap_size`; 0: plain reads). Every commit of the writer makes the
-    /// readers' page caches stale, so under load a reader takes most pages afresh: with
-    /// `pread` each is a system call and a 4 KiB copy (~10% of the server's CPU in a
-    /// send profile), with the map a pointer. Pages still in the WAL are read as before.
-    /// An I/O error on a mapped page is a SIGBUS instead of an error code: set 0 on
-    /// storage that reports read errors.
-    pub mmap_bytes: u64,
 }
 
 impl SqliteConfig {
     /// A database file at `path`, with the defaults: FULL durability, 4 readers, groups
     /// of up to 1,024 operations, 5 s busy timeout, background checkpoints every 250 ms,
-    /// the writer's own at 10,000 WAL pages, 256 MiB memory-mapped reads.
+    /// the writer's own at 10,000 WAL pages.
     pub fn file(path: impl AsRef<Path>) -> Self {
         SqliteConfig {
             path: path.as_ref().to_path_buf(),
@@ -107,7 +99,6 @@ impl SqliteConfig {
             busy_timeout: Duration::from_secs(5),
             checkpoint_interval: Duration::from_millis(250),
             checkpoint_pages: 10_000,
-            mmap_bytes: 256 << 20,
         }
     }
 
@@ -118,11 +109,6 @@ impl SqliteConfig {
 
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
-        self
-    }
-
-    pub fn mmap_bytes(mut self, bytes: u64) -> Self {
-        self.mmap_bytes = bytes;
         self
     }
 
@@ -224,10 +210,9 @@ impl SqliteConfig {
         conn.busy_timeout(self.busy_timeout).map_err(open_failed)?;
         conn.execute_batch(&format!(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = {}; PRAGMA foreign_keys = ON; \
-             PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = {}; PRAGMA mmap_size = {};",
+             PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = {};",
             self.synchronous(),
-            self.checkpoint_pages,
-            self.mmap_bytes
+            self.checkpoint_pages
         ))
         .map_err(open_failed)?;
         conn.set_prepared_statement_cache_capacity(64);
