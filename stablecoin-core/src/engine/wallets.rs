@@ -462,6 +462,17 @@ impl Engine {
     /// customer's private data, and consent is what makes a tenant a member.
     pub async fn balance(&self, tenant: &TenantId, phone: &Phone) -> CoreResult<BalanceView> {
         let rail = self.evm_rail()?.id();
+        self.usdc_usdt_balance_on(tenant, phone, rail).await
+    }
+
+    /// Live USDC and USDT balances on `rail` in the `/v1/users/balance` shape (also
+    /// `GET /v1/solana/users/balance`).
+    pub async fn usdc_usdt_balance_on(
+        &self,
+        tenant: &TenantId,
+        phone: &Phone,
+        rail: RailId,
+    ) -> CoreResult<BalanceView> {
         let (w, address, b) = self
             .balances_on(tenant, phone, rail, &[Token::Usdc, Token::Usdt])
             .await?;

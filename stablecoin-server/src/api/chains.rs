@@ -49,18 +49,11 @@ async fn balance(
     let p = required_phone(q.phone_number.as_deref())?;
     app.engine.rail(rail)?;
     if rail == RailId::Solana {
-        let (w, address, b) = app
+        let view = app
             .engine
-            .balances_on(caller.tenant(), &p, rail, &[Token::Usdc, Token::Usdt])
+            .usdc_usdt_balance_on(caller.tenant(), &p, rail)
             .await?;
-        return Ok(Json(BalanceResponse {
-            phone_number: w.phone.to_string(),
-            address: address.0,
-            rail: rail.name(),
-            balance_usdc: b[0].to_decimal_string(),
-            balance_usdt: b[1].to_decimal_string(),
-        })
-        .into_response());
+        return Ok(Json(BalanceResponse::from(view)).into_response());
     }
     let (w, address, b) = app
         .engine
