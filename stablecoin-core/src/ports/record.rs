@@ -39,7 +39,8 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
     }
 
     fn from_stored(r: &StoredRecord) -> Result<Self, CoreError> {
-        serde_json::from_value(r.body.clone())
+        // Deserializes from the borrowed tree: `from_value` would need a deep clone.
+        Self::deserialize(&r.body)
             .map_err(|e| CoreError::Storage(format!("decode {} {}: {e}", Self::KIND, r.id)))
     }
 
