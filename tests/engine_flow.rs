@@ -1076,3 +1076,81 @@ async fn withdrawals_complete_refund_and_reconcile() {
     );
     assert_eq!(h.store.commit_count(), commits);
 }
+
+/// API keys and tenant records are reused from memory for `read_cache_ms` (1 s by
+/// default): a revocation or pricing change made through this engine applies at once;
+/// one made by another process on the same database (here: a second engine over the same
+/// store, as the CLI would be) once the entry expired, and not before.
+#[tokio::test]
+async fn cached_keys_and_pricing_see_local_changes_at_once_and_remote_ones_within_the_ttl() {
+    use stablecoin::core::CoreError;
+    use stablecoin::core::engine::{KeyKind, KeyMode};
+    let h = harness();
+    let t = h.engine.create_tenant("Acme").await.unwrap();
+    let issue = || {
+        h.engine
+            .issue_api_key(&t.id, KeyKind::Tenant, KeyMode::Live)
+    };
+    let (a, b) = (issue().await.unwrap(), issue().await.unwrap());
+    for k in [&a, &b] {
+        assert_eq!(h.engine.authenticate(&k.secret).await.unwrap().tenant, t.id);
+    }
+    let other = Engine::new(h.engine.ports().clone(), vec![], EngineConfig::default());
+
+    h.engine.revoke_api_key(&t.id, &a.key.id).await.unwrap();
+    let r = h.engine.authenticate(&a.secret).await;
+    assert!(matches!(r, Err(CoreError::ApiKeyRevoked)), "{r:?}");
+
+    other.revoke_api_key(&t.id, &b.key.id).await.unwrap();
+    assert!(other.authenticate(&b.secret).await.is_err());
+    h.clock.advance_ms(999);
+    assert!(
+        h.engine.authenticate(&b.secret).await.is_ok(),
+        "still cached"
+    );
+    h.clock.advance_ms(1);
+    let r = h.engine.authenticate(&b.secret).await;
+    assert!(matches!(r, Err(CoreError::ApiKeyRevoked)), "{r:?}");
+
+    let fee = ChainAddress("0x00000000000000000000000000000000000000fe".into());
+    let pct = TenantPricing::Percentage {
+        fee_bps: 100,
+        fee_cap_micros: 0,
+    };
+    assert_eq!(
+        h.engine.tenant(&t.id).await.unwrap().pricing,
+        TenantPricing::None
+    );
+    other
+        .set_pricing(&t.id, pct.clone(), Some(fee))
+        .await
+        .unwrap();
+    assert_eq!(
+        h.engine.tenant(&t.id).await.unwrap().pricing,
+        TenantPricing::None
+    );
+    h.clock.advance_ms(1_000);
+    assert_eq!(h.engine.tenant(&t.id).await.unwrap().pricing, pct);
+    h.engine
+        .set_pricing(&t.id, TenantPricing::None, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        h.engine.tenant(&t.id).await.unwrap().pricing,
+        TenantPricing::None
+    );
+
+    // With the cache off every read goes to the store.
+    let uncached = Engine::new(
+        h.engine.ports().clone(),
+        vec![],
+        EngineConfig {
+            read_cache_ms: 0,
+            ..Default::default()
+        },
+    );
+    let c = issue().await.unwrap();
+    assert!(uncached.authenticate(&c.secret).await.is_ok());
+    h.engine.revoke_api_key(&t.id, &c.key.id).await.unwrap();
+    assert!(uncached.authenticate(&c.secret).await.is_err());
+}

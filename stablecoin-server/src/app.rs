@@ -246,6 +246,7 @@ impl App {
             poll_interval_ms: config.engine.poll_interval_ms,
             unknown_grace_ms: config.engine.unknown_grace_ms,
             batch_limit: config.engine.batch_limit,
+            read_cache_ms: config.engine.read_cache_ms,
             worker_id: config
                 .engine
                 .worker_id

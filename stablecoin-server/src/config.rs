@@ -21,6 +21,7 @@
 //! | `engine.unknown_grace_ms` | `STABLECOIN_ENGINE_UNKNOWN_GRACE_MS` | `60000` |
 //! | `engine.batch_limit` | `STABLECOIN_ENGINE_BATCH_LIMIT` | `64` |
 //! | `engine.worker_id` | `STABLECOIN_ENGINE_WORKER_ID` | `server-<pid>` |
+//! | `engine.read_cache_ms` | `STABLECOIN_ENGINE_READ_CACHE_MS` | `1000` (API key and tenant reads reused this long; a key revoked by another process, e.g. the CLI, stops working within it; 0: off) |
 //! | `rails.mode` (`sim`) | `STABLECOIN_RAILS_MODE` | `sim` |
 //! | `rails.evm_chains` | `STABLECOIN_RAILS_EVM_CHAINS` (`137,8453`) | `[137]` |
 //! | `rails.primary_evm_chain` | `STABLECOIN_RAILS_PRIMARY_EVM_CHAIN` | first of `evm_chains` |
@@ -248,6 +249,7 @@ pub struct EngineSettings {
     pub unknown_grace_ms: i64,
     pub batch_limit: usize,
     pub worker_id: Option<String>,
+    pub read_cache_ms: i64,
 }
 
 impl Default for EngineSettings {
@@ -258,6 +260,7 @@ impl Default for EngineSettings {
             unknown_grace_ms: 60_000,
             batch_limit: 64,
             worker_id: None,
+            read_cache_ms: 1_000,
         }
     }
 }
@@ -517,6 +520,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Int,
     ),
     (
+        "STABLECOIN_ENGINE_READ_CACHE_MS",
+        &["engine", "read_cache_ms"],
+        EnvKind::Int,
+    ),
+    (
         "STABLECOIN_ENGINE_BATCH_LIMIT",
         &["engine", "batch_limit"],
         EnvKind::Int,
@@ -686,6 +694,7 @@ impl Config {
         if self.engine.poll_interval_ms < 0
             || self.engine.claim_lease_ms <= 0
             || self.engine.unknown_grace_ms < 0
+            || self.engine.read_cache_ms < 0
             || self.engine.batch_limit == 0
         {
             return bad(

@@ -9,6 +9,7 @@
 mod idempotency;
 mod ledger_accounts;
 mod operations;
+mod read_cache;
 mod tenants;
 mod wallets;
 mod withdrawals;
@@ -58,6 +59,10 @@ pub struct EngineConfig {
     pub batch_limit: usize,
     /// Name of this worker (for claims); unique per process.
     pub worker_id: String,
+    /// How long an API key's authentication and a tenant record are reused from memory
+    /// (`read_cache`); changes made by another process show after at most this long. 0
+    /// reads the store on every request.
+    pub read_cache_ms: i64,
 }
 
 impl Default for EngineConfig {
@@ -69,6 +74,7 @@ impl Default for EngineConfig {
             unknown_grace_ms: 60_000,
             batch_limit: 64,
             worker_id: "worker-1".into(),
+            read_cache_ms: 1_000,
         }
     }
 }
@@ -82,16 +88,25 @@ pub struct Engine {
     /// Service addresses (treasury, fee collection) per rail: derived once, since a
     /// derivation is an elliptic-curve multiplication and they never change.
     service_addresses: Arc<std::sync::RwLock<BTreeMap<(RailId, KeyPurpose), ChainAddress>>>,
+    /// Secret hash -> the authenticated caller.
+    pub(crate) auth_cache: Arc<read_cache::TtlCache<String, AuthContext>>,
+    pub(crate) tenant_cache: Arc<read_cache::TtlCache<crate::domain::ids::TenantId, Tenant>>,
 }
+
+/// Entries each read cache holds before it starts over.
+const READ_CACHE_ENTRIES: usize = 65_536;
 
 impl Engine {
     pub fn new(ports: Ports, rails: Vec<Arc<dyn Rail>>, config: EngineConfig) -> Self {
         let rails = rails.into_iter().map(|r| (r.id(), r)).collect();
+        let ttl = config.read_cache_ms;
         Engine {
             ports,
             config,
             rails: Arc::new(rails),
             service_addresses: Default::default(),
+            auth_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
+            tenant_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
         }
     }
 

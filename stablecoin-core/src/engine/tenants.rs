@@ -196,14 +196,21 @@ impl Engine {
         Ok(tenant)
     }
 
+    /// A tenant record; reused from memory for `EngineConfig::read_cache_ms`.
     pub async fn tenant(&self, id: &TenantId) -> CoreResult<Tenant> {
-        get_record::<Tenant>(&*self.ports.store, &id.0)
+        let now = self.now().millis();
+        if let Some(t) = self.tenant_cache.get(id, now) {
+            return Ok(t);
+        }
+        let t = get_record::<Tenant>(&*self.ports.store, &id.0)
             .await?
             .map(|v| v.record)
             .ok_or_else(|| CoreError::NotFound {
                 kind: "tenant",
                 id: id.0.clone(),
-            })
+            })?;
+        self.tenant_cache.put(id.clone(), t.clone(), now);
+        Ok(t)
     }
 
     pub async fn issue_api_key(
@@ -260,31 +267,41 @@ impl Engine {
             ..Default::default()
         })
         .await?;
+        // Refused from now on in this process (others: within `read_cache_ms`).
+        self.auth_cache.remove_where(|ctx| ctx.key_id == key.id);
         Ok(key)
     }
 
     /// Establishes the caller from a presented key.
+    ///
+    /// A key that authenticated is remembered for `EngineConfig::read_cache_ms`
+    /// (`read_cache`): revoking it in this process takes effect at once, elsewhere
+    /// (the CLI) within that time. Unknown and revoked keys are never remembered.
     pub async fn authenticate(&self, secret: &str) -> CoreResult<AuthContext> {
         let Some((kind, mode)) = KeyKind::classify(secret) else {
             return Err(CoreError::InvalidApiKey);
         };
-        let Some(v) = get_record_by_unique::<ApiKey>(
-            &*self.ports.store,
-            &ApiKey::hash_key(&sha256_hex(secret)),
-        )
-        .await?
+        let hash = sha256_hex(secret);
+        let now = self.now().millis();
+        if let Some(ctx) = self.auth_cache.get(&hash, now) {
+            return Ok(ctx);
+        }
+        let Some(v) =
+            get_record_by_unique::<ApiKey>(&*self.ports.store, &ApiKey::hash_key(&hash)).await?
         else {
             return Err(CoreError::InvalidApiKey);
         };
         if v.record.revoked_at.is_some() {
             return Err(CoreError::ApiKeyRevoked);
         }
-        Ok(AuthContext {
+        let ctx = AuthContext {
             tenant: v.record.tenant,
             key_id: v.record.id,
             kind,
             mode,
-        })
+        };
+        self.auth_cache.put(hash, ctx.clone(), now);
+        Ok(ctx)
     }
 
     /// Sets a tenant's own fee (spec 8). A non-`None` pricing needs the EVM address the
@@ -316,6 +333,7 @@ impl Engine {
             ..Default::default()
         })
         .await?;
+        self.tenant_cache.remove(tenant);
         Ok(t)
     }
 
