@@ -115,8 +115,19 @@ run_wrk hello "http://127.0.0.1:$HELLO_PORT/"
 run_wrk provision "$base/v1/users/provision" "$WORK/provision.lua"
 run_wrk send "$base/v1/transfers/send" "$WORK/send.lua"
 run_wrk balance "$base/v1/users/balance?phone_number=%2B2250700000001" "$WORK/balance.lua"
+# Settlement does not keep up with acceptance at these rates (BENCHMARKS.md, "Server":
+# the worker submits claimed operations one by one and claims the oldest due first, so
+# a backlog of queued transfers delays the polls of submitted ones). Printed, not
+# waited for: a backlog of one sender is submitted at ~170/s and confirmed only once
+# no queued transfer is left.
+unsettled() {
+  sqlite3 "$WORK/data/stablecoin.db" "select status, count(*) from records \
+    where kind='operation' group by status" | tr '\n' ' '
+}
+echo "operations by status after the send run: $(unsettled)"
 run_oha send POST "$base/v1/transfers/send" \
   "{\"from_phone_number\":\"$SENDER\",\"to_phone_number\":\"$RECIPIENT\",\"token\":\"USDC\",\"quote_id\":\"DIRECT_CRYPTO:USDC:0.01\"}"
+echo "operations by status after the fixed-rate send run: $(unsettled)"
 run_oha balance GET "$base/v1/users/balance?phone_number=%2B2250700000001"
 
 echo "server RSS after the runs: $(ps -o rss= -p "$SERVER_PID") KiB"
