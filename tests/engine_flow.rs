@@ -38,6 +38,11 @@ fn phone(s: &str) -> Phone {
 }
 
 fn harness() -> H {
+    harness_wrapping(|sim| sim)
+}
+
+/// The harness with the EVM rail the engine sees wrapped (the test keeps the bare one).
+fn harness_wrapping(wrap: impl FnOnce(Arc<SimRail>) -> Arc<dyn Rail>) -> H {
     let store = Arc::new(MemoryStore::new());
     let signer = Arc::new(LocalSigner::from_seed([9; 32]));
     let sim = Arc::new(SimRail::new(
@@ -68,11 +73,7 @@ fn harness() -> H {
         ports.signer.clone(),
         SimConfig::for_profile(SimProfile::Tron),
     ));
-    let engine = Engine::new(
-        ports,
-        vec![sim.clone() as Arc<dyn Rail>, tron.clone()],
-        config,
-    );
+    let engine = Engine::new(ports, vec![wrap(sim.clone()), tron.clone()], config);
     H {
         engine,
         store,
@@ -1153,4 +1154,180 @@ async fn cached_keys_and_pricing_see_local_changes_at_once_and_remote_ones_withi
     assert!(uncached.authenticate(&c.secret).await.is_ok());
     h.engine.revoke_api_key(&t.id, &c.key.id).await.unwrap();
     assert!(uncached.authenticate(&c.secret).await.is_err());
+}
+
+/// A rail in front of the simulated one that watches submissions: how many are on
+/// their way at once, overall and per sender, and in which order each sender's arrive.
+struct SubmitProbe {
+    inner: Arc<SimRail>,
+    state: std::sync::Mutex<ProbeState>,
+}
+
+#[derive(Default)]
+struct ProbeState {
+    in_flight: usize,
+    max_in_flight: usize,
+    per_sender: std::collections::HashMap<String, usize>,
+    max_per_sender: usize,
+    order: std::collections::HashMap<String, Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl Rail for SubmitProbe {
+    fn id(&self) -> RailId {
+        self.inner.id()
+    }
+    async fn readiness(&self) -> stablecoin::core::ports::Readiness {
+        self.inner.readiness().await
+    }
+    async fn address_for(
+        &self,
+        purpose: &KeyPurpose,
+    ) -> Result<ChainAddress, stablecoin::core::ports::RailError> {
+        self.inner.address_for(purpose).await
+    }
+    async fn prepare_wallet(
+        &self,
+        purpose: &KeyPurpose,
+    ) -> Result<(), stablecoin::core::ports::RailError> {
+        self.inner.prepare_wallet(purpose).await
+    }
+    async fn balance(
+        &self,
+        address: &ChainAddress,
+        token: Token,
+    ) -> Result<Micros, stablecoin::core::ports::RailError> {
+        self.inner.balance(address, token).await
+    }
+    async fn submit(
+        &self,
+        payment: &stablecoin::core::ports::RailPayment,
+    ) -> Result<stablecoin::core::ports::Submission, stablecoin::core::ports::RailError> {
+        let sender = payment.from_address.0.clone();
+        {
+            let mut s = self.state.lock().unwrap();
+            s.in_flight += 1;
+            s.max_in_flight = s.max_in_flight.max(s.in_flight);
+            let n = s.per_sender.entry(sender.clone()).or_default();
+            *n += 1;
+            let n = *n;
+            s.max_per_sender = s.max_per_sender.max(n);
+            s.order
+                .entry(sender.clone())
+                .or_default()
+                .push(payment.id.clone());
+        }
+        // A network round trip: other submissions get their chance to start meanwhile.
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        let out = self.inner.submit(payment).await;
+        let mut s = self.state.lock().unwrap();
+        s.in_flight -= 1;
+        *s.per_sender.get_mut(&sender).unwrap() -= 1;
+        out
+    }
+    async fn status(
+        &self,
+        payment_id: &str,
+    ) -> Result<stablecoin::core::ports::SubmissionStatus, stablecoin::core::ports::RailError> {
+        self.inner.status(payment_id).await
+    }
+    async fn scan(
+        &self,
+        cursor: &str,
+        watched: &[ChainAddress],
+        limit: usize,
+    ) -> Result<stablecoin::core::ports::ScanBatch, stablecoin::core::ports::RailError> {
+        self.inner.scan(cursor, watched, limit).await
+    }
+}
+
+#[tokio::test]
+async fn claimed_operations_advance_side_by_side_but_one_at_a_time_per_sender() {
+    let probe = std::sync::Arc::new(std::sync::Mutex::new(None::<Arc<SubmitProbe>>));
+    let slot = probe.clone();
+    let h = harness_wrapping(move |sim| {
+        let p = Arc::new(SubmitProbe {
+            inner: sim,
+            state: Default::default(),
+        });
+        *slot.lock().unwrap() = Some(p.clone());
+        p
+    });
+    let probe = probe.lock().unwrap().clone().unwrap();
+    let acme = h.tenant("Acme", "1000").await;
+    let senders: Vec<Phone> = (1..=3)
+        .map(|i| phone(&format!("+22507000001{i:02}")))
+        .collect();
+    let to = phone("+2250700000199");
+    h.engine.provision(&acme, &to).await.unwrap();
+    for p in &senders {
+        h.engine.provision(&acme, p).await.unwrap();
+        h.engine
+            .fund(
+                &acme,
+                &FundRequest {
+                    phone_number: p.clone(),
+                    token: Token::Usdc,
+                    amount: m("100"),
+                },
+                None,
+            )
+            .await
+            .unwrap();
+    }
+    h.settle().await;
+    let treasury = h.sim.address_for(&KeyPurpose::Treasury).await.unwrap();
+    {
+        // The three fundings come from one sender, the treasury: one after another.
+        let mut s = probe.state.lock().unwrap();
+        assert_eq!(s.order[&treasury.0].len(), 3);
+        assert_eq!(s.max_per_sender, 1, "one treasury submission at a time");
+        *s = ProbeState::default();
+    }
+
+    // Four transfers from each sender, made round-robin a millisecond apart.
+    let mut made: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for round in 0..4 {
+        for (i, p) in senders.iter().enumerate() {
+            h.clock.advance_ms(1);
+            let sent = h
+                .engine
+                .send(
+                    &acme,
+                    &SendRequest {
+                        from_phone_number: p.clone(),
+                        to_phone_number: to.clone(),
+                        token: Token::Usdc,
+                        quote_id: "DIRECT_CRYPTO:USDC:1".into(),
+                    },
+                    Some(&format!("send-{round}-{i}")),
+                )
+                .await
+                .unwrap();
+            let address = h.engine.provision_lookup(p).await.0;
+            made.entry(address).or_default().push(sent.id);
+        }
+    }
+    // One tick claims all twelve and submits them.
+    let r = h.engine.tick().await;
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.submitted, 12);
+    assert!(!r.more_due, "12 < batch_limit");
+    {
+        let s = probe.state.lock().unwrap();
+        assert_eq!(s.max_per_sender, 1, "one submission per sender at a time");
+        assert_eq!(
+            s.max_in_flight, 3,
+            "the three senders' submissions were on their way together"
+        );
+        assert_eq!(
+            s.order, made,
+            "each sender's payments went in the order made"
+        );
+    }
+    h.settle().await;
+    assert_eq!(h.chain_balance(&to).await, m("11.964"), "12 x 0.997");
+    h.assert_conserved().await;
 }

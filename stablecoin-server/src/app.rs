@@ -448,6 +448,11 @@ async fn run_workers(state: AppState, mut stop: watch::Receiver<bool>) {
         if let Err(e) = state.webhooks.round().await {
             tracing::warn!(error = %e, "webhook worker");
         }
+        if report.more_due {
+            // The claim came back full: a backlog is waiting, so no pause.
+            tokio::task::yield_now().await;
+            continue;
+        }
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
             _ = stop.changed() => {}
