@@ -1157,7 +1157,7 @@ async fn cached_keys_and_pricing_see_local_changes_at_once_and_remote_ones_withi
 }
 
 /// A rail in front of the simulated one that watches submissions: how many are on
-/// their way at once, overall and per sender, and in which order each sender's arrive.
+/// their way at once, and which payment ids each sender submitted.
 struct SubmitProbe {
     inner: Arc<SimRail>,
     state: std::sync::Mutex<ProbeState>,
@@ -1167,9 +1167,7 @@ struct SubmitProbe {
 struct ProbeState {
     in_flight: usize,
     max_in_flight: usize,
-    per_sender: std::collections::HashMap<String, usize>,
-    max_per_sender: usize,
-    order: std::collections::HashMap<String, Vec<String>>,
+    submitted: std::collections::HashMap<String, Vec<String>>,
 }
 
 #[async_trait::async_trait]
@@ -1203,17 +1201,12 @@ impl Rail for SubmitProbe {
         &self,
         payment: &stablecoin::core::ports::RailPayment,
     ) -> Result<stablecoin::core::ports::Submission, stablecoin::core::ports::RailError> {
-        let sender = payment.from_address.0.clone();
         {
             let mut s = self.state.lock().unwrap();
             s.in_flight += 1;
             s.max_in_flight = s.max_in_flight.max(s.in_flight);
-            let n = s.per_sender.entry(sender.clone()).or_default();
-            *n += 1;
-            let n = *n;
-            s.max_per_sender = s.max_per_sender.max(n);
-            s.order
-                .entry(sender.clone())
+            s.submitted
+                .entry(payment.from_address.0.clone())
                 .or_default()
                 .push(payment.id.clone());
         }
@@ -1222,9 +1215,7 @@ impl Rail for SubmitProbe {
             tokio::task::yield_now().await;
         }
         let out = self.inner.submit(payment).await;
-        let mut s = self.state.lock().unwrap();
-        s.in_flight -= 1;
-        *s.per_sender.get_mut(&sender).unwrap() -= 1;
+        self.state.lock().unwrap().in_flight -= 1;
         out
     }
     async fn status(
@@ -1244,8 +1235,8 @@ impl Rail for SubmitProbe {
 }
 
 #[tokio::test]
-async fn claimed_operations_advance_side_by_side_but_one_at_a_time_per_sender() {
-    let probe = std::sync::Arc::new(std::sync::Mutex::new(None::<Arc<SubmitProbe>>));
+async fn a_tick_advances_its_claimed_operations_side_by_side() {
+    let probe = Arc::new(std::sync::Mutex::new(None::<Arc<SubmitProbe>>));
     let slot = probe.clone();
     let h = harness_wrapping(move |sim| {
         let p = Arc::new(SubmitProbe {
@@ -1280,14 +1271,13 @@ async fn claimed_operations_advance_side_by_side_but_one_at_a_time_per_sender() 
     h.settle().await;
     let treasury = h.sim.address_for(&KeyPurpose::Treasury).await.unwrap();
     {
-        // The three fundings come from one sender, the treasury: one after another.
         let mut s = probe.state.lock().unwrap();
-        assert_eq!(s.order[&treasury.0].len(), 3);
-        assert_eq!(s.max_per_sender, 1, "one treasury submission at a time");
+        assert_eq!(s.submitted[&treasury.0].len(), 3);
+        assert_eq!(s.max_in_flight, 3, "the three fundings went out together");
         *s = ProbeState::default();
     }
 
-    // Four transfers from each sender, made round-robin a millisecond apart.
+    // Four transfers from each sender.
     let mut made: std::collections::HashMap<String, Vec<String>> = Default::default();
     for round in 0..4 {
         for (i, p) in senders.iter().enumerate() {
@@ -1310,24 +1300,53 @@ async fn claimed_operations_advance_side_by_side_but_one_at_a_time_per_sender() 
             made.entry(address).or_default().push(sent.id);
         }
     }
-    // One tick claims all twelve and submits them.
+    // One tick claims all twelve and has them all on their way at once.
     let r = h.engine.tick().await;
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     assert_eq!(r.submitted, 12);
     assert!(!r.more_due, "12 < batch_limit");
     {
         let s = probe.state.lock().unwrap();
-        assert_eq!(s.max_per_sender, 1, "one submission per sender at a time");
-        assert_eq!(
-            s.max_in_flight, 3,
-            "the three senders' submissions were on their way together"
-        );
-        assert_eq!(
-            s.order, made,
-            "each sender's payments went in the order made"
-        );
+        assert_eq!(s.max_in_flight, 12);
+        // Claimed (and so started) oldest first; each payment submitted once.
+        assert_eq!(s.submitted, made);
     }
     h.settle().await;
     assert_eq!(h.chain_balance(&to).await, m("11.964"), "12 x 0.997");
+    assert_eq!(
+        h.sim.submit_count(),
+        15,
+        "3 fundings + 12 transfers, none twice"
+    );
+    h.assert_conserved().await;
+}
+
+#[tokio::test]
+async fn a_full_claim_reports_more_due() {
+    let h = harness();
+    let acme = h.tenant("Acme", "1000").await;
+    let to = phone("+2250700000199");
+    h.engine.provision(&acme, &to).await.unwrap();
+    let limit = h.engine.config().batch_limit;
+    for i in 0..limit + 1 {
+        h.engine
+            .fund(
+                &acme,
+                &FundRequest {
+                    phone_number: to.clone(),
+                    token: Token::Usdc,
+                    amount: m("1"),
+                },
+                Some(&format!("f-{i}")),
+            )
+            .await
+            .unwrap();
+    }
+    let first = h.engine.tick().await;
+    assert_eq!(first.submitted, limit);
+    assert!(first.more_due, "a full claim: more may be waiting");
+    // The one left over, then the polls: all settle.
+    h.settle().await;
+    assert_eq!(h.chain_balance(&to).await, m("65"));
     h.assert_conserved().await;
 }

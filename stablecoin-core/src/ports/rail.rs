@@ -228,6 +228,11 @@ pub trait Rail: Send + Sync {
 
     /// Submits a payment. Idempotent by `payment.id`. `Err(Unknown)` means the payment
     /// may be on its way: ask `status`, never submit under a new id.
+    ///
+    /// Called concurrently, for payments of one sender too (the engine advances a
+    /// claimed batch side by side). A rail whose chain needs one account's transactions
+    /// in sequence (an EVM account's deploying `initCode`, TRON's resource delegation)
+    /// serializes them inside.
     async fn submit(&self, payment: &RailPayment) -> Result<Submission, RailError>;
 
     /// Where the payment with this id stands.
