@@ -10,6 +10,7 @@
 //! | `body_limit_bytes` | `STABLECOIN_BODY_LIMIT_BYTES` | `65536` |
 //! | `worker_interval_ms` | `STABLECOIN_WORKER_INTERVAL_MS` | `250` |
 //! | `run_workers` | `STABLECOIN_RUN_WORKERS` | `true` (false: API only, e.g. extra API nodes) |
+//! | `worker_nice` (0-19) | `STABLECOIN_WORKER_NICE` | `10` (Linux: the workers' CPU priority below the API's; 0: equal) |
 //! | `storage.kind` (`memory`/`sqlite`/`postgres`) | `STABLECOIN_STORAGE` | `sqlite` |
 //! | `storage.path` (sqlite) | `STABLECOIN_SQLITE_PATH` | `<data_dir>/stablecoin.db` |
 //! | `storage.url` (postgres) | `STABLECOIN_POSTGRES_URL` | none (required) |
@@ -137,6 +138,10 @@ pub struct Config {
     /// API nodes on one database may leave this on (claims keep workers apart) or run
     /// workers on some nodes only.
     pub run_workers: bool,
+    /// The workers' nice value (Linux; ignored elsewhere), 0-19: they run on a thread of
+    /// their own at this lower CPU priority, so a settlement backlog takes the CPU the
+    /// API leaves idle instead of the API's latency. 0 runs them at the API's priority.
+    pub worker_nice: i32,
     pub storage: StorageConfig,
     pub log: LogConfig,
     pub engine: EngineSettings,
@@ -157,6 +162,7 @@ impl Default for Config {
             body_limit_bytes: 64 * 1024,
             worker_interval_ms: 250,
             run_workers: true,
+            worker_nice: 10,
             storage: StorageConfig::default(),
             log: LogConfig::default(),
             engine: EngineSettings::default(),
@@ -494,6 +500,7 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Int,
     ),
     ("STABLECOIN_RUN_WORKERS", &["run_workers"], EnvKind::Bool),
+    ("STABLECOIN_WORKER_NICE", &["worker_nice"], EnvKind::Int),
     ("STABLECOIN_STORAGE", &["storage", "kind"], EnvKind::Str),
     ("STABLECOIN_SQLITE_PATH", &["storage", "path"], EnvKind::Str),
     ("STABLECOIN_POSTGRES_URL", &["storage", "url"], EnvKind::Str),
@@ -691,6 +698,9 @@ impl Config {
         if self.worker_interval_ms == 0 || self.worker_interval_ms > 600_000 {
             return bad("worker_interval_ms must be between 1 and 600000".into());
         }
+        if !(0..=19).contains(&self.worker_nice) {
+            return bad("worker_nice must be between 0 and 19".into());
+        }
         if self.engine.poll_interval_ms < 0
             || self.engine.claim_lease_ms <= 0
             || self.engine.unknown_grace_ms < 0
@@ -845,6 +855,11 @@ mod tests {
         assert!(Config::load(None, env(&[("STABLECOIN_LISTEN", "nowhere")])).is_err());
         assert!(Config::load(None, env(&[("STABLECOIN_MASTER_SEED", "abc")])).is_err());
         assert!(Config::load(None, env(&[("STABLECOIN_STORAGE", "mongo")])).is_err());
+        for nice in ["-1", "20"] {
+            assert!(Config::load(None, env(&[("STABLECOIN_WORKER_NICE", nice)])).is_err());
+        }
+        let c = Config::load(None, env(&[("STABLECOIN_WORKER_NICE", "19")])).unwrap();
+        assert_eq!(c.worker_nice, 19);
         let pg = Config::load(
             None,
             env(&[

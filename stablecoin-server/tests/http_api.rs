@@ -1143,14 +1143,50 @@ async fn health_metrics_and_routing_errors() {
     assert!(r.header("x-request-id").unwrap().starts_with("req_"));
 }
 
+/// The nice values of this process's threads named like the workers' thread (Linux
+/// shows the first 15 bytes of a thread's name).
+#[cfg(target_os = "linux")]
+fn worker_thread_nices() -> Vec<i64> {
+    let mut nices = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() != "stablecoin-work" {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // Fields after the parenthesized name: state is field 3, nice field 19.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        if let Some(n) = rest.split_whitespace().nth(16) {
+            nices.push(n.parse().unwrap());
+        }
+    }
+    nices
+}
+
 #[tokio::test]
 async fn graceful_shutdown_finishes_and_stops() {
     let mut c = test_config();
     c.run_workers = true;
+    c.worker_nice = 7;
     let mut s = start_with(c).await;
     let acme = s.tenant("Acme", "10").await;
     s.provision(&acme.live, A).await;
+    // The workers run on a thread of their own at the configured lower priority.
+    #[cfg(target_os = "linux")]
+    assert_eq!(worker_thread_nices(), vec![7]);
     s.shutdown().await;
     let err = reqwest::get(format!("{}/health/live", s.base)).await;
     assert!(err.is_err(), "no longer listening");
+    // ... and serve returned only after that thread finished its last tick.
+    #[cfg(target_os = "linux")]
+    {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !worker_thread_nices().is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "worker thread still running"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
 }
