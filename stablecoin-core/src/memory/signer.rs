@@ -10,10 +10,22 @@ use crate::ports::signer::{Curve, KeyPurpose, PublicKey, Signature, Signer, Sign
 use async_trait::async_trait;
 use hmac::{Hmac, Mac};
 use sha2::Sha512;
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Mutex;
+
+/// How many derived secp256k1 keys are kept (the cache is emptied when full).
+const SECP_CACHE: usize = 4096;
 
 pub struct LocalSigner {
     seed: [u8; 32],
+    /// Derived secp256k1 keys by purpose path. Deriving one is an HMAC plus a scalar
+    /// multiplication for its public key (`SigningKey::from_bytes`), which was ~45% of
+    /// the settlement worker's CPU on the simulated rails: every submission asks for the
+    /// sender's address and a signature. The keys derive from the seed held here anyway,
+    /// so keeping them adds nothing an attacker of this process's memory lacks; they are
+    /// zeroized when dropped.
+    secp: Mutex<HashMap<String, k256::ecdsa::SigningKey>>,
 }
 
 impl fmt::Debug for LocalSigner {
@@ -24,7 +36,10 @@ impl fmt::Debug for LocalSigner {
 
 impl LocalSigner {
     pub fn from_seed(seed: [u8; 32]) -> Self {
-        LocalSigner { seed }
+        LocalSigner {
+            seed,
+            secp: Mutex::new(HashMap::new()),
+        }
     }
 
     fn secret(&self, purpose: &KeyPurpose, curve: Curve, counter: u32) -> [u8; 32] {
@@ -44,6 +59,22 @@ impl LocalSigner {
     }
 
     fn secp_key(&self, purpose: &KeyPurpose) -> k256::ecdsa::SigningKey {
+        let path = purpose.path();
+        // A panic elsewhere while holding the lock leaves a map of valid keys: use it.
+        let lock = || self.secp.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = lock().get(&path) {
+            return k.clone();
+        }
+        let k = self.derive_secp_key(purpose);
+        let mut map = lock();
+        if map.len() >= SECP_CACHE {
+            map.clear();
+        }
+        map.insert(path, k.clone());
+        k
+    }
+
+    fn derive_secp_key(&self, purpose: &KeyPurpose) -> k256::ecdsa::SigningKey {
         let mut counter = 0u32;
         loop {
             let s = self.secret(purpose, Curve::Secp256k1, counter);
@@ -178,6 +209,11 @@ mod tests {
         assert!(verify_secp256k1(&pk.bytes, &digest, &sig.0));
         assert!(!verify_secp256k1(&pk.bytes, &[43u8; 32], &sig.0));
         assert!(a.sign(&p, Curve::Secp256k1, b"short").await.is_err());
+
+        // A second call is served from the cache, and the cache holds the derived key.
+        assert_eq!(a.secp_key(&p), a.secp_key(&p));
+        assert_eq!(a.secp_key(&p), LocalSigner::from_seed([7; 32]).derive_secp_key(&p));
+        assert_ne!(a.secp_key(&p), a.secp_key(&KeyPurpose::Treasury));
 
         let pk = a.public_key(&p, Curve::Ed25519).await.unwrap();
         let sig = a.sign(&p, Curve::Ed25519, b"hello").await.unwrap();
