@@ -212,7 +212,10 @@ mod tests {
 
         // A second call is served from the cache, and the cache holds the derived key.
         assert_eq!(a.secp_key(&p), a.secp_key(&p));
-        assert_eq!(a.secp_key(&p), LocalSigner::from_seed([7; 32]).derive_secp_key(&p));
+        assert_eq!(
+            a.secp_key(&p),
+            LocalSigner::from_seed([7; 32]).derive_secp_key(&p)
+        );
         assert_ne!(a.secp_key(&p), a.secp_key(&KeyPurpose::Treasury));
 
         let pk = a.public_key(&p, Curve::Ed25519).await.unwrap();
