@@ -7,7 +7,8 @@ use stablecoin::core::domain::money::{Currency, Micros, Token};
 use stablecoin::core::domain::phone::Phone;
 use stablecoin::core::domain::time::Timestamp;
 use stablecoin::core::engine::{
-    DepositRecord, DepositStatus, Engine, EngineConfig, FundRequest, Ports, SendRequest, accounts,
+    DepositRecord, DepositStatus, Engine, EngineConfig, FundRequest, OperationView, Ports,
+    SendRequest, accounts,
 };
 use stablecoin::core::memory::{
     FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, MemoryStore, SeededEntropy,
@@ -97,6 +98,16 @@ impl H {
             .await
             .unwrap();
         t.id
+    }
+
+    /// Funds `p`'s wallet with `amount` USDC from the tenant's treasury (queued, not settled).
+    async fn fund_usdc(&self, t: &TenantId, p: &Phone, amount: &str) -> OperationView {
+        let req = FundRequest {
+            phone_number: p.clone(),
+            token: Token::Usdc,
+            amount: m(amount),
+        };
+        self.engine.fund(t, &req, None).await.unwrap()
     }
 
     async fn chain_balance(&self, p: &Phone) -> Micros {
@@ -421,18 +432,7 @@ async fn fx_quote_drives_a_transfer_once() {
     let (a, b) = (phone("+2250700000001"), phone("+2250700000002"));
     h.engine.provision(&t, &a).await.unwrap();
     h.engine.provision(&t, &b).await.unwrap();
-    h.engine
-        .fund(
-            &t,
-            &FundRequest {
-                phone_number: a.clone(),
-                token: Token::Usdc,
-                amount: m("100"),
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    h.fund_usdc(&t, &a, "100").await;
     h.settle().await;
     let q = h
         .engine
@@ -506,19 +506,7 @@ async fn failed_funding_returns_value_to_the_tenant() {
     let a = phone("+2250700000001");
     h.engine.provision(&t, &a).await.unwrap();
     h.sim.inject(Fault::Revert);
-    let op = h
-        .engine
-        .fund(
-            &t,
-            &FundRequest {
-                phone_number: a.clone(),
-                token: Token::Usdc,
-                amount: m("60"),
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    let op = h.fund_usdc(&t, &a, "60").await;
     assert_eq!(
         h.engine.treasury_balance(&t, Token::Usdc).await.unwrap(),
         m("40")
@@ -535,19 +523,7 @@ async fn failed_funding_returns_value_to_the_tenant() {
     assert_eq!(h.chain_balance(&a).await, Micros::ZERO);
     // Rejected at submit fails too, before broadcast.
     h.sim.inject(Fault::Reject);
-    let op = h
-        .engine
-        .fund(
-            &t,
-            &FundRequest {
-                phone_number: a.clone(),
-                token: Token::Usdc,
-                amount: m("10"),
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    let op = h.fund_usdc(&t, &a, "10").await;
     h.settle().await;
     assert_eq!(
         h.engine
@@ -572,18 +548,7 @@ async fn unknown_submissions_are_reconciled_without_double_payment() {
     let (a, b) = (phone("+2250700000001"), phone("+2250700000002"));
     h.engine.provision(&t, &a).await.unwrap();
     h.engine.provision(&t, &b).await.unwrap();
-    h.engine
-        .fund(
-            &t,
-            &FundRequest {
-                phone_number: a.clone(),
-                token: Token::Usdc,
-                amount: m("50"),
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    h.fund_usdc(&t, &a, "50").await;
     h.settle().await;
     let submits = h.sim.submit_count();
 
@@ -645,18 +610,7 @@ async fn non_members_cannot_move_money_out() {
     let (a, b) = (phone("+2250700000001"), phone("+2250700000002"));
     h.engine.provision(&acme, &a).await.unwrap();
     // Money-in is open: Beta may fund Acme's customer.
-    h.engine
-        .fund(
-            &beta,
-            &FundRequest {
-                phone_number: a.clone(),
-                token: Token::Usdc,
-                amount: m("10"),
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    h.fund_usdc(&beta, &a, "10").await;
     h.settle().await;
     assert_eq!(h.chain_balance(&a).await, m("10"));
     let commits = h.store.commit_count();
@@ -948,18 +902,7 @@ async fn withdrawals_complete_refund_and_reconcile() {
     let t = h.tenant("Acme", "1000").await;
     let a = phone("+2250700000001");
     h.engine.provision(&t, &a).await.unwrap();
-    h.engine
-        .fund(
-            &t,
-            &FundRequest {
-                phone_number: a.clone(),
-                token: Token::Usdc,
-                amount: m("300"),
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    h.fund_usdc(&t, &a, "300").await;
     h.settle().await;
     let wreq = |amount: &str| WithdrawRequest {
         phone_number: a.clone(),
@@ -1255,18 +1198,7 @@ async fn a_tick_advances_its_claimed_operations_side_by_side() {
     h.engine.provision(&acme, &to).await.unwrap();
     for p in &senders {
         h.engine.provision(&acme, p).await.unwrap();
-        h.engine
-            .fund(
-                &acme,
-                &FundRequest {
-                    phone_number: p.clone(),
-                    token: Token::Usdc,
-                    amount: m("100"),
-                },
-                None,
-            )
-            .await
-            .unwrap();
+        h.fund_usdc(&acme, p, "100").await;
     }
     h.settle().await;
     let treasury = h.sim.address_for(&KeyPurpose::Treasury).await.unwrap();
