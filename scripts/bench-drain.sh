@@ -30,32 +30,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-base="http://127.0.0.1:$PORT"
-STABLECOIN_LISTEN="127.0.0.1:$PORT" STABLECOIN_DATA_DIR="$WORK/data" \
-  STABLECOIN_LOG=warn STABLECOIN_DEMO_TREASURY_CREDIT=100000000 \
-  STABLECOIN_SIM_TREASURY_FLOAT=100000000 \
-  "$BIN" serve > "$WORK/banner.txt" 2> "$WORK/server.log" &
-SERVER_PID=$!
-for _ in $(seq 100); do grep -q "live key:" "$WORK/banner.txt" 2>/dev/null && break; sleep 0.1; done
-KEY="$(awk '/live key:/ {print $3}' "$WORK/banner.txt")"
-[ -n "$KEY" ] || { echo "no live key in the banner"; cat "$WORK/banner.txt" "$WORK/server.log"; exit 1; }
-
-post() { curl -sf -X POST "$base$1" -H "X-API-Key: $KEY" -H 'Content-Type: application/json' -d "$2"; }
-post /v1/users/provision '{"phone_number":"+2250700000001"}' > /dev/null
-post /v1/users/provision '{"phone_number":"+2250700000002"}' > /dev/null
-FUNDING="$(post /v1/users/fund '{"phone_number":"+2250700000001","token":"USDC","amount":"10000000"}' \
-  | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')"
-for _ in $(seq 300); do
-  curl -sf "$base/v1/fundings/$FUNDING" -H "X-API-Key: $KEY" | grep -q SETTLED && break
-  sleep 0.1
-done
-
-cat > "$WORK/send.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["X-API-Key"] = "$KEY"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"from_phone_number":"+2250700000001","to_phone_number":"+2250700000002","token":"USDC","quote_id":"DIRECT_CRYPTO:USDC:0.01"}'
-LUA
+. scripts/bench-lib.sh
+bench_start_server "$BIN" "$WORK" "$PORT"
+bench_fund_sender
+bench_send_lua "$WORK/send.lua"
 start=$(date +%s.%N)
 echo "---- wrk: send (64 connections, ${LOAD}s)"
 wrk -t2 -c64 -d"${LOAD}s" -s "$WORK/send.lua" "$base/v1/transfers/send" | grep -E "Requests/sec|Non-2xx"

@@ -43,34 +43,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-base="http://127.0.0.1:$PORT"
-STABLECOIN_LISTEN="127.0.0.1:$PORT" STABLECOIN_DATA_DIR="$WORK/data" \
-  STABLECOIN_LOG=warn STABLECOIN_DEMO_TREASURY_CREDIT=100000000 \
-  STABLECOIN_SIM_TREASURY_FLOAT=100000000 \
-  "$BIN" serve > "$WORK/banner.txt" 2> "$WORK/server.log" &
-SERVER_PID=$!
+. scripts/bench-lib.sh
+bench_start_server "$BIN" "$WORK" "$PORT"
 "$HELLO" "127.0.0.1:$HELLO_PORT" > /dev/null &
 HELLO_PID=$!
-for _ in $(seq 100); do grep -q "live key:" "$WORK/banner.txt" 2>/dev/null && break; sleep 0.1; done
-KEY="$(awk '/live key:/ {print $3}' "$WORK/banner.txt")"
-[ -n "$KEY" ] || { echo "no live key in the banner"; cat "$WORK/banner.txt" "$WORK/server.log"; exit 1; }
-
-post() { curl -sf -X POST "$base$1" -H "X-API-Key: $KEY" -H 'Content-Type: application/json' -d "$2"; }
-SENDER="+2250700000001"
-RECIPIENT="+2250700000002"
-post /v1/users/provision "{\"phone_number\":\"$SENDER\"}" > /dev/null
-post /v1/users/provision "{\"phone_number\":\"$RECIPIENT\"}" > /dev/null
-FUNDING="$(post /v1/users/fund "{\"phone_number\":\"$SENDER\",\"token\":\"USDC\",\"amount\":\"10000000\"}" |
-  sed -n 's/.*"id":"\([^"]*\)".*/\1/p')"
-# Wait for the funding to settle, not for the on-chain balance: the balance is a live
-# chain read and shows the tokens before the ledger posts the credit, and a send spends
-# only posted funds (a send in between is a correct 422 INSUFFICIENT_FUNDS).
-for _ in $(seq 300); do
-  fst="$(curl -sf "$base/v1/fundings/$FUNDING" -H "X-API-Key: $KEY")"
-  case "$fst" in *'"status":"SETTLED"'*) break ;; esac
-  sleep 0.1
-done
-case "$fst" in *'"status":"SETTLED"'*) ;; *) echo "funding did not settle: $fst"; exit 1 ;; esac
+bench_fund_sender
 bal="$(curl -sf "$base/v1/users/balance?phone_number=%2B2250700000001" -H "X-API-Key: $KEY")"
 echo "sender funded: $bal"
 
@@ -87,12 +64,7 @@ request = function()
     '{"phone_number":"' .. phone .. '"}')
 end
 EOF
-cat > "$WORK/send.lua" <<EOF
-wrk.method = "POST"
-wrk.headers["X-API-Key"] = "$KEY"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"from_phone_number":"$SENDER","to_phone_number":"$RECIPIENT","token":"USDC","quote_id":"DIRECT_CRYPTO:USDC:0.01"}'
-EOF
+bench_send_lua "$WORK/send.lua"
 cat > "$WORK/balance.lua" <<EOF
 wrk.headers["X-API-Key"] = "$KEY"
 EOF
