@@ -160,7 +160,7 @@ impl Lookup for Engine {
             .unwrap()
             .expect("wallet");
         ChainAddress(
-            rec.body["addresses"]["polygon"]
+            rec.body.to_value().unwrap()["addresses"]["polygon"]
                 .as_str()
                 .unwrap()
                 .to_string(),

@@ -209,7 +209,12 @@ async fn run(seed: u64, steps: usize) {
         else {
             continue;
         };
-        let addr = ChainAddress(rec.body["addresses"]["base"].as_str().unwrap().to_string());
+        let addr = ChainAddress(
+            rec.body.to_value().unwrap()["addresses"]["base"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
         let chain = sim.balance(&addr, Token::Usdc).await.unwrap();
         let id = stablecoin::core::domain::ids::WalletId(rec.id.clone());
         let acct = accounts::wallet(&id, Token::Usdc).id;

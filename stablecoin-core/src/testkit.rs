@@ -96,7 +96,7 @@ fn record(id: &str, tenant: &str, created_ms: i64) -> StoredRecord {
         status: None,
         due_at: None,
         unique_keys: Vec::new(),
-        body: json!({ "id": id }),
+        body: json!({ "id": id }).into(),
     }
 }
 
@@ -280,7 +280,7 @@ pub async fn case_insert_and_get<S: Store + Ledger + ?Sized>(store: Arc<S>) {
     assert_eq!(got.created_at, ts(1_000));
 
     let mut r2 = with_status(r.clone(), "done");
-    r2.body = json!({ "id": "w1", "n": 2 });
+    r2.body = json!({ "id": "w1", "n": 2 }).into();
     commit_ok(s, puts(vec![update(r2.clone(), 1)]), "update at version 1").await;
     let got = get(s, "w1").await.unwrap();
     assert_eq!(got.version, 2, "version must be 2 after one update");
@@ -319,7 +319,7 @@ pub async fn case_many_puts_in_one_batch<S: Store + Ledger + ?Sized>(store: Arc<
                 with_status(record(&id(i), "t1", i as i64), "pending"),
                 (i % 2 == 0).then_some(100),
             );
-            r.body = json!({ "id": id(i), "n": 1 });
+            r.body = json!({ "id": id(i), "n": 1 }).into();
             insert(r)
         })
         .collect();
@@ -346,7 +346,7 @@ pub async fn case_many_puts_in_one_batch<S: Store + Ledger + ?Sized>(store: Arc<
                 with_status(record(&id(i), "t1", i as i64), "done"),
                 (i < 10).then_some(200),
             );
-            r.body = json!({ "id": id(i), "n": 2 });
+            r.body = json!({ "id": id(i), "n": 2 }).into();
             update(r, 1)
         })
         .collect();
@@ -367,7 +367,7 @@ pub async fn case_many_puts_in_one_batch<S: Store + Ledger + ?Sized>(store: Arc<
     let mut stale = updated.clone();
     for p in &mut stale {
         p.expected_version = Some(2);
-        p.record.body = json!({ "n": 3 });
+        p.record.body = json!({ "n": 3 }).into();
     }
     stale[37].expected_version = Some(1);
     stale[41].expected_version = Some(9);
@@ -402,7 +402,7 @@ pub async fn case_version_conflict<S: Store + Ledger + ?Sized>(store: Arc<S>) {
     let before = get(s, "w1").await;
 
     let mut changed = r.clone();
-    changed.body = json!({ "changed": true });
+    changed.body = json!({ "changed": true }).into();
     let cases = [
         (insert(changed.clone()), "insert of an existing record"),
         (

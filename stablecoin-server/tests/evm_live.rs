@@ -244,7 +244,11 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
         .await
         .unwrap()
         .expect("the scan cursor is persisted");
-    let scanned_to: u64 = cursor.body["cursor"].as_str().unwrap().parse().unwrap();
+    let scanned_to: u64 = cursor.body.to_value().unwrap()["cursor"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(scanned_to > 0, "{cursor:?}");
 
     // Sponsor health: a bundler below its threshold stops sends with a reason (503)

@@ -38,8 +38,8 @@ use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::ledger::{Balance, Ledger, LedgerEntry, LedgerError, LedgerTransfer};
 use stablecoin_core::ports::store::{
-    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Put, Store, StoreError,
-    StoredRecord,
+    Batch, CommitReceipt, IdempotencyRecord, JsonText, ListQuery, OutboxEvent, Put, Store,
+    StoreError, StoredRecord,
 };
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -509,7 +509,7 @@ async fn put_record(conn: &mut PgConnection, put: &Put) -> Result<(), Attempt> {
     .bind(&rec.status)
     .bind(rec.due_at.map(|t| t.0))
     .bind(keys_to_db(&keys))
-    .bind(rec.body.to_string());
+    .bind(rec.body.as_str());
     let query = match put.expected_version {
         // A version beyond i64 cannot be stored, so it can never match: -1 never does.
         Some(v) => query.bind(i64::try_from(v).unwrap_or(-1)),
@@ -590,7 +590,7 @@ fn record_from_row(row: &PgRow) -> Result<StoredRecord, StoreError> {
             status: row.try_get(5).map_err(s)?,
             due_at: row.try_get::<Option<i64>, _>(6).map_err(s)?.map(Timestamp),
             unique_keys: keys_from_db(&keys)?,
-            body: json_from_db(&body, "body")?,
+            body: JsonText::from_stored_text(body),
         })
     };
     decode().map_err(backend)

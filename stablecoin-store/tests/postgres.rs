@@ -83,7 +83,7 @@ fn record(kind: &str, id: &str, due: Option<i64>) -> StoredRecord {
         status: None,
         due_at: due.map(Timestamp::from_millis),
         unique_keys: vec![],
-        body: json!({ "id": id }),
+        body: json!({ "id": id }).into(),
     }
 }
 

@@ -40,7 +40,7 @@ fn record(id: &str, keys: &[&str]) -> StoredRecord {
         status: Some("open".into()),
         due_at: Some(Timestamp::from_millis(7)),
         unique_keys: keys.iter().map(|k| k.to_string()).collect(),
-        body: json!({ "id": id }),
+        body: json!({ "id": id }).into(),
     }
 }
 

@@ -49,7 +49,7 @@ fn batch_for(id: &str) -> Batch {
                 status: Some("done".into()),
                 due_at: None,
                 unique_keys: vec![format!("crash:{id}")],
-                body: json!({ "id": id }),
+                body: json!({ "id": id }).into(),
             },
             expected_version: None,
         }],

@@ -79,7 +79,7 @@ fn put(id: &str, version: Option<u64>, body: serde_json::Value) -> Put {
             status: Some("SETTLED".into()),
             due_at: None,
             unique_keys: vec![format!("optx:{id}")],
-            body,
+            body: body.into(),
         },
         expected_version: version,
     }
@@ -97,7 +97,10 @@ async fn a_v1_database_is_migrated_with_every_row_and_key_intact() {
     let op1 = store.get("operation", "op_1").await.unwrap().unwrap();
     assert_eq!(op1.version, 3);
     assert_eq!(op1.status.as_deref(), Some("QUEUED"));
-    assert_eq!(op1.body["pad"].as_str().map(str::len), Some(3000));
+    assert_eq!(
+        op1.body.to_value().unwrap()["pad"].as_str().map(str::len),
+        Some(3000)
+    );
     let by_key = store.get_by_unique("optx:op_2").await.unwrap().unwrap();
     assert_eq!(by_key.id, "op_2");
     let (page, total) = store
@@ -155,7 +158,10 @@ async fn a_v1_database_is_migrated_with_every_row_and_key_intact() {
         .unwrap();
     let op1 = store.get("operation", "op_1").await.unwrap().unwrap();
     assert_eq!(
-        (op1.version, op1.body["settled"].as_bool()),
+        (
+            op1.version,
+            op1.body.to_value().unwrap()["settled"].as_bool()
+        ),
         (4, Some(true))
     );
     store.close().await;

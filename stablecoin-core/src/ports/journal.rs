@@ -12,7 +12,7 @@
 
 use crate::ports::rail::RailError;
 use crate::ports::services::Clock;
-use crate::ports::store::{Batch, Put, Store, StoreError, StoredRecord};
+use crate::ports::store::{Batch, JsonText, Put, Store, StoreError, StoredRecord};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -87,7 +87,11 @@ impl RailJournal for StoreJournal {
             .get(Self::KIND, &Self::id(rail, payment_id))
             .await
             .map_err(journal_unavailable)?
-            .map(|r| r.body))
+            .map(|r| r.body.to_value())
+            .transpose()
+            .map_err(|e| RailError::Unavailable {
+                reason: format!("send journal: corrupt entry {payment_id}: {e}"),
+            })?)
     }
 
     async fn save(&self, rail: &str, payment_id: &str, entry: &Value) -> Result<(), RailError> {
@@ -115,7 +119,7 @@ impl RailJournal for StoreJournal {
                     status: None,
                     due_at: None,
                     unique_keys: Vec::new(),
-                    body: entry.clone(),
+                    body: JsonText::from(entry),
                 },
             };
             match self

@@ -1,7 +1,7 @@
 //! Typed records over the untyped `StoredRecord`.
 
 use crate::error::CoreError;
-use crate::ports::store::{Put, Store, StoredRecord};
+use crate::ports::store::{JsonText, Put, Store, StoredRecord};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -33,14 +33,14 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
             status: self.status(),
             due_at: self.due_at(),
             unique_keys: self.unique_keys(),
-            body: serde_json::to_value(self)
+            body: JsonText::encode(self)
                 .map_err(|e| CoreError::Storage(format!("encode {}: {e}", Self::KIND)))?,
         })
     }
 
     fn from_stored(r: &StoredRecord) -> Result<Self, CoreError> {
-        // Deserializes from the borrowed tree: `from_value` would need a deep clone.
-        Self::deserialize(&r.body)
+        r.body
+            .decode()
             .map_err(|e| CoreError::Storage(format!("decode {} {}: {e}", Self::KIND, r.id)))
     }
 

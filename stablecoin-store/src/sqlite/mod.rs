@@ -29,7 +29,7 @@ use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::ledger::{Balance, Ledger, LedgerEntry, LedgerError};
 use stablecoin_core::ports::store::{
-    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Store, StoreError,
+    Batch, CommitReceipt, IdempotencyRecord, JsonText, ListQuery, OutboxEvent, Store, StoreError,
     StoredRecord,
 };
 use std::path::{Path, PathBuf};
@@ -523,7 +523,7 @@ pub(crate) fn record_from_row(
             status,
             due_at: due_at.map(Timestamp),
             unique_keys: keys_from_db(&keys)?,
-            body: json_from_db(&body, "body")?,
+            body: JsonText::from_stored_text(body),
         })
     })())
 }

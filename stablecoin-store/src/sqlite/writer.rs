@@ -119,7 +119,7 @@ impl Prepared {
                     PreparedPut {
                         keys_json: keys_to_db(&keys),
                         keys,
-                        body: r.body.to_string(),
+                        body: r.body.into_string(),
                         kind: r.kind,
                         id: r.id,
                         tenant: r.tenant,
@@ -654,8 +654,12 @@ fn next_version(
 }
 
 /// One put: version check, unique-key check, write (and release of any claim).
-/// Outer `Err`: SQL failure; inner: `VersionConflict` / `UniqueViolation`.
+/// Outer `Err`: SQL failure; inner: `VersionConflict` / `UniqueViolation`. Runs inside
+/// the batch's savepoint, so an inner `Err` after a write is rolled back with it.
 fn put_record(conn: &Connection, put: &PreparedPut) -> Result<Result<(), StoreError>, StoreError> {
+    if put.expected_version.is_none() {
+        return insert_record(conn, put);
+    }
     let rec = put;
     let current = conn
         .prepare_cached("SELECT version, unique_keys FROM records WHERE kind = ?1 AND id = ?2")
@@ -677,23 +681,8 @@ fn put_record(conn: &Connection, put: &PreparedPut) -> Result<Result<(), StoreEr
         Ok(v) => v,
         Err(e) => return Ok(Err(e)),
     };
-    if !rec.unique_keys.is_empty() {
-        let mut stmt = conn
-            .prepare_cached("SELECT kind, id FROM unique_keys WHERE key = ?1")
-            .map_err(backend)?;
-        for key in &rec.unique_keys {
-            let held = stmt
-                .query_row([key], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-                })
-                .optional()
-                .map_err(backend)?;
-            if let Some((kind, id)) = held
-                && (kind != rec.kind || id != rec.id)
-            {
-                return Ok(Err(StoreError::UniqueViolation { key: key.clone() }));
-            }
-        }
+    if let Err(e) = check_unique_keys(conn, rec)? {
+        return Ok(Err(e));
     }
     let keys = &rec.keys;
     let old_keys = current.map(|c| c.1);
@@ -703,15 +692,7 @@ fn put_record(conn: &Connection, put: &PreparedPut) -> Result<Result<(), StoreEr
                 .and_then(|mut s| s.execute(params![rec.kind, rec.id]))
                 .map_err(backend)?;
         }
-        if !keys.is_empty() {
-            let mut stmt = conn
-                .prepare_cached("INSERT INTO unique_keys (key, kind, id) VALUES (?1, ?2, ?3)")
-                .map_err(backend)?;
-            for key in keys {
-                stmt.execute(params![key, rec.kind, rec.id])
-                    .map_err(backend)?;
-            }
-        }
+        insert_unique_keys(conn, rec)?;
     }
     conn.prepare_cached(
         "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
@@ -737,6 +718,94 @@ fn put_record(conn: &Connection, put: &PreparedPut) -> Result<Result<(), StoreEr
     })
     .map_err(backend)?;
     Ok(Ok(()))
+}
+
+/// A put that must create its record (most puts: every accepted operation). The plain
+/// INSERT is the existence check: `records_key` refuses a second (kind, id), which is
+/// the `VersionConflict` an insert of an existing record is. That saves the point read
+/// an update needs. The row goes in before its unique keys, so a key this record
+/// would hold twice cannot reach the `unique_keys` primary key as a SQL error.
+fn insert_record(
+    conn: &Connection,
+    rec: &PreparedPut,
+) -> Result<Result<(), StoreError>, StoreError> {
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
+               lease_owner, lease_until, unique_keys, body) \
+             VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, NULL, NULL, ?7, ?8)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                rec.kind,
+                rec.id,
+                rec.tenant,
+                rec.created_at,
+                rec.status,
+                rec.due_at,
+                rec.keys_json,
+                rec.body
+            ])
+        });
+    match inserted {
+        Ok(_) => {}
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
+        {
+            return Ok(Err(StoreError::VersionConflict {
+                kind: rec.kind.clone(),
+                id: rec.id.clone(),
+            }));
+        }
+        Err(e) => return Err(backend(e)),
+    }
+    if let Err(e) = check_unique_keys(conn, rec)? {
+        return Ok(Err(e));
+    }
+    insert_unique_keys(conn, rec)?;
+    Ok(Ok(()))
+}
+
+/// `UniqueViolation` if another record holds one of the put's keys.
+fn check_unique_keys(
+    conn: &Connection,
+    rec: &PreparedPut,
+) -> Result<Result<(), StoreError>, StoreError> {
+    if rec.unique_keys.is_empty() {
+        return Ok(Ok(()));
+    }
+    let mut stmt = conn
+        .prepare_cached("SELECT kind, id FROM unique_keys WHERE key = ?1")
+        .map_err(backend)?;
+    for key in &rec.unique_keys {
+        let held = stmt
+            .query_row([key], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
+            .optional()
+            .map_err(backend)?;
+        if let Some((kind, id)) = held
+            && (kind != rec.kind || id != rec.id)
+        {
+            return Ok(Err(StoreError::UniqueViolation { key: key.clone() }));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// The record's (deduplicated) keys, none of them held by another record.
+fn insert_unique_keys(conn: &Connection, rec: &PreparedPut) -> Result<(), StoreError> {
+    if rec.keys.is_empty() {
+        return Ok(());
+    }
+    let mut stmt = conn
+        .prepare_cached("INSERT INTO unique_keys (key, kind, id) VALUES (?1, ?2, ?3)")
+        .map_err(backend)?;
+    for key in &rec.keys {
+        stmt.execute(params![key, rec.kind, rec.id])
+            .map_err(backend)?;
+    }
+    Ok(())
 }
 
 /// Writes the ledger and outbox changes of every kept batch, a prepared statement per
