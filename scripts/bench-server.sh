@@ -87,11 +87,10 @@ run_wrk hello "http://127.0.0.1:$HELLO_PORT/"
 run_wrk provision "$base/v1/users/provision" "$WORK/provision.lua"
 run_wrk send "$base/v1/transfers/send" "$WORK/send.lua"
 run_wrk balance "$base/v1/users/balance?phone_number=%2B2250700000001" "$WORK/balance.lua"
-# Settlement does not keep up with acceptance at these rates (BENCHMARKS.md, "Server":
-# the worker submits claimed operations one by one and claims the oldest due first, so
-# a backlog of queued transfers delays the polls of submitted ones). Printed, not
-# waited for: a backlog of one sender is submitted at ~170/s and confirmed only once
-# no queued transfer is left.
+# Settlement (~2k transfers/s end to end) does not keep up with acceptance at these
+# rates (BENCHMARKS.md, "Server"): the send runs leave a backlog, and the claim takes the
+# oldest due first, so polls of submitted transfers wait behind the queued ones.
+# Printed, not waited for: the later runs share the machine with that backlog.
 unsettled() {
   sqlite3 "$WORK/data/stablecoin.db" "select status, count(*) from records \
     where kind='operation' group by status" | tr '\n' ' '
