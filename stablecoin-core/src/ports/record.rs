@@ -102,3 +102,80 @@ pub async fn get_record_by_unique<R: Record>(
         _ => Ok(None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::time::Timestamp;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Note {
+        id: String,
+        n: u64,
+        at: Timestamp,
+    }
+
+    impl Record for Note {
+        const KIND: &'static str = "note";
+        fn id(&self) -> String {
+            self.id.clone()
+        }
+        fn created_at(&self) -> Timestamp {
+            self.at
+        }
+    }
+
+    fn note() -> Note {
+        Note {
+            id: "n1".into(),
+            n: 7,
+            at: Timestamp::from_millis(5),
+        }
+    }
+
+    #[test]
+    fn a_record_round_trips_through_its_json_text() {
+        let stored = note().to_stored().unwrap();
+        assert_eq!(stored.body.as_str(), r#"{"id":"n1","n":7,"at":5}"#);
+        assert_eq!(Note::from_stored(&stored).unwrap(), note());
+    }
+
+    #[test]
+    fn bodies_are_equal_as_json_values_not_as_text() {
+        let a = JsonText::from(json!({ "a": 1, "b": [true, null] }));
+        let b = JsonText::from_stored_text(r#"{ "b": [true,null], "a": 1 }"#.into());
+        assert_eq!(a, b, "key order and spaces are not the value");
+        assert_ne!(a, JsonText::from(json!({ "a": 2, "b": [true, null] })));
+        assert_ne!(
+            JsonText::from_stored_text("{".into()),
+            JsonText::from_stored_text("}".into()),
+            "two corrupt texts are equal only if identical"
+        );
+    }
+
+    #[test]
+    fn a_body_serializes_as_its_value_not_as_a_string() {
+        let body = JsonText::from(json!({ "k": "v" }));
+        assert_eq!(serde_json::to_value(&body).unwrap(), json!({ "k": "v" }));
+        let back: JsonText = serde_json::from_value(json!({ "k": "v" })).unwrap();
+        assert_eq!(back, body);
+    }
+
+    #[test]
+    fn a_corrupt_body_is_a_storage_error_naming_the_record() {
+        let mut stored = note().to_stored().unwrap();
+        stored.body = JsonText::from_stored_text(r#"{"id":"n1","n":"#.into());
+        let err = Note::from_stored(&stored).unwrap_err();
+        assert!(
+            matches!(&err, CoreError::Storage(m) if m.contains("decode note n1")),
+            "{err:?}"
+        );
+        stored.body = JsonText::from(json!({ "id": "n1", "n": "seven", "at": 5 }));
+        assert!(matches!(
+            Note::from_stored(&stored),
+            Err(CoreError::Storage(_))
+        ));
+    }
+}
