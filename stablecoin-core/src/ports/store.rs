@@ -44,8 +44,9 @@ pub struct StoredRecord {
 ///
 /// Text read back from a store is not parsed again until it is decoded: a corrupt body
 /// fails there, naming its record ([`crate::ports::record::Record::from_stored`]).
-/// Equality is of the JSON values, not of the text (PostgreSQL's `jsonb` reorders keys).
-#[derive(Clone, Default)]
+/// Equality is of the JSON values, not of the text: a body built from a `Value` (keys
+/// sorted) and one encoded from a struct (keys in field order) can hold the same value.
+#[derive(Clone)]
 pub struct JsonText(String);
 
 impl JsonText {
@@ -80,7 +81,7 @@ impl JsonText {
 
 impl From<serde_json::Value> for JsonText {
     fn from(value: serde_json::Value) -> Self {
-        JsonText(value.to_string())
+        JsonText::from(&value)
     }
 }
 
@@ -101,12 +102,6 @@ impl PartialEq for JsonText {
 }
 
 impl std::fmt::Debug for JsonText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::fmt::Display for JsonText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }

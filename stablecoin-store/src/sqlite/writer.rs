@@ -723,8 +723,9 @@ fn put_record(conn: &Connection, put: &PreparedPut) -> Result<Result<(), StoreEr
 /// A put that must create its record (most puts: every accepted operation). The plain
 /// INSERT is the existence check: `records_key` refuses a second (kind, id), which is
 /// the `VersionConflict` an insert of an existing record is. That saves the point read
-/// an update needs. The row goes in before its unique keys, so a key this record
-/// would hold twice cannot reach the `unique_keys` primary key as a SQL error.
+/// an update needs. The row goes in before its unique keys: for an existing record the
+/// conflict is found there, before its keys (held by itself, so they pass the check)
+/// could reach the `unique_keys` primary key as a SQL error that fails the whole group.
 fn insert_record(
     conn: &Connection,
     rec: &PreparedPut,
