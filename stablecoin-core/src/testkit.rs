@@ -20,6 +20,7 @@ use crate::domain::time::Timestamp;
 use crate::ports::ledger::{Balance, Ledger, LedgerAccount, LedgerError, LedgerTransfer, Phase};
 use crate::ports::store::{
     Batch, IdempotencyRecord, ListQuery, OutboxEvent, Put, Store, StoreError, StoredRecord,
+    Unchanged,
 };
 use serde_json::json;
 use std::collections::HashSet;
@@ -44,6 +45,7 @@ where
         case_insert_and_get,
         case_many_puts_in_one_batch,
         case_version_conflict,
+        case_unchanged_checks,
         case_unique_keys,
         case_unique_violation_rolls_back_batch,
         case_list,
@@ -461,6 +463,122 @@ pub async fn case_version_conflict<S: Store + Ledger + ?Sized>(store: Arc<S>) {
     }
 }
 
+fn unchanged(id: &str, version: u64) -> Unchanged {
+    Unchanged {
+        kind: KIND.to_string(),
+        id: id.to_string(),
+        version,
+    }
+}
+
+/// `Batch::unchanged`: a batch commits only while the records it relied on are at the
+/// version it read, and does not rewrite them; a stale check fails the whole batch.
+pub async fn case_unchanged_checks<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    funded(s, 1_000).await;
+    let r = record("w1", "t1", 1_000);
+    commit_ok(s, puts(vec![insert(r.clone())]), "insert").await;
+    commit_ok(s, puts(vec![update(r.clone(), 1)]), "update to v2").await;
+    let before = get(s, "w1").await;
+    assert_eq!(before.as_ref().map(|r| r.version), Some(2));
+
+    let ok = Batch {
+        unchanged: vec![unchanged("w1", 2)],
+        puts: vec![insert(record("side-ok", "t1", 2))],
+        ledger: vec![single("ok-1", "alice", "bob", 100)],
+        outbox: vec![event("evt_ok")],
+        ..Batch::default()
+    };
+    commit_ok(s, ok, "a check at the current version").await;
+    assert_eq!(
+        get(s, "w1").await,
+        before,
+        "a checked record is not rewritten"
+    );
+    assert!(
+        get(s, "side-ok").await.is_some(),
+        "the batch's put is written"
+    );
+    commit_ok(
+        s,
+        Batch {
+            unchanged: vec![unchanged("w1", 2)],
+            ..Batch::default()
+        },
+        "a batch of checks only",
+    )
+    .await;
+
+    let alice = balance(s, "alice").await;
+    let outbox_before = outbox_all(s).await;
+    let cases = [
+        (
+            vec![unchanged("w1", 1)],
+            "w1",
+            "a check at an older version",
+        ),
+        (vec![unchanged("w1", 3)], "w1", "a check at a newer version"),
+        (
+            vec![unchanged("gone", 1)],
+            "gone",
+            "a check of a missing record",
+        ),
+        (
+            vec![unchanged("side-ok", 1), unchanged("w1", 1)],
+            "w1",
+            "a good check then a stale one",
+        ),
+    ];
+    for (checks, stale, what) in cases {
+        let batch = Batch {
+            unchanged: checks,
+            puts: vec![
+                insert(record("side", "t1", 3)),
+                update(with_status(r.clone(), "moved"), 2),
+            ],
+            accounts: vec![account("acct", false)],
+            ledger: vec![single("never", "alice", "bob", 10)],
+            outbox: vec![event("evt_stale")],
+            idempotency: Some(idem("t1", "k-stale", "h")),
+        };
+        let err = commit_err(s, batch, what).await;
+        assert!(
+            matches!(&err, StoreError::VersionConflict { kind, id } if kind == KIND && id == stale),
+            "{what}: expected VersionConflict on {stale}, got {err:?}"
+        );
+        assert_eq!(get(s, "w1").await, before, "{what}: w1 must be unchanged");
+        assert_eq!(get(s, "side").await, None, "{what}: puts must roll back");
+        assert_eq!(
+            balance(s, "alice").await,
+            alice,
+            "{what}: ledger must roll back"
+        );
+        assert_eq!(
+            outbox_all(s).await,
+            outbox_before,
+            "{what}: outbox must roll back"
+        );
+        assert!(
+            store.idempotency("t1", "k-stale").await.unwrap().is_none(),
+            "{what}: idempotency record must roll back"
+        );
+        assert!(
+            store.balance("acct").await.is_err(),
+            "{what}: account creation must roll back"
+        );
+    }
+    let err = commit_err(
+        s,
+        Batch {
+            unchanged: vec![unchanged("w1", 1)],
+            ..Batch::default()
+        },
+        "a stale batch of checks only",
+    )
+    .await;
+    assert!(matches!(err, StoreError::VersionConflict { .. }), "{err:?}");
+}
+
 /// Unique keys resolve to their record and follow it when it is re-keyed.
 pub async fn case_unique_keys<S: Store + Ledger + ?Sized>(store: Arc<S>) {
     let s = &*store;
@@ -546,6 +664,7 @@ pub async fn case_unique_violation_rolls_back_batch<S: Store + Ledger + ?Sized>(
     let outbox_before = outbox_all(s).await;
 
     let batch = Batch {
+        unchanged: vec![],
         puts: vec![
             insert(with_keys(record("w2", "t1", 2), &["k:fresh"])),
             update(with_keys(record("w1", "t1", 1), &["k:renamed"]), 1),
@@ -1257,6 +1376,7 @@ pub async fn case_failed_transfer_rolls_back_batch<S: Store + Ledger + ?Sized>(s
     .await;
     let before = (balance(s, "alice").await, balance(s, "bob").await);
     let batch = Batch {
+        unchanged: vec![],
         puts: vec![
             insert(with_keys(record("w1", "t1", 2), &["k:w1"])),
             update(with_status(record("w0", "t1", 1), "moved"), 1),

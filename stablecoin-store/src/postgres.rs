@@ -269,6 +269,23 @@ impl PgStore {
 // Commit
 
 async fn commit_in(conn: &mut PgConnection, batch: &Batch) -> Result<CommitReceipt, Attempt> {
+    // 0. The records the batch relied on: still at their version, and share-locked so a
+    // concurrent update waits for this commit (READ COMMITTED would not keep them still).
+    for check in &batch.unchanged {
+        let version: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM records WHERE kind = $1 AND id = $2 FOR SHARE")
+                .bind(&check.kind)
+                .bind(&check.id)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(classify)?;
+        if version.and_then(|v| u64::try_from(v).ok()) != Some(check.version) {
+            return Err(Attempt::Done(StoreError::VersionConflict {
+                kind: check.kind.clone(),
+                id: check.id.clone(),
+            }));
+        }
+    }
     // 1. Lock the accounts, load the transfers.
     let mut account_ids = Vec::new();
     let mut transfer_ids = Vec::new();

@@ -115,6 +115,7 @@ async fn dump(path: &Path) -> Vec<String> {
 
 async fn setup(store: &SqliteStore) {
     let batch = Batch {
+        unchanged: vec![],
         accounts: vec![
             LedgerAccount {
                 id: "world".into(),
@@ -155,6 +156,7 @@ async fn sqlite_bad_batches_are_typed_errors_and_leave_the_database_unchanged() 
     // Each bad batch also carries good parts (a fresh record, an account, a transfer, an
     // event, an idempotency record) that must roll back with it.
     let good_parts = || Batch {
+        unchanged: vec![],
         puts: vec![insert(record("fresh", &["key:fresh"]))],
         accounts: vec![LedgerAccount {
             id: "carol".into(),

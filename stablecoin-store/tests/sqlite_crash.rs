@@ -39,6 +39,7 @@ fn transfer(id: String, amount: u64, phase: Phase) -> LedgerTransfer {
 /// pending transfer and its post, a single transfer, an outbox event. 3 units to alice.
 fn batch_for(id: &str) -> Batch {
     Batch {
+        unchanged: vec![],
         puts: vec![Put {
             record: StoredRecord {
                 kind: "crash".into(),

@@ -1,7 +1,7 @@
 //! Typed records over the untyped `StoredRecord`.
 
 use crate::error::CoreError;
-use crate::ports::store::{JsonText, Put, Store, StoredRecord};
+use crate::ports::store::{JsonText, Put, Store, StoredRecord, Unchanged};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -66,6 +66,18 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
 pub struct Versioned<R> {
     pub record: R,
     pub version: u64,
+}
+
+impl<R: Record> Versioned<R> {
+    /// The check that this record is still at the version it was read at when a batch
+    /// that relied on it commits ([`Unchanged`]).
+    pub fn unchanged(&self) -> Unchanged {
+        Unchanged {
+            kind: R::KIND.to_string(),
+            id: self.record.id(),
+            version: self.version,
+        }
+    }
 }
 
 /// Typed reads on any `Store`.

@@ -130,6 +130,21 @@ pub struct Put {
     pub expected_version: Option<u64>,
 }
 
+/// A record a batch's decisions were made on without writing it: the batch commits only
+/// if the record is still at `version` (else `VersionConflict`, and nothing is written).
+///
+/// Why: optimistic concurrency for reads. A use case that decides on a record it does
+/// not change (the sender wallet of a transfer: its membership, its address) would
+/// otherwise have to rewrite it to get the version check of a `Put`, or trust a read
+/// that may be stale by the time it commits. With the check it may even take the record
+/// from a cache: a stale copy fails the commit instead of deciding wrongly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unchanged {
+    pub kind: String,
+    pub id: String,
+    pub version: u64,
+}
+
 /// An event for webhooks, written in the same commit as the change it reports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OutboxEvent {
@@ -159,6 +174,8 @@ pub struct IdempotencyRecord {
 /// Everything one use case decided.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Batch {
+    /// Records that must still be at the version they were read at (checked first).
+    pub unchanged: Vec<Unchanged>,
     pub puts: Vec<Put>,
     /// Ledger accounts to create if absent (an existing one with other flags is an error).
     pub accounts: Vec<LedgerAccount>,
@@ -171,7 +188,8 @@ pub struct Batch {
 
 impl Batch {
     pub fn is_empty(&self) -> bool {
-        self.puts.is_empty()
+        self.unchanged.is_empty()
+            && self.puts.is_empty()
             && self.accounts.is_empty()
             && self.ledger.is_empty()
             && self.outbox.is_empty()
@@ -227,8 +245,8 @@ impl StoreError {
 pub trait Store: Send + Sync {
     /// Commits a batch atomically and durably.
     ///
-    /// Order inside the transaction: ledger accounts, idempotency record, puts (version
-    /// and unique-key checks), ledger transfers (idempotent by id, no-overdraft rule),
+    /// Order inside the transaction: `unchanged` checks, ledger accounts, idempotency
+    /// record, puts (version and unique-key checks), ledger transfers (idempotent by id, no-overdraft rule),
     /// outbox. Any failure rolls everything back and returns a typed error: nothing of
     /// the batch is visible afterwards. `Ok` means durable; a store may group-commit
     /// concurrent callers but acknowledges each only after its transaction is durable.

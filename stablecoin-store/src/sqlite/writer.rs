@@ -43,7 +43,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::ledger::{LedgerAccount, LedgerTransfer};
-use stablecoin_core::ports::store::{Batch, CommitReceipt, StoreError, StoredRecord};
+use stablecoin_core::ports::store::{Batch, CommitReceipt, StoreError, StoredRecord, Unchanged};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,6 +61,7 @@ pub(crate) struct Claim {
 /// so the writer thread (the one serial part of the store) only binds strings, and the
 /// batch's JSON trees are freed on the caller's thread, not the writer's.
 pub(crate) struct Prepared {
+    unchanged: Vec<Unchanged>,
     accounts: Vec<LedgerAccount>,
     ledger: Vec<LedgerTransfer>,
     idempotency: Option<PreparedIdempotency>,
@@ -103,6 +104,7 @@ struct PreparedOutbox {
 impl Prepared {
     pub(crate) fn new(batch: Batch) -> Self {
         Prepared {
+            unchanged: batch.unchanged,
             idempotency: batch.idempotency.map(|i| PreparedIdempotency {
                 response: i.response.to_string(),
                 tenant: i.tenant,
@@ -586,6 +588,11 @@ fn apply_batch(
     cache: &Cache,
     batch: &Prepared,
 ) -> Result<Result<Applied, StoreError>, StoreError> {
+    for check in &batch.unchanged {
+        if let Err(e) = check_unchanged(conn, check)? {
+            return Ok(Err(e));
+        }
+    }
     let mut overlay = Overlay::new(&cache.known);
     for account in &batch.accounts {
         if let Err(e) = overlay.create_account(account) {
@@ -632,6 +639,28 @@ fn apply_batch(
         .map(|seq| seq as u64)
         .collect();
     Ok(Ok((CommitReceipt { outbox_seqs }, changes)))
+}
+
+/// The `VersionConflict` of a record that is missing or no longer at the version the
+/// batch read it at. The writer holds the write lock, so it cannot change before COMMIT.
+fn check_unchanged(
+    conn: &Connection,
+    check: &Unchanged,
+) -> Result<Result<(), StoreError>, StoreError> {
+    let version = conn
+        .prepare_cached("SELECT version FROM records WHERE kind = ?1 AND id = ?2")
+        .and_then(|mut s| {
+            s.query_row(params![check.kind, check.id], |r| r.get::<_, i64>(0))
+                .optional()
+        })
+        .map_err(backend)?;
+    Ok(match version {
+        Some(v) if u64::try_from(v).ok() == Some(check.version) => Ok(()),
+        _ => Err(StoreError::VersionConflict {
+            kind: check.kind.clone(),
+            id: check.id.clone(),
+        }),
+    })
 }
 
 /// The version a put writes, or the `VersionConflict` it fails with: an insert needs no
