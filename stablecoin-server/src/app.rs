@@ -247,6 +247,7 @@ impl App {
             unknown_grace_ms: config.engine.unknown_grace_ms,
             batch_limit: config.engine.batch_limit,
             read_cache_ms: config.engine.read_cache_ms,
+            wallet_cache_ms: config.engine.wallet_cache_ms,
             worker_id: config
                 .engine
                 .worker_id

@@ -23,6 +23,7 @@
 //! | `engine.batch_limit` | `STABLECOIN_ENGINE_BATCH_LIMIT` | `64` |
 //! | `engine.worker_id` | `STABLECOIN_ENGINE_WORKER_ID` | `server-<pid>` |
 //! | `engine.read_cache_ms` | `STABLECOIN_ENGINE_READ_CACHE_MS` | `1000` (API key and tenant reads reused this long; a key revoked by another process, e.g. the CLI, stops working within it; 0: off) |
+//! | `engine.wallet_cache_ms` | `STABLECOIN_ENGINE_WALLET_CACHE_MS` | `60000` (wallets read by transfers reused this long; every transfer re-checks them at commit, so a change made anywhere is never missed; 0: off) |
 //! | `rails.mode` (`sim`) | `STABLECOIN_RAILS_MODE` | `sim` |
 //! | `rails.evm_chains` | `STABLECOIN_RAILS_EVM_CHAINS` (`137,8453`) | `[137]` |
 //! | `rails.primary_evm_chain` | `STABLECOIN_RAILS_PRIMARY_EVM_CHAIN` | first of `evm_chains` |
@@ -256,6 +257,7 @@ pub struct EngineSettings {
     pub batch_limit: usize,
     pub worker_id: Option<String>,
     pub read_cache_ms: i64,
+    pub wallet_cache_ms: i64,
 }
 
 impl Default for EngineSettings {
@@ -267,6 +269,7 @@ impl Default for EngineSettings {
             batch_limit: 64,
             worker_id: None,
             read_cache_ms: 1_000,
+            wallet_cache_ms: 60_000,
         }
     }
 }
@@ -532,6 +535,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Int,
     ),
     (
+        "STABLECOIN_ENGINE_WALLET_CACHE_MS",
+        &["engine", "wallet_cache_ms"],
+        EnvKind::Int,
+    ),
+    (
         "STABLECOIN_ENGINE_BATCH_LIMIT",
         &["engine", "batch_limit"],
         EnvKind::Int,
@@ -705,6 +713,7 @@ impl Config {
             || self.engine.claim_lease_ms <= 0
             || self.engine.unknown_grace_ms < 0
             || self.engine.read_cache_ms < 0
+            || self.engine.wallet_cache_ms < 0
             || self.engine.batch_limit == 0
         {
             return bad(

@@ -69,6 +69,7 @@ impl Engine {
                 .map_err(|e| CoreError::Storage(format!("encode response: {e}")))?,
             created_at: self.now(),
         });
+        self.forget_changed_wallets(&batch);
         match self.ports.store.commit(batch).await {
             Ok(_) => Ok(result),
             Err(StoreError::IdempotencyExists { .. }) => self

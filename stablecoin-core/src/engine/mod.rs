@@ -23,8 +23,10 @@ pub use wallets::{BalanceView, ChallengeView, ProvisionView};
 pub use withdrawals::WithdrawRequest;
 pub use worker::{DepositRecord, DepositStatus, TickReport};
 
+use crate::domain::consent::Wallet;
 use crate::domain::ids::make_id;
 use crate::error::{CoreError, CoreResult};
+use crate::ports::record::Versioned;
 use crate::ports::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -63,6 +65,10 @@ pub struct EngineConfig {
     /// (`read_cache`); changes made by another process show after at most this long. 0
     /// reads the store on every request.
     pub read_cache_ms: i64,
+    /// How long a wallet read by a transfer is reused from memory. Safe at any length: a
+    /// transfer that decided on a cached wallet commits only if the wallet is still at
+    /// that version (`Batch::unchanged`), and reads it again otherwise. 0 turns it off.
+    pub wallet_cache_ms: i64,
 }
 
 impl Default for EngineConfig {
@@ -75,6 +81,7 @@ impl Default for EngineConfig {
             batch_limit: 64,
             worker_id: "worker-1".into(),
             read_cache_ms: 1_000,
+            wallet_cache_ms: 60_000,
         }
     }
 }
@@ -91,6 +98,8 @@ pub struct Engine {
     /// Secret hash -> the authenticated caller.
     pub(crate) auth_cache: Arc<read_cache::TtlCache<String, AuthContext>>,
     pub(crate) tenant_cache: Arc<read_cache::TtlCache<crate::domain::ids::TenantId, Tenant>>,
+    /// Phone key -> the wallet as read, for transfers only (see `wallet_cache_ms`).
+    pub(crate) wallet_cache: Arc<read_cache::TtlCache<String, Versioned<Wallet>>>,
 }
 
 /// Entries each read cache holds before it starts over.
@@ -100,6 +109,7 @@ impl Engine {
     pub fn new(ports: Ports, rails: Vec<Arc<dyn Rail>>, config: EngineConfig) -> Self {
         let rails = rails.into_iter().map(|r| (r.id(), r)).collect();
         let ttl = config.read_cache_ms;
+        let wallet_ttl = config.wallet_cache_ms;
         Engine {
             ports,
             config,
@@ -107,6 +117,7 @@ impl Engine {
             service_addresses: Default::default(),
             auth_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
             tenant_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
+            wallet_cache: Arc::new(read_cache::TtlCache::new(wallet_ttl, READ_CACHE_ENTRIES)),
         }
     }
 
@@ -190,6 +201,7 @@ impl Engine {
     }
 
     pub(crate) async fn commit(&self, batch: Batch) -> CoreResult<CommitReceipt> {
+        self.forget_changed_wallets(&batch);
         self.ports.store.commit(batch).await.map_err(store_err)
     }
 }

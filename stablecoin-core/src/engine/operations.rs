@@ -17,7 +17,7 @@ use crate::ports::ledger::{LedgerAccount, LedgerTransfer, Phase};
 use crate::ports::rail::{ChainAddress, LegRole, PaymentLeg, RailId, RailPayment};
 use crate::ports::record::{Record, get_record};
 use crate::ports::signer::KeyPurpose;
-use crate::ports::store::{Batch, ListQuery};
+use crate::ports::store::{Batch, ListQuery, Unchanged};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -402,6 +402,33 @@ impl Engine {
         req: &SendRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<SendView> {
+        match self
+            .send_attempt(tenant, rail_id, req, idempotency_key)
+            .await
+        {
+            // A wallet it decided on changed before the commit (a cached copy was stale,
+            // or a concurrent change landed): nothing was written, so decide again on
+            // fresh reads, once.
+            Err(CoreError::Conflict { what }) if what.starts_with("wallet ") => {
+                self.forget_wallet(&req.from_phone_number);
+                self.forget_wallet(&req.to_phone_number);
+                self.send_attempt(tenant, rail_id, req, idempotency_key)
+                    .await
+            }
+            other => other,
+        }
+    }
+
+    /// One decision and commit of [`Engine::send_on`]. The two wallets come from the
+    /// wallet cache when it has them; the batch checks that both are still at the
+    /// version read (the one it updates is checked by its put).
+    async fn send_attempt(
+        &self,
+        tenant: &TenantId,
+        rail_id: RailId,
+        req: &SendRequest,
+        idempotency_key: Option<&str>,
+    ) -> CoreResult<SendView> {
         let evm = matches!(rail_id, RailId::Evm(_));
         let scope = if evm {
             "send".to_string()
@@ -413,7 +440,15 @@ impl Engine {
             let rail_name = rail.id().name();
             let now = self.now();
             let quote_ref = parse_quote_ref(&req.quote_id)?;
-            let sender = self.require_wallet(&req.from_phone_number).await?.record;
+            let sender_read = self
+                .wallet_by_phone_checked(&req.from_phone_number)
+                .await?
+                .ok_or_else(|| CoreError::NotFound {
+                    kind: "wallet",
+                    id: req.from_phone_number.masked(),
+                })?;
+            let mut unchanged = vec![sender_read.unchanged()];
+            let sender = sender_read.record;
             sender.require_member(tenant)?;
             if req.from_phone_number == req.to_phone_number {
                 return Err(CoreError::SameWallet);
@@ -456,10 +491,15 @@ impl Engine {
                 FeeSplit::none(amount)
             };
             let (mut recipient, recipient_version) =
-                match self.wallet_by_phone(&req.to_phone_number).await? {
+                match self.wallet_by_phone_checked(&req.to_phone_number).await? {
                     Some(v) => (v.record, Some(v.version)),
                     None => (self.new_wallet(&req.to_phone_number, None).await?, None),
                 };
+            let recipient_read = recipient_version.map(|version| Unchanged {
+                kind: Wallet::KIND.to_string(),
+                id: recipient.id.0.clone(),
+                version,
+            });
             let created = recipient_version.is_none();
             if recipient.id == sender.id {
                 return Err(CoreError::SameWallet);
@@ -572,8 +612,12 @@ impl Engine {
             if created {
                 puts.push(recipient.insert()?);
             }
+            if recipient_put.is_none() {
+                unchanged.extend(recipient_read);
+            }
             puts.extend(recipient_put);
             let batch = Batch {
+                unchanged,
                 puts,
                 accounts: vec![src, dst, svc, tfee],
                 ledger: op.holds.clone(),

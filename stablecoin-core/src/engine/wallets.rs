@@ -51,6 +51,51 @@ impl Engine {
         get_record_by_unique::<Wallet>(&*self.ports.store, &Wallet::phone_key(phone)).await
     }
 
+    /// The wallet of `phone` for a decision that the commit re-checks
+    /// (`Batch::unchanged` with [`Versioned::unchanged`]): taken from the wallet cache
+    /// when it has it, read and cached otherwise. A missing wallet is never cached.
+    ///
+    /// Why only there: a transfer reads two wallets by phone, and those reads were the
+    /// largest part of its API-side CPU (every commit makes SQLite's reader page cache
+    /// stale). A cached copy is safe only where a stale one fails the commit instead of
+    /// deciding wrongly; every other read goes to the store.
+    pub(crate) async fn wallet_by_phone_checked(
+        &self,
+        phone: &Phone,
+    ) -> CoreResult<Option<Versioned<Wallet>>> {
+        let key = Wallet::phone_key(phone);
+        let now = self.now().millis();
+        if let Some(found) = self.wallet_cache.get(&key, now) {
+            return Ok(Some(found));
+        }
+        let found = get_record_by_unique::<Wallet>(&*self.ports.store, &key).await?;
+        if let Some(v) = &found {
+            self.wallet_cache.put(key, v.clone(), now);
+        }
+        Ok(found)
+    }
+
+    /// Drops the cached copies of the wallets `batch` writes (by id: a phone change
+    /// re-keys a wallet). Not needed for safety (a stale copy fails its commit), but it
+    /// spares the next transfer of a changed wallet a failed commit and a retry.
+    pub(crate) fn forget_changed_wallets(&self, batch: &Batch) {
+        let changed: Vec<&str> = batch
+            .puts
+            .iter()
+            .filter(|p| p.record.kind == Wallet::KIND)
+            .map(|p| p.record.id.as_str())
+            .collect();
+        if !changed.is_empty() {
+            self.wallet_cache
+                .remove_where(|v| changed.contains(&v.record.id.0.as_str()));
+        }
+    }
+
+    /// Drops the cached copy of `phone`'s wallet (after a commit found it stale).
+    pub(crate) fn forget_wallet(&self, phone: &Phone) {
+        self.wallet_cache.remove(&Wallet::phone_key(phone));
+    }
+
     pub(crate) async fn require_wallet(&self, phone: &Phone) -> CoreResult<Versioned<Wallet>> {
         self.wallet_by_phone(phone)
             .await?
