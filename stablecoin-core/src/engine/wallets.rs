@@ -75,14 +75,16 @@ impl Engine {
         Ok(found)
     }
 
-    /// Drops the cached copies of the wallets `batch` writes (by id: a phone change
+    /// Drops the cached copies of the wallets `batch` updates (by id: a phone change
     /// re-keys a wallet). Not needed for safety (a stale copy fails its commit), but it
-    /// spares the next transfer of a changed wallet a failed commit and a retry.
+    /// spares the next transfer of a changed wallet a failed commit and a retry. A new
+    /// wallet cannot be cached yet, so inserts (every provision, every transfer to a new
+    /// phone) skip the scan of the cache.
     pub(crate) fn forget_changed_wallets(&self, batch: &Batch) {
         let changed: Vec<&str> = batch
             .puts
             .iter()
-            .filter(|p| p.record.kind == Wallet::KIND)
+            .filter(|p| p.expected_version.is_some() && p.record.kind == Wallet::KIND)
             .map(|p| p.record.id.as_str())
             .collect();
         if !changed.is_empty() {
