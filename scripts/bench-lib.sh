@@ -52,3 +52,19 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.body = '{"from_phone_number":"$SENDER","to_phone_number":"$RECIPIENT","token":"USDC","quote_id":"DIRECT_CRYPTO:USDC:0.01"}'
 LUA
 }
+
+# bench_send_idem_lua FILE: the same transfer with a fresh Idempotency-Key on every
+# request, as a client that retries safely sends every POST.
+bench_send_idem_lua() {
+  cat > "$1" <<LUA
+local counter, threads = 0, 0
+function setup(thread) threads = threads + 1; thread:set("tid", threads) end
+request = function()
+  counter = counter + 1
+  return wrk.format("POST", nil,
+    {["X-API-Key"] = "$KEY", ["Content-Type"] = "application/json",
+     ["Idempotency-Key"] = "bench-" .. tid .. "-" .. counter},
+    '{"from_phone_number":"$SENDER","to_phone_number":"$RECIPIENT","token":"USDC","quote_id":"DIRECT_CRYPTO:USDC:0.01"}')
+end
+LUA
+}

@@ -11,8 +11,8 @@
 #      reads the demo tenant's live key from the banner, provisions and funds a sender;
 #   3. max throughput (wrk, 64 connections, 2 threads, Lua scripts that make every
 #      request distinct: fresh phone numbers for provision, a new transfer per send)
-#      of the hello-world, POST /v1/users/provision, POST /v1/transfers/send and
-#      GET /v1/users/balance;
+#      of the hello-world, POST /v1/users/provision, POST /v1/transfers/send (without
+#      and with a fresh Idempotency-Key per request) and GET /v1/users/balance;
 #   4. fixed-rate latency (oha -q RATE --latency-correction, i.e. corrected for
 #      coordinated omission) of POST /v1/transfers/send and GET /v1/users/balance;
 #   5. stops the server and checks that every 202 of the send runs is an operation row
@@ -65,6 +65,7 @@ request = function()
 end
 EOF
 bench_send_lua "$WORK/send.lua"
+bench_send_idem_lua "$WORK/send-idem.lua"
 cat > "$WORK/balance.lua" <<EOF
 wrk.headers["X-API-Key"] = "$KEY"
 EOF
@@ -86,6 +87,7 @@ run_oha() { # name, method, url, body
 run_wrk hello "http://127.0.0.1:$HELLO_PORT/"
 run_wrk provision "$base/v1/users/provision" "$WORK/provision.lua"
 run_wrk send "$base/v1/transfers/send" "$WORK/send.lua"
+run_wrk send-idem "$base/v1/transfers/send" "$WORK/send-idem.lua"
 run_wrk balance "$base/v1/users/balance?phone_number=%2B2250700000001" "$WORK/balance.lua"
 # Settlement (~2k transfers/s end to end) does not keep up with acceptance at these
 # rates (BENCHMARKS.md, "Server"): the send runs leave a backlog, and the claim takes the
@@ -106,7 +108,10 @@ echo "server RSS after the runs: $(ps -o rss= -p "$SERVER_PID") KiB"
 # Durability check: stop the server gracefully, then count the operations on disk. Every
 # 202 the load generators saw must be a row (plus the one funding operation).
 kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=
-wrk_ok="$(awk '/requests in/ {t=$1} /Non-2xx/ {n=$5} END {print t-n}' "$WORK/wrk-send.txt")"
+wrk_ok="$(cat "$WORK/wrk-send.txt" "$WORK/wrk-send-idem.txt" |
+  awk '/requests in/ {t+=$1} /Non-2xx/ {n+=$5} END {print t-n}')"
+keyed="$(sqlite3 "$WORK/data/stablecoin.db" "select count(*) from idempotency where key like 'bench-%'")"
 oha_ok="$(awk '/\[202\]/ {print $2}' "$WORK/oha-send.txt")"
 rows="$(sqlite3 "$WORK/data/stablecoin.db" "select count(*) from records where kind='operation'")"
 echo "send 202s: wrk $wrk_ok + oha ${oha_ok:-0}; operation rows on disk: $rows (includes 1 funding)"
+echo "keyed sends: engine idempotency records on disk: $keyed (one per accepted keyed send)"
