@@ -105,6 +105,10 @@ pub struct Engine {
 /// Entries each read cache holds before it starts over.
 const READ_CACHE_ENTRIES: usize = 65_536;
 
+/// Wallets the transfer cache holds before it starts over: a wallet record in memory is
+/// up to ~1 KiB (addresses on every rail, members), so this bounds it near 16 MiB.
+const WALLET_CACHE_ENTRIES: usize = 16_384;
+
 impl Engine {
     pub fn new(ports: Ports, rails: Vec<Arc<dyn Rail>>, config: EngineConfig) -> Self {
         let rails = rails.into_iter().map(|r| (r.id(), r)).collect();
@@ -117,7 +121,7 @@ impl Engine {
             service_addresses: Default::default(),
             auth_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
             tenant_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
-            wallet_cache: Arc::new(read_cache::TtlCache::new(wallet_ttl, READ_CACHE_ENTRIES)),
+            wallet_cache: Arc::new(read_cache::TtlCache::new(wallet_ttl, WALLET_CACHE_ENTRIES)),
         }
     }
 
