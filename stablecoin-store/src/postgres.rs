@@ -279,12 +279,9 @@ async fn commit_in(conn: &mut PgConnection, batch: &Batch) -> Result<CommitRecei
                 .fetch_optional(&mut *conn)
                 .await
                 .map_err(classify)?;
-        if version.and_then(|v| u64::try_from(v).ok()) != Some(check.version) {
-            return Err(Attempt::Done(StoreError::VersionConflict {
-                kind: check.kind.clone(),
-                id: check.id.clone(),
-            }));
-        }
+        check
+            .verify(version.and_then(|v| u64::try_from(v).ok()))
+            .map_err(Attempt::Done)?;
     }
     // 1. Lock the accounts, load the transfers.
     let mut account_ids = Vec::new();

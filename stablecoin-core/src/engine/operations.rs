@@ -17,7 +17,7 @@ use crate::ports::ledger::{LedgerAccount, LedgerTransfer, Phase};
 use crate::ports::rail::{ChainAddress, LegRole, PaymentLeg, RailId, RailPayment};
 use crate::ports::record::{Record, get_record};
 use crate::ports::signer::KeyPurpose;
-use crate::ports::store::{Batch, ListQuery, Unchanged};
+use crate::ports::store::{Batch, ListQuery};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -443,10 +443,7 @@ impl Engine {
             let sender_read = self
                 .wallet_by_phone_checked(&req.from_phone_number)
                 .await?
-                .ok_or_else(|| CoreError::NotFound {
-                    kind: "wallet",
-                    id: req.from_phone_number.masked(),
-                })?;
+                .ok_or_else(|| super::wallets::no_wallet(&req.from_phone_number))?;
             let mut unchanged = vec![sender_read.unchanged()];
             let sender = sender_read.record;
             sender.require_member(tenant)?;
@@ -490,16 +487,12 @@ impl Engine {
             } else {
                 FeeSplit::none(amount)
             };
-            let (mut recipient, recipient_version) =
-                match self.wallet_by_phone_checked(&req.to_phone_number).await? {
-                    Some(v) => (v.record, Some(v.version)),
-                    None => (self.new_wallet(&req.to_phone_number, None).await?, None),
-                };
-            let recipient_read = recipient_version.map(|version| Unchanged {
-                kind: Wallet::KIND.to_string(),
-                id: recipient.id.0.clone(),
-                version,
-            });
+            let recipient_read = self.wallet_by_phone_checked(&req.to_phone_number).await?;
+            let recipient_check = recipient_read.as_ref().map(|v| v.unchanged());
+            let (mut recipient, recipient_version) = match recipient_read {
+                Some(v) => (v.record, Some(v.version)),
+                None => (self.new_wallet(&req.to_phone_number, None).await?, None),
+            };
             let created = recipient_version.is_none();
             if recipient.id == sender.id {
                 return Err(CoreError::SameWallet);
@@ -613,7 +606,7 @@ impl Engine {
                 puts.push(recipient.insert()?);
             }
             if recipient_put.is_none() {
-                unchanged.extend(recipient_read);
+                unchanged.extend(recipient_check);
             }
             puts.extend(recipient_put);
             let batch = Batch {

@@ -101,10 +101,7 @@ impl Engine {
     pub(crate) async fn require_wallet(&self, phone: &Phone) -> CoreResult<Versioned<Wallet>> {
         self.wallet_by_phone(phone)
             .await?
-            .ok_or_else(|| CoreError::NotFound {
-                kind: "wallet",
-                id: phone.masked(),
-            })
+            .ok_or_else(|| no_wallet(phone))
     }
 
     /// A new wallet for `phone` with its address on every rail (offline derivation).
@@ -585,5 +582,13 @@ impl Engine {
             payload: serde_json::to_value(&event)
                 .map_err(|e| CoreError::Storage(format!("encode event: {e}")))?,
         })
+    }
+}
+
+/// The error for a phone that has no wallet (its number masked).
+pub(crate) fn no_wallet(phone: &Phone) -> CoreError {
+    CoreError::NotFound {
+        kind: "wallet",
+        id: phone.masked(),
     }
 }

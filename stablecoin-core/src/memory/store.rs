@@ -211,13 +211,8 @@ impl State {
     }
 
     fn apply(&mut self, batch: Batch, undo: &mut Vec<Undo>) -> Result<CommitReceipt, StoreError> {
-        for check in batch.unchanged {
-            if self.record(&check.kind, &check.id).map(|r| r.version) != Some(check.version) {
-                return Err(StoreError::VersionConflict {
-                    kind: check.kind,
-                    id: check.id,
-                });
-            }
+        for check in &batch.unchanged {
+            check.verify(self.record(&check.kind, &check.id).map(|r| r.version))?;
         }
         for account in batch.accounts {
             self.create_account(account, undo)?;

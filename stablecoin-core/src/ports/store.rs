@@ -145,6 +145,22 @@ pub struct Unchanged {
     pub version: u64,
 }
 
+impl Unchanged {
+    /// The rule every store applies, given the record's version now (`None`: missing):
+    /// `Ok` only at exactly the version read, else the `VersionConflict` a stale `Put`
+    /// gets too.
+    pub fn verify(&self, current: Option<u64>) -> Result<(), StoreError> {
+        if current == Some(self.version) {
+            Ok(())
+        } else {
+            Err(StoreError::VersionConflict {
+                kind: self.kind.clone(),
+                id: self.id.clone(),
+            })
+        }
+    }
+}
+
 /// An event for webhooks, written in the same commit as the change it reports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OutboxEvent {
@@ -246,8 +262,8 @@ pub trait Store: Send + Sync {
     /// Commits a batch atomically and durably.
     ///
     /// Order inside the transaction: `unchanged` checks, ledger accounts, idempotency
-    /// record, puts (version and unique-key checks), ledger transfers (idempotent by id, no-overdraft rule),
-    /// outbox. Any failure rolls everything back and returns a typed error: nothing of
+    /// record, puts (version and unique-key checks), ledger transfers (idempotent by id,
+    /// no-overdraft rule), outbox. Any failure rolls everything back and returns a typed error: nothing of
     /// the batch is visible afterwards. `Ok` means durable; a store may group-commit
     /// concurrent callers but acknowledges each only after its transaction is durable.
     /// A commit also releases any worker claim on the records it puts.

@@ -654,13 +654,7 @@ fn check_unchanged(
                 .optional()
         })
         .map_err(backend)?;
-    Ok(match version {
-        Some(v) if u64::try_from(v).ok() == Some(check.version) => Ok(()),
-        _ => Err(StoreError::VersionConflict {
-            kind: check.kind.clone(),
-            id: check.id.clone(),
-        }),
-    })
+    Ok(check.verify(version.and_then(|v| u64::try_from(v).ok())))
 }
 
 /// The version a put writes, or the `VersionConflict` it fails with: an insert needs no
