@@ -540,6 +540,7 @@ pub async fn case_unchanged_checks<S: Store + Ledger + ?Sized>(store: Arc<S>) {
             ledger: vec![single("never", "alice", "bob", 10)],
             outbox: vec![event("evt_stale")],
             idempotency: Some(idem("t1", "k-stale", "h")),
+            background: false,
         };
         let err = commit_err(s, batch, what).await;
         assert!(
@@ -674,6 +675,8 @@ pub async fn case_unique_violation_rolls_back_batch<S: Store + Ledger + ?Sized>(
         ledger: vec![single("x1", "alice", "bob", 10)],
         outbox: vec![event("evt_uv")],
         idempotency: Some(idem("t1", "k-uv", "h")),
+        // A background batch is held to exactly the same rules.
+        background: true,
     };
     let err = commit_err(s, batch, "two records with one key").await;
     assert!(
@@ -1390,6 +1393,7 @@ pub async fn case_failed_transfer_rolls_back_batch<S: Store + Ledger + ?Sized>(s
         ],
         outbox: vec![event("evt_a"), event("evt_b")],
         idempotency: Some(idem("t1", "k-batch", "h")),
+        background: false,
     };
     let err = commit_err(s, batch, "third transfer overdraws").await;
     assert!(

@@ -257,6 +257,7 @@ impl EscrowEngine {
             let _ = self
                 .commit(Batch {
                     puts: vec![put],
+                    background: true,
                     ..Default::default()
                 })
                 .await;
@@ -394,6 +395,7 @@ impl EscrowEngine {
             }
             batch.puts.push(dep.insert()?);
             batch.puts.push(deal.update(version)?);
+            batch.background = true;
             match self.commit(batch).await {
                 Ok(()) => {
                     report.deposits += 1;
@@ -481,6 +483,7 @@ impl EscrowEngine {
     async fn save_payout(&self, p: &PayoutRecord, version: u64) -> EscrowResult<u64> {
         self.commit(Batch {
             puts: vec![p.update(version)?],
+            background: true,
             ..Default::default()
         })
         .await?;
@@ -726,6 +729,7 @@ impl EscrowEngine {
             )?;
             batch.puts.push(p.update(p_version)?);
             batch.puts.push(deal.update(deal_version)?);
+            batch.background = true;
             match self.commit(batch).await {
                 Ok(()) => {
                     match outcome {

@@ -137,6 +137,7 @@ async fn setup(store: &SqliteStore) {
         puts: vec![insert(record("w1", &["key:1"]))],
         outbox: vec![event("evt_setup")],
         idempotency: Some(idem("k-setup")),
+        background: false,
     };
     store.commit(batch).await.expect("setup");
 }
@@ -165,6 +166,7 @@ async fn sqlite_bad_batches_are_typed_errors_and_leave_the_database_unchanged() 
         ledger: vec![single("ok", "alice", "bob", 10)],
         outbox: vec![event("evt_bad")],
         idempotency: Some(idem("k-bad")),
+        background: false,
     };
     type Check = fn(&StoreError) -> bool;
     let cases: Vec<(&str, Batch, Check)> = vec![

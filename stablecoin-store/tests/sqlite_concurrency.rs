@@ -64,7 +64,9 @@ async fn fund_treasury(store: &SqliteStore, funds: u64) {
 }
 
 /// 64 tasks over `stores` (round-robin) debit the treasury at once; returns the amounts
-/// accepted. Every refusal must be `InsufficientFunds`.
+/// accepted. Every refusal must be `InsufficientFunds`. Every third debit is background
+/// work, which the writer holds and reorders behind interactive commits: the ledger
+/// rules must hold whatever order the group applies them in.
 async fn debit_concurrently(stores: &[SqliteStore], tasks: usize) -> Vec<u64> {
     let barrier = Arc::new(tokio::sync::Barrier::new(tasks));
     let mut handles = Vec::new();
@@ -87,6 +89,7 @@ async fn debit_concurrently(stores: &[SqliteStore], tasks: usize) -> Vec<u64> {
                     occurred_at: Timestamp::from_millis(1),
                     payload: json!({ "i": i }),
                 }],
+                background: i % 3 == 0,
                 ..Batch::default()
             };
             (amount, store.commit(batch).await)

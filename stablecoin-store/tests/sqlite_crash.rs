@@ -37,8 +37,9 @@ fn transfer(id: String, amount: u64, phase: Phase) -> LedgerTransfer {
 
 /// Everything batch `id` writes: a record (with a unique key), an idempotency record, a
 /// pending transfer and its post, a single transfer, an outbox event. 3 units to alice.
-fn batch_for(id: &str) -> Batch {
+fn batch_for(id: &str, background: bool) -> Batch {
     Batch {
+        background,
         unchanged: vec![],
         puts: vec![Put {
             record: StoredRecord {
@@ -109,7 +110,13 @@ async fn crash_child() {
         handles.push(tokio::spawn(async move {
             for n in 0.. {
                 let id = format!("r{round}-t{task}-{n}");
-                store.commit(batch_for(&id)).await.expect("child: commit");
+                // Odd tasks commit as background work: an acknowledged commit is
+                // durable whichever queue of the writer it went through.
+                let background = task % 2 == 1;
+                store
+                    .commit(batch_for(&id, background))
+                    .await
+                    .expect("child: commit");
                 let mut out = std::io::stdout().lock();
                 writeln!(out, "ack {id}").expect("child: stdout");
                 out.flush().expect("child: flush");

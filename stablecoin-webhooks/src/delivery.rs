@@ -612,6 +612,7 @@ impl Deliverer {
                 .store
                 .commit(Batch {
                     puts,
+                    background: true,
                     ..Default::default()
                 })
                 .await
@@ -788,6 +789,7 @@ impl Deliverer {
             .store
             .commit(Batch {
                 puts,
+                background: true,
                 ..Default::default()
             })
             .await
@@ -802,6 +804,7 @@ impl Deliverer {
                 .store
                 .commit(Batch {
                     puts: vec![p.delivery.update(p.version)?],
+                    background: true,
                     ..Default::default()
                 })
                 .await

@@ -230,9 +230,12 @@ impl Engine {
         }
     }
 
+    /// A worker's step of `op`: its update plus `extra`, as background work (no API
+    /// caller waits on it, so the store may let interactive commits go first).
     pub(crate) async fn save(&self, op: &Operation, version: u64, extra: Batch) -> CoreResult<u64> {
         let mut batch = extra;
         batch.puts.insert(0, op.update(version)?);
+        batch.background = true;
         self.commit(batch).await?;
         Ok(version + 1)
     }
@@ -587,6 +590,7 @@ impl Engine {
                     let res = self
                         .commit(Batch {
                             puts: vec![dep.insert()?],
+                            background: true,
                             ..Default::default()
                         })
                         .await;
@@ -622,6 +626,7 @@ impl Engine {
             }
             let res = self
                 .commit(Batch {
+                    background: true,
                     puts: vec![put],
                     accounts: vec![from.clone(), to.clone()],
                     ledger: vec![LedgerTransfer {
@@ -656,6 +661,7 @@ impl Engine {
             let _ = self
                 .commit(Batch {
                     puts: vec![put],
+                    background: true,
                     ..Default::default()
                 })
                 .await;

@@ -200,6 +200,11 @@ pub struct Batch {
     pub outbox: Vec<OutboxEvent>,
     /// At most one; it must not exist yet (a concurrent duplicate fails the batch).
     pub idempotency: Option<IdempotencyRecord>,
+    /// Nobody is waiting on this commit to answer a request: it is the progress of a
+    /// background worker (settlement, deliveries). A store whose commits queue behind
+    /// one another may let interactive commits go first; see the SQLite writer. It
+    /// changes when the batch is written, never what is written or whether it is atomic.
+    pub background: bool,
 }
 
 impl Batch {

@@ -2,8 +2,9 @@
 //!
 //! The writer is an OS thread that owns the only write connection (rusqlite, on the
 //! same SQLite library and file as the sqlx readers). It waits for one request, takes
-//! every request already queued behind it (up to `max_group`), and runs them all in ONE
-//! `BEGIN IMMEDIATE` transaction:
+//! every request already queued behind it (up to `max_group` interactive ones, plus a
+//! few held background ones: `schedule.rs`), and runs them all in ONE `BEGIN IMMEDIATE`
+//! transaction:
 //!
 //! ```text
 //! BEGIN IMMEDIATE
@@ -34,6 +35,7 @@
 //! process on the same file) committed in between (`PRAGMA data_version`), a group
 //! failed, or it grew too large.
 
+use super::schedule::Schedule;
 use super::{backend, balance_from_sums, record_from_row, record_keys};
 use crate::codec::{i64_to_db, keys_from_db, keys_to_db, phase_from_db, phase_to_db, u64_from_db};
 use crate::ledger::{
@@ -61,6 +63,7 @@ pub(crate) struct Claim {
 /// so the writer thread (the one serial part of the store) only binds strings, and the
 /// batch's JSON trees are freed on the caller's thread, not the writer's.
 pub(crate) struct Prepared {
+    background: bool,
     unchanged: Vec<Unchanged>,
     accounts: Vec<LedgerAccount>,
     ledger: Vec<LedgerTransfer>,
@@ -104,6 +107,7 @@ struct PreparedOutbox {
 impl Prepared {
     pub(crate) fn new(batch: Batch) -> Self {
         Prepared {
+            background: batch.background,
             unchanged: batch.unchanged,
             idempotency: batch.idempotency.map(|i| PreparedIdempotency {
                 response: i.response.to_string(),
@@ -263,38 +267,61 @@ impl Cache {
 
 /// The writer thread's body: runs until every sender is gone or `Close` arrives, then
 /// closes the connection (before `Close` is answered, so the file is free by then).
+///
+/// Each round takes what is queued (blocking only when nothing is held), sorts it into
+/// interactive and background requests, and lets [`Schedule`] decide the group.
 pub(crate) fn run(
     conn: Connection,
     mut rx: mpsc::Receiver<Request>,
     stats: Arc<Stats>,
     max_group: usize,
+    max_background: usize,
 ) {
     let mut cache = Cache::default();
+    let mut schedule = Schedule::new(max_group, max_background);
     let mut close = None;
-    while let Some(first) = rx.blocking_recv() {
-        let mut works = Vec::new();
-        let mut replies = Vec::new();
-        let mut next = Some(first);
+    loop {
+        let mut next = if schedule.is_idle() {
+            match rx.blocking_recv() {
+                Some(request) => Some(request),
+                None => break,
+            }
+        } else {
+            rx.try_recv().ok()
+        };
+        let mut group = Vec::new();
         while let Some(request) = next.take() {
-            match request {
+            let (item, background) = match request {
                 Request::Commit { batch, reply } => {
-                    works.push(Work::Commit(batch));
-                    replies.push(Reply::Commit(reply));
+                    let background = batch.background;
+                    ((Work::Commit(batch), Reply::Commit(reply)), background)
                 }
+                // Only workers claim.
                 Request::Claim { claim, reply } => {
-                    works.push(Work::Claim(claim));
-                    replies.push(Reply::Claim(reply));
+                    ((Work::Claim(claim), Reply::Claim(reply)), true)
                 }
                 Request::Close(done) => {
                     close = Some(done);
                     break;
                 }
+            };
+            if background {
+                schedule.hold(item);
+            } else {
+                group.push(item);
             }
-            if works.len() < max_group {
+            if !schedule.is_full(&group) {
                 next = rx.try_recv().ok();
             }
         }
-        if !works.is_empty() {
+        if close.is_none() {
+            schedule.complete(&mut group);
+        } else {
+            // Everything that arrived before `Close` is written, held work included.
+            group.extend(schedule.drain());
+        }
+        if !group.is_empty() {
+            let (works, replies) = group.into_iter().unzip();
             process(&conn, &mut cache, works, replies, &stats);
         }
         if close.is_some() {
