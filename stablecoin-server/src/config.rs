@@ -13,6 +13,7 @@
 //! | `worker_nice` (0-19) | `STABLECOIN_WORKER_NICE` | `10` (Linux: the workers' CPU priority below the API's; 0: equal) |
 //! | `storage.kind` (`memory`/`sqlite`/`postgres`) | `STABLECOIN_STORAGE` | `sqlite` |
 //! | `storage.path` (sqlite) | `STABLECOIN_SQLITE_PATH` | `<data_dir>/stablecoin.db` |
+//! | `storage.max_background` (sqlite) | `STABLECOIN_SQLITE_MAX_BACKGROUND` | `4` (worker commits the writer adds to a group with API commits in it: lower favours API latency under a settlement backlog, higher settlement progress while the API is busy) |
 //! | `storage.url` (postgres) | `STABLECOIN_POSTGRES_URL` | none (required) |
 //! | `storage.connect_timeout_secs` (postgres) | `STABLECOIN_POSTGRES_CONNECT_TIMEOUT_SECS` | `30` |
 //! | `log.filter` | `STABLECOIN_LOG` | `info` |
@@ -186,6 +187,11 @@ pub enum StorageConfig {
     Sqlite {
         #[serde(default)]
         path: Option<PathBuf>,
+        /// Background (worker) commits the SQLite writer adds to a group that carries API
+        /// commits (>= 1): lower keeps API latency down under a settlement backlog,
+        /// higher lets settlement progress faster while the API is busy.
+        #[serde(default = "default_sqlite_max_background")]
+        max_background: usize,
     },
     /// PostgreSQL by URL.
     Postgres {
@@ -200,10 +206,17 @@ fn default_pg_connect_timeout_secs() -> u64 {
     30
 }
 
+fn default_sqlite_max_background() -> usize {
+    4
+}
+
 impl Default for StorageConfig {
     /// Embedded SQLite under `data_dir`: durable with zero configuration.
     fn default() -> Self {
-        StorageConfig::Sqlite { path: None }
+        StorageConfig::Sqlite {
+            path: None,
+            max_background: default_sqlite_max_background(),
+        }
     }
 }
 
@@ -506,6 +519,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
     ("STABLECOIN_WORKER_NICE", &["worker_nice"], EnvKind::Int),
     ("STABLECOIN_STORAGE", &["storage", "kind"], EnvKind::Str),
     ("STABLECOIN_SQLITE_PATH", &["storage", "path"], EnvKind::Str),
+    (
+        "STABLECOIN_SQLITE_MAX_BACKGROUND",
+        &["storage", "max_background"],
+        EnvKind::Int,
+    ),
     ("STABLECOIN_POSTGRES_URL", &["storage", "url"], EnvKind::Str),
     (
         "STABLECOIN_POSTGRES_CONNECT_TIMEOUT_SECS",
@@ -709,6 +727,11 @@ impl Config {
         if !(0..=19).contains(&self.worker_nice) {
             return bad("worker_nice must be between 0 and 19".into());
         }
+        if let StorageConfig::Sqlite { max_background, .. } = &self.storage
+            && !(1..=1024).contains(max_background)
+        {
+            return bad("storage.max_background must be between 1 and 1024".into());
+        }
         if self.engine.poll_interval_ms < 0
             || self.engine.claim_lease_ms <= 0
             || self.engine.unknown_grace_ms < 0
@@ -814,7 +837,13 @@ mod tests {
     fn no_configuration_is_valid() {
         let c = Config::load(None, env(&[])).unwrap();
         assert_eq!(c.listen, "127.0.0.1:8080");
-        assert_eq!(c.storage, StorageConfig::Sqlite { path: None });
+        assert_eq!(
+            c.storage,
+            StorageConfig::Sqlite {
+                path: None,
+                max_background: 4
+            }
+        );
         assert_eq!(c.primary_evm_chain(), Some(137));
         assert!(c.demo.enabled);
     }
@@ -834,7 +863,8 @@ mod tests {
         assert_eq!(
             c.storage,
             StorageConfig::Sqlite {
-                path: Some("/tmp/x.db".into())
+                path: Some("/tmp/x.db".into()),
+                max_background: 4
             }
         );
         let c = Config::load(
@@ -843,9 +873,24 @@ mod tests {
                 ("STABLECOIN_LISTEN", "0.0.0.0:1"),
                 ("STABLECOIN_RAILS_EVM_CHAINS", "56"),
                 ("STABLECOIN_DEMO", "false"),
+                ("STABLECOIN_SQLITE_MAX_BACKGROUND", "16"),
             ]),
         )
         .unwrap();
+        assert_eq!(
+            c.storage,
+            StorageConfig::Sqlite {
+                path: Some("/tmp/x.db".into()),
+                max_background: 16
+            }
+        );
+        for bad in ["0", "1025"] {
+            let e = Config::load(
+                Some(&path),
+                env(&[("STABLECOIN_SQLITE_MAX_BACKGROUND", bad)]),
+            );
+            assert!(e.is_err(), "max_background {bad} must be refused");
+        }
         assert_eq!(c.listen, "0.0.0.0:1");
         assert_eq!(c.rails.evm_chains, vec![56]);
         assert!(!c.demo.enabled);

@@ -63,7 +63,10 @@ pub async fn open_storage(
                 durable: false,
             })
         }
-        StorageConfig::Sqlite { path } => {
+        StorageConfig::Sqlite {
+            path,
+            max_background,
+        } => {
             let path = path
                 .clone()
                 .unwrap_or_else(|| data_dir.join("stablecoin.db"));
@@ -72,7 +75,8 @@ pub async fn open_storage(
                     StorageError::Open(format!("cannot create {}: {e}", dir.display()))
                 })?;
             }
-            let store = Arc::new(SqliteStore::open(SqliteConfig::file(&path)).await?);
+            let config = SqliteConfig::file(&path).max_background(*max_background);
+            let store = Arc::new(SqliteStore::open(config).await?);
             Ok(Storage {
                 store: store.clone(),
                 ledger: store,

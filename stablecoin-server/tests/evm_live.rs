@@ -107,6 +107,7 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
     config.master_seed = Some(Secret::new(format!("{SEED:02x}").repeat(32)));
     config.storage = StorageConfig::Sqlite {
         path: Some(dir.join("db.sqlite")),
+        max_background: 4,
     };
     config.rails.evm_chains = vec![137, 8453];
     config.rails.evm.insert("137".into(), settings(&w, &url));

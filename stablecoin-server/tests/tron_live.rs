@@ -61,6 +61,7 @@ async fn the_server_runs_the_real_tron_rail_configured_by_its_operator() {
     config.master_seed = Some(Secret::new(format!("{SEED:02x}").repeat(32)));
     config.storage = StorageConfig::Sqlite {
         path: Some(dir.join("db.sqlite")),
+        max_background: 4,
     };
     config.rails.tron_node = Some(settings(node.url(), &usdt));
     let app = App::build(config.clone()).await.expect("app builds");
