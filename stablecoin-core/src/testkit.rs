@@ -48,6 +48,7 @@ where
         case_unchanged_checks,
         case_unique_keys,
         case_unique_violation_rolls_back_batch,
+        case_single_step_failures_write_nothing,
         case_list,
         case_idempotency,
         case_ledger_accounts,
@@ -709,6 +710,148 @@ pub async fn case_unique_violation_rolls_back_batch<S: Store + Ledger + ?Sized>(
     )
     .await;
     assert_eq!(balance(s, "bob").await, posted(20, 0));
+}
+
+/// A batch with ONE SQL-checked step (one put, or only an idempotency record) beside
+/// good or bad ledger transfers fails with the same error, in the same order of
+/// precedence, and writes nothing, like a batch of many steps. (A store may skip its
+/// savepoint for such batches: this is what makes that safe.)
+pub async fn case_single_step_failures_write_nothing<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    funded(s, 1_000).await;
+    commit_ok(
+        s,
+        puts(vec![
+            insert(with_keys(record("w1", "t1", 1), &["k:w1"])),
+            insert(with_keys(record("w2", "t1", 2), &["k:w2"])),
+        ]),
+        "setup",
+    )
+    .await;
+    commit_ok(
+        s,
+        Batch {
+            idempotency: Some(idem("t1", "k-used", "h")),
+            ..Default::default()
+        },
+        "used key",
+    )
+    .await;
+    let before = (
+        balance(s, "alice").await,
+        balance(s, "bob").await,
+        outbox_all(s).await,
+    );
+    let good = || vec![single("ss-ok", "alice", "bob", 10)];
+    let bad = || vec![single("ss-bad", "alice", "bob", 5_000)];
+    type Check = fn(&StoreError) -> bool;
+    /// What the batch is, its puts, its idempotency record, its transfers, its error.
+    type Case = (
+        &'static str,
+        Vec<Put>,
+        Option<IdempotencyRecord>,
+        Vec<LedgerTransfer>,
+        Check,
+    );
+    let version_conflict: Check = |e| matches!(e, StoreError::VersionConflict { .. });
+    let unique: Check = |e| matches!(e, StoreError::UniqueViolation { key } if key == "k:w1");
+    let idem_exists: Check = |e| matches!(e, StoreError::IdempotencyExists { .. });
+    let overdraft: Check = |e| matches!(e, StoreError::Ledger(_));
+    let cases: Vec<Case> = vec![
+        (
+            "insert of an existing record",
+            vec![insert(record("w2", "t1", 9))],
+            None,
+            good(),
+            version_conflict,
+        ),
+        (
+            "insert with a key another record holds",
+            vec![insert(with_keys(record("w9", "t1", 9), &["k:w1"]))],
+            None,
+            good(),
+            unique,
+        ),
+        (
+            "insert of an existing record whose key another holds: the conflict first",
+            vec![insert(with_keys(record("w2", "t1", 9), &["k:w1"]))],
+            None,
+            good(),
+            version_conflict,
+        ),
+        (
+            "update at a stale version",
+            vec![update(record("w2", "t1", 2), 7)],
+            None,
+            good(),
+            version_conflict,
+        ),
+        (
+            "update to a key another record holds",
+            vec![update(with_keys(record("w2", "t1", 2), &["k:w1"]), 1)],
+            None,
+            good(),
+            unique,
+        ),
+        (
+            "a good insert and an overdraft",
+            vec![insert(record("w9", "t1", 9))],
+            None,
+            bad(),
+            overdraft,
+        ),
+        (
+            "a stale update and an overdraft: the put first",
+            vec![update(record("w2", "t1", 2), 7)],
+            None,
+            bad(),
+            version_conflict,
+        ),
+        (
+            "a used idempotency key",
+            vec![],
+            Some(idem("t1", "k-used", "h")),
+            good(),
+            idem_exists,
+        ),
+        (
+            "a fresh idempotency key and an overdraft",
+            vec![],
+            Some(idem("t1", "k-new", "h")),
+            bad(),
+            overdraft,
+        ),
+    ];
+    for (what, puts, idempotency, ledger, check) in cases {
+        let batch = Batch {
+            puts,
+            idempotency,
+            ledger,
+            outbox: vec![event("evt_ss")],
+            ..Default::default()
+        };
+        let err = commit_err(s, batch, what).await;
+        assert!(check(&err), "{what}: got {err:?}");
+        assert_eq!(get(s, "w9").await, None, "{what}: no record may be created");
+        let w2 = get(s, "w2").await.unwrap();
+        assert_eq!(w2.version, 1, "{what}: w2 must be unchanged");
+        assert_eq!(w2.unique_keys, vec!["k:w2".to_string()], "{what}");
+        assert_eq!(
+            store.get_by_unique("k:w1").await.unwrap().unwrap().id,
+            "w1",
+            "{what}"
+        );
+        assert!(
+            store.idempotency("t1", "k-new").await.unwrap().is_none(),
+            "{what}: no idempotency record may be written"
+        );
+        let after = (
+            balance(s, "alice").await,
+            balance(s, "bob").await,
+            outbox_all(s).await,
+        );
+        assert_eq!(after, before, "{what}: ledger and outbox must be unchanged");
+    }
 }
 
 /// Lists are per kind and tenant, newest first by (created_at, id), filterable by
