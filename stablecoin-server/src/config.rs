@@ -207,7 +207,7 @@ fn default_pg_connect_timeout_secs() -> u64 {
 }
 
 fn default_sqlite_max_background() -> usize {
-    4
+    stablecoin_store::DEFAULT_MAX_BACKGROUND
 }
 
 impl Default for StorageConfig {

@@ -15,7 +15,7 @@ pub use error::Error;
 #[cfg(feature = "postgres")]
 pub use postgres::{PgConfig, PgStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{Durability, SqliteConfig, SqliteStore, WriterStats};
+pub use sqlite::{DEFAULT_MAX_BACKGROUND, Durability, SqliteConfig, SqliteStore, WriterStats};
 
 /// Applies the shipped migrations to the database a URL names, for a `migrate` command:
 /// `sqlite://PATH`, `sqlite:PATH` or `sqlite::memory:` (feature `sqlite`), and

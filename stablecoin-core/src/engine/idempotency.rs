@@ -69,8 +69,7 @@ impl Engine {
                 .map_err(|e| CoreError::Storage(format!("encode response: {e}")))?,
             created_at: self.now(),
         });
-        self.forget_changed_wallets(&batch);
-        match self.ports.store.commit(batch).await {
+        match self.commit_raw(batch).await {
             Ok(_) => Ok(result),
             Err(StoreError::IdempotencyExists { .. }) => self
                 .replay(tenant, key, &hash)

@@ -205,8 +205,14 @@ impl Engine {
     }
 
     pub(crate) async fn commit(&self, batch: Batch) -> CoreResult<CommitReceipt> {
+        self.commit_raw(batch).await.map_err(store_err)
+    }
+
+    /// Every engine commit goes through here (callers that read the store's own error
+    /// use it directly): the wallet cache drops what the batch changes first.
+    pub(crate) async fn commit_raw(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
         self.forget_changed_wallets(&batch);
-        self.ports.store.commit(batch).await.map_err(store_err)
+        self.ports.store.commit(batch).await
     }
 }
 

@@ -373,7 +373,7 @@ impl Engine {
             }],
             ..Default::default()
         };
-        self.ports.store.commit(batch).await.map_err(|e| match e {
+        self.commit_raw(batch).await.map_err(|e| match e {
             crate::ports::store::StoreError::Ledger(
                 crate::ports::ledger::LedgerError::TransferExists { .. },
             ) => CoreError::InvalidParameter {

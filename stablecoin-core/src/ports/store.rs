@@ -268,8 +268,8 @@ pub trait Store: Send + Sync {
     ///
     /// Order inside the transaction: `unchanged` checks, ledger accounts, idempotency
     /// record, puts (version and unique-key checks), ledger transfers (idempotent by id,
-    /// no-overdraft rule), outbox. Any failure rolls everything back and returns a typed error: nothing of
-    /// the batch is visible afterwards. `Ok` means durable; a store may group-commit
+    /// no-overdraft rule), outbox. Any failure rolls everything back and returns a typed
+    /// error: nothing of the batch is visible afterwards. `Ok` means durable; a store may group-commit
     /// concurrent callers but acknowledges each only after its transaction is durable.
     /// A commit also releases any worker claim on the records it puts.
     async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError>;

@@ -7,10 +7,12 @@
 //!   work on a channel; the writer takes everything queued (up to
 //!   [`SqliteConfig::max_group`] operations; background work, `Batch::background` and
 //!   claims, rides behind interactive commits, [`SqliteConfig::max_background`] per
-//!   group, see `schedule.rs`) and runs it in ONE `BEGIN IMMEDIATE` transaction: the ledger rules are checked in memory on rows loaded (and cached) by
-//!   the writer, the SQL-checked parts of a batch (idempotency record, puts) run inside a
-//!   `SAVEPOINT` that is rolled back if the batch fails any check, and the ledger and
-//!   outbox rows of every kept batch are written in one flush. One `COMMIT` (one WAL
+//!   group, see `schedule.rs`) and runs it in ONE `BEGIN IMMEDIATE` transaction: the
+//!   ledger rules are checked in memory on rows loaded (and cached) by the writer, the
+//!   SQL-checked parts of a batch (idempotency record, puts) run inside a `SAVEPOINT`
+//!   that is rolled back if the batch fails any check (none where it cannot fail after
+//!   writing), and the ledger and outbox rows of every kept batch are written in one
+//!   flush. One `COMMIT` (one WAL
 //!   fsync) for the group, and only then is every caller answered. A batch that fails its
 //!   own checks fails alone; a SQL-level failure (I/O, disk full) fails the whole group
 //!   with `StoreError::Backend`, and nothing of it is written. See `writer.rs`.
@@ -61,6 +63,10 @@ pub enum Durability {
     Normal,
 }
 
+/// The default of [`SqliteConfig::max_background`] (one source for the server's
+/// default too).
+pub const DEFAULT_MAX_BACKGROUND: usize = 4;
+
 /// Configuration of a [`SqliteStore`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SqliteConfig {
@@ -95,16 +101,16 @@ pub struct SqliteConfig {
 
 impl SqliteConfig {
     /// A database file at `path`, with the defaults: FULL durability, 4 readers, groups
-    /// of up to 1,024 operations (4 background ones beside interactive ones), 5 s busy
-    /// timeout, background checkpoints every 250 ms,
-    /// the writer's own at 10,000 WAL pages.
+    /// of up to 1,024 operations ([`DEFAULT_MAX_BACKGROUND`] background ones beside
+    /// interactive ones), 5 s busy timeout, background checkpoints every 250 ms, the
+    /// writer's own at 10,000 WAL pages.
     pub fn file(path: impl AsRef<Path>) -> Self {
         SqliteConfig {
             path: path.as_ref().to_path_buf(),
             durability: Durability::Full,
             readers: 4,
             max_group: 1024,
-            max_background: 4,
+            max_background: DEFAULT_MAX_BACKGROUND,
             busy_timeout: Duration::from_secs(5),
             checkpoint_interval: Duration::from_millis(250),
             checkpoint_pages: 10_000,

@@ -711,14 +711,18 @@ fn check_unchanged(
     conn: &Connection,
     check: &Unchanged,
 ) -> Result<Result<(), StoreError>, StoreError> {
-    let version = conn
-        .prepare_cached("SELECT version FROM records WHERE kind = ?1 AND id = ?2")
+    let version = current_version(conn, &check.kind, &check.id)?;
+    Ok(check.verify(version.and_then(|v| u64::try_from(v).ok())))
+}
+
+/// The version of a record now (`None`: there is none).
+fn current_version(conn: &Connection, kind: &str, id: &str) -> Result<Option<i64>, StoreError> {
+    conn.prepare_cached("SELECT version FROM records WHERE kind = ?1 AND id = ?2")
         .and_then(|mut s| {
-            s.query_row(params![check.kind, check.id], |r| r.get::<_, i64>(0))
+            s.query_row(params![kind, id], |r| r.get::<_, i64>(0))
                 .optional()
         })
-        .map_err(backend)?;
-    Ok(check.verify(version.and_then(|v| u64::try_from(v).ok())))
+        .map_err(backend)
 }
 
 /// The version a put writes, or the `VersionConflict` it fails with: an insert needs no
@@ -825,10 +829,7 @@ fn insert_record(
         id: rec.id.clone(),
     };
     if let Err(e) = check_unique_keys(conn, rec)? {
-        let exists = conn
-            .prepare_cached("SELECT 1 FROM records WHERE kind = ?1 AND id = ?2")
-            .and_then(|mut s| s.exists(params![rec.kind, rec.id]))
-            .map_err(backend)?;
+        let exists = current_version(conn, &rec.kind, &rec.id)?.is_some();
         return Ok(Err(if exists { conflict() } else { e }));
     }
     let inserted = conn
