@@ -12,21 +12,40 @@ current directory. Schemas:
   no-history   the same without the two history indexes (what a ledger without
                per-account history would write)
 
+`send` workload (`python3 scripts/sqlite-ceiling.py send`): the rows the writer commits
+for one accepted `POST /v1/transfers/send` (BENCHMARKS.md, Server), in groups the size the
+writer forms under load: the two `unchanged` point reads of the wallets, the operation
+record (a JSON body shaped and sized like the engine's, ~1.4 KiB, and its four indexes),
+two pending ledger transfers (recipient and service fee, each with two history index
+entries), three account rows and the sequence counter; one `BEGIN IMMEDIATE` ... `COMMIT`
+(one WAL fsync) per group, both migrations applied. It reports sends/s on one thread and
+the CPU time per send, Python's per-statement overhead (~1-2 us a statement) included.
+Variants show what a different layout would save: a 400-byte body, no `records_list` /
+`records_list_status` / `records_due` indexes, and `synchronous=OFF` (no fsync).
+
 Usage: python3 scripts/sqlite-ceiling.py [batches]
+       python3 scripts/sqlite-ceiling.py send [groups] [group size]
 """
-import os, random, sqlite3, sys, tempfile, time
+import json, os, random, sqlite3, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MIGRATION = os.path.join(HERE, "..", "stablecoin-store", "migrations", "sqlite", "0001_init.sql")
+MIGRATIONS = os.path.join(HERE, "..", "stablecoin-store", "migrations", "sqlite")
 ACCOUNTS, BATCH = 10_000, 1_000
+
+
+def open_db(d: str, migrations: list, cache_kib: int) -> sqlite3.Connection:
+    """A WAL database at FULL sync in directory d, with the given migrations applied."""
+    db = sqlite3.connect(os.path.join(d, "ceiling.db"), isolation_level=None)
+    for p in ("journal_mode=WAL", "synchronous=FULL", f"cache_size=-{cache_kib}", "wal_autocheckpoint=10000"):
+        db.execute("PRAGMA " + p)
+    for m in migrations:
+        db.executescript(open(os.path.join(MIGRATIONS, m)).read())
+    return db
 
 
 def run(schema: str, batches: int) -> float:
     with tempfile.TemporaryDirectory(dir=".") as d:
-        db = sqlite3.connect(os.path.join(d, "ceiling.db"), isolation_level=None)
-        for p in ("journal_mode=WAL", "synchronous=FULL", "cache_size=-65536", "wal_autocheckpoint=10000"):
-            db.execute("PRAGMA " + p)
-        db.executescript(open(MIGRATION).read())
+        db = open_db(d, ["0001_init.sql"], 65536)
         if schema == "no-history":
             db.executescript("DROP INDEX ledger_transfers_debit; DROP INDEX ledger_transfers_credit;")
         db.execute("BEGIN")
@@ -58,7 +77,98 @@ def run(schema: str, batches: int) -> float:
         return (batches - batches // 4) * BATCH / spent
 
 
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def ulid(rng: random.Random, prefix: str, millis: int = 1_795_000_000_000) -> str:
+    """An id as the engine makes them (`make_id`): time first, so new ids sort last."""
+    stamp = "".join(CROCKFORD[(millis >> (5 * i)) & 31] for i in reversed(range(10)))
+    return prefix + "_" + stamp + "".join(rng.choice(CROCKFORD) for _ in range(16))
+
+
+def operation_body(rng: random.Random, op: str, tenant: str, now: int) -> str:
+    """A queued transfer's JSON body, field for field the engine's `Operation`."""
+    # The load's one sender and one recipient (scripts/bench-lib.sh).
+    src, dst = "wal_01M880BNJ1R14ZV2H7F0SEDEH8", "wal_01M880BNJFF4ZY1F65VJ3QBP03"
+    addr = lambda: "0x" + "".join(rng.choice("0123456789abcdef") for _ in range(40))
+    hold = lambda role, credit, amount: {"id": f"{op}:{role}", "debit": f"wallet:{src}:USDC",
+                                         "credit": credit, "amount": amount, "phase": "Pending"}
+    return json.dumps({
+        "id": op, "kind": "Transfer", "tenant": tenant, "status": "QUEUED", "error_reason": None,
+        "rail": {"Evm": 137}, "token": "USDC", "amount": 10000,
+        "fees": {"amount": 10000, "recipient": 9970, "service_fee": 30, "tenant_fee": 0,
+                 "tenant_fee_waived": False},
+        "from_wallet": src, "to_wallet": dst, "from_phone": "+2250700000001",
+        "to_phone": "+2250700000002", "quote_id": None,
+        "payment": {"id": op, "from": {"type": "wallet", "id": src}, "from_address": addr(),
+                    "token": "USDC",
+                    "legs": [{"to": addr(), "amount": 9970, "role": "recipient"},
+                             {"to": addr(), "amount": 30, "role": "service_fee"}]},
+        "holds": [hold("recipient", f"wallet:{dst}:USDC", 9970),
+                  hold("service_fee", "fees:service:USDC", 30)],
+        "notify_recipient": False, "tx_hash": None, "block": None, "submitted_at": None,
+        "next_check_at": now, "created_at": now, "updated_at": now, "settled_at": None,
+        "payout": None, "created_recipient_account": False,
+    }, separators=(",", ":"))
+
+
+def run_send(variant: str, groups: int, size: int) -> tuple:
+    """(sends/s on one thread, CPU us per send) for the rows of accepted sends."""
+    rng = random.Random(1)
+    tenant = ulid(rng, "ten")
+    with tempfile.TemporaryDirectory(dir=".") as d:
+        # 8 MiB: the writer's page cache (WRITER_CACHE_KIB).
+        db = open_db(d, ["0001_init.sql", "0002_large_rows_in_rowid_tables.sql"], 8192)
+        if variant == "no record indexes":
+            db.executescript("DROP INDEX records_list; DROP INDEX records_list_status; DROP INDEX records_due;")
+        if variant == "synchronous=OFF":
+            db.execute("PRAGMA synchronous=OFF")
+        accounts = ["wallet:sender:USDC", "wallet:recipient:USDC", "fees:service:USDC"]
+        db.executemany("INSERT INTO ledger_accounts VALUES (?, 1, 0, 0, 0, 0)", [(a,) for a in accounts])
+        seq, wall, cpu, now = 1, 0.0, 0.0, 1_795_000_000_000
+        for n in range(groups):
+            ops = []
+            for _ in range(size):
+                now += 1
+                op = ulid(rng, "tr", now)
+                body = operation_body(rng, op, tenant, now)
+                ops.append((op, now, body[:400] if variant == "400-byte body" else body))
+            start, start_cpu = time.perf_counter(), time.process_time()
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("PRAGMA data_version").fetchall()
+            holds = []
+            for op, at, body in ops:
+                for wallet in ("sender", "recipient"):
+                    db.execute("SELECT version FROM records WHERE kind = 'wallet' AND id = ?", (wallet,)).fetchall()
+                db.execute("INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, "
+                           "lease_owner, lease_until, unique_keys, body) "
+                           "VALUES ('operation', ?, ?, 1, ?, 'QUEUED', ?, NULL, NULL, '[]', ?)",
+                           (op, tenant, at, at, body))
+                holds.append((f"{op}:recipient", seq, accounts[0], accounts[1], 9970, "pending", None, 0))
+                holds.append((f"{op}:service_fee", seq + 1, accounts[0], accounts[2], 30, "pending", None, 0))
+                seq += 2
+            db.executemany("INSERT INTO ledger_transfers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", holds)
+            db.executemany("UPDATE ledger_accounts SET debits_pending = debits_pending + 1 WHERE id = ?",
+                           [(a,) for a in accounts])
+            db.execute("UPDATE ledger_meta SET value = ? WHERE key = 'next_transfer_seq'", (seq,))
+            db.execute("COMMIT")
+            if n >= groups // 4:  # the first quarter warms the caches and the WAL
+                wall += time.perf_counter() - start
+                cpu += time.process_time() - start_cpu
+        db.close()
+        sends = (groups - groups // 4) * size
+        return sends / wall, cpu / sends * 1e6
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "send":
+        groups = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
+        size = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+        for variant in ("shipped", "400-byte body", "no record indexes", "synchronous=OFF"):
+            rate, cpu = run_send(variant, groups, size)
+            print(f"{variant:>17}: {rate:,.0f} sends/s on one thread, {cpu:.0f} us CPU per send "
+                  f"(groups of {size})")
+        sys.exit(0)
     batches = int(sys.argv[1]) if len(sys.argv) > 1 else 80
     for schema in ("shipped", "no-history"):
         print(f"{schema:>10}: {run(schema, batches):,.0f} transfers/s (batches of {BATCH}, synchronous=FULL)")
