@@ -73,8 +73,14 @@ pub enum CoreError {
         from: String,
         event: String,
     },
+    /// `record`: the kind of the record that changed first (`Record::KIND`; a store
+    /// version conflict), or `None` (a unique key taken meanwhile). Callers that retry
+    /// on one kind of race match on it, never on the text of `what`.
     #[error("concurrent update of {what}; retry")]
-    Conflict { what: String },
+    Conflict {
+        what: String,
+        record: Option<String>,
+    },
 
     // ---- dependencies (503 / 500) ----
     #[error("rail {rail} is not ready: {reason}")]
@@ -165,6 +171,43 @@ impl CoreError {
                 | Notifier(_)
         )
     }
+
+    /// True when a commit lost a race on a record of `kind` (`Record::KIND`): another
+    /// change to that record landed between the read and the commit. A use case that
+    /// can decide again (a send whose wallet moved) or that has a precise answer (a
+    /// quote another send consumed) matches here, never on the text of `what`.
+    pub fn lost_race_on(&self, kind: &str) -> bool {
+        matches!(self, CoreError::Conflict { record: Some(k), .. } if k == kind)
+    }
 }
 
 pub type CoreResult<T> = Result<T, CoreError>;
+
+#[cfg(test)]
+mod tests {
+    use super::CoreError;
+    use crate::engine::store_err;
+    use crate::ports::store::StoreError;
+
+    #[test]
+    fn a_lost_race_names_the_record_kind_not_a_text_prefix() {
+        let quote = store_err(StoreError::VersionConflict {
+            kind: "quote".into(),
+            id: "wallet 1".into(),
+        });
+        assert!(quote.lost_race_on("quote"));
+        assert!(
+            !quote.lost_race_on("wallet"),
+            "the id's text is not the kind"
+        );
+        assert_eq!(quote.code(), "CONFLICT");
+        let key = store_err(StoreError::UniqueViolation {
+            key: "wallet:phone:+2250700000001".into(),
+        });
+        assert!(
+            !key.lost_race_on("wallet"),
+            "a taken key names no record kind"
+        );
+        assert!(!CoreError::SameWallet.lost_race_on("wallet"));
+    }
+}

@@ -191,7 +191,7 @@ impl From<CoreError> for EscrowError {
                 id,
                 field: None,
             },
-            CoreError::Conflict { what } => EscrowError::Conflict { what },
+            CoreError::Conflict { what, .. } => EscrowError::Conflict { what },
             CoreError::RailNotReady { rail, reason } => EscrowError::RailNotReady { rail, reason },
             CoreError::Rail(r) => EscrowError::Rail(r),
             other => EscrowError::Storage(other.to_string()),

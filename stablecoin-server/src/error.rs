@@ -525,7 +525,10 @@ mod tests {
                 from: "a".into(),
                 event: "e".into(),
             },
-            Conflict { what: "w".into() },
+            Conflict {
+                what: "w".into(),
+                record: None,
+            },
             RailNotReady {
                 rail: "r".into(),
                 reason: "r".into(),

@@ -122,7 +122,7 @@ impl From<StoreError> for WebhookError {
 impl From<CoreError> for WebhookError {
     fn from(e: CoreError) -> Self {
         match e {
-            CoreError::Conflict { what } => WebhookError::Conflict { what },
+            CoreError::Conflict { what, .. } => WebhookError::Conflict { what },
             other => WebhookError::Storage(other.to_string()),
         }
     }

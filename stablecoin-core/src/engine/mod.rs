@@ -227,8 +227,12 @@ pub(crate) fn store_err(e: StoreError) -> CoreError {
         },
         StoreError::VersionConflict { kind, id } => CoreError::Conflict {
             what: format!("{kind} {id}"),
+            record: Some(kind),
         },
-        StoreError::UniqueViolation { key } => CoreError::Conflict { what: key },
+        StoreError::UniqueViolation { key } => CoreError::Conflict {
+            what: key,
+            record: None,
+        },
         StoreError::IdempotencyExists { .. } => CoreError::IdempotencyKeyInUse,
         other => CoreError::Storage(other.to_string()),
     }

@@ -409,7 +409,7 @@ impl Engine {
             // A wallet it decided on changed before the commit (a cached copy was stale,
             // or a concurrent change landed): nothing was written, so decide again on
             // fresh reads, once.
-            Err(CoreError::Conflict { what }) if what.starts_with("wallet ") => {
+            Err(e) if e.lost_race_on(Wallet::KIND) => {
                 self.forget_wallet(&req.from_phone_number);
                 self.forget_wallet(&req.to_phone_number);
                 self.send_attempt(tenant, rail_id, req, idempotency_key)
@@ -619,14 +619,15 @@ impl Engine {
             Ok((batch, op.view()))
         })
         .await
-        .map_err(|e| match e {
+        .map_err(|e| {
             // The quote was consumed by a concurrent send between our read and commit.
-            CoreError::Conflict { what } if what.starts_with("quote ") => {
+            if e.lost_race_on(Quote::KIND) {
                 CoreError::QuoteAlreadyUsed {
                     quote_id: req.quote_id.clone(),
                 }
+            } else {
+                e
             }
-            other => other,
         })
     }
 

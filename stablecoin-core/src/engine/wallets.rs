@@ -178,6 +178,7 @@ impl Engine {
         }
         Err(CoreError::Conflict {
             what: format!("wallet for {}", phone.masked()),
+            record: Some(Wallet::KIND.into()),
         })
     }
 
@@ -247,6 +248,7 @@ impl Engine {
         }
         Err(CoreError::Conflict {
             what: format!("wallet {} address on {name}", wallet_id.0),
+            record: Some(Wallet::KIND.into()),
         })
     }
 
