@@ -14,7 +14,8 @@ use stablecoin::core::memory::{
     FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, MemoryStore, SeededEntropy,
 };
 use stablecoin::core::ports::{
-    ChainAddress, KeyPurpose, Ledger, Rail, RailId, Record, SmsKind, Store,
+    Batch, ChainAddress, CommitReceipt, IdempotencyRecord, KeyPurpose, Ledger, ListQuery,
+    OutboxEvent, Put, Rail, RailId, Record, SmsKind, Store, StoreError, StoredRecord,
 };
 use stablecoin::rails::sim::{Fault, SimConfig, SimProfile, SimRail};
 use std::sync::Arc;
@@ -44,6 +45,15 @@ fn harness() -> H {
 
 /// The harness with the EVM rail the engine sees wrapped (the test keeps the bare one).
 fn harness_wrapping(wrap: impl FnOnce(Arc<SimRail>) -> Arc<dyn Rail>) -> H {
+    harness_with(wrap, |store| store)
+}
+
+/// The harness with the rail and the store the engine sees wrapped (the test keeps the
+/// bare memory store; the ledger port stays on it).
+fn harness_with(
+    wrap: impl FnOnce(Arc<SimRail>) -> Arc<dyn Rail>,
+    wrap_store: impl FnOnce(Arc<MemoryStore>) -> Arc<dyn Store>,
+) -> H {
     let store = Arc::new(MemoryStore::new());
     let signer = Arc::new(LocalSigner::from_seed([9; 32]));
     let sim = Arc::new(SimRail::new(
@@ -55,7 +65,7 @@ fn harness_wrapping(wrap: impl FnOnce(Arc<SimRail>) -> Arc<dyn Rail>) -> H {
     let payouts = Arc::new(MemoryPayouts::new());
     let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_795_341_600)));
     let ports = Ports {
-        store: store.clone(),
+        store: wrap_store(store.clone()),
         ledger: store.clone(),
         signer,
         notifier: notifier.clone(),
@@ -496,6 +506,130 @@ async fn fx_quote_drives_a_transfer_once() {
         h.store.commit_count(),
         commits,
         "refused quotes write nothing"
+    );
+}
+
+/// A store through which "another send" consumes a quote between a send's read of it and
+/// its commit: on the first batch that updates a quote, the quote is first re-put (its
+/// version moves), then the batch goes on to the store and loses the race.
+struct QuoteRace {
+    inner: Arc<MemoryStore>,
+    raced: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Store for QuoteRace {
+    async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
+        let quote = batch
+            .puts
+            .iter()
+            .find(|p| p.record.kind == "quote" && p.expected_version.is_some());
+        if let Some(put) = quote
+            && !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            let current = self.inner.get("quote", &put.record.id).await?.unwrap();
+            let version = current.version;
+            self.inner
+                .commit(Batch {
+                    puts: vec![Put {
+                        record: current,
+                        expected_version: Some(version),
+                    }],
+                    ..Default::default()
+                })
+                .await?;
+        }
+        self.inner.commit(batch).await
+    }
+    async fn get(&self, kind: &str, id: &str) -> Result<Option<StoredRecord>, StoreError> {
+        self.inner.get(kind, id).await
+    }
+    async fn get_by_unique(&self, key: &str) -> Result<Option<StoredRecord>, StoreError> {
+        self.inner.get_by_unique(key).await
+    }
+    async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError> {
+        self.inner.list(query).await
+    }
+    async fn idempotency(
+        &self,
+        tenant: &str,
+        key: &str,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        self.inner.idempotency(tenant, key).await
+    }
+    async fn claim_due(
+        &self,
+        kind: &str,
+        worker: &str,
+        now: Timestamp,
+        lease_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        self.inner
+            .claim_due(kind, worker, now, lease_ms, limit)
+            .await
+    }
+    async fn outbox_after(
+        &self,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, OutboxEvent)>, StoreError> {
+        self.inner.outbox_after(after_seq, limit).await
+    }
+}
+
+/// A send that loses the race for its FX quote (another change to the quote lands
+/// between the read and the commit) answers QUOTE_ALREADY_USED, not a generic CONFLICT,
+/// and writes nothing: no operation, no hold.
+#[tokio::test]
+async fn a_send_that_loses_the_race_for_its_quote_is_quote_already_used() {
+    let h = harness_with(
+        |sim| sim,
+        |inner| {
+            Arc::new(QuoteRace {
+                inner,
+                raced: false.into(),
+            })
+        },
+    );
+    let t = h.tenant("Acme", "1000").await;
+    let (a, b) = (phone("+2250700000001"), phone("+2250700000002"));
+    h.engine.provision(&t, &a).await.unwrap();
+    h.engine.provision(&t, &b).await.unwrap();
+    h.fund_usdc(&t, &a, "100").await;
+    h.settle().await;
+    let q = h
+        .engine
+        .quote(
+            &t,
+            "6000".parse().unwrap(),
+            Currency::parse("XOF").unwrap(),
+            Token::Usdc,
+        )
+        .await
+        .unwrap();
+    let sender = accounts::wallet_on(
+        &stablecoin::core::domain::ids::WalletId(h.wallet(&a).await.id),
+        RailId::Evm(137),
+        Token::Usdc,
+    );
+    let before = h.ledger_available(&sender.id).await;
+    assert!(before > 0);
+    let commits = h.store.commit_count();
+    let req = SendRequest {
+        from_phone_number: a.clone(),
+        to_phone_number: b.clone(),
+        token: Token::Usdc,
+        quote_id: q.quote_id.clone(),
+    };
+    let err = h.engine.send(&t, &req, None).await.unwrap_err();
+    assert_eq!(err.code(), "QUOTE_ALREADY_USED", "{err:?}");
+    // The racing re-put is the only commit that landed.
+    assert_eq!(h.store.commit_count(), commits + 1);
+    assert_eq!(
+        h.ledger_available(&sender.id).await,
+        before,
+        "no hold was placed"
     );
 }
 
