@@ -134,6 +134,35 @@ impl H {
             .expect("wallet")
     }
 
+    /// Tenant "Acme", two provisioned phones (the first funded with 100 USDC, settled) and
+    /// an FX quote of 6000 XOF for USDC (10 USDC at the demo rate).
+    async fn quote_for_a_funded_pair(
+        &self,
+    ) -> (
+        TenantId,
+        Phone,
+        Phone,
+        stablecoin::core::domain::fx::QuoteView,
+    ) {
+        let t = self.tenant("Acme", "1000").await;
+        let (a, b) = (phone("+2250700000001"), phone("+2250700000002"));
+        self.engine.provision(&t, &a).await.unwrap();
+        self.engine.provision(&t, &b).await.unwrap();
+        self.fund_usdc(&t, &a, "100").await;
+        self.settle().await;
+        let q = self
+            .engine
+            .quote(
+                &t,
+                "6000".parse().unwrap(),
+                Currency::parse("XOF").unwrap(),
+                Token::Usdc,
+            )
+            .await
+            .unwrap();
+        (t, a, b, q)
+    }
+
     async fn ledger_available(&self, account: &str) -> i128 {
         self.store
             .balance(account)
@@ -438,22 +467,7 @@ async fn full_customer_journey() {
 #[tokio::test]
 async fn fx_quote_drives_a_transfer_once() {
     let h = harness();
-    let t = h.tenant("Acme", "1000").await;
-    let (a, b) = (phone("+2250700000001"), phone("+2250700000002"));
-    h.engine.provision(&t, &a).await.unwrap();
-    h.engine.provision(&t, &b).await.unwrap();
-    h.fund_usdc(&t, &a, "100").await;
-    h.settle().await;
-    let q = h
-        .engine
-        .quote(
-            &t,
-            "6000".parse().unwrap(),
-            Currency::parse("XOF").unwrap(),
-            Token::Usdc,
-        )
-        .await
-        .unwrap();
+    let (t, a, b, q) = h.quote_for_a_funded_pair().await;
     assert_eq!(q.currency_pair, "XOF_USDC");
     assert_eq!(q.expected_out, "10.000000");
     let req = SendRequest {
@@ -592,22 +606,7 @@ async fn a_send_that_loses_the_race_for_its_quote_is_quote_already_used() {
             })
         },
     );
-    let t = h.tenant("Acme", "1000").await;
-    let (a, b) = (phone("+2250700000001"), phone("+2250700000002"));
-    h.engine.provision(&t, &a).await.unwrap();
-    h.engine.provision(&t, &b).await.unwrap();
-    h.fund_usdc(&t, &a, "100").await;
-    h.settle().await;
-    let q = h
-        .engine
-        .quote(
-            &t,
-            "6000".parse().unwrap(),
-            Currency::parse("XOF").unwrap(),
-            Token::Usdc,
-        )
-        .await
-        .unwrap();
+    let (t, a, b, q) = h.quote_for_a_funded_pair().await;
     let sender = accounts::wallet_on(
         &stablecoin::core::domain::ids::WalletId(h.wallet(&a).await.id),
         RailId::Evm(137),
