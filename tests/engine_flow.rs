@@ -2,7 +2,8 @@
 //! checks the ledger and the chain.
 
 use stablecoin::core::domain::fees::TenantPricing;
-use stablecoin::core::domain::ids::TenantId;
+use stablecoin::core::domain::fx::{Quote, QuoteView};
+use stablecoin::core::domain::ids::{TenantId, WalletId};
 use stablecoin::core::domain::money::{Currency, Micros, Token};
 use stablecoin::core::domain::phone::Phone;
 use stablecoin::core::domain::time::Timestamp;
@@ -136,14 +137,7 @@ impl H {
 
     /// Tenant "Acme", two provisioned phones (the first funded with 100 USDC, settled) and
     /// an FX quote of 6000 XOF for USDC (10 USDC at the demo rate).
-    async fn quote_for_a_funded_pair(
-        &self,
-    ) -> (
-        TenantId,
-        Phone,
-        Phone,
-        stablecoin::core::domain::fx::QuoteView,
-    ) {
+    async fn quote_for_a_funded_pair(&self) -> (TenantId, Phone, Phone, QuoteView) {
         let t = self.tenant("Acme", "1000").await;
         let (a, b) = (phone("+2250700000001"), phone("+2250700000002"));
         self.engine.provision(&t, &a).await.unwrap();
@@ -537,11 +531,11 @@ impl Store for QuoteRace {
         let quote = batch
             .puts
             .iter()
-            .find(|p| p.record.kind == "quote" && p.expected_version.is_some());
+            .find(|p| p.record.kind == Quote::KIND && p.expected_version.is_some());
         if let Some(put) = quote
             && !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst)
         {
-            let current = self.inner.get("quote", &put.record.id).await?.unwrap();
+            let current = self.inner.get(Quote::KIND, &put.record.id).await?.unwrap();
             let version = current.version;
             self.inner
                 .commit(Batch {
@@ -607,11 +601,7 @@ async fn a_send_that_loses_the_race_for_its_quote_is_quote_already_used() {
         },
     );
     let (t, a, b, q) = h.quote_for_a_funded_pair().await;
-    let sender = accounts::wallet_on(
-        &stablecoin::core::domain::ids::WalletId(h.wallet(&a).await.id),
-        RailId::Evm(137),
-        Token::Usdc,
-    );
+    let sender = accounts::wallet(&WalletId(h.wallet(&a).await.id), Token::Usdc);
     let before = h.ledger_available(&sender.id).await;
     assert!(before > 0);
     let commits = h.store.commit_count();
