@@ -1311,6 +1311,9 @@ impl Rail for SubmitProbe {
     fn id(&self) -> RailId {
         self.inner.id()
     }
+    fn tokens(&self) -> Vec<stablecoin::core::domain::money::Token> {
+        self.inner.tokens()
+    }
     async fn readiness(&self) -> stablecoin::core::ports::Readiness {
         self.inner.readiness().await
     }

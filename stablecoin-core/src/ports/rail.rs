@@ -203,6 +203,12 @@ impl RailError {
 pub trait Rail: Send + Sync {
     fn id(&self) -> RailId;
 
+    /// The tokens this rail carries, as configured (an EVM chain without a USDT contract
+    /// carries USDC only; TRON carries USDT). The engine refuses any other token with
+    /// `UNKNOWN_TOKEN` before it reads or writes anything, so the rule is the same for an
+    /// embedder as for the server.
+    fn tokens(&self) -> Vec<Token>;
+
     async fn readiness(&self) -> Readiness;
 
     /// The address of a key purpose on this chain, offline where the chain allows

@@ -215,6 +215,10 @@ impl Rail for TestChain {
         self.rail.id()
     }
 
+    fn tokens(&self) -> Vec<stablecoin_core::domain::money::Token> {
+        self.rail.tokens()
+    }
+
     async fn readiness(&self) -> Readiness {
         self.rail.readiness().await
     }

@@ -581,6 +581,13 @@ impl Rail for EvmRail {
         RailId::Evm(self.config.chain_id)
     }
 
+    fn tokens(&self) -> Vec<Token> {
+        Token::ALL
+            .into_iter()
+            .filter(|t| self.token(*t).is_ok())
+            .collect()
+    }
+
     async fn readiness(&self) -> Readiness {
         let eth = self.eth();
         let mut degraded = Vec::new();

@@ -57,6 +57,15 @@ impl SimProfile {
     }
 
     /// The curve of the chain's account keys.
+    /// The tokens the simulated chain carries: what the real rail of the same kind
+    /// carries by default (TRON: USDT only, spec 1.4).
+    pub fn tokens(self) -> Vec<Token> {
+        match self {
+            SimProfile::Evm(_) | SimProfile::Solana => Token::ALL.to_vec(),
+            SimProfile::Tron => vec![Token::Usdt],
+        }
+    }
+
     pub fn curve(self) -> Curve {
         match self {
             SimProfile::Evm(_) | SimProfile::Tron => Curve::Secp256k1,
@@ -401,6 +410,10 @@ impl SimRail {
 impl Rail for SimRail {
     fn id(&self) -> RailId {
         self.profile.rail_id()
+    }
+
+    fn tokens(&self) -> Vec<Token> {
+        self.profile.tokens()
     }
 
     async fn readiness(&self) -> Readiness {

@@ -1085,6 +1085,10 @@ impl Rail for SolanaRail {
         RailId::Solana
     }
 
+    fn tokens(&self) -> Vec<Token> {
+        Token::ALL.to_vec()
+    }
+
     /// Spec 1.5: `DEGRADED` whenever monitoring is disabled or reads (blockhash, both
     /// mints, the fee payer's balance) fail or the fee payer cannot fund provisioning;
     /// `INBOUND_READY` when those pass but sends are switched off or the fee payer is

@@ -748,6 +748,13 @@ impl Rail for TronRail {
         RailId::Tron
     }
 
+    fn tokens(&self) -> Vec<Token> {
+        Token::ALL
+            .into_iter()
+            .filter(|t| self.config.contract_of(*t).is_some())
+            .collect()
+    }
+
     async fn readiness(&self) -> Readiness {
         let mut degraded = Vec::new();
         if let Err(e) = self.api.now_block().await {

@@ -1,0 +1,744 @@
+//! Conformance cases of records: inserts, versions, `unchanged` checks, unique keys,
+//! all-or-nothing batches, lists and idempotency records.
+
+use super::fixtures::*;
+use std::sync::Arc;
+
+// ---------------------------------------------------------------------------------------
+// Records
+
+/// Insert sets version 1, each update adds one, `get` returns what was committed.
+pub async fn case_insert_and_get<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    assert_eq!(
+        get(s, "w1").await,
+        None,
+        "get of a missing record must be None"
+    );
+    let mut r = with_status(record("w1", "t1", 1_000), "pending");
+    r.version = 42; // the store sets it
+    commit_ok(s, puts(vec![insert(r.clone())]), "insert").await;
+    let got = get(s, "w1")
+        .await
+        .expect("inserted record must be readable");
+    assert_eq!(got.version, 1, "version must be 1 on insert");
+    assert_eq!(got.body, r.body);
+    assert_eq!(got.status.as_deref(), Some("pending"));
+    assert_eq!(got.tenant.as_deref(), Some("t1"));
+    assert_eq!(got.created_at, ts(1_000));
+
+    let mut r2 = with_status(r.clone(), "done");
+    r2.body = json!({ "id": "w1", "n": 2 }).into();
+    commit_ok(s, puts(vec![update(r2.clone(), 1)]), "update at version 1").await;
+    let got = get(s, "w1").await.unwrap();
+    assert_eq!(got.version, 2, "version must be 2 after one update");
+    assert_eq!(got.body, r2.body, "update must replace the body");
+    assert_eq!(got.status.as_deref(), Some("done"));
+
+    commit_ok(s, puts(vec![update(r2.clone(), 2)]), "update at version 2").await;
+    assert_eq!(get(s, "w1").await.unwrap().version, 3);
+
+    // Two puts of one record in one batch apply in order.
+    let b = puts(vec![
+        insert(record("w2", "t1", 1)),
+        update(record("w2", "t1", 1), 1),
+    ]);
+    commit_ok(s, b, "insert then update in one batch").await;
+    assert_eq!(get(s, "w2").await.unwrap().version, 2);
+
+    // Same id, other kind: another record.
+    let mut other = record("w1", "t1", 5);
+    other.kind = "gadget".to_string();
+    commit_ok(s, puts(vec![insert(other)]), "same id under another kind").await;
+    assert_eq!(store.get("gadget", "w1").await.unwrap().unwrap().version, 1);
+    assert_eq!(get(s, "w1").await.unwrap().version, 3);
+}
+
+/// Many puts in one batch (a webhook fan-out, a round of delivery outcomes) behave as
+/// the same puts one by one: every field written, versions counted, claims released, and
+/// the first put in order that conflicts fails the whole batch with nothing written.
+pub async fn case_many_puts_in_one_batch<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    let n = 50;
+    let id = |i: usize| format!("m{i:03}");
+    let fresh: Vec<Put> = (0..n)
+        .map(|i| {
+            let mut r = with_due(
+                with_status(record(&id(i), "t1", i as i64), "pending"),
+                (i % 2 == 0).then_some(100),
+            );
+            r.body = json!({ "id": id(i), "n": 1 }).into();
+            insert(r)
+        })
+        .collect();
+    commit_ok(s, puts(fresh.clone()), "50 inserts in one batch").await;
+    for (i, put) in fresh.iter().enumerate() {
+        let got = get(s, &id(i)).await.expect("inserted");
+        assert_eq!(got.version, 1, "{}", id(i));
+        assert_eq!(got.body, put.record.body);
+        assert_eq!(got.status.as_deref(), Some("pending"));
+        assert_eq!(got.tenant.as_deref(), Some("t1"));
+        assert_eq!(got.created_at, ts(i as i64));
+        assert_eq!(got.due_at, put.record.due_at);
+    }
+    let claimed = store
+        .claim_due(KIND, "w1", ts(1_000), 60_000, 100)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), n / 2, "the due half");
+
+    // Updating them all releases the claims: what is still due is claimable again.
+    let updated: Vec<Put> = (0..n)
+        .map(|i| {
+            let mut r = with_due(
+                with_status(record(&id(i), "t1", i as i64), "done"),
+                (i < 10).then_some(200),
+            );
+            r.body = json!({ "id": id(i), "n": 2 }).into();
+            update(r, 1)
+        })
+        .collect();
+    commit_ok(s, puts(updated.clone()), "50 updates in one batch").await;
+    for (i, put) in updated.iter().enumerate() {
+        let got = get(s, &id(i)).await.unwrap();
+        assert_eq!((got.version, &got.body), (2, &put.record.body), "{}", id(i));
+        assert_eq!(got.status.as_deref(), Some("done"));
+        assert_eq!(got.due_at, put.record.due_at);
+    }
+    let again = store
+        .claim_due(KIND, "w2", ts(1_000), 60_000, 100)
+        .await
+        .unwrap();
+    assert_eq!(again.len(), 10, "claims released by the update");
+
+    // One stale version among many: nothing of the batch is written.
+    let mut stale = updated.clone();
+    for p in &mut stale {
+        p.expected_version = Some(2);
+        p.record.body = json!({ "n": 3 }).into();
+    }
+    stale[37].expected_version = Some(1);
+    stale[41].expected_version = Some(9);
+    let err = commit_err(s, puts(stale), "one stale version among 50").await;
+    assert!(
+        matches!(&err, StoreError::VersionConflict { id: bad, .. } if bad == &id(37)),
+        "the first conflicting put is reported: {err:?}"
+    );
+    for i in 0..n {
+        assert_eq!(
+            get(s, &id(i)).await.unwrap().version,
+            2,
+            "{} unchanged",
+            id(i)
+        );
+    }
+    // An insert of an existing record among new ones: none inserted.
+    let mut mixed: Vec<Put> = (n..n + 9)
+        .map(|i| insert(record(&id(i), "t1", 1)))
+        .collect();
+    mixed.push(insert(record(&id(3), "t1", 1)));
+    let err = commit_err(s, puts(mixed), "an existing record among inserts").await;
+    assert!(matches!(err, StoreError::VersionConflict { .. }), "{err:?}");
+    assert_eq!(get(s, &id(n)).await, None);
+}
+
+/// Both directions of a version mismatch fail with `VersionConflict` and change nothing.
+pub async fn case_version_conflict<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    let r = record("w1", "t1", 1_000);
+    commit_ok(s, puts(vec![insert(r.clone())]), "insert").await;
+    let before = get(s, "w1").await;
+
+    let mut changed = r.clone();
+    changed.body = json!({ "changed": true }).into();
+    let cases = [
+        (insert(changed.clone()), "insert of an existing record"),
+        (
+            update(changed.clone(), 2),
+            "update with a newer expected version",
+        ),
+        (
+            update(changed.clone(), 0),
+            "update with an older expected version",
+        ),
+        (
+            update(record("missing", "t1", 1), 1),
+            "update of a missing record",
+        ),
+    ];
+    for (put, what) in cases {
+        let batch = Batch {
+            puts: vec![insert(record("side", "t1", 2)), put],
+            accounts: vec![account("acct", false)],
+            outbox: vec![event("evt_conflict")],
+            idempotency: Some(idem("t1", "k-conflict", "h")),
+            ..Batch::default()
+        };
+        let err = commit_err(s, batch, what).await;
+        assert!(
+            matches!(&err, StoreError::VersionConflict { kind, .. } if kind == KIND),
+            "{what}: expected VersionConflict, got {err:?}"
+        );
+        assert_eq!(
+            get(s, "w1").await,
+            before,
+            "{what}: record must be unchanged"
+        );
+        assert_eq!(
+            get(s, "side").await,
+            None,
+            "{what}: other puts must roll back"
+        );
+        assert_eq!(get(s, "missing").await, None, "{what}: nothing inserted");
+        assert!(
+            outbox_all(s).await.is_empty(),
+            "{what}: outbox must roll back"
+        );
+        assert!(
+            store
+                .idempotency("t1", "k-conflict")
+                .await
+                .unwrap()
+                .is_none(),
+            "{what}: idempotency record must roll back"
+        );
+        assert!(
+            store.balance("acct").await.is_err(),
+            "{what}: account creation must roll back"
+        );
+    }
+}
+
+pub(super) fn unchanged(id: &str, version: u64) -> Unchanged {
+    Unchanged {
+        kind: KIND.to_string(),
+        id: id.to_string(),
+        version,
+    }
+}
+
+/// `Batch::unchanged`: a batch commits only while the records it relied on are at the
+/// version it read, and does not rewrite them; a stale check fails the whole batch.
+pub async fn case_unchanged_checks<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    funded(s, 1_000).await;
+    let r = record("w1", "t1", 1_000);
+    commit_ok(s, puts(vec![insert(r.clone())]), "insert").await;
+    commit_ok(s, puts(vec![update(r.clone(), 1)]), "update to v2").await;
+    let before = get(s, "w1").await;
+    assert_eq!(before.as_ref().map(|r| r.version), Some(2));
+
+    let ok = Batch {
+        unchanged: vec![unchanged("w1", 2)],
+        puts: vec![insert(record("side-ok", "t1", 2))],
+        ledger: vec![single("ok-1", "alice", "bob", 100)],
+        outbox: vec![event("evt_ok")],
+        ..Batch::default()
+    };
+    commit_ok(s, ok, "a check at the current version").await;
+    assert_eq!(
+        get(s, "w1").await,
+        before,
+        "a checked record is not rewritten"
+    );
+    assert!(
+        get(s, "side-ok").await.is_some(),
+        "the batch's put is written"
+    );
+    commit_ok(
+        s,
+        Batch {
+            unchanged: vec![unchanged("w1", 2)],
+            ..Batch::default()
+        },
+        "a batch of checks only",
+    )
+    .await;
+
+    let alice = balance(s, "alice").await;
+    let outbox_before = outbox_all(s).await;
+    let cases = [
+        (
+            vec![unchanged("w1", 1)],
+            "w1",
+            "a check at an older version",
+        ),
+        (vec![unchanged("w1", 3)], "w1", "a check at a newer version"),
+        (
+            vec![unchanged("gone", 1)],
+            "gone",
+            "a check of a missing record",
+        ),
+        (
+            vec![unchanged("side-ok", 1), unchanged("w1", 1)],
+            "w1",
+            "a good check then a stale one",
+        ),
+    ];
+    for (checks, stale, what) in cases {
+        let batch = Batch {
+            unchanged: checks,
+            puts: vec![
+                insert(record("side", "t1", 3)),
+                update(with_status(r.clone(), "moved"), 2),
+            ],
+            accounts: vec![account("acct", false)],
+            ledger: vec![single("never", "alice", "bob", 10)],
+            outbox: vec![event("evt_stale")],
+            idempotency: Some(idem("t1", "k-stale", "h")),
+            background: false,
+        };
+        let err = commit_err(s, batch, what).await;
+        assert!(
+            matches!(&err, StoreError::VersionConflict { kind, id } if kind == KIND && id == stale),
+            "{what}: expected VersionConflict on {stale}, got {err:?}"
+        );
+        assert_eq!(get(s, "w1").await, before, "{what}: w1 must be unchanged");
+        assert_eq!(get(s, "side").await, None, "{what}: puts must roll back");
+        assert_eq!(
+            balance(s, "alice").await,
+            alice,
+            "{what}: ledger must roll back"
+        );
+        assert_eq!(
+            outbox_all(s).await,
+            outbox_before,
+            "{what}: outbox must roll back"
+        );
+        assert!(
+            store.idempotency("t1", "k-stale").await.unwrap().is_none(),
+            "{what}: idempotency record must roll back"
+        );
+        assert!(
+            store.balance("acct").await.is_err(),
+            "{what}: account creation must roll back"
+        );
+    }
+    let err = commit_err(
+        s,
+        Batch {
+            unchanged: vec![unchanged("w1", 1)],
+            ..Batch::default()
+        },
+        "a stale batch of checks only",
+    )
+    .await;
+    assert!(matches!(err, StoreError::VersionConflict { .. }), "{err:?}");
+}
+
+/// Unique keys resolve to their record and follow it when it is re-keyed.
+pub async fn case_unique_keys<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    assert_eq!(store.get_by_unique("phone:1").await.unwrap(), None);
+    let r = with_keys(record("w1", "t1", 1), &["phone:1", "email:a"]);
+    commit_ok(s, puts(vec![insert(r)]), "insert with keys").await;
+    for key in ["phone:1", "email:a"] {
+        let got = store.get_by_unique(key).await.unwrap();
+        assert_eq!(
+            got.map(|r| r.id),
+            Some("w1".to_string()),
+            "key {key} must resolve"
+        );
+    }
+
+    // Re-key: phone:1 -> phone:2, email:a kept.
+    let r2 = with_keys(record("w1", "t1", 1), &["phone:2", "email:a"]);
+    commit_ok(s, puts(vec![update(r2, 1)]), "re-key").await;
+    assert_eq!(
+        store.get_by_unique("phone:1").await.unwrap(),
+        None,
+        "a key dropped by an update must no longer resolve"
+    );
+    let got = store
+        .get_by_unique("phone:2")
+        .await
+        .unwrap()
+        .expect("new key resolves");
+    assert_eq!((got.id.as_str(), got.version), ("w1", 2));
+    assert!(
+        store.get_by_unique("email:a").await.unwrap().is_some(),
+        "kept key resolves"
+    );
+
+    // The freed key may go to another record.
+    let other = with_keys(record("w2", "t1", 2), &["phone:1"]);
+    commit_ok(s, puts(vec![insert(other)]), "reuse of a freed key").await;
+    let got = store.get_by_unique("phone:1").await.unwrap().unwrap();
+    assert_eq!(got.id, "w2");
+
+    // A taken key is refused, on insert and on update.
+    let err = commit_err(
+        s,
+        puts(vec![insert(with_keys(record("w3", "t1", 3), &["phone:2"]))]),
+        "insert with a taken key",
+    )
+    .await;
+    assert!(
+        matches!(&err, StoreError::UniqueViolation { key } if key == "phone:2"),
+        "expected UniqueViolation(phone:2), got {err:?}"
+    );
+    assert_eq!(get(s, "w3").await, None);
+    let err = commit_err(
+        s,
+        puts(vec![update(
+            with_keys(record("w2", "t1", 2), &["email:a"]),
+            1,
+        )]),
+        "update to a taken key",
+    )
+    .await;
+    assert!(
+        matches!(err, StoreError::UniqueViolation { .. }),
+        "got {err:?}"
+    );
+    let w2 = get(s, "w2").await.unwrap();
+    assert_eq!(w2.version, 1, "refused update must not change the record");
+    assert_eq!(w2.unique_keys, vec!["phone:1".to_string()]);
+    assert_eq!(
+        store.get_by_unique("email:a").await.unwrap().unwrap().id,
+        "w1"
+    );
+}
+
+/// A unique violation rolls back the whole batch: puts, accounts, transfers, outbox,
+/// idempotency record.
+pub async fn case_unique_violation_rolls_back_batch<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    funded(s, 1_000).await;
+    let taken = with_keys(record("w1", "t1", 1), &["k:taken"]);
+    commit_ok(s, puts(vec![insert(taken)]), "insert key holder").await;
+    let alice = balance(s, "alice").await;
+    let outbox_before = outbox_all(s).await;
+
+    let batch = Batch {
+        unchanged: vec![],
+        puts: vec![
+            insert(with_keys(record("w2", "t1", 2), &["k:fresh"])),
+            update(with_keys(record("w1", "t1", 1), &["k:renamed"]), 1),
+            insert(with_keys(record("w3", "t1", 3), &["k:fresh"])),
+        ],
+        accounts: vec![account("carol", false)],
+        ledger: vec![single("x1", "alice", "bob", 10)],
+        outbox: vec![event("evt_uv")],
+        idempotency: Some(idem("t1", "k-uv", "h")),
+        // A background batch is held to exactly the same rules.
+        background: true,
+    };
+    let err = commit_err(s, batch, "two records with one key").await;
+    assert!(
+        matches!(&err, StoreError::UniqueViolation { key } if key == "k:fresh"),
+        "expected UniqueViolation(k:fresh), got {err:?}"
+    );
+    assert_eq!(get(s, "w2").await, None, "earlier insert must roll back");
+    assert_eq!(get(s, "w3").await, None);
+    let w1 = get(s, "w1").await.unwrap();
+    assert_eq!(w1.version, 1, "earlier update must roll back");
+    assert_eq!(
+        store.get_by_unique("k:taken").await.unwrap().unwrap().id,
+        "w1"
+    );
+    assert_eq!(store.get_by_unique("k:renamed").await.unwrap(), None);
+    assert_eq!(store.get_by_unique("k:fresh").await.unwrap(), None);
+    assert!(
+        store.balance("carol").await.is_err(),
+        "account must roll back"
+    );
+    assert_eq!(balance(s, "alice").await, alice, "ledger must roll back");
+    assert!(store.history("alice", 0, 100).await.unwrap().len() == 1);
+    assert_eq!(outbox_all(s).await, outbox_before, "outbox must roll back");
+    assert!(store.idempotency("t1", "k-uv").await.unwrap().is_none());
+    // The transfer id was not consumed: it may be used with other fields.
+    commit_ok(
+        s,
+        transfers(vec![single("x1", "alice", "bob", 20)]),
+        "reuse x1",
+    )
+    .await;
+    assert_eq!(balance(s, "bob").await, posted(20, 0));
+}
+
+/// A batch with ONE SQL-checked step (one put, or only an idempotency record) beside
+/// good or bad ledger transfers fails with the same error, in the same order of
+/// precedence, and writes nothing, like a batch of many steps. (A store may skip its
+/// savepoint for such batches: this is what makes that safe.)
+pub async fn case_single_step_failures_write_nothing<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    funded(s, 1_000).await;
+    commit_ok(
+        s,
+        puts(vec![
+            insert(with_keys(record("w1", "t1", 1), &["k:w1"])),
+            insert(with_keys(record("w2", "t1", 2), &["k:w2"])),
+        ]),
+        "setup",
+    )
+    .await;
+    commit_ok(
+        s,
+        Batch {
+            idempotency: Some(idem("t1", "k-used", "h")),
+            ..Default::default()
+        },
+        "used key",
+    )
+    .await;
+    let before = (
+        balance(s, "alice").await,
+        balance(s, "bob").await,
+        outbox_all(s).await,
+    );
+    let good = || vec![single("ss-ok", "alice", "bob", 10)];
+    let bad = || vec![single("ss-bad", "alice", "bob", 5_000)];
+    type Check = fn(&StoreError) -> bool;
+    /// What the batch is, its puts, its idempotency record, its transfers, its error.
+    type Case = (
+        &'static str,
+        Vec<Put>,
+        Option<IdempotencyRecord>,
+        Vec<LedgerTransfer>,
+        Check,
+    );
+    let version_conflict: Check = |e| matches!(e, StoreError::VersionConflict { .. });
+    let unique: Check = |e| matches!(e, StoreError::UniqueViolation { key } if key == "k:w1");
+    let idem_exists: Check = |e| matches!(e, StoreError::IdempotencyExists { .. });
+    let overdraft: Check = |e| matches!(e, StoreError::Ledger(_));
+    let cases: Vec<Case> = vec![
+        (
+            "insert of an existing record",
+            vec![insert(record("w2", "t1", 9))],
+            None,
+            good(),
+            version_conflict,
+        ),
+        (
+            "insert with a key another record holds",
+            vec![insert(with_keys(record("w9", "t1", 9), &["k:w1"]))],
+            None,
+            good(),
+            unique,
+        ),
+        (
+            "insert of an existing record whose key another holds: the conflict first",
+            vec![insert(with_keys(record("w2", "t1", 9), &["k:w1"]))],
+            None,
+            good(),
+            version_conflict,
+        ),
+        (
+            "update at a stale version",
+            vec![update(record("w2", "t1", 2), 7)],
+            None,
+            good(),
+            version_conflict,
+        ),
+        (
+            "update to a key another record holds",
+            vec![update(with_keys(record("w2", "t1", 2), &["k:w1"]), 1)],
+            None,
+            good(),
+            unique,
+        ),
+        (
+            "a good insert and an overdraft",
+            vec![insert(record("w9", "t1", 9))],
+            None,
+            bad(),
+            overdraft,
+        ),
+        (
+            "a stale update and an overdraft: the put first",
+            vec![update(record("w2", "t1", 2), 7)],
+            None,
+            bad(),
+            version_conflict,
+        ),
+        (
+            "a used idempotency key",
+            vec![],
+            Some(idem("t1", "k-used", "h")),
+            good(),
+            idem_exists,
+        ),
+        (
+            "a fresh idempotency key and an overdraft",
+            vec![],
+            Some(idem("t1", "k-new", "h")),
+            bad(),
+            overdraft,
+        ),
+    ];
+    for (what, puts, idempotency, ledger, check) in cases {
+        let batch = Batch {
+            puts,
+            idempotency,
+            ledger,
+            outbox: vec![event("evt_ss")],
+            ..Default::default()
+        };
+        let err = commit_err(s, batch, what).await;
+        assert!(check(&err), "{what}: got {err:?}");
+        assert_eq!(get(s, "w9").await, None, "{what}: no record may be created");
+        let w2 = get(s, "w2").await.unwrap();
+        assert_eq!(w2.version, 1, "{what}: w2 must be unchanged");
+        assert_eq!(w2.unique_keys, vec!["k:w2".to_string()], "{what}");
+        assert_eq!(
+            store.get_by_unique("k:w1").await.unwrap().unwrap().id,
+            "w1",
+            "{what}"
+        );
+        assert!(
+            store.idempotency("t1", "k-new").await.unwrap().is_none(),
+            "{what}: no idempotency record may be written"
+        );
+        let after = (
+            balance(s, "alice").await,
+            balance(s, "bob").await,
+            outbox_all(s).await,
+        );
+        assert_eq!(after, before, "{what}: ledger and outbox must be unchanged");
+    }
+}
+
+/// Lists are per kind and tenant, newest first by (created_at, id), filterable by
+/// status, paged by limit/offset, with the total of all matches.
+pub async fn case_list<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    let mut ps = vec![
+        insert(with_status(record("a", "t1", 100), "open")),
+        insert(with_status(record("b", "t1", 300), "done")),
+        insert(with_status(record("c", "t1", 200), "open")),
+        insert(with_status(record("d", "t1", 300), "open")), // ties with b: d first
+        insert(record("e", "t1", 50)),
+        insert(with_status(record("x", "t2", 400), "open")),
+    ];
+    let mut untenanted = record("sys", "t1", 500);
+    untenanted.tenant = None;
+    ps.push(insert(untenanted));
+    let mut other_kind = record("g", "t1", 600);
+    other_kind.kind = "gadget".to_string();
+    ps.push(insert(other_kind));
+    commit_ok(s, puts(ps), "insert list fixtures").await;
+
+    let q = |status: Option<&str>, limit: usize, offset: usize| ListQuery {
+        kind: KIND.to_string(),
+        tenant: "t1".to_string(),
+        status: status.map(str::to_string),
+        limit,
+        offset,
+    };
+    let ids = |page: &[StoredRecord]| page.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
+
+    let (page, total) = store.list(&q(None, 100, 0)).await.unwrap();
+    assert_eq!(
+        ids(&page),
+        ["d", "b", "c", "a", "e"],
+        "newest first by (created_at, id)"
+    );
+    assert_eq!(total, 5);
+
+    let (page, total) = store.list(&q(Some("open"), 100, 0)).await.unwrap();
+    assert_eq!(ids(&page), ["d", "c", "a"], "status filter");
+    assert_eq!(total, 3);
+
+    let (page, total) = store.list(&q(None, 2, 1)).await.unwrap();
+    assert_eq!(ids(&page), ["b", "c"], "limit/offset");
+    assert_eq!(total, 5, "total counts every match, not the page");
+
+    let (page, total) = store.list(&q(Some("open"), 2, 2)).await.unwrap();
+    assert_eq!(ids(&page), ["a"]);
+    assert_eq!(total, 3);
+
+    let (page, total) = store.list(&q(None, 10, 10)).await.unwrap();
+    assert!(page.is_empty(), "offset past the end");
+    assert_eq!(total, 5);
+
+    let (page, total) = store.list(&q(None, 0, 0)).await.unwrap();
+    assert!(page.is_empty(), "limit 0");
+    assert_eq!(total, 5);
+
+    let mut t2 = q(None, 100, 0);
+    t2.tenant = "t2".to_string();
+    let (page, total) = store.list(&t2).await.unwrap();
+    assert_eq!(
+        (ids(&page), total),
+        (vec!["x".to_string()], 1),
+        "tenant isolation"
+    );
+
+    let mut none = q(None, 100, 0);
+    none.tenant = "t3".to_string();
+    assert_eq!(
+        store.list(&none).await.unwrap(),
+        (vec![], 0),
+        "unknown tenant"
+    );
+    none.tenant = "t1".to_string();
+    none.kind = "nothing".to_string();
+    assert_eq!(
+        store.list(&none).await.unwrap(),
+        (vec![], 0),
+        "unknown kind"
+    );
+
+    // An update keeps the record listed once, with its new status.
+    let c2 = with_status(record("c", "t1", 200), "done");
+    commit_ok(s, puts(vec![update(c2, 1)]), "update status").await;
+    let (page, total) = store.list(&q(Some("done"), 100, 0)).await.unwrap();
+    assert_eq!(
+        (ids(&page), total),
+        (vec!["b".to_string(), "c".to_string()], 2)
+    );
+    let (_, total) = store.list(&q(None, 100, 0)).await.unwrap();
+    assert_eq!(total, 5, "an update must not duplicate the record in lists");
+}
+
+/// Idempotency records are written once per (tenant, key) and read back.
+pub async fn case_idempotency<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    assert_eq!(store.idempotency("t1", "k1").await.unwrap(), None);
+    let first = idem("t1", "k1", "hash-a");
+    let batch = Batch {
+        idempotency: Some(first.clone()),
+        puts: vec![insert(record("w1", "t1", 1))],
+        ..Batch::default()
+    };
+    commit_ok(s, batch, "first idempotency record").await;
+    assert_eq!(
+        store.idempotency("t1", "k1").await.unwrap(),
+        Some(first.clone())
+    );
+
+    let batch = Batch {
+        idempotency: Some(idem("t1", "k1", "hash-b")),
+        puts: vec![insert(record("w2", "t1", 2))],
+        outbox: vec![event("evt_dup")],
+        ..Batch::default()
+    };
+    let err = commit_err(s, batch, "duplicate idempotency key").await;
+    assert!(
+        matches!(&err, StoreError::IdempotencyExists { key } if key == "k1"),
+        "expected IdempotencyExists(k1), got {err:?}"
+    );
+    assert_eq!(
+        store.idempotency("t1", "k1").await.unwrap(),
+        Some(first),
+        "the first record must be kept"
+    );
+    assert_eq!(
+        get(s, "w2").await,
+        None,
+        "the duplicate's batch must roll back"
+    );
+    assert!(outbox_all(s).await.is_empty());
+
+    let other_tenant = idem("t2", "k1", "hash-c");
+    let batch = Batch {
+        idempotency: Some(other_tenant.clone()),
+        ..Batch::default()
+    };
+    commit_ok(s, batch, "same key, other tenant").await;
+    assert_eq!(
+        store.idempotency("t2", "k1").await.unwrap(),
+        Some(other_tenant)
+    );
+}
