@@ -51,8 +51,10 @@ pub enum CoreError {
     CodeExpired,
     #[error("the one-time code is wrong ({attempts_left} attempts left)")]
     CodeInvalid { attempts_left: u32 },
-    #[error("too many wrong codes: request a new code")]
-    TooManyAttempts,
+    /// The subject (this tenant, wallet and purpose) tried too many wrong codes and is
+    /// locked out; every code, right or wrong, is refused until `retry_after_ms` passes.
+    #[error("too many wrong codes: try again in {} s", retry_after_secs(*retry_after_ms))]
+    TooManyAttempts { retry_after_ms: i64 },
     #[error("the one-time code has already been used")]
     CodeAlreadyUsed,
     #[error("the tenant is already a member of this wallet")]
@@ -81,6 +83,12 @@ pub enum CoreError {
         what: String,
         record: Option<String>,
     },
+
+    // ---- limits (429) ----
+    /// A limit on `what` is reached (one-time codes per wallet, phone or tenant, ...);
+    /// the same request succeeds after `retry_after_ms`.
+    #[error("too many {what}: try again in {} s", retry_after_secs(*retry_after_ms))]
+    RateLimited { what: String, retry_after_ms: i64 },
 
     // ---- dependencies (503 / 500) ----
     #[error("rail {rail} is not ready: {reason}")]
@@ -122,7 +130,8 @@ impl CoreError {
             QuoteTokenMismatch { .. } => "QUOTE_TOKEN_MISMATCH",
             CodeExpired => "CODE_EXPIRED",
             CodeInvalid { .. } => "CODE_INVALID",
-            TooManyAttempts => "TOO_MANY_ATTEMPTS",
+            TooManyAttempts { .. } => "TOO_MANY_ATTEMPTS",
+            RateLimited { .. } => "RATE_LIMITED",
             CodeAlreadyUsed => "CODE_ALREADY_USED",
             AlreadyAMember => "ALREADY_A_MEMBER",
             PhoneInUse { .. } => "PHONE_IN_USE",
@@ -152,7 +161,19 @@ impl CoreError {
             UnknownCurrency { .. } => Some("local_currency"),
             InvalidQuoteId { .. } | QuoteTokenMismatch { .. } => Some("quote_id"),
             InvalidParameter { field, .. } => Some(field),
-            CodeInvalid { .. } | CodeExpired | CodeAlreadyUsed | TooManyAttempts => Some("code"),
+            CodeInvalid { .. } | CodeExpired | CodeAlreadyUsed | TooManyAttempts { .. } => {
+                Some("code")
+            }
+            _ => None,
+        }
+    }
+
+    /// How long the caller should wait before the same request can succeed (limits and
+    /// lockouts), for a `Retry-After`.
+    pub fn retry_after_ms(&self) -> Option<i64> {
+        match self {
+            CoreError::TooManyAttempts { retry_after_ms }
+            | CoreError::RateLimited { retry_after_ms, .. } => Some(*retry_after_ms),
             _ => None,
         }
     }
@@ -163,6 +184,7 @@ impl CoreError {
         matches!(
             self,
             Conflict { .. }
+                | RateLimited { .. }
                 | IdempotencyKeyInUse
                 | RailNotReady { .. }
                 | Rail(_)
@@ -182,6 +204,11 @@ impl CoreError {
 }
 
 pub type CoreResult<T> = Result<T, CoreError>;
+
+/// Whole seconds, rounded up (a wait of 1 ms is "1 s", never "0 s").
+pub fn retry_after_secs(ms: i64) -> i64 {
+    (ms.max(0) + 999) / 1000
+}
 
 #[cfg(test)]
 mod tests {

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use stablecoin_core::CoreError;
 use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::otp::CodeKey;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::engine::{Engine, EngineConfig, KeyKind, KeyMode, Ports};
 use stablecoin_core::memory::{
@@ -220,6 +221,7 @@ impl App {
         let storage = open_storage(&config.storage, &config.data_dir).await?;
         let seed = load_master_seed(&config, storage.durable)?;
         let signer = Arc::new(LocalSigner::from_seed(seed));
+        let code_key = CodeKey::from_master_seed(&seed);
         let clock: Arc<SystemClock> = Arc::new(SystemClock);
         let rails = Rails::build(
             &config,
@@ -253,6 +255,8 @@ impl App {
                 .worker_id
                 .clone()
                 .unwrap_or_else(|| format!("server-{}", std::process::id())),
+            code_key: Some(code_key),
+            ..EngineConfig::default()
         };
         let escrow = match rails.get(RailId::Tron) {
             Some(tron) => {

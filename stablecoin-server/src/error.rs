@@ -20,6 +20,8 @@ pub struct ApiError {
     pub code: &'static str,
     pub message: String,
     pub param: Option<String>,
+    /// Seconds for a `Retry-After` header (limits and lockouts).
+    pub retry_after_secs: Option<i64>,
 }
 
 /// The JSON error envelope.
@@ -51,6 +53,7 @@ impl ApiError {
             code,
             message: message.into(),
             param: None,
+            retry_after_secs: None,
         }
     }
 
@@ -118,6 +121,12 @@ impl IntoResponse for ApiError {
         }
         let status = self.status;
         let mut res = (status, axum::Json(self.body())).into_response();
+        if let Some(secs) = self.retry_after_secs {
+            res.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(secs.max(1)),
+            );
+        }
         res.extensions_mut().insert(ErrorCode(self.code));
         res
     }
@@ -145,7 +154,6 @@ pub fn status_of(e: &CoreError) -> StatusCode {
         NotFound { .. } => StatusCode::NOT_FOUND,
         QuoteExpired { .. } | CodeExpired => StatusCode::GONE,
         QuoteAlreadyUsed { .. }
-        | TooManyAttempts
         | CodeAlreadyUsed
         | AlreadyAMember
         | PhoneInUse { .. }
@@ -157,6 +165,7 @@ pub fn status_of(e: &CoreError) -> StatusCode {
         | InsufficientFunds { .. }
         | SameWallet
         | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+        TooManyAttempts { .. } | RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         RailNotReady { .. } | RateSource(_) => StatusCode::SERVICE_UNAVAILABLE,
         Rail(_) | Notifier(_) => StatusCode::BAD_GATEWAY,
         Storage(_) | Signer(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -180,6 +189,9 @@ impl From<CoreError> for ApiError {
             code: e.code(),
             message,
             param: e.param().map(str::to_string),
+            retry_after_secs: e
+                .retry_after_ms()
+                .map(stablecoin_core::error::retry_after_secs),
         }
     }
 }
@@ -225,6 +237,7 @@ impl From<EscrowError> for ApiError {
             code: e.code(),
             message,
             param: e.param().map(str::to_string),
+            retry_after_secs: None,
         }
     }
 }
@@ -373,11 +386,6 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "The FX quote was already redeemed.",
     ),
     (
-        "TOO_MANY_ATTEMPTS",
-        409,
-        "Too many wrong codes: request a new one.",
-    ),
-    (
         "CODE_ALREADY_USED",
         409,
         "The one-time code was already used.",
@@ -423,6 +431,17 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "IDEMPOTENCY_KEY_REUSED",
         422,
         "The Idempotency-Key was used with another request.",
+    ),
+    // limits
+    (
+        "TOO_MANY_ATTEMPTS",
+        429,
+        "Too many wrong one-time codes for this wallet: locked out until Retry-After.",
+    ),
+    (
+        "RATE_LIMITED",
+        429,
+        "A limit is reached (one-time codes per wallet, phone or tenant); see Retry-After.",
     ),
     // dependencies and server
     (
@@ -509,7 +528,13 @@ mod tests {
             },
             CodeExpired,
             CodeInvalid { attempts_left: 1 },
-            TooManyAttempts,
+            TooManyAttempts {
+                retry_after_ms: 1_500,
+            },
+            RateLimited {
+                what: "w".into(),
+                retry_after_ms: 1,
+            },
             CodeAlreadyUsed,
             AlreadyAMember,
             PhoneInUse { phone: "p".into() },

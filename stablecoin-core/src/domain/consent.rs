@@ -6,20 +6,18 @@
 //! wallet, or by the customer's consent: a one-time code sent by SMS.
 
 use crate::domain::ids::{ChallengeId, TenantId, WalletId};
+use crate::domain::otp::CodeKey;
 use crate::domain::phone::Phone;
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
 use crate::ports::rail::ChainAddress;
 use crate::ports::record::Record;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use subtle::ConstantTimeEq;
 
 /// How long a one-time code stays valid.
 pub const CODE_TTL_MS: i64 = 10 * 60 * 1000;
-/// Wrong codes allowed before the challenge locks (a new request is then needed).
-pub const MAX_CODE_ATTEMPTS: u32 = 5;
 /// Digits of a one-time code.
 pub const CODE_DIGITS: usize = 6;
 
@@ -143,12 +141,15 @@ pub struct Challenge {
     pub wallet: WalletId,
     pub purpose: ChallengePurpose,
     pub sent_to: Phone,
-    /// hex SHA-256 of `"<challenge id>:<code>"`. The 6-digit space is small, so the real
-    /// protection is the attempt bound and the expiry; the hash keeps codes out of
-    /// backups and logs.
+    /// hex HMAC-SHA256 of `"<challenge id>:<code>"` under the server's [`CodeKey`]. The
+    /// 6-digit space is small, so the real protection is the subject's failure limit
+    /// (`domain::otp`) and the expiry; the keyed hash keeps codes out of backups and
+    /// logs, and a database dump alone cannot recover them.
     pub code_hash: String,
     pub created_at: Timestamp,
     pub expires_at: Timestamp,
+    /// Codes tried against this challenge (for the record; the limit is the subject's,
+    /// counted across challenges by its `OtpGuard`).
     pub attempts: u32,
     pub consumed_at: Option<Timestamp>,
     /// Set when a newer request for the same (tenant, wallet, purpose) replaced it.
@@ -156,16 +157,17 @@ pub struct Challenge {
 }
 
 impl Challenge {
+    /// A challenge for a code whose keyed hash is `code_hash` ([`CodeKey::hash_code`] of
+    /// this id and the code).
     pub fn new(
         id: ChallengeId,
         tenant: TenantId,
         wallet: WalletId,
         purpose: ChallengePurpose,
         sent_to: Phone,
-        code: &str,
+        code_hash: String,
         now: Timestamp,
     ) -> Self {
-        let code_hash = hash_code(&id, code);
         Challenge {
             id,
             tenant,
@@ -190,33 +192,24 @@ impl Challenge {
         self.consumed_at.is_none() && !self.superseded
     }
 
-    /// Checks a code, counting the attempt. On `Err(CodeInvalid)` the caller must still
-    /// persist the incremented `attempts` (that is what bounds guessing).
-    pub fn verify(&mut self, code: &str, now: Timestamp) -> CoreResult<()> {
+    /// Checks a code against this challenge alone, counting the attempt: `Ok(true)` and
+    /// consumed when it matches, `Ok(false)` when it is wrong (the caller counts the
+    /// failure on the subject's guard and persists both), `Err` when the challenge can no
+    /// longer be used whatever the code.
+    pub fn verify(&mut self, key: &CodeKey, code: &str, now: Timestamp) -> CoreResult<bool> {
         if self.consumed_at.is_some() {
             return Err(CoreError::CodeAlreadyUsed);
         }
-        if self.superseded {
+        if self.superseded || now >= self.expires_at {
             return Err(CoreError::CodeExpired);
         }
-        if now >= self.expires_at {
-            return Err(CoreError::CodeExpired);
-        }
-        if self.attempts >= MAX_CODE_ATTEMPTS {
-            return Err(CoreError::TooManyAttempts);
-        }
-        self.attempts += 1;
-        let given = hash_code(&self.id, code.trim());
-        if bool::from(given.as_bytes().ct_eq(self.code_hash.as_bytes())) {
+        self.attempts = self.attempts.saturating_add(1);
+        let given = key.hash_code(&self.id, code.trim());
+        let matches = bool::from(given.as_bytes().ct_eq(self.code_hash.as_bytes()));
+        if matches {
             self.consumed_at = Some(now);
-            Ok(())
-        } else if self.attempts >= MAX_CODE_ATTEMPTS {
-            Err(CoreError::TooManyAttempts)
-        } else {
-            Err(CoreError::CodeInvalid {
-                attempts_left: MAX_CODE_ATTEMPTS - self.attempts,
-            })
         }
+        Ok(matches)
     }
 }
 
@@ -242,14 +235,6 @@ impl Record for Challenge {
             vec![]
         }
     }
-}
-
-pub fn hash_code(id: &ChallengeId, code: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(id.0.as_bytes());
-    h.update(b":");
-    h.update(code.as_bytes());
-    hex(&h.finalize())
 }
 
 /// A 6-digit code from 8 random bytes (modulo bias below 10^-13).
@@ -322,42 +307,43 @@ mod tests {
             WalletId("wal_x".into()),
             ChallengePurpose::Link,
             Phone::parse("+2250700000001").unwrap(),
-            code,
+            key().hash_code(&ChallengeId("otp_1".into()), code),
             Timestamp(1_000),
         )
+    }
+
+    fn key() -> CodeKey {
+        CodeKey::new([9; 32])
     }
 
     #[test]
     fn code_is_hashed_and_single_use() {
         let mut c = challenge("123456");
         assert!(!c.code_hash.contains("123456"));
-        assert!(c.verify("123456", Timestamp(2_000)).is_ok());
+        assert_eq!(c.verify(&key(), "123456", Timestamp(2_000)), Ok(true));
         assert_eq!(
-            c.verify("123456", Timestamp(2_000)).unwrap_err().code(),
+            c.verify(&key(), "123456", Timestamp(2_000))
+                .unwrap_err()
+                .code(),
             "CODE_ALREADY_USED"
         );
         assert!(c.unique_keys().is_empty());
     }
 
     #[test]
-    fn wrong_codes_are_bounded() {
+    fn a_wrong_code_is_counted_and_leaves_the_challenge_open() {
         let mut c = challenge("123456");
-        for left in (1..MAX_CODE_ATTEMPTS).rev() {
-            assert_eq!(
-                c.verify("000000", Timestamp(2_000)).unwrap_err(),
-                CoreError::CodeInvalid {
-                    attempts_left: left
-                }
-            );
-        }
+        assert_eq!(c.verify(&key(), "000000", Timestamp(2_000)), Ok(false));
+        assert_eq!(c.verify(&key(), "000000", Timestamp(2_000)), Ok(false));
+        assert_eq!((c.attempts, c.consumed_at), (2, None));
+        assert!(!c.unique_keys().is_empty(), "still the open challenge");
+        assert_eq!(c.verify(&key(), " 123456 ", Timestamp(2_000)), Ok(true));
+        let other_key = CodeKey::new([8; 32]);
+        let mut c = challenge("123456");
         assert_eq!(
-            c.verify("000000", Timestamp(2_000)).unwrap_err().code(),
-            "TOO_MANY_ATTEMPTS"
-        );
-        // Even the right code is refused once locked.
-        assert_eq!(
-            c.verify("123456", Timestamp(2_000)).unwrap_err().code(),
-            "TOO_MANY_ATTEMPTS"
+            c.verify(&other_key, "123456", Timestamp(2_000)),
+            Ok(false),
+            "the hash is keyed: another server key does not match"
         );
     }
 
@@ -365,7 +351,10 @@ mod tests {
     fn codes_expire() {
         let mut c = challenge("123456");
         let at = Timestamp(1_000 + CODE_TTL_MS);
-        assert_eq!(c.verify("123456", at).unwrap_err().code(), "CODE_EXPIRED");
+        assert_eq!(
+            c.verify(&key(), "123456", at).unwrap_err().code(),
+            "CODE_EXPIRED"
+        );
         assert_eq!(c.attempts, 0);
     }
 

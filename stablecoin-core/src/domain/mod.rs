@@ -6,6 +6,7 @@ pub mod fees;
 pub mod fx;
 pub mod ids;
 pub mod money;
+pub mod otp;
 pub mod phone;
 pub mod state;
 pub mod time;

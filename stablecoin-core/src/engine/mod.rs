@@ -6,6 +6,7 @@
 //! scanning) happens in [`Engine::tick`], which a host calls in a loop
 //! ([`Engine::run_workers`]) or one step at a time in tests.
 
+mod consent;
 mod idempotency;
 mod ledger_accounts;
 mod operations;
@@ -25,6 +26,7 @@ pub use worker::{DepositRecord, DepositStatus, TickReport};
 
 use crate::domain::consent::Wallet;
 use crate::domain::ids::make_id;
+use crate::domain::otp::{CodeKey, OtpPolicy};
 use crate::error::{CoreError, CoreResult};
 use crate::ports::record::Versioned;
 use crate::ports::*;
@@ -69,6 +71,13 @@ pub struct EngineConfig {
     /// transfer that decided on a cached wallet commits only if the wallet is still at
     /// that version (`Batch::unchanged`), and reads it again otherwise. 0 turns it off.
     pub wallet_cache_ms: i64,
+    /// Limits of one-time codes: requests per wallet, phone and tenant, wrong codes
+    /// before a lockout, and the lockout's length.
+    pub otp: OtpPolicy,
+    /// The key one-time codes are hashed with. Processes sharing a database must share
+    /// it (the server derives it from the master seed); `None` draws a random one at
+    /// start, so codes sent before a restart can no longer be confirmed.
+    pub code_key: Option<CodeKey>,
 }
 
 impl Default for EngineConfig {
@@ -82,6 +91,8 @@ impl Default for EngineConfig {
             worker_id: "worker-1".into(),
             read_cache_ms: 1_000,
             wallet_cache_ms: 60_000,
+            otp: OtpPolicy::default(),
+            code_key: None,
         }
     }
 }
@@ -100,6 +111,8 @@ pub struct Engine {
     pub(crate) tenant_cache: Arc<read_cache::TtlCache<crate::domain::ids::TenantId, Tenant>>,
     /// Phone key -> the wallet as read, for transfers only (see `wallet_cache_ms`).
     pub(crate) wallet_cache: Arc<read_cache::TtlCache<String, Versioned<Wallet>>>,
+    /// [`EngineConfig::code_key`], or the random key drawn at start.
+    pub(crate) code_key: CodeKey,
 }
 
 /// Entries each read cache holds before it starts over.
@@ -114,7 +127,13 @@ impl Engine {
         let rails = rails.into_iter().map(|r| (r.id(), r)).collect();
         let ttl = config.read_cache_ms;
         let wallet_ttl = config.wallet_cache_ms;
+        let code_key = config.code_key.clone().unwrap_or_else(|| {
+            let mut key = [0u8; 32];
+            ports.entropy.fill(&mut key);
+            CodeKey::new(key)
+        });
         Engine {
+            code_key,
             ports,
             config,
             rails: Arc::new(rails),

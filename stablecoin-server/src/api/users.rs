@@ -173,7 +173,8 @@ pub async fn withdraw(
     responses(
         (status = 200, description = "Code sent", body = ChallengeResponse),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
-        (status = 409, description = "ALREADY_A_MEMBER", body = ErrorBody)),
+        (status = 409, description = "ALREADY_A_MEMBER", body = ErrorBody),
+        (status = 429, description = "RATE_LIMITED (codes per wallet, phone or tenant) or TOO_MANY_ATTEMPTS (locked out); see Retry-After", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn link_request(
     State(app): State<AppState>,
@@ -197,9 +198,10 @@ pub async fn link_request(
     responses(
         (status = 200, description = "Linked (outcome LINKED)", body = ProvisionResponse),
         (status = 404, description = "No wallet or no open request", body = ErrorBody),
-        (status = 409, description = "ALREADY_A_MEMBER, TOO_MANY_ATTEMPTS, CODE_ALREADY_USED", body = ErrorBody),
+        (status = 409, description = "ALREADY_A_MEMBER, CODE_ALREADY_USED", body = ErrorBody),
         (status = 410, description = "CODE_EXPIRED", body = ErrorBody),
-        (status = 422, description = "CODE_INVALID", body = ErrorBody)),
+        (status = 422, description = "CODE_INVALID", body = ErrorBody),
+        (status = 429, description = "TOO_MANY_ATTEMPTS: locked out after too many wrong codes (Retry-After)", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn link_confirm(
     State(app): State<AppState>,
@@ -228,7 +230,8 @@ pub async fn link_confirm(
         (status = 200, description = "Code sent to the new number", body = ChallengeResponse),
         (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
-        (status = 409, description = "PHONE_IN_USE", body = ErrorBody)),
+        (status = 409, description = "PHONE_IN_USE", body = ErrorBody),
+        (status = 429, description = "RATE_LIMITED (codes per wallet, phone or tenant) or TOO_MANY_ATTEMPTS (locked out); see Retry-After", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn phone_change_request(
     State(app): State<AppState>,
@@ -262,9 +265,10 @@ pub async fn phone_change_request(
         (status = 200, description = "Changed (outcome PHONE_CHANGED; phone_number is the new number)", body = ProvisionResponse),
         (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
         (status = 404, description = "No wallet or no open request", body = ErrorBody),
-        (status = 409, description = "PHONE_IN_USE, TOO_MANY_ATTEMPTS", body = ErrorBody),
+        (status = 409, description = "PHONE_IN_USE", body = ErrorBody),
         (status = 410, description = "CODE_EXPIRED", body = ErrorBody),
-        (status = 422, description = "CODE_INVALID", body = ErrorBody)),
+        (status = 422, description = "CODE_INVALID", body = ErrorBody),
+        (status = 429, description = "TOO_MANY_ATTEMPTS: locked out after too many wrong codes (Retry-After)", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn phone_change_confirm(
     State(app): State<AppState>,
