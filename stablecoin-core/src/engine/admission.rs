@@ -5,16 +5,20 @@
 //! [`Engine::send_on`], [`Engine::withdraw`]) checks them itself, and an embedder calling
 //! the engine gets the same UNKNOWN_TOKEN and RAIL_NOT_READY as the server's users.
 //!
-//! The token check runs first and reads nothing. The readiness gate runs inside the use
+//! The token check runs first, with the other checks of a request that read nothing
+//! (`check_fund`, `check_send`: one definition for live and for the sandbox, so a
+//! simulation refuses exactly what live refuses). The readiness gate runs inside the use
 //! case's idempotent decision, after a recorded result would have been replayed: a
 //! request that was accepted is answered as it was, even once the rail stopped being
 //! READY.
 
-use super::Engine;
+use super::{Engine, FundRequest, SendRequest};
+use crate::domain::fx::{QuoteRef, parse_quote_ref};
 use crate::domain::money::Token;
 use crate::error::{CoreError, CoreResult};
 use crate::ports::rail::{Rail, RailId, Readiness};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// UNKNOWN_TOKEN unless `rail` carries `token` ([`Rail::tokens`]).
 pub(crate) fn check_token(rail: &dyn Rail, token: Token) -> CoreResult<()> {
@@ -68,7 +72,7 @@ impl Engine {
         })
     }
 
-    async fn send_readiness(&self, rail: &std::sync::Arc<dyn Rail>) -> Readiness {
+    async fn send_readiness(&self, rail: &Arc<dyn Rail>) -> Readiness {
         if rail.readiness_is_cheap() {
             return rail.readiness().await;
         }
@@ -80,4 +84,47 @@ impl Engine {
         self.readiness_cache.put(id, r.clone(), self.now().millis());
         r
     }
+
+    /// The checks of a funding that read nothing (shared with the sandbox): a positive
+    /// amount, of a token the EVM rail carries. Returns that rail.
+    pub(crate) fn check_fund(&self, req: &FundRequest) -> CoreResult<&Arc<dyn Rail>> {
+        if req.amount.is_zero() {
+            return Err(CoreError::InvalidAmount {
+                input: "0".into(),
+                reason: "amount must be greater than zero".into(),
+            });
+        }
+        let rail = self.evm_rail()?;
+        check_token(&**rail, req.token)?;
+        Ok(rail)
+    }
+
+    /// The checks of a send on `rail` that read nothing (shared with the sandbox): a token
+    /// the rail carries, a well-formed `quote_id`, and a `DIRECT_CRYPTO` quote of the
+    /// requested token. Returns the parsed quote reference.
+    pub(crate) fn check_send(&self, rail: &dyn Rail, req: &SendRequest) -> CoreResult<QuoteRef> {
+        check_token(rail, req.token)?;
+        check_quote(req)
+    }
+}
+
+/// A send's `quote_id`, parsed, and QUOTE_TOKEN_MISMATCH for a `DIRECT_CRYPTO` quote of
+/// another token than the requested one. Reads nothing.
+pub(crate) fn check_quote(req: &SendRequest) -> CoreResult<QuoteRef> {
+    let quote_ref = parse_quote_ref(&req.quote_id)?;
+    if let QuoteRef::DirectCrypto { token, .. } = &quote_ref {
+        direct_token_matches(*token, req.token)?;
+    }
+    Ok(quote_ref)
+}
+
+/// QUOTE_TOKEN_MISMATCH unless a `DIRECT_CRYPTO` quote names the requested token.
+pub(crate) fn direct_token_matches(quote_token: Token, token: Token) -> CoreResult<()> {
+    if quote_token == token {
+        return Ok(());
+    }
+    Err(CoreError::QuoteTokenMismatch {
+        quote_token: quote_token.to_string(),
+        token: token.to_string(),
+    })
 }

@@ -3,11 +3,10 @@
 //! recipient never seen before) the new wallet in one batch, then returns 202-style:
 //! the workers in `worker.rs` take it on chain.
 
-use super::admission::check_token;
 use super::{Engine, accounts};
 use crate::domain::consent::Wallet;
 use crate::domain::fees::{FeeSplit, split_fees};
-use crate::domain::fx::{Quote, QuoteRef, QuoteView, make_quote, parse_quote_ref};
+use crate::domain::fx::{Quote, QuoteRef, QuoteView, make_quote};
 use crate::domain::ids::{OperationId, QuoteId, TenantId, WalletId};
 use crate::domain::money::{Currency, Micros, Token};
 use crate::domain::phone::Phone;
@@ -223,27 +222,6 @@ pub struct SendRequest {
     pub quote_id: String,
 }
 
-/// A send's `quote_id`, parsed, and QUOTE_TOKEN_MISMATCH for a `DIRECT_CRYPTO` quote of
-/// another token than the requested one. Reads nothing.
-pub(crate) fn check_quote(req: &SendRequest) -> CoreResult<QuoteRef> {
-    let quote_ref = parse_quote_ref(&req.quote_id)?;
-    if let QuoteRef::DirectCrypto { token, .. } = &quote_ref {
-        direct_token_matches(*token, req.token)?;
-    }
-    Ok(quote_ref)
-}
-
-/// QUOTE_TOKEN_MISMATCH unless a `DIRECT_CRYPTO` quote names the requested token.
-pub(crate) fn direct_token_matches(quote_token: Token, token: Token) -> CoreResult<()> {
-    if quote_token == token {
-        return Ok(());
-    }
-    Err(CoreError::QuoteTokenMismatch {
-        quote_token: quote_token.to_string(),
-        token: token.to_string(),
-    })
-}
-
 fn hold(
     id: String,
     debit: &LedgerAccount,
@@ -379,28 +357,6 @@ impl Engine {
         })
         .await?;
         Ok(q.view())
-    }
-
-    /// The checks of a funding that read nothing (shared with the sandbox): a positive
-    /// amount, of a token the EVM rail carries. Returns that rail.
-    pub(crate) fn check_fund(&self, req: &FundRequest) -> CoreResult<&Arc<dyn Rail>> {
-        if req.amount.is_zero() {
-            return Err(CoreError::InvalidAmount {
-                input: "0".into(),
-                reason: "amount must be greater than zero".into(),
-            });
-        }
-        let rail = self.evm_rail()?;
-        check_token(&**rail, req.token)?;
-        Ok(rail)
-    }
-
-    /// The checks of a send on `rail` that read nothing (shared with the sandbox): a token
-    /// the rail carries, a well-formed `quote_id`, and a `DIRECT_CRYPTO` quote of the
-    /// requested token. Returns the parsed quote reference.
-    pub(crate) fn check_send(&self, rail: &dyn Rail, req: &SendRequest) -> CoreResult<QuoteRef> {
-        check_token(rail, req.token)?;
-        check_quote(req)
     }
 
     /// A quote `id` at the rate source's current rate (shared with the sandbox, so a
@@ -597,7 +553,7 @@ impl Engine {
             let tfee = accounts::tenant_fees(tenant, req.token);
             let mut holds = vec![hold(format!("{id}:recipient"), &src, &dst, fees.recipient)];
             if !fees.service_fee.is_zero() {
-                let addr = self.service_address(&rail, KeyPurpose::ServiceFees).await?;
+                let addr = self.service_address(rail, KeyPurpose::ServiceFees).await?;
                 legs.push(PaymentLeg {
                     to: addr,
                     amount: fees.service_fee,

@@ -15,8 +15,8 @@
 //! transfer redeems one once, with live's rules and errors (`Quote::check_usable`); they
 //! are never written to the store, and live and sandbox quotes do not cross.
 
-use super::operations::{check_quote, direct_token_matches};
-use super::{ChallengeView, FundRequest, SendRequest, admission::check_token};
+use super::admission::{check_quote, check_token, direct_token_matches};
+use super::{ChallengeView, FundRequest, SendRequest};
 use super::{Engine, OperationView, ProvisionView, SendView, WithdrawRequest, rail_err};
 use crate::domain::consent::{CODE_TTL_MS, ProvisionOutcome};
 use crate::domain::fees::split_fees;
