@@ -15,6 +15,15 @@ pub enum CoreError {
     InvalidPhone { input: String, reason: String },
     #[error("unknown token {token:?}: expected USDC or USDT")]
     UnknownToken { token: String },
+    /// A token this rail does not carry (`Rail::tokens`): same code as an unknown token,
+    /// since for that rail it is one. `carried` names what it does carry ("USDT",
+    /// "USDC and USDT").
+    #[error("{rail} supports only {carried}")]
+    TokenNotCarried {
+        rail: String,
+        token: String,
+        carried: String,
+    },
     #[error("unknown or unsupported currency {currency:?}")]
     UnknownCurrency { currency: String },
     #[error("invalid quote id {quote_id:?}: {reason}")]
@@ -33,8 +42,10 @@ pub enum CoreError {
     ApiKeyRevoked,
     #[error("the calling tenant is not a member of this wallet")]
     NotAMember,
-    #[error("this action is not supported with a sandbox (test) key")]
-    SandboxUnsupported,
+    /// A mutation that has no sandbox simulation, called with a test key; `what` names
+    /// it ("a withdrawal", "tron provisioning").
+    #[error("{what} has no sandbox simulation: use a live key (svc_sk_live_...)")]
+    SandboxUnsupported { what: String },
 
     // ---- not found (404) ----
     #[error("{kind} {id} not found")]
@@ -108,13 +119,18 @@ pub enum CoreError {
 }
 
 impl CoreError {
+    /// [`CoreError::SandboxUnsupported`] for the mutation `what`.
+    pub fn sandbox_unsupported(what: impl Into<String>) -> Self {
+        CoreError::SandboxUnsupported { what: what.into() }
+    }
+
     /// The stable machine code of this error.
     pub fn code(&self) -> &'static str {
         use CoreError::*;
         match self {
             InvalidAmount { .. } => "INVALID_AMOUNT",
             InvalidPhone { .. } => "INVALID_PHONE",
-            UnknownToken { .. } => "UNKNOWN_TOKEN",
+            UnknownToken { .. } | TokenNotCarried { .. } => "UNKNOWN_TOKEN",
             UnknownCurrency { .. } => "UNKNOWN_CURRENCY",
             InvalidQuoteId { .. } => "INVALID_QUOTE_ID",
             InvalidParameter { .. } => "INVALID_PARAMETER",
@@ -123,7 +139,7 @@ impl CoreError {
             InvalidApiKey => "INVALID_API_KEY",
             ApiKeyRevoked => "API_KEY_REVOKED",
             NotAMember => "NOT_A_MEMBER",
-            SandboxUnsupported => "SANDBOX_UNSUPPORTED",
+            SandboxUnsupported { .. } => "SANDBOX_UNSUPPORTED",
             NotFound { .. } => "NOT_FOUND",
             QuoteExpired { .. } => "QUOTE_EXPIRED",
             QuoteAlreadyUsed { .. } => "QUOTE_ALREADY_USED",
@@ -157,7 +173,7 @@ impl CoreError {
         match self {
             InvalidAmount { .. } => Some("amount"),
             InvalidPhone { .. } => Some("phone_number"),
-            UnknownToken { .. } => Some("token"),
+            UnknownToken { .. } | TokenNotCarried { .. } => Some("token"),
             UnknownCurrency { .. } => Some("local_currency"),
             InvalidQuoteId { .. } | QuoteTokenMismatch { .. } => Some("quote_id"),
             InvalidParameter { field, .. } => Some(field),

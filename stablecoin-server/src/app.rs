@@ -12,8 +12,7 @@ use crate::api;
 use crate::config::{Config, parse_seed};
 use crate::idempotency::InFlight;
 use crate::metrics::Metrics;
-use crate::rails::{LiveRail, Rails, ReadinessGate};
-use crate::sandbox::SandboxQuotes;
+use crate::rails::{LiveRail, Rails};
 use crate::storage::{Storage, StorageError, open_storage};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -62,13 +61,10 @@ pub struct AppInner {
     pub storage: Storage,
     pub metrics: Arc<Metrics>,
     pub inflight: Arc<InFlight>,
-    pub sandbox: SandboxQuotes,
     /// The simulated chains, by rail (test and demo controls: mint, faults, readiness).
     pub sim_rails: BTreeMap<RailId, Arc<SimRail>>,
     /// The real chains (configured `[rails.evm.<chain id>]`).
     pub live_rails: BTreeMap<RailId, LiveRail>,
-    /// Readiness of the send routes (cached for real chains).
-    pub readiness_gate: ReadinessGate,
     /// Where SMS (one-time codes, "you received money") go: no gateway is wired, so they
     /// are kept in memory (tests read the codes here).
     pub notifier: Arc<MemoryNotifier>,
@@ -298,10 +294,8 @@ impl App {
             storage,
             metrics: Arc::new(Metrics::default()),
             inflight: Arc::new(InFlight::default()),
-            sandbox: SandboxQuotes::default(),
             sim_rails: rails.sim,
             live_rails: rails.live.into_values().map(|(_, i)| (i.rail, i)).collect(),
-            readiness_gate: ReadinessGate::default(),
             notifier,
             payouts,
             escrow,

@@ -74,14 +74,6 @@ impl ApiError {
         )
     }
 
-    pub fn sandbox_unsupported(what: &str) -> Self {
-        Self::new(
-            StatusCode::FORBIDDEN,
-            "SANDBOX_UNSUPPORTED",
-            format!("{what} has no sandbox simulation: use a live key (svc_sk_live_...)"),
-        )
-    }
-
     pub fn route_not_found() -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
@@ -144,13 +136,14 @@ pub fn status_of(e: &CoreError) -> StatusCode {
         InvalidAmount { .. }
         | InvalidPhone { .. }
         | UnknownToken { .. }
+        | TokenNotCarried { .. }
         | UnknownCurrency { .. }
         | InvalidQuoteId { .. }
         | InvalidParameter { .. }
         | InvalidPricing { .. }
         | InvalidIdempotencyKey { .. } => StatusCode::BAD_REQUEST,
         InvalidApiKey | ApiKeyRevoked => StatusCode::UNAUTHORIZED,
-        NotAMember | SandboxUnsupported => StatusCode::FORBIDDEN,
+        NotAMember | SandboxUnsupported { .. } => StatusCode::FORBIDDEN,
         NotFound { .. } => StatusCode::NOT_FOUND,
         QuoteExpired { .. } | CodeExpired => StatusCode::GONE,
         QuoteAlreadyUsed { .. }
@@ -495,6 +488,11 @@ mod tests {
                 reason: "r".into(),
             },
             UnknownToken { token: "x".into() },
+            TokenNotCarried {
+                rail: "tron".into(),
+                token: "USDC".into(),
+                carried: "USDT".into(),
+            },
             UnknownCurrency {
                 currency: "x".into(),
             },
@@ -511,7 +509,7 @@ mod tests {
             InvalidApiKey,
             ApiKeyRevoked,
             NotAMember,
-            SandboxUnsupported,
+            SandboxUnsupported { what: "w".into() },
             NotFound {
                 kind: "k",
                 id: "i".into(),

@@ -5,21 +5,20 @@
 //! [`TronRail`](stablecoin_rails::tron::TronRail) over java-tron's HTTP API; both keep
 //! their send journal in the server's store.
 //!
-//! Sends are gated on readiness ([`ReadinessGate`]): a rail that is not READY answers
-//! 503 RAIL_NOT_READY before anything is accepted, so a chain whose sponsor runs low stops
-//! taking sends before they would start failing on chain.
+//! Sends are gated on readiness by the engine (`Engine::require_ready`): a rail that is
+//! not READY answers 503 RAIL_NOT_READY before anything is accepted, so a chain whose
+//! sponsor runs low stops taking sends before they would start failing on chain.
 
 use crate::app::StartupError;
 use crate::config::Config;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::memory::LocalSigner;
-use stablecoin_core::ports::{
-    Clock, KeyPurpose, Rail, RailId, RailJournal, Readiness, Store, StoreJournal,
-};
+use stablecoin_core::ports::{Clock, KeyPurpose, Rail, RailId, RailJournal, Store, StoreJournal};
 use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+#[cfg(any(feature = "evm", feature = "tron"))]
+use std::time::Duration;
 
 /// A real chain, as the start-up banner describes it.
 #[derive(Clone, Debug)]
@@ -309,34 +308,6 @@ pub fn evm_config(
     }
     c.validate()?;
     Ok(c)
-}
-
-/// Readiness as the send routes see it. Simulated rails are asked every time (cheap, and
-/// tests flip them); real ones at most once per [`ReadinessGate::TTL`], since a readiness
-/// check is several RPC round trips.
-#[derive(Default)]
-pub struct ReadinessGate {
-    cached: Mutex<BTreeMap<RailId, (Instant, Readiness)>>,
-}
-
-impl ReadinessGate {
-    pub const TTL: Duration = Duration::from_secs(2);
-
-    pub async fn readiness(&self, rail: &Arc<dyn Rail>, live: bool) -> Readiness {
-        let id = rail.id();
-        if live
-            && let Ok(m) = self.cached.lock()
-            && let Some((at, r)) = m.get(&id)
-            && at.elapsed() < Self::TTL
-        {
-            return r.clone();
-        }
-        let r = rail.readiness().await;
-        if live && let Ok(mut m) = self.cached.lock() {
-            m.insert(id, (Instant::now(), r.clone()));
-        }
-        r
-    }
 }
 
 #[cfg(all(test, feature = "evm"))]

@@ -255,7 +255,8 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
     // Sponsor health: a bundler below its threshold stops sends with a reason (503)
     // before they would fail on chain; provisioning and reads go on.
     w.node.set_balance(&sponsor, 1).await;
-    tokio::time::sleep(stablecoin_server::rails::ReadinessGate::TTL).await;
+    let ttl = s.app.engine().config().readiness_cache_ms;
+    tokio::time::sleep(std::time::Duration::from_millis(ttl as u64)).await;
     let r = s
         .post(
             &t.live,

@@ -6,11 +6,13 @@
 //! scanning) happens in [`Engine::tick`], which a host calls in a loop
 //! ([`Engine::run_workers`]) or one step at a time in tests.
 
+mod admission;
 mod consent;
 mod idempotency;
 mod ledger_accounts;
 mod operations;
 mod read_cache;
+mod sandbox;
 mod tenants;
 mod wallets;
 mod withdrawals;
@@ -19,8 +21,9 @@ mod worker;
 pub use idempotency::validate_idempotency_key;
 pub use ledger_accounts::accounts;
 pub use operations::{FundRequest, Operation, OperationView, PayoutLeg, SendRequest, SendView};
+pub use sandbox::Sandbox;
 pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
-pub use wallets::{BalanceView, ChallengeView, ProvisionView};
+pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView};
 pub use withdrawals::WithdrawRequest;
 pub use worker::{DepositRecord, DepositStatus, TickReport};
 
@@ -78,6 +81,10 @@ pub struct EngineConfig {
     /// it (the server derives it from the master seed); `None` draws a random one at
     /// start, so codes sent before a restart can no longer be confirmed.
     pub code_key: Option<CodeKey>,
+    /// How long a rail's readiness, asked before a sponsored send, is reused (for rails
+    /// whose check is not cheap: [`Rail::readiness_is_cheap`]). A rail that stops being
+    /// READY refuses sends at most this long later; 0 asks on every send.
+    pub readiness_cache_ms: i64,
 }
 
 impl Default for EngineConfig {
@@ -93,6 +100,7 @@ impl Default for EngineConfig {
             wallet_cache_ms: 60_000,
             otp: OtpPolicy::default(),
             code_key: None,
+            readiness_cache_ms: 2_000,
         }
     }
 }
@@ -113,6 +121,10 @@ pub struct Engine {
     pub(crate) wallet_cache: Arc<read_cache::TtlCache<String, Versioned<Wallet>>>,
     /// [`EngineConfig::code_key`], or the random key drawn at start.
     pub(crate) code_key: CodeKey,
+    /// Readiness as the send gate last read it, per rail (see `readiness_cache_ms`).
+    pub(crate) readiness_cache: Arc<read_cache::TtlCache<RailId, Readiness>>,
+    /// FX quotes of sandbox (test-key) simulations: in memory only, never stored.
+    pub(crate) sandbox_quotes: Arc<sandbox::SimQuotes>,
 }
 
 /// Entries each read cache holds before it starts over.
@@ -121,6 +133,10 @@ const READ_CACHE_ENTRIES: usize = 65_536;
 /// Wallets the transfer cache holds before it starts over: a wallet record in memory is
 /// up to ~1 KiB (addresses on every rail, members), so this bounds it near 16 MiB.
 const WALLET_CACHE_ENTRIES: usize = 16_384;
+
+/// Rails an engine can have (every chain profile, TRON, Solana), bounding the readiness
+/// cache.
+const RAILS_MAX: usize = 64;
 
 impl Engine {
     pub fn new(ports: Ports, rails: Vec<Arc<dyn Rail>>, config: EngineConfig) -> Self {
@@ -132,6 +148,7 @@ impl Engine {
             ports.entropy.fill(&mut key);
             CodeKey::new(key)
         });
+        let readiness_ttl = config.readiness_cache_ms;
         Engine {
             code_key,
             ports,
@@ -141,6 +158,8 @@ impl Engine {
             auth_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
             tenant_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
             wallet_cache: Arc::new(read_cache::TtlCache::new(wallet_ttl, WALLET_CACHE_ENTRIES)),
+            readiness_cache: Arc::new(read_cache::TtlCache::new(readiness_ttl, RAILS_MAX)),
+            sandbox_quotes: Default::default(),
         }
     }
 
@@ -176,15 +195,6 @@ impl Engine {
                 rail: "evm".into(),
                 reason: "no EVM rail is configured".into(),
             })
-    }
-
-    /// Readiness of every configured rail, by rail name.
-    pub async fn readiness(&self) -> BTreeMap<String, Readiness> {
-        let mut out = BTreeMap::new();
-        for (id, rail) in self.rails.iter() {
-            out.insert(id.name(), rail.readiness().await);
-        }
-        out
     }
 
     /// The address of a service key (treasury, fees) on a rail, cached.

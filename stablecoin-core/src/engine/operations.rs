@@ -6,7 +6,7 @@
 use super::{Engine, accounts};
 use crate::domain::consent::Wallet;
 use crate::domain::fees::{FeeSplit, split_fees};
-use crate::domain::fx::{Quote, QuoteRef, QuoteView, make_quote, parse_quote_ref};
+use crate::domain::fx::{Quote, QuoteRef, QuoteView, make_quote};
 use crate::domain::ids::{OperationId, QuoteId, TenantId, WalletId};
 use crate::domain::money::{Currency, Micros, Token};
 use crate::domain::phone::Phone;
@@ -14,12 +14,13 @@ use crate::domain::state::{OpKind, OpStatus, initial_status};
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
 use crate::ports::ledger::{LedgerAccount, LedgerTransfer, Phase};
-use crate::ports::rail::{ChainAddress, LegRole, PaymentLeg, RailId, RailPayment};
+use crate::ports::rail::{ChainAddress, LegRole, PaymentLeg, Rail, RailId, RailPayment};
 use crate::ports::record::{Record, get_record};
 use crate::ports::signer::KeyPurpose;
 use crate::ports::store::{Batch, ListQuery};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// One asynchronous operation (funding, transfer, swap, withdrawal).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -280,21 +281,18 @@ impl Engine {
     /// `POST /v1/users/fund`: moves value from the tenant treasury to a customer wallet.
     /// Money-in is open: the caller need not be a member. The treasury is held at once
     /// (INSUFFICIENT_FUNDS otherwise) and posted when the chain confirms; a failure
-    /// voids the hold so the value returns to the tenant.
+    /// voids the hold so the value returns to the tenant. UNKNOWN_TOKEN for a token the
+    /// EVM rail does not carry; RAIL_NOT_READY unless it is READY (the funding is a
+    /// sponsored send).
     pub async fn fund(
         &self,
         tenant: &TenantId,
         req: &FundRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<OperationView> {
-        if req.amount.is_zero() {
-            return Err(CoreError::InvalidAmount {
-                input: "0".into(),
-                reason: "amount must be greater than zero".into(),
-            });
-        }
+        let rail = self.check_fund(req)?.clone();
         self.idempotent(tenant, idempotency_key, "fund", req, || async {
-            let rail = self.evm_rail()?.clone();
+            self.require_ready(rail.id()).await?;
             let wallet = self.require_wallet(&req.phone_number).await?.record;
             let name = rail.id().name();
             let to = wallet
@@ -349,21 +347,10 @@ impl Engine {
         currency: Currency,
         token: Token,
     ) -> CoreResult<QuoteView> {
-        let rate = self
-            .ports
-            .rates
-            .rate(currency, token)
-            .await
-            .map_err(|e| CoreError::RateSource(e.0))?;
-        let q = make_quote(
-            QuoteId(self.new_id(QuoteId::PREFIX)),
-            tenant.clone(),
-            currency,
-            token,
-            fiat_amount,
-            rate,
-            self.now(),
-        )?;
+        let id = QuoteId(self.new_id(QuoteId::PREFIX));
+        let q = self
+            .price_quote(id, tenant, fiat_amount, currency, token)
+            .await?;
         self.commit(Batch {
             puts: vec![q.insert()?],
             ..Default::default()
@@ -372,11 +359,40 @@ impl Engine {
         Ok(q.view())
     }
 
+    /// A quote `id` at the rate source's current rate (shared with the sandbox, so a
+    /// simulated quote is priced exactly as a live one).
+    pub(crate) async fn price_quote(
+        &self,
+        id: QuoteId,
+        tenant: &TenantId,
+        fiat_amount: Decimal,
+        currency: Currency,
+        token: Token,
+    ) -> CoreResult<Quote> {
+        let rate = self
+            .ports
+            .rates
+            .rate(currency, token)
+            .await
+            .map_err(|e| CoreError::RateSource(e.0))?;
+        make_quote(
+            id,
+            tenant.clone(),
+            currency,
+            token,
+            fiat_amount,
+            rate,
+            self.now(),
+        )
+    }
+
     /// `POST /v1/transfers/send`: a P2P transfer between phone-keyed wallets.
     ///
     /// Member only. The sender is debited exactly the amount; the recipient gets it minus
     /// the service fee and the tenant fee, all in one on-chain batch. A recipient phone
     /// that has no wallet gets one on the fly (unaffiliated) and an SMS once paid.
+    /// UNKNOWN_TOKEN, INVALID_QUOTE_ID and QUOTE_TOKEN_MISMATCH come before anything is
+    /// read; RAIL_NOT_READY unless the rail is READY.
     pub async fn send(
         &self,
         tenant: &TenantId,
@@ -395,6 +411,11 @@ impl Engine {
     /// sponsorship covers activation and resources, Solana's makes the service the fee
     /// payer. A recipient wallet that has no address on the rail yet gets it (derived
     /// offline, durable) in the same commit.
+    ///
+    /// Refused before anything is read: a token the rail does not carry (UNKNOWN_TOKEN,
+    /// e.g. USDC on TRON), a malformed `quote_id`, a `DIRECT_CRYPTO` quote of another
+    /// token. Then, unless an idempotent replay answers, RAIL_NOT_READY while the rail is
+    /// not READY (a TRON or Solana rail that is INBOUND_READY receives but does not send).
     pub async fn send_on(
         &self,
         tenant: &TenantId,
@@ -402,18 +423,17 @@ impl Engine {
         req: &SendRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<SendView> {
-        match self
-            .send_attempt(tenant, rail_id, req, idempotency_key)
-            .await
-        {
+        let rail = self.rail(rail_id)?.clone();
+        let quote_ref = self.check_send(&*rail, req)?;
+        let attempt = || self.send_attempt(tenant, &rail, &quote_ref, req, idempotency_key);
+        match attempt().await {
             // A wallet it decided on changed before the commit (a cached copy was stale,
             // or a concurrent change landed): nothing was written, so decide again on
             // fresh reads, once.
             Err(e) if e.lost_race_on(Wallet::KIND) => {
                 self.forget_wallet(&req.from_phone_number);
                 self.forget_wallet(&req.to_phone_number);
-                self.send_attempt(tenant, rail_id, req, idempotency_key)
-                    .await
+                attempt().await
             }
             other => other,
         }
@@ -425,10 +445,12 @@ impl Engine {
     async fn send_attempt(
         &self,
         tenant: &TenantId,
-        rail_id: RailId,
+        rail: &Arc<dyn Rail>,
+        quote_ref: &QuoteRef,
         req: &SendRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<SendView> {
+        let rail_id = rail.id();
         let evm = matches!(rail_id, RailId::Evm(_));
         let scope = if evm {
             "send".to_string()
@@ -436,10 +458,9 @@ impl Engine {
             format!("send:{}", rail_id.name())
         };
         self.idempotent(tenant, idempotency_key, &scope, req, || async {
-            let rail = self.rail(rail_id)?.clone();
-            let rail_name = rail.id().name();
+            self.require_ready(rail_id).await?;
+            let rail_name = rail_id.name();
             let now = self.now();
-            let quote_ref = parse_quote_ref(&req.quote_id)?;
             let sender_read = self
                 .wallet_by_phone_checked(&req.from_phone_number)
                 .await?
@@ -451,16 +472,9 @@ impl Engine {
                 return Err(CoreError::SameWallet);
             }
             let mut puts = Vec::new();
-            let (amount, quote_id) = match quote_ref {
-                QuoteRef::DirectCrypto { token, amount } => {
-                    if token != req.token {
-                        return Err(CoreError::QuoteTokenMismatch {
-                            quote_token: token.to_string(),
-                            token: req.token.to_string(),
-                        });
-                    }
-                    (amount, None)
-                }
+            let (amount, quote_id) = match quote_ref.clone() {
+                // Its token was checked with the request (`check_send`).
+                QuoteRef::DirectCrypto { amount, .. } => (amount, None),
                 QuoteRef::Fx(qid) => {
                     let Some(v) = get_record::<Quote>(&*self.ports.store, &qid.0).await? else {
                         return Err(CoreError::NotFound {
@@ -539,7 +553,7 @@ impl Engine {
             let tfee = accounts::tenant_fees(tenant, req.token);
             let mut holds = vec![hold(format!("{id}:recipient"), &src, &dst, fees.recipient)];
             if !fees.service_fee.is_zero() {
-                let addr = self.service_address(&rail, KeyPurpose::ServiceFees).await?;
+                let addr = self.service_address(rail, KeyPurpose::ServiceFees).await?;
                 legs.push(PaymentLeg {
                     to: addr,
                     amount: fees.service_fee,
@@ -629,6 +643,35 @@ impl Engine {
                 e
             }
         })
+    }
+
+    /// The operation `id` of this tenant and of `kind` (`GET /v1/transfers/{id}`,
+    /// `/v1/fundings/{id}`, ...). Anything else is NOT_FOUND naming the kind: another
+    /// tenant's operation, one of another kind, an id without the kind's prefix (a
+    /// sandbox simulation's `tr_sim_...` among them, which was never stored), an id over
+    /// 64 characters (never looked up).
+    pub async fn operation_of_kind(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        kind: OpKind,
+    ) -> CoreResult<Operation> {
+        let not_found = || CoreError::NotFound {
+            kind: kind.as_str(),
+            id: id.chars().take(64).collect(),
+        };
+        let well_formed = id.len() <= 64
+            && id
+                .strip_prefix(kind.id_prefix())
+                .is_some_and(|rest| rest.starts_with('_'));
+        if !well_formed {
+            return Err(not_found());
+        }
+        match self.operation(tenant, id).await {
+            Ok(op) if op.kind == kind => Ok(op),
+            Ok(_) | Err(CoreError::NotFound { .. }) => Err(not_found()),
+            Err(e) => Err(e),
+        }
     }
 
     /// An operation of this tenant (another tenant's is NOT_FOUND).

@@ -164,6 +164,16 @@ impl AuthContext {
     pub fn is_sandbox(&self) -> bool {
         self.mode == KeyMode::Test
     }
+
+    /// SANDBOX_UNSUPPORTED for a test key: `what` is a mutation that has no simulation
+    /// (webhook endpoint changes, replays: a sandbox must not change what live receives).
+    /// The engine's own use cases answer this through [`Engine::sandbox`].
+    pub fn require_live(&self, what: &str) -> CoreResult<()> {
+        if self.is_sandbox() {
+            return Err(CoreError::sandbox_unsupported(what));
+        }
+        Ok(())
+    }
 }
 
 fn sha256_hex(s: &str) -> String {

@@ -42,6 +42,25 @@ pub struct BalanceView {
     pub balance_usdt: String,
 }
 
+/// Live balances of a wallet on one rail (`GET /v1/tron/users/balance`,
+/// `GET /v1/solana/users/balance`): one per token the rail carries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RailBalanceView {
+    pub phone_number: String,
+    pub address: String,
+    pub rail: String,
+    /// Per token the rail carries, in micro-units.
+    pub balances: BTreeMap<Token, crate::domain::money::Micros>,
+}
+
+impl RailBalanceView {
+    /// The balance of `token`; zero for a token the rail does not carry (the wallet holds
+    /// none of it there).
+    pub fn of(&self, token: Token) -> crate::domain::money::Micros {
+        self.balances.get(&token).copied().unwrap_or_default()
+    }
+}
+
 impl Engine {
     pub(crate) async fn wallet_by_phone(
         &self,
@@ -259,22 +278,41 @@ impl Engine {
     }
 
     /// Live USDC and USDT balances on `rail` in the `/v1/users/balance` shape (also
-    /// `GET /v1/solana/users/balance`).
+    /// `GET /v1/solana/users/balance`): [`Engine::balance_on`], a token the rail does not
+    /// carry reading zero.
     pub async fn usdc_usdt_balance_on(
         &self,
         tenant: &TenantId,
         phone: &Phone,
         rail: RailId,
     ) -> CoreResult<BalanceView> {
-        let (w, address, b) = self
-            .balances_on(tenant, phone, rail, &[Token::Usdc, Token::Usdt])
-            .await?;
+        let v = self.balance_on(tenant, phone, rail).await?;
         Ok(BalanceView {
+            balance_usdc: v.of(Token::Usdc).to_decimal_string(),
+            balance_usdt: v.of(Token::Usdt).to_decimal_string(),
+            phone_number: v.phone_number,
+            address: v.address,
+            rail: v.rail,
+        })
+    }
+
+    /// Live balances of the phone's wallet on `rail`, of every token the rail carries
+    /// ([`Rail::tokens`]: TRON USDT; Solana and EVM chains USDC and USDT as configured),
+    /// members only; 404 while the wallet has no address on the rail. Which tokens a
+    /// rail's balance shows is the rail's, not the caller's, to say.
+    pub async fn balance_on(
+        &self,
+        tenant: &TenantId,
+        phone: &Phone,
+        rail: RailId,
+    ) -> CoreResult<RailBalanceView> {
+        let tokens = self.rail(rail)?.tokens();
+        let (w, address, b) = self.balances_on(tenant, phone, rail, &tokens).await?;
+        Ok(RailBalanceView {
             phone_number: w.phone.to_string(),
             address: address.0,
             rail: rail.name(),
-            balance_usdc: b[0].to_decimal_string(),
-            balance_usdt: b[1].to_decimal_string(),
+            balances: tokens.into_iter().zip(b).collect(),
         })
     }
 

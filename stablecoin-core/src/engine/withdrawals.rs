@@ -52,6 +52,8 @@ fn fiat_out_account(token: Token) -> LedgerAccount {
 
 impl Engine {
     /// Accepts a withdrawal: member only; the wallet's ledger balance is held at once.
+    /// UNKNOWN_TOKEN for a token the EVM rail does not carry; RAIL_NOT_READY unless it is
+    /// READY (the sweep is a sponsored send).
     pub async fn withdraw(
         &self,
         tenant: &crate::domain::ids::TenantId,
@@ -69,8 +71,10 @@ impl Engine {
                 field: "payout_currency",
                 reason: format!("unsupported payout currency {:?}", req.payout_currency),
             })?;
+        let rail = self.evm_rail()?.clone();
+        super::admission::check_token(&*rail, req.token)?;
         self.idempotent(tenant, idempotency_key, "withdraw", req, || async {
-            let rail = self.evm_rail()?.clone();
+            self.require_ready(rail.id()).await?;
             let name = rail.id().name();
             let wallet = self.require_wallet(&req.phone_number).await?.record;
             wallet.require_member(tenant)?;

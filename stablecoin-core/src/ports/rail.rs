@@ -51,6 +51,18 @@ pub enum ReadinessStatus {
     Disabled,
 }
 
+impl ReadinessStatus {
+    /// The spec's name (`READY`, `INBOUND_READY`, `DEGRADED`, `DISABLED`), as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadinessStatus::Ready => "READY",
+            ReadinessStatus::InboundReady => "INBOUND_READY",
+            ReadinessStatus::Degraded => "DEGRADED",
+            ReadinessStatus::Disabled => "DISABLED",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Readiness {
     pub status: ReadinessStatus,
@@ -66,6 +78,17 @@ impl Readiness {
     }
     pub fn can_send(&self) -> bool {
         self.status == ReadinessStatus::Ready
+    }
+
+    /// The status and its reasons in one line (`INBOUND_READY: sponsor ...`), as a
+    /// RAIL_NOT_READY error states them.
+    pub fn describe(&self) -> String {
+        let status = self.status.as_str();
+        if self.reasons.is_empty() {
+            status.to_string()
+        } else {
+            format!("{status}: {}", self.reasons.join("; "))
+        }
     }
 }
 
@@ -206,10 +229,25 @@ pub trait Rail: Send + Sync {
     /// The tokens this rail carries, as configured (an EVM chain without a USDT contract
     /// carries USDC only; TRON carries USDT). The engine refuses any other token with
     /// `UNKNOWN_TOKEN` before it reads or writes anything, so the rule is the same for an
-    /// embedder as for the server.
+    /// embedder as for the server. A token the rail can only see and send back (TRON's
+    /// optional USDC contract, for deposits made by mistake) is not carried: customers
+    /// neither send nor hold it there.
     fn tokens(&self) -> Vec<Token>;
 
     async fn readiness(&self) -> Readiness;
+
+    /// Whether [`Rail::readiness`] is cheap enough to ask before every send. The engine
+    /// gates every sponsored send on readiness (RAIL_NOT_READY unless READY, spec 1.4,
+    /// 1.5, 7); for a rail that answers `false` (the default) it reuses an answer for
+    /// `EngineConfig::readiness_cache_ms`, since a real chain's check is several RPC round
+    /// trips (chain id, sponsor balances, paymaster deposit) and would otherwise be paid
+    /// by every send. Why the rail says so and not the engine's configuration: only the
+    /// adapter knows what its check costs. A rail whose readiness is a memory read (the
+    /// simulated chain, whose readiness tests flip between two requests) answers `true`
+    /// and is asked every time, so a change shows at once.
+    fn readiness_is_cheap(&self) -> bool {
+        false
+    }
 
     /// The address of a key purpose on this chain, offline where the chain allows
     /// (EVM counterfactual CREATE2, TRON, Solana).
@@ -253,4 +291,27 @@ pub trait Rail: Send + Sync {
         watched: &[ChainAddress],
         limit: usize,
     ) -> Result<ScanBatch, RailError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_name_is_its_serialized_form_and_describe_joins_the_reasons() {
+        for s in [
+            ReadinessStatus::Ready,
+            ReadinessStatus::InboundReady,
+            ReadinessStatus::Degraded,
+            ReadinessStatus::Disabled,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        assert_eq!(Readiness::ready().describe(), "READY");
+        let r = Readiness {
+            status: ReadinessStatus::InboundReady,
+            reasons: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(r.describe(), "INBOUND_READY: a; b");
+    }
 }

@@ -420,6 +420,12 @@ impl Rail for SimRail {
         Self::readiness_of(&self.lock())
     }
 
+    /// A memory read: the engine asks before every send, so a flipped readiness
+    /// (`set_sponsor_funded`, `set_rpc_down`) shows at the next request.
+    fn readiness_is_cheap(&self) -> bool {
+        true
+    }
+
     /// Derived offline from the signer's public key for the purpose (secp256k1 on EVM and
     /// TRON, ed25519 on Solana). EVM (`0x` + 40 lowercase hex) and TRON (base58check
     /// `T...`) addresses are SIMULATED: they hash the key with SHA-256 instead of the

@@ -748,11 +748,10 @@ impl Rail for TronRail {
         RailId::Tron
     }
 
+    /// USDT only (spec 1.1: TRON is a native USDT rail). A configured `usdc_contract` is
+    /// read and sent back (deposits made by mistake), never carried for customers.
     fn tokens(&self) -> Vec<Token> {
-        Token::ALL
-            .into_iter()
-            .filter(|t| self.config.contract_of(*t).is_some())
-            .collect()
+        vec![Token::Usdt]
     }
 
     async fn readiness(&self) -> Readiness {

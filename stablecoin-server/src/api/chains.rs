@@ -1,23 +1,23 @@
 //! `/v1/tron/*` and `/v1/solana/*`: the parallel native rails (spec 1.4, 1.5).
 //!
-//! Authentication, request validation, the sandbox rule (these mutations have no
-//! simulation: SANDBOX_UNSUPPORTED), the readiness gate of the sends (503
-//! RAIL_NOT_READY until the rail reports READY, spec 7), then the engine's wallets on
-//! the rail: provisioning (Solana: both ATAs finalized first), live balance reads (TRON
-//! USDT; Solana USDC and USDT) and sponsored sends with no fee (spec 1.4, 1.5, 8.4).
+//! Request decoding, then the engine's wallets on the rail: provisioning (Solana: both
+//! ATAs finalized first), live balance reads (of the tokens the rail carries: TRON USDT;
+//! Solana USDC and USDT) and sponsored sends with no fee (spec 1.4, 1.5, 8.4). The rules
+//! are the engine's: the tokens a rail carries (UNKNOWN_TOKEN), the readiness gate of
+//! the sends (503 RAIL_NOT_READY until the rail reports READY, spec 7), and the sandbox
+//! (these mutations have no simulation: SANDBOX_UNSUPPORTED).
 
 use super::types::*;
 use super::users::required_phone;
-use super::{accepted, phone, require_ready, token};
+use super::{accepted, phone, token};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiQuery, IdempotencyKey};
+use crate::sandbox::simulated;
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use stablecoin_core::CoreError;
-use stablecoin_core::domain::fx::{QuoteRef, parse_quote_ref};
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::engine::SendRequest;
 use stablecoin_core::ports::RailId;
@@ -30,16 +30,20 @@ async fn provision(
 ) -> Result<Response, ApiError> {
     let p = phone("phone_number", &body.phone_number)?;
     if caller.is_sandbox() {
-        return Err(ApiError::sandbox_unsupported(&format!(
-            "{} provisioning",
-            rail.name()
-        )));
+        let v = app
+            .engine
+            .sandbox()
+            .provision_on(caller.tenant(), &p, rail)
+            .await?;
+        let route = format!("/v1/{}/users/provision", rail.name());
+        let r: ProvisionResponse = simulated(app, &route, v);
+        return Ok(Json(r).into_response());
     }
-    app.engine.rail(rail)?;
     let view = app.engine.provision_on(caller.tenant(), &p, rail).await?;
     Ok(Json(ProvisionResponse::from(view)).into_response())
 }
 
+/// The wallet's balances on `rail` (the tokens the rail carries), in the route's shape.
 async fn balance(
     app: &AppState,
     caller: &Caller,
@@ -47,23 +51,22 @@ async fn balance(
     rail: RailId,
 ) -> Result<Response, ApiError> {
     let p = required_phone(q.phone_number.as_deref())?;
-    app.engine.rail(rail)?;
-    if rail == RailId::Solana {
-        let view = app
-            .engine
-            .usdc_usdt_balance_on(caller.tenant(), &p, rail)
-            .await?;
-        return Ok(Json(BalanceResponse::from(view)).into_response());
+    let v = app.engine.balance_on(caller.tenant(), &p, rail).await?;
+    if rail == RailId::Tron {
+        return Ok(Json(TronBalanceResponse {
+            balance_usdt: v.of(Token::Usdt).to_decimal_string(),
+            phone_number: v.phone_number,
+            address: v.address,
+            rail: v.rail,
+        })
+        .into_response());
     }
-    let (w, address, b) = app
-        .engine
-        .balances_on(caller.tenant(), &p, rail, &[Token::Usdt])
-        .await?;
-    Ok(Json(TronBalanceResponse {
-        phone_number: w.phone.to_string(),
-        address: address.0,
-        rail: rail.name(),
-        balance_usdt: b[0].to_decimal_string(),
+    Ok(Json(BalanceResponse {
+        balance_usdc: v.of(Token::Usdc).to_decimal_string(),
+        balance_usdt: v.of(Token::Usdt).to_decimal_string(),
+        phone_number: v.phone_number,
+        address: v.address,
+        rail: v.rail,
     })
     .into_response())
 }
@@ -73,49 +76,23 @@ async fn send(
     caller: &Caller,
     body: &SendBody,
     rail: RailId,
-    tokens: &[Token],
     idempotency_key: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let from = phone("from_phone_number", &body.from_phone_number)?;
-    let to = phone("to_phone_number", &body.to_phone_number)?;
-    let t = token("token", &body.token)?;
-    if !tokens.contains(&t) {
-        return Err(ApiError::bad_request(
-            "UNKNOWN_TOKEN",
-            format!(
-                "{} supports only {}",
-                rail.name(),
-                tokens
-                    .iter()
-                    .map(|t| t.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" and ")
-            ),
-        )
-        .with_param("token"));
-    }
-    if let QuoteRef::DirectCrypto { token: qt, .. } = parse_quote_ref(&body.quote_id)?
-        && qt != t
-    {
-        return Err(CoreError::QuoteTokenMismatch {
-            quote_token: qt.to_string(),
-            token: t.to_string(),
-        }
-        .into());
-    }
-    if caller.is_sandbox() {
-        return Err(ApiError::sandbox_unsupported(&format!(
-            "a {} send",
-            rail.name()
-        )));
-    }
-    require_ready(app, rail).await?;
     let req = SendRequest {
-        from_phone_number: from,
-        to_phone_number: to,
-        token: t,
+        from_phone_number: phone("from_phone_number", &body.from_phone_number)?,
+        to_phone_number: phone("to_phone_number", &body.to_phone_number)?,
+        token: token("token", &body.token)?,
         quote_id: body.quote_id.clone(),
     };
+    if caller.is_sandbox() {
+        let v = app
+            .engine
+            .sandbox()
+            .send_on(caller.tenant(), rail, &req)
+            .await?;
+        let route = format!("/v1/{}/transfers/send", rail.name());
+        return Ok(accepted(simulated(app, &route, v), None));
+    }
     let op = app
         .engine
         .send_on(caller.tenant(), rail, &req, idempotency_key)
@@ -195,15 +172,7 @@ pub async fn tron_send(
     IdempotencyKey(key): IdempotencyKey,
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Response, ApiError> {
-    send(
-        &app,
-        &caller,
-        &body,
-        RailId::Tron,
-        &[Token::Usdt],
-        key.as_deref(),
-    )
-    .await
+    send(&app, &caller, &body, RailId::Tron, key.as_deref()).await
 }
 
 /// Provision a Solana wallet: a durable base58 address and its USDC and USDT associated
@@ -280,13 +249,5 @@ pub async fn solana_send(
     IdempotencyKey(key): IdempotencyKey,
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Response, ApiError> {
-    send(
-        &app,
-        &caller,
-        &body,
-        RailId::Solana,
-        &[Token::Usdc, Token::Usdt],
-        key.as_deref(),
-    )
-    .await
+    send(&app, &caller, &body, RailId::Solana, key.as_deref()).await
 }

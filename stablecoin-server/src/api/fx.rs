@@ -6,7 +6,7 @@ use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody, at};
 use crate::extract::ApiJson;
-use crate::sandbox;
+use crate::sandbox::simulated;
 use axum::Json;
 use axum::extract::State;
 use stablecoin_core::domain::fx::parse_fiat_amount;
@@ -36,9 +36,12 @@ pub async fn quote(
         body.target_token.as_deref().unwrap_or("USDC"),
     )?;
     if caller.is_sandbox() {
-        return Ok(Json(
-            sandbox::quote(&app, &caller, fiat, currency, tok).await?,
-        ));
+        let v = app
+            .engine
+            .sandbox()
+            .quote(caller.tenant(), fiat, currency, tok)
+            .await?;
+        return Ok(Json(simulated(&app, "/api/v1/fx/quote", v)));
     }
     Ok(Json(
         app.engine

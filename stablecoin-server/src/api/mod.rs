@@ -22,10 +22,8 @@ use axum::http::{StatusCode, header};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use health::OpenApiJson;
-use stablecoin_core::CoreError;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::phone::Phone;
-use stablecoin_core::ports::RailId;
 use std::sync::Arc;
 use types::OperationResponse;
 use utoipa::OpenApi;
@@ -63,39 +61,6 @@ pub const API_VERSION: &str = "1.0.1";
 struct ApiDoc;
 
 // ---- request helpers shared by the handlers -------------------------------------------
-
-/// 503 RAIL_NOT_READY unless `rail` may send now (spec 1.4, 7): a sponsored send is only
-/// accepted while the rail reports READY.
-pub(crate) async fn require_ready(app: &AppState, rail: RailId) -> Result<(), ApiError> {
-    let r = app.engine.rail(rail)?;
-    let readiness = app
-        .readiness_gate
-        .readiness(r, app.live_rails.contains_key(&rail))
-        .await;
-    if readiness.can_send() {
-        return Ok(());
-    }
-    let status = serde_json::to_value(readiness.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
-    let reason = if readiness.reasons.is_empty() {
-        status
-    } else {
-        format!("{status}: {}", readiness.reasons.join("; "))
-    };
-    Err(CoreError::RailNotReady {
-        rail: rail.name(),
-        reason,
-    }
-    .into())
-}
-
-/// [`require_ready`] for the EVM rail of `/v1/users/*`.
-pub(crate) async fn require_evm_ready(app: &AppState) -> Result<(), ApiError> {
-    let rail = app.engine.evm_rail()?.id();
-    require_ready(app, rail).await
-}
 
 pub(crate) fn phone(field: &str, s: &str) -> Result<Phone, ApiError> {
     Phone::parse(s).map_err(at(field))

@@ -6,11 +6,10 @@ use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, IdempotencyKey};
-use crate::sandbox;
+use crate::sandbox::simulated;
 use axum::Json;
 use axum::extract::State;
 use axum::response::Response;
-use stablecoin_core::CoreError;
 use stablecoin_core::domain::state::{OpKind, OpStatus, reachable_states};
 use stablecoin_core::engine::SendRequest;
 
@@ -47,9 +46,9 @@ pub async fn send(
         quote_id: body.quote_id.clone(),
     };
     if caller.is_sandbox() {
-        return Ok(accepted(sandbox::send(&app, &caller, &req).await?, None));
+        let v = app.engine.sandbox().send(caller.tenant(), &req).await?;
+        return Ok(accepted(simulated(&app, "/v1/transfers/send", v), None));
     }
-    super::require_evm_ready(&app).await?;
     let op = app
         .engine
         .send(caller.tenant(), &req, key.as_deref())
@@ -59,29 +58,19 @@ pub async fn send(
     Ok(accepted(op.into(), Some(loc)))
 }
 
-/// One operation of the caller, of one kind; anything else (another tenant's, another
-/// kind, a simulated id) is 404.
+/// One operation of the caller, of one kind (`Engine::operation_of_kind`: anything else,
+/// a simulated id among them, is 404).
 pub(crate) async fn read_operation(
     app: &AppState,
     caller: &Caller,
     id: &str,
     kind: OpKind,
 ) -> Result<Json<OperationResponse>, ApiError> {
-    let not_found = || {
-        ApiError::from(CoreError::NotFound {
-            kind: kind.as_str(),
-            id: id.chars().take(64).collect(),
-        })
-    };
-    let prefix = format!("{}_", kind.id_prefix());
-    if id.len() > 64 || !id.starts_with(&prefix) {
-        return Err(not_found());
-    }
-    match app.engine.operation(caller.tenant(), id).await {
-        Ok(op) if op.kind == kind => Ok(Json(op.view().into())),
-        Ok(_) | Err(CoreError::NotFound { .. }) => Err(not_found()),
-        Err(e) => Err(e.into()),
-    }
+    let op = app
+        .engine
+        .operation_of_kind(caller.tenant(), id, kind)
+        .await?;
+    Ok(Json(op.view().into()))
 }
 
 /// Read a transfer.

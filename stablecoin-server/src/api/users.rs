@@ -6,7 +6,7 @@ use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody, at};
 use crate::extract::{ApiJson, ApiQuery, IdempotencyKey};
-use crate::sandbox;
+use crate::sandbox::simulated;
 use axum::Json;
 use axum::extract::State;
 use axum::response::Response;
@@ -42,7 +42,8 @@ pub async fn provision(
 ) -> Result<Json<ProvisionResponse>, ApiError> {
     let p = phone("phone_number", &body.phone_number)?;
     if caller.is_sandbox() {
-        return Ok(Json(sandbox::provision(&app, &p).await?));
+        let v = app.engine.sandbox().provision(caller.tenant(), &p).await?;
+        return Ok(Json(simulated(&app, "/v1/users/provision", v)));
     }
     Ok(Json(
         app.engine.provision(caller.tenant(), &p).await?.into(),
@@ -76,9 +77,9 @@ pub async fn fund(
         amount: amount(&body.amount)?,
     };
     if caller.is_sandbox() {
-        return Ok(accepted(sandbox::fund(&app, &req)?, None));
+        let v = app.engine.sandbox().fund(caller.tenant(), &req).await?;
+        return Ok(accepted(simulated(&app, "/v1/users/fund", v), None));
     }
-    super::require_evm_ready(&app).await?;
     let op = app
         .engine
         .fund(caller.tenant(), &req, key.as_deref())
@@ -152,9 +153,9 @@ pub async fn withdraw(
     stablecoin_core::domain::money::Currency::parse(&req.payout_currency)
         .map_err(at("payout_currency"))?;
     if caller.is_sandbox() {
-        return Err(ApiError::sandbox_unsupported("a withdrawal"));
+        let v = app.engine.sandbox().withdraw(caller.tenant(), &req).await?;
+        return Ok(accepted(simulated(&app, "/v1/users/withdraw", v), None));
     }
-    super::require_evm_ready(&app).await?;
     let op = app
         .engine
         .withdraw(caller.tenant(), &req, key.as_deref())
@@ -183,7 +184,12 @@ pub async fn link_request(
 ) -> Result<Json<ChallengeResponse>, ApiError> {
     let p = phone("phone_number", &body.phone_number)?;
     if caller.is_sandbox() {
-        return Ok(Json(sandbox::challenge(&app, "/v1/users/link/request", &p)));
+        let v = app
+            .engine
+            .sandbox()
+            .link_request(caller.tenant(), &p)
+            .await?;
+        return Ok(Json(simulated(&app, "/v1/users/link/request", v)));
     }
     Ok(Json(
         app.engine.link_request(caller.tenant(), &p).await?.into(),
@@ -211,7 +217,12 @@ pub async fn link_confirm(
     let p = phone("phone_number", &body.phone_number)?;
     let code = code_ok(&body.code)?;
     if caller.is_sandbox() {
-        return Err(ApiError::sandbox_unsupported("link confirmation"));
+        let v = app
+            .engine
+            .sandbox()
+            .link_confirm(caller.tenant(), &p, code)
+            .await?;
+        return Ok(Json(simulated(&app, "/v1/users/link/confirm", v)));
     }
     Ok(Json(
         app.engine
@@ -241,11 +252,12 @@ pub async fn phone_change_request(
     let p = phone("phone_number", &body.phone_number)?;
     let new = phone("new_phone_number", &body.new_phone_number)?;
     if caller.is_sandbox() {
-        return Ok(Json(sandbox::challenge(
-            &app,
-            "/v1/users/phone-change/request",
-            &new,
-        )));
+        let v = app
+            .engine
+            .sandbox()
+            .phone_change_request(caller.tenant(), &p, &new)
+            .await?;
+        return Ok(Json(simulated(&app, "/v1/users/phone-change/request", v)));
     }
     Ok(Json(
         app.engine
@@ -278,7 +290,12 @@ pub async fn phone_change_confirm(
     let p = phone("phone_number", &body.phone_number)?;
     let code = code_ok(&body.code)?;
     if caller.is_sandbox() {
-        return Err(ApiError::sandbox_unsupported("phone-change confirmation"));
+        let v = app
+            .engine
+            .sandbox()
+            .phone_change_confirm(caller.tenant(), &p, code)
+            .await?;
+        return Ok(Json(simulated(&app, "/v1/users/phone-change/confirm", v)));
     }
     Ok(Json(
         app.engine

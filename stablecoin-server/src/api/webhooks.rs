@@ -132,11 +132,9 @@ pub struct EndpointListParams {
     pub page: Option<String>,
 }
 
+/// The sandbox rule of webhook mutations (`AuthContext::require_live`).
 fn live_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
-    if caller.is_sandbox() {
-        return Err(ApiError::sandbox_unsupported(what));
-    }
-    Ok(())
+    Ok(caller.0.require_live(what)?)
 }
 
 /// Register a webhook endpoint of either family; its signing secret is returned once.
