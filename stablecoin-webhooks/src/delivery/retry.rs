@@ -21,9 +21,11 @@ pub const MAX_RETRY_AFTER_MS: i64 = 24 * 3_600_000;
 pub enum Attempted {
     /// The receiver answered 2xx.
     Delivered,
-    /// Anything else from a usable endpoint (non-2xx, timeout, connection error);
-    /// `retry_after_ms` is the receiver's `Retry-After`, see [`retry_after_ms`].
-    Failed { retry_after_ms: Option<i64> },
+    /// Anything else from a usable endpoint (non-2xx, timeout, connection error).
+    Failed {
+        /// The receiver's `Retry-After` in ms, see [`retry_after_ms`].
+        retry_after_ms: Option<i64>,
+    },
     /// The endpoint was disabled or deleted: nothing was sent, and retrying cannot help.
     EndpointUnusable,
 }
@@ -33,8 +35,11 @@ pub enum Attempted {
 pub enum Next {
     /// Done: the receiver has it.
     Delivered,
-    /// Attempt again `delay_ms` after now.
-    Retry { delay_ms: i64 },
+    /// Attempt again later.
+    Retry {
+        /// How long after now.
+        delay_ms: i64,
+    },
     /// No attempt left (or no endpoint to send to): the delivery is `DEAD`.
     Dead,
 }
