@@ -1,6 +1,6 @@
 //! One attempt: POST a claimed delivery's body to its endpoint with the family's headers,
 //! record what happened ([`Attempt`]), and decide the delivery's next state with the
-//! pure [`retry`](super::retry::retry) schedule. Nothing is committed here.
+//! pure [`retry`] schedule. Nothing is committed here.
 
 use super::deliver::Prepared;
 use super::retry::{Attempted, Next, retry, retry_after_ms};

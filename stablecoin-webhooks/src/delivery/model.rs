@@ -208,7 +208,7 @@ impl Record for Cursor {
     }
 }
 
-/// Settings of a [`Deliverer`].
+/// Settings of a [`Deliverer`](super::Deliverer).
 #[derive(Clone, Debug)]
 pub struct DeliveryConfig {
     /// Per-request timeout.
