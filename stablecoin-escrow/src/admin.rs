@@ -114,31 +114,16 @@ impl EscrowAdmin {
                     reason: "a staff resolution records its reasoning".into(),
                 }
             })?;
-        let actor = staff.actor();
-        for _ in 0..MAX_RETRIES {
-            let v = self.engine.load_any(id).await?;
-            if crate::state::transition(v.record.phase(), action).is_ok() {
-                self.engine.require_can_send().await?;
-            }
-            match self
-                .engine
-                .apply_action(
-                    v,
-                    action,
-                    &actor,
-                    None,
-                    Some(note.clone()),
-                    Some(note.clone()),
-                )
-                .await
-            {
-                Err(EscrowError::Conflict { .. }) => continue,
-                other => return other,
-            }
-        }
-        Err(EscrowError::Conflict {
-            what: format!("escrow {id}"),
-        })
+        self.engine
+            .act(
+                id,
+                action,
+                &staff.actor(),
+                None,
+                Some(note.clone()),
+                Some(note),
+            )
+            .await
     }
 
     /// Authorises returning a whole recoverable balance of one kind to the BUYER's linked

@@ -27,6 +27,8 @@
 //! # Lifecycle
 //!
 //! The state machine is [`state::transition`]; every (state, action) pair is tested.
+//! [`decide`] adds who may ask for what (tenant, staff, worker) and what a permitted
+//! action does; it too is tested over every (state, action, requester).
 //!
 //! | from | trigger | to | also |
 //! |---|---|---|---|
@@ -118,7 +120,7 @@ pub mod view;
 mod worker;
 
 pub use admin::{EscrowAdmin, StaffActor};
-pub use engine::{EscrowEngine, parse_on_behalf_of};
+pub use engine::{Decision, Effect, EscrowEngine, Requester, decide, parse_on_behalf_of};
 pub use error::{EscrowError, EscrowResult};
 pub use events::EscrowEventType;
 pub use model::{EscrowConfig, Party, TRON_MAINNET_CHAIN_ID};

@@ -1,6 +1,10 @@
-//! Every (phase, action) pair of the escrow machine against an explicit table.
+//! Every (phase, action) pair of the escrow machine against an explicit table, and every
+//! (phase, action, requester) triple of the engine's `decide` against the same table.
 
-use stablecoin_escrow::{Action, EscrowState, PayoutPurpose, Phase, TransitionError, transition};
+use stablecoin_escrow::{
+    Action, Decision, Effect, EscrowState, Party, PayoutPurpose, Phase, Requester, TransitionError,
+    decide, transition,
+};
 
 use Action::*;
 use EscrowState::*;
@@ -134,5 +138,108 @@ fn invalid_phases_are_refused() {
         for action in Action::ALL {
             assert!(transition(from, action).is_err());
         }
+    }
+}
+
+/// Who may ask for each action, explicitly.
+fn asker(action: Action) -> Option<Requester> {
+    match action {
+        Release | Refund | Dispute | Cancel => Some(Requester::Tenant),
+        ResolveRelease | ResolveRefund => Some(Requester::Staff),
+        Expire | AutoRelease => Some(Requester::Worker),
+        Fund | PayoutConfirmed | PayoutFailed => None,
+    }
+}
+
+/// What each permitted action does, explicitly.
+fn effect(action: Action) -> Effect {
+    let payout = |purpose, to, staff_resolution| Effect::Payout {
+        purpose,
+        to,
+        staff_resolution,
+    };
+    match action {
+        Cancel | Expire => Effect::CloseUnfunded,
+        Dispute => Effect::Dispute,
+        Release | AutoRelease => payout(PayoutPurpose::Release, Party::Seller, false),
+        Refund => payout(PayoutPurpose::Refund, Party::Buyer, false),
+        ResolveRelease => payout(PayoutPurpose::Release, Party::Seller, true),
+        ResolveRefund => payout(PayoutPurpose::Refund, Party::Buyer, true),
+        Fund | PayoutConfirmed | PayoutFailed => unreachable!("nobody asks for {action}"),
+    }
+}
+
+#[test]
+fn decide_every_phase_action_requester() {
+    assert_eq!(Requester::ALL.len(), 3);
+    let mut allowed = 0;
+    let mut sends = 0;
+    let mut refused = 0;
+    for from in Phase::ALL {
+        for action in Action::ALL {
+            assert_eq!(Requester::of(action), asker(action), "{action}");
+            for by in Requester::ALL {
+                let got = decide(from, action, by);
+                let want = if asker(action) == Some(by) {
+                    expected(from, action)
+                } else {
+                    // Not this requester's to ask, whatever the phase.
+                    Want::Invalid
+                };
+                match (&got, want) {
+                    (Ok(d), Want::To(to)) => {
+                        let want = Decision {
+                            from,
+                            to,
+                            effect: effect(action),
+                        };
+                        assert_eq!(*d, want, "{from} --{action} by {by:?}-->");
+                        assert_eq!(d.sends(), matches!(d.effect, Effect::Payout { .. }));
+                        // A permitted decision is exactly the machine's transition.
+                        assert_eq!(transition(from, action), Ok(to));
+                        allowed += 1;
+                        sends += usize::from(d.sends());
+                    }
+                    (Err(e), Want::Invalid) if e.code() == "INVALID_STATE" => refused += 1,
+                    (Err(e), Want::InFlight) if e.code() == "PAYOUT_IN_FLIGHT" => refused += 1,
+                    (_, want) => {
+                        panic!("{from} --{action} by {by:?}--> got {got:?}, want {want:?}")
+                    }
+                }
+            }
+        }
+    }
+    // 17 machine moves less Fund (1), PayoutConfirmed (4) and PayoutFailed (4), each for
+    // its one requester; five of the eight claim a payout (release, automatic release,
+    // refund and the two resolutions).
+    assert_eq!(allowed, 8);
+    assert_eq!(sends, 5);
+    assert_eq!(allowed + refused, 11 * 11 * 3);
+}
+
+#[test]
+fn decide_refuses_another_requester_s_action_even_where_the_machine_allows_it() {
+    // FUNDED + release is a move of the machine, but only the tenant asks for it.
+    assert!(decide(F, Release, Requester::Tenant).is_ok());
+    for by in [Requester::Staff, Requester::Worker] {
+        let e = decide(F, Release, by).unwrap_err();
+        assert_eq!(e.code(), "INVALID_STATE", "{by:?}");
+    }
+    // A tenant cannot resolve its own dispute, nor a worker expire on the tenant's word.
+    assert_eq!(
+        decide(D, ResolveRelease, Requester::Tenant)
+            .unwrap_err()
+            .code(),
+        "INVALID_STATE"
+    );
+    assert_eq!(
+        decide(C, Expire, Requester::Tenant).unwrap_err().code(),
+        "INVALID_STATE"
+    );
+    // The facts the workers record themselves are nobody's to ask for.
+    for by in Requester::ALL {
+        assert!(decide(C, Fund, by).is_err());
+        assert!(decide(FR, PayoutConfirmed, by).is_err());
+        assert!(decide(DF, PayoutFailed, by).is_err());
     }
 }

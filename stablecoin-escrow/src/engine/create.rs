@@ -1,0 +1,441 @@
+//! Creating a deal: request validation, the parties' linked wallets, admission (TRON
+//! deposits enabled, readiness READY), a fresh deal address, and the one batch that stores
+//! the deal with its first history entry, its `escrow.created` event and the idempotency
+//! record. The sandbox variant validates the same way and stores nothing.
+
+use super::{EscrowEngine, MAX_RETRIES, clean_text, require_tenant_key};
+use crate::error::{EscrowError, EscrowResult, rail_err, store_err};
+use crate::events::EscrowEventType;
+use crate::model::*;
+use crate::state::EscrowState;
+use crate::view::*;
+use serde::Serialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use stablecoin_core::domain::consent::Wallet;
+use stablecoin_core::domain::ids::{EscrowId, TenantId};
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::phone::Phone;
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::engine::{AuthContext, validate_idempotency_key};
+use stablecoin_core::ports::{
+    Batch, IdempotencyRecord, KeyPurpose, RailId, Record, StoreError, get_record_by_unique,
+};
+
+/// Longest partner `reference`.
+const MAX_REFERENCE: usize = 200;
+
+/// A validated create request.
+struct ValidCreate {
+    buyer_phone: Phone,
+    seller_phone: Phone,
+    amount: Micros,
+    token: Token,
+    reference: String,
+    funding_window_secs: u64,
+    auto_release_after_secs: Option<u64>,
+}
+
+impl EscrowEngine {
+    /// `POST /v1/escrows`. A sandbox (test) key gets [`simulate_create`](Self::simulate_create).
+    ///
+    /// Checks, in order: the request (400 class), the parties' wallets (`NOT_FOUND`,
+    /// `NOT_A_MEMBER`, `SAME_WALLET`), admission (`ESCROW_UNAVAILABLE` when TRON deposits
+    /// are disabled, `RAIL_NOT_READY` unless TRON readiness is READY). Nothing is stored
+    /// unless every check passes; then the deal, its first history entry, the
+    /// `escrow.created` event and the idempotency record are one batch.
+    pub async fn create(
+        &self,
+        auth: &AuthContext,
+        req: &CreateEscrowRequest,
+        idempotency_key: Option<&str>,
+    ) -> EscrowResult<EscrowView> {
+        require_tenant_key(auth)?;
+        if auth.is_sandbox() {
+            return self.simulate_create(auth, req).await;
+        }
+        let valid = self.validate_create(req)?;
+        if let Some(key) = idempotency_key {
+            validate_idempotency_key(key)?;
+        }
+        let hash = request_hash("escrow.create", req)?;
+        if let Some(key) = idempotency_key
+            && let Some(found) = self.replay(&auth.tenant, key, &hash).await?
+        {
+            return Ok(found);
+        }
+        let (buyer, seller) = self.parties(&auth.tenant, &valid).await?;
+        self.admit().await?;
+        let actor = Actor::Tenant {
+            tenant: auth.tenant.clone(),
+            api_key_id: auth.key_id.clone(),
+        };
+        for _ in 0..MAX_RETRIES {
+            let now = self.now();
+            let id = EscrowId::generate(now.millis(), self.random10());
+            let address = self
+                .inner
+                .rail
+                .address_for(&KeyPurpose::EscrowDeal(id.0.clone()))
+                .await
+                .map_err(rail_err)?;
+            if self.address_taken(&address).await? {
+                continue;
+            }
+            let mut deal = new_deal(
+                id,
+                &auth.tenant,
+                &valid,
+                buyer.clone(),
+                seller.clone(),
+                address,
+                &self.inner.config,
+                now,
+            );
+            let mut batch = Batch::default();
+            let data = json!({
+                "amount": deal.amount.to_base_units_string(),
+                "escrow_address": deal.escrow_address.0,
+                "funding_expires_at": deal.funding_expires_at.to_rfc3339(),
+            });
+            self.push_event(
+                &mut batch,
+                &mut deal,
+                EscrowEventType::Created,
+                None,
+                &actor,
+                None,
+                None,
+                Some(data),
+                now,
+            )?;
+            batch.puts.push(deal.insert()?);
+            let view = EscrowView::from_deal(&deal);
+            if let Some(key) = idempotency_key {
+                batch.idempotency = Some(IdempotencyRecord {
+                    tenant: auth.tenant.0.clone(),
+                    key: key.to_string(),
+                    request_hash: hash.clone(),
+                    response: serde_json::to_value(&view)
+                        .map_err(|e| EscrowError::Storage(format!("encode response: {e}")))?,
+                    created_at: now,
+                });
+            }
+            match self.inner.store.commit(batch).await {
+                Ok(_) => return Ok(view),
+                Err(StoreError::IdempotencyExists { .. }) => {
+                    let key = idempotency_key.unwrap_or_default();
+                    return self
+                        .replay(&auth.tenant, key, &hash)
+                        .await?
+                        .ok_or(EscrowError::IdempotencyKeyInUse);
+                }
+                // The id or the address is taken (a clash of ids): never reuse, draw again.
+                Err(StoreError::VersionConflict { .. } | StoreError::UniqueViolation { .. }) => {
+                    continue;
+                }
+                Err(e) => return Err(store_err(e)),
+            }
+        }
+        Err(EscrowError::Conflict {
+            what: "a fresh escrow id and address".into(),
+        })
+    }
+
+    /// Sandbox create: the same validation and wallet checks as a live create (no
+    /// admission check: nothing live happens), and a realistic view with a fresh `esc_`
+    /// id and `simulated: true`. Nothing is stored and no event is written, so the id can
+    /// never be fetched, funded or acted on. Its `escrow_address` is derived from a
+    /// separate key path (`escrow/sandbox/<id>`) that no deal and no scanner ever uses.
+    pub async fn simulate_create(
+        &self,
+        auth: &AuthContext,
+        req: &CreateEscrowRequest,
+    ) -> EscrowResult<EscrowView> {
+        require_tenant_key(auth)?;
+        let valid = self.validate_create(req)?;
+        let (buyer, seller) = self.parties(&auth.tenant, &valid).await?;
+        let now = self.now();
+        let id = EscrowId::generate(now.millis(), self.random10());
+        let address = self
+            .inner
+            .rail
+            .address_for(&KeyPurpose::EscrowDeal(format!("sandbox/{id}")))
+            .await
+            .map_err(rail_err)?;
+        let deal = new_deal(
+            id,
+            &auth.tenant,
+            &valid,
+            buyer,
+            seller,
+            address,
+            &self.inner.config,
+            now,
+        );
+        let mut view = EscrowView::from_deal(&deal);
+        view.simulated = true;
+        Ok(view)
+    }
+
+    fn validate_create(&self, req: &CreateEscrowRequest) -> EscrowResult<ValidCreate> {
+        let c = &self.inner.config;
+        let phone = |field: &'static str, s: &str| {
+            Phone::parse(s).map_err(|e| EscrowError::InvalidPhone {
+                field,
+                reason: match e {
+                    stablecoin_core::CoreError::InvalidPhone { reason, .. } => reason,
+                    other => other.to_string(),
+                },
+            })
+        };
+        let buyer_phone = phone("buyer_phone_number", &req.buyer_phone_number)?;
+        let seller_phone = phone("seller_phone_number", &req.seller_phone_number)?;
+        let amount = Micros::parse_whole_tokens(&req.amount)?;
+        let input = || req.amount.chars().take(64).collect::<String>();
+        if amount.is_zero() {
+            return Err(EscrowError::InvalidAmount {
+                input: input(),
+                reason: "amount must be greater than zero".into(),
+            });
+        }
+        if amount > c.max_amount {
+            return Err(EscrowError::InvalidAmount {
+                input: input(),
+                reason: format!(
+                    "amount exceeds the escrow limit of {} tokens",
+                    c.max_amount.get() / 1_000_000
+                ),
+            });
+        }
+        let token = match req.token.as_deref() {
+            None => Token::Usdt,
+            Some(s) => {
+                let t: Token = s.parse()?;
+                if t != Token::Usdt {
+                    return Err(EscrowError::UnsupportedToken {
+                        token: t.to_string(),
+                    });
+                }
+                t
+            }
+        };
+        let reference =
+            clean_text("reference", Some(&req.reference), MAX_REFERENCE)?.ok_or_else(|| {
+                EscrowError::MissingParameter {
+                    field: "reference",
+                    reason: "the partner reference of the deal".into(),
+                }
+            })?;
+        let funding_window_secs = match req.funding_window_secs {
+            None => c.default_funding_window_secs,
+            Some(s) if (c.min_funding_window_secs..=c.max_funding_window_secs).contains(&s) => s,
+            Some(_) => {
+                return Err(EscrowError::InvalidParameter {
+                    field: "funding_window_secs",
+                    reason: format!(
+                        "must be between {} and {} seconds",
+                        c.min_funding_window_secs, c.max_funding_window_secs
+                    ),
+                });
+            }
+        };
+        let auto_release_after_secs = match req.auto_release_after_secs {
+            None => None,
+            Some(s)
+                if (c.min_auto_release_after_secs..=c.max_auto_release_after_secs).contains(&s) =>
+            {
+                Some(s)
+            }
+            Some(_) => {
+                return Err(EscrowError::InvalidParameter {
+                    field: "auto_release_after_secs",
+                    reason: format!(
+                        "must be between {} and {} seconds, or absent for no automatic release",
+                        c.min_auto_release_after_secs, c.max_auto_release_after_secs
+                    ),
+                });
+            }
+        };
+        if buyer_phone == seller_phone {
+            return Err(EscrowError::SameWallet);
+        }
+        Ok(ValidCreate {
+            buyer_phone,
+            seller_phone,
+            amount,
+            token,
+            reference,
+            funding_window_secs,
+            auto_release_after_secs,
+        })
+    }
+
+    async fn parties(
+        &self,
+        tenant: &TenantId,
+        v: &ValidCreate,
+    ) -> EscrowResult<(PartyWallet, PartyWallet)> {
+        let buyer = self
+            .party_wallet(tenant, &v.buyer_phone, Party::Buyer)
+            .await?;
+        let seller = self
+            .party_wallet(tenant, &v.seller_phone, Party::Seller)
+            .await?;
+        if buyer.wallet == seller.wallet {
+            return Err(EscrowError::SameWallet);
+        }
+        Ok((buyer, seller))
+    }
+
+    /// The party's wallet must exist and the tenant must be a member of it; its TRON
+    /// address comes from the wallet record if core stored one, else from the rail.
+    async fn party_wallet(
+        &self,
+        tenant: &TenantId,
+        phone: &Phone,
+        party: Party,
+    ) -> EscrowResult<PartyWallet> {
+        let (field, name) = match party {
+            Party::Buyer => ("buyer_phone_number", "buyer"),
+            Party::Seller => ("seller_phone_number", "seller"),
+        };
+        let w = get_record_by_unique::<Wallet>(&*self.inner.store, &Wallet::phone_key(phone))
+            .await?
+            .ok_or_else(|| EscrowError::NotFound {
+                kind: "wallet",
+                id: phone.masked(),
+                field: Some(field),
+            })?
+            .record;
+        if !w.is_member(tenant) {
+            return Err(EscrowError::NotAMember { party: name });
+        }
+        let address = match w.address(&RailId::Tron.name()) {
+            Some(a) => a.clone(),
+            None => self
+                .inner
+                .rail
+                .address_for(&KeyPurpose::Wallet(w.id.0.clone()))
+                .await
+                .map_err(rail_err)?,
+        };
+        Ok(PartyWallet {
+            wallet: w.id,
+            phone: w.phone,
+            address,
+        })
+    }
+
+    /// Admission (spec 1.6): TRON deposits enabled and sponsored payouts READY.
+    async fn admit(&self) -> EscrowResult<()> {
+        if !self.inner.config.deposits_enabled {
+            return Err(EscrowError::EscrowUnavailable {
+                reason: "TRON deposits are disabled for escrow".into(),
+            });
+        }
+        self.require_can_send().await
+    }
+
+    /// Whether an address already belongs to a deal or a customer wallet.
+    async fn address_taken(
+        &self,
+        address: &stablecoin_core::ports::ChainAddress,
+    ) -> EscrowResult<bool> {
+        let store = &self.inner.store;
+        let deal = store
+            .get_by_unique(&Deal::address_key(address))
+            .await
+            .map_err(store_err)?;
+        let wallet = store
+            .get_by_unique(&Wallet::address_key(&RailId::Tron.name(), address))
+            .await
+            .map_err(store_err)?;
+        Ok(deal.is_some() || wallet.is_some())
+    }
+
+    async fn replay(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+        hash: &str,
+    ) -> EscrowResult<Option<EscrowView>> {
+        let Some(rec) = self
+            .inner
+            .store
+            .idempotency(&tenant.0, key)
+            .await
+            .map_err(store_err)?
+        else {
+            return Ok(None);
+        };
+        if rec.request_hash != hash {
+            return Err(EscrowError::IdempotencyKeyReused);
+        }
+        serde_json::from_value(rec.response)
+            .map(Some)
+            .map_err(|e| EscrowError::Storage(format!("decode stored response: {e}")))
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn new_deal(
+    id: EscrowId,
+    tenant: &TenantId,
+    v: &ValidCreate,
+    buyer: PartyWallet,
+    seller: PartyWallet,
+    escrow_address: stablecoin_core::ports::ChainAddress,
+    config: &EscrowConfig,
+    now: Timestamp,
+) -> Deal {
+    Deal {
+        id,
+        tenant: tenant.clone(),
+        state: EscrowState::Created,
+        payout: None,
+        amount: v.amount,
+        token: v.token,
+        rail: RailId::Tron.name(),
+        network: config.network.clone(),
+        chain_id: config.chain_id,
+        reference: v.reference.clone(),
+        buyer,
+        seller,
+        escrow_address,
+        funding_expires_at: now.plus_secs(v.funding_window_secs as i64),
+        auto_release_after_secs: v.auto_release_after_secs,
+        auto_release_at: None,
+        auto_release_attempted: false,
+        applied: Micros::ZERO,
+        deposited: Default::default(),
+        deposit_count: 0,
+        recoverable: Vec::new(),
+        recoveries: Vec::new(),
+        payout_attempts: 0,
+        recovery_attempts: 0,
+        payout_tx_hash: None,
+        payout_failure_reason: None,
+        funded_at: None,
+        released_at: None,
+        refunded_at: None,
+        disputed_at: None,
+        dispute_reason: None,
+        resolution_note: None,
+        cancelled_at: None,
+        expired_at: None,
+        history_len: 0,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+fn request_hash(operation: &str, request: &impl Serialize) -> EscrowResult<String> {
+    let body = serde_json::to_vec(request)
+        .map_err(|e| EscrowError::Storage(format!("encode request: {e}")))?;
+    let mut h = Sha256::new();
+    h.update(operation.as_bytes());
+    h.update(b"\n");
+    h.update(&body);
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -1,0 +1,214 @@
+//! Loading: built-in defaults, then the TOML file, then `STABLECOIN_*` environment
+//! variables, each variable mapped onto the TOML key it sets.
+
+use super::{Config, ConfigError};
+use serde::Deserialize;
+use std::path::Path;
+
+#[derive(Clone, Copy)]
+enum EnvKind {
+    Str,
+    Int,
+    Bool,
+    IntList,
+}
+
+/// Every environment variable and the TOML key it sets.
+const ENV: &[(&str, &[&str], EnvKind)] = &[
+    ("STABLECOIN_LISTEN", &["listen"], EnvKind::Str),
+    ("STABLECOIN_DATA_DIR", &["data_dir"], EnvKind::Str),
+    ("STABLECOIN_MASTER_SEED", &["master_seed"], EnvKind::Str),
+    (
+        "STABLECOIN_BODY_LIMIT_BYTES",
+        &["body_limit_bytes"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_WORKER_INTERVAL_MS",
+        &["worker_interval_ms"],
+        EnvKind::Int,
+    ),
+    ("STABLECOIN_RUN_WORKERS", &["run_workers"], EnvKind::Bool),
+    ("STABLECOIN_WORKER_NICE", &["worker_nice"], EnvKind::Int),
+    ("STABLECOIN_STORAGE", &["storage", "kind"], EnvKind::Str),
+    ("STABLECOIN_SQLITE_PATH", &["storage", "path"], EnvKind::Str),
+    (
+        "STABLECOIN_SQLITE_MAX_BACKGROUND",
+        &["storage", "max_background"],
+        EnvKind::Int,
+    ),
+    ("STABLECOIN_POSTGRES_URL", &["storage", "url"], EnvKind::Str),
+    (
+        "STABLECOIN_POSTGRES_CONNECT_TIMEOUT_SECS",
+        &["storage", "connect_timeout_secs"],
+        EnvKind::Int,
+    ),
+    ("STABLECOIN_LOG", &["log", "filter"], EnvKind::Str),
+    ("STABLECOIN_LOG_FORMAT", &["log", "format"], EnvKind::Str),
+    (
+        "STABLECOIN_ENGINE_POLL_INTERVAL_MS",
+        &["engine", "poll_interval_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_ENGINE_CLAIM_LEASE_MS",
+        &["engine", "claim_lease_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_ENGINE_UNKNOWN_GRACE_MS",
+        &["engine", "unknown_grace_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_ENGINE_READ_CACHE_MS",
+        &["engine", "read_cache_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_ENGINE_WALLET_CACHE_MS",
+        &["engine", "wallet_cache_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_ENGINE_BATCH_LIMIT",
+        &["engine", "batch_limit"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_ENGINE_WORKER_ID",
+        &["engine", "worker_id"],
+        EnvKind::Str,
+    ),
+    ("STABLECOIN_RAILS_MODE", &["rails", "mode"], EnvKind::Str),
+    (
+        "STABLECOIN_RAILS_EVM_CHAINS",
+        &["rails", "evm_chains"],
+        EnvKind::IntList,
+    ),
+    (
+        "STABLECOIN_RAILS_PRIMARY_EVM_CHAIN",
+        &["rails", "primary_evm_chain"],
+        EnvKind::Int,
+    ),
+    ("STABLECOIN_RAILS_TRON", &["rails", "tron"], EnvKind::Bool),
+    (
+        "STABLECOIN_RAILS_SOLANA",
+        &["rails", "solana"],
+        EnvKind::Bool,
+    ),
+    (
+        "STABLECOIN_SIM_TREASURY_FLOAT",
+        &["sim", "treasury_float"],
+        EnvKind::Str,
+    ),
+    ("STABLECOIN_DEMO", &["demo", "enabled"], EnvKind::Bool),
+    (
+        "STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP",
+        &["webhooks_allow_loopback_http"],
+        EnvKind::Bool,
+    ),
+    (
+        "STABLECOIN_DEMO_TENANT_NAME",
+        &["demo", "tenant_name"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_DEMO_TREASURY_CREDIT",
+        &["demo", "treasury_credit"],
+        EnvKind::Str,
+    ),
+];
+
+/// The environment variables the server reads (besides `STABLECOIN_CONFIG`).
+pub fn env_var_names() -> impl Iterator<Item = &'static str> {
+    ENV.iter().map(|(name, _, _)| *name)
+}
+
+fn env_value(var: &'static str, raw: &str, kind: EnvKind) -> Result<toml::Value, ConfigError> {
+    let err = |e: &str| ConfigError::Env {
+        var,
+        error: e.to_string(),
+    };
+    let int = |s: &str| {
+        s.trim()
+            .parse::<i64>()
+            .map_err(|_| err(&format!("expected an integer, got {s:?}")))
+    };
+    Ok(match kind {
+        EnvKind::Str => toml::Value::String(raw.to_string()),
+        EnvKind::Int => toml::Value::Integer(int(raw)?),
+        EnvKind::Bool => match raw.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => toml::Value::Boolean(true),
+            "0" | "false" | "no" | "off" => toml::Value::Boolean(false),
+            other => return Err(err(&format!("expected true or false, got {other:?}"))),
+        },
+        EnvKind::IntList => toml::Value::Array(
+            raw.split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| int(s).map(toml::Value::Integer))
+                .collect::<Result<_, _>>()?,
+        ),
+    })
+}
+
+impl Config {
+    /// Loads defaults, then `file` (if any), then the environment as read by `env`.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let (mut table, origin) = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+                    path: path.display().to_string(),
+                    error: e.to_string(),
+                })?;
+                let table: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+                    path: path.display().to_string(),
+                    error: e.to_string(),
+                })?;
+                (table, path.display().to_string())
+            }
+            None => (toml::Table::new(), "(defaults)".to_string()),
+        };
+        let mut from_env = false;
+        for (var, path, kind) in ENV {
+            let Some(raw) = env(var) else { continue };
+            from_env = true;
+            let value = env_value(var, &raw, *kind)?;
+            let mut t = &mut table;
+            for key in &path[..path.len() - 1] {
+                let entry = t
+                    .entry(key.to_string())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                t = match entry {
+                    toml::Value::Table(inner) => inner,
+                    _ => {
+                        return Err(ConfigError::Invalid(format!(
+                            "{var}: `{key}` is not a table in the config file"
+                        )));
+                    }
+                };
+            }
+            t.insert(path[path.len() - 1].to_string(), value);
+        }
+        let origin = if from_env {
+            format!("{origin} + environment")
+        } else {
+            origin
+        };
+        let config: Config =
+            Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Parse {
+                path: origin,
+                error: e.to_string(),
+            })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Loads from the process environment.
+    pub fn from_env(file: Option<&Path>) -> Result<Config, ConfigError> {
+        Config::load(file, |k| std::env::var(k).ok())
+    }
+}

@@ -1,0 +1,194 @@
+//! Server configuration: built-in defaults, then an optional TOML file, then
+//! `STABLECOIN_*` environment variables (later wins). Every setting has a default, so no
+//! configuration at all is a valid configuration.
+//!
+//! | TOML key | environment variable | default |
+//! |---|---|---|
+//! | `listen` | `STABLECOIN_LISTEN` | `127.0.0.1:8080` |
+//! | `data_dir` | `STABLECOIN_DATA_DIR` | `stablecoin-data` |
+//! | `master_seed` (64 hex) | `STABLECOIN_MASTER_SEED` | see [`crate::app`] (seed file or ephemeral) |
+//! | `body_limit_bytes` | `STABLECOIN_BODY_LIMIT_BYTES` | `65536` |
+//! | `worker_interval_ms` | `STABLECOIN_WORKER_INTERVAL_MS` | `250` |
+//! | `run_workers` | `STABLECOIN_RUN_WORKERS` | `true` (false: API only, e.g. extra API nodes) |
+//! | `worker_nice` (0-19) | `STABLECOIN_WORKER_NICE` | `10` (Linux: the workers' CPU priority below the API's; 0: equal) |
+//! | `storage.kind` (`memory`/`sqlite`/`postgres`) | `STABLECOIN_STORAGE` | `sqlite` |
+//! | `storage.path` (sqlite) | `STABLECOIN_SQLITE_PATH` | `<data_dir>/stablecoin.db` |
+//! | `storage.max_background` (sqlite) | `STABLECOIN_SQLITE_MAX_BACKGROUND` | `4` (worker commits the writer adds to a group with API commits in it: lower favours API latency under a settlement backlog, higher settlement progress while the API is busy) |
+//! | `storage.url` (postgres) | `STABLECOIN_POSTGRES_URL` | none (required) |
+//! | `storage.connect_timeout_secs` (postgres) | `STABLECOIN_POSTGRES_CONNECT_TIMEOUT_SECS` | `30` |
+//! | `log.filter` | `STABLECOIN_LOG` | `info` |
+//! | `log.format` (`text`/`json`) | `STABLECOIN_LOG_FORMAT` | `text` |
+//! | `engine.poll_interval_ms` | `STABLECOIN_ENGINE_POLL_INTERVAL_MS` | `1000` |
+//! | `engine.claim_lease_ms` | `STABLECOIN_ENGINE_CLAIM_LEASE_MS` | `30000` |
+//! | `engine.unknown_grace_ms` | `STABLECOIN_ENGINE_UNKNOWN_GRACE_MS` | `60000` |
+//! | `engine.batch_limit` | `STABLECOIN_ENGINE_BATCH_LIMIT` | `64` |
+//! | `engine.worker_id` | `STABLECOIN_ENGINE_WORKER_ID` | `server-<pid>` |
+//! | `engine.read_cache_ms` | `STABLECOIN_ENGINE_READ_CACHE_MS` | `1000` (API key and tenant reads reused this long; a key revoked by another process, e.g. the CLI, stops working within it; 0: off) |
+//! | `engine.wallet_cache_ms` | `STABLECOIN_ENGINE_WALLET_CACHE_MS` | `60000` (wallets read by transfers reused this long; every transfer re-checks them at commit, so a change made anywhere is never missed; 0: off) |
+//! | `rails.mode` (`sim`) | `STABLECOIN_RAILS_MODE` | `sim` |
+//! | `rails.evm_chains` | `STABLECOIN_RAILS_EVM_CHAINS` (`137,8453`) | `[137]` |
+//! | `rails.primary_evm_chain` | `STABLECOIN_RAILS_PRIMARY_EVM_CHAIN` | first of `evm_chains` |
+//! | `rails.tron` | `STABLECOIN_RAILS_TRON` | `true` |
+//! | `rails.solana` | `STABLECOIN_RAILS_SOLANA` | `true` |
+//! | `rails.evm.<chain id>` (a table) | file only | none: every chain simulated |
+//! | `rails.tron_node` (a table) | file only | none: TRON simulated |
+//! | `sim.treasury_float` | `STABLECOIN_SIM_TREASURY_FLOAT` | `1000000` (USDC and USDT) |
+//! | `demo.enabled` | `STABLECOIN_DEMO` | `true` |
+//! | `demo.tenant_name` | `STABLECOIN_DEMO_TENANT_NAME` | `Demo Fintech` |
+//! | `demo.treasury_credit` | `STABLECOIN_DEMO_TREASURY_CREDIT` | `10000` (USDC and USDT) |
+//! | `webhooks_allow_loopback_http` | `STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP` | `false` (https only) |
+//!
+//! A chain of `rails.evm_chains` runs on the simulated chain unless it has a
+//! `[rails.evm.<chain id>]` table, which makes it a real chain (feature `evm`, on by
+//! default) with every setting required (nothing about a real chain is guessed):
+//!
+//! ```toml
+//! [rails]
+//! evm_chains = [137]
+//!
+//! [rails.evm.137]
+//! rpc_url = "https://polygon.example/rpc"      # a secret: never logged
+//! entry_point = "0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108"
+//! factory = "0x..."                             # SimpleAccountFactory v0.8
+//! paymaster = "0x..."                           # VerifyingPaymaster, signer = sponsor key
+//! usdc = { address = "0x...", decimals = 6 }    # 18 on BNB Smart Chain
+//! usdt = { address = "0x...", decimals = 6 }    # optional when usdc is set, and back
+//! min_paymaster_deposit_wei = "100000000000000000"
+//! min_bundler_balance_wei = "100000000000000000"
+//! confirmations = 128
+//! scan_start_block = 64000000
+//! # optional: rpc_timeout_ms = 10000, max_scan_blocks = 2000
+//! ```
+//!
+//! Likewise `rails.tron = true` runs the simulated TRON chain unless a `[rails.tron_node]`
+//! table makes it the real TRON rail (feature `tron`, on by default) over java-tron's
+//! HTTP API:
+//!
+//! ```toml
+//! [rails.tron_node]
+//! api_url = "https://api.trongrid.io"          # a secret: never logged
+//! scan_start_block = 70000000
+//! # optional: api_key (sent as TRON-PRO-API-KEY, a secret),
+//! # usdt_contract = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t" (mainnet USDT, the default),
+//! # usdc_contract (read and sent back only: TRON wallets hold USDT), confirmations = 19,
+//! # energy_per_transfer = 65000, bandwidth_per_transfer = 500,
+//! # activation_reserve_sun = 2000000, fee_limit_sun = 100000000, timeout_ms = 10000,
+//! # max_scan_blocks = 100
+//! ```
+//!
+//! The start-up banner prints each real chain's sponsor address (the paymaster's signer
+//! and the bundler, which needs native coin) and the treasury account (which needs the
+//! tokens that fundings pay out).
+//!
+//! The config file is named by `--config` or `STABLECOIN_CONFIG`. Unknown keys in the
+//! file are errors (a typo must not silently fall back to a default). Secrets (the
+//! master seed, the PostgreSQL URL) never appear in `Debug` output or logs.
+//!
+//! The modules: `load` (defaults, file, environment), `validate`, `storage`, `rails` (and
+//! the simulated chains' `sim` settings), `settings` (log, engine, demo) and `secrets`.
+
+mod load;
+mod rails;
+mod secrets;
+mod settings;
+mod storage;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+pub use load::env_var_names;
+pub use rails::{
+    EvmChainSettings, RailsConfig, RailsMode, SimSettings, TokenSettings, TronNodeSettings, Wei,
+};
+pub(crate) use secrets::hex;
+pub use secrets::{Secret, parse_seed};
+pub use settings::{DemoConfig, EngineSettings, LogConfig, LogFormat};
+pub use storage::StorageConfig;
+
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {error}")]
+    Read { path: String, error: String },
+    #[error("invalid config file {path}: {error}")]
+    Parse { path: String, error: String },
+    #[error("invalid environment variable {var}: {error}")]
+    Env { var: &'static str, error: String },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Socket address to listen on.
+    pub listen: String,
+    /// Where durable data lives: the SQLite file and the generated master seed.
+    pub data_dir: PathBuf,
+    /// 32-byte master seed, hex. All customer and service keys derive from it.
+    pub master_seed: Option<Secret>,
+    /// Largest accepted request body.
+    pub body_limit_bytes: usize,
+    /// Pause between two worker ticks.
+    pub worker_interval_ms: u64,
+    /// Run the engine workers (submit, confirm, reconcile, scan) in this process. Several
+    /// API nodes on one database may leave this on (claims keep workers apart) or run
+    /// workers on some nodes only.
+    pub run_workers: bool,
+    /// The workers' nice value (Linux; ignored elsewhere), 0-19: they run on a thread of
+    /// their own at this lower CPU priority, so a settlement backlog takes the CPU the
+    /// API leaves idle instead of the API's latency. 0 runs them at the API's priority.
+    pub worker_nice: i32,
+    pub storage: StorageConfig,
+    pub log: LogConfig,
+    pub engine: EngineSettings,
+    pub rails: RailsConfig,
+    pub sim: SimSettings,
+    pub demo: DemoConfig,
+    /// Accept `http://` webhook URLs on loopback hosts (local development and tests).
+    /// Off by default: elsewhere webhook URLs must be `https://`.
+    pub webhooks_allow_loopback_http: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: "127.0.0.1:8080".into(),
+            data_dir: PathBuf::from("stablecoin-data"),
+            master_seed: None,
+            body_limit_bytes: 64 * 1024,
+            worker_interval_ms: 250,
+            run_workers: true,
+            worker_nice: 10,
+            storage: StorageConfig::default(),
+            log: LogConfig::default(),
+            engine: EngineSettings::default(),
+            rails: RailsConfig::default(),
+            sim: SimSettings::default(),
+            demo: DemoConfig::default(),
+            webhooks_allow_loopback_http: false,
+        }
+    }
+}
+
+impl Config {
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.listen.parse().map_err(|_| {
+            ConfigError::Invalid(format!(
+                "listen {:?} is not a socket address such as 127.0.0.1:8080",
+                self.listen
+            ))
+        })
+    }
+
+    /// The primary EVM chain of `/v1/users/*`.
+    pub fn primary_evm_chain(&self) -> Option<u64> {
+        self.rails
+            .primary_evm_chain
+            .or_else(|| self.rails.evm_chains.first().copied())
+    }
+}

@@ -1,0 +1,190 @@
+//! Rail settings: which chains run, simulated or real, and each real chain's settings.
+
+use super::{ConfigError, Secret};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RailsMode {
+    /// The deterministic in-process chains of `stablecoin-rails` (feature `sim`).
+    #[default]
+    Sim,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RailsConfig {
+    pub mode: RailsMode,
+    /// EVM chain ids to run (137 Polygon, 8453 Base, 56 BNB Smart Chain).
+    pub evm_chains: Vec<u64>,
+    /// The chain of `/v1/users/*` wallets; the first of `evm_chains` when absent.
+    pub primary_evm_chain: Option<u64>,
+    pub tron: bool,
+    pub solana: bool,
+    /// Real EVM chains by chain id (`[rails.evm.137]`); a chain of `evm_chains` without
+    /// one is simulated.
+    pub evm: BTreeMap<String, EvmChainSettings>,
+    /// The real TRON rail; without it (and with `tron`) TRON is simulated.
+    pub tron_node: Option<TronNodeSettings>,
+}
+
+/// The real TRON rail (java-tron's HTTP API, e.g. TronGrid or an own full node).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TronNodeSettings {
+    /// The HTTP API root (`/wallet/*` below it); may carry credentials, so never printed.
+    pub api_url: Secret,
+    /// Sent as `TRON-PRO-API-KEY` (TronGrid).
+    #[serde(default)]
+    pub api_key: Option<Secret>,
+    /// Where the deposit scanners start on a fresh database.
+    pub scan_start_block: u64,
+    #[serde(default = "default_usdt_contract")]
+    pub usdt_contract: String,
+    #[serde(default)]
+    pub usdc_contract: Option<String>,
+    #[serde(default = "default_tron_confirmations")]
+    pub confirmations: u64,
+    #[serde(default = "default_energy_per_transfer")]
+    pub energy_per_transfer: u64,
+    #[serde(default = "default_bandwidth_per_transfer")]
+    pub bandwidth_per_transfer: u64,
+    #[serde(default = "default_activation_reserve_sun")]
+    pub activation_reserve_sun: u64,
+    #[serde(default = "default_fee_limit_sun")]
+    pub fee_limit_sun: i64,
+    #[serde(default = "default_rpc_timeout_ms")]
+    pub timeout_ms: u64,
+    #[serde(default = "default_tron_max_scan_blocks")]
+    pub max_scan_blocks: u64,
+}
+
+fn default_usdt_contract() -> String {
+    "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t".into()
+}
+fn default_tron_confirmations() -> u64 {
+    19
+}
+fn default_energy_per_transfer() -> u64 {
+    65_000
+}
+fn default_bandwidth_per_transfer() -> u64 {
+    500
+}
+fn default_activation_reserve_sun() -> u64 {
+    2_000_000
+}
+fn default_fee_limit_sun() -> i64 {
+    100_000_000
+}
+fn default_tron_max_scan_blocks() -> u64 {
+    100
+}
+
+impl Default for RailsConfig {
+    fn default() -> Self {
+        RailsConfig {
+            mode: RailsMode::Sim,
+            evm_chains: vec![137],
+            primary_evm_chain: None,
+            tron: true,
+            solana: true,
+            evm: BTreeMap::new(),
+            tron_node: None,
+        }
+    }
+}
+
+impl RailsConfig {
+    /// The real chains, by chain id (validated keys).
+    pub fn live_evm(&self) -> Result<BTreeMap<u64, &EvmChainSettings>, ConfigError> {
+        self.evm
+            .iter()
+            .map(|(k, v)| {
+                k.parse::<u64>().map(|id| (id, v)).map_err(|_| {
+                    ConfigError::Invalid(format!(
+                        "rails.evm.{k}: the table name must be a chain id such as 137"
+                    ))
+                })
+            })
+            .collect()
+    }
+}
+
+/// One real EVM chain (ERC-4337 v0.8). Every field without a default is required.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct EvmChainSettings {
+    /// JSON-RPC endpoint; often carries an API key, so never printed.
+    pub rpc_url: Secret,
+    pub entry_point: String,
+    /// SimpleAccountFactory v0.8.
+    pub factory: String,
+    /// The verifying paymaster whose signer is the service's sponsor key.
+    pub paymaster: String,
+    pub usdc: Option<TokenSettings>,
+    pub usdt: Option<TokenSettings>,
+    /// Sends stop being offered (readiness INBOUND_READY) below this paymaster deposit.
+    pub min_paymaster_deposit_wei: Wei,
+    /// Likewise below this native balance of the bundler (sponsor) account.
+    pub min_bundler_balance_wei: Wei,
+    /// Blocks, the transaction's own included, before a payment or deposit is final.
+    pub confirmations: u64,
+    /// Where the deposit scanner starts on a fresh database.
+    pub scan_start_block: u64,
+    #[serde(default = "default_rpc_timeout_ms")]
+    pub rpc_timeout_ms: u64,
+    /// Blocks read per scan at most (default 2000; some providers cap `eth_getLogs`).
+    #[serde(default)]
+    pub max_scan_blocks: Option<u64>,
+}
+
+fn default_rpc_timeout_ms() -> u64 {
+    10_000
+}
+
+/// A token contract and its decimals.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TokenSettings {
+    pub address: String,
+    pub decimals: u8,
+}
+
+/// An amount of wei: a TOML integer, or a decimal string for amounts beyond `i64`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wei(pub u128);
+
+impl<'de> Deserialize<'de> for Wei {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Str(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(v) => Ok(Wei(v.into())),
+            Raw::Str(s) => s.trim().parse::<u128>().map(Wei).map_err(|_| {
+                serde::de::Error::custom(format!("expected a whole number of wei, got {s:?}"))
+            }),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimSettings {
+    /// Whole tokens of USDC and of USDT minted to the service treasury on every simulated
+    /// chain at start (the simulated chains live in memory).
+    pub treasury_float: String,
+}
+
+impl Default for SimSettings {
+    fn default() -> Self {
+        SimSettings {
+            treasury_float: "1000000".into(),
+        }
+    }
+}

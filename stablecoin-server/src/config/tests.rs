@@ -1,0 +1,208 @@
+use super::*;
+use std::collections::HashMap;
+
+fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let m: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k| m.get(k).cloned()
+}
+
+#[test]
+fn no_configuration_is_valid() {
+    let c = Config::load(None, env(&[])).unwrap();
+    assert_eq!(c.listen, "127.0.0.1:8080");
+    assert_eq!(
+        c.storage,
+        StorageConfig::Sqlite {
+            path: None,
+            max_background: 4
+        }
+    );
+    assert_eq!(c.primary_evm_chain(), Some(137));
+    assert!(c.demo.enabled);
+}
+
+#[test]
+fn file_then_env() {
+    let dir = std::env::temp_dir().join(format!("scfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("c.toml");
+    std::fs::write(
+        &path,
+        "listen = \"127.0.0.1:9000\"\n[storage]\nkind = \"sqlite\"\npath = \"/tmp/x.db\"\n[rails]\nevm_chains = [137, 8453]\n",
+    )
+    .unwrap();
+    let c = Config::load(Some(&path), env(&[])).unwrap();
+    assert_eq!(c.listen, "127.0.0.1:9000");
+    assert_eq!(
+        c.storage,
+        StorageConfig::Sqlite {
+            path: Some("/tmp/x.db".into()),
+            max_background: 4
+        }
+    );
+    let c = Config::load(
+        Some(&path),
+        env(&[
+            ("STABLECOIN_LISTEN", "0.0.0.0:1"),
+            ("STABLECOIN_RAILS_EVM_CHAINS", "56"),
+            ("STABLECOIN_DEMO", "false"),
+            ("STABLECOIN_SQLITE_MAX_BACKGROUND", "16"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(
+        c.storage,
+        StorageConfig::Sqlite {
+            path: Some("/tmp/x.db".into()),
+            max_background: 16
+        }
+    );
+    for bad in ["0", "1025"] {
+        let e = Config::load(
+            Some(&path),
+            env(&[("STABLECOIN_SQLITE_MAX_BACKGROUND", bad)]),
+        );
+        assert!(e.is_err(), "max_background {bad} must be refused");
+    }
+    assert_eq!(c.listen, "0.0.0.0:1");
+    assert_eq!(c.rails.evm_chains, vec![56]);
+    assert!(!c.demo.enabled);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn typos_and_bad_values_are_errors() {
+    let dir = std::env::temp_dir().join(format!("scfg2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("c.toml");
+    std::fs::write(&path, "lisen = \"127.0.0.1:9000\"\n").unwrap();
+    assert!(Config::load(Some(&path), env(&[])).is_err());
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(Config::load(None, env(&[("STABLECOIN_DEMO", "maybe")])).is_err());
+    assert!(Config::load(None, env(&[("STABLECOIN_LISTEN", "nowhere")])).is_err());
+    assert!(Config::load(None, env(&[("STABLECOIN_MASTER_SEED", "abc")])).is_err());
+    assert!(Config::load(None, env(&[("STABLECOIN_STORAGE", "mongo")])).is_err());
+    for nice in ["-1", "20"] {
+        assert!(Config::load(None, env(&[("STABLECOIN_WORKER_NICE", nice)])).is_err());
+    }
+    let c = Config::load(None, env(&[("STABLECOIN_WORKER_NICE", "19")])).unwrap();
+    assert_eq!(c.worker_nice, 19);
+    let pg = Config::load(
+        None,
+        env(&[
+            ("STABLECOIN_STORAGE", "postgres"),
+            ("STABLECOIN_POSTGRES_URL", "postgres://u:secretpw@h/db"),
+        ]),
+    )
+    .unwrap();
+    assert!(!format!("{pg:?}").contains("secretpw"), "secrets redacted");
+}
+
+const CHAIN: &str = r#"
+[rails]
+evm_chains = [137, 56]
+[rails.evm.56]
+rpc_url = "https://user:apikey@bsc.example/rpc"
+entry_point = "0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108"
+factory = "0x0000000000000000000000000000000000000f01"
+paymaster = "0x0000000000000000000000000000000000000f02"
+usdc = { address = "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d", decimals = 18 }
+min_paymaster_deposit_wei = "100000000000000000000"
+min_bundler_balance_wei = 100000000000000000
+confirmations = 12
+scan_start_block = 40000000
+"#;
+
+fn load_text(tag: &str, text: &str) -> Result<Config, ConfigError> {
+    let dir = std::env::temp_dir().join(format!("scfg-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("c.toml");
+    std::fs::write(&path, text).unwrap();
+    let c = Config::load(Some(&path), env(&[]));
+    std::fs::remove_dir_all(&dir).ok();
+    c
+}
+
+const TRON: &str = r#"
+[rails.tron_node]
+api_url = "https://api.trongrid.io"
+api_key = "tg-secret-key"
+scan_start_block = 70000000
+usdc_contract = "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8"
+"#;
+
+#[test]
+fn the_real_tron_rail_takes_defaults_except_where_it_starts_scanning() {
+    let c = load_text("tron", TRON).unwrap();
+    let t = c.rails.tron_node.as_ref().unwrap();
+    assert_eq!(t.scan_start_block, 70_000_000);
+    assert_eq!(t.usdt_contract, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t");
+    assert_eq!((t.confirmations, t.energy_per_transfer), (19, 65_000));
+    assert!(!format!("{c:?}").contains("tg-secret-key"), "redacted");
+    let e = load_text(
+        "tron-missing",
+        &TRON.replace("scan_start_block = 70000000\n", ""),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("scan_start_block"), "{e}");
+    let e = load_text("tron-off", &format!("[rails]\ntron = false\n{TRON}"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rails.tron is false"), "{e}");
+    let e = load_text("tron-zero", &format!("{TRON}confirmations = 0\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("confirmations"), "{e}");
+    let e = load_text("tron-typo", &format!("{TRON}energy = 1\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("energy"), "{e}");
+}
+
+#[test]
+fn a_real_evm_chain_is_configured_in_full() {
+    let c = load_text("evm", CHAIN).unwrap();
+    let live = c.rails.live_evm().unwrap();
+    let bsc = live[&56];
+    assert_eq!(bsc.usdc.as_ref().unwrap().decimals, 18);
+    assert_eq!(bsc.min_paymaster_deposit_wei, Wei(10u128.pow(20)));
+    assert_eq!(bsc.min_bundler_balance_wei, Wei(10u128.pow(17)));
+    assert_eq!(bsc.rpc_timeout_ms, 10_000);
+    assert!(!live.contains_key(&137), "137 stays simulated");
+    assert!(
+        !format!("{c:?}").contains("apikey"),
+        "the RPC URL is redacted"
+    );
+}
+
+#[test]
+fn an_incomplete_or_stray_evm_chain_is_refused_with_the_reason() {
+    let missing = CHAIN.replace("scan_start_block = 40000000\n", "");
+    let e = load_text("evm-missing", &missing).unwrap_err().to_string();
+    assert!(e.contains("scan_start_block"), "{e}");
+    let stray = CHAIN.replace("evm_chains = [137, 56]", "evm_chains = [137]");
+    let e = load_text("evm-stray", &stray).unwrap_err().to_string();
+    assert!(e.contains("not in rails.evm_chains"), "{e}");
+    let bad_key = CHAIN.replace("[rails.evm.56]", "[rails.evm.bsc]");
+    let e = load_text("evm-key", &bad_key).unwrap_err().to_string();
+    assert!(e.contains("chain id"), "{e}");
+    let no_token = CHAIN.replace(
+        "usdc = { address = \"0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d\", decimals = 18 }\n",
+        "",
+    );
+    let e = load_text("evm-token", &no_token).unwrap_err().to_string();
+    assert!(e.contains("usdc or usdt"), "{e}");
+    let typo = CHAIN.replace("confirmations", "confirmation");
+    assert!(load_text("evm-typo", &typo).is_err());
+}
+
+#[test]
+fn seeds_parse() {
+    let s = "00".repeat(31) + "ff";
+    assert_eq!(parse_seed(&s).unwrap()[31], 255);
+    assert!(parse_seed("zz").is_err());
+}

@@ -1,0 +1,92 @@
+//! Validation of a loaded configuration: every bound and cross-setting rule, so a bad
+//! configuration stops the server at start with the reason.
+
+use super::{Config, ConfigError, StorageConfig, parse_seed};
+
+impl Config {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |s: String| Err(ConfigError::Invalid(s));
+        self.listen_addr()?;
+        if self.body_limit_bytes < 1024 || self.body_limit_bytes > 16 * 1024 * 1024 {
+            return bad("body_limit_bytes must be between 1024 and 16777216".into());
+        }
+        if self.worker_interval_ms == 0 || self.worker_interval_ms > 600_000 {
+            return bad("worker_interval_ms must be between 1 and 600000".into());
+        }
+        if !(0..=19).contains(&self.worker_nice) {
+            return bad("worker_nice must be between 0 and 19".into());
+        }
+        if let StorageConfig::Sqlite { max_background, .. } = &self.storage
+            && !(1..=1024).contains(max_background)
+        {
+            return bad("storage.max_background must be between 1 and 1024".into());
+        }
+        if self.engine.poll_interval_ms < 0
+            || self.engine.claim_lease_ms <= 0
+            || self.engine.unknown_grace_ms < 0
+            || self.engine.read_cache_ms < 0
+            || self.engine.wallet_cache_ms < 0
+            || self.engine.batch_limit == 0
+        {
+            return bad(
+                "engine: intervals must not be negative, claim_lease_ms and batch_limit positive"
+                    .into(),
+            );
+        }
+        if self.rails.evm_chains.is_empty() {
+            return bad("rails.evm_chains must name at least one EVM chain (e.g. [137])".into());
+        }
+        if let Some(p) = self.rails.primary_evm_chain
+            && !self.rails.evm_chains.contains(&p)
+        {
+            return bad(format!(
+                "rails.primary_evm_chain {p} is not in rails.evm_chains"
+            ));
+        }
+        for (id, chain) in self.rails.live_evm()? {
+            if !self.rails.evm_chains.contains(&id) {
+                return bad(format!(
+                    "rails.evm.{id} is configured but chain {id} is not in rails.evm_chains"
+                ));
+            }
+            if chain.usdc.is_none() && chain.usdt.is_none() {
+                return bad(format!(
+                    "rails.evm.{id}: configure usdc or usdt (address and decimals)"
+                ));
+            }
+            if chain.confirmations == 0 || chain.rpc_timeout_ms == 0 {
+                return bad(format!(
+                    "rails.evm.{id}: confirmations and rpc_timeout_ms must be at least 1"
+                ));
+            }
+        }
+        if let Some(t) = &self.rails.tron_node {
+            if !self.rails.tron {
+                return bad("rails.tron_node is configured but rails.tron is false".into());
+            }
+            if t.confirmations == 0 || t.timeout_ms == 0 || t.max_scan_blocks == 0 {
+                return bad(
+                    "rails.tron_node: confirmations, timeout_ms and max_scan_blocks must be at least 1"
+                        .into(),
+                );
+            }
+            if t.fee_limit_sun <= 0 {
+                return bad("rails.tron_node: fee_limit_sun must be positive".into());
+            }
+        }
+        if let Some(seed) = &self.master_seed {
+            parse_seed(seed.expose()).map_err(ConfigError::Invalid)?;
+        }
+        for (name, v) in [
+            ("sim.treasury_float", &self.sim.treasury_float),
+            ("demo.treasury_credit", &self.demo.treasury_credit),
+        ] {
+            stablecoin_core::domain::money::Micros::parse_whole_tokens(v)
+                .map_err(|e| ConfigError::Invalid(format!("{name}: {e}")))?;
+        }
+        if self.demo.enabled && self.demo.tenant_name.trim().is_empty() {
+            return bad("demo.tenant_name must not be empty".into());
+        }
+        Ok(())
+    }
+}

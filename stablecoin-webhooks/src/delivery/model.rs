@@ -1,0 +1,266 @@
+//! The records of webhook delivery and its settings: endpoints, deliveries and their
+//! attempts, the tenant-scoped event records, the fan-out cursor, and what a round
+//! reports. Kinds and field names are stored: changing them is a data migration.
+
+use crate::payments::is_payments_event_type;
+use crate::signature::Family;
+use serde::{Deserialize, Serialize};
+use stablecoin_core::domain::ids::{TenantId, WebhookEndpointId};
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::ports::record::Record;
+use std::time::Duration;
+
+/// An endpoint failing without a success for this long is disabled (Svix: 5 days).
+pub const AUTO_DISABLE_AFTER_MS: i64 = 5 * 24 * 3_600_000;
+
+/// A registered endpoint of either family.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub id: WebhookEndpointId,
+    pub tenant: TenantId,
+    /// Which family's payloads, headers and secrets it gets.
+    #[serde(default = "wallet_family")]
+    pub family: Family,
+    pub url: String,
+    /// Subscribed event types; only these are delivered.
+    pub events: Vec<String>,
+    /// Signing secret (shown to the tenant once, at registration or rotation).
+    pub secret: String,
+    pub enabled: bool,
+    /// Why it is disabled (by the tenant, or automatically after failing for days).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
+    /// Start of the current run of failures without a success; `None` when healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<Timestamp>,
+    pub created_at: Timestamp,
+}
+
+fn wallet_family() -> Family {
+    Family::Wallet
+}
+
+impl Record for Endpoint {
+    const KIND: &'static str = "webhook_endpoint";
+    fn id(&self) -> String {
+        self.id.0.clone()
+    }
+    fn tenant(&self) -> Option<String> {
+        Some(self.tenant.0.clone())
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+    fn status(&self) -> Option<String> {
+        Some(if self.enabled { "enabled" } else { "disabled" }.into())
+    }
+}
+
+/// Wallet-service event types an endpoint may subscribe to.
+pub const WALLET_EVENT_TYPES: &[&str] = &[
+    "transfer.received",
+    "transfer.settled",
+    "transfer.failed",
+    "swap.settled",
+    "swap.failed",
+    "user.linked",
+    "user.phone_changed",
+];
+
+/// Escrow event types (wallet-service family) are accepted with this prefix
+/// (`escrow.created`, `escrow.funded`, ...; see `stablecoin-escrow`'s `events`).
+pub const ESCROW_PREFIX: &str = "escrow.";
+
+/// The family an event name belongs to, if any.
+pub fn family_of(event_type: &str) -> Option<Family> {
+    if WALLET_EVENT_TYPES.contains(&event_type)
+        || (event_type.starts_with(ESCROW_PREFIX) && event_type.len() > ESCROW_PREFIX.len())
+    {
+        Some(Family::Wallet)
+    } else if is_payments_event_type(event_type) {
+        Some(Family::Payments)
+    } else {
+        None
+    }
+}
+
+/// One attempt, as recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub at: Timestamp,
+    /// HTTP status, absent when no response came (timeout, connection error).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub status: Option<u16>,
+    pub latency_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+}
+
+/// Delivery states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DeliveryState {
+    Pending,
+    Delivered,
+    Dead,
+}
+
+impl DeliveryState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Pending => "PENDING",
+            DeliveryState::Delivered => "DELIVERED",
+            DeliveryState::Dead => "DEAD",
+        }
+    }
+}
+
+/// One event to one endpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    pub id: String,
+    pub tenant: TenantId,
+    pub endpoint: WebhookEndpointId,
+    pub event_id: String,
+    pub event_type: String,
+    /// The exact bytes that are signed and sent (UTF-8 JSON).
+    pub body: String,
+    pub state: DeliveryState,
+    pub next_attempt_at: Option<Timestamp>,
+    pub attempts: Vec<Attempt>,
+    /// The delivery this one replays, if it is a replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
+    /// The delivery that replayed this one (a failed delivery is replayed once per range
+    /// replay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed_by: Option<String>,
+    pub created_at: Timestamp,
+}
+
+impl Record for Delivery {
+    const KIND: &'static str = "webhook_delivery";
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+    fn tenant(&self) -> Option<String> {
+        Some(self.tenant.0.clone())
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+    fn status(&self) -> Option<String> {
+        Some(self.state.as_str().into())
+    }
+    fn due_at(&self) -> Option<Timestamp> {
+        match self.state {
+            DeliveryState::Pending => self.next_attempt_at,
+            _ => None,
+        }
+    }
+}
+
+/// One outbox event as its tenant sees it: what inspection lists and replay re-sends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WebhookEvent {
+    /// The outbox event id (`evt_...`), stable across deliveries and replays.
+    pub id: String,
+    pub tenant: TenantId,
+    pub event_type: String,
+    pub occurred_at: Timestamp,
+    /// The outbox payload, rendered again on replay.
+    pub payload: serde_json::Value,
+    /// Every delivery made of it (first fan-out and replays), oldest first.
+    pub deliveries: Vec<String>,
+    pub replays: u32,
+}
+
+impl Record for WebhookEvent {
+    const KIND: &'static str = "webhook_event";
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+    fn tenant(&self) -> Option<String> {
+        Some(self.tenant.0.clone())
+    }
+    fn created_at(&self) -> Timestamp {
+        self.occurred_at
+    }
+    fn status(&self) -> Option<String> {
+        Some(self.event_type.clone())
+    }
+}
+
+/// The fan-out cursor: the last outbox sequence fanned out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Cursor {
+    pub(super) after_seq: u64,
+    pub(super) created_at: Timestamp,
+}
+
+impl Record for Cursor {
+    const KIND: &'static str = "webhook_cursor";
+    fn id(&self) -> String {
+        "wallet".into()
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+}
+
+/// Settings of a [`Deliverer`](super::Deliverer).
+#[derive(Clone, Debug)]
+pub struct DeliveryConfig {
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// How long a claimed delivery is held before another worker may take it.
+    pub lease_ms: i64,
+    /// Records per step.
+    pub batch_limit: usize,
+    /// Requests in flight at once within a step.
+    pub concurrency: usize,
+    /// Name of this worker (claims); unique per process.
+    pub worker_id: String,
+    /// Accept `http://` URLs on loopback hosts (tests, local development). Elsewhere
+    /// only `https://` is accepted.
+    pub allow_loopback_http: bool,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        DeliveryConfig {
+            timeout: Duration::from_secs(10),
+            lease_ms: 60_000,
+            batch_limit: 64,
+            concurrency: 16,
+            worker_id: "webhooks-1".into(),
+            allow_loopback_http: false,
+        }
+    }
+}
+
+/// What one round did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoundReport {
+    pub fanned_out: usize,
+    pub delivered: usize,
+    pub retried: usize,
+    pub dead: usize,
+    /// Endpoints this round disabled because they had failed for
+    /// [`AUTO_DISABLE_AFTER_MS`].
+    pub auto_disabled: Vec<WebhookEndpointId>,
+}
+
+/// A page of a tenant's records and their total.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub total: u64,
+}
+
+/// An event with its deliveries and their attempts (inspection).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventDetail {
+    pub event: WebhookEvent,
+    pub deliveries: Vec<Delivery>,
+}
