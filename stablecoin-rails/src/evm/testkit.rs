@@ -331,9 +331,11 @@ impl World {
         self.rail.account_of(p).await.expect("account")
     }
 
-    /// Mints to an address as the token issuer would (an external receipt).
-    pub async fn mint(&self, token: EvmAddress, to: &EvmAddress, micros: u64) {
-        self.node
+    /// Mints to an address as the token issuer would (an external receipt); returns the
+    /// transaction's hash (`0x` + 64 hex, as the scanner reports it).
+    pub async fn mint(&self, token: EvmAddress, to: &EvmAddress, micros: u64) -> String {
+        let receipt = self
+            .node
             .send(
                 Some(token),
                 abi::call(
@@ -343,6 +345,10 @@ impl World {
                 0,
             )
             .await;
+        receipt["transactionHash"]
+            .as_str()
+            .expect("transactionHash")
+            .to_string()
     }
 
     pub async fn usdc_of(&self, who: &EvmAddress) -> u128 {

@@ -450,6 +450,23 @@ impl LiteSvmRpc {
         let _ = self.lock().svm.airdrop(to, lamports);
     }
 
+    /// Sets the lamports of an account (a system account when missing), as a test's
+    /// genesis would: drains a fee payer below a threshold, or refills it.
+    pub fn set_lamports(&self, address: &Pubkey, lamports: u64) {
+        let mut s = self.lock();
+        let mut account = s.svm.get_account(address).unwrap_or(Account {
+            lamports: 0,
+            data: vec![],
+            owner: codec::SYSTEM_PROGRAM_ID,
+            executable: false,
+            rent_epoch: 0,
+        });
+        account.lamports = lamports;
+        s.svm
+            .set_account(*address, account)
+            .expect("set account lamports");
+    }
+
     /// Lamports of an account (0 when missing).
     pub fn lamports(&self, address: &Pubkey) -> u64 {
         self.lock().svm.get_balance(address).unwrap_or(0)
