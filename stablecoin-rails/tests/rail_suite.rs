@@ -338,8 +338,8 @@ mod tron {
 mod solana {
     use async_trait::async_trait;
     use stablecoin_core::domain::money::{Micros, Token};
-    use stablecoin_core::memory::LocalSigner;
-    use stablecoin_core::ports::{ChainAddress, Rail, ReadinessStatus};
+    use stablecoin_core::memory::{LocalSigner, MemoryStore, SystemClock};
+    use stablecoin_core::ports::{ChainAddress, Rail, ReadinessStatus, StoreJournal};
     use stablecoin_core::testkit::{RailHarness, rail_suite};
     use stablecoin_rails::solana::codec::{MAINNET_USDC_MINT, MAINNET_USDT_MINT};
     use stablecoin_rails::solana::testkit::{LiteSvmRpc, SendFault};
@@ -368,11 +368,13 @@ mod solana {
                 finality_timeout_ms: 10_000,
                 ..SolanaConfig::mainnet()
             };
+            let store = Arc::new(MemoryStore::new());
             let rail = SolanaRail::new(
                 rpc.clone(),
                 Arc::new(LocalSigner::from_seed([29; 32])),
                 config,
-            );
+            )
+            .with_journal(Arc::new(StoreJournal::new(store, Arc::new(SystemClock))));
             let fee_payer = rail.fee_payer().await.expect("fee payer");
             rpc.set_lamports(&fee_payer, 10 * SOL);
             SolanaHarness {

@@ -1,7 +1,7 @@
 //! [`SolanaRail`]: the [`Rail`] port over any [`SolanaRpc`].
 
 use super::codec::{self, TransferLeg};
-use super::journal::{MemoryJournal, SendJournal, SendRecord, SendState, SolanaSendInfo};
+use super::journal::{SendRecord, SendState, SolanaSendInfo};
 use super::rpc::{Commitment, RpcError, SignatureStatus, SignaturesQuery, SolanaRpc, codes};
 use super::scan;
 use async_trait::async_trait;
@@ -14,9 +14,9 @@ use solana_signature::Signature;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::memory::signer::verify_ed25519;
 use stablecoin_core::ports::{
-    ChainAddress, Curve, Inbound, KeyPurpose, LegRole, PaymentLeg, Rail, RailError, RailId,
-    RailPayment, Readiness, ReadinessStatus, ScanBatch, Signer, SignerError, Submission,
-    SubmissionStatus,
+    ChainAddress, Curve, Inbound, KeyPurpose, LegRole, MemoryJournal, PaymentLeg, Rail, RailError,
+    RailId, RailJournal, RailPayment, Readiness, ReadinessStatus, ScanBatch, Signer, SignerError,
+    Submission, SubmissionStatus,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::str::FromStr;
@@ -124,7 +124,8 @@ pub struct SolanaRail {
     rpc: Arc<dyn SolanaRpc>,
     signer: Arc<dyn Signer>,
     config: SolanaConfig,
-    journal: Arc<dyn SendJournal>,
+    /// Where each payment's [`SendRecord`] is written before its broadcast.
+    journal: Arc<dyn RailJournal>,
     fee_payer: Mutex<Option<Pubkey>>,
     payment_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -293,26 +294,43 @@ pub async fn sign_transaction(
 }
 
 impl SolanaRail {
-    /// A rail with an in-process [`MemoryJournal`].
+    /// A rail whose send journal is in memory (a [`MemoryJournal`]: forgotten by a
+    /// restart); a deployment adds a durable one with [`with_journal`](Self::with_journal).
     pub fn new(rpc: Arc<dyn SolanaRpc>, signer: Arc<dyn Signer>, config: SolanaConfig) -> Self {
-        Self::with_journal(rpc, signer, config, Arc::new(MemoryJournal::new()))
-    }
-
-    /// A rail with a caller-supplied (durable) [`SendJournal`].
-    pub fn with_journal(
-        rpc: Arc<dyn SolanaRpc>,
-        signer: Arc<dyn Signer>,
-        config: SolanaConfig,
-        journal: Arc<dyn SendJournal>,
-    ) -> Self {
         SolanaRail {
             rpc,
             signer,
             config,
-            journal,
+            journal: Arc::new(MemoryJournal::new()),
             fee_payer: Mutex::new(None),
             payment_locks: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Keeps the send journal in `journal` (a deployment passes a durable one, such as
+    /// `StoreJournal` over its database): a rail restarted over it reconciles the sends
+    /// in flight by their signatures instead of forgetting them.
+    pub fn with_journal(mut self, journal: Arc<dyn RailJournal>) -> Self {
+        self.journal = journal;
+        self
+    }
+
+    /// The journaled record of a payment: the signed transaction and where it stands.
+    pub async fn send_record(&self, payment_id: &str) -> Result<Option<SendRecord>, RailError> {
+        crate::journal::load_entry(
+            &*self.journal,
+            &self.id().name(),
+            payment_id,
+            SendRecord::from_entry,
+        )
+        .await
+    }
+
+    /// Writes `record` to the journal; durable (with a durable journal) when it returns.
+    async fn journal_save(&self, record: &SendRecord) -> Result<(), RailError> {
+        self.journal
+            .save(&self.id().name(), &record.payment_id, &record.to_entry()?)
+            .await
     }
 
     pub fn config(&self) -> &SolanaConfig {
@@ -654,7 +672,7 @@ impl SolanaRail {
     /// What the rail recorded for a payment id: signature, fee payer,
     /// `created_recipient_ata`, rent paid. `None` for an unknown id.
     pub async fn send_info(&self, payment_id: &str) -> Result<Option<SolanaSendInfo>, RailError> {
-        Ok(self.journal.load(payment_id).await?.map(|r| r.info))
+        Ok(self.send_record(payment_id).await?.map(|r| r.info))
     }
 
     fn payment_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -708,7 +726,7 @@ impl SolanaRail {
         let digest = Self::digest(payment);
         let mut superseded = Vec::new();
         let mut attempts = 0;
-        if let Some(mut rec) = self.journal.load(&payment.id).await? {
+        if let Some(mut rec) = self.send_record(&payment.id).await? {
             if rec.request_digest != digest {
                 return Err(rejected(format!(
                     "payment id {} was already used for a different payment",
@@ -736,7 +754,7 @@ impl SolanaRail {
                     }
                     Reconciled::Expired => {
                         rec.state = SendState::Expired;
-                        self.journal.save(&rec).await?;
+                        self.journal_save(&rec).await?;
                         superseded.push(rec.info.signature.clone());
                     }
                 },
@@ -895,14 +913,14 @@ impl SolanaRail {
             };
             // Journaled before the broadcast: whatever happens next is reconciled by
             // this signature.
-            self.journal.save(&record).await?;
+            self.journal_save(&record).await?;
             match self.broadcast(&signed.wire, &signed.signature).await {
                 Ok(()) => return Ok(Self::result(&record)),
                 Err(RailError::Rejected { reason }) => {
                     record.state = SendState::Rejected {
                         reason: reason.clone(),
                     };
-                    self.journal.save(&record).await?;
+                    self.journal_save(&record).await?;
                     // A node behind the cluster does not know the blockhash yet; the
                     // refused transaction was never forwarded, so a fresh one is safe.
                     if reason.contains(BLOCKHASH_NOT_FOUND) && attempts < 3 {
@@ -1139,7 +1157,7 @@ impl Rail for SolanaRail {
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError> {
         let lock = self.payment_lock(payment_id);
         let _guard = lock.lock().await;
-        let Some(mut rec) = self.journal.load(payment_id).await? else {
+        let Some(mut rec) = self.send_record(payment_id).await? else {
             return Ok(SubmissionStatus::NotFound);
         };
         let tx_hash = rec.info.signature.clone();
@@ -1183,7 +1201,7 @@ impl Rail for SolanaRail {
                 if err.is_none() {
                     self.verify_created(&mut rec, &sig).await;
                 }
-                self.journal.save(&rec).await?;
+                self.journal_save(&rec).await?;
                 Ok(match err {
                     None => SubmissionStatus::Confirmed {
                         tx_hash,
@@ -1211,7 +1229,7 @@ impl Rail for SolanaRail {
             }
             Reconciled::Expired => {
                 rec.state = SendState::Expired;
-                self.journal.save(&rec).await?;
+                self.journal_save(&rec).await?;
                 Ok(SubmissionStatus::NotFound)
             }
         }
