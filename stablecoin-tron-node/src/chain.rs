@@ -144,7 +144,7 @@ pub(crate) enum Control {
     Edit(Box<dyn FnOnce(&mut Chain) + Send>),
 }
 
-/// Test controls callable outside an async context (see [`TronNode::controls`]).
+/// Test controls callable outside an async context (see [`TronNode::controls`](crate::TronNode::controls)).
 #[derive(Default)]
 pub struct Controls {
     pub(crate) queue: std::sync::Mutex<Vec<Control>>,
@@ -156,7 +156,7 @@ impl Controls {
         self.queue.lock().unwrap_or_else(|e| e.into_inner()).push(c);
     }
 
-    /// Deposits `amount` of the token at `contract` to `to` (as [`TronNode::mint_token`]).
+    /// Deposits `amount` of the token at `contract` to `to` (as [`TronNode::mint_token`](crate::TronNode::mint_token)).
     pub fn mint(&self, contract: Addr, to: Addr, amount: u128) {
         self.push(Control::Mint {
             contract,

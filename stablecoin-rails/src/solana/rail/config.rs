@@ -7,7 +7,7 @@ use solana_pubkey::Pubkey;
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::ports::{ChainAddress, KeyPurpose, PaymentLeg, Submission};
 
-/// Settings of a [`SolanaRail`].
+/// Settings of a [`SolanaRail`](super::SolanaRail).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SolanaConfig {
     pub usdc_mint: Pubkey,
@@ -67,7 +67,7 @@ impl SolanaConfig {
     }
 }
 
-/// Result of [`SolanaRail::provision`].
+/// Result of [`SolanaRail::provision`](super::SolanaRail::provision).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SolanaProvisioned {
     /// The customer's durable wallet address (its ed25519 key for the phone).
@@ -81,7 +81,7 @@ pub struct SolanaProvisioned {
     pub signature: Option<String>,
 }
 
-/// A send by asset name or mint address ([`SolanaRail::send`]).
+/// A send by asset name or mint address ([`SolanaRail::send`](super::SolanaRail::send)).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SolanaSend {
     /// Idempotency id of the payment.
@@ -93,7 +93,8 @@ pub struct SolanaSend {
     pub legs: Vec<PaymentLeg>,
 }
 
-/// What [`SolanaRail::send`] and [`SolanaRail::submit_with_info`] return.
+/// What [`SolanaRail::send`](super::SolanaRail::send) and
+/// [`SolanaRail::submit_with_info`](super::SolanaRail::submit_with_info) return.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SolanaSendResult {
     pub submission: Submission,

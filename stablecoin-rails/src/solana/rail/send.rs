@@ -83,7 +83,8 @@ impl SolanaRail {
         Ok(())
     }
 
-    /// [`Rail::submit`] returning the send details too (`created_recipient_ata`).
+    /// [`Rail::submit`](stablecoin_core::ports::Rail::submit) returning the send details
+    /// too (`created_recipient_ata`).
     pub async fn submit_with_info(
         &self,
         payment: &RailPayment,
