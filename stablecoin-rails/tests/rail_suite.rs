@@ -96,7 +96,7 @@ mod evm {
     use stablecoin_core::ports::{ChainAddress, KeyPurpose, Rail, ReadinessStatus, StoreJournal};
     use stablecoin_core::testkit::{RailHarness, rail_suite};
     use stablecoin_rails::evm::testkit::{
-        ETH, World, find_anvil, owner_of, rail_over, shared_anvil,
+        ETH, World, anvil_or_skip, owner_of, rail_over, shared_anvil,
     };
     use stablecoin_rails::evm::{EvmAddress, EvmRail, HttpJsonRpc, JsonRpc, RpcError};
     use std::sync::Arc;
@@ -211,15 +211,9 @@ mod evm {
 
     #[tokio::test]
     async fn the_evm_rail_on_anvil_conforms() {
-        if find_anvil().is_none() {
-            assert!(
-                std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
-                "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
-            );
-            eprintln!("SKIPPED: no anvil binary (set ANVIL or run scripts/evm/install_tools.sh)");
-            return;
+        if anvil_or_skip() {
+            rail_suite(EvmHarness::start).await;
         }
-        rail_suite(EvmHarness::start).await;
     }
 }
 
@@ -342,8 +336,8 @@ mod solana {
     use stablecoin_core::ports::{ChainAddress, Rail, ReadinessStatus, StoreJournal};
     use stablecoin_core::testkit::{RailHarness, rail_suite};
     use stablecoin_rails::solana::codec::{MAINNET_USDC_MINT, MAINNET_USDT_MINT};
-    use stablecoin_rails::solana::testkit::{LiteSvmRpc, SendFault};
-    use stablecoin_rails::solana::{Pubkey, SolanaConfig, SolanaRail};
+    use stablecoin_rails::solana::testkit::{LiteSvmRpc, SendFault, test_config};
+    use stablecoin_rails::solana::{Pubkey, SolanaRail};
     use std::str::FromStr;
     use std::sync::Arc;
 
@@ -360,19 +354,11 @@ mod solana {
             let rpc = Arc::new(LiteSvmRpc::new());
             rpc.create_mint(&MAINNET_USDC_MINT, 6);
             rpc.create_mint(&MAINNET_USDT_MINT, 6);
-            let config = SolanaConfig {
-                scan_enabled: true,
-                sends_enabled: true,
-                min_fee_payer_lamports_for_sends: SOL / 20,
-                poll_interval_ms: 0,
-                finality_timeout_ms: 10_000,
-                ..SolanaConfig::mainnet()
-            };
             let store = Arc::new(MemoryStore::new());
             let rail = SolanaRail::new(
                 rpc.clone(),
                 Arc::new(LocalSigner::from_seed([29; 32])),
-                config,
+                test_config(),
             )
             .with_journal(Arc::new(StoreJournal::new(store, Arc::new(SystemClock))));
             let fee_payer = rail.fee_payer().await.expect("fee payer");

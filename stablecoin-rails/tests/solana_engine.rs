@@ -16,7 +16,7 @@ use stablecoin_core::memory::{
 use stablecoin_core::ports::{ChainAddress, Ledger, Rail, RailId};
 use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
 use stablecoin_rails::solana::codec::{self, MAINNET_USDC_MINT, MAINNET_USDT_MINT};
-use stablecoin_rails::solana::testkit::LiteSvmRpc;
+use stablecoin_rails::solana::testkit::{LiteSvmRpc, test_config};
 use stablecoin_rails::solana::{Pubkey, SolanaConfig, SolanaRail};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -61,11 +61,7 @@ async fn harness(scan_enabled: bool) -> H {
         signer.clone(),
         SolanaConfig {
             scan_enabled,
-            sends_enabled: true,
-            min_fee_payer_lamports_for_sends: SOL / 20,
-            poll_interval_ms: 0,
-            finality_timeout_ms: 10_000,
-            ..SolanaConfig::mainnet()
+            ..test_config()
         },
     ));
     rpc.airdrop(&rail.fee_payer().await.unwrap(), 10 * SOL);

@@ -10,7 +10,7 @@ use stablecoin_core::ports::{
     StoreJournal, SubmissionStatus,
 };
 use stablecoin_rails::solana::codec::{self, MAINNET_USDC_MINT, MAINNET_USDT_MINT};
-use stablecoin_rails::solana::testkit::{LiteSvmRpc, SendFault};
+use stablecoin_rails::solana::testkit::{LiteSvmRpc, SendFault, test_config};
 use stablecoin_rails::solana::{Hash, Pubkey, SolanaConfig, SolanaRail, SolanaSend};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -27,14 +27,7 @@ struct Env {
 }
 
 fn config() -> SolanaConfig {
-    SolanaConfig {
-        scan_enabled: true,
-        sends_enabled: true,
-        min_fee_payer_lamports_for_sends: SOL / 20,
-        poll_interval_ms: 0,
-        finality_timeout_ms: 10_000,
-        ..SolanaConfig::mainnet()
-    }
+    test_config()
 }
 
 async fn env_with(seed: [u8; 32], config: SolanaConfig, fee_payer_lamports: u64) -> Env {

@@ -43,6 +43,21 @@ pub fn find_anvil() -> Option<std::path::PathBuf> {
     })
 }
 
+/// Whether the Anvil tests can run: `false` (after printing SKIPPED) without an anvil
+/// binary, unless `EVM_REQUIRE_ANVIL` is set (as `scripts/test` does), which turns a
+/// missing Anvil into a failure instead of a silent skip.
+pub fn anvil_or_skip() -> bool {
+    if find_anvil().is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
+        "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
+    );
+    eprintln!("SKIPPED: no anvil binary (set ANVIL or run scripts/evm/install_tools.sh)");
+    false
+}
+
 /// A running Anvil. Dropping it (or this process ending) stops it.
 pub struct Anvil {
     pub url: String,

@@ -21,6 +21,7 @@ mod json;
 pub mod server;
 mod state;
 
+use super::SolanaConfig;
 use super::codec;
 use super::rpc::{
     AccountInfo, Commitment, LatestBlockhash, RpcError, SignatureInfo, SignatureStatus,
@@ -41,6 +42,19 @@ use std::sync::{Mutex, MutexGuard};
 
 /// Blocks a blockhash stays valid for (the validator's `MAX_PROCESSING_AGE`).
 pub const BLOCKHASH_VALIDITY_BLOCKS: u64 = 150;
+
+/// The rail settings the tests run with: mainnet mints, monitoring and sends on, a
+/// 0.05 SOL send threshold, no wait between polls (each status poll advances a slot).
+pub fn test_config() -> SolanaConfig {
+    SolanaConfig {
+        scan_enabled: true,
+        sends_enabled: true,
+        min_fee_payer_lamports_for_sends: 50_000_000,
+        poll_interval_ms: 0,
+        finality_timeout_ms: 10_000,
+        ..SolanaConfig::mainnet()
+    }
+}
 
 /// A fault injected into the next `sendTransaction`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
