@@ -1,6 +1,6 @@
 //! The deal lifecycle suite of `lifecycle.rs`, unchanged, on the real TRON rail: every
 //! deposit is a TRC-20 `Transfer` found by `TronRail::scan` on the local TRON node
-//! (`stablecoin_rails::tron::testkit`, the token on Anvil in CI), every payout a signed
+//! (the `stablecoin-tron-node` crate, the token on Anvil in CI), every payout a signed
 //! TriggerSmartContract from the deal's own address with the sponsor's activation and
 //! Energy/Bandwidth delegation, confirmed at depth 19, and every balance the conservation
 //! checks read is the token's `balanceOf`.

@@ -1,7 +1,8 @@
 //! Reading a rail's entries back from its [`RailJournal`]: one rule for every rail that
-//! journals its sends (EVM, TRON). `null` is how a rail records "nothing in flight" (the
-//! node refused the send), and an entry the rail cannot parse is an outage, not an
-//! absence: reporting it absent would let the engine give up on a payment that may land.
+//! journals its sends (EVM, TRON, Solana). `null` is how a rail records "nothing in
+//! flight" (the node refused the send), and an entry the rail cannot parse is an outage,
+//! not an absence: reporting it absent would let the engine give up on a payment that
+//! may land.
 
 use stablecoin_core::ports::{RailError, RailJournal};
 

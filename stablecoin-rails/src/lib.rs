@@ -14,7 +14,7 @@
 //! - `tron`: native TRON USDT; `solana` (+ `solana-test`): SPL USDC/USDT.
 
 mod cursor;
-#[cfg(any(feature = "tron", feature = "evm"))]
+#[cfg(any(feature = "tron", feature = "evm", feature = "solana"))]
 mod journal;
 #[cfg(any(feature = "tron", feature = "evm"))]
 mod revert;

@@ -25,7 +25,7 @@ use stablecoin_core::ports::{
 use stablecoin_rails::evm::abi::{self, Abi};
 use stablecoin_rails::evm::rpc::hex0x;
 use stablecoin_rails::evm::testkit::{
-    Anvil, ETH, World, confirmed_tx, find_anvil, owner_of, rail_over, wallet,
+    Anvil, ETH, World, anvil_or_skip, confirmed_tx, owner_of, rail_over, wallet,
 };
 use stablecoin_rails::evm::userop::{Nonce, Sponsorship, UserOp, personal_digest};
 use stablecoin_rails::evm::{EvmAddress, EvmRail, HttpJsonRpc, JsonRpc, RpcError, SelfBundler};
@@ -34,12 +34,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 macro_rules! require_anvil {
     () => {
-        if find_anvil().is_none() {
-            assert!(
-                std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
-                "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
-            );
-            eprintln!("SKIPPED: no anvil binary (set ANVIL or run scripts/evm/install_tools.sh)");
+        if !anvil_or_skip() {
             return;
         }
     };

@@ -16,8 +16,8 @@ use stablecoin_core::memory::{
 use stablecoin_core::ports::{ChainAddress, Ledger, Rail, RailId};
 use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
 use stablecoin_rails::solana::codec::{self, MAINNET_USDC_MINT, MAINNET_USDT_MINT};
-use stablecoin_rails::solana::testkit::LiteSvmRpc;
-use stablecoin_rails::solana::{MemoryJournal, Pubkey, SolanaConfig, SolanaRail};
+use stablecoin_rails::solana::testkit::{LiteSvmRpc, test_config};
+use stablecoin_rails::solana::{Pubkey, SolanaConfig, SolanaRail};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -56,18 +56,13 @@ async fn harness(scan_enabled: bool) -> H {
     let rpc = Arc::new(LiteSvmRpc::new());
     rpc.create_mint(&MAINNET_USDC_MINT, 6);
     rpc.create_mint(&MAINNET_USDT_MINT, 6);
-    let rail = Arc::new(SolanaRail::with_journal(
+    let rail = Arc::new(SolanaRail::new(
         rpc.clone(),
         signer.clone(),
         SolanaConfig {
             scan_enabled,
-            sends_enabled: true,
-            min_fee_payer_lamports_for_sends: SOL / 20,
-            poll_interval_ms: 0,
-            finality_timeout_ms: 10_000,
-            ..SolanaConfig::mainnet()
+            ..test_config()
         },
-        Arc::new(MemoryJournal::new()),
     ));
     rpc.airdrop(&rail.fee_payer().await.unwrap(), 10 * SOL);
     // Wallets are phone-keyed on the EVM rail first (simulated here: not under test).

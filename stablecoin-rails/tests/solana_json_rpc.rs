@@ -12,8 +12,8 @@ use stablecoin_core::ports::{
 };
 use stablecoin_rails::solana::codec::{self, MAINNET_USDC_MINT, MAINNET_USDT_MINT};
 use stablecoin_rails::solana::testkit::server::RpcServer;
-use stablecoin_rails::solana::testkit::{LiteSvmRpc, SendFault};
-use stablecoin_rails::solana::{JsonRpcClient, Pubkey, RpcError, SolanaConfig, SolanaRail};
+use stablecoin_rails::solana::testkit::{LiteSvmRpc, SendFault, test_config};
+use stablecoin_rails::solana::{JsonRpcClient, Pubkey, RpcError, SolanaRail};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,18 +33,10 @@ async fn http(usdt_decimals: u8) -> Http {
     kit.create_mint(&MAINNET_USDT_MINT, usdt_decimals);
     let server = RpcServer::start(kit.clone()).await.unwrap();
     let client = Arc::new(JsonRpcClient::new(server.url(), Duration::from_secs(10)).unwrap());
-    let config = SolanaConfig {
-        scan_enabled: true,
-        sends_enabled: true,
-        min_fee_payer_lamports_for_sends: SOL / 20,
-        poll_interval_ms: 0,
-        finality_timeout_ms: 10_000,
-        ..SolanaConfig::mainnet()
-    };
     let rail = SolanaRail::new(
         client.clone(),
         Arc::new(LocalSigner::from_seed([77; 32])),
-        config,
+        test_config(),
     );
     kit.airdrop(&rail.fee_payer().await.unwrap(), 10 * SOL);
     Http {

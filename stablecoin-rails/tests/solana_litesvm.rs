@@ -4,16 +4,14 @@
 
 use serde_json::Value;
 use stablecoin_core::domain::money::{Micros, Token};
-use stablecoin_core::memory::LocalSigner;
+use stablecoin_core::memory::{LocalSigner, MemoryStore, SystemClock};
 use stablecoin_core::ports::{
     ChainAddress, KeyPurpose, LegRole, PaymentLeg, Rail, RailError, RailPayment, ReadinessStatus,
-    SubmissionStatus,
+    StoreJournal, SubmissionStatus,
 };
 use stablecoin_rails::solana::codec::{self, MAINNET_USDC_MINT, MAINNET_USDT_MINT};
-use stablecoin_rails::solana::testkit::{LiteSvmRpc, SendFault};
-use stablecoin_rails::solana::{
-    Hash, MemoryJournal, Pubkey, SendJournal, SolanaConfig, SolanaRail, SolanaSend,
-};
+use stablecoin_rails::solana::testkit::{LiteSvmRpc, SendFault, test_config};
+use stablecoin_rails::solana::{Hash, Pubkey, SolanaConfig, SolanaRail, SolanaSend};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -22,32 +20,23 @@ const SOL: u64 = 1_000_000_000;
 struct Env {
     rpc: Arc<LiteSvmRpc>,
     rail: SolanaRail,
-    journal: Arc<MemoryJournal>,
+    /// Where the rail's send journal lives (a restarted rail over it finds its sends).
+    store: Arc<MemoryStore>,
+    signer: Arc<LocalSigner>,
     fee_payer: Pubkey,
 }
 
 fn config() -> SolanaConfig {
-    SolanaConfig {
-        scan_enabled: true,
-        sends_enabled: true,
-        min_fee_payer_lamports_for_sends: SOL / 20,
-        poll_interval_ms: 0,
-        finality_timeout_ms: 10_000,
-        ..SolanaConfig::mainnet()
-    }
+    test_config()
 }
 
 async fn env_with(seed: [u8; 32], config: SolanaConfig, fee_payer_lamports: u64) -> Env {
     let rpc = Arc::new(LiteSvmRpc::new());
     rpc.create_mint(&MAINNET_USDC_MINT, 6);
     rpc.create_mint(&MAINNET_USDT_MINT, 6);
-    let journal = Arc::new(MemoryJournal::new());
-    let rail = SolanaRail::with_journal(
-        rpc.clone(),
-        Arc::new(LocalSigner::from_seed(seed)),
-        config,
-        journal.clone(),
-    );
+    let store = Arc::new(MemoryStore::new());
+    let signer = Arc::new(LocalSigner::from_seed(seed));
+    let rail = SolanaRail::new(rpc.clone(), signer.clone(), config).with_journal(journal(&store));
     let fee_payer = rail.fee_payer().await.unwrap();
     if fee_payer_lamports > 0 {
         rpc.airdrop(&fee_payer, fee_payer_lamports);
@@ -55,9 +44,15 @@ async fn env_with(seed: [u8; 32], config: SolanaConfig, fee_payer_lamports: u64)
     Env {
         rpc,
         rail,
-        journal,
+        store,
+        signer,
         fee_payer,
     }
+}
+
+/// The send journal of a deployment: records in its store.
+fn journal(store: &Arc<MemoryStore>) -> Arc<StoreJournal> {
+    Arc::new(StoreJournal::new(store.clone(), Arc::new(SystemClock)))
 }
 
 async fn env() -> Env {
@@ -660,6 +655,72 @@ async fn a_lost_response_is_reconciled_by_signature() {
     );
 }
 
+/// A process that broadcast a send and died before learning its outcome: a new rail over
+/// the same journal (a `StoreJournal` on one store) and the same chain reconciles the
+/// payment by its journaled signature; neither its `status` nor a repeated `submit`
+/// broadcasts anything.
+#[tokio::test]
+async fn a_send_survives_a_restart_between_broadcast_and_confirmation() {
+    let e = env().await;
+    let (a, b) = provisioned_pair(&e).await;
+    // From here the chain only moves when the test says so: the send stays below
+    // finality across the restart.
+    e.rpc.set_auto_advance(false);
+    e.rpc.inject(SendFault::LostResponse);
+    let pay = payment("op-restart", &a, "+A", Token::Usdc, &b, 600_000);
+    let broadcasts = e.rpc.calls("sendTransaction");
+    assert_eq!(
+        e.rail.submit(&pay).await.unwrap_err().code(),
+        "SUBMISSION_UNKNOWN"
+    );
+    assert_eq!(e.rpc.calls("sendTransaction"), broadcasts + 1);
+    let signature = e
+        .rail
+        .send_info("op-restart")
+        .await
+        .unwrap()
+        .unwrap()
+        .signature;
+    let config = e.rail.config().clone();
+    drop(e.rail);
+
+    // Without the journal a new process would not know the payment at all.
+    let amnesiac = SolanaRail::new(e.rpc.clone(), e.signer.clone(), config.clone());
+    assert_eq!(
+        amnesiac.status("op-restart").await.unwrap(),
+        SubmissionStatus::NotFound
+    );
+    let restarted =
+        SolanaRail::new(e.rpc.clone(), e.signer.clone(), config).with_journal(journal(&e.store));
+    assert_eq!(
+        restarted.status("op-restart").await.unwrap(),
+        SubmissionStatus::Pending {
+            tx_hash: Some(signature.clone())
+        },
+        "landed, not yet finalized"
+    );
+    e.rpc.set_auto_advance(true);
+    match settle(&restarted, "op-restart").await {
+        SubmissionStatus::Confirmed { tx_hash, .. } => assert_eq!(tx_hash, signature),
+        other => panic!("{other:?}"),
+    }
+    let again = restarted.submit(&pay).await.unwrap();
+    assert_eq!(again.tx_hash, Some(signature));
+    assert_eq!(
+        e.rpc.calls("sendTransaction"),
+        broadcasts + 1,
+        "one broadcast, across the restart"
+    );
+    assert_eq!(
+        restarted.balance(&b, Token::Usdc).await.unwrap(),
+        Micros(600_000)
+    );
+    assert_eq!(
+        restarted.balance(&a, Token::Usdc).await.unwrap(),
+        Micros(4_400_000)
+    );
+}
+
 #[tokio::test]
 async fn a_dropped_send_is_rebroadcast_with_the_same_signature() {
     let e = env().await;
@@ -732,7 +793,7 @@ async fn an_expired_blockhash_is_reconciled_never_blindly_resent() {
     assert_ne!(sub.tx_hash.as_deref(), Some(first.signature.as_str()));
     let info = e.rail.send_info("op-exp").await.unwrap().unwrap();
     assert_eq!(info.attempts, 2);
-    let rec = e.journal.load("op-exp").await.unwrap().unwrap();
+    let rec = e.rail.send_record("op-exp").await.unwrap().unwrap();
     assert_eq!(rec.superseded, vec![first.signature]);
     assert!(matches!(
         settle(&e.rail, "op-exp").await,
@@ -906,7 +967,7 @@ async fn the_rail_sends_exactly_the_fixture_transactions() {
         ))
         .await
         .unwrap();
-    let rec = e.journal.load("fx-1").await.unwrap().unwrap();
+    let rec = e.rail.send_record("fx-1").await.unwrap().unwrap();
     assert_eq!(hex(&rec.wire_base64), want("transfer_existing_recipient"));
     let r = e
         .rail
@@ -921,7 +982,7 @@ async fn the_rail_sends_exactly_the_fixture_transactions() {
         .await
         .unwrap();
     assert!(r.info.created_recipient_ata);
-    let rec = e.journal.load("fx-2").await.unwrap().unwrap();
+    let rec = e.rail.send_record("fx-2").await.unwrap().unwrap();
     assert_eq!(
         hex(&rec.wire_base64),
         want("transfer_creates_recipient_ata")

@@ -1,6 +1,7 @@
-//! Flow tests of [`TronRail`] against the local TRON HTTP API node (`tron-node/`),
-//! through the real HTTP transport ([`HttpTronApi`]), plus the node's own protocol checks
-//! (SIGERROR, TRANSACTION_EXPIRATION_ERROR, DUP_TRANSACTION_ERROR, TAPOS_ERROR).
+//! Flow tests of [`TronRail`] against the local TRON HTTP API node (the
+//! `stablecoin-tron-node` crate), through the real HTTP transport ([`HttpTronApi`]), plus
+//! the node's own protocol checks (SIGERROR, TRANSACTION_EXPIRATION_ERROR,
+//! DUP_TRANSACTION_ERROR, TAPOS_ERROR).
 #![cfg(feature = "tron-test")]
 
 use stablecoin_core::domain::money::{Micros, Token};
@@ -10,9 +11,9 @@ use stablecoin_core::ports::{
     ReadinessStatus, Signer, StoreJournal, SubmissionStatus,
 };
 use stablecoin_rails::tron::client::{BroadcastOutcome, HttpTronApi, TronApi};
-use stablecoin_rails::tron::testkit::{self as tron_node, NodeConfig, TokenBackend, TronNode};
 use stablecoin_rails::tron::tx::{self, Resource, TxHeader};
 use stablecoin_rails::tron::{TronAddress, TronConfig, TronRail};
+use stablecoin_tron_node::{self as tron_node, NodeConfig, TokenBackend, TronNode};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! The reference server on the real TRON rail: `[rails.tron_node]` pointing at the local
-//! TRON HTTP API node (`stablecoin_rails::tron::testkit`, the USDT token executed as EVM
+//! TRON HTTP API node (the `stablecoin-tron-node` crate, the USDT token executed as EVM
 //! bytecode on Anvil when an anvil binary is present), on SQLite, over loopback HTTP.
 //! The node seals a block on every head read, so the server's workers drive the chain.
 //!
@@ -13,9 +13,9 @@ use serde_json::json;
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::{Curve, KeyPurpose, Signer};
 use stablecoin_rails::tron::TronAddress;
-use stablecoin_rails::tron::testkit::{NodeConfig, TronNode, backend_from_env};
 use stablecoin_server::App;
 use stablecoin_server::config::{Secret, StorageConfig, TronNodeSettings};
+use stablecoin_tron_node::{NodeConfig, TronNode, backend_from_env};
 
 const SEED: u8 = 0x7e;
 const A: &str = "+2250700000801";

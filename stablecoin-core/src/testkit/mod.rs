@@ -19,15 +19,23 @@
 //! lists, idempotency records), [`ledger`] (two-phase transfers and balance rules) and
 //! [`workers`] (outbox order, claims, concurrency). `fixtures` holds the helpers they
 //! share.
+//!
+//! [`rail_suite`] is the same for a [`Rail`](crate::ports::Rail) over its chain, through
+//! a [`RailHarness`] the rail's tests supply ([`rail`]); [`wrappers`] holds delegating
+//! `Store` and `Rail` wrappers for tests that override one method.
 
 mod fixtures;
 pub mod ledger;
+pub mod rail;
 pub mod records;
 pub mod workers;
+pub mod wrappers;
 
 pub use ledger::*;
+pub use rail::{RailHarness, rail_suite};
 pub use records::*;
 pub use workers::*;
+pub use wrappers::*;
 
 use crate::ports::ledger::Ledger;
 use crate::ports::store::Store;

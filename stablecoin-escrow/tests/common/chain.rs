@@ -2,7 +2,7 @@
 //! either backend:
 //! - `Sim`: the simulated TRON rail ([`SimRail`]), deterministic and instant;
 //! - `Tron`: the real [`TronRail`] over HTTP against the local TRON node
-//!   (`stablecoin_rails::tron::testkit`), the token executed as EVM bytecode on Anvil
+//!   (the `stablecoin-tron-node` crate), the token executed as EVM bytecode on Anvil
 //!   when an anvil binary is present (required when `TRON_REQUIRE_ANVIL` is set, as in
 //!   CI), the node's native TRC-20 ledger otherwise. The node seals a block on every
 //!   head read, so the chain advances as the workers poll it, as the simulated rail's
@@ -18,9 +18,9 @@ use stablecoin_core::ports::{
     ChainAddress, Clock, KeyPurpose, Rail, RailError, RailId, RailPayment, Readiness, ScanBatch,
     Signer, StoreJournal, Submission, SubmissionStatus,
 };
-use stablecoin_rails::tron::testkit::{self, Controls, NodeConfig, TronNode};
 use stablecoin_rails::tron::{HttpTronApi, TronAddress, TronConfig, TronRail};
 use stablecoin_rails::{Fault, SimConfig, SimProfile, SimRail};
+use stablecoin_tron_node::{self as testkit, Controls, NodeConfig, TronNode};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

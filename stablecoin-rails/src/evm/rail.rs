@@ -14,14 +14,17 @@
 //! - `tx_hash` is the bundle transaction's hash; the user-operation hash is kept beside
 //!   it. An unknown outcome is reconciled from the bundle receipt or, failing that, from
 //!   the EntryPoint's `UserOperationEvent` log, never by sending again.
+//!
+//! Split by concern: `config` (the chain profile), `submitted` (what the rail remembers
+//! of each payment, written through to its journal) and `operations` (building,
+//! sponsoring and signing a user operation, and reading its fate from the EntryPoint's
+//! logs); this file holds the rail, its constructors and its [`Rail`] implementation.
 
 use super::abi::{self, Abi, keccak};
 use super::address::EvmAddress;
 use super::bundler::{BundleError, Bundler};
-use super::rpc::{Eth, JsonRpc, Log, RpcError, address_topic, hex0x, topic_address};
-use super::userop::{
-    AccountFactory, Call, Nonce, Sponsorship, UserOp, erc20_transfer_call, execute_batch_call,
-};
+use super::rpc::{Eth, JsonRpc, RpcError, address_topic, hex0x, topic_address};
+use super::userop::{AccountFactory, Nonce};
 use async_trait::async_trait;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
@@ -31,190 +34,13 @@ use stablecoin_core::ports::{
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-/// ERC1967Proxy's creation code as SimpleAccountFactory v0.8 embeds it (cut out of the
-/// factory's runtime code by `scripts/evm/build_artifacts.sh`).
-pub const ERC1967_PROXY_V08: &str = include_str!("erc1967_proxy_v08.hex");
+mod config;
+mod operations;
+mod submitted;
 
-/// One stablecoin contract on the chain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EvmToken {
-    pub address: EvmAddress,
-    /// 6 for USDC/USDT on Polygon and Base, 18 for BNB Smart Chain's Binance-Peg tokens.
-    pub decimals: u8,
-}
-
-impl EvmToken {
-    fn scale(&self) -> u128 {
-        10u128.pow(u32::from(self.decimals.saturating_sub(6)))
-    }
-
-    /// Micro-units to the token's base units (exact).
-    pub fn base_units(&self, m: Micros) -> u128 {
-        u128::from(m.0) * self.scale()
-    }
-
-    /// Base units to micro-units, rounding down (dust below a micro-unit is not spendable
-    /// through the service and is never shown).
-    pub fn micros(&self, base: u128) -> Option<Micros> {
-        u64::try_from(base / self.scale()).ok().map(Micros)
-    }
-}
-
-/// Gas limits of the operations the rail builds. Fixed rather than estimated: the batch
-/// shapes are known and bounded, and unused gas is refunded to the paymaster.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GasPolicy {
-    pub verification_gas: u128,
-    /// Verification when the operation also deploys the account.
-    pub deploy_verification_gas: u128,
-    pub call_gas_base: u128,
-    pub call_gas_per_transfer: u128,
-    pub pre_verification_gas: u128,
-    pub paymaster_verification_gas: u128,
-}
-
-impl Default for GasPolicy {
-    fn default() -> Self {
-        GasPolicy {
-            verification_gas: 120_000,
-            deploy_verification_gas: 500_000,
-            call_gas_base: 40_000,
-            call_gas_per_transfer: 70_000,
-            pre_verification_gas: 60_000,
-            paymaster_verification_gas: 80_000,
-        }
-    }
-}
-
-/// A chain profile. A chain is enabled only with every field set (the constructor
-/// refuses anything missing) and its readiness check passing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EvmConfig {
-    pub chain_id: u64,
-    pub entry_point: EvmAddress,
-    pub factory: EvmAddress,
-    /// The factory's embedded proxy creation code (default: v0.8's).
-    pub proxy_creation_code: Vec<u8>,
-    pub paymaster: EvmAddress,
-    pub usdc: Option<EvmToken>,
-    pub usdt: Option<EvmToken>,
-    /// Below this paymaster deposit in the EntryPoint (wei), sends stop being offered.
-    pub min_paymaster_deposit_wei: u128,
-    /// Below this native balance of the bundler account (wei), likewise.
-    pub min_bundler_balance_wei: u128,
-    /// Blocks (the transaction's own included) before a payment or deposit is confirmed.
-    pub confirmations: u64,
-    /// First block an empty scan cursor starts from.
-    pub scan_start_block: u64,
-    /// Blocks read per `scan` call at most.
-    pub max_scan_blocks: u64,
-    pub gas: GasPolicy,
-}
-
-impl EvmConfig {
-    /// A profile with the chain's defaults (confirmations: 128 on Polygon PoS, 12 on Base
-    /// and BNB Smart Chain) and the v0.8 proxy code; contract addresses must be set.
-    pub fn new(
-        chain_id: u64,
-        entry_point: EvmAddress,
-        factory: EvmAddress,
-        paymaster: EvmAddress,
-    ) -> Self {
-        EvmConfig {
-            chain_id,
-            entry_point,
-            factory,
-            proxy_creation_code: hex::decode(ERC1967_PROXY_V08.trim().trim_start_matches("0x"))
-                .unwrap_or_default(),
-            paymaster,
-            usdc: None,
-            usdt: None,
-            min_paymaster_deposit_wei: 10u128.pow(17),
-            min_bundler_balance_wei: 10u128.pow(17),
-            confirmations: if chain_id == 137 { 128 } else { 12 },
-            scan_start_block: 0,
-            max_scan_blocks: 2_000,
-            gas: GasPolicy::default(),
-        }
-    }
-
-    /// What is missing or inconsistent, if anything.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.usdc.is_none() && self.usdt.is_none() {
-            return Err("no token contract configured (usdc, usdt)".into());
-        }
-        for t in self.usdc.iter().chain(self.usdt.iter()) {
-            if !(6..=30).contains(&t.decimals) {
-                return Err(format!(
-                    "token {} has {} decimals: 6 to 30 are supported",
-                    t.address, t.decimals
-                ));
-            }
-        }
-        if self.proxy_creation_code.is_empty() {
-            return Err("proxy_creation_code is empty".into());
-        }
-        for (name, a) in [
-            ("entry_point", self.entry_point),
-            ("factory", self.factory),
-            ("paymaster", self.paymaster),
-        ] {
-            if a == EvmAddress::ZERO {
-                return Err(format!("{name} is not configured"));
-            }
-        }
-        if self.confirmations == 0 {
-            return Err("confirmations must be at least 1".into());
-        }
-        Ok(())
-    }
-}
-
-/// What the rail remembers of a submitted payment: written to the [`RailJournal`] before
-/// the bundle is sent (without `tx_hash`) and again once it is, so a restarted rail
-/// reconciles an in-flight operation from its `UserOperationEvent`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Submitted {
-    pub sender: EvmAddress,
-    pub user_op_hash: [u8; 32],
-    /// The bundle transaction, when known.
-    pub tx_hash: Option<[u8; 32]>,
-    /// Where to start looking for its `UserOperationEvent`.
-    pub from_block: u64,
-    /// The bundler refused it before sending: nothing is on its way.
-    pub rejected: bool,
-}
-
-impl Submitted {
-    fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "sender": self.sender.to_string(),
-            "user_op_hash": hex0x(&self.user_op_hash),
-            "tx_hash": self.tx_hash.map(|h| hex0x(&h)),
-            "from_block": self.from_block,
-            "rejected": self.rejected,
-        })
-    }
-
-    fn from_json(v: &serde_json::Value) -> Option<Submitted> {
-        let h32 = |s: &str| -> Option<[u8; 32]> {
-            hex::decode(s.trim_start_matches("0x"))
-                .ok()?
-                .try_into()
-                .ok()
-        };
-        Some(Submitted {
-            sender: v.get("sender")?.as_str()?.parse().ok()?,
-            user_op_hash: h32(v.get("user_op_hash")?.as_str()?)?,
-            tx_hash: match v.get("tx_hash")? {
-                serde_json::Value::Null => None,
-                t => Some(h32(t.as_str()?)?),
-            },
-            from_block: v.get("from_block")?.as_u64()?,
-            rejected: v.get("rejected")?.as_bool()?,
-        })
-    }
-}
+pub use config::{ERC1967_PROXY_V08, EvmConfig, EvmToken, GasPolicy};
+pub use operations::call_revert_reason;
+pub use submitted::Submitted;
 
 pub struct EvmRail {
     config: EvmConfig,
@@ -266,30 +92,6 @@ pub fn parse_address(a: &ChainAddress) -> Result<EvmAddress, RailError> {
             reason: e.to_string(),
         },
     )
-}
-
-/// A secp256k1 signature as Solidity's `ECDSA.recover` takes it (v = 27/28).
-async fn sign_for_evm(
-    signer: &dyn Signer,
-    purpose: &KeyPurpose,
-    digest: &[u8; 32],
-) -> Result<Vec<u8>, RailError> {
-    let mut sig = signer
-        .sign(purpose, Curve::Secp256k1, digest)
-        .await
-        .map_err(|e| RailError::Unavailable {
-            reason: format!("signer: {e}"),
-        })?
-        .0;
-    if sig.len() != 65 {
-        return Err(RailError::Unavailable {
-            reason: "signer returned a malformed secp256k1 signature".into(),
-        });
-    }
-    if sig[64] < 27 {
-        sig[64] += 27;
-    }
-    Ok(sig)
 }
 
 impl EvmRail {
@@ -361,218 +163,6 @@ impl EvmRail {
             .factory
             .account_address(&self.owner_of(purpose).await?, SALT))
     }
-
-    /// What this process remembers of a payment (user-operation hash beside the
-    /// `tx_hash`); [`EvmRail::lookup`] also reads the journal.
-    pub fn submitted(&self, payment_id: &str) -> Option<Submitted> {
-        self.journal.lock().ok()?.get(payment_id).cloned()
-    }
-
-    /// What the rail knows of a payment, from memory or else from the journal.
-    pub async fn lookup(&self, payment_id: &str) -> Result<Option<Submitted>, RailError> {
-        if let Some(s) = self.submitted(payment_id) {
-            return Ok(Some(s));
-        }
-        let Some(s) = crate::journal::load_entry(
-            &*self.durable,
-            &self.id().name(),
-            payment_id,
-            Submitted::from_json,
-        )
-        .await?
-        else {
-            return Ok(None);
-        };
-        if let Ok(mut j) = self.journal.lock() {
-            j.insert(payment_id.to_string(), s.clone());
-        }
-        Ok(Some(s))
-    }
-
-    /// Records `s` durably, then in memory.
-    async fn remember(&self, payment_id: &str, s: Submitted) -> Result<(), RailError> {
-        self.durable
-            .save(&self.id().name(), payment_id, &s.to_json())
-            .await?;
-        if let Ok(mut j) = self.journal.lock() {
-            j.insert(payment_id.to_string(), s);
-        }
-        Ok(())
-    }
-
-    /// The `UserOperationEvent` of an operation since `from_block`, and the revert reason
-    /// logged beside it when it failed.
-    async fn find_event(
-        &self,
-        topic: (usize, [u8; 32]),
-        from_block: u64,
-        head: u64,
-    ) -> Result<Option<(Log, Option<String>)>, RailError> {
-        let mut topics = vec![Some(vec![user_op_event_topic()]), None, None];
-        topics[topic.0] = Some(vec![topic.1]);
-        let logs = self
-            .eth()
-            .logs(from_block, head, &[self.config.entry_point], &topics)
-            .await
-            .map_err(|e| unavailable("eth_getLogs", e))?;
-        let Some(event) = logs.into_iter().next() else {
-            return Ok(None);
-        };
-        let reason = self.revert_reason_of(&event).await?;
-        Ok(Some((event, reason)))
-    }
-
-    async fn revert_reason_of(&self, event: &Log) -> Result<Option<String>, RailError> {
-        let success = abi::word(&event.data, 1).is_some_and(|w| w[31] == 1);
-        if success {
-            return Ok(None);
-        }
-        let logs = self
-            .eth()
-            .logs(
-                event.block,
-                event.block,
-                &[self.config.entry_point],
-                &[
-                    Some(vec![user_op_revert_topic()]),
-                    Some(vec![event.topics[1]]),
-                ],
-            )
-            .await
-            .map_err(|e| unavailable("eth_getLogs", e))?;
-        Ok(Some(
-            match logs.first().and_then(|l| abi::dynamic_bytes(&l.data, 1)) {
-                Some(data) => call_revert_reason(&data),
-                None => "the operation's calls reverted".into(),
-            },
-        ))
-    }
-
-    fn judge(&self, event: &Log, reason: Option<String>, head: u64) -> SubmissionStatus {
-        let tx_hash = hex0x(&event.tx_hash);
-        if let Some(reason) = reason {
-            return SubmissionStatus::Failed {
-                reason,
-                tx_hash: Some(tx_hash),
-            };
-        }
-        if head + 1 - event.block.min(head) >= self.config.confirmations {
-            SubmissionStatus::Confirmed {
-                tx_hash,
-                block: event.block,
-                created_recipient_account: false,
-            }
-        } else {
-            SubmissionStatus::Pending {
-                tx_hash: Some(tx_hash),
-            }
-        }
-    }
-
-    async fn build(
-        &self,
-        payment: &RailPayment,
-        sender: EvmAddress,
-        owner: EvmAddress,
-    ) -> Result<UserOp, RailError> {
-        let token = self.token(payment.token)?;
-        let mut calls = Vec::new();
-        for leg in payment.legs.iter().filter(|l| !l.amount.is_zero()) {
-            let to = parse_address(&leg.to)?;
-            calls.push(Call {
-                target: token.address,
-                data: erc20_transfer_call(&to, token.base_units(leg.amount)),
-            });
-        }
-        if calls.is_empty() {
-            return Err(rejected("a payment needs at least one leg with an amount"));
-        }
-        let deployed = self
-            .deploying
-            .lock()
-            .map(|d| d.contains(&sender))
-            .unwrap_or(false)
-            || !self
-                .eth()
-                .code(&sender)
-                .await
-                .map_err(|e| unavailable("eth_getCode", e))?
-                .is_empty();
-        let g = self.config.gas;
-        let priority = self
-            .eth()
-            .max_priority_fee()
-            .await
-            .map_err(|e| unavailable("eth_maxPriorityFeePerGas", e))?;
-        let price = self
-            .eth()
-            .gas_price()
-            .await
-            .map_err(|e| unavailable("eth_gasPrice", e))?;
-        let n = calls.len() as u128;
-        Ok(UserOp {
-            sender,
-            nonce: Nonce {
-                key: Nonce::key_for(&payment.id),
-                seq: 0,
-            },
-            init_code: if deployed {
-                Vec::new()
-            } else {
-                self.factory.init_code(&owner, SALT)
-            },
-            call_data: execute_batch_call(&calls),
-            verification_gas_limit: if deployed {
-                g.verification_gas
-            } else {
-                g.deploy_verification_gas
-            },
-            call_gas_limit: g.call_gas_base + n * g.call_gas_per_transfer,
-            pre_verification_gas: g.pre_verification_gas,
-            max_priority_fee_per_gas: priority,
-            max_fee_per_gas: price.saturating_mul(2).saturating_add(priority),
-            paymaster_and_data: Vec::new(),
-            signature: Vec::new(),
-        })
-    }
-
-    /// Sponsors (paymaster signature) and signs (owner) an operation.
-    async fn sponsor_and_sign(
-        &self,
-        op: &mut UserOp,
-        purpose: &KeyPurpose,
-    ) -> Result<[u8; 32], RailError> {
-        let sponsorship = Sponsorship {
-            paymaster: self.config.paymaster,
-            verification_gas_limit: self.config.gas.paymaster_verification_gas,
-            post_op_gas_limit: 0,
-            valid_until: 0,
-            valid_after: 0,
-        };
-        let digest = op.paymaster_digest(&sponsorship, self.config.chain_id);
-        let pm_sig = sign_for_evm(&*self.signer, &KeyPurpose::Sponsor, &digest).await?;
-        op.paymaster_and_data = sponsorship.encode(&pm_sig);
-        let hash = op.hash(&self.config.entry_point, self.config.chain_id);
-        op.signature = sign_for_evm(&*self.signer, purpose, &hash).await?;
-        Ok(hash)
-    }
-}
-
-/// The reason of a reverted `executeBatch`: `ExecuteError(uint256 index, bytes error)`
-/// wraps the failing call's own revert.
-pub fn call_revert_reason(data: &[u8]) -> String {
-    if data.len() > 4 && data[..4] == abi::selector("ExecuteError(uint256,bytes)") {
-        let body = &data[4..];
-        let index = abi::word(body, 0)
-            .and_then(|w| abi::word_u128(&w))
-            .unwrap_or(0);
-        let inner = abi::dynamic_bytes(body, 1).unwrap_or_default();
-        return format!(
-            "call {index} of the batch reverted: {}",
-            abi::revert_reason(&inner)
-        );
-    }
-    abi::revert_reason(data)
 }
 
 #[async_trait]
@@ -959,36 +549,5 @@ impl Rail for EvmRail {
             inbound,
             cursor: next.to_string(),
         })
-    }
-}
-
-impl EvmRail {
-    async fn find_event_by_nonce(
-        &self,
-        sender: &EvmAddress,
-        nonce: &[u8; 32],
-    ) -> Result<Option<Log>, RailError> {
-        let head = self
-            .eth()
-            .block_number()
-            .await
-            .map_err(|e| unavailable("eth_blockNumber", e))?;
-        let logs = self
-            .eth()
-            .logs(
-                self.config.scan_start_block,
-                head,
-                &[self.config.entry_point],
-                &[
-                    Some(vec![user_op_event_topic()]),
-                    None,
-                    Some(vec![address_topic(sender)]),
-                ],
-            )
-            .await
-            .map_err(|e| unavailable("eth_getLogs", e))?;
-        Ok(logs
-            .into_iter()
-            .find(|l| abi::word(&l.data, 0).as_ref() == Some(nonce)))
     }
 }

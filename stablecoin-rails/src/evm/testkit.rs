@@ -43,6 +43,21 @@ pub fn find_anvil() -> Option<std::path::PathBuf> {
     })
 }
 
+/// Whether the Anvil tests can run: `false` (after printing SKIPPED) without an anvil
+/// binary, unless `EVM_REQUIRE_ANVIL` is set (as `scripts/test` does), which turns a
+/// missing Anvil into a failure instead of a silent skip.
+pub fn anvil_or_skip() -> bool {
+    if find_anvil().is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
+        "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
+    );
+    eprintln!("SKIPPED: no anvil binary (set ANVIL or run scripts/evm/install_tools.sh)");
+    false
+}
+
 /// A running Anvil. Dropping it (or this process ending) stops it.
 pub struct Anvil {
     pub url: String,
@@ -331,9 +346,11 @@ impl World {
         self.rail.account_of(p).await.expect("account")
     }
 
-    /// Mints to an address as the token issuer would (an external receipt).
-    pub async fn mint(&self, token: EvmAddress, to: &EvmAddress, micros: u64) {
-        self.node
+    /// Mints to an address as the token issuer would (an external receipt); returns the
+    /// transaction's hash (`0x` + 64 hex, as the scanner reports it).
+    pub async fn mint(&self, token: EvmAddress, to: &EvmAddress, micros: u64) -> String {
+        let receipt = self
+            .node
             .send(
                 Some(token),
                 abi::call(
@@ -343,6 +360,10 @@ impl World {
                 0,
             )
             .await;
+        receipt["transactionHash"]
+            .as_str()
+            .expect("transactionHash")
+            .to_string()
     }
 
     pub async fn usdc_of(&self, who: &EvmAddress) -> u128 {

@@ -1,12 +1,12 @@
-//! The send journal: what the rail signed for each payment id, written before the
-//! transaction is broadcast, so a lost response, a crash or an expired blockhash is
-//! reconciled by the signature's status and never by a blind resend.
+//! What the rail journals for each payment id: the [`SendRecord`] (the signed
+//! transaction and where it stands), written to core's
+//! [`RailJournal`](stablecoin_core::ports::RailJournal) before the transaction is
+//! broadcast, so a lost response, a crash or an expired blockhash is reconciled by the
+//! signature's status and never by a blind resend. With a durable journal
+//! (`StoreJournal`, the deployment's database) that holds across a restart.
 
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use stablecoin_core::ports::{ChainAddress, RailError};
-use std::collections::HashMap;
-use std::sync::Mutex;
 
 /// What a sponsored send did, as the engine and the API report it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,38 +67,16 @@ pub struct SendRecord {
     pub info: SolanaSendInfo,
 }
 
-/// Storage of [`SendRecord`]s by payment id. [`MemoryJournal`] keeps them in the
-/// process; a deployment that restarts while sends are in flight plugs in a durable one
-/// (the same database as its `Store`), or a restart forgets in-flight signatures.
-#[async_trait]
-pub trait SendJournal: Send + Sync {
-    async fn load(&self, payment_id: &str) -> Result<Option<SendRecord>, RailError>;
-    /// Inserts or replaces the record of `record.payment_id`; durable when it returns.
-    async fn save(&self, record: &SendRecord) -> Result<(), RailError>;
-}
-
-/// An in-process [`SendJournal`].
-#[derive(Debug, Default)]
-pub struct MemoryJournal {
-    records: Mutex<HashMap<String, SendRecord>>,
-}
-
-impl MemoryJournal {
-    pub fn new() -> Self {
-        Self::default()
-    }
-}
-
-#[async_trait]
-impl SendJournal for MemoryJournal {
-    async fn load(&self, payment_id: &str) -> Result<Option<SendRecord>, RailError> {
-        let map = self.records.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(map.get(payment_id).cloned())
+impl SendRecord {
+    /// The journal entry: the record as JSON.
+    pub(crate) fn to_entry(&self) -> Result<serde_json::Value, RailError> {
+        serde_json::to_value(self).map_err(|e| RailError::Unavailable {
+            reason: format!("send journal: cannot encode {}: {e}", self.payment_id),
+        })
     }
 
-    async fn save(&self, record: &SendRecord) -> Result<(), RailError> {
-        let mut map = self.records.lock().unwrap_or_else(|e| e.into_inner());
-        map.insert(record.payment_id.clone(), record.clone());
-        Ok(())
+    /// A journal entry read back (`None`: not a record this rail wrote).
+    pub(crate) fn from_entry(entry: &serde_json::Value) -> Option<SendRecord> {
+        SendRecord::deserialize(entry).ok()
     }
 }

@@ -11,9 +11,10 @@
 //! - **Sends** are one transaction: per leg, a `CreateIdempotent` of the recipient's ATA
 //!   if it does not exist (service pays: reported as `created_recipient_ata`), then SPL
 //!   `TransferChecked` signed by the customer as token authority; the service signs as
-//!   fee payer. Idempotent by payment id through a [`SendJournal`] written before the
-//!   broadcast; a lost response or an expired blockhash is reconciled by the signature's
-//!   status (`getSignatureStatuses`, then the finalized block height against the
+//!   fee payer. Idempotent by payment id through the [`SendRecord`] journaled (core's
+//!   `RailJournal`, durable with `StoreJournal`) before the broadcast; a lost response
+//!   or an expired blockhash is reconciled by the signature's status
+//!   (`getSignatureStatuses`, then the finalized block height against the
 //!   blockhash's `lastValidBlockHeight`), never by a blind resend. Only identical signed
 //!   bytes are ever rebroadcast. Native SOL and unknown mints are refused
 //!   ([`SolanaRail::token_for_asset`]).
@@ -39,7 +40,7 @@ pub mod scan;
 #[cfg(feature = "solana-test")]
 pub mod testkit;
 
-pub use journal::{MemoryJournal, SendJournal, SendRecord, SendState, SolanaSendInfo};
+pub use journal::{SendRecord, SendState, SolanaSendInfo};
 pub use json_rpc::JsonRpcClient;
 pub use rail::{
     SignedTransaction, SolanaConfig, SolanaProvisioned, SolanaRail, SolanaSend, SolanaSendResult,

@@ -14,13 +14,6 @@ pub mod proto;
 pub mod rail;
 pub mod tx;
 
-/// Test support, never for production (feature `tron-test`): the local TRON HTTP API
-/// node the flow tests run against. Kept in its own directory because it re-implements
-/// the protocol independently of the rail (its own protobuf, address and signature code).
-#[cfg(feature = "tron-test")]
-#[path = "../../tron-node/mod.rs"]
-pub mod testkit;
-
 pub use address::{AddressError, TronAddress};
 pub use tx::{Resource, SignedTx, TxError, TxHeader, UnsignedTx};
 

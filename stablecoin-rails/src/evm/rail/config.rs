@@ -1,0 +1,144 @@
+//! A chain profile of the EVM rail: contracts, tokens and their decimals, gas limits,
+//! confirmation depth, scan window, and the sponsor thresholds of readiness.
+
+use crate::evm::EvmAddress;
+use stablecoin_core::domain::money::Micros;
+
+/// ERC1967Proxy's creation code as SimpleAccountFactory v0.8 embeds it (cut out of the
+/// factory's runtime code by `scripts/evm/build_artifacts.sh`).
+pub const ERC1967_PROXY_V08: &str = include_str!("../erc1967_proxy_v08.hex");
+
+/// One stablecoin contract on the chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EvmToken {
+    pub address: EvmAddress,
+    /// 6 for USDC/USDT on Polygon and Base, 18 for BNB Smart Chain's Binance-Peg tokens.
+    pub decimals: u8,
+}
+
+impl EvmToken {
+    fn scale(&self) -> u128 {
+        10u128.pow(u32::from(self.decimals.saturating_sub(6)))
+    }
+
+    /// Micro-units to the token's base units (exact).
+    pub fn base_units(&self, m: Micros) -> u128 {
+        u128::from(m.0) * self.scale()
+    }
+
+    /// Base units to micro-units, rounding down (dust below a micro-unit is not spendable
+    /// through the service and is never shown).
+    pub fn micros(&self, base: u128) -> Option<Micros> {
+        u64::try_from(base / self.scale()).ok().map(Micros)
+    }
+}
+
+/// Gas limits of the operations the rail builds. Fixed rather than estimated: the batch
+/// shapes are known and bounded, and unused gas is refunded to the paymaster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GasPolicy {
+    pub verification_gas: u128,
+    /// Verification when the operation also deploys the account.
+    pub deploy_verification_gas: u128,
+    pub call_gas_base: u128,
+    pub call_gas_per_transfer: u128,
+    pub pre_verification_gas: u128,
+    pub paymaster_verification_gas: u128,
+}
+
+impl Default for GasPolicy {
+    fn default() -> Self {
+        GasPolicy {
+            verification_gas: 120_000,
+            deploy_verification_gas: 500_000,
+            call_gas_base: 40_000,
+            call_gas_per_transfer: 70_000,
+            pre_verification_gas: 60_000,
+            paymaster_verification_gas: 80_000,
+        }
+    }
+}
+
+/// A chain profile. A chain is enabled only with every field set (the constructor
+/// refuses anything missing) and its readiness check passing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvmConfig {
+    pub chain_id: u64,
+    pub entry_point: EvmAddress,
+    pub factory: EvmAddress,
+    /// The factory's embedded proxy creation code (default: v0.8's).
+    pub proxy_creation_code: Vec<u8>,
+    pub paymaster: EvmAddress,
+    pub usdc: Option<EvmToken>,
+    pub usdt: Option<EvmToken>,
+    /// Below this paymaster deposit in the EntryPoint (wei), sends stop being offered.
+    pub min_paymaster_deposit_wei: u128,
+    /// Below this native balance of the bundler account (wei), likewise.
+    pub min_bundler_balance_wei: u128,
+    /// Blocks (the transaction's own included) before a payment or deposit is confirmed.
+    pub confirmations: u64,
+    /// First block an empty scan cursor starts from.
+    pub scan_start_block: u64,
+    /// Blocks read per `scan` call at most.
+    pub max_scan_blocks: u64,
+    pub gas: GasPolicy,
+}
+
+impl EvmConfig {
+    /// A profile with the chain's defaults (confirmations: 128 on Polygon PoS, 12 on Base
+    /// and BNB Smart Chain) and the v0.8 proxy code; contract addresses must be set.
+    pub fn new(
+        chain_id: u64,
+        entry_point: EvmAddress,
+        factory: EvmAddress,
+        paymaster: EvmAddress,
+    ) -> Self {
+        EvmConfig {
+            chain_id,
+            entry_point,
+            factory,
+            proxy_creation_code: hex::decode(ERC1967_PROXY_V08.trim().trim_start_matches("0x"))
+                .unwrap_or_default(),
+            paymaster,
+            usdc: None,
+            usdt: None,
+            min_paymaster_deposit_wei: 10u128.pow(17),
+            min_bundler_balance_wei: 10u128.pow(17),
+            confirmations: if chain_id == 137 { 128 } else { 12 },
+            scan_start_block: 0,
+            max_scan_blocks: 2_000,
+            gas: GasPolicy::default(),
+        }
+    }
+
+    /// What is missing or inconsistent, if anything.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.usdc.is_none() && self.usdt.is_none() {
+            return Err("no token contract configured (usdc, usdt)".into());
+        }
+        for t in self.usdc.iter().chain(self.usdt.iter()) {
+            if !(6..=30).contains(&t.decimals) {
+                return Err(format!(
+                    "token {} has {} decimals: 6 to 30 are supported",
+                    t.address, t.decimals
+                ));
+            }
+        }
+        if self.proxy_creation_code.is_empty() {
+            return Err("proxy_creation_code is empty".into());
+        }
+        for (name, a) in [
+            ("entry_point", self.entry_point),
+            ("factory", self.factory),
+            ("paymaster", self.paymaster),
+        ] {
+            if a == EvmAddress::ZERO {
+                return Err(format!("{name} is not configured"));
+            }
+        }
+        if self.confirmations == 0 {
+            return Err("confirmations must be at least 1".into());
+        }
+        Ok(())
+    }
+}

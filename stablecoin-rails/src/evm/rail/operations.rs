@@ -1,0 +1,240 @@
+//! Building, sponsoring and signing a payment's user operation, and reading its fate
+//! back from the EntryPoint's logs (`UserOperationEvent`, the revert reason beside it).
+
+use super::{
+    SALT, parse_address, rejected, unavailable, user_op_event_topic, user_op_revert_topic,
+};
+use crate::evm::rpc::{Log, address_topic, hex0x};
+use crate::evm::userop::{
+    Call, Nonce, Sponsorship, UserOp, erc20_transfer_call, execute_batch_call,
+};
+use crate::evm::{EvmAddress, EvmRail, abi};
+use stablecoin_core::ports::{Curve, KeyPurpose, RailError, RailPayment, Signer, SubmissionStatus};
+
+/// A secp256k1 signature as Solidity's `ECDSA.recover` takes it (v = 27/28).
+async fn sign_for_evm(
+    signer: &dyn Signer,
+    purpose: &KeyPurpose,
+    digest: &[u8; 32],
+) -> Result<Vec<u8>, RailError> {
+    let mut sig = signer
+        .sign(purpose, Curve::Secp256k1, digest)
+        .await
+        .map_err(|e| RailError::Unavailable {
+            reason: format!("signer: {e}"),
+        })?
+        .0;
+    if sig.len() != 65 {
+        return Err(RailError::Unavailable {
+            reason: "signer returned a malformed secp256k1 signature".into(),
+        });
+    }
+    if sig[64] < 27 {
+        sig[64] += 27;
+    }
+    Ok(sig)
+}
+
+impl EvmRail {
+    /// The `UserOperationEvent` of an operation since `from_block`, and the revert reason
+    /// logged beside it when it failed.
+    pub(super) async fn find_event(
+        &self,
+        topic: (usize, [u8; 32]),
+        from_block: u64,
+        head: u64,
+    ) -> Result<Option<(Log, Option<String>)>, RailError> {
+        let mut topics = vec![Some(vec![user_op_event_topic()]), None, None];
+        topics[topic.0] = Some(vec![topic.1]);
+        let logs = self
+            .eth()
+            .logs(from_block, head, &[self.config.entry_point], &topics)
+            .await
+            .map_err(|e| unavailable("eth_getLogs", e))?;
+        let Some(event) = logs.into_iter().next() else {
+            return Ok(None);
+        };
+        let reason = self.revert_reason_of(&event).await?;
+        Ok(Some((event, reason)))
+    }
+
+    pub(super) async fn revert_reason_of(&self, event: &Log) -> Result<Option<String>, RailError> {
+        let success = abi::word(&event.data, 1).is_some_and(|w| w[31] == 1);
+        if success {
+            return Ok(None);
+        }
+        let logs = self
+            .eth()
+            .logs(
+                event.block,
+                event.block,
+                &[self.config.entry_point],
+                &[
+                    Some(vec![user_op_revert_topic()]),
+                    Some(vec![event.topics[1]]),
+                ],
+            )
+            .await
+            .map_err(|e| unavailable("eth_getLogs", e))?;
+        Ok(Some(
+            match logs.first().and_then(|l| abi::dynamic_bytes(&l.data, 1)) {
+                Some(data) => call_revert_reason(&data),
+                None => "the operation's calls reverted".into(),
+            },
+        ))
+    }
+
+    pub(super) fn judge(&self, event: &Log, reason: Option<String>, head: u64) -> SubmissionStatus {
+        let tx_hash = hex0x(&event.tx_hash);
+        if let Some(reason) = reason {
+            return SubmissionStatus::Failed {
+                reason,
+                tx_hash: Some(tx_hash),
+            };
+        }
+        if head + 1 - event.block.min(head) >= self.config.confirmations {
+            SubmissionStatus::Confirmed {
+                tx_hash,
+                block: event.block,
+                created_recipient_account: false,
+            }
+        } else {
+            SubmissionStatus::Pending {
+                tx_hash: Some(tx_hash),
+            }
+        }
+    }
+
+    pub(super) async fn build(
+        &self,
+        payment: &RailPayment,
+        sender: EvmAddress,
+        owner: EvmAddress,
+    ) -> Result<UserOp, RailError> {
+        let token = self.token(payment.token)?;
+        let mut calls = Vec::new();
+        for leg in payment.legs.iter().filter(|l| !l.amount.is_zero()) {
+            let to = parse_address(&leg.to)?;
+            calls.push(Call {
+                target: token.address,
+                data: erc20_transfer_call(&to, token.base_units(leg.amount)),
+            });
+        }
+        if calls.is_empty() {
+            return Err(rejected("a payment needs at least one leg with an amount"));
+        }
+        let deployed = self
+            .deploying
+            .lock()
+            .map(|d| d.contains(&sender))
+            .unwrap_or(false)
+            || !self
+                .eth()
+                .code(&sender)
+                .await
+                .map_err(|e| unavailable("eth_getCode", e))?
+                .is_empty();
+        let g = self.config.gas;
+        let priority = self
+            .eth()
+            .max_priority_fee()
+            .await
+            .map_err(|e| unavailable("eth_maxPriorityFeePerGas", e))?;
+        let price = self
+            .eth()
+            .gas_price()
+            .await
+            .map_err(|e| unavailable("eth_gasPrice", e))?;
+        let n = calls.len() as u128;
+        Ok(UserOp {
+            sender,
+            nonce: Nonce {
+                key: Nonce::key_for(&payment.id),
+                seq: 0,
+            },
+            init_code: if deployed {
+                Vec::new()
+            } else {
+                self.factory.init_code(&owner, SALT)
+            },
+            call_data: execute_batch_call(&calls),
+            verification_gas_limit: if deployed {
+                g.verification_gas
+            } else {
+                g.deploy_verification_gas
+            },
+            call_gas_limit: g.call_gas_base + n * g.call_gas_per_transfer,
+            pre_verification_gas: g.pre_verification_gas,
+            max_priority_fee_per_gas: priority,
+            max_fee_per_gas: price.saturating_mul(2).saturating_add(priority),
+            paymaster_and_data: Vec::new(),
+            signature: Vec::new(),
+        })
+    }
+
+    /// Sponsors (paymaster signature) and signs (owner) an operation.
+    pub(super) async fn sponsor_and_sign(
+        &self,
+        op: &mut UserOp,
+        purpose: &KeyPurpose,
+    ) -> Result<[u8; 32], RailError> {
+        let sponsorship = Sponsorship {
+            paymaster: self.config.paymaster,
+            verification_gas_limit: self.config.gas.paymaster_verification_gas,
+            post_op_gas_limit: 0,
+            valid_until: 0,
+            valid_after: 0,
+        };
+        let digest = op.paymaster_digest(&sponsorship, self.config.chain_id);
+        let pm_sig = sign_for_evm(&*self.signer, &KeyPurpose::Sponsor, &digest).await?;
+        op.paymaster_and_data = sponsorship.encode(&pm_sig);
+        let hash = op.hash(&self.config.entry_point, self.config.chain_id);
+        op.signature = sign_for_evm(&*self.signer, purpose, &hash).await?;
+        Ok(hash)
+    }
+    pub(super) async fn find_event_by_nonce(
+        &self,
+        sender: &EvmAddress,
+        nonce: &[u8; 32],
+    ) -> Result<Option<Log>, RailError> {
+        let head = self
+            .eth()
+            .block_number()
+            .await
+            .map_err(|e| unavailable("eth_blockNumber", e))?;
+        let logs = self
+            .eth()
+            .logs(
+                self.config.scan_start_block,
+                head,
+                &[self.config.entry_point],
+                &[
+                    Some(vec![user_op_event_topic()]),
+                    None,
+                    Some(vec![address_topic(sender)]),
+                ],
+            )
+            .await
+            .map_err(|e| unavailable("eth_getLogs", e))?;
+        Ok(logs
+            .into_iter()
+            .find(|l| abi::word(&l.data, 0).as_ref() == Some(nonce)))
+    }
+}
+
+/// The reason of a reverted `executeBatch`: `ExecuteError(uint256 index, bytes error)`
+/// wraps the failing call's own revert.
+pub fn call_revert_reason(data: &[u8]) -> String {
+    if data.len() > 4 && data[..4] == abi::selector("ExecuteError(uint256,bytes)") {
+        let body = &data[4..];
+        let index = abi::word(body, 0)
+            .and_then(|w| abi::word_u128(&w))
+            .unwrap_or(0);
+        let inner = abi::dynamic_bytes(body, 1).unwrap_or_default();
+        return format!(
+            "call {index} of the batch reverted: {}",
+            abi::revert_reason(&inner)
+        );
+    }
+    abi::revert_reason(data)
+}

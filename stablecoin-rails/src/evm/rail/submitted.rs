@@ -1,0 +1,93 @@
+//! What the rail remembers of each payment ([`Submitted`]): in memory, and written
+//! through to the [`RailJournal`](stablecoin_core::ports::RailJournal) before the bundle
+//! is sent, so a restarted rail finds its operations again.
+
+use crate::evm::rpc::hex0x;
+use crate::evm::{EvmAddress, EvmRail};
+use stablecoin_core::ports::{Rail, RailError};
+
+/// What the rail remembers of a submitted payment: written to the journal before the
+/// bundle is sent (without `tx_hash`) and again once it is, so a restarted rail
+/// reconciles an in-flight operation from its `UserOperationEvent`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submitted {
+    pub sender: EvmAddress,
+    pub user_op_hash: [u8; 32],
+    /// The bundle transaction, when known.
+    pub tx_hash: Option<[u8; 32]>,
+    /// Where to start looking for its `UserOperationEvent`.
+    pub from_block: u64,
+    /// The bundler refused it before sending: nothing is on its way.
+    pub rejected: bool,
+}
+
+impl Submitted {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "sender": self.sender.to_string(),
+            "user_op_hash": hex0x(&self.user_op_hash),
+            "tx_hash": self.tx_hash.map(|h| hex0x(&h)),
+            "from_block": self.from_block,
+            "rejected": self.rejected,
+        })
+    }
+
+    fn from_json(v: &serde_json::Value) -> Option<Submitted> {
+        let h32 = |s: &str| -> Option<[u8; 32]> {
+            hex::decode(s.trim_start_matches("0x"))
+                .ok()?
+                .try_into()
+                .ok()
+        };
+        Some(Submitted {
+            sender: v.get("sender")?.as_str()?.parse().ok()?,
+            user_op_hash: h32(v.get("user_op_hash")?.as_str()?)?,
+            tx_hash: match v.get("tx_hash")? {
+                serde_json::Value::Null => None,
+                t => Some(h32(t.as_str()?)?),
+            },
+            from_block: v.get("from_block")?.as_u64()?,
+            rejected: v.get("rejected")?.as_bool()?,
+        })
+    }
+}
+
+impl EvmRail {
+    /// What this process remembers of a payment (user-operation hash beside the
+    /// `tx_hash`); [`EvmRail::lookup`] also reads the journal.
+    pub fn submitted(&self, payment_id: &str) -> Option<Submitted> {
+        self.journal.lock().ok()?.get(payment_id).cloned()
+    }
+
+    /// What the rail knows of a payment, from memory or else from the journal.
+    pub async fn lookup(&self, payment_id: &str) -> Result<Option<Submitted>, RailError> {
+        if let Some(s) = self.submitted(payment_id) {
+            return Ok(Some(s));
+        }
+        let Some(s) = crate::journal::load_entry(
+            &*self.durable,
+            &self.id().name(),
+            payment_id,
+            Submitted::from_json,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        if let Ok(mut j) = self.journal.lock() {
+            j.insert(payment_id.to_string(), s.clone());
+        }
+        Ok(Some(s))
+    }
+
+    /// Records `s` durably, then in memory.
+    pub(super) async fn remember(&self, payment_id: &str, s: Submitted) -> Result<(), RailError> {
+        self.durable
+            .save(&self.id().name(), payment_id, &s.to_json())
+            .await?;
+        if let Ok(mut j) = self.journal.lock() {
+            j.insert(payment_id.to_string(), s);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,132 @@
+//! What the rail remembers of each payment ([`PaymentRecord`]: its txID, expiry and the
+//! delegations still to reclaim), in memory and written through to the journal before
+//! the broadcast, so a restarted rail reconciles by txID.
+
+use super::{parse_address, rejected};
+use crate::tron::{Resource, TronAddress, TronRail};
+use stablecoin_core::ports::{ChainAddress, RailError};
+use std::collections::HashMap;
+use std::sync::MutexGuard;
+
+/// The journal entry of a payment.
+#[derive(Clone, Debug)]
+pub(super) struct PaymentRecord {
+    pub(super) txid: [u8; 32],
+    pub(super) expiration_ms: i64,
+    pub(super) customer: TronAddress,
+    /// Delegations still to reclaim once the transfer is in a block.
+    pub(super) delegations: Vec<(Resource, u64)>,
+}
+
+impl PaymentRecord {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "txid": hex::encode(self.txid),
+            "expiration_ms": self.expiration_ms,
+            "customer": self.customer.to_base58(),
+            "delegations": self
+                .delegations
+                .iter()
+                .map(|(r, sun)| serde_json::json!({"resource": r.name(), "sun": sun}))
+                .collect::<Vec<_>>(),
+        })
+    }
+
+    fn from_json(v: &serde_json::Value) -> Option<PaymentRecord> {
+        let txid = hex::decode(v.get("txid")?.as_str()?)
+            .ok()?
+            .try_into()
+            .ok()?;
+        let delegations = v
+            .get("delegations")?
+            .as_array()?
+            .iter()
+            .map(|d| {
+                let resource = match d.get("resource")?.as_str()? {
+                    "ENERGY" => Resource::Energy,
+                    "BANDWIDTH" => Resource::Bandwidth,
+                    _ => return None,
+                };
+                Some((resource, d.get("sun")?.as_u64()?))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(PaymentRecord {
+            txid,
+            expiration_ms: v.get("expiration_ms")?.as_i64()?,
+            customer: TronAddress::parse(v.get("customer")?.as_str()?).ok()?,
+            delegations,
+        })
+    }
+}
+
+impl TronRail {
+    /// The record of a payment, from memory or else from the journal.
+    pub(super) async fn record(
+        &self,
+        payment_id: &str,
+    ) -> Result<Option<PaymentRecord>, RailError> {
+        if let Some(r) = self.lock().get(payment_id).cloned() {
+            return Ok(Some(r));
+        }
+        let Some(r) = crate::journal::load_entry(
+            &*self.journal,
+            "tron",
+            payment_id,
+            PaymentRecord::from_json,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        self.lock()
+            .entry(payment_id.to_string())
+            .or_insert_with(|| r.clone());
+        Ok(Some(r))
+    }
+
+    /// Writes the record of `payment_id` (`None`: nothing in flight) to the journal.
+    pub(super) async fn persist(
+        &self,
+        payment_id: &str,
+        record: Option<&PaymentRecord>,
+    ) -> Result<(), RailError> {
+        let entry = record.map_or(serde_json::Value::Null, PaymentRecord::to_json);
+        self.journal.save("tron", payment_id, &entry).await
+    }
+
+    /// Re-seeds the payment id -> txID map after a restart from the `tx_hash` the engine
+    /// persisted. Without `expiration_ms` a never-included transaction stays `Pending`
+    /// (it cannot be declared dead without knowing its expiry).
+    pub fn restore_submission(
+        &self,
+        payment_id: &str,
+        tx_hash: &str,
+        customer: &ChainAddress,
+        expiration_ms: Option<i64>,
+    ) -> Result<(), RailError> {
+        let txid = hex::decode(tx_hash)
+            .ok()
+            .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+            .ok_or_else(|| rejected(format!("invalid TRON txID {tx_hash:?}")))?;
+        let customer = parse_address(customer)?;
+        self.lock()
+            .entry(payment_id.to_string())
+            .or_insert(PaymentRecord {
+                txid,
+                expiration_ms: expiration_ms.unwrap_or(i64::MAX),
+                customer,
+                delegations: vec![],
+            });
+        Ok(())
+    }
+
+    /// The txID recorded for a payment id, if any.
+    pub fn tx_hash_of(&self, payment_id: &str) -> Option<String> {
+        self.lock().get(payment_id).map(|r| hex::encode(r.txid))
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, PaymentRecord>> {
+        // Records stay consistent between statements: a poisoned lock is safe to reuse.
+        self.payments.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

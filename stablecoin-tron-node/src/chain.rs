@@ -1,0 +1,429 @@
+//! The chain state: configuration, accounts, blocks, stored transactions, the queued test
+//! controls, and the block and balance bookkeeping. Broadcast validation and execution
+//! are in `broadcast` and `trigger`.
+
+use crate::Addr;
+use crate::address::addr_from_base58;
+use crate::anvil::Evm;
+use crate::pb;
+use crate::trigger::{evm_of, intrinsic_gas, transfer_call, transfer_log, word};
+use prost::Message;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+// ---- chain state ----------------------------------------------------------------------
+
+/// Where TriggerSmartContract calls execute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenBackend {
+    /// A native TRC-20 ledger in the node (fixed Energy costs).
+    Native,
+    /// The token's real EVM bytecode (`stablecoin-rails/tests/fixtures/tron/usdt_like.json`,
+    /// compiled from `stablecoin-rails/scripts/tron/UsdtLike.sol`) on an Anvil child
+    /// process (hardfork istanbul); Energy is the gas the EVM used minus the intrinsic gas
+    /// TRON does not charge.
+    Anvil,
+}
+
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    pub backend: TokenBackend,
+    pub automine: bool,
+    pub genesis_ms: i64,
+    pub block_interval_ms: i64,
+    pub total_energy_limit: u64,
+    /// Energy weight (TRX) of the rest of the network; local stakes add to it.
+    pub base_energy_weight: u64,
+    pub total_net_limit: u64,
+    pub base_net_weight: u64,
+    pub free_net_limit: u64,
+    pub energy_price_sun: u64,
+    pub bandwidth_price_sun: u64,
+    pub create_account_fee_sun: u64,
+    pub create_account_bandwidth_fee_sun: u64,
+    pub usdt_contract: Addr,
+    /// A second TRC-20 (USDC-like, same bytecode and issuer) at its own address.
+    pub usdc_contract: Addr,
+    pub usdt_issuer: Addr,
+    /// Produce a block before answering every `getnowblock`: the chain advances as its
+    /// clients poll it (block production without a wall clock).
+    pub block_per_head_read: bool,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            backend: TokenBackend::Native,
+            automine: true,
+            genesis_ms: 1_767_225_600_000,
+            block_interval_ms: 3_000,
+            total_energy_limit: 180_000_000_000,
+            base_energy_weight: 18_000_000_000,
+            total_net_limit: 43_200_000_000,
+            base_net_weight: 30_000_000_000,
+            free_net_limit: 600,
+            energy_price_sun: 210,
+            bandwidth_price_sun: 1_000,
+            create_account_fee_sun: 1_000_000,
+            create_account_bandwidth_fee_sun: 100_000,
+            usdt_contract: addr_from_base58("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t").unwrap(),
+            usdc_contract: addr_from_base58("TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8").unwrap(),
+            usdt_issuer: addr_from_base58("THPvaUhoh2Qn2y9THCZML3H815hhFhn5YC").unwrap(),
+            block_per_head_read: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Account {
+    pub balance: u64,
+    pub frozen_energy: u64,
+    pub frozen_bandwidth: u64,
+    pub delegated_energy: u64,
+    pub delegated_bandwidth: u64,
+    pub acquired_energy: u64,
+    pub acquired_bandwidth: u64,
+    pub energy_usage: u64,
+    pub net_usage: u64,
+    pub free_net_usage: u64,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Block {
+    pub(crate) number: u64,
+    pub(crate) id: [u8; 32],
+    pub(crate) parent: [u8; 32],
+    pub(crate) timestamp: i64,
+    pub(crate) txids: Vec<[u8; 32]>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Stored {
+    pub(crate) raw_hex: String,
+    pub(crate) signature: Vec<String>,
+    /// TransactionInfo JSON without block fields.
+    pub(crate) info: Value,
+    pub(crate) contract_ret: &'static str,
+    pub(crate) block: Option<u64>,
+}
+
+pub struct Chain {
+    pub config: NodeConfig,
+    pub(crate) blocks: Vec<Block>,
+    pub accounts: HashMap<Addr, Account>,
+    pub(crate) delegations: HashMap<(Addr, Addr, i32), u64>,
+    /// Native ledger balances by (token contract, holder).
+    pub(crate) token: HashMap<(Addr, Addr), u128>,
+    pub(crate) txs: HashMap<[u8; 32], Stored>,
+    pub(crate) pending: Vec<[u8; 32]>,
+    pub(crate) seen: HashSet<[u8; 32]>,
+    /// Lose the answer of the next broadcast of this contract type.
+    pub(crate) lose_next_response: Option<i32>,
+    pub down: bool,
+    pub accepted: usize,
+    pub(crate) seq: u64,
+    pub(crate) evm: Option<Evm>,
+    /// The next TriggerSmartContract executes as a REVERT (fault injection).
+    pub(crate) revert_next_trigger: bool,
+    /// The next broadcast of this contract type never reaches the node (fault injection).
+    pub(crate) drop_next_request: Option<i32>,
+    pub(crate) controls: Arc<Controls>,
+}
+
+/// A change queued by a synchronous test control, applied (in order) by the next request
+/// before it reads anything: the node behaves as if it had happened at once.
+pub(crate) enum Control {
+    Mint {
+        contract: Addr,
+        to: Addr,
+        amount: u128,
+    },
+    Mine(u64),
+    Edit(Box<dyn FnOnce(&mut Chain) + Send>),
+}
+
+/// Test controls callable outside an async context (see [`TronNode::controls`](crate::TronNode::controls)).
+#[derive(Default)]
+pub struct Controls {
+    pub(crate) queue: std::sync::Mutex<Vec<Control>>,
+    pub(crate) triggers_accepted: std::sync::atomic::AtomicUsize,
+}
+
+impl Controls {
+    pub(crate) fn push(&self, c: Control) {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).push(c);
+    }
+
+    /// Deposits `amount` of the token at `contract` to `to` (as [`TronNode::mint_token`](crate::TronNode::mint_token)).
+    pub fn mint(&self, contract: Addr, to: Addr, amount: u128) {
+        self.push(Control::Mint {
+            contract,
+            to,
+            amount,
+        });
+    }
+
+    pub fn mine(&self, n: u64) {
+        self.push(Control::Mine(n));
+    }
+
+    /// Any change of the chain state (accounts, stakes, faults).
+    pub fn edit(&self, f: impl FnOnce(&mut Chain) + Send + 'static) {
+        self.push(Control::Edit(Box::new(f)));
+    }
+
+    /// The next TriggerSmartContract is accepted and executes as a REVERT.
+    pub fn revert_next_trigger(&self) {
+        self.edit(|c| c.revert_next_trigger = true);
+    }
+
+    /// The next broadcast of `contract_type` is processed but its answer is lost.
+    pub fn lose_next_broadcast_response(&self, contract_type: i32) {
+        self.edit(move |c| c.lose_next_response = Some(contract_type));
+    }
+
+    /// The next broadcast of `contract_type` is lost on its way: the node never sees it
+    /// and the client gets no answer.
+    pub fn drop_next_broadcast(&self, contract_type: i32) {
+        self.edit(move |c| c.drop_next_request = Some(contract_type));
+    }
+
+    /// TriggerSmartContract transactions the node accepted (reverted ones included).
+    pub fn triggers_accepted(&self) -> usize {
+        self.triggers_accepted
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// A refusal at broadcast: java-tron's `response_code` and message.
+pub(crate) struct Refusal {
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+}
+
+pub(crate) fn refuse(code: &'static str, message: impl Into<String>) -> Refusal {
+    Refusal {
+        code,
+        message: message.into(),
+    }
+}
+
+pub(crate) fn validate_err(message: impl Into<String>) -> Refusal {
+    refuse(
+        "CONTRACT_VALIDATE_ERROR",
+        format!("contract validate error : {}", message.into()),
+    )
+}
+
+impl Chain {
+    pub(crate) fn new(config: NodeConfig) -> Self {
+        let genesis = Block {
+            number: 0,
+            id: block_id(0, &[0; 32], &[]),
+            parent: [0; 32],
+            timestamp: config.genesis_ms,
+            txids: vec![],
+        };
+        let mut chain = Chain {
+            config,
+            blocks: vec![genesis],
+            accounts: HashMap::new(),
+            delegations: HashMap::new(),
+            token: HashMap::new(),
+            txs: HashMap::new(),
+            pending: vec![],
+            seen: HashSet::new(),
+            lose_next_response: None,
+            down: false,
+            accepted: 0,
+            seq: 0,
+            evm: None,
+            revert_next_trigger: false,
+            drop_next_request: None,
+            controls: Arc::new(Controls::default()),
+        };
+        for contract in chain.tokens() {
+            chain.accounts.insert(contract, Account::default());
+        }
+        chain
+    }
+
+    /// The token contracts the node serves: USDT, then USDC.
+    pub fn tokens(&self) -> [Addr; 2] {
+        [self.config.usdt_contract, self.config.usdc_contract]
+    }
+
+    pub(crate) async fn apply_controls(&mut self) {
+        let queued = std::mem::take(
+            &mut *self
+                .controls
+                .queue
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for c in queued {
+            match c {
+                Control::Mint {
+                    contract,
+                    to,
+                    amount,
+                } => {
+                    self.mint_token(&contract, &to, amount).await;
+                }
+                Control::Mine(n) => {
+                    for _ in 0..n {
+                        self.produce_block();
+                    }
+                }
+                Control::Edit(f) => f(self),
+            }
+        }
+    }
+
+    pub(crate) fn head(&self) -> &Block {
+        self.blocks.last().unwrap()
+    }
+
+    pub fn produce_block(&mut self) -> u64 {
+        let parent = self.head().clone();
+        let number = parent.number + 1;
+        let txids = std::mem::take(&mut self.pending);
+        let block = Block {
+            number,
+            id: block_id(number, &parent.id, &txids),
+            parent: parent.id,
+            timestamp: parent.timestamp + self.config.block_interval_ms,
+            txids: txids.clone(),
+        };
+        for t in &txids {
+            if let Some(s) = self.txs.get_mut(t) {
+                s.block = Some(number);
+            }
+        }
+        self.blocks.push(block);
+        number
+    }
+
+    pub(crate) fn total_energy_weight(&self) -> u64 {
+        self.config.base_energy_weight
+            + self.accounts.values().map(|a| a.frozen_energy).sum::<u64>() / 1_000_000
+    }
+
+    pub(crate) fn total_net_weight(&self) -> u64 {
+        self.config.base_net_weight
+            + self
+                .accounts
+                .values()
+                .map(|a| a.frozen_bandwidth)
+                .sum::<u64>()
+                / 1_000_000
+    }
+
+    pub(crate) fn energy_limit(&self, a: &Account) -> u64 {
+        let stake = (a.frozen_energy - a.delegated_energy + a.acquired_energy) / 1_000_000;
+        (stake as u128 * self.config.total_energy_limit as u128
+            / self.total_energy_weight() as u128) as u64
+    }
+
+    pub(crate) fn net_limit(&self, a: &Account) -> u64 {
+        let stake = (a.frozen_bandwidth - a.delegated_bandwidth + a.acquired_bandwidth) / 1_000_000;
+        (stake as u128 * self.config.total_net_limit as u128 / self.total_net_weight() as u128)
+            as u64
+    }
+
+    /// The USDT balance of `a`.
+    pub async fn token_balance(&self, a: &Addr) -> u128 {
+        self.token_balance_of(&self.config.usdt_contract, a).await
+    }
+
+    pub async fn token_balance_of(&self, contract: &Addr, a: &Addr) -> u128 {
+        match &self.evm {
+            None => self.token.get(&(*contract, *a)).copied().unwrap_or(0),
+            Some(evm) => {
+                let mut data = hex::decode("70a08231").unwrap();
+                data.extend_from_slice(&[0u8; 12]);
+                data.extend_from_slice(&evm_of(a));
+                let out = evm
+                    .call(&evm_of(contract), &data)
+                    .await
+                    .expect("balanceOf on anvil");
+                u128::from_be_bytes(out[16..32].try_into().unwrap())
+            }
+        }
+    }
+
+    /// A deposit from the issuer, sealed in a new block; returns its txid. The TRON side
+    /// is synthetic (no signed transaction); on Anvil the issuer really calls `issue` and
+    /// `transfer` on the token.
+    pub async fn mint(&mut self, to: &Addr, amount: u128) -> [u8; 32] {
+        let usdt = self.config.usdt_contract;
+        self.mint_token(&usdt, to, amount).await
+    }
+
+    /// [`Chain::mint`] of the token at `contract`.
+    pub async fn mint_token(&mut self, contract: &Addr, to: &Addr, amount: u128) -> [u8; 32] {
+        self.seq += 1;
+        let txid: [u8; 32] = Sha256::digest(format!("mint/{}", self.seq)).into();
+        let issuer = self.config.usdt_issuer;
+        let contract = *contract;
+        let (logs, energy) = match self.evm.clone() {
+            None => {
+                *self.token.entry((contract, *to)).or_default() += amount;
+                (vec![transfer_log(&contract, &issuer, to, amount)], 29_650)
+            }
+            Some(evm) => {
+                let mut issue = hex::decode("cc872b66").unwrap();
+                issue.extend_from_slice(&word(amount));
+                let r = evm
+                    .send(&evm_of(&issuer), &evm_of(&contract), &issue, 1_000_000)
+                    .await;
+                assert!(r.as_ref().is_ok_and(|r| r.success), "issue on anvil: {r:?}");
+                let data = transfer_call(to, amount);
+                let r = evm
+                    .send(&evm_of(&issuer), &evm_of(&contract), &data, 1_000_000)
+                    .await
+                    .expect("transfer on anvil");
+                assert!(r.success, "mint transfer reverted");
+                (r.logs, r.gas_used - intrinsic_gas(&data))
+            }
+        };
+        let info = json!({
+            "id": hex::encode(txid),
+            "contract_address": hex::encode(contract),
+            "receipt": {"energy_usage_total": energy, "result": "SUCCESS"},
+            "contractResult": [format!("{:064x}", 1)],
+            "log": logs,
+        });
+        self.txs.insert(
+            txid,
+            Stored {
+                raw_hex: String::new(),
+                signature: vec![],
+                info,
+                contract_ret: "SUCCESS",
+                block: None,
+            },
+        );
+        self.pending.push(txid);
+        self.produce_block();
+        txid
+    }
+}
+
+pub(crate) fn tx_size(tx: &pb::Transaction) -> u64 {
+    tx.encode_to_vec().len() as u64
+}
+
+pub(crate) fn block_id(number: u64, parent: &[u8; 32], txids: &[[u8; 32]]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(parent);
+    h.update(number.to_be_bytes());
+    for t in txids {
+        h.update(t);
+    }
+    let mut id: [u8; 32] = h.finalize().into();
+    id[..8].copy_from_slice(&number.to_be_bytes());
+    id
+}
