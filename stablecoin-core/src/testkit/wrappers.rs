@@ -230,6 +230,10 @@ pub trait RailOverride: Send + Sync {
         inner.monitors_inbound()
     }
 
+    fn readiness_is_cheap(&self, inner: &dyn Rail) -> bool {
+        inner.readiness_is_cheap()
+    }
+
     async fn readiness(&self, inner: &dyn Rail) -> Readiness {
         inner.readiness().await
     }
@@ -323,6 +327,10 @@ impl<O: RailOverride> Rail for DelegatingRail<O> {
 
     fn monitors_inbound(&self) -> bool {
         self.overrides.monitors_inbound(&*self.inner)
+    }
+
+    fn readiness_is_cheap(&self) -> bool {
+        self.overrides.readiness_is_cheap(&*self.inner)
     }
 
     async fn readiness(&self) -> Readiness {
