@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Settlement drain of the reference server (BENCHMARKS.md, "Settlement now keeps up"):
+# Settlement drain of the reference server (docs/performance-log.md, "Settlement now keeps up"):
 #
 #   scripts/bench-drain.sh                     # 10 s of send load, then 12 samples 5 s apart
 #   LOAD=20 SAMPLES=20 EVERY=3 scripts/bench-drain.sh

@@ -90,7 +90,7 @@ run_wrk send "$base/v1/transfers/send" "$WORK/send.lua"
 run_wrk send-idem "$base/v1/transfers/send" "$WORK/send-idem.lua"
 run_wrk balance "$base/v1/users/balance?phone_number=%2B2250700000001" "$WORK/balance.lua"
 # Settlement (~2k transfers/s end to end) does not keep up with acceptance at these
-# rates (BENCHMARKS.md, "Server"): the send runs leave a backlog, and the claim takes the
+# rates (docs/performance-log.md, "Server"): the send runs leave a backlog, and the claim takes the
 # oldest due first, so polls of submitted transfers wait behind the queued ones.
 # Printed, not waited for: the later runs share the machine with that backlog.
 unsettled() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What SQLite itself does with the ledger's tables on this machine (BENCHMARKS.md, Storage).
+"""What SQLite itself does with the ledger's tables on this machine (docs/performance-log.md, Storage).
 
 An independent ceiling for the `batch1000` workload of `benches/store.rs`: the same
 statements the SQLite writer runs for a batch of 1,000 transfers (half pendings, half
@@ -13,7 +13,7 @@ current directory. Schemas:
                per-account history would write)
 
 `send` workload (`python3 scripts/sqlite-ceiling.py send`): the rows the writer commits
-for one accepted `POST /v1/transfers/send` (BENCHMARKS.md, Server), in groups the size the
+for one accepted `POST /v1/transfers/send` (docs/performance-log.md, Server), in groups the size the
 writer forms under load: the two `unchanged` point reads of the wallets, the operation
 record (a JSON body shaped and sized like the engine's, ~1.4 KiB, and its four indexes),
 two pending ledger transfers (recipient and service fee, each with two history index

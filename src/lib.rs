@@ -1,6 +1,15 @@
 #![doc = include_str!("../README.md")]
-//! Facade crate: re-exports the workspace crates behind features.
+//! Facade crate: re-exports the workspace crates behind features (the `stablecoin` row
+//! of the workspace table above).
 
 pub use stablecoin_core as core;
-#[cfg(feature = "sim")]
+#[cfg(feature = "escrow")]
+pub use stablecoin_escrow as escrow;
+#[cfg(any(feature = "sim", feature = "evm", feature = "tron", feature = "solana"))]
 pub use stablecoin_rails as rails;
+#[cfg(feature = "server")]
+pub use stablecoin_server as server;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use stablecoin_store as store;
+#[cfg(feature = "webhooks")]
+pub use stablecoin_webhooks as webhooks;

@@ -1,17 +1,4 @@
-//! `stablecoin-rails`: implementations of the [`Rail`](stablecoin_core::ports::Rail)
-//! port, one blockchain each.
-//!
-//! Features:
-//!
-//! - `sim` (default): [`SimRail`], a deterministic in-process chain with blocks,
-//!   confirmations, balances, an inbound scanner and fault injection (reject, revert,
-//!   delay, lost response, drop). It profiles EVM, TRON and Solana address and hash
-//!   formats, signs every payment through the real [`Signer`](stablecoin_core::ports::Signer)
-//!   port and verifies the signature, and uses no wall clock and no OS randomness.
-//!
-//! - `evm`: ERC-4337 v0.8 smart accounts on Polygon PoS, Base and BNB Smart Chain
-//!   ([`evm::EvmRail`]), tested on Anvil.
-//! - `tron`: native TRON USDT; `solana` (+ `solana-test`): SPL USDC/USDT.
+#![doc = include_str!("../README.md")]
 
 mod cursor;
 #[cfg(any(feature = "tron", feature = "evm", feature = "solana"))]

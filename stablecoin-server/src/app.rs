@@ -465,6 +465,7 @@ fn lower_thread_priority(nice: i32) {
     }
     // SAFETY: setpriority only reads its integer arguments; `who` 0 is the calling
     // thread (Linux keeps nice values per thread).
+    #[allow(unsafe_code)] // the workspace's one unsafe call: see this crate's [lints]
     let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
     if rc != 0 {
         tracing::warn!(
