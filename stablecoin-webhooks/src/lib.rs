@@ -21,6 +21,7 @@ pub mod payload;
 pub mod payments;
 pub mod receiver;
 pub mod signature;
+pub mod ssrf;
 
 pub use delivery::{
     Deliverer, Delivery, DeliveryConfig, DeliveryState, Endpoint, EventDetail, Page, RoundReport,
