@@ -10,6 +10,7 @@ pub mod extract;
 pub mod idempotency;
 pub mod metrics;
 pub mod rails;
+pub mod rate_limit;
 pub mod sandbox;
 pub mod storage;
 
