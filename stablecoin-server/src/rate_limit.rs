@@ -246,7 +246,11 @@ fn set_headers(res: &mut Response, class: Class, budget: Budget, d: &Decision) {
 
 /// The middleware: after authentication (it keys on the caller's API key id), before
 /// idempotency and the handler.
-pub async fn enforce(State(limiter): State<Arc<RateLimiter>>, req: Request, next: Next) -> Response {
+pub async fn enforce(
+    State(limiter): State<Arc<RateLimiter>>,
+    req: Request,
+    next: Next,
+) -> Response {
     if !limiter.limits.enabled {
         return next.run(req).await;
     }

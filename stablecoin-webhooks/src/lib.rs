@@ -20,6 +20,7 @@ pub mod error;
 pub mod payload;
 pub mod payments;
 pub mod receiver;
+pub mod secret_box;
 pub mod signature;
 pub mod ssrf;
 

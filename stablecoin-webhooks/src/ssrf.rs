@@ -66,12 +66,7 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         return false;
     }
     if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        let v4 = Ipv4Addr::new(
-            (s[6] >> 8) as u8,
-            s[6] as u8,
-            (s[7] >> 8) as u8,
-            s[7] as u8,
-        );
+        let v4 = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
         return is_public_v4(v4);
     }
     let special = (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
@@ -401,8 +396,7 @@ mod tests {
             &self,
             host: &str,
             port: u16,
-        ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<SocketAddr>>> + Send + '_>>
-        {
+        ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<SocketAddr>>> + Send + '_>> {
             let mut m = self.0.lock().unwrap();
             let out = match m.get_mut(host) {
                 Some(list) if list.len() > 1 => Ok(list.remove(0)),
@@ -424,7 +418,10 @@ mod tests {
         let cases: &[(&str, Result<(), SsrfError>)] = &[
             ("https://hooks.example.com/wh", Ok(())),
             ("https://127.0.0.1/", Err(SsrfError::NotPublic)),
-            ("https://169.254.169.254/latest/meta-data", Err(SsrfError::NotPublic)),
+            (
+                "https://169.254.169.254/latest/meta-data",
+                Err(SsrfError::NotPublic),
+            ),
             ("https://10.0.0.1/", Err(SsrfError::NotPublic)),
             ("https://[::1]:8443/", Err(SsrfError::NotPublic)),
             ("https://[::ffff:7f00:1]/", Err(SsrfError::NotPublic)),
@@ -441,7 +438,10 @@ mod tests {
             assert_eq!(&check_url(&dns, &none, url).await, want, "{url}");
         }
         let local = AllowList::parse("127.0.0.1/32").unwrap();
-        assert_eq!(check_url(&dns, &local, "http://127.0.0.1:9000/").await, Ok(()));
+        assert_eq!(
+            check_url(&dns, &local, "http://127.0.0.1:9000/").await,
+            Ok(())
+        );
         assert_eq!(
             check_url(&dns, &local, "http://hooks.example.com/").await,
             Err(SsrfError::HttpsRequired),
