@@ -359,9 +359,8 @@ impl App {
             true => Some(spawn_workers(self.state.clone(), stop_rx)?),
             false => None,
         };
-        let result = axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let limits = crate::listener::ServeLimits::default();
+        let result = crate::listener::serve(listener, self.router(), limits, shutdown).await;
         let _ = stop_tx.send(true);
         if let Some(done) = worker {
             // Err: the thread ended without saying so (it panicked); nothing to wait for.

@@ -8,6 +8,7 @@ pub mod config;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
+pub mod listener;
 pub mod metrics;
 pub mod rails;
 pub mod rate_limit;
