@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod file_modes;
 pub mod idempotency;
 pub mod listener;
 pub mod metrics;
