@@ -23,6 +23,7 @@ pub mod receiver;
 pub mod secret_box;
 pub mod signature;
 pub mod ssrf;
+pub mod standard;
 
 pub use delivery::{
     Deliverer, Delivery, DeliveryConfig, DeliveryState, Endpoint, EventDetail, Page, RoundReport,
