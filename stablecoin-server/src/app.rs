@@ -185,10 +185,11 @@ fn seed_file(dir: &Path) -> Result<[u8; 32], StartupError> {
     let err = |e: std::io::Error| StartupError::Seed(format!("{}: {e}", path.display()));
     match std::fs::read_to_string(&path) {
         Ok(text) => {
+            crate::file_modes::require_private_file(&path).map_err(StartupError::Seed)?;
             parse_seed(&text).map_err(|e| StartupError::Seed(format!("{}: {e}", path.display())))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir).map_err(err)?;
+            crate::file_modes::ensure_private_dir(dir).map_err(err)?;
             let seed = random_bytes::<32>()?;
             let mut opts = std::fs::OpenOptions::new();
             opts.write(true).create_new(true);
@@ -353,9 +354,8 @@ impl App {
             true => Some(spawn_workers(self.state.clone(), stop_rx)?),
             false => None,
         };
-        let result = axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let limits = crate::listener::ServeLimits::default();
+        let result = crate::listener::serve(listener, self.router(), limits, shutdown).await;
         let _ = stop_tx.send(true);
         if let Some(done) = worker {
             // Err: the thread ended without saying so (it panicked); nothing to wait for.

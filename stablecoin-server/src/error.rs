@@ -427,6 +427,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     ),
     // limits
     (
+        "REQUEST_TIMEOUT",
+        408,
+        "The request did not complete in time; replay it with the same Idempotency-Key.",
+    ),
+    (
         "TOO_MANY_ATTEMPTS",
         429,
         "Too many wrong one-time codes for this wallet: locked out until Retry-After.",

@@ -7,9 +7,12 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod file_modes;
 pub mod idempotency;
+pub mod listener;
 pub mod metrics;
 pub mod rails;
+pub mod rate_limit;
 pub mod sandbox;
 pub mod storage;
 

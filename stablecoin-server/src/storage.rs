@@ -71,10 +71,13 @@ pub async fn open_storage(
                 .clone()
                 .unwrap_or_else(|| data_dir.join("stablecoin.db"));
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| {
+                crate::file_modes::ensure_private_dir(dir).map_err(|e| {
                     StorageError::Open(format!("cannot create {}: {e}", dir.display()))
                 })?;
             }
+            crate::file_modes::private_database_file(&path).map_err(|e| {
+                StorageError::Open(format!("cannot create {}: {e}", path.display()))
+            })?;
             let config = SqliteConfig::file(&path).max_background(*max_background);
             let store = Arc::new(SqliteStore::open(config).await?);
             Ok(Storage {

@@ -5,7 +5,10 @@ pub mod error;
 pub mod payload;
 pub mod payments;
 pub mod receiver;
+pub mod secret_box;
 pub mod signature;
+pub mod ssrf;
+pub mod standard;
 
 pub use delivery::{
     Deliverer, Delivery, DeliveryConfig, DeliveryState, Endpoint, EventDetail, Page, RoundReport,

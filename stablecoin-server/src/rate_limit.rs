@@ -1,0 +1,383 @@
+//! Per-API-key rate limits (API-CONVENTIONS "Rate limits").
+//!
+//! Each key has three budgets, so a burst of reads never starves the key's payments:
+//! money-moving POSTs (sends, fundings, withdrawals, escrow payouts), other POSTs, and
+//! reads. A budget is `quota` requests per `window_s` seconds, enforced with GCRA (the
+//! generic cell rate algorithm: a token bucket kept as one timestamp per key), which
+//! allows a burst of `quota` and then one request every `window_s / quota` seconds.
+//!
+//! Over budget the answer is `429 RATE_LIMITED` with `Retry-After`; every answer carries
+//! the IETF `RateLimit-Policy` and `RateLimit` headers
+//! (draft-ietf-httpapi-ratelimit-headers), so clients can pace themselves.
+//!
+//! Limits are per process: with N server processes behind a balancer a key gets up to N
+//! times its budget. That is the documented trade-off for not needing a shared store on
+//! every request (see the server README).
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The three budgets of a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// POSTs that move money (a payment, a funding, a withdrawal, an escrow payout).
+    Money,
+    /// Every other POST or DELETE.
+    Write,
+    /// GETs.
+    Read,
+}
+
+impl Class {
+    /// The policy name in the `RateLimit` headers.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Money => "money",
+            Class::Write => "write",
+            Class::Read => "read",
+        }
+    }
+
+    /// The class of a request, by method and path.
+    pub fn of(method: &Method, path: &str) -> Class {
+        if method == Method::GET || method == Method::HEAD {
+            return Class::Read;
+        }
+        const MONEY: &[&str] = &[
+            "/v1/transfers/send",
+            "/v1/users/fund",
+            "/v1/users/withdraw",
+            "/v1/tron/transfers/send",
+            "/v1/solana/transfers/send",
+            "/v1/swaps",
+        ];
+        let escrow_payout = path.starts_with("/v1/escrows/")
+            && (path.ends_with("/release") || path.ends_with("/refund"));
+        if MONEY.contains(&path) || escrow_payout {
+            Class::Money
+        } else {
+            Class::Write
+        }
+    }
+}
+
+/// `quota` requests per `window_s` seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    pub quota: u32,
+    pub window_s: u32,
+}
+
+impl Budget {
+    /// Microseconds between two requests at the sustained rate.
+    fn interval_us(self) -> i64 {
+        (self.window_s as i64 * 1_000_000 / self.quota.max(1) as i64).max(1)
+    }
+
+    /// How far ahead of now the theoretical arrival time may run: a full burst.
+    fn tolerance_us(self) -> i64 {
+        self.interval_us() * (self.quota.max(1) as i64 - 1)
+    }
+}
+
+/// The budgets of every key. The defaults are generous for one integration and tight
+/// enough that a leaked key cannot flood the service: 100 money-moving requests a
+/// second, 50 other writes and 300 reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimits {
+    pub enabled: bool,
+    pub money: Budget,
+    pub write: Budget,
+    pub read: Budget,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        RateLimits {
+            enabled: true,
+            money: Budget {
+                quota: 100,
+                window_s: 1,
+            },
+            write: Budget {
+                quota: 50,
+                window_s: 1,
+            },
+            read: Budget {
+                quota: 300,
+                window_s: 1,
+            },
+        }
+    }
+}
+
+impl RateLimits {
+    pub fn budget(&self, class: Class) -> Budget {
+        match class {
+            Class::Money => self.money,
+            Class::Write => self.write,
+            Class::Read => self.read,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        for class in [Class::Money, Class::Write, Class::Read] {
+            let b = self.budget(class);
+            if b.quota == 0 || b.window_s == 0 {
+                return Err(format!(
+                    "rate_limits.{}: quota and window_s must be positive",
+                    class.name()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a request was told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    /// Requests the key may still make at once in this budget.
+    pub remaining: u32,
+    /// Seconds until the budget is whole again.
+    pub reset_s: u64,
+    /// Seconds until a refused request may be retried (0 when allowed).
+    pub retry_after_s: u64,
+}
+
+/// GCRA on one theoretical arrival time. Pure: `now_us` comes in.
+pub fn decide(tat_us: Option<i64>, now_us: i64, budget: Budget) -> (Decision, Option<i64>) {
+    let interval = budget.interval_us();
+    let tolerance = budget.tolerance_us();
+    let tat = tat_us.unwrap_or(now_us).max(now_us);
+    let secs_up = |us: i64| (us.max(0) as u64).div_ceil(1_000_000);
+    if tat - now_us > tolerance {
+        let wait = tat - now_us - tolerance;
+        let decision = Decision {
+            allowed: false,
+            remaining: 0,
+            reset_s: secs_up(tat - now_us),
+            retry_after_s: secs_up(wait).max(1),
+        };
+        return (decision, None);
+    }
+    let new_tat = tat + interval;
+    let remaining = ((tolerance - (new_tat - now_us)) / interval + 1).max(0) as u32;
+    let decision = Decision {
+        allowed: true,
+        remaining,
+        reset_s: secs_up(new_tat - now_us),
+        retry_after_s: 0,
+    };
+    (decision, Some(new_tat))
+}
+
+const SHARDS: usize = 16;
+/// Keys one shard tracks before it forgets the idle ones (a key whose budget is whole
+/// again needs no entry).
+const SHARD_ENTRIES: usize = 4_096;
+
+/// The state of every key's budgets, in memory.
+pub struct RateLimiter {
+    limits: RateLimits,
+    started: Instant,
+    shards: Vec<Mutex<HashMap<(String, Class), i64>>>,
+}
+
+impl RateLimiter {
+    pub fn new(limits: RateLimits) -> Self {
+        RateLimiter {
+            limits,
+            started: Instant::now(),
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        }
+    }
+
+    pub fn limits(&self) -> &RateLimits {
+        &self.limits
+    }
+
+    /// Counts one request of `key` in `class` at `now_us` (microseconds on any monotonic
+    /// scale).
+    pub fn check_at(&self, key: &str, class: Class, now_us: i64) -> Decision {
+        let budget = self.limits.budget(class);
+        let mut h = DefaultHasher::new();
+        key.hash(&mut h);
+        let shard = &self.shards[h.finish() as usize % SHARDS];
+        let mut map = shard.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = (key.to_string(), class);
+        let (decision, new_tat) = decide(map.get(&entry).copied(), now_us, budget);
+        if let Some(t) = new_tat {
+            if map.len() >= SHARD_ENTRIES {
+                map.retain(|_, tat| *tat > now_us);
+            }
+            map.insert(entry, t);
+        }
+        decision
+    }
+
+    pub fn check(&self, key: &str, class: Class) -> Decision {
+        let now_us = self.started.elapsed().as_micros() as i64;
+        self.check_at(key, class, now_us)
+    }
+}
+
+fn set_headers(res: &mut Response, class: Class, budget: Budget, d: &Decision) {
+    let name = class.name();
+    let policy = format!("\"{name}\";q={};w={}", budget.quota, budget.window_s);
+    let state = format!("\"{name}\";r={};t={}", d.remaining, d.reset_s);
+    let headers = res.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&policy) {
+        headers.insert("ratelimit-policy", v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&state) {
+        headers.insert("ratelimit", v);
+    }
+}
+
+/// The middleware: after authentication (it keys on the caller's API key id), before
+/// idempotency and the handler.
+pub async fn enforce(
+    State(limiter): State<Arc<RateLimiter>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if !limiter.limits.enabled {
+        return next.run(req).await;
+    }
+    let Some(key) = req
+        .extensions()
+        .get::<Caller>()
+        .map(|c| c.0.key_id.0.clone())
+    else {
+        return next.run(req).await;
+    };
+    let class = Class::of(req.method(), req.uri().path());
+    let budget = limiter.limits.budget(class);
+    let decision = limiter.check(&key, class);
+    let mut res = if decision.allowed {
+        next.run(req).await
+    } else {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "RATE_LIMITED",
+            format!(
+                "this key's {} budget of {} requests per {} s is spent; retry after {} s",
+                class.name(),
+                budget.quota,
+                budget.window_s,
+                decision.retry_after_s
+            ),
+        );
+        e.retry_after_secs = Some(decision.retry_after_s as i64);
+        e.into_response()
+    };
+    set_headers(&mut res, class, budget, &decision);
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const B: Budget = Budget {
+        quota: 5,
+        window_s: 1,
+    };
+
+    #[test]
+    fn a_burst_of_the_quota_then_one_per_interval() {
+        let l = RateLimiter::new(RateLimits {
+            money: B,
+            ..RateLimits::default()
+        });
+        for left in (0..5).rev() {
+            let d = l.check_at("k", Class::Money, 0);
+            assert!(d.allowed);
+            assert_eq!(d.remaining, left);
+        }
+        let d = l.check_at("k", Class::Money, 0);
+        assert!(!d.allowed);
+        assert_eq!((d.remaining, d.retry_after_s, d.reset_s), (0, 1, 1));
+        // One interval (200 ms) later, exactly one more.
+        assert!(l.check_at("k", Class::Money, 200_000).allowed);
+        assert!(!l.check_at("k", Class::Money, 200_000).allowed);
+        // Budgets are per key and per class.
+        assert!(l.check_at("other", Class::Money, 200_000).allowed);
+        assert!(l.check_at("k", Class::Read, 200_000).allowed);
+        // A whole window later the burst is back.
+        for _ in 0..5 {
+            assert!(l.check_at("k", Class::Money, 2_000_000).allowed);
+        }
+    }
+
+    #[test]
+    fn a_refusal_costs_nothing() {
+        let (d, _) = decide(Some(2_000_000), 0, B);
+        assert!(!d.allowed);
+        let mut tat = None;
+        for _ in 0..5 {
+            let (d, t) = decide(tat, 0, B);
+            assert!(d.allowed);
+            tat = t;
+        }
+        for _ in 0..100 {
+            assert_eq!(decide(tat, 0, B).1, None, "refused: the state is unchanged");
+        }
+        assert!(decide(tat, 200_000, B).0.allowed);
+    }
+
+    #[test]
+    fn requests_are_classed_by_method_and_path() {
+        assert_eq!(Class::of(&Method::GET, "/v1/transfers"), Class::Read);
+        assert_eq!(Class::of(&Method::POST, "/v1/transfers/send"), Class::Money);
+        assert_eq!(
+            Class::of(&Method::POST, "/v1/escrows/esc_1/release"),
+            Class::Money
+        );
+        assert_eq!(
+            Class::of(&Method::POST, "/v1/escrows/esc_1/dispute"),
+            Class::Write
+        );
+        assert_eq!(
+            Class::of(&Method::POST, "/v1/users/link/request"),
+            Class::Write
+        );
+        assert_eq!(
+            Class::of(&Method::DELETE, "/v1/webhooks/endpoints/whe_1"),
+            Class::Write
+        );
+    }
+
+    #[test]
+    fn idle_keys_are_forgotten_when_a_shard_fills() {
+        let l = RateLimiter::new(RateLimits::default());
+        for i in 0..(SHARD_ENTRIES * SHARDS * 2) {
+            l.check_at(&format!("key-{i}"), Class::Read, (i as i64) * 1_000_000);
+        }
+        let total: usize = l.shards.iter().map(|s| s.lock().unwrap().len()).sum();
+        assert!(total <= SHARD_ENTRIES * SHARDS, "{total}");
+    }
+
+    #[test]
+    fn budgets_must_be_positive() {
+        assert!(RateLimits::default().validate().is_ok());
+        let bad = RateLimits {
+            read: Budget {
+                quota: 0,
+                window_s: 1,
+            },
+            ..RateLimits::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("read"));
+    }
+}
