@@ -5,6 +5,7 @@ pub mod events;
 pub mod fees;
 pub mod fx;
 pub mod ids;
+pub mod ledger;
 pub mod money;
 pub mod phone;
 pub mod state;

@@ -1,6 +1,7 @@
 //! Helpers the conformance cases share: record, transfer and batch builders, and
 //! assertions that name the case that broke.
 
+pub(super) use crate::domain::ledger::MAX_AMOUNT_MICROS;
 pub(super) use crate::domain::money::Micros;
 pub(super) use crate::domain::time::Timestamp;
 pub(super) use crate::ports::ledger::{

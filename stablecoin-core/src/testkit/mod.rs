@@ -61,6 +61,7 @@ where
         case_ledger_accounts,
         case_ledger_single_transfer,
         case_ledger_invalid_transfers,
+        case_ledger_amount_limits,
         case_ledger_idempotent_transfer,
         case_ledger_insufficient_funds,
         case_ledger_allow_negative,

@@ -4,10 +4,10 @@
 use super::backend;
 use super::rows::{balance_from_row, transfer_from_row};
 use super::{Attempt, classify};
-use crate::codec::{dedup_keys, i64_to_db, keys_to_db, phase_to_db};
-use crate::ledger::{AccountState, Known, Overlay, needed_ids, sort_dedup};
+use crate::codec::{dedup_keys, i64_to_db, keys_to_db, phase_to_db, sort_dedup};
 use sqlx::Row;
 use sqlx::postgres::PgConnection;
+use stablecoin_core::domain::ledger::{AccountState, Known, Overlay, needed_ids};
 use stablecoin_core::ports::ledger::Balance;
 use stablecoin_core::ports::store::{Batch, CommitReceipt, Put, StoreError};
 use std::collections::HashMap;

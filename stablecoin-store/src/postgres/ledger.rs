@@ -22,9 +22,7 @@ impl Ledger for PgStore {
         .map_err(ledger_backend)?;
         match row {
             Some(row) => balance_from_row(&row, 0).map_err(ledger_backend),
-            None => Err(LedgerError::UnknownAccount {
-                account: account.to_string(),
-            }),
+            None => Err(LedgerError::unknown_account(account)),
         }
     }
 
@@ -45,9 +43,7 @@ impl Ledger for PgStore {
             .await
             .map_err(ledger_backend)?;
         if exists.is_none() {
-            return Err(LedgerError::UnknownAccount {
-                account: account.to_string(),
-            });
+            return Err(LedgerError::unknown_account(account));
         }
         let rows = sqlx::query(
             "SELECT id, debit, credit, amount, phase, pending_id FROM ledger_transfers \

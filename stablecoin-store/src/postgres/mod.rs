@@ -6,10 +6,11 @@
 //! 1. `SELECT ... FROM ledger_accounts WHERE id = ANY(..) ORDER BY id COLLATE "C" FOR
 //!    UPDATE` locks every account the batch names, always in the same order (no two
 //!    commits deadlock on accounts), then loads the transfers it names (own and pending
-//!    ids). The ledger rules run in memory on those locked rows (`crate::ledger`, the same
-//!    code as SQLite, mirroring `MemoryStore`): concurrent debits of one account queue on
-//!    its row lock and each sees the balance the previous one left, so a refusal is always
-//!    `InsufficientFunds`, never a serialization error.
+//!    ids). The ledger rules run in memory on those locked rows
+//!    (`stablecoin_core::domain::ledger`, the one implementation SQLite and `MemoryStore`
+//!    run too): concurrent debits of one account queue on its row lock and each sees the
+//!    balance the previous one left, so a refusal is always `InsufficientFunds`, never a
+//!    serialization error.
 //! 2. Accounts, idempotency record (`ON CONFLICT DO NOTHING`), puts (insert `ON CONFLICT
 //!    DO NOTHING` / `UPDATE ... WHERE version = expected`, unique keys), ledger writes.
 //! 3. Outbox last: `UPDATE outbox_counter ... RETURNING last_seq` takes the counter row's

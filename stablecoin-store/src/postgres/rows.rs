@@ -2,9 +2,9 @@
 
 use super::backend;
 use crate::codec::{keys_from_db, phase_from_db, u64_from_db};
-use crate::ledger::TransferState;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
+use stablecoin_core::domain::ledger::TransferState;
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::ledger::{Balance, LedgerTransfer};

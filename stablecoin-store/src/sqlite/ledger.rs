@@ -26,9 +26,7 @@ impl Ledger for SqliteStore {
             .map_err(LedgerError::Backend)?;
         match sums {
             Some(sums) => balance_from_sums(sums).map_err(ledger_backend),
-            None => Err(LedgerError::UnknownAccount {
-                account: account.to_string(),
-            }),
+            None => Err(LedgerError::unknown_account(account)),
         }
     }
 
@@ -67,9 +65,7 @@ impl Ledger for SqliteStore {
             })
             .map_err(LedgerError::Backend)?;
         match rows {
-            None => Err(LedgerError::UnknownAccount {
-                account: account.to_string(),
-            }),
+            None => Err(LedgerError::unknown_account(account)),
             Some(rows) => rows
                 .into_iter()
                 .map(|r| r.map_err(ledger_backend))

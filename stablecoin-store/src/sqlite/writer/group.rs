@@ -5,10 +5,12 @@
 use super::prepared::{Prepared, PreparedOutbox};
 use super::records::{check_unchanged, claim_due, put_record};
 use super::{Cache, Output, Work, exec};
-use crate::codec::{i64_to_db, phase_from_db, phase_to_db, u64_from_db};
-use crate::ledger::{AccountState, LedgerChanges, Overlay, TransferState, needed_ids, sort_dedup};
+use crate::codec::{i64_to_db, phase_from_db, phase_to_db, sort_dedup, u64_from_db};
 use crate::sqlite::{backend, balance_from_sums};
 use rusqlite::{Connection, OptionalExtension, params};
+use stablecoin_core::domain::ledger::{
+    AccountState, LedgerChanges, Overlay, TransferState, needed_ids,
+};
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::ports::ledger::LedgerTransfer;
 use stablecoin_core::ports::store::{CommitReceipt, StoreError};

@@ -10,7 +10,7 @@
 //! BEGIN IMMEDIATE
 //!   load the ledger rows the group may touch that are not cached (prepared point reads)
 //!   for each operation, in arrival order:
-//!     accounts + ledger rules: checked in memory over the loaded rows (crate::ledger)
+//!     accounts + ledger rules: checked in memory over the loaded rows (core's domain::ledger)
 //!     idempotency record + puts: [SAVEPOINT op;] INSERT/UPDATE ...; [RELEASE op]
 //!     a batch failing any check: [ROLLBACK TO op;] its ledger/outbox part is dropped
 //!     (the savepoint only where the batch could fail after writing: needs_savepoint)
@@ -48,9 +48,9 @@ mod records;
 
 use super::backend;
 use super::schedule::Schedule;
-use crate::ledger::Known;
 use group::group_body;
 use rusqlite::Connection;
+use stablecoin_core::domain::ledger::Known;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::store::{CommitReceipt, StoreError, StoredRecord};
 use std::sync::Arc;
