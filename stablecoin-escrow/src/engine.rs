@@ -300,6 +300,7 @@ impl EscrowEngine {
             .list(&ListQuery {
                 kind: Deal::KIND.into(),
                 tenant: auth.tenant.0.clone(),
+                subkind: None,
                 status,
                 limit: limit as usize,
                 offset: (page as usize - 1).saturating_mul(limit as usize),

@@ -638,6 +638,7 @@ impl Deliverer {
             .list(&ListQuery {
                 kind: Endpoint::KIND.into(),
                 tenant: tenant.to_string(),
+                subkind: None,
                 status: status.map(str::to_string),
                 limit: 1000,
                 offset: 0,
@@ -994,6 +995,7 @@ impl Deliverer {
             .list(&ListQuery {
                 kind: R::KIND.into(),
                 tenant: tenant.0.clone(),
+                subkind: None,
                 status: status.map(str::to_string),
                 limit,
                 offset,
@@ -1171,6 +1173,7 @@ impl Deliverer {
                 .list(&ListQuery {
                     kind: Delivery::KIND.into(),
                     tenant: tenant.0.clone(),
+                    subkind: None,
                     status: Some(DeliveryState::Dead.as_str().into()),
                     limit: 100,
                     offset,

@@ -55,11 +55,20 @@ struct Records {
     idempotency: HashMap<(String, String), IdempotencyRecord>,
 }
 
+/// What a list runs on (`ListQuery`): tenant and subkind.
+type ListKey = (String, Option<String>);
+
+/// One list, (created_at, id) ascending: a page walks it backwards, its length is the
+/// total.
+type ListIndex = BTreeSet<(Timestamp, String)>;
+
 #[derive(Debug, Default)]
 struct KindTable {
     records: HashMap<String, StoredRecord>,
-    /// tenant -> (created_at, id), ascending; lists walk it backwards.
-    by_tenant: HashMap<String, BTreeSet<(Timestamp, String)>>,
+    /// (tenant, subkind) -> its records, any status.
+    lists: HashMap<ListKey, ListIndex>,
+    /// ((tenant, subkind), status) -> its records in that status.
+    by_status: HashMap<(ListKey, String), ListIndex>,
     /// (due_at, id) of records with a due time.
     due: BTreeSet<(Timestamp, String)>,
     /// id -> live or lapsed claim.
@@ -230,14 +239,7 @@ impl Records {
             None => table.records.remove(id),
         };
         if let Some(old) = &old {
-            if let Some(tenant) = &old.tenant
-                && let Some(set) = table.by_tenant.get_mut(tenant)
-            {
-                set.remove(&(old.created_at, id.to_string()));
-                if set.is_empty() {
-                    table.by_tenant.remove(tenant);
-                }
-            }
+            table.unlist(old);
             if let Some(due) = old.due_at {
                 table.due.remove(&(due, id.to_string()));
             }
@@ -252,13 +254,7 @@ impl Records {
             }
         }
         if let Some(rec) = &new {
-            if let Some(tenant) = &rec.tenant {
-                table
-                    .by_tenant
-                    .entry(tenant.clone())
-                    .or_default()
-                    .insert((rec.created_at, id.to_string()));
-            }
+            table.list(rec);
             if let Some(due) = rec.due_at {
                 table.due.insert((due, id.to_string()));
             }
@@ -314,6 +310,51 @@ impl Records {
             });
         }
         Ok(())
+    }
+}
+
+impl KindTable {
+    /// Adds a record to the lists it belongs to (only tenant-scoped records are listed).
+    fn list(&mut self, rec: &StoredRecord) {
+        let Some(tenant) = &rec.tenant else { return };
+        let key = (tenant.clone(), rec.subkind.clone());
+        let entry = (rec.created_at, rec.id.clone());
+        if let Some(status) = &rec.status {
+            let by_status = self.by_status.entry((key.clone(), status.clone()));
+            by_status.or_default().insert(entry.clone());
+        }
+        self.lists.entry(key).or_default().insert(entry);
+    }
+
+    /// Removes a record from its lists, dropping lists left empty.
+    fn unlist(&mut self, rec: &StoredRecord) {
+        let Some(tenant) = &rec.tenant else { return };
+        let key = (tenant.clone(), rec.subkind.clone());
+        let entry = (rec.created_at, rec.id.clone());
+        if let Some(status) = &rec.status {
+            let status_key = (key.clone(), status.clone());
+            if let Some(set) = self.by_status.get_mut(&status_key) {
+                set.remove(&entry);
+                if set.is_empty() {
+                    self.by_status.remove(&status_key);
+                }
+            }
+        }
+        if let Some(set) = self.lists.get_mut(&key) {
+            set.remove(&entry);
+            if set.is_empty() {
+                self.lists.remove(&key);
+            }
+        }
+    }
+
+    /// The index a query runs on, if it has any record.
+    fn index(&self, query: &ListQuery) -> Option<&ListIndex> {
+        let key = (query.tenant.clone(), query.subkind.clone());
+        match &query.status {
+            None => self.lists.get(&key),
+            Some(status) => self.by_status.get(&(key, status.clone())),
+        }
     }
 }
 
@@ -434,23 +475,17 @@ impl Store for MemoryStore {
         let Some(table) = state.records.kinds.get(&query.kind) else {
             return Ok((Vec::new(), 0));
         };
-        let Some(ids) = table.by_tenant.get(&query.tenant) else {
+        let Some(index) = table.index(query) else {
             return Ok((Vec::new(), 0));
         };
-        let matching = ids
+        let page = index
             .iter()
             .rev()
-            .filter_map(|(_, id)| table.records.get(id))
-            .filter(|r| query.status.is_none() || r.status == query.status);
-        let mut total = 0u64;
-        let mut page = Vec::new();
-        for (i, record) in matching.enumerate() {
-            total += 1;
-            if i >= query.offset && page.len() < query.limit {
-                page.push(record.clone());
-            }
-        }
-        Ok((page, total))
+            .skip(query.offset)
+            .take(query.limit)
+            .filter_map(|(_, id)| table.records.get(id).cloned())
+            .collect();
+        Ok((page, index.len() as u64))
     }
 
     async fn idempotency(

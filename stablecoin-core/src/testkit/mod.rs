@@ -57,6 +57,7 @@ where
         case_unique_violation_rolls_back_batch,
         case_single_step_failures_write_nothing,
         case_list,
+        case_list_subkinds,
         case_idempotency,
         case_ledger_accounts,
         case_ledger_single_transfer,

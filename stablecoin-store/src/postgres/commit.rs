@@ -252,15 +252,15 @@ async fn put_record(conn: &mut PgConnection, put: &Put) -> Result<(), Attempt> {
     let query = match put.expected_version {
         None => sqlx::query(
             "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
-               lease_owner, lease_until, unique_keys, body) \
-             VALUES ($1, $2, $3, 1, $4, $5, $6, NULL, NULL, $7, $8) \
+               lease_owner, lease_until, unique_keys, body, subkind) \
+             VALUES ($1, $2, $3, 1, $4, $5, $6, NULL, NULL, $7, $8, $9) \
              ON CONFLICT (kind, id) DO NOTHING",
         ),
         Some(_) => sqlx::query(
             "UPDATE records SET tenant = $3, version = version + 1, created_at = $4, \
                status = $5, due_at = $6, lease_owner = NULL, lease_until = NULL, \
-               unique_keys = $7, body = $8 \
-             WHERE kind = $1 AND id = $2 AND version = $9",
+               unique_keys = $7, body = $8, subkind = $9 \
+             WHERE kind = $1 AND id = $2 AND version = $10",
         ),
     }
     .bind(&rec.kind)
@@ -270,7 +270,8 @@ async fn put_record(conn: &mut PgConnection, put: &Put) -> Result<(), Attempt> {
     .bind(&rec.status)
     .bind(rec.due_at.map(|t| t.0))
     .bind(keys_to_db(&keys))
-    .bind(rec.body.as_str());
+    .bind(rec.body.as_str())
+    .bind(&rec.subkind);
     let query = match put.expected_version {
         // A version beyond i64 cannot be stored, so it can never match: -1 never does.
         Some(v) => query.bind(i64::try_from(v).unwrap_or(-1)),

@@ -11,7 +11,7 @@ use stablecoin_core::ports::ledger::{Balance, LedgerTransfer};
 use stablecoin_core::ports::store::{JsonText, StoreError, StoredRecord};
 
 pub(super) const RECORD_COLS: &str =
-    "kind, id, tenant, version, created_at, status, due_at, unique_keys, body";
+    "kind, id, tenant, version, created_at, status, due_at, unique_keys, body, subkind";
 
 pub(super) fn record_from_row(row: &PgRow) -> Result<StoredRecord, StoreError> {
     let decode = || -> Result<StoredRecord, String> {
@@ -26,6 +26,7 @@ pub(super) fn record_from_row(row: &PgRow) -> Result<StoredRecord, StoreError> {
             version: u64_from_db(version, "version")?,
             created_at: Timestamp(row.try_get(4).map_err(s)?),
             status: row.try_get(5).map_err(s)?,
+            subkind: row.try_get(9).map_err(s)?,
             due_at: row.try_get::<Option<i64>, _>(6).map_err(s)?.map(Timestamp),
             unique_keys: keys_from_db(&keys)?,
             body: JsonText::from_stored_text(body),

@@ -14,6 +14,31 @@ use stablecoin_core::ports::store::{
 };
 use std::time::Duration;
 
+/// The WHERE clause of a list, and the number of the next bind parameter. The values to
+/// bind after `$1` kind and `$2` tenant are the query's subkind and status, those that
+/// are set, in that order.
+///
+/// Each (subkind, status) shape gets its own text: `subkind IS NULL` or `subkind = $3`,
+/// a status or none. So every statement is equalities on the leading columns of
+/// `records_list` / `records_list_status`, which the planner walks as one index range;
+/// `IS NOT DISTINCT FROM` or `($3 IS NULL OR status = $3)` cannot use the index.
+fn list_filter(query: &ListQuery) -> (String, usize) {
+    let mut filter = String::from("kind = $1 AND tenant = $2");
+    let mut next = 3;
+    match &query.subkind {
+        None => filter.push_str(" AND subkind IS NULL"),
+        Some(_) => {
+            filter.push_str(&format!(" AND subkind = ${next}"));
+            next += 1;
+        }
+    }
+    if query.status.is_some() {
+        filter.push_str(&format!(" AND status = ${next}"));
+        next += 1;
+    }
+    (filter, next)
+}
+
 #[async_trait]
 impl Store for PgStore {
     async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
@@ -61,7 +86,7 @@ impl Store for PgStore {
     async fn get_by_unique(&self, key: &str) -> Result<Option<StoredRecord>, StoreError> {
         let row = sqlx::query(
             "SELECT r.kind, r.id, r.tenant, r.version, r.created_at, r.status, r.due_at, \
-             r.unique_keys, r.body FROM unique_keys u \
+             r.unique_keys, r.body, r.subkind FROM unique_keys u \
              JOIN records r ON r.kind = u.kind AND r.id = u.id WHERE u.key = $1",
         )
         .bind(key)
@@ -78,28 +103,30 @@ impl Store for PgStore {
             .execute(&mut *tx)
             .await
             .map_err(backend)?;
-        let filter = "kind = $1 AND tenant = $2 AND ($3::text IS NULL OR status = $3)";
+        let (filter, next) = list_filter(query);
         let page = format!(
             "SELECT {RECORD_COLS} FROM records WHERE {filter} \
-             ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5"
+             ORDER BY created_at DESC, id DESC LIMIT ${next} OFFSET ${}",
+            next + 1
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(page))
+        let mut rows = sqlx::query(sqlx::AssertSqlSafe(page))
             .bind(&query.kind)
-            .bind(&query.tenant)
-            .bind(&query.status)
+            .bind(&query.tenant);
+        let count = format!("SELECT COUNT(*) FROM records WHERE {filter}");
+        let mut total = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(count))
+            .bind(&query.kind)
+            .bind(&query.tenant);
+        for value in [&query.subkind, &query.status].into_iter().flatten() {
+            rows = rows.bind(value);
+            total = total.bind(value);
+        }
+        let rows = rows
             .bind(sql_count(query.limit))
             .bind(sql_count(query.offset))
             .fetch_all(&mut *tx)
             .await
             .map_err(backend)?;
-        let count = format!("SELECT COUNT(*) FROM records WHERE {filter}");
-        let total: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count))
-            .bind(&query.kind)
-            .bind(&query.tenant)
-            .bind(&query.status)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(backend)?;
+        let total = total.fetch_one(&mut *tx).await.map_err(backend)?;
         tx.commit().await.map_err(backend)?;
         let records = rows
             .iter()
@@ -152,7 +179,7 @@ impl Store for PgStore {
                    ORDER BY due_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) c \
              WHERE r.kind = c.kind AND r.id = c.id \
              RETURNING r.kind, r.id, r.tenant, r.version, r.created_at, r.status, r.due_at, \
-               r.unique_keys, r.body",
+               r.unique_keys, r.body, r.subkind",
         )
         .bind(worker)
         .bind(now.plus_millis(lease_ms).0)
@@ -206,5 +233,44 @@ impl Store for PgStore {
                 ))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(subkind: Option<&str>, status: Option<&str>) -> ListQuery {
+        ListQuery {
+            kind: "operation".into(),
+            tenant: "t1".into(),
+            subkind: subkind.map(str::to_string),
+            status: status.map(str::to_string),
+            limit: 10,
+            offset: 0,
+        }
+    }
+
+    /// One text per shape, every filter an equality or IS NULL (index-usable), and the
+    /// parameters numbered in the order `list` binds them.
+    #[test]
+    fn list_filters_are_index_equalities_numbered_in_bind_order() {
+        let base = "kind = $1 AND tenant = $2";
+        assert_eq!(
+            list_filter(&query(None, None)),
+            (format!("{base} AND subkind IS NULL"), 3)
+        );
+        assert_eq!(
+            list_filter(&query(Some("transfer"), None)),
+            (format!("{base} AND subkind = $3"), 4)
+        );
+        assert_eq!(
+            list_filter(&query(None, Some("SETTLED"))),
+            (format!("{base} AND subkind IS NULL AND status = $3"), 4)
+        );
+        assert_eq!(
+            list_filter(&query(Some("transfer"), Some("SETTLED"))),
+            (format!("{base} AND subkind = $3 AND status = $4"), 5)
+        );
     }
 }

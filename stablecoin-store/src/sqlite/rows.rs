@@ -8,7 +8,7 @@ use stablecoin_core::ports::store::{JsonText, StoreError, StoredRecord};
 
 macro_rules! record_cols {
     () => {
-        "kind, id, tenant, version, created_at, status, due_at, unique_keys, body"
+        "kind, id, tenant, version, created_at, status, due_at, unique_keys, body, subkind"
     };
 }
 pub(crate) use record_cols;
@@ -28,6 +28,7 @@ pub(crate) fn record_from_row(
     let version: i64 = row.get(3)?;
     let keys: String = row.get(7)?;
     let body: String = row.get(8)?;
+    let subkind: Option<String> = row.get(9)?;
     let (kind, id, tenant, created_at, status, due_at) = (
         row.get(0)?,
         row.get(1)?,
@@ -44,6 +45,7 @@ pub(crate) fn record_from_row(
             version: u64_from_db(version, "version")?,
             created_at: Timestamp(created_at),
             status,
+            subkind,
             due_at: due_at.map(Timestamp),
             unique_keys: keys_from_db(&keys)?,
             body: JsonText::from_stored_text(body),

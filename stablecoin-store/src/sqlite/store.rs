@@ -11,6 +11,24 @@ use stablecoin_core::ports::store::{
     StoredRecord,
 };
 
+/// A list's page and total, without and with a status (see `Store::list` below).
+const LIST_PAGE: &str = concat!(
+    "SELECT ",
+    record_cols!(),
+    " FROM records WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3 \
+     ORDER BY created_at DESC, id DESC LIMIT ?4 OFFSET ?5"
+);
+const LIST_COUNT: &str =
+    "SELECT COUNT(*) FROM records WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3";
+const LIST_STATUS_PAGE: &str = concat!(
+    "SELECT ",
+    record_cols!(),
+    " FROM records WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3 AND status = ?4 \
+     ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6"
+);
+const LIST_STATUS_COUNT: &str = "SELECT COUNT(*) FROM records \
+     WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3 AND status = ?4";
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
@@ -45,7 +63,7 @@ impl Store for SqliteStore {
             .with(|conn| {
                 conn.prepare_cached(
                     "SELECT r.kind, r.id, r.tenant, r.version, r.created_at, r.status, \
-                     r.due_at, r.unique_keys, r.body FROM unique_keys u \
+                     r.due_at, r.unique_keys, r.body, r.subkind FROM unique_keys u \
                      JOIN records r ON r.kind = u.kind AND r.id = u.id WHERE u.key = ?1",
                 )?
                 .query_row([key], record_from_row)
@@ -57,8 +75,12 @@ impl Store for SqliteStore {
     }
 
     async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError> {
-        let (kind, tenant) = (&query.kind, &query.tenant);
+        let (kind, tenant, subkind) = (&query.kind, &query.tenant, &query.subkind);
         let (limit, offset) = (sql_count(query.limit), sql_count(query.offset));
+        // `subkind IS ?3` matches NULL to NULL (a query without a subkind lists the
+        // records without one) and is an equality SQLite's index search uses: each
+        // statement is one range of `records_list` / `records_list_status`, walked
+        // backwards, no sort (`list_queries_are_index_ranges` checks the plans).
         let (rows, total) = self
             .inner
             .readers
@@ -67,39 +89,22 @@ impl Store for SqliteStore {
                     |rows: rusqlite::MappedRows<'_, _>| rows.collect::<Result<Vec<_>, _>>();
                 Ok(match &query.status {
                     None => (
-                        collect(
-                            conn.prepare_cached(concat!(
-                                "SELECT ",
-                                record_cols!(),
-                                " FROM records WHERE kind = ?1 AND tenant = ?2 \
-                                 ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4"
-                            ))?
-                            .query_map(params![kind, tenant, limit, offset], record_from_row)?,
-                        )?,
-                        conn.prepare_cached(
-                            "SELECT COUNT(*) FROM records WHERE kind = ?1 AND tenant = ?2",
-                        )?
-                        .query_row(params![kind, tenant], |r| r.get::<_, i64>(0))?,
+                        collect(conn.prepare_cached(LIST_PAGE)?.query_map(
+                            params![kind, tenant, subkind, limit, offset],
+                            record_from_row,
+                        )?)?,
+                        conn.prepare_cached(LIST_COUNT)?
+                            .query_row(params![kind, tenant, subkind], |r| r.get::<_, i64>(0))?,
                     ),
                     Some(status) => (
-                        collect(
-                            conn.prepare_cached(concat!(
-                                "SELECT ",
-                                record_cols!(),
-                                " FROM records WHERE kind = ?1 AND tenant = ?2 \
-                                 AND status = ?3 \
-                                 ORDER BY created_at DESC, id DESC LIMIT ?4 OFFSET ?5"
-                            ))?
-                            .query_map(
-                                params![kind, tenant, status, limit, offset],
-                                record_from_row,
-                            )?,
-                        )?,
-                        conn.prepare_cached(
-                            "SELECT COUNT(*) FROM records WHERE kind = ?1 AND tenant = ?2 \
-                             AND status = ?3",
-                        )?
-                        .query_row(params![kind, tenant, status], |r| r.get::<_, i64>(0))?,
+                        collect(conn.prepare_cached(LIST_STATUS_PAGE)?.query_map(
+                            params![kind, tenant, subkind, status, limit, offset],
+                            record_from_row,
+                        )?)?,
+                        conn.prepare_cached(LIST_STATUS_COUNT)?
+                            .query_row(params![kind, tenant, subkind, status], |r| {
+                                r.get::<_, i64>(0)
+                            })?,
                     ),
                 })
             })
@@ -214,5 +219,40 @@ impl Store for SqliteStore {
                 ))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every list statement is a search of one list index: no scan of the table, no
+    /// sort of a tenant's records (what lets a page and its total cost the same on a
+    /// tenant with millions of records).
+    #[tokio::test]
+    async fn list_queries_are_index_ranges() {
+        let store = SqliteStore::open_in_memory().await.unwrap();
+        for sql in [LIST_PAGE, LIST_COUNT, LIST_STATUS_PAGE, LIST_STATUS_COUNT] {
+            let plan = store
+                .inner
+                .readers
+                .with(|conn| {
+                    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                    let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
+                    stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(3))?
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .unwrap();
+            let plan = plan.join(" | ");
+            assert!(plan.starts_with("SEARCH records USING "), "{sql}: {plan}");
+            assert!(plan.contains("INDEX records_list"), "{sql}: {plan}");
+            assert!(
+                plan.contains("subkind=?"),
+                "subkind is an index key: {plan}"
+            );
+            assert!(!plan.contains("TEMP B-TREE"), "no sort: {plan}");
+            assert!(!plan.contains("SCAN"), "no scan: {plan}");
+        }
+        store.close().await;
     }
 }

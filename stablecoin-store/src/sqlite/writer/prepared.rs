@@ -32,6 +32,7 @@ pub(super) struct PreparedPut {
     pub(super) tenant: Option<String>,
     pub(super) created_at: i64,
     pub(super) status: Option<String>,
+    pub(super) subkind: Option<String>,
     pub(super) due_at: Option<i64>,
     pub(super) expected_version: Option<u64>,
     /// The keys to check, as given.
@@ -77,6 +78,7 @@ impl Prepared {
                         tenant: r.tenant,
                         created_at: r.created_at.0,
                         status: r.status,
+                        subkind: r.subkind,
                         due_at: r.due_at.map(|t| t.0),
                         expected_version: p.expected_version,
                         unique_keys: r.unique_keys,

@@ -91,12 +91,13 @@ pub(super) fn put_record(
     }
     conn.prepare_cached(
         "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
-           lease_owner, lease_until, unique_keys, body) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, NULL, ?8, ?9) \
+           lease_owner, lease_until, unique_keys, body, subkind) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, NULL, ?8, ?9, ?10) \
          ON CONFLICT (kind, id) DO UPDATE SET tenant = excluded.tenant, \
            version = excluded.version, created_at = excluded.created_at, \
            status = excluded.status, due_at = excluded.due_at, lease_owner = NULL, \
-           lease_until = NULL, unique_keys = excluded.unique_keys, body = excluded.body",
+           lease_until = NULL, unique_keys = excluded.unique_keys, body = excluded.body, \
+           subkind = excluded.subkind",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -108,7 +109,8 @@ pub(super) fn put_record(
             rec.status,
             rec.due_at,
             rec.keys_json,
-            rec.body
+            rec.body,
+            rec.subkind
         ])
     })
     .map_err(backend)?;
@@ -139,8 +141,8 @@ fn insert_record(
     let inserted = conn
         .prepare_cached(
             "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
-               lease_owner, lease_until, unique_keys, body) \
-             VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, NULL, NULL, ?7, ?8)",
+               lease_owner, lease_until, unique_keys, body, subkind) \
+             VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, NULL, NULL, ?7, ?8, ?9)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -151,7 +153,8 @@ fn insert_record(
                 rec.status,
                 rec.due_at,
                 rec.keys_json,
-                rec.body
+                rec.body,
+                rec.subkind
             ])
         });
     match inserted {
