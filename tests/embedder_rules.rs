@@ -460,10 +460,17 @@ async fn the_sandbox_simulates_supported_mutations_and_stores_nothing() {
         h.engine.treasury_balance(&t, Token::Usdc).await.unwrap(),
         treasury
     );
-    assert_eq!(
-        h.engine.list_operations(&t, None, 10, 0).await.unwrap().1,
-        0
-    );
+    for kind in stablecoin::core::domain::state::OpKind::ALL {
+        assert_eq!(
+            h.engine
+                .list_operations(&t, kind, None, 10, 0)
+                .await
+                .unwrap()
+                .1,
+            0,
+            "no {kind:?} stored"
+        );
+    }
 }
 
 #[tokio::test]

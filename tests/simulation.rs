@@ -8,6 +8,7 @@
 
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::domain::phone::Phone;
+use stablecoin::core::domain::state::OpKind;
 use stablecoin::core::domain::time::Timestamp;
 use stablecoin::core::engine::{Engine, EngineConfig, FundRequest, Ports, SendRequest, accounts};
 use stablecoin::core::memory::{
@@ -180,18 +181,27 @@ async fn run(seed: u64, steps: usize) {
         engine.settle_all(200).await;
         let mut open = 0;
         for t in &tenants {
-            let (ops, _) = engine.list_operations(t, None, 100_000, 0).await.unwrap();
-            open += ops.iter().filter(|o| !o.status.is_terminal()).count();
+            for kind in OpKind::ALL {
+                let (ops, _) = engine
+                    .list_operations(t, kind, None, 100_000, 0)
+                    .await
+                    .unwrap();
+                open += ops.iter().filter(|o| !o.status.is_terminal()).count();
+            }
         }
         if open == 0 {
             break;
         }
         clock.advance_ms(31_000);
     }
-    for t in &tenants {
-        let (ops, total) = engine.list_operations(t, None, 100_000, 0).await.unwrap();
+    for (t, kind) in tenants.iter().flat_map(|t| OpKind::ALL.map(|k| (t, k))) {
+        let (ops, total) = engine
+            .list_operations(t, kind, None, 100_000, 0)
+            .await
+            .unwrap();
         assert_eq!(ops.len() as u64, total);
         for op in ops {
+            assert_eq!(op.kind, kind, "a list of one kind holds only that kind");
             assert!(
                 op.status.is_terminal(),
                 "seed {seed}: {} left {}",

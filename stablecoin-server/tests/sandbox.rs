@@ -253,7 +253,13 @@ async fn unsupported_mutations_are_refused_and_reads_pass_through() {
     let fundings = s
         .app
         .engine()
-        .list_operations(&t.id, None, 10, 0)
+        .list_operations(
+            &t.id,
+            stablecoin_core::domain::state::OpKind::Funding,
+            None,
+            10,
+            0,
+        )
         .await
         .unwrap();
     let fid = fundings.0[0].id.0.clone();

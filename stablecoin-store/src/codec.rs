@@ -1,11 +1,8 @@
 //! Conversions shared by the SQL backends: integers, phases, unique-key lists.
-// With no backend feature only `MAX_AMOUNT_MICROS` is used.
+// With no backend feature nothing here is used.
 #![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 
 use stablecoin_core::ports::ledger::Phase;
-
-/// The largest amount or account sum the SQL backends store (`i64::MAX`, 2^63 - 1).
-pub const MAX_AMOUNT_MICROS: u64 = i64::MAX as u64;
 
 /// A stored non-negative integer, back as `u64`; a negative value means a corrupt row.
 pub(crate) fn u64_from_db(v: i64, what: &str) -> Result<u64, String> {
@@ -15,6 +12,12 @@ pub(crate) fn u64_from_db(v: i64, what: &str) -> Result<u64, String> {
 /// A `u64` the store has already bounded to `MAX_AMOUNT_MICROS`.
 pub(crate) fn i64_to_db(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Ids to load, each once, sorted (a stable lock order on PostgreSQL).
+pub(crate) fn sort_dedup(ids: &mut Vec<String>) {
+    ids.sort_unstable();
+    ids.dedup();
 }
 
 /// `usize` limits and offsets for SQL (`usize::MAX` means "all").

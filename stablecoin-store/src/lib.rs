@@ -2,20 +2,20 @@
 
 mod codec;
 mod error;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-mod ledger;
 
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
-pub use codec::MAX_AMOUNT_MICROS;
 pub use error::Error;
 #[cfg(feature = "postgres")]
 pub use postgres::{PgConfig, PgStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{DEFAULT_MAX_BACKGROUND, Durability, SqliteConfig, SqliteStore, WriterStats};
+/// The largest amount or account sum the store holds (2^63 - 1 micro-units): core's
+/// limit, which every store applies through the shared ledger rules.
+pub use stablecoin_core::domain::ledger::MAX_AMOUNT_MICROS;
 
 /// Applies the shipped migrations to the database a URL names, for a `migrate` command:
 /// `sqlite://PATH`, `sqlite:PATH` or `sqlite::memory:` (feature `sqlite`), and

@@ -81,6 +81,7 @@ fn record(kind: &str, id: &str, due: Option<i64>) -> StoredRecord {
         version: 0,
         created_at: Timestamp::from_millis(1),
         status: None,
+        subkind: None,
         due_at: due.map(Timestamp::from_millis),
         unique_keys: vec![],
         body: json!({ "id": id }).into(),
@@ -368,4 +369,106 @@ async fn postgres_refuses_amounts_above_i64_and_migrates_idempotently() {
         MAX_AMOUNT_MICROS
     );
     assert_eq!(store.posted_sum().await.unwrap(), 0);
+}
+
+/// A database written by schema v1 (no record subkind) is migrated: operations get
+/// their op kind from their bodies, the list indexes are replaced by ones keyed on
+/// subkind, and lists by kind and status are right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_v1_operations_get_their_subkind_when_migrated() {
+    use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+    use stablecoin_core::ports::store::ListQuery;
+    use std::str::FromStr;
+    if !pg_available("postgres_v1_operations_get_their_subkind_when_migrated") {
+        return;
+    }
+    let s = schema("v1");
+    let options = PgConnectOptions::from_str(&pg_url()).unwrap();
+    let admin = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(options.clone())
+        .await
+        .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {s}")))
+        .execute(&admin)
+        .await
+        .unwrap();
+    admin.close().await;
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(options.options([("search_path", s.as_str())]))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("0001_init.sql"),
+        include_str!("../migrations/postgres/0001_init.sql"),
+    )
+    .unwrap();
+    sqlx::migrate::Migrator::new(dir.path())
+        .await
+        .unwrap()
+        .run(&pool)
+        .await
+        .unwrap();
+    for (id, created, kind, status) in [
+        ("tr_1", 10_i64, "Transfer", "SETTLED"),
+        ("fd_1", 15, "Funding", "SETTLED"),
+        ("tr_2", 20, "Transfer", "QUEUED"),
+        ("wd_1", 25, "Withdrawal", "COMPLETED"),
+        ("tr_3", 30, "Transfer", "SETTLED"),
+    ] {
+        sqlx::query(
+            "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
+             unique_keys, body) VALUES ('operation', $1, 't1', 1, $2, $3, NULL, '[]', $4)",
+        )
+        .bind(id)
+        .bind(created)
+        .bind(status)
+        .bind(json!({ "id": id, "kind": kind }).to_string())
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    pool.close().await;
+
+    let store = store_in(&s, 2).await;
+    let list = |subkind: &str, status: Option<&str>| ListQuery {
+        kind: "operation".into(),
+        tenant: "t1".into(),
+        subkind: Some(subkind.into()),
+        status: status.map(str::to_string),
+        limit: 2,
+        offset: 0,
+    };
+    let (page, total) = store.list(&list("transfer", None)).await.unwrap();
+    let ids: Vec<_> = page.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!((ids, total), (vec!["tr_3", "tr_2"], 3));
+    let (page, total) = store
+        .list(&list("transfer", Some("SETTLED")))
+        .await
+        .unwrap();
+    let ids: Vec<_> = page.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!((ids, total), (vec!["tr_3", "tr_1"], 2));
+    let (page, total) = store.list(&list("withdrawal", None)).await.unwrap();
+    assert_eq!((page[0].id.as_str(), total), ("wd_1", 1));
+    assert_eq!(page[0].subkind.as_deref(), Some("withdrawal"));
+
+    let defs: Vec<String> = sqlx::query_scalar(
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'records' \
+         AND indexname LIKE 'records_list%' ORDER BY indexname",
+    )
+    .bind(&s)
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(defs.len(), 2, "{defs:?}");
+    assert!(
+        defs[0].ends_with("(kind, tenant, subkind, created_at, id)"),
+        "{defs:?}"
+    );
+    assert!(
+        defs[1].ends_with("(kind, tenant, subkind, status, created_at, id)"),
+        "{defs:?}"
+    );
 }

@@ -38,6 +38,7 @@ fn record(id: &str, keys: &[&str]) -> StoredRecord {
         version: 0,
         created_at: Timestamp::from_millis(5),
         status: Some("open".into()),
+        subkind: None,
         due_at: Some(Timestamp::from_millis(7)),
         unique_keys: keys.iter().map(|k| k.to_string()).collect(),
         body: json!({ "id": id }).into(),

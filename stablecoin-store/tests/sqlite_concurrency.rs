@@ -30,6 +30,7 @@ fn record(kind: &str, id: &str, due: Option<i64>) -> StoredRecord {
         version: 0,
         created_at: Timestamp::from_millis(1),
         status: None,
+        subkind: None,
         due_at: due.map(Timestamp::from_millis),
         unique_keys: vec![],
         body: json!({ "id": id }).into(),

@@ -49,6 +49,7 @@ fn batch_for(id: &str, background: bool) -> Batch {
                 version: 0,
                 created_at: Timestamp::from_millis(1),
                 status: Some("done".into()),
+                subkind: None,
                 due_at: None,
                 unique_keys: vec![format!("crash:{id}")],
                 body: json!({ "id": id }).into(),
@@ -195,6 +196,7 @@ async fn check(path: &std::path::Path, acked_so_far: &HashSet<String>) {
             kind: "crash".into(),
             tenant: "t".into(),
             status: None,
+            subkind: None,
             limit: usize::MAX,
             offset: 0,
         })

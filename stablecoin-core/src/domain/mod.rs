@@ -5,6 +5,7 @@ pub mod events;
 pub mod fees;
 pub mod fx;
 pub mod ids;
+pub mod ledger;
 pub mod money;
 pub mod otp;
 pub mod phone;

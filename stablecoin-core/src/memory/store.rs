@@ -2,19 +2,20 @@
 //!
 //! All state sits behind one `std::sync::Mutex` that is never held across an await (no
 //! method awaits anything while holding it). A commit applies its batch in the order
-//! `Store::commit` documents, recording an undo log as it goes; on the first error the
-//! log is replayed backwards, so a failed commit changes nothing and a commit costs
-//! O(batch), not O(database).
+//! `Store::commit` documents. The ledger part is decided by the shared rules
+//! ([`crate::domain::ledger`], the same code the SQL stores run) over the store's own
+//! maps, and merged only once every step of the batch has passed. The record steps
+//! before it keep an undo log; on the first error the log is replayed backwards, so a
+//! failed commit changes nothing and a commit costs O(batch), not O(database).
 //!
 //! Instrumentation (LDK `TestStore` style): [`MemoryStore::fail_next_commits`] makes the
 //! next commits fail with `StoreError::Backend("injected failure")` without touching
 //! anything, [`MemoryStore::commit_count`] counts successful commits,
 //! [`MemoryStore::outbox_len`] counts outbox events.
 
+use crate::domain::ledger::{AccountState, LedgerChanges, LedgerView, Overlay, TransferState};
 use crate::domain::time::Timestamp;
-use crate::ports::ledger::{
-    Balance, Ledger, LedgerAccount, LedgerEntry, LedgerError, LedgerTransfer, Phase,
-};
+use crate::ports::ledger::{Balance, Ledger, LedgerEntry, LedgerError, LedgerResult};
 use crate::ports::store::{
     Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Put, Store, StoreError,
     StoredRecord,
@@ -34,16 +35,8 @@ pub struct MemoryStore {
 
 #[derive(Debug, Default)]
 struct State {
-    /// kind -> its records and indexes.
-    kinds: HashMap<String, KindTable>,
-    /// unique key -> (kind, id) of the record holding it.
-    unique: HashMap<String, (String, String)>,
-    /// (tenant, key) -> record.
-    idempotency: HashMap<(String, String), IdempotencyRecord>,
-    accounts: HashMap<String, Account>,
-    transfers: HashMap<String, TransferState>,
-    /// Every applied transfer, in order; accounts index into it.
-    entries: Vec<LedgerEntry>,
+    records: Records,
+    ledger: MemoryLedger,
     /// Outbox event with sequence number `i + 1` at index `i`.
     outbox: Vec<OutboxEvent>,
     fail_next: usize,
@@ -51,11 +44,31 @@ struct State {
     attempts: u64,
 }
 
+/// Records, their indexes and the idempotency records.
+#[derive(Debug, Default)]
+struct Records {
+    /// kind -> its records and indexes.
+    kinds: HashMap<String, KindTable>,
+    /// unique key -> (kind, id) of the record holding it.
+    unique: HashMap<String, (String, String)>,
+    /// (tenant, key) -> record.
+    idempotency: HashMap<(String, String), IdempotencyRecord>,
+}
+
+/// What a list runs on (`ListQuery`): tenant and subkind.
+type ListKey = (String, Option<String>);
+
+/// One list, (created_at, id) ascending: a page walks it backwards, its length is the
+/// total.
+type ListIndex = BTreeSet<(Timestamp, String)>;
+
 #[derive(Debug, Default)]
 struct KindTable {
     records: HashMap<String, StoredRecord>,
-    /// tenant -> (created_at, id), ascending; lists walk it backwards.
-    by_tenant: HashMap<String, BTreeSet<(Timestamp, String)>>,
+    /// (tenant, subkind) -> its records, any status.
+    lists: HashMap<ListKey, ListIndex>,
+    /// ((tenant, subkind), status) -> its records in that status.
+    by_status: HashMap<(ListKey, String), ListIndex>,
     /// (due_at, id) of records with a due time.
     due: BTreeSet<(Timestamp, String)>,
     /// id -> live or lapsed claim.
@@ -69,22 +82,24 @@ struct Claim {
     until: Timestamp,
 }
 
+/// The ledger rows: what the shared rules read ([`LedgerView`]) and what a kept batch's
+/// [`LedgerChanges`] are merged into.
+#[derive(Debug, Default)]
+struct MemoryLedger {
+    accounts: HashMap<String, Account>,
+    transfers: HashMap<String, TransferState>,
+    /// Every applied transfer, in order; accounts index into it.
+    entries: Vec<LedgerEntry>,
+}
+
 #[derive(Debug)]
 struct Account {
-    allow_negative: bool,
-    balance: Balance,
-    /// Indexes into `State::entries`, oldest first.
+    state: AccountState,
+    /// Indexes into `MemoryLedger::entries`, oldest first.
     history: Vec<usize>,
 }
 
-#[derive(Debug)]
-struct TransferState {
-    transfer: LedgerTransfer,
-    /// For `Pending` transfers: posted or voided already.
-    resolved: bool,
-}
-
-/// One step to take back when a commit fails.
+/// One record step to take back when a commit fails.
 enum Undo {
     Record {
         kind: String,
@@ -96,14 +111,6 @@ enum Undo {
         id: String,
         prev: Claim,
     },
-    AccountCreated(String),
-    Balance {
-        account: String,
-        prev: Balance,
-    },
-    HistoryPushed(String),
-    TransferInserted(String),
-    PendingResolved(String),
     Idempotency((String, String)),
 }
 
@@ -152,6 +159,68 @@ impl MemoryStore {
 }
 
 impl State {
+    fn apply(&mut self, batch: Batch, undo: &mut Vec<Undo>) -> Result<CommitReceipt, StoreError> {
+        for check in &batch.unchanged {
+            check.verify(
+                self.records
+                    .record(&check.kind, &check.id)
+                    .map(|r| r.version),
+            )?;
+        }
+        // The ledger part is decided over the rows as they stand and written last, once
+        // nothing else can fail: a failing batch leaves no ledger change to undo.
+        let mut ledger = Overlay::new(&self.ledger);
+        for account in &batch.accounts {
+            ledger.create_account(account)?;
+        }
+        if let Some(record) = batch.idempotency {
+            let key = (record.tenant.clone(), record.key.clone());
+            if self.records.idempotency.contains_key(&key) {
+                return Err(StoreError::IdempotencyExists { key: record.key });
+            }
+            self.records.idempotency.insert(key.clone(), record);
+            undo.push(Undo::Idempotency(key));
+        }
+        for put in batch.puts {
+            self.records.put(put, undo)?;
+        }
+        for transfer in &batch.ledger {
+            ledger.transfer(transfer)?;
+        }
+        let changes = ledger.into_changes();
+        self.ledger.merge(changes);
+        let mut outbox_seqs = Vec::with_capacity(batch.outbox.len());
+        for event in batch.outbox {
+            self.outbox.push(event);
+            outbox_seqs.push(self.outbox.len() as u64);
+        }
+        Ok(CommitReceipt { outbox_seqs })
+    }
+
+    fn rollback(&mut self, undo: Vec<Undo>) {
+        let records = &mut self.records;
+        for step in undo.into_iter().rev() {
+            match step {
+                Undo::Record { kind, id, prev } => {
+                    records.set_record(&kind, &id, prev);
+                }
+                Undo::Claim { kind, id, prev } => {
+                    records
+                        .kinds
+                        .entry(kind)
+                        .or_default()
+                        .claims
+                        .insert(id, prev);
+                }
+                Undo::Idempotency(key) => {
+                    records.idempotency.remove(&key);
+                }
+            }
+        }
+    }
+}
+
+impl Records {
     fn record(&self, kind: &str, id: &str) -> Option<&StoredRecord> {
         self.kinds.get(kind)?.records.get(id)
     }
@@ -170,14 +239,7 @@ impl State {
             None => table.records.remove(id),
         };
         if let Some(old) = &old {
-            if let Some(tenant) = &old.tenant
-                && let Some(set) = table.by_tenant.get_mut(tenant)
-            {
-                set.remove(&(old.created_at, id.to_string()));
-                if set.is_empty() {
-                    table.by_tenant.remove(tenant);
-                }
-            }
+            table.unlist(old);
             if let Some(due) = old.due_at {
                 table.due.remove(&(due, id.to_string()));
             }
@@ -192,13 +254,7 @@ impl State {
             }
         }
         if let Some(rec) = &new {
-            if let Some(tenant) = &rec.tenant {
-                table
-                    .by_tenant
-                    .entry(tenant.clone())
-                    .or_default()
-                    .insert((rec.created_at, id.to_string()));
-            }
+            table.list(rec);
             if let Some(due) = rec.due_at {
                 table.due.insert((due, id.to_string()));
             }
@@ -208,101 +264,6 @@ impl State {
             }
         }
         old
-    }
-
-    fn apply(&mut self, batch: Batch, undo: &mut Vec<Undo>) -> Result<CommitReceipt, StoreError> {
-        for check in &batch.unchanged {
-            check.verify(self.record(&check.kind, &check.id).map(|r| r.version))?;
-        }
-        for account in batch.accounts {
-            self.create_account(account, undo)?;
-        }
-        if let Some(record) = batch.idempotency {
-            let key = (record.tenant.clone(), record.key.clone());
-            if self.idempotency.contains_key(&key) {
-                return Err(StoreError::IdempotencyExists { key: record.key });
-            }
-            self.idempotency.insert(key.clone(), record);
-            undo.push(Undo::Idempotency(key));
-        }
-        for put in batch.puts {
-            self.put(put, undo)?;
-        }
-        for transfer in batch.ledger {
-            self.transfer(transfer, undo)?;
-        }
-        let mut outbox_seqs = Vec::with_capacity(batch.outbox.len());
-        for event in batch.outbox {
-            self.outbox.push(event);
-            outbox_seqs.push(self.outbox.len() as u64);
-        }
-        Ok(CommitReceipt { outbox_seqs })
-    }
-
-    fn rollback(&mut self, undo: Vec<Undo>, entries_len: usize, outbox_len: usize) {
-        self.outbox.truncate(outbox_len);
-        for step in undo.into_iter().rev() {
-            match step {
-                Undo::Record { kind, id, prev } => {
-                    self.set_record(&kind, &id, prev);
-                }
-                Undo::Claim { kind, id, prev } => {
-                    self.kinds.entry(kind).or_default().claims.insert(id, prev);
-                }
-                Undo::AccountCreated(id) => {
-                    self.accounts.remove(&id);
-                }
-                Undo::Balance { account, prev } => {
-                    if let Some(a) = self.accounts.get_mut(&account) {
-                        a.balance = prev;
-                    }
-                }
-                Undo::HistoryPushed(account) => {
-                    if let Some(a) = self.accounts.get_mut(&account) {
-                        a.history.pop();
-                    }
-                }
-                Undo::TransferInserted(id) => {
-                    self.transfers.remove(&id);
-                }
-                Undo::PendingResolved(id) => {
-                    if let Some(t) = self.transfers.get_mut(&id) {
-                        t.resolved = false;
-                    }
-                }
-                Undo::Idempotency(key) => {
-                    self.idempotency.remove(&key);
-                }
-            }
-        }
-        self.entries.truncate(entries_len);
-    }
-
-    fn create_account(
-        &mut self,
-        account: LedgerAccount,
-        undo: &mut Vec<Undo>,
-    ) -> Result<(), LedgerError> {
-        match self.accounts.get(&account.id) {
-            Some(existing) if existing.allow_negative != account.allow_negative => {
-                Err(LedgerError::AccountExists {
-                    account: account.id,
-                })
-            }
-            Some(_) => Ok(()),
-            None => {
-                self.accounts.insert(
-                    account.id.clone(),
-                    Account {
-                        allow_negative: account.allow_negative,
-                        balance: Balance::default(),
-                        history: Vec::new(),
-                    },
-                );
-                undo.push(Undo::AccountCreated(account.id));
-                Ok(())
-            }
-        }
     }
 
     fn put(&mut self, put: Put, undo: &mut Vec<Undo>) -> Result<(), StoreError> {
@@ -350,142 +311,126 @@ impl State {
         }
         Ok(())
     }
+}
 
-    fn transfer(&mut self, t: LedgerTransfer, undo: &mut Vec<Undo>) -> Result<(), LedgerError> {
-        if let Some(existing) = self.transfers.get(&t.id) {
-            return if existing.transfer == t {
-                Ok(())
-            } else {
-                Err(LedgerError::TransferExists { id: t.id })
-            };
+impl KindTable {
+    /// Adds a record to the lists it belongs to (only tenant-scoped records are listed).
+    fn list(&mut self, rec: &StoredRecord) {
+        let Some(tenant) = &rec.tenant else { return };
+        let key = (tenant.clone(), rec.subkind.clone());
+        let entry = (rec.created_at, rec.id.clone());
+        if let Some(status) = &rec.status {
+            let by_status = self.by_status.entry((key.clone(), status.clone()));
+            by_status.or_default().insert(entry.clone());
         }
-        let invalid = |reason: &str| LedgerError::InvalidTransfer {
-            id: t.id.clone(),
-            reason: reason.to_string(),
-        };
-        if t.amount.0 == 0 {
-            return Err(invalid("amount must be positive"));
-        }
-        if t.debit == t.credit {
-            return Err(invalid("debit and credit accounts are the same"));
-        }
-        for account in [&t.debit, &t.credit] {
-            if !self.accounts.contains_key(account) {
-                return Err(LedgerError::UnknownAccount {
-                    account: account.clone(),
-                });
-            }
-        }
-        let amount = t.amount.0;
-        let overflow = || invalid("amount overflows the account sums");
-        let debit_before = self.accounts[&t.debit].balance;
-        let credit_before = self.accounts[&t.credit].balance;
-        let mut debit = debit_before;
-        let mut credit = credit_before;
-        match &t.phase {
-            Phase::Single => {
-                debit.debits_posted = debit
-                    .debits_posted
-                    .checked_add(amount)
-                    .ok_or_else(overflow)?;
-                credit.credits_posted = credit
-                    .credits_posted
-                    .checked_add(amount)
-                    .ok_or_else(overflow)?;
-            }
-            Phase::Pending => {
-                debit.debits_pending = debit
-                    .debits_pending
-                    .checked_add(amount)
-                    .ok_or_else(overflow)?;
-                credit.credits_pending = credit
-                    .credits_pending
-                    .checked_add(amount)
-                    .ok_or_else(overflow)?;
-            }
-            Phase::Post { pending_id } | Phase::Void { pending_id } => {
-                let pending = match self.transfers.get(pending_id) {
-                    Some(p) if p.transfer.phase == Phase::Pending => p,
-                    _ => {
-                        return Err(LedgerError::PendingNotFound {
-                            id: pending_id.clone(),
-                        });
-                    }
-                };
-                if pending.resolved {
-                    return Err(LedgerError::PendingResolved {
-                        id: pending_id.clone(),
-                    });
-                }
-                let p = &pending.transfer;
-                if p.debit != t.debit || p.credit != t.credit || p.amount != t.amount {
-                    return Err(invalid(
-                        "debit, credit and amount must equal the pending transfer's",
-                    ));
-                }
-                // The pending amounts are on the accounts, so these cannot underflow.
-                debit.debits_pending -= amount;
-                credit.credits_pending -= amount;
-                if matches!(t.phase, Phase::Post { .. }) {
-                    debit.debits_posted = debit
-                        .debits_posted
-                        .checked_add(amount)
-                        .ok_or_else(overflow)?;
-                    credit.credits_posted = credit
-                        .credits_posted
-                        .checked_add(amount)
-                        .ok_or_else(overflow)?;
+        self.lists.entry(key).or_default().insert(entry);
+    }
+
+    /// Removes a record from its lists, dropping lists left empty.
+    fn unlist(&mut self, rec: &StoredRecord) {
+        let Some(tenant) = &rec.tenant else { return };
+        let key = (tenant.clone(), rec.subkind.clone());
+        let entry = (rec.created_at, rec.id.clone());
+        if let Some(status) = &rec.status {
+            let status_key = (key.clone(), status.clone());
+            if let Some(set) = self.by_status.get_mut(&status_key) {
+                set.remove(&entry);
+                if set.is_empty() {
+                    self.by_status.remove(&status_key);
                 }
             }
         }
-        let debit_account = &self.accounts[&t.debit];
-        if !debit_account.allow_negative
-            && (debit.debits_posted as u128 + debit.debits_pending as u128)
-                > debit.credits_posted as u128
-        {
-            return Err(LedgerError::InsufficientFunds {
-                account: t.debit.clone(),
-                available: debit_before.available(),
-                needed: amount,
+        if let Some(set) = self.lists.get_mut(&key) {
+            set.remove(&entry);
+            if set.is_empty() {
+                self.lists.remove(&key);
+            }
+        }
+    }
+
+    /// The index a query runs on, if it has any record.
+    fn index(&self, query: &ListQuery) -> Option<&ListIndex> {
+        let key = (query.tenant.clone(), query.subkind.clone());
+        match &query.status {
+            None => self.lists.get(&key),
+            Some(status) => self.by_status.get(&(key, status.clone())),
+        }
+    }
+}
+
+impl LedgerView for MemoryLedger {
+    fn account(&self, id: &str) -> Result<Option<AccountState>, LedgerError> {
+        Ok(self.accounts.get(id).map(|a| a.state))
+    }
+
+    fn transfer(&self, id: &str) -> Result<Option<&TransferState>, LedgerError> {
+        Ok(self.transfers.get(id))
+    }
+}
+
+impl MemoryLedger {
+    fn account(&self, id: &str) -> LedgerResult<&Account> {
+        self.accounts
+            .get(id)
+            .ok_or_else(|| LedgerError::unknown_account(id))
+    }
+
+    fn balance(&self, id: &str) -> LedgerResult<Balance> {
+        Ok(self.account(id)?.state.balance)
+    }
+
+    /// The account's entries, oldest first, from `skip`, at most `take`.
+    fn history(&self, id: &str, skip: usize, take: usize) -> LedgerResult<Vec<LedgerEntry>> {
+        let entries = self.account(id)?.history.iter().skip(skip).take(take);
+        Ok(entries.map(|&i| self.entries[i].clone()).collect())
+    }
+
+    fn posted_sum(&self) -> i128 {
+        self.accounts
+            .values()
+            .map(|a| a.state.balance.posted())
+            .sum()
+    }
+
+    /// Writes a kept batch's ledger decisions: account states, then the new transfers
+    /// in order (each an entry in both accounts' histories), then resolutions.
+    fn merge(&mut self, changes: LedgerChanges) {
+        for change in changes.accounts {
+            match self.accounts.get_mut(&change.id) {
+                Some(account) => account.state = change.state,
+                None => {
+                    self.accounts.insert(
+                        change.id,
+                        Account {
+                            state: change.state,
+                            history: Vec::new(),
+                        },
+                    );
+                }
+            }
+        }
+        for t in changes.new_transfers {
+            let index = self.entries.len();
+            let transfer = &t.transfer;
+            self.entries.push(LedgerEntry {
+                transfer_id: transfer.id.clone(),
+                debit: transfer.debit.clone(),
+                credit: transfer.credit.clone(),
+                amount: transfer.amount,
+                phase: transfer.phase.clone(),
             });
-        }
-        // Validated: apply.
-        if let Phase::Post { pending_id } | Phase::Void { pending_id } = &t.phase {
-            if let Some(p) = self.transfers.get_mut(pending_id) {
-                p.resolved = true;
+            for account in [&transfer.debit, &transfer.credit] {
+                if let Some(a) = self.accounts.get_mut(account) {
+                    a.history.push(index);
+                }
             }
-            undo.push(Undo::PendingResolved(pending_id.clone()));
+            self.transfers.insert(transfer.id.clone(), t);
         }
-        let index = self.entries.len();
-        self.entries.push(LedgerEntry {
-            transfer_id: t.id.clone(),
-            debit: t.debit.clone(),
-            credit: t.credit.clone(),
-            amount: t.amount,
-            phase: t.phase.clone(),
-        });
-        for (account, balance, prev) in [
-            (&t.debit, debit, debit_before),
-            (&t.credit, credit, credit_before),
-        ] {
-            let a = self.accounts.get_mut(account).expect("checked above");
-            a.balance = balance;
-            a.history.push(index);
-            undo.push(Undo::Balance {
-                account: account.clone(),
-                prev,
-            });
-            undo.push(Undo::HistoryPushed(account.clone()));
+        for id in changes.resolved {
+            if let Some(t) = self.transfers.get_mut(&id) {
+                t.resolved = true;
+            }
         }
-        undo.push(Undo::TransferInserted(t.id.clone()));
-        self.transfers.insert(
-            t.id.clone(),
-            TransferState {
-                transfer: t,
-                resolved: false,
-            },
-        );
-        Ok(())
     }
 }
 
@@ -498,8 +443,6 @@ impl Store for MemoryStore {
             state.fail_next -= 1;
             return Err(StoreError::Backend(INJECTED_FAILURE.into()));
         }
-        let entries_len = state.entries.len();
-        let outbox_len = state.outbox.len();
         let mut undo = Vec::new();
         match state.apply(batch, &mut undo) {
             Ok(receipt) => {
@@ -507,47 +450,42 @@ impl Store for MemoryStore {
                 Ok(receipt)
             }
             Err(e) => {
-                state.rollback(undo, entries_len, outbox_len);
+                state.rollback(undo);
                 Err(e)
             }
         }
     }
 
     async fn get(&self, kind: &str, id: &str) -> Result<Option<StoredRecord>, StoreError> {
-        Ok(self.lock()?.record(kind, id).cloned())
+        Ok(self.lock()?.records.record(kind, id).cloned())
     }
 
     async fn get_by_unique(&self, key: &str) -> Result<Option<StoredRecord>, StoreError> {
         let state = self.lock()?;
-        Ok(state
+        let records = &state.records;
+        Ok(records
             .unique
             .get(key)
-            .and_then(|(kind, id)| state.record(kind, id))
+            .and_then(|(kind, id)| records.record(kind, id))
             .cloned())
     }
 
     async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError> {
         let state = self.lock()?;
-        let Some(table) = state.kinds.get(&query.kind) else {
+        let Some(table) = state.records.kinds.get(&query.kind) else {
             return Ok((Vec::new(), 0));
         };
-        let Some(ids) = table.by_tenant.get(&query.tenant) else {
+        let Some(index) = table.index(query) else {
             return Ok((Vec::new(), 0));
         };
-        let matching = ids
+        let page = index
             .iter()
             .rev()
-            .filter_map(|(_, id)| table.records.get(id))
-            .filter(|r| query.status.is_none() || r.status == query.status);
-        let mut total = 0u64;
-        let mut page = Vec::new();
-        for (i, record) in matching.enumerate() {
-            total += 1;
-            if i >= query.offset && page.len() < query.limit {
-                page.push(record.clone());
-            }
-        }
-        Ok((page, total))
+            .skip(query.offset)
+            .take(query.limit)
+            .filter_map(|(_, id)| table.records.get(id).cloned())
+            .collect();
+        Ok((page, index.len() as u64))
     }
 
     async fn idempotency(
@@ -557,6 +495,7 @@ impl Store for MemoryStore {
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
         Ok(self
             .lock()?
+            .records
             .idempotency
             .get(&(tenant.to_string(), key.to_string()))
             .cloned())
@@ -571,7 +510,7 @@ impl Store for MemoryStore {
         limit: usize,
     ) -> Result<Vec<StoredRecord>, StoreError> {
         let mut state = self.lock()?;
-        let Some(table) = state.kinds.get_mut(kind) else {
+        let Some(table) = state.records.kinds.get_mut(kind) else {
             return Ok(Vec::new());
         };
         let mut claimed = Vec::new();
@@ -619,50 +558,23 @@ impl Store for MemoryStore {
 
 #[async_trait]
 impl Ledger for MemoryStore {
-    async fn balance(&self, account: &str) -> Result<Balance, LedgerError> {
-        self.lock_ledger()?
-            .accounts
-            .get(account)
-            .map(|a| a.balance)
-            .ok_or_else(|| LedgerError::UnknownAccount {
-                account: account.to_string(),
-            })
+    async fn balance(&self, account: &str) -> LedgerResult<Balance> {
+        self.lock_ledger()?.ledger.balance(account)
     }
 
-    async fn history(
-        &self,
-        account: &str,
-        offset: usize,
-        limit: usize,
-    ) -> Result<Vec<LedgerEntry>, LedgerError> {
-        let state = self.lock_ledger()?;
-        let a = state
-            .accounts
-            .get(account)
-            .ok_or_else(|| LedgerError::UnknownAccount {
-                account: account.to_string(),
-            })?;
-        Ok(a.history
-            .iter()
-            .skip(offset)
-            .take(limit)
-            .map(|&i| state.entries[i].clone())
-            .collect())
+    async fn history(&self, id: &str, skip: usize, take: usize) -> LedgerResult<Vec<LedgerEntry>> {
+        self.lock_ledger()?.ledger.history(id, skip, take)
     }
 
-    async fn posted_sum(&self) -> Result<i128, LedgerError> {
-        Ok(self
-            .lock_ledger()?
-            .accounts
-            .values()
-            .map(|a| a.balance.posted())
-            .sum())
+    async fn posted_sum(&self) -> LedgerResult<i128> {
+        Ok(self.lock_ledger()?.ledger.posted_sum())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ports::ledger::LedgerAccount;
     use crate::testkit;
     use std::sync::Arc;
 

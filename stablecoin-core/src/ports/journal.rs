@@ -117,6 +117,7 @@ impl RailJournal for StoreJournal {
                         .map(|r| r.created_at)
                         .unwrap_or_else(|| self.clock.now()),
                     status: None,
+                    subkind: None,
                     due_at: None,
                     unique_keys: Vec::new(),
                     body: JsonText::from(entry),

@@ -9,7 +9,11 @@
 //!   `Post` applies a pending transfer in full, `Void` releases it; a pending transfer
 //!   is resolved at most once;
 //! - an account without `allow_negative` never has
-//!   `debits_posted + debits_pending > credits_posted`.
+//!   `debits_posted + debits_pending > credits_posted`;
+//! - no amount or account sum exceeds `MAX_AMOUNT_MICROS` (2^63 - 1).
+//!
+//! These rules are implemented once, in [`crate::domain::ledger`]: every store in the
+//! tree applies a batch's ledger part through it, and a new store should too.
 
 use crate::domain::money::Micros;
 use async_trait::async_trait;
@@ -102,6 +106,13 @@ pub enum LedgerError {
 }
 
 impl LedgerError {
+    /// `UnknownAccount` for this id: what every store answers for an account it lacks.
+    pub fn unknown_account(account: &str) -> Self {
+        LedgerError::UnknownAccount {
+            account: account.to_string(),
+        }
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             LedgerError::InsufficientFunds { .. } => "INSUFFICIENT_FUNDS",
@@ -116,17 +127,20 @@ impl LedgerError {
     }
 }
 
+/// The result of a ledger call.
+pub type LedgerResult<T> = Result<T, LedgerError>;
+
 #[async_trait]
 pub trait Ledger: Send + Sync {
     /// Sums of an account; an unknown account is `UnknownAccount`.
-    async fn balance(&self, account: &str) -> Result<Balance, LedgerError>;
+    async fn balance(&self, account: &str) -> LedgerResult<Balance>;
     /// Transfers touching an account, oldest first.
     async fn history(
         &self,
         account: &str,
         offset: usize,
         limit: usize,
-    ) -> Result<Vec<LedgerEntry>, LedgerError>;
+    ) -> LedgerResult<Vec<LedgerEntry>>;
     /// Sum over all accounts of (credits_posted - debits_posted): zero in a sound ledger.
-    async fn posted_sum(&self) -> Result<i128, LedgerError>;
+    async fn posted_sum(&self) -> LedgerResult<i128>;
 }

@@ -16,6 +16,12 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
     fn status(&self) -> Option<String> {
         None
     }
+    /// The second-level kind lists select on (`StoredRecord::subkind`). A kind either
+    /// gives every record one or none: a list of a kind runs on one subkind
+    /// ([`crate::ports::store::ListQuery::subkind`]).
+    fn subkind(&self) -> Option<String> {
+        None
+    }
     fn due_at(&self) -> Option<crate::domain::time::Timestamp> {
         None
     }
@@ -31,6 +37,7 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
             version: 0,
             created_at: self.created_at(),
             status: self.status(),
+            subkind: self.subkind(),
             due_at: self.due_at(),
             unique_keys: self.unique_keys(),
             body: JsonText::encode(self)

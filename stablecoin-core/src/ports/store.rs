@@ -2,8 +2,8 @@
 //! idempotency record of one decision (ARCHITECTURE §5).
 //!
 //! Records are typed in the engine (`crate::ports::record::Record`) and stored here as
-//! JSON bodies with a little metadata that every backend can index: kind, id, tenant,
-//! version, creation time, status, due time and unique keys. That keeps the trait
+//! JSON bodies with a little metadata that every backend can index: kind, subkind, id,
+//! tenant, version, creation time, status, due time and unique keys. That keeps the trait
 //! dyn-compatible and lets a SQL backend use one table, while the engine stays typed.
 
 use crate::domain::time::Timestamp;
@@ -25,6 +25,9 @@ pub struct StoredRecord {
     pub created_at: Timestamp,
     /// Filterable status (`"QUEUED"`, `"pending"`, ...).
     pub status: Option<String>,
+    /// A second-level kind that lists select on (an operation's op kind: `"transfer"`,
+    /// `"funding"`, ...), or `None` for a kind that has none. See [`ListQuery::subkind`].
+    pub subkind: Option<String>,
     /// When a background worker should next look at it; `None` = not due.
     pub due_at: Option<Timestamp>,
     /// Globally unique index entries (`"wallet_phone:+225..."`). A commit that would give
@@ -225,11 +228,23 @@ pub struct CommitReceipt {
     pub outbox_seqs: Vec<u64>,
 }
 
-/// A page of a tenant-scoped list, newest first.
+/// A page of a tenant's records of one kind, newest first (`created_at`, then id), and
+/// the total of every record the query matches (not just the page).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListQuery {
     pub kind: String,
     pub tenant: String,
+    /// Which subkind the list runs on, matched exactly: `None` lists the records that
+    /// have NO subkind (every record of a kind that does not use subkinds), `Some(s)`
+    /// those whose subkind is `s`. There is no "any subkind" list: a kind that uses
+    /// subkinds (operations) is listed one subkind at a time.
+    ///
+    /// Why exact: a list then runs on one `(kind, tenant, subkind)`, optionally one
+    /// status, which every store keeps as one index range in the order a page is
+    /// returned in. A page is a walk of that range and its total a count of it; no store
+    /// scans or sorts a tenant's records to answer one.
+    pub subkind: Option<String>,
+    /// Only records in this status; `None`: every status.
     pub status: Option<String>,
     pub limit: usize,
     pub offset: usize,
@@ -279,7 +294,9 @@ pub trait Store: Send + Sync {
     /// The record holding a unique key, if any.
     async fn get_by_unique(&self, key: &str) -> Result<Option<StoredRecord>, StoreError>;
 
-    /// A tenant's records of one kind, newest first (`created_at`, then id), and the total.
+    /// A tenant's records of one kind and subkind (matched exactly, see
+    /// [`ListQuery::subkind`]), optionally of one status, newest first (`created_at`, then
+    /// id), and the total of the matches. Served from an index, never by a scan.
     async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError>;
 
     async fn idempotency(

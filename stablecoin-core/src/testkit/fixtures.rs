@@ -1,6 +1,7 @@
 //! Helpers the conformance cases share: record, transfer and batch builders, and
 //! assertions that name the case that broke.
 
+pub(super) use crate::domain::ledger::MAX_AMOUNT_MICROS;
 pub(super) use crate::domain::money::Micros;
 pub(super) use crate::domain::time::Timestamp;
 pub(super) use crate::ports::ledger::{
@@ -29,6 +30,7 @@ pub(super) fn record(id: &str, tenant: &str, created_ms: i64) -> StoredRecord {
         version: 0,
         created_at: ts(created_ms),
         status: None,
+        subkind: None,
         due_at: None,
         unique_keys: Vec::new(),
         body: json!({ "id": id }).into(),
@@ -42,6 +44,11 @@ pub(super) fn with_keys(mut r: StoredRecord, keys: &[&str]) -> StoredRecord {
 
 pub(super) fn with_status(mut r: StoredRecord, status: &str) -> StoredRecord {
     r.status = Some(status.to_string());
+    r
+}
+
+pub(super) fn with_subkind(mut r: StoredRecord, subkind: &str) -> StoredRecord {
+    r.subkind = Some(subkind.to_string());
     r
 }
 
@@ -170,6 +177,12 @@ pub(super) async fn commit_err<S: Store + ?Sized>(
 
 pub(super) async fn get<S: Store + ?Sized>(store: &S, id: &str) -> Option<StoredRecord> {
     store.get(KIND, id).await.expect("get")
+}
+
+/// The ids of a list's page, and its total.
+pub(super) async fn list_ids<S: Store + ?Sized>(store: &S, query: ListQuery) -> (Vec<String>, u64) {
+    let (page, total) = store.list(&query).await.expect("list");
+    (page.into_iter().map(|r| r.id).collect(), total)
 }
 
 pub(super) async fn balance<S: Ledger + ?Sized>(store: &S, account: &str) -> Balance {

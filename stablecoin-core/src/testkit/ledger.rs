@@ -131,6 +131,80 @@ pub async fn case_ledger_invalid_transfers<S: Store + Ledger + ?Sized>(store: Ar
     assert_eq!(balance(s, "bob").await, Balance::default());
 }
 
+/// Every store holds amounts and account sums up to `MAX_AMOUNT_MICROS` (2^63 - 1) and
+/// refuses beyond it with the same `InvalidTransfer`, changing nothing (the limit of the
+/// shared rules, `domain::ledger`, so a batch means the same in memory as on disk).
+pub async fn case_ledger_amount_limits<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    let accounts = Batch {
+        accounts: vec![account("world", true), account("bob", false)],
+        ..Batch::default()
+    };
+    commit_ok(s, accounts, "create accounts").await;
+    let batch = Batch {
+        ledger: vec![single("huge", "world", "bob", MAX_AMOUNT_MICROS + 1)],
+        puts: vec![insert(record("w1", "t1", 1))],
+        ..Batch::default()
+    };
+    let err = commit_err(s, batch, "amount above 2^63 - 1").await;
+    assert!(
+        is_ledger(&err, |l| matches!(
+            l,
+            LedgerError::InvalidTransfer { id, reason } if id == "huge" && reason.contains("2^63")
+        )),
+        "expected InvalidTransfer(huge) naming the limit, got {err:?}"
+    );
+    assert_eq!(get(s, "w1").await, None, "the batch must roll back");
+
+    commit_ok(
+        s,
+        transfers(vec![single("max", "world", "bob", MAX_AMOUNT_MICROS)]),
+        "exactly the limit",
+    )
+    .await;
+    assert_eq!(balance(s, "bob").await, posted(MAX_AMOUNT_MICROS, 0));
+    let held = transfer("held", "world", "bob", MAX_AMOUNT_MICROS, Phase::Pending);
+    commit_ok(
+        s,
+        transfers(vec![held]),
+        "a pending sum of exactly the limit",
+    )
+    .await;
+    for (t, what) in [
+        (
+            single("more", "world", "bob", 1),
+            "a posted sum past the limit",
+        ),
+        (
+            transfer("more", "world", "bob", 1, Phase::Pending),
+            "a pending sum past the limit",
+        ),
+        (
+            post("more", "held", "world", "bob", MAX_AMOUNT_MICROS),
+            "posting past the limit",
+        ),
+    ] {
+        let err = commit_err(s, transfers(vec![t]), what).await;
+        assert!(
+            is_ledger(&err, |l| matches!(
+                l,
+                LedgerError::InvalidTransfer { reason, .. } if reason.contains("overflows")
+            )),
+            "{what}: expected InvalidTransfer (overflows), got {err:?}"
+        );
+    }
+    let mut bob = posted(MAX_AMOUNT_MICROS, 0);
+    bob.credits_pending = MAX_AMOUNT_MICROS;
+    assert_eq!(
+        balance(s, "bob").await,
+        bob,
+        "nothing refused may change a sum"
+    );
+    let release = void("release", "held", "world", "bob", MAX_AMOUNT_MICROS);
+    commit_ok(s, transfers(vec![release]), "the pending limit is released").await;
+    assert_eq!(balance(s, "bob").await, posted(MAX_AMOUNT_MICROS, 0));
+}
+
 /// A transfer id applies once: the same fields replay as a no-op, other fields fail.
 pub async fn case_ledger_idempotent_transfer<S: Store + Ledger + ?Sized>(store: Arc<S>) {
     let s = &*store;

@@ -622,6 +622,7 @@ pub async fn case_list<S: Store + Ledger + ?Sized>(store: Arc<S>) {
     let q = |status: Option<&str>, limit: usize, offset: usize| ListQuery {
         kind: KIND.to_string(),
         tenant: "t1".to_string(),
+        subkind: None,
         status: status.map(str::to_string),
         limit,
         offset,
@@ -690,6 +691,120 @@ pub async fn case_list<S: Store + Ledger + ?Sized>(store: Arc<S>) {
     );
     let (_, total) = store.list(&q(None, 100, 0)).await.unwrap();
     assert_eq!(total, 5, "an update must not duplicate the record in lists");
+}
+
+/// A list runs on one subkind, matched exactly (`None`: the records without one), with
+/// or without a status, newest first, with the total of that subkind and status alone;
+/// an update that changes a record's subkind or status moves it between lists.
+pub async fn case_list_subkinds<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    // Interleaved in time, so a store that ignored the subkind would mix them.
+    let fixtures = [
+        ("a1", 100, Some("apple"), Some("open")),
+        ("p1", 150, Some("pear"), Some("open")),
+        ("a2", 200, Some("apple"), Some("done")),
+        ("n1", 250, None, Some("open")),
+        ("a3", 300, Some("apple"), Some("open")),
+        ("p2", 350, Some("pear"), Some("done")),
+        ("a4", 400, Some("apple"), None),
+        ("a5", 400, Some("apple"), Some("open")), // ties with a4: a5 first
+    ];
+    let mut ps = Vec::new();
+    for (id, at, subkind, status) in fixtures {
+        let mut r = record(id, "t1", at);
+        r.subkind = subkind.map(str::to_string);
+        r.status = status.map(str::to_string);
+        ps.push(insert(r));
+    }
+    ps.push(insert(with_status(
+        with_subkind(record("x1", "t2", 500), "apple"),
+        "open",
+    )));
+    let mut other_kind = with_status(with_subkind(record("g1", "t1", 600), "apple"), "open");
+    other_kind.kind = "gadget".to_string();
+    ps.push(insert(other_kind));
+    commit_ok(s, puts(ps), "insert subkind fixtures").await;
+
+    let q = |subkind: Option<&str>, status: Option<&str>, limit: usize, offset: usize| ListQuery {
+        kind: KIND.to_string(),
+        tenant: "t1".to_string(),
+        subkind: subkind.map(str::to_string),
+        status: status.map(str::to_string),
+        limit,
+        offset,
+    };
+    let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+
+    assert_eq!(
+        list_ids(s, q(Some("apple"), None, 100, 0)).await,
+        (ids(&["a5", "a4", "a3", "a2", "a1"]), 5),
+        "one subkind, every status, newest first by (created_at, id)"
+    );
+    assert_eq!(
+        list_ids(s, q(Some("apple"), Some("open"), 100, 0)).await,
+        (ids(&["a5", "a3", "a1"]), 3),
+        "subkind and status"
+    );
+    assert_eq!(
+        list_ids(s, q(Some("apple"), Some("open"), 1, 1)).await,
+        (ids(&["a3"]), 3),
+        "a page of subkind and status; the total counts every match"
+    );
+    assert_eq!(
+        list_ids(s, q(Some("apple"), None, 2, 4)).await,
+        (ids(&["a1"]), 5),
+        "the last page"
+    );
+    assert_eq!(
+        list_ids(s, q(Some("pear"), Some("done"), 100, 0)).await,
+        (ids(&["p2"]), 1)
+    );
+    assert_eq!(
+        list_ids(s, q(None, None, 100, 0)).await,
+        (ids(&["n1"]), 1),
+        "None lists the records without a subkind, not every subkind"
+    );
+    assert_eq!(
+        list_ids(s, q(None, Some("open"), 100, 0)).await,
+        (ids(&["n1"]), 1)
+    );
+    assert_eq!(
+        list_ids(s, q(Some("plum"), None, 100, 0)).await,
+        (vec![], 0),
+        "an unknown subkind"
+    );
+    assert_eq!(
+        list_ids(s, q(Some("apple"), Some("lost"), 100, 0)).await,
+        (vec![], 0),
+        "a status no record of the subkind has"
+    );
+
+    // An update moves a record between lists: out of the old (subkind, status), into
+    // the new, counted once.
+    let moved = with_status(with_subkind(record("a3", "t1", 300), "pear"), "done");
+    commit_ok(s, puts(vec![update(moved, 1)]), "move a3 to pear/done").await;
+    assert_eq!(
+        list_ids(s, q(Some("apple"), Some("open"), 100, 0)).await,
+        (ids(&["a5", "a1"]), 2)
+    );
+    assert_eq!(
+        list_ids(s, q(Some("apple"), None, 100, 0)).await,
+        (ids(&["a5", "a4", "a2", "a1"]), 4)
+    );
+    assert_eq!(
+        list_ids(s, q(Some("pear"), Some("done"), 100, 0)).await,
+        (ids(&["p2", "a3"]), 2)
+    );
+    assert_eq!(
+        list_ids(s, q(Some("pear"), None, 100, 0)).await,
+        (ids(&["p2", "a3", "p1"]), 3)
+    );
+    let got = store.get(KIND, "a3").await.unwrap().unwrap();
+    assert_eq!(
+        (got.subkind.as_deref(), got.status.as_deref()),
+        (Some("pear"), Some("done")),
+        "a read returns the subkind written"
+    );
 }
 
 /// Idempotency records are written once per (tenant, key) and read back.

@@ -224,6 +224,7 @@ pub async fn case_concurrent_debits<S: Store + Ledger + ?Sized + 'static>(store:
     let q = ListQuery {
         kind: KIND.to_string(),
         tenant: "t1".to_string(),
+        subkind: None,
         status: None,
         limit: 100,
         offset: 0,

@@ -189,7 +189,12 @@ async fn replayed_idempotency_key_moves_money_once() {
         h.engine.treasury_balance(&t, Token::Usdc).await.unwrap(),
         m("40")
     );
-    let (ops, total) = h.engine.list_operations(&t, None, 10, 0).await.unwrap();
+    let funding = stablecoin_core::domain::state::OpKind::Funding;
+    let (ops, total) = h
+        .engine
+        .list_operations(&t, funding, None, 10, 0)
+        .await
+        .unwrap();
     assert_eq!((ops.len(), total), (2, 2));
     h.assert_conserved().await;
 }

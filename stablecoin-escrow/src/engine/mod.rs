@@ -146,6 +146,7 @@ impl EscrowEngine {
             .store
             .list(&ListQuery {
                 kind: Deal::KIND.into(),
+                subkind: None,
                 tenant: auth.tenant.0.clone(),
                 status,
                 limit: limit as usize,

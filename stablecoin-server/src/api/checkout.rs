@@ -78,6 +78,7 @@ pub async fn list(
         .list(&ListQuery {
             kind: StoredPaymentSession::KIND.into(),
             tenant: caller.tenant().0.clone(),
+            subkind: None,
             status,
             limit: take,
             offset: skip,

@@ -10,8 +10,8 @@ use crate::sandbox::simulated;
 use axum::Json;
 use axum::extract::State;
 use axum::response::Response;
-use stablecoin_core::domain::state::{OpKind, OpStatus, reachable_states};
-use stablecoin_core::engine::SendRequest;
+use stablecoin_core::domain::state::OpKind;
+use stablecoin_core::engine::{Engine, SendRequest};
 
 /// Send a peer-to-peer transfer between phone-keyed wallets.
 ///
@@ -149,57 +149,20 @@ pub async fn list_transfers(
     ApiQuery(q): ApiQuery<TransferListQuery>,
 ) -> Result<Json<TransferList>, ApiError> {
     let p = paging(q.limit.as_deref(), q.page.as_deref())?;
-    let status = match q.status.as_deref() {
-        None => None,
-        Some(s) => {
-            let allowed = reachable_states(OpKind::Transfer);
-            match OpStatus::parse(s) {
-                Some(st) if allowed.contains(&st) => Some(st),
-                _ => {
-                    return Err(ApiError::bad_request(
-                        "INVALID_PARAMETER",
-                        format!(
-                            "status must be one of {}",
-                            allowed
-                                .iter()
-                                .map(|s| s.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    )
-                    .with_param("status"));
-                }
-            }
-        }
-    };
-    // The store lists operations of every kind; transfers are picked out here.
-    // TODO(core): a kind filter on `Engine::list_operations` would make this one query.
-    const CHUNK: usize = 200;
+    let status = q
+        .status
+        .as_deref()
+        .map(|name| Engine::operation_status(OpKind::Transfer, name))
+        .transpose()?;
     let (skip, take) = p.window();
-    let mut offset = 0usize;
-    let mut matched = 0u64;
-    let mut items = Vec::new();
-    loop {
-        let (ops, total) = app
-            .engine
-            .list_operations(caller.tenant(), status, CHUNK, offset)
-            .await?;
-        let n = ops.len();
-        for op in ops.into_iter().filter(|o| o.kind == OpKind::Transfer) {
-            if matched as usize >= skip && items.len() < take {
-                items.push(op.view().into());
-            }
-            matched += 1;
-        }
-        offset += n;
-        if n == 0 || offset as u64 >= total {
-            break;
-        }
-    }
+    let (transfers, total) = app
+        .engine
+        .list_operations(caller.tenant(), OpKind::Transfer, status, take, skip)
+        .await?;
     Ok(Json(TransferList {
         limit: p.limit,
         page: p.page,
-        total: matched,
-        transfers: items,
+        total,
+        transfers: transfers.iter().map(|op| op.view().into()).collect(),
     }))
 }

@@ -117,6 +117,7 @@ impl Deliverer {
             .store
             .list(&ListQuery {
                 kind: Endpoint::KIND.into(),
+                subkind: None,
                 tenant: tenant.to_string(),
                 status: status.map(str::to_string),
                 limit: 1000,

@@ -24,6 +24,7 @@ impl Deliverer {
             .store
             .list(&ListQuery {
                 kind: R::KIND.into(),
+                subkind: None,
                 tenant: tenant.0.clone(),
                 status: status.map(str::to_string),
                 limit,
@@ -157,6 +158,7 @@ impl Deliverer {
                 .store
                 .list(&ListQuery {
                     kind: Delivery::KIND.into(),
+                    subkind: None,
                     tenant: tenant.0.clone(),
                     status: Some(DeliveryState::Dead.as_str().into()),
                     limit: 100,

@@ -1,39 +1,130 @@
-//! The ledger rules, applied in memory over rows a backend has loaded (and, on
-//! PostgreSQL, locked). Both SQL backends use this one implementation, which mirrors
-//! `stablecoin_core::memory::MemoryStore` rule for rule and error for error; the backend
-//! then writes the resulting [`LedgerChanges`] with a few set-based statements.
+//! The ledger rules, written once for every store: accounts and two-phase transfers
+//! (TigerBeetle's model, the contract of [`crate::ports::ledger`]) decided in memory,
+//! synchronously, over the rows a store already holds.
 //!
-//! A backend fills a [`Known`] with every account and transfer a batch may touch
-//! ([`needed_ids`]), absent ones as `None`, and applies the batch to an [`Overlay`] over
-//! it. Nothing in `Known` changes until the backend merges the changes of a batch that
-//! committed (or, inside a SQLite group, whose savepoint was released).
+//! Why one module: a store owns where the ledger rows live, but what a transfer may do
+//! is the same for every store, and two copies of the rules drift (an error code, an
+//! overflow check, the order of checks). So a store does not apply transfers itself. It
+//! shows the rules its rows through a [`LedgerView`], applies a batch's accounts and
+//! transfers, in order, to an [`Overlay`] over that view, and writes the
+//! [`LedgerChanges`] the overlay returns (final states only) however it stores them:
+//!
+//! - `MemoryStore` reads its own maps (a missing row is simply absent) and merges the
+//!   changes once the whole batch has passed, so a failed batch has nothing to undo;
+//! - a SQL store loads the rows a batch may read into [`Known`] first ([`needed_ids`]
+//!   lists them; PostgreSQL locks them `FOR UPDATE`), then writes the changes with a few
+//!   statements. The SQLite writer keeps its `Known` across the batches of a group and
+//!   [`Known::merge`]s each kept batch's changes.
+//!
+//! A third-party store does the same: implement [`LedgerView`] (or fill a [`Known`]),
+//! run the batch through an [`Overlay`], write the changes in the batch's transaction.
+//!
+//! The rules, with the error each breach returns (checked in this order):
+//! - a transfer id is applied once: the same id with the same fields is a no-op, with
+//!   other fields `TransferExists`;
+//! - an amount is positive and at most [`MAX_AMOUNT_MICROS`], debit and credit differ
+//!   (`InvalidTransfer`); both accounts exist (`UnknownAccount`);
+//! - `Post`/`Void` name a pending transfer (`PendingNotFound`) not yet resolved
+//!   (`PendingResolved`) with the same accounts and amount (`InvalidTransfer`);
+//! - no account sum passes [`MAX_AMOUNT_MICROS`] (`InvalidTransfer`, "overflows");
+//! - an account without `allow_negative` never has
+//!   `debits_posted + debits_pending > credits_posted` (`InsufficientFunds`).
+//!
+//! Accounts are created if absent; the same id with other flags is `AccountExists`.
 
-use crate::codec::MAX_AMOUNT_MICROS;
-use stablecoin_core::ports::ledger::{Balance, LedgerAccount, LedgerError, LedgerTransfer, Phase};
+use crate::ports::ledger::{Balance, LedgerAccount, LedgerError, LedgerTransfer, Phase};
 use std::collections::{HashMap, HashSet};
 
+/// The largest amount, and the largest account sum, any store holds: `i64::MAX`
+/// (2^63 - 1 micro-units), what a signed 64-bit SQL integer stores. Every store refuses
+/// a transfer beyond it, or one that would push a sum beyond it, with the same
+/// `InvalidTransfer`, so a batch means the same thing in memory as on disk.
+pub const MAX_AMOUNT_MICROS: u64 = i64::MAX as u64;
+
+/// An account as the rules see it: its flags and its sums.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct AccountState {
+pub struct AccountState {
+    /// See [`LedgerAccount::allow_negative`].
     pub allow_negative: bool,
+    /// Its four sums.
     pub balance: Balance,
 }
 
+/// An applied transfer as the rules see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct TransferState {
+pub struct TransferState {
+    /// The transfer as it was applied.
     pub transfer: LedgerTransfer,
-    /// For pending transfers: posted or voided already.
+    /// For a pending transfer: posted or voided already.
     pub resolved: bool,
 }
 
-/// Rows loaded from the database; `None` = known not to exist.
-#[derive(Debug, Default)]
-pub(crate) struct Known {
+/// The ledger as it stands before a batch: what [`Overlay`] reads.
+///
+/// `Ok(None)` means the row does not exist. `Err` means the view cannot tell (a store
+/// that loads rows ahead of the rules and did not load this one); the rules pass the
+/// error on rather than take a missing row for an absent one.
+pub trait LedgerView {
+    /// The account with this id.
+    fn account(&self, id: &str) -> Result<Option<AccountState>, LedgerError>;
+    /// The applied transfer with this id.
+    fn transfer(&self, id: &str) -> Result<Option<&TransferState>, LedgerError>;
+}
+
+/// Rows a store loaded for the rules: `Some` for a row that exists, `None` for one known
+/// not to exist. An id not in the map was not loaded, and reading it is a
+/// `LedgerError::Backend` (a bug in what the store loaded, never a silent absence).
+#[derive(Clone, Debug, Default)]
+pub struct Known {
+    /// Account id -> the account, or `None`: known not to exist.
     pub accounts: HashMap<String, Option<AccountState>>,
+    /// Transfer id -> the transfer, or `None`: known not to exist.
     pub transfers: HashMap<String, Option<TransferState>>,
 }
 
-/// Account ids and transfer ids (own and pending) a batch may read, each once, sorted.
-pub(crate) fn needed_ids(
+fn not_loaded(what: &str, id: &str) -> LedgerError {
+    LedgerError::Backend(format!("internal: {what} {id} was not loaded before use"))
+}
+
+impl LedgerView for Known {
+    fn account(&self, id: &str) -> Result<Option<AccountState>, LedgerError> {
+        match self.accounts.get(id) {
+            Some(a) => Ok(*a),
+            None => Err(not_loaded("account", id)),
+        }
+    }
+
+    fn transfer(&self, id: &str) -> Result<Option<&TransferState>, LedgerError> {
+        match self.transfers.get(id) {
+            Some(t) => Ok(t.as_ref()),
+            None => Err(not_loaded("transfer", id)),
+        }
+    }
+}
+
+impl Known {
+    /// Takes in the changes of a batch that was kept, so the next batch over the same
+    /// `Known` sees them (the SQLite writer keeps one across the batches of a group).
+    pub fn merge(&mut self, changes: &LedgerChanges) {
+        for a in &changes.accounts {
+            self.accounts.insert(a.id.clone(), Some(a.state));
+        }
+        for t in &changes.new_transfers {
+            self.transfers
+                .insert(t.transfer.id.clone(), Some(t.clone()));
+        }
+        for id in &changes.resolved {
+            if let Some(Some(t)) = self.transfers.get_mut(id) {
+                t.resolved = true;
+            }
+        }
+    }
+}
+
+/// Appends the ids of every account and transfer (own and pending) the rules may read
+/// for these accounts and transfers: what a store loads into [`Known`]. Ids may repeat;
+/// sort and deduplicate them before loading.
+pub fn needed_ids(
     batch_accounts: &[LedgerAccount],
     batch_ledger: &[LedgerTransfer],
     accounts: &mut Vec<String>,
@@ -52,53 +143,35 @@ pub(crate) fn needed_ids(
     }
 }
 
-pub(crate) fn sort_dedup(ids: &mut Vec<String>) {
-    ids.sort_unstable();
-    ids.dedup();
-}
-
-impl Known {
-    /// Takes in the changes of a batch that was kept (the SQLite writer keeps `Known`
-    /// across the batches of a group).
-    #[cfg(feature = "sqlite")]
-    pub fn merge(&mut self, changes: &LedgerChanges) {
-        for a in &changes.accounts {
-            self.accounts.insert(a.id.clone(), Some(a.state));
-        }
-        for t in &changes.new_transfers {
-            self.transfers
-                .insert(t.transfer.id.clone(), Some(t.clone()));
-        }
-        for id in &changes.resolved {
-            if let Some(Some(t)) = self.transfers.get_mut(id) {
-                t.resolved = true;
-            }
-        }
-    }
-}
-
 /// An account a batch created or whose sums it changed, with its final state.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct AccountChange {
+pub struct AccountChange {
+    /// The account id.
     pub id: String,
+    /// Its state after the batch.
     pub state: AccountState,
+    /// The batch created it (insert rather than update).
     pub created: bool,
 }
 
-/// What a batch's ledger part writes.
+/// What a batch's ledger part writes: final states only, whatever the batch's steps.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct LedgerChanges {
+pub struct LedgerChanges {
     /// Created or changed accounts, in first-touch order.
     pub accounts: Vec<AccountChange>,
-    /// Transfers applied by the batch, in order, with their final `resolved` flag.
+    /// Transfers the batch applied, in order (the accounts' history order), each with
+    /// its final `resolved` flag (a pending transfer posted in the same batch is
+    /// written resolved already).
     pub new_transfers: Vec<TransferState>,
-    /// Pending transfers from earlier batches that this batch posted or voided.
+    /// Pending transfers from before the batch that it posted or voided.
     pub resolved: Vec<String>,
 }
 
-/// One batch's view: its own changes over the loaded rows.
-pub(crate) struct Overlay<'k> {
-    known: &'k Known,
+/// One batch's ledger decisions: its own changes over a [`LedgerView`], which it never
+/// changes. Apply the batch's accounts, then its transfers, in order; the first error is
+/// the batch's error. [`Overlay::into_changes`] gives what to write.
+pub struct Overlay<'v, V: LedgerView + ?Sized> {
+    view: &'v V,
     accounts: HashMap<String, AccountState>,
     transfers: HashMap<String, TransferState>,
     created: HashSet<String>,
@@ -107,19 +180,16 @@ pub(crate) struct Overlay<'k> {
     resolved_existing: Vec<String>,
 }
 
-fn not_loaded(what: &str, id: &str) -> LedgerError {
-    LedgerError::Backend(format!("internal: {what} {id} was not loaded before use"))
-}
-
-/// `a + b` if it stays within what the store can hold.
+/// `a + b` if it stays within what every store can hold.
 fn add(a: u64, b: u64) -> Option<u64> {
     a.checked_add(b).filter(|s| *s <= MAX_AMOUNT_MICROS)
 }
 
-impl<'k> Overlay<'k> {
-    pub fn new(known: &'k Known) -> Self {
+impl<'v, V: LedgerView + ?Sized> Overlay<'v, V> {
+    /// An overlay with no changes yet.
+    pub fn new(view: &'v V) -> Self {
         Overlay {
-            known,
+            view,
             accounts: HashMap::new(),
             transfers: HashMap::new(),
             created: HashSet::new(),
@@ -130,22 +200,16 @@ impl<'k> Overlay<'k> {
     }
 
     fn account(&self, id: &str) -> Result<Option<AccountState>, LedgerError> {
-        if let Some(a) = self.accounts.get(id) {
-            return Ok(Some(*a));
-        }
-        match self.known.accounts.get(id) {
-            Some(a) => Ok(*a),
-            None => Err(not_loaded("account", id)),
+        match self.accounts.get(id) {
+            Some(a) => Ok(Some(*a)),
+            None => self.view.account(id),
         }
     }
 
-    fn transfer_state(&self, id: &str) -> Result<Option<TransferState>, LedgerError> {
-        if let Some(t) = self.transfers.get(id) {
-            return Ok(Some(t.clone()));
-        }
-        match self.known.transfers.get(id) {
-            Some(t) => Ok(t.clone()),
-            None => Err(not_loaded("transfer", id)),
+    fn transfer_state(&self, id: &str) -> Result<Option<&TransferState>, LedgerError> {
+        match self.transfers.get(id) {
+            Some(t) => Ok(Some(t)),
+            None => self.view.transfer(id),
         }
     }
 
@@ -178,7 +242,9 @@ impl<'k> Overlay<'k> {
         }
     }
 
-    /// Applies one transfer (the rules of `ports::ledger`, as `MemoryStore` applies them).
+    /// Applies one transfer by the rules of the module doc. On `Err` nothing of this
+    /// transfer is applied (the overlay keeps the batch's earlier steps; a store drops
+    /// the whole overlay, since the batch fails).
     pub fn transfer(&mut self, t: &LedgerTransfer) -> Result<(), LedgerError> {
         if let Some(existing) = self.transfer_state(&t.id)? {
             return if existing.transfer == *t {
@@ -206,9 +272,7 @@ impl<'k> Overlay<'k> {
         for (slot, account) in states.iter_mut().zip([&t.debit, &t.credit]) {
             *slot = self.account(account)?;
             if slot.is_none() {
-                return Err(LedgerError::UnknownAccount {
-                    account: account.clone(),
-                });
+                return Err(LedgerError::unknown_account(account));
             }
         }
         let [Some(debit_state), Some(credit_state)] = states else {
@@ -250,6 +314,7 @@ impl<'k> Overlay<'k> {
                         "debit, credit and amount must equal the pending transfer's",
                     ));
                 }
+                let pending = pending.clone();
                 // The pending amounts are on the accounts, so these cannot underflow;
                 // checked anyway so a corrupt row is an error, not a wrap.
                 let corrupt = || {
@@ -345,7 +410,7 @@ impl<'k> Overlay<'k> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stablecoin_core::domain::money::Micros;
+    use crate::domain::money::Micros;
 
     fn t(id: &str, d: &str, c: &str, amount: u64, phase: Phase) -> LedgerTransfer {
         LedgerTransfer {
@@ -354,6 +419,13 @@ mod tests {
             credit: c.into(),
             amount: Micros(amount),
             phase,
+        }
+    }
+
+    fn acct(id: &str, allow_negative: bool) -> LedgerAccount {
+        LedgerAccount {
+            id: id.into(),
+            allow_negative,
         }
     }
 
@@ -367,20 +439,24 @@ mod tests {
         k
     }
 
+    /// A view with no rows, as an empty in-memory store shows the rules.
+    struct Empty;
+
+    impl LedgerView for Empty {
+        fn account(&self, _: &str) -> Result<Option<AccountState>, LedgerError> {
+            Ok(None)
+        }
+        fn transfer(&self, _: &str) -> Result<Option<&TransferState>, LedgerError> {
+            Ok(None)
+        }
+    }
+
     #[test]
     fn pending_created_and_posted_in_one_batch_is_written_resolved() {
         let k = known();
         let mut o = Overlay::new(&k);
-        o.create_account(&LedgerAccount {
-            id: "w".into(),
-            allow_negative: true,
-        })
-        .unwrap();
-        o.create_account(&LedgerAccount {
-            id: "a".into(),
-            allow_negative: false,
-        })
-        .unwrap();
+        o.create_account(&acct("w", true)).unwrap();
+        o.create_account(&acct("a", false)).unwrap();
         o.transfer(&t("p", "w", "a", 5, Phase::Pending)).unwrap();
         let post = Phase::Post {
             pending_id: "p".into(),
@@ -396,16 +472,41 @@ mod tests {
     }
 
     #[test]
+    fn a_pending_transfer_of_an_earlier_batch_is_resolved_through_merge() {
+        let mut k = known();
+        let mut o = Overlay::new(&k);
+        o.create_account(&acct("w", true)).unwrap();
+        o.create_account(&acct("a", false)).unwrap();
+        o.transfer(&t("p", "w", "a", 5, Phase::Pending)).unwrap();
+        let first = o.into_changes();
+        k.merge(&first);
+
+        let mut o = Overlay::new(&k);
+        let void = Phase::Void {
+            pending_id: "p".into(),
+        };
+        o.transfer(&t("p-post", "w", "a", 5, void)).unwrap();
+        let second = o.into_changes();
+        assert_eq!(second.resolved, ["p"], "p was resolved from before");
+        assert!(second.accounts.iter().all(|a| !a.created));
+        assert_eq!(second.accounts[1].state.balance, Balance::default());
+        k.merge(&second);
+        assert!(k.transfers["p"].as_ref().unwrap().resolved);
+
+        let mut o = Overlay::new(&k);
+        let again = Phase::Post {
+            pending_id: "p".into(),
+        };
+        let err = o.transfer(&t("big", "w", "a", 5, again)).unwrap_err();
+        assert_eq!(err, LedgerError::PendingResolved { id: "p".into() });
+    }
+
+    #[test]
     fn amounts_above_i64_are_refused_with_a_typed_error() {
         let k = known();
         let mut o = Overlay::new(&k);
-        for (id, neg) in [("w", true), ("a", false)] {
-            o.create_account(&LedgerAccount {
-                id: id.into(),
-                allow_negative: neg,
-            })
-            .unwrap();
-        }
+        o.create_account(&acct("w", true)).unwrap();
+        o.create_account(&acct("a", false)).unwrap();
         let err = o
             .transfer(&t("big", "w", "a", u64::MAX, Phase::Single))
             .unwrap_err();
@@ -430,5 +531,37 @@ mod tests {
         let mut o = Overlay::new(&k);
         let err = o.transfer(&t("x", "w", "a", 1, Phase::Single)).unwrap_err();
         assert!(matches!(err, LedgerError::Backend(_)), "{err:?}");
+    }
+
+    #[test]
+    fn a_view_that_knows_every_row_reports_absence_as_the_typed_error() {
+        let mut o = Overlay::new(&Empty);
+        let err = o.transfer(&t("x", "w", "a", 1, Phase::Single)).unwrap_err();
+        assert_eq!(
+            err,
+            LedgerError::UnknownAccount {
+                account: "w".into()
+            }
+        );
+        o.create_account(&acct("w", false)).unwrap();
+        o.create_account(&acct("a", false)).unwrap();
+        let err = o.transfer(&t("x", "w", "a", 1, Phase::Single)).unwrap_err();
+        assert!(
+            matches!(err, LedgerError::InsufficientFunds { ref account, available: 0, needed: 1 } if account == "w"),
+            "{err:?}"
+        );
+        let err = o.create_account(&acct("w", true)).unwrap_err();
+        assert_eq!(
+            err,
+            LedgerError::AccountExists {
+                account: "w".into()
+            }
+        );
+        let c = o.into_changes();
+        assert!(
+            c.new_transfers.is_empty(),
+            "a refused transfer writes nothing"
+        );
+        assert_eq!(c.accounts.len(), 2);
     }
 }

@@ -1,0 +1,332 @@
+//! One commit: a READ COMMITTED transaction in the order `Store::commit` documents (see
+//! the module doc of `postgres`).
+
+use super::backend;
+use super::rows::{balance_from_row, transfer_from_row};
+use super::{Attempt, classify};
+use crate::codec::{dedup_keys, i64_to_db, keys_to_db, phase_to_db, sort_dedup};
+use sqlx::Row;
+use sqlx::postgres::PgConnection;
+use stablecoin_core::domain::ledger::{AccountState, Known, Overlay, needed_ids};
+use stablecoin_core::ports::ledger::Balance;
+use stablecoin_core::ports::store::{Batch, CommitReceipt, Put, StoreError};
+use std::collections::HashMap;
+
+pub(super) async fn commit_in(
+    conn: &mut PgConnection,
+    batch: &Batch,
+) -> Result<CommitReceipt, Attempt> {
+    // 0. The records the batch relied on: still at their version, and share-locked so a
+    // concurrent update waits for this commit (READ COMMITTED would not keep them still).
+    for check in &batch.unchanged {
+        let version: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM records WHERE kind = $1 AND id = $2 FOR SHARE")
+                .bind(&check.kind)
+                .bind(&check.id)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(classify)?;
+        check
+            .verify(version.and_then(|v| u64::try_from(v).ok()))
+            .map_err(Attempt::Done)?;
+    }
+    // 1. Lock the accounts, load the transfers.
+    let mut account_ids = Vec::new();
+    let mut transfer_ids = Vec::new();
+    needed_ids(
+        &batch.accounts,
+        &batch.ledger,
+        &mut account_ids,
+        &mut transfer_ids,
+    );
+    sort_dedup(&mut account_ids);
+    sort_dedup(&mut transfer_ids);
+    let mut known = Known::default();
+    if !account_ids.is_empty() {
+        let rows = sqlx::query(
+            "SELECT id, allow_negative, debits_posted, credits_posted, debits_pending, \
+             credits_pending FROM ledger_accounts WHERE id = ANY($1) \
+             ORDER BY id COLLATE \"C\" FOR UPDATE",
+        )
+        .bind(&account_ids)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(classify)?;
+        for id in &account_ids {
+            known.accounts.insert(id.clone(), None);
+        }
+        for row in rows {
+            let id: String = row.try_get(0).map_err(backend)?;
+            let state = AccountState {
+                allow_negative: row.try_get(1).map_err(backend)?,
+                balance: balance_from_row(&row, 2).map_err(backend)?,
+            };
+            known.accounts.insert(id, Some(state));
+        }
+    }
+    if !transfer_ids.is_empty() {
+        let rows = sqlx::query(
+            "SELECT id, debit, credit, amount, phase, pending_id, resolved \
+             FROM ledger_transfers WHERE id = ANY($1)",
+        )
+        .bind(&transfer_ids)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(classify)?;
+        for id in &transfer_ids {
+            known.transfers.insert(id.clone(), None);
+        }
+        for row in rows {
+            let t = transfer_from_row(&row).map_err(backend)?;
+            known.transfers.insert(t.transfer.id.clone(), Some(t));
+        }
+    }
+    let mut overlay = Overlay::new(&known);
+    for account in &batch.accounts {
+        overlay.create_account(account)?;
+    }
+    // 2. Idempotency record, puts.
+    if let Some(idem) = &batch.idempotency {
+        let done = sqlx::query(
+            "INSERT INTO idempotency (tenant, key, request_hash, response, created_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+        )
+        .bind(&idem.tenant)
+        .bind(&idem.key)
+        .bind(&idem.request_hash)
+        .bind(idem.response.to_string())
+        .bind(idem.created_at.0)
+        .execute(&mut *conn)
+        .await
+        .map_err(classify)?;
+        if done.rows_affected() == 0 {
+            return Err(Attempt::Done(StoreError::IdempotencyExists {
+                key: idem.key.clone(),
+            }));
+        }
+    }
+    for put in &batch.puts {
+        put_record(conn, put).await?;
+    }
+    // 3. Ledger.
+    for transfer in &batch.ledger {
+        overlay.transfer(transfer)?;
+    }
+    let changes = overlay.into_changes();
+    let (created, updated): (Vec<_>, Vec<_>) = changes.accounts.iter().partition(|a| a.created);
+    if !created.is_empty() {
+        let b = |f: fn(&Balance) -> u64| -> Vec<i64> {
+            created
+                .iter()
+                .map(|a| i64_to_db(f(&a.state.balance)))
+                .collect()
+        };
+        sqlx::query(
+            "INSERT INTO ledger_accounts (id, allow_negative, debits_posted, credits_posted, \
+               debits_pending, credits_pending) \
+             SELECT * FROM UNNEST($1::text[], $2::bool[], $3::int8[], $4::int8[], \
+               $5::int8[], $6::int8[])",
+        )
+        .bind(created.iter().map(|a| a.id.clone()).collect::<Vec<_>>())
+        .bind(
+            created
+                .iter()
+                .map(|a| a.state.allow_negative)
+                .collect::<Vec<_>>(),
+        )
+        .bind(b(|b| b.debits_posted))
+        .bind(b(|b| b.credits_posted))
+        .bind(b(|b| b.debits_pending))
+        .bind(b(|b| b.credits_pending))
+        .execute(&mut *conn)
+        .await
+        .map_err(classify)?;
+    }
+    if !updated.is_empty() {
+        let b = |f: fn(&Balance) -> u64| -> Vec<i64> {
+            updated
+                .iter()
+                .map(|a| i64_to_db(f(&a.state.balance)))
+                .collect()
+        };
+        sqlx::query(
+            "UPDATE ledger_accounts a SET debits_posted = u.dp, credits_posted = u.cp, \
+               debits_pending = u.dpe, credits_pending = u.cpe \
+             FROM UNNEST($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::int8[]) \
+               AS u (id, dp, cp, dpe, cpe) \
+             WHERE a.id = u.id",
+        )
+        .bind(updated.iter().map(|a| a.id.clone()).collect::<Vec<_>>())
+        .bind(b(|b| b.debits_posted))
+        .bind(b(|b| b.credits_posted))
+        .bind(b(|b| b.debits_pending))
+        .bind(b(|b| b.credits_pending))
+        .execute(&mut *conn)
+        .await
+        .map_err(classify)?;
+    }
+    if !changes.new_transfers.is_empty() {
+        let ts = &changes.new_transfers;
+        let phases: Vec<_> = ts.iter().map(|t| phase_to_db(&t.transfer.phase)).collect();
+        sqlx::query(
+            "INSERT INTO ledger_transfers (id, debit, credit, amount, phase, pending_id, \
+               resolved) \
+             SELECT id, debit, credit, amount, phase, pending_id, resolved \
+             FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[], \
+               $6::text[], $7::bool[]) WITH ORDINALITY \
+               AS u (id, debit, credit, amount, phase, pending_id, resolved, ord) \
+             ORDER BY ord",
+        )
+        .bind(ts.iter().map(|t| t.transfer.id.clone()).collect::<Vec<_>>())
+        .bind(
+            ts.iter()
+                .map(|t| t.transfer.debit.clone())
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            ts.iter()
+                .map(|t| t.transfer.credit.clone())
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            ts.iter()
+                .map(|t| i64_to_db(t.transfer.amount.0))
+                .collect::<Vec<_>>(),
+        )
+        .bind(phases.iter().map(|p| p.0.to_string()).collect::<Vec<_>>())
+        .bind(
+            phases
+                .iter()
+                .map(|p| p.1.map(str::to_string))
+                .collect::<Vec<_>>(),
+        )
+        .bind(ts.iter().map(|t| t.resolved).collect::<Vec<_>>())
+        .execute(&mut *conn)
+        .await
+        .map_err(classify)?;
+    }
+    if !changes.resolved.is_empty() {
+        sqlx::query("UPDATE ledger_transfers SET resolved = true WHERE id = ANY($1)")
+            .bind(&changes.resolved)
+            .execute(&mut *conn)
+            .await
+            .map_err(classify)?;
+    }
+    // 4. Outbox, last: the counter row stays locked until COMMIT.
+    let mut outbox_seqs = Vec::with_capacity(batch.outbox.len());
+    if !batch.outbox.is_empty() {
+        let n = batch.outbox.len() as i64;
+        let last: i64 = sqlx::query_scalar(
+            "UPDATE outbox_counter SET last_seq = last_seq + $1 WHERE id = 1 \
+             RETURNING last_seq",
+        )
+        .bind(n)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(classify)?;
+        let seqs: Vec<i64> = (last - n + 1..=last).collect();
+        let ev = &batch.outbox;
+        sqlx::query(
+            "INSERT INTO outbox (seq, id, tenant, event_type, occurred_at, payload) \
+             SELECT * FROM UNNEST($1::int8[], $2::text[], $3::text[], $4::text[], \
+               $5::int8[], $6::text[])",
+        )
+        .bind(&seqs)
+        .bind(ev.iter().map(|e| e.id.clone()).collect::<Vec<_>>())
+        .bind(ev.iter().map(|e| e.tenant.clone()).collect::<Vec<_>>())
+        .bind(ev.iter().map(|e| e.event_type.clone()).collect::<Vec<_>>())
+        .bind(ev.iter().map(|e| e.occurred_at.0).collect::<Vec<_>>())
+        .bind(ev.iter().map(|e| e.payload.to_string()).collect::<Vec<_>>())
+        .execute(&mut *conn)
+        .await
+        .map_err(classify)?;
+        outbox_seqs = seqs.into_iter().map(|s| s as u64).collect();
+    }
+    Ok(CommitReceipt { outbox_seqs })
+}
+
+/// One put: version check and write (releasing any claim), then the unique keys.
+async fn put_record(conn: &mut PgConnection, put: &Put) -> Result<(), Attempt> {
+    let rec = &put.record;
+    let keys = dedup_keys(&rec.unique_keys);
+    let query = match put.expected_version {
+        None => sqlx::query(
+            "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
+               lease_owner, lease_until, unique_keys, body, subkind) \
+             VALUES ($1, $2, $3, 1, $4, $5, $6, NULL, NULL, $7, $8, $9) \
+             ON CONFLICT (kind, id) DO NOTHING",
+        ),
+        Some(_) => sqlx::query(
+            "UPDATE records SET tenant = $3, version = version + 1, created_at = $4, \
+               status = $5, due_at = $6, lease_owner = NULL, lease_until = NULL, \
+               unique_keys = $7, body = $8, subkind = $9 \
+             WHERE kind = $1 AND id = $2 AND version = $10",
+        ),
+    }
+    .bind(&rec.kind)
+    .bind(&rec.id)
+    .bind(&rec.tenant)
+    .bind(rec.created_at.0)
+    .bind(&rec.status)
+    .bind(rec.due_at.map(|t| t.0))
+    .bind(keys_to_db(&keys))
+    .bind(rec.body.as_str())
+    .bind(&rec.subkind);
+    let query = match put.expected_version {
+        // A version beyond i64 cannot be stored, so it can never match: -1 never does.
+        Some(v) => query.bind(i64::try_from(v).unwrap_or(-1)),
+        None => query,
+    };
+    let written = query.execute(&mut *conn).await.map_err(classify)?;
+    if written.rows_affected() == 0 {
+        return Err(Attempt::Done(StoreError::VersionConflict {
+            kind: rec.kind.clone(),
+            id: rec.id.clone(),
+        }));
+    }
+    sqlx::query("DELETE FROM unique_keys WHERE kind = $1 AND id = $2 AND key <> ALL($3)")
+        .bind(&rec.kind)
+        .bind(&rec.id)
+        .bind(&keys)
+        .execute(&mut *conn)
+        .await
+        .map_err(classify)?;
+    if keys.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO unique_keys (key, kind, id) SELECT k, $2, $3 FROM UNNEST($1::text[]) \
+         AS k ON CONFLICT (key) DO NOTHING",
+    )
+    .bind(&keys)
+    .bind(&rec.kind)
+    .bind(&rec.id)
+    .execute(&mut *conn)
+    .await
+    .map_err(classify)?;
+    let rows = sqlx::query("SELECT key, kind, id FROM unique_keys WHERE key = ANY($1)")
+        .bind(&keys)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(classify)?;
+    let mut held = HashMap::new();
+    for row in &rows {
+        let key: String = row.try_get(0).map_err(backend)?;
+        let kind: String = row.try_get(1).map_err(backend)?;
+        let id: String = row.try_get(2).map_err(backend)?;
+        held.insert(key, (kind, id));
+    }
+    for key in &rec.unique_keys {
+        match held.get(key) {
+            Some((kind, id)) if kind == &rec.kind && id == &rec.id => {}
+            Some(_) => {
+                return Err(Attempt::Done(StoreError::UniqueViolation {
+                    key: key.clone(),
+                }));
+            }
+            // Its holder released it between our insert and our read: try again.
+            None => return Err(Attempt::Retry(format!("unique key {key} changed hands"))),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! What a [`PgStore`](super::PgStore) connects with.
+
+use crate::error::Error;
+use sqlx::Connection as _;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Configuration of a [`PgStore`](super::PgStore).
+#[derive(Clone, PartialEq, Eq)]
+pub struct PgConfig {
+    /// `postgres://user:password@host:port/database`.
+    pub url: String,
+    /// A schema to keep the store's tables in (created if missing; the connections'
+    /// `search_path`). `None`: the database's default (usually `public`).
+    pub schema: Option<String>,
+    /// Pool size of this store (each in-flight commit holds one connection).
+    pub max_connections: u32,
+    /// How often a commit that lost a race (deadlock, serialization failure, concurrent
+    /// insert of the same new id) is run again before it fails with `Backend`.
+    pub max_retries: u32,
+    pub acquire_timeout: Duration,
+}
+
+impl std::fmt::Debug for PgConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgConfig")
+            .field("url", &crate::redact_url(&self.url))
+            .field("schema", &self.schema)
+            .field("max_connections", &self.max_connections)
+            .field("max_retries", &self.max_retries)
+            .field("acquire_timeout", &self.acquire_timeout)
+            .finish()
+    }
+}
+
+impl PgConfig {
+    /// Defaults: public schema, 16 connections, 32 retries, 30 s acquire timeout.
+    pub fn new(url: impl Into<String>) -> Self {
+        PgConfig {
+            url: url.into(),
+            schema: None,
+            max_connections: 16,
+            max_retries: 32,
+            acquire_timeout: Duration::from_secs(30),
+        }
+    }
+
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+
+    pub fn max_connections(mut self, n: u32) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = n;
+        self
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        let bad = |reason: String| Err(Error::Config { reason });
+        if self.max_connections == 0 {
+            return bad("postgres max_connections must be at least 1".into());
+        }
+        if let Some(schema) = &self.schema {
+            let ok = !schema.is_empty()
+                && schema.len() <= 63
+                && schema
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+                && schema
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if !ok {
+                return bad(format!(
+                    "postgres schema {schema:?} must match [a-z_][a-z0-9_]{{0,62}}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Connection options with the schema as search_path (creating the schema).
+    pub(super) async fn options(&self) -> Result<PgConnectOptions, Error> {
+        self.validate()?;
+        let options = PgConnectOptions::from_str(&self.url).map_err(|e| Error::Config {
+            reason: format!("bad postgres URL {}: {e}", crate::redact_url(&self.url)),
+        })?;
+        let Some(schema) = &self.schema else {
+            return Ok(options);
+        };
+        let mut conn = PgConnection::connect_with(&options).await?;
+        // Validated above: a plain lowercase identifier, safe to splice.
+        let created = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "CREATE SCHEMA IF NOT EXISTS {schema}"
+        )))
+        .execute(&mut conn)
+        .await;
+        if let Err(e) = created {
+            // Two processes creating it at once: one loses on the catalog's unique index.
+            let exists: bool =
+                sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)")
+                    .bind(schema.clone())
+                    .fetch_one(&mut conn)
+                    .await?;
+            if !exists {
+                return Err(e.into());
+            }
+        }
+        let _ = conn.close().await;
+        Ok(options.options([("search_path", schema.as_str())]))
+    }
+}

@@ -1,0 +1,87 @@
+//! `Ledger` on PostgreSQL: the read side (transfers are written by commits).
+
+use super::PgStore;
+use super::ledger_backend;
+use super::rows::balance_from_row;
+use crate::codec::{phase_from_db, sql_count, u64_from_db};
+use async_trait::async_trait;
+use sqlx::Row;
+use stablecoin_core::domain::money::Micros;
+use stablecoin_core::ports::ledger::{Balance, Ledger, LedgerEntry, LedgerError};
+
+#[async_trait]
+impl Ledger for PgStore {
+    async fn balance(&self, account: &str) -> Result<Balance, LedgerError> {
+        let row = sqlx::query(
+            "SELECT debits_posted, credits_posted, debits_pending, credits_pending \
+             FROM ledger_accounts WHERE id = $1",
+        )
+        .bind(account)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(ledger_backend)?;
+        match row {
+            Some(row) => balance_from_row(&row, 0).map_err(ledger_backend),
+            None => Err(LedgerError::unknown_account(account)),
+        }
+    }
+
+    async fn history(
+        &self,
+        account: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<LedgerEntry>, LedgerError> {
+        let mut tx = self.pool.begin().await.map_err(ledger_backend)?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await
+            .map_err(ledger_backend)?;
+        let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM ledger_accounts WHERE id = $1")
+            .bind(account)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(ledger_backend)?;
+        if exists.is_none() {
+            return Err(LedgerError::unknown_account(account));
+        }
+        let rows = sqlx::query(
+            "SELECT id, debit, credit, amount, phase, pending_id FROM ledger_transfers \
+             WHERE debit = $1 OR credit = $1 ORDER BY seq LIMIT $2 OFFSET $3",
+        )
+        .bind(account)
+        .bind(sql_count(limit))
+        .bind(sql_count(offset))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(ledger_backend)?;
+        tx.commit().await.map_err(ledger_backend)?;
+        rows.iter()
+            .map(|row| {
+                let s = |e: sqlx::Error| ledger_backend(e);
+                let amount: i64 = row.try_get(3).map_err(s)?;
+                let phase: String = row.try_get(4).map_err(s)?;
+                Ok(LedgerEntry {
+                    transfer_id: row.try_get(0).map_err(s)?,
+                    debit: row.try_get(1).map_err(s)?,
+                    credit: row.try_get(2).map_err(s)?,
+                    amount: Micros(u64_from_db(amount, "amount").map_err(ledger_backend)?),
+                    phase: phase_from_db(&phase, row.try_get(5).map_err(s)?)
+                        .map_err(ledger_backend)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn posted_sum(&self) -> Result<i128, LedgerError> {
+        // SUM(bigint) is numeric in PostgreSQL: no overflow; read it as text.
+        let sum: String = sqlx::query_scalar(
+            "SELECT COALESCE(SUM(credits_posted - debits_posted), 0)::text FROM ledger_accounts",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(ledger_backend)?;
+        sum.parse::<i128>()
+            .map_err(|e| ledger_backend(format!("posted_sum {sum:?}: {e}")))
+    }
+}

@@ -1,0 +1,153 @@
+//! `PgStore`: `Store` + `Ledger` on PostgreSQL, safe with several engine processes on one
+//! database.
+//!
+//! A commit is one READ COMMITTED transaction, in the order `Store::commit` documents:
+//!
+//! 1. `SELECT ... FROM ledger_accounts WHERE id = ANY(..) ORDER BY id COLLATE "C" FOR
+//!    UPDATE` locks every account the batch names, always in the same order (no two
+//!    commits deadlock on accounts), then loads the transfers it names (own and pending
+//!    ids). The ledger rules run in memory on those locked rows
+//!    (`stablecoin_core::domain::ledger`, the one implementation SQLite and `MemoryStore`
+//!    run too): concurrent debits of one account queue on its row lock and each sees the
+//!    balance the previous one left, so a refusal is always `InsufficientFunds`, never a
+//!    serialization error.
+//! 2. Accounts, idempotency record (`ON CONFLICT DO NOTHING`), puts (insert `ON CONFLICT
+//!    DO NOTHING` / `UPDATE ... WHERE version = expected`, unique keys), ledger writes.
+//! 3. Outbox last: `UPDATE outbox_counter ... RETURNING last_seq` takes the counter row's
+//!    lock and holds it until COMMIT. Sequence numbers are therefore handed out in commit
+//!    order and become visible in order: a reader paging with `outbox_after` never sees
+//!    seq n+1 while seq n is still invisible (and so never skips it).
+//!
+//! A deadlock (between record updates of two batches), a serialization failure, or a
+//! unique violation from a race on a new id (account, transfer) rolls the transaction back
+//! and the store runs the batch again, up to `PgConfig::max_retries` times: callers see
+//! the typed outcome, not the race.
+//!
+//! `claim_due` is one `UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED)`: two workers
+//! (in one process or many) never hold one record.
+
+//! The files: `config.rs` (what a store connects with), `commit.rs` (one commit's
+//! transaction), `rows.rs` (row decoding), `store.rs` and `ledger.rs` (the two traits).
+
+mod commit;
+mod config;
+mod ledger;
+mod rows;
+mod store;
+
+use crate::error::Error;
+use commit::commit_in;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use stablecoin_core::ports::ledger::LedgerError;
+use stablecoin_core::ports::store::{Batch, CommitReceipt, StoreError};
+
+pub use config::PgConfig;
+
+/// The migrations shipped in `migrations/postgres/`.
+pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
+
+/// Applies the shipped migrations (in `config.schema` if set). [`PgStore::connect`] does
+/// this too; this is for a `migrate` command. Safe to run from several processes at once
+/// (sqlx takes an advisory lock).
+pub async fn migrate(config: &PgConfig) -> Result<(), Error> {
+    let options = config.options().await?;
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(config.acquire_timeout)
+        .connect_with(options)
+        .await?;
+    let result = MIGRATOR.run(&pool).await;
+    pool.close().await;
+    Ok(result?)
+}
+
+/// `Store` + `Ledger` on PostgreSQL. Cheap to clone (clones share the pool).
+#[derive(Clone, Debug)]
+pub struct PgStore {
+    pool: PgPool,
+    max_retries: u32,
+}
+
+/// Why one attempt at a commit ended without committing.
+enum Attempt {
+    /// The batch's own outcome (a typed error, or a backend failure not worth retrying).
+    Done(StoreError),
+    /// Lost a race with another transaction: run the batch again.
+    Retry(String),
+}
+
+impl From<StoreError> for Attempt {
+    fn from(e: StoreError) -> Self {
+        Attempt::Done(e)
+    }
+}
+
+impl From<LedgerError> for Attempt {
+    fn from(e: LedgerError) -> Self {
+        Attempt::Done(e.into())
+    }
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!("postgres: {e}"))
+}
+
+fn ledger_backend(e: impl std::fmt::Display) -> LedgerError {
+    LedgerError::Backend(format!("postgres: {e}"))
+}
+
+/// serialization_failure, deadlock_detected, unique_violation (a race on a new id).
+fn classify(e: sqlx::Error) -> Attempt {
+    if let Some(db) = e.as_database_error()
+        && let Some(code) = db.code()
+        && matches!(code.as_ref(), "40001" | "40P01" | "23505")
+    {
+        return Attempt::Retry(format!("{code}: {}", db.message()));
+    }
+    Attempt::Done(backend(e))
+}
+
+impl PgStore {
+    /// Connects, creates the schema if one is configured, and applies the migrations.
+    pub async fn connect(config: PgConfig) -> Result<Self, Error> {
+        let options = config.options().await?;
+        let pool = PgPoolOptions::new()
+            .max_connections(config.max_connections)
+            .acquire_timeout(config.acquire_timeout)
+            .connect_with(options)
+            .await?;
+        MIGRATOR.run(&pool).await?;
+        Ok(PgStore {
+            pool,
+            max_retries: config.max_retries,
+        })
+    }
+
+    /// Connects with the default configuration.
+    pub async fn connect_url(url: &str) -> Result<Self, Error> {
+        Self::connect(PgConfig::new(url)).await
+    }
+
+    /// The connection pool (for health checks and the like).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn try_commit(&self, batch: &Batch) -> Result<CommitReceipt, Attempt> {
+        let mut tx = self.pool.begin().await.map_err(classify)?;
+        match commit_in(&mut tx, batch).await {
+            Ok(receipt) => {
+                tx.commit().await.map_err(classify)?;
+                Ok(receipt)
+            }
+            Err(e) => {
+                let _ = tx.rollback().await;
+                Err(e)
+            }
+        }
+    }
+}

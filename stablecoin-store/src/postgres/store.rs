@@ -1,0 +1,276 @@
+//! `Store` on PostgreSQL: commits retried on lost races, reads on the pool.
+
+use super::Attempt;
+use super::PgStore;
+use super::backend;
+use super::rows::{RECORD_COLS, record_from_row};
+use crate::codec::{json_from_db, sql_count, u64_from_db};
+use async_trait::async_trait;
+use sqlx::Row;
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::ports::store::{
+    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Store, StoreError,
+    StoredRecord,
+};
+use std::time::Duration;
+
+/// The WHERE clause of a list, and the number of the next bind parameter. The values to
+/// bind after `$1` kind and `$2` tenant are the query's subkind and status, those that
+/// are set, in that order.
+///
+/// Each (subkind, status) shape gets its own text: `subkind IS NULL` or `subkind = $3`,
+/// a status or none. So every statement is equalities on the leading columns of
+/// `records_list` / `records_list_status`, which the planner walks as one index range;
+/// `IS NOT DISTINCT FROM` or `($3 IS NULL OR status = $3)` cannot use the index.
+fn list_filter(query: &ListQuery) -> (String, usize) {
+    let mut filter = String::from("kind = $1 AND tenant = $2");
+    let mut next = 3;
+    match &query.subkind {
+        None => filter.push_str(" AND subkind IS NULL"),
+        Some(_) => {
+            filter.push_str(&format!(" AND subkind = ${next}"));
+            next += 1;
+        }
+    }
+    if query.status.is_some() {
+        filter.push_str(&format!(" AND status = ${next}"));
+        next += 1;
+    }
+    (filter, next)
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
+        if batch.is_empty() {
+            return Ok(CommitReceipt::default());
+        }
+        let mut attempt: u32 = 0;
+        loop {
+            match self.try_commit(&batch).await {
+                Ok(receipt) => return Ok(receipt),
+                Err(Attempt::Done(e)) => return Err(e),
+                Err(Attempt::Retry(reason)) => {
+                    attempt += 1;
+                    if attempt > self.max_retries {
+                        return Err(StoreError::Backend(format!(
+                            "postgres: commit lost {attempt} races in a row, last: {reason}"
+                        )));
+                    }
+                    // Back off a little, with jitter, so racing commits spread out.
+                    let jitter = u64::from(
+                        std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map(|d| d.subsec_micros())
+                            .unwrap_or(0)
+                            % 1_000,
+                    );
+                    let base = 500u64 << attempt.min(6);
+                    tokio::time::sleep(Duration::from_micros(base + jitter)).await;
+                }
+            }
+        }
+    }
+
+    async fn get(&self, kind: &str, id: &str) -> Result<Option<StoredRecord>, StoreError> {
+        let sql = format!("SELECT {RECORD_COLS} FROM records WHERE kind = $1 AND id = $2");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(kind)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?;
+        row.as_ref().map(record_from_row).transpose()
+    }
+
+    async fn get_by_unique(&self, key: &str) -> Result<Option<StoredRecord>, StoreError> {
+        let row = sqlx::query(
+            "SELECT r.kind, r.id, r.tenant, r.version, r.created_at, r.status, r.due_at, \
+             r.unique_keys, r.body, r.subkind FROM unique_keys u \
+             JOIN records r ON r.kind = u.kind AND r.id = u.id WHERE u.key = $1",
+        )
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?;
+        row.as_ref().map(record_from_row).transpose()
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError> {
+        // One snapshot for the page and the total.
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        let (filter, next) = list_filter(query);
+        let page = format!(
+            "SELECT {RECORD_COLS} FROM records WHERE {filter} \
+             ORDER BY created_at DESC, id DESC LIMIT ${next} OFFSET ${}",
+            next + 1
+        );
+        let mut rows = sqlx::query(sqlx::AssertSqlSafe(page))
+            .bind(&query.kind)
+            .bind(&query.tenant);
+        let count = format!("SELECT COUNT(*) FROM records WHERE {filter}");
+        let mut total = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(count))
+            .bind(&query.kind)
+            .bind(&query.tenant);
+        for value in [&query.subkind, &query.status].into_iter().flatten() {
+            rows = rows.bind(value);
+            total = total.bind(value);
+        }
+        let rows = rows
+            .bind(sql_count(query.limit))
+            .bind(sql_count(query.offset))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(backend)?;
+        let total = total.fetch_one(&mut *tx).await.map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        let records = rows
+            .iter()
+            .map(record_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((records, u64_from_db(total, "count").map_err(backend)?))
+    }
+
+    async fn idempotency(
+        &self,
+        tenant: &str,
+        key: &str,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let row = sqlx::query(
+            "SELECT request_hash, response, created_at FROM idempotency \
+             WHERE tenant = $1 AND key = $2",
+        )
+        .bind(tenant)
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?;
+        let Some(row) = row else { return Ok(None) };
+        let response: String = row.try_get(1).map_err(backend)?;
+        Ok(Some(IdempotencyRecord {
+            tenant: tenant.to_string(),
+            key: key.to_string(),
+            request_hash: row.try_get(0).map_err(backend)?,
+            response: json_from_db(&response, "response").map_err(backend)?,
+            created_at: Timestamp(row.try_get(2).map_err(backend)?),
+        }))
+    }
+
+    async fn claim_due(
+        &self,
+        kind: &str,
+        worker: &str,
+        now: Timestamp,
+        lease_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(
+            "UPDATE records r SET lease_owner = $1, lease_until = $2 \
+             FROM (SELECT kind, id FROM records \
+                   WHERE kind = $3 AND due_at IS NOT NULL AND due_at <= $4 \
+                     AND (lease_until IS NULL OR lease_until <= $4) \
+                   ORDER BY due_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) c \
+             WHERE r.kind = c.kind AND r.id = c.id \
+             RETURNING r.kind, r.id, r.tenant, r.version, r.created_at, r.status, r.due_at, \
+               r.unique_keys, r.body, r.subkind",
+        )
+        .bind(worker)
+        .bind(now.plus_millis(lease_ms).0)
+        .bind(kind)
+        .bind(now.0)
+        .bind(sql_count(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        let mut records = rows
+            .iter()
+            .map(record_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        records.sort_by(|a, b| (a.due_at, &a.id).cmp(&(b.due_at, &b.id)));
+        Ok(records)
+    }
+
+    async fn outbox_after(
+        &self,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, OutboxEvent)>, StoreError> {
+        let Ok(after) = i64::try_from(after_seq) else {
+            return Ok(Vec::new());
+        };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(
+            "SELECT seq, id, tenant, event_type, occurred_at, payload FROM outbox \
+             WHERE seq > $1 ORDER BY seq LIMIT $2",
+        )
+        .bind(after)
+        .bind(sql_count(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        rows.iter()
+            .map(|row| {
+                let seq: i64 = row.try_get(0).map_err(backend)?;
+                let payload: String = row.try_get(5).map_err(backend)?;
+                Ok((
+                    u64_from_db(seq, "seq").map_err(backend)?,
+                    OutboxEvent {
+                        id: row.try_get(1).map_err(backend)?,
+                        tenant: row.try_get(2).map_err(backend)?,
+                        event_type: row.try_get(3).map_err(backend)?,
+                        occurred_at: Timestamp(row.try_get(4).map_err(backend)?),
+                        payload: json_from_db(&payload, "payload").map_err(backend)?,
+                    },
+                ))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(subkind: Option<&str>, status: Option<&str>) -> ListQuery {
+        ListQuery {
+            kind: "operation".into(),
+            tenant: "t1".into(),
+            subkind: subkind.map(str::to_string),
+            status: status.map(str::to_string),
+            limit: 10,
+            offset: 0,
+        }
+    }
+
+    /// One text per shape, every filter an equality or IS NULL (index-usable), and the
+    /// parameters numbered in the order `list` binds them.
+    #[test]
+    fn list_filters_are_index_equalities_numbered_in_bind_order() {
+        let base = "kind = $1 AND tenant = $2";
+        assert_eq!(
+            list_filter(&query(None, None)),
+            (format!("{base} AND subkind IS NULL"), 3)
+        );
+        assert_eq!(
+            list_filter(&query(Some("transfer"), None)),
+            (format!("{base} AND subkind = $3"), 4)
+        );
+        assert_eq!(
+            list_filter(&query(None, Some("SETTLED"))),
+            (format!("{base} AND subkind IS NULL AND status = $3"), 4)
+        );
+        assert_eq!(
+            list_filter(&query(Some("transfer"), Some("SETTLED"))),
+            (format!("{base} AND subkind = $3 AND status = $4"), 5)
+        );
+    }
+}
