@@ -8,5 +8,6 @@ pub mod ids;
 pub mod money;
 pub mod otp;
 pub mod phone;
+pub mod redact;
 pub mod state;
 pub mod time;
