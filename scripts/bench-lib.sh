@@ -4,13 +4,14 @@
 # bench_start_server BIN WORK PORT: starts BIN serve on 127.0.0.1:PORT with data in
 # WORK/data (a large demo treasury so the sender never runs dry); sets SERVER_PID, base
 # and KEY (the demo tenant's live key, read from the banner). Any STABLECOIN_* variable
-# already in the environment reaches the server.
+# already in the environment reaches the server. Per-key rate limits are off: the load
+# comes from one key, and the bench measures the server, not its limiter.
 bench_start_server() {
   local bin="$1" work="$2" port="$3"
   base="http://127.0.0.1:$port"
   STABLECOIN_LISTEN="127.0.0.1:$port" STABLECOIN_DATA_DIR="$work/data" \
     STABLECOIN_LOG=warn STABLECOIN_DEMO_TREASURY_CREDIT=100000000 \
-    STABLECOIN_SIM_TREASURY_FLOAT=100000000 \
+    STABLECOIN_SIM_TREASURY_FLOAT=100000000 STABLECOIN_RATE_LIMITS="${STABLECOIN_RATE_LIMITS:-false}" \
     "$bin" serve > "$work/banner.txt" 2> "$work/server.log" &
   SERVER_PID=$!
   for _ in $(seq 100); do grep -q "live key:" "$work/banner.txt" 2>/dev/null && break; sleep 0.1; done

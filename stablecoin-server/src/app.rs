@@ -74,6 +74,8 @@ pub struct AppInner {
     pub escrow: Option<EscrowEngine>,
     /// Wallet-service webhook endpoints and their delivery worker.
     pub webhooks: Deliverer,
+    /// Per-API-key request budgets (`[rate_limits]`).
+    pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
 }
 
 /// Cheap-to-clone handle on [`AppInner`]; the router's state.
@@ -253,6 +255,7 @@ impl App {
                 .clone()
                 .unwrap_or_else(|| format!("server-{}", std::process::id())),
             code_key: Some(code_key),
+            otp: config.otp.policy(),
             ..EngineConfig::default()
         };
         let escrow = match rails.get(RailId::Tron) {
@@ -289,6 +292,9 @@ impl App {
         )
         .map_err(|e| StartupError::Rails(format!("webhooks: {e}")))?;
         let engine = Engine::new(ports, rails.all(), engine_config);
+        let rate_limiter = Arc::new(crate::rate_limit::RateLimiter::new(
+            config.rate_limits.limits(),
+        ));
         let state = AppState(Arc::new(AppInner {
             config,
             engine,
@@ -301,6 +307,7 @@ impl App {
             payouts,
             escrow,
             webhooks,
+            rate_limiter,
         }));
         let demo = if state.config.demo.enabled {
             Some(ensure_demo_tenant(&state).await?)
@@ -354,7 +361,7 @@ impl App {
             true => Some(spawn_workers(self.state.clone(), stop_rx)?),
             false => None,
         };
-        let limits = crate::listener::ServeLimits::default();
+        let limits = self.state.config.http.serve_limits();
         let result = crate::listener::serve(listener, self.router(), limits, shutdown).await;
         let _ = stop_tx.send(true);
         if let Some(done) = worker {
@@ -447,12 +454,52 @@ fn spawn_workers(
         .name("stablecoin-workers".into())
         .spawn(move || {
             lower_thread_priority(state.config.worker_nice);
-            runtime.block_on(run_workers(state, stop));
-            // Connection tasks the workers spawned (webhook deliveries) end with it.
-            drop(runtime);
+            let metrics = state.metrics.clone();
+            let mut runtime = Some(runtime);
+            run_guarded(
+                || {
+                    // A fresh runtime after a panic: the one that unwound may hold
+                    // half-run tasks.
+                    let rt = match runtime.take() {
+                        Some(rt) => rt,
+                        None => tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                            .expect("a current-thread runtime builds"),
+                    };
+                    rt.block_on(run_workers(state.clone(), stop.clone()));
+                    // Connection tasks the workers spawned (webhook deliveries) end with it.
+                    drop(rt);
+                },
+                || metrics.worker_panicked(),
+                || *stop.borrow(),
+            );
             let _ = done.send(());
         })?;
     Ok(stopped)
+}
+
+/// Runs `round` (the worker loop) until it returns; a panic is counted (`on_panic`),
+/// logged, and the loop restarted after a pause, unless `stopping` says the server is
+/// shutting down. Why: one bad record or adapter bug must not silently end settlement
+/// for the process while the API keeps accepting money.
+fn run_guarded(mut round: impl FnMut(), on_panic: impl Fn(), stopping: impl Fn() -> bool) {
+    loop {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut round)) {
+            Ok(()) => return,
+            Err(_) => {
+                on_panic();
+                tracing::error!("the worker loop panicked; restarting it in 1 s");
+                if stopping() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                if stopping() {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// Raises the calling thread's nice value to `nice` (Linux: the nice value is per
@@ -575,6 +622,41 @@ async fn ensure_demo_tenant(state: &AppState) -> Result<DemoTenant, StartupError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panicking_worker_loop_is_counted_and_restarted() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let rounds = AtomicU32::new(0);
+        let panics = AtomicU32::new(0);
+        run_guarded(
+            || {
+                if rounds.fetch_add(1, Ordering::SeqCst) == 0 {
+                    panic!("a bad record");
+                }
+            },
+            || {
+                panics.fetch_add(1, Ordering::SeqCst);
+            },
+            || false,
+        );
+        assert_eq!(
+            rounds.load(Ordering::SeqCst),
+            2,
+            "restarted once, then returned"
+        );
+        assert_eq!(panics.load(Ordering::SeqCst), 1);
+        // Shutting down: no restart.
+        let rounds = AtomicU32::new(0);
+        run_guarded(
+            || {
+                rounds.fetch_add(1, Ordering::SeqCst);
+                panic!("again");
+            },
+            || {},
+            || true,
+        );
+        assert_eq!(rounds.load(Ordering::SeqCst), 1);
+    }
 
     #[test]
     fn seed_file_is_generated_once_and_reused() {

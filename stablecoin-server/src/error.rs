@@ -171,11 +171,21 @@ impl From<CoreError> for ApiError {
     fn from(e: CoreError) -> Self {
         let status = status_of(&e);
         // Dependency failures carry internals (database, signer): log them, answer plainly.
-        let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
-            tracing::error!(code = e.code(), error = %e, "internal error");
-            "internal error; the request may be retried with the same Idempotency-Key".into()
-        } else {
-            e.to_string()
+        // Dependency failures carry internals (node URLs with API keys, gateway answers):
+        // they are logged and answered plainly; every other message is scrubbed of URLs.
+        let plain = |what: &str| {
+            tracing::warn!(code = e.code(), error = %e, "dependency failed");
+            what.to_string()
+        };
+        let message = match &e {
+            _ if status == StatusCode::INTERNAL_SERVER_ERROR => {
+                tracing::error!(code = e.code(), error = %e, "internal error");
+                "internal error; the request may be retried with the same Idempotency-Key".into()
+            }
+            CoreError::Rail(_) => plain("the blockchain rail failed; the request may be retried"),
+            CoreError::Notifier(_) => plain("the SMS gateway failed; the request may be retried"),
+            CoreError::RateSource(_) => plain("no FX rate is available right now; retry later"),
+            _ => stablecoin_core::domain::redact::urls(&e.to_string()),
         };
         ApiError {
             status,
@@ -222,8 +232,11 @@ impl From<EscrowError> for ApiError {
         let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
             tracing::error!(code = e.code(), error = %e, "internal escrow error");
             "internal error; the request may be retried".into()
+        } else if matches!(e, EscrowError::Rail(_)) {
+            tracing::warn!(code = e.code(), error = %e, "dependency failed");
+            "the blockchain rail failed; the request may be retried".into()
         } else {
-            e.to_string()
+            stablecoin_core::domain::redact::urls(&e.to_string())
         };
         ApiError {
             status,
@@ -425,6 +438,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         422,
         "The Idempotency-Key was used with another request.",
     ),
+    (
+        "METRICS_TOKEN_REQUIRED",
+        401,
+        "The server protects /metrics with a bearer token (metrics_token).",
+    ),
     // limits
     (
         "REQUEST_TIMEOUT",
@@ -592,6 +610,31 @@ mod tests {
     fn internal_details_are_not_leaked() {
         let api = ApiError::from(CoreError::Storage("password=hunter2".into()));
         assert!(!api.message.contains("hunter2"));
+    }
+
+    #[test]
+    fn no_url_or_dependency_detail_reaches_a_client() {
+        let key = "https://polygon.example/v3/SECRETKEY";
+        for e in [
+            CoreError::Rail(format!("error sending request for url ({key})")),
+            CoreError::Notifier(format!("POST {key}: 401")),
+            CoreError::RateSource(format!("GET {key}: timeout")),
+            CoreError::RailNotReady {
+                rail: "polygon".into(),
+                reason: format!("INBOUND_READY: rpc {key} unreachable"),
+            },
+        ] {
+            let api = ApiError::from(e.clone());
+            assert!(
+                !api.message.contains("SECRETKEY"),
+                "{}: {}",
+                e.code(),
+                api.message
+            );
+            assert!(!api.message.contains("polygon.example"), "{}", api.message);
+        }
+        let api = ApiError::from(EscrowError::Rail(format!("TRON api {key}")));
+        assert!(!api.message.contains("SECRETKEY"), "{}", api.message);
     }
 
     #[test]

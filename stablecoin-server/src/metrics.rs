@@ -57,6 +57,37 @@ pub struct Metrics {
     ticks: AtomicU64,
     worker_errors: AtomicU64,
     replays: AtomicU64,
+    worker_panics: AtomicU64,
+    /// When the workers last finished a round (`None`: not yet).
+    last_tick: Mutex<Option<std::time::Instant>>,
+    started: StartedAt,
+}
+
+/// When the registry was made: the start of the workers' first round's grace period.
+struct StartedAt(std::time::Instant);
+
+impl Default for StartedAt {
+    fn default() -> Self {
+        StartedAt(std::time::Instant::now())
+    }
+}
+
+/// How the workers are doing, for `/health/ready`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerHealth {
+    /// A round finished recently.
+    Ok,
+    /// No round has finished for [`Metrics::STALL_AFTER`]: the loop is stuck or dead.
+    Stalled,
+}
+
+impl WorkerHealth {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerHealth::Ok => "OK",
+            WorkerHealth::Stalled => "STALLED",
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -94,7 +125,28 @@ impl Metrics {
         self.replays.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// How long the workers may go without finishing a round before readiness reports
+    /// them stalled: longer than any round takes with every RPC at its timeout.
+    pub const STALL_AFTER: std::time::Duration = std::time::Duration::from_secs(300);
+
+    /// The worker loop panicked (it is restarted).
+    pub fn worker_panicked(&self) {
+        self.worker_panics.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The workers' state: stalled when no round finished within [`Self::STALL_AFTER`]
+    /// (counted from the start for the first round).
+    pub fn worker_health(&self) -> WorkerHealth {
+        let since = lock(&self.last_tick).unwrap_or(self.started.0);
+        if since.elapsed() > Self::STALL_AFTER {
+            WorkerHealth::Stalled
+        } else {
+            WorkerHealth::Ok
+        }
+    }
+
     pub fn tick(&self, r: &TickReport) {
+        *lock(&self.last_tick) = Some(std::time::Instant::now());
         self.ticks.fetch_add(1, Ordering::Relaxed);
         self.worker_errors
             .fetch_add(r.errors.len() as u64, Ordering::Relaxed);
@@ -168,6 +220,11 @@ impl Metrics {
             out,
             "# HELP stablecoin_worker_ticks_total Worker rounds run.\n# TYPE stablecoin_worker_ticks_total counter\nstablecoin_worker_ticks_total {}\n",
             self.ticks.load(Ordering::Relaxed)
+        );
+        let _ = write!(
+            out,
+            "# HELP stablecoin_worker_panics_total Worker loop panics (each restarted the loop).\n# TYPE stablecoin_worker_panics_total counter\nstablecoin_worker_panics_total {}\n",
+            self.worker_panics.load(Ordering::Relaxed)
         );
         let _ = write!(
             out,

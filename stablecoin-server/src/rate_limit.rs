@@ -171,7 +171,8 @@ pub fn decide(tat_us: Option<i64>, now_us: i64, budget: Budget) -> (Decision, Op
         return (decision, None);
     }
     let new_tat = tat + interval;
-    let remaining = ((tolerance - (new_tat - now_us)) / interval + 1).max(0) as u32;
+    // Floor division: the numerator is negative on the last request of a burst.
+    let remaining = ((tolerance - (new_tat - now_us)).div_euclid(interval) + 1).max(0) as u32;
     let decision = Decision {
         allowed: true,
         remaining,
@@ -317,6 +318,17 @@ mod tests {
         // A whole window later the burst is back.
         for _ in 0..5 {
             assert!(l.check_at("k", Class::Money, 2_000_000).allowed);
+        }
+    }
+
+    #[test]
+    fn remaining_counts_down_to_zero_when_time_passes_between_requests() {
+        let mut tat = None;
+        for (i, left) in [4, 3, 2, 1, 0].into_iter().enumerate() {
+            let (d, t) = decide(tat, i as i64 * 1_000, B);
+            assert!(d.allowed);
+            assert_eq!(d.remaining, left, "request {i}");
+            tat = t;
         }
     }
 

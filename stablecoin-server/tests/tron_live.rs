@@ -144,12 +144,12 @@ async fn the_server_runs_the_real_tron_rail_configured_by_its_operator() {
     node.freeze(sponsor.as_bytes(), ENERGY, 100_000 * TRX).await;
     node.freeze(sponsor.as_bytes(), BANDWIDTH, 10_000 * TRX)
         .await;
+    // Readiness of a real rail is cached for 2 s (the send gate and /health/ready alike).
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
     let ready = s
         .send(reqwest::Method::GET, "/health/ready", None, None, &[])
         .await;
     assert_eq!(ready.json()["tron"], "READY", "{}", ready.text());
-    // The send gate caches a real rail's readiness for 2 s.
-    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
 
     let r = s
         .post(&t.live, "/v1/tron/transfers/send", &send_body("10"))

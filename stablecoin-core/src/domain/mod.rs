@@ -9,5 +9,6 @@ pub mod ledger;
 pub mod money;
 pub mod otp;
 pub mod phone;
+pub mod redact;
 pub mod state;
 pub mod time;

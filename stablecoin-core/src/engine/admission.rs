@@ -68,8 +68,24 @@ impl Engine {
         }
         Err(CoreError::RailNotReady {
             rail: rail.name(),
-            reason: readiness.describe(),
+            reason: crate::domain::redact::urls(&readiness.describe()),
         })
+    }
+
+    /// Readiness of every configured rail, by rail name, for public reports (health,
+    /// metrics): a rail whose check is costly is asked at most once per
+    /// `EngineConfig::readiness_cache_ms` (so unauthenticated probes cannot make the
+    /// service hammer its nodes), and URLs in the reasons are redacted.
+    pub async fn readiness_report(&self) -> BTreeMap<String, Readiness> {
+        let mut out = BTreeMap::new();
+        for (id, rail) in self.rails.iter() {
+            let mut r = self.send_readiness(rail).await;
+            for reason in &mut r.reasons {
+                *reason = crate::domain::redact::urls(reason);
+            }
+            out.insert(id.name(), r);
+        }
+        out
     }
 
     async fn send_readiness(&self, rail: &Arc<dyn Rail>) -> Readiness {

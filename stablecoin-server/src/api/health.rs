@@ -4,11 +4,12 @@ use super::types::*;
 use crate::app::AppState;
 use axum::Json;
 use axum::extract::{Extension, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use stablecoin_core::ports::{RailId, ReadinessStatus};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use subtle::ConstantTimeEq;
 
 /// The OpenAPI document, serialized once when the router is built.
 #[derive(Clone)]
@@ -21,9 +22,10 @@ fn status_name(s: ReadinessStatus) -> String {
         .unwrap_or_else(|| "DEGRADED".into())
 }
 
+/// Readiness as the engine reports it publicly: costly checks cached, URLs redacted.
 async fn rail_readiness(app: &AppState) -> BTreeMap<String, RailReadiness> {
     app.engine
-        .readiness()
+        .readiness_report()
         .await
         .into_iter()
         .map(|(name, r)| {
@@ -50,15 +52,22 @@ pub async fn live() -> Json<LiveResponse> {
 /// Readiness per rail (fields `polygon`, `base`, `bsc`, `tron`, `solana`; spec 1.4, 1.5)
 /// and of storage.
 ///
-/// 200 when storage answers, whatever the rails report (a rail that is not READY makes
-/// only its own sends answer 503); 503 when storage does not answer. DISABLED means the
-/// rail is not configured. Readiness does not certify separately deployed custody or
-/// deposit-scanner workers.
+/// 200 when storage answers and this process's workers run, whatever the rails report
+/// (a rail that is not READY makes only its own sends answer 503); 503 when storage does
+/// not answer or the workers are STALLED. DISABLED means the rail is not configured.
+/// Readiness does not certify separately deployed custody or deposit-scanner workers.
+/// A real rail's check is cached for a few seconds, and reasons never carry a URL.
 #[utoipa::path(get, path = "/health/ready", tag = "health",
     responses(
         (status = 200, description = "Serving; per-rail readiness", body = ReadinessResponse),
-        (status = 503, description = "Storage unavailable", body = ReadinessResponse)))]
+        (status = 503, description = "Storage unavailable or workers stalled", body = ReadinessResponse)))]
 pub async fn ready(State(app): State<AppState>) -> Response {
+    let workers = if app.config.run_workers {
+        app.metrics.worker_health()
+    } else {
+        crate::metrics::WorkerHealth::Ok
+    };
+    let workers_ok = workers == crate::metrics::WorkerHealth::Ok;
     let rails = rail_readiness(&app).await;
     let storage_ok = app
         .storage
@@ -73,16 +82,27 @@ pub async fn ready(State(app): State<AppState>) -> Response {
             .unwrap_or_else(|| "DISABLED".into())
     };
     let body = ReadinessResponse {
-        status: if storage_ok { "ok" } else { "unavailable" }.into(),
+        status: match (storage_ok, workers_ok) {
+            (true, true) => "ok",
+            (true, false) => "degraded",
+            (false, _) => "unavailable",
+        }
+        .into(),
         storage: if storage_ok { "READY" } else { "DEGRADED" }.into(),
         polygon: field(RailId::Evm(137)),
         base: field(RailId::Evm(8453)),
         bsc: field(RailId::Evm(56)),
         tron: field(RailId::Tron),
         solana: field(RailId::Solana),
+        workers: if app.config.run_workers {
+            workers.as_str()
+        } else {
+            "DISABLED"
+        }
+        .into(),
         rails,
     };
-    let status = if storage_ok {
+    let status = if storage_ok && workers_ok {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
@@ -91,9 +111,30 @@ pub async fn ready(State(app): State<AppState>) -> Response {
 }
 
 /// Prometheus metrics (text exposition format 0.0.4).
+///
+/// Public unless the server has a `metrics_token`; then only with
+/// `Authorization: Bearer <token>` (401 otherwise).
 #[utoipa::path(get, path = "/metrics", tag = "health",
-    responses((status = 200, description = "Prometheus text", body = String, content_type = "text/plain")))]
-pub async fn metrics(State(app): State<AppState>) -> Response {
+    responses(
+        (status = 200, description = "Prometheus text", body = String, content_type = "text/plain"),
+        (status = 401, description = "METRICS_TOKEN_REQUIRED: the server requires a bearer token", body = crate::error::ErrorBody)))]
+pub async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(token) = &app.config.metrics_token {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        let ok: bool = given.as_bytes().ct_eq(token.expose().as_bytes()).into();
+        if !ok {
+            return crate::error::ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "METRICS_TOKEN_REQUIRED",
+                "this server's /metrics needs Authorization: Bearer <metrics_token>",
+            )
+            .into_response();
+        }
+    }
     let rails: Vec<(String, String)> = rail_readiness(&app)
         .await
         .into_iter()

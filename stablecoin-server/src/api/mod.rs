@@ -16,6 +16,7 @@ use crate::auth;
 use crate::error::{ApiError, ErrorBody, ErrorDetail, at, catalogue_markdown};
 use crate::idempotency;
 use crate::metrics;
+use crate::rate_limit;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, header};
@@ -125,6 +126,9 @@ pub(crate) fn paging(limit: Option<&str>, page: Option<&str>) -> Result<Paging, 
 
 /// Every route, grouped by the middleware it needs, with its OpenAPI entry.
 fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
+    // Rate limits run after authentication (they key on the caller's API key) and
+    // before idempotency and the handler.
+    let limiter = state.rate_limiter.clone();
     // Tenant key + HTTP idempotency on POST.
     let tenant = OpenApiRouter::new()
         .routes(routes!(users::provision))
@@ -167,6 +171,7 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(webhooks::replay_failed_webhooks))
         .routes(routes!(webhooks::list_webhook_deliveries))
         .route_layer(from_fn_with_state(state.clone(), idempotency::idempotency))
+        .route_layer(from_fn_with_state(limiter.clone(), rate_limit::enforce))
         .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key));
     // Tenant key, no idempotency key: escrow actions (spec 2.2; their state rules make
     // them safe to retry).
@@ -175,9 +180,11 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(escrow::refund_escrow))
         .routes(routes!(escrow::dispute_escrow))
         .routes(routes!(escrow::cancel_escrow))
+        .route_layer(from_fn_with_state(limiter.clone(), rate_limit::enforce))
         .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key));
     let business = OpenApiRouter::new()
         .routes(routes!(checkout::list))
+        .route_layer(from_fn_with_state(limiter, rate_limit::enforce))
         .route_layer(from_fn_with_state(
             state.clone(),
             auth::require_business_key,

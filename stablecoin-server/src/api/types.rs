@@ -524,6 +524,10 @@ pub struct ReadinessResponse {
     pub tron: String,
     #[schema(example = "READY")]
     pub solana: String,
+    /// The background workers of this process: OK, STALLED (no round finished for five
+    /// minutes: readiness is then 503) or DISABLED (`run_workers = false`).
+    #[schema(example = "OK")]
+    pub workers: String,
     /// Every configured rail by name, with the reasons behind its status.
     pub rails: std::collections::BTreeMap<String, RailReadiness>,
 }

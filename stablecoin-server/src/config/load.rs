@@ -108,6 +108,72 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         &["webhooks_allow_loopback_http"],
         EnvKind::Bool,
     ),
+    ("STABLECOIN_METRICS_TOKEN", &["metrics_token"], EnvKind::Str),
+    (
+        "STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS",
+        &["http", "header_read_timeout_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_HTTP_REQUEST_TIMEOUT_MS",
+        &["http", "request_timeout_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_HTTP_MAX_CONNECTIONS",
+        &["http", "max_connections"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_RATE_LIMITS",
+        &["rate_limits", "enabled"],
+        EnvKind::Bool,
+    ),
+    (
+        "STABLECOIN_RATE_LIMIT_WINDOW_S",
+        &["rate_limits", "window_s"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_RATE_LIMIT_MONEY",
+        &["rate_limits", "money"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_RATE_LIMIT_WRITE",
+        &["rate_limits", "write"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_RATE_LIMIT_READ",
+        &["rate_limits", "read"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_OTP_MAX_FAILED_ATTEMPTS",
+        &["otp", "max_failed_attempts"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_OTP_LOCKOUT_MS",
+        &["otp", "lockout_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_OTP_MAX_REQUESTS_PER_WALLET",
+        &["otp", "max_requests_per_subject"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_OTP_MAX_REQUESTS_PER_PHONE",
+        &["otp", "max_requests_per_phone"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_OTP_MAX_REQUESTS_PER_TENANT",
+        &["otp", "max_requests_per_tenant"],
+        EnvKind::Int,
+    ),
     (
         "STABLECOIN_DEMO_TENANT_NAME",
         &["demo", "tenant_name"],

@@ -37,6 +37,22 @@
 //! | `demo.tenant_name` | `STABLECOIN_DEMO_TENANT_NAME` | `Demo Fintech` |
 //! | `demo.treasury_credit` | `STABLECOIN_DEMO_TREASURY_CREDIT` | `10000` (USDC and USDT) |
 //! | `webhooks_allow_loopback_http` | `STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP` | `false` (https only) |
+//! | `metrics_token` | `STABLECOIN_METRICS_TOKEN` | none: `/metrics` is public (set it to require `Authorization: Bearer <token>`) |
+//! | `http.header_read_timeout_ms` | `STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS` | `10000` |
+//! | `http.request_timeout_ms` | `STABLECOIN_HTTP_REQUEST_TIMEOUT_MS` | `30000` (then 408 REQUEST_TIMEOUT) |
+//! | `http.max_connections` | `STABLECOIN_HTTP_MAX_CONNECTIONS` | `10000` |
+//! | `rate_limits.enabled` | `STABLECOIN_RATE_LIMITS` | `true` (per API key and per process) |
+//! | `rate_limits.window_s` | `STABLECOIN_RATE_LIMIT_WINDOW_S` | `1` |
+//! | `rate_limits.money` | `STABLECOIN_RATE_LIMIT_MONEY` | `100` money-moving POSTs per window |
+//! | `rate_limits.write` | `STABLECOIN_RATE_LIMIT_WRITE` | `50` other POSTs/DELETEs per window |
+//! | `rate_limits.read` | `STABLECOIN_RATE_LIMIT_READ` | `300` GETs per window |
+//! | `otp.max_failed_attempts` | `STABLECOIN_OTP_MAX_FAILED_ATTEMPTS` | `5` wrong codes per (tenant, wallet, purpose), then a lockout |
+//! | `otp.lockout_ms` | `STABLECOIN_OTP_LOCKOUT_MS` | `3600000` |
+//! | `otp.failure_window_ms` | file only | `86400000` |
+//! | `otp.request_window_ms` | file only | `3600000` |
+//! | `otp.max_requests_per_subject` | `STABLECOIN_OTP_MAX_REQUESTS_PER_WALLET` | `5` per window |
+//! | `otp.max_requests_per_phone` | `STABLECOIN_OTP_MAX_REQUESTS_PER_PHONE` | `10` per window |
+//! | `otp.max_requests_per_tenant` | `STABLECOIN_OTP_MAX_REQUESTS_PER_TENANT` | `1000` per window (the tenant's SMS quota) |
 //!
 //! A chain of `rails.evm_chains` runs on the simulated chain unless it has a
 //! `[rails.evm.<chain id>]` table, which makes it a real chain (feature `evm`, on by
@@ -87,6 +103,7 @@
 //! The modules: `load` (defaults, file, environment), `validate`, `storage`, `rails` (and
 //! the simulated chains' `sim` settings), `settings` (log, engine, demo) and `secrets`.
 
+mod limits;
 mod load;
 mod rails;
 mod secrets;
@@ -96,6 +113,7 @@ mod storage;
 mod tests;
 mod validate;
 
+pub use limits::{HttpSettings, OtpSettings, RateLimitSettings};
 pub use load::env_var_names;
 pub use rails::{
     EvmChainSettings, RailsConfig, RailsMode, SimSettings, TokenSettings, TronNodeSettings, Wei,
@@ -152,6 +170,11 @@ pub struct Config {
     /// Accept `http://` webhook URLs on loopback hosts (local development and tests).
     /// Off by default: elsewhere webhook URLs must be `https://`.
     pub webhooks_allow_loopback_http: bool,
+    /// When set, `/metrics` answers only requests with `Authorization: Bearer <token>`.
+    pub metrics_token: Option<Secret>,
+    pub http: HttpSettings,
+    pub rate_limits: RateLimitSettings,
+    pub otp: OtpSettings,
 }
 
 impl Default for Config {
@@ -171,6 +194,10 @@ impl Default for Config {
             sim: SimSettings::default(),
             demo: DemoConfig::default(),
             webhooks_allow_loopback_http: false,
+            metrics_token: None,
+            http: HttpSettings::default(),
+            rate_limits: RateLimitSettings::default(),
+            otp: OtpSettings::default(),
         }
     }
 }

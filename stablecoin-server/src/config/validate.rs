@@ -33,6 +33,22 @@ impl Config {
                     .into(),
             );
         }
+        self.http
+            .serve_limits()
+            .validate()
+            .map_err(|e| ConfigError::Invalid(format!("http: {e}")))?;
+        self.rate_limits
+            .limits()
+            .validate()
+            .map_err(ConfigError::Invalid)?;
+        self.otp.policy().validate().map_err(ConfigError::Invalid)?;
+        if self
+            .metrics_token
+            .as_ref()
+            .is_some_and(|t| t.expose().len() < 16)
+        {
+            return bad("metrics_token must be at least 16 characters".into());
+        }
         if self.rails.evm_chains.is_empty() {
             return bad("rails.evm_chains must name at least one EVM chain (e.g. [137])".into());
         }
