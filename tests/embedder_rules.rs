@@ -18,9 +18,9 @@ use stablecoin::core::memory::{
 };
 use stablecoin::core::ports::{
     Batch, ChainAddress, CommitReceipt, IdempotencyRecord, KeyPurpose, ListQuery, OutboxEvent,
-    Rail, RailError, RailId, RailPayment, Readiness, ReadinessStatus, ScanBatch, Store, StoreError,
-    StoredRecord, Submission, SubmissionStatus,
+    Rail, RailId, Readiness, ReadinessStatus, Store, StoreError, StoredRecord,
 };
+use stablecoin::core::testkit::{DelegatingRail, RailOverride};
 use stablecoin::rails::sim::{SimConfig, SimProfile, SimRail};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -257,47 +257,21 @@ async fn an_accepted_send_replays_after_the_rail_stops_being_ready() {
     fails(h.engine.send(&t, &send, Some("k2")).await, "RAIL_NOT_READY");
 }
 
-/// A rail whose readiness check is not cheap (the default of `Rail::readiness_is_cheap`),
-/// counting how often it is asked.
+/// In front of the simulated rail: a readiness check that is not cheap (as a real node's
+/// is), counting how often it is asked.
+#[derive(Default)]
 struct Costly {
-    inner: Arc<SimRail>,
     asked: AtomicU64,
 }
 
 #[async_trait::async_trait]
-impl Rail for Costly {
-    fn id(&self) -> RailId {
-        self.inner.id()
+impl RailOverride for Costly {
+    fn readiness_is_cheap(&self, _inner: &dyn Rail) -> bool {
+        false
     }
-    fn tokens(&self) -> Vec<Token> {
-        self.inner.tokens()
-    }
-    async fn readiness(&self) -> Readiness {
+    async fn readiness(&self, inner: &dyn Rail) -> Readiness {
         self.asked.fetch_add(1, Ordering::SeqCst);
-        self.inner.readiness().await
-    }
-    async fn address_for(&self, purpose: &KeyPurpose) -> Result<ChainAddress, RailError> {
-        self.inner.address_for(purpose).await
-    }
-    async fn prepare_wallet(&self, purpose: &KeyPurpose) -> Result<(), RailError> {
-        self.inner.prepare_wallet(purpose).await
-    }
-    async fn balance(&self, address: &ChainAddress, token: Token) -> Result<Micros, RailError> {
-        self.inner.balance(address, token).await
-    }
-    async fn submit(&self, payment: &RailPayment) -> Result<Submission, RailError> {
-        self.inner.submit(payment).await
-    }
-    async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError> {
-        self.inner.status(payment_id).await
-    }
-    async fn scan(
-        &self,
-        cursor: &str,
-        watched: &[ChainAddress],
-        limit: usize,
-    ) -> Result<ScanBatch, RailError> {
-        self.inner.scan(cursor, watched, limit).await
+        inner.readiness().await
     }
 }
 
@@ -305,15 +279,12 @@ impl Rail for Costly {
 async fn a_costly_readiness_check_is_asked_once_per_cache_window() {
     let costly = std::sync::Mutex::new(None);
     let h = harness_wrapping(|evm| {
-        let c = Arc::new(Costly {
-            inner: evm,
-            asked: AtomicU64::new(0),
-        });
+        let c = Arc::new(DelegatingRail::new(evm, Costly::default()));
         *costly.lock().unwrap() = Some(c.clone());
         c
     });
     let costly = costly.into_inner().unwrap().unwrap();
-    let asked = || costly.asked.load(Ordering::SeqCst);
+    let asked = || costly.overrides().asked.load(Ordering::SeqCst);
     let ttl = h.engine.config().readiness_cache_ms;
     assert_eq!(ttl, 2_000, "the default window");
     let t = h.tenant("Acme", "10").await;

@@ -16,62 +16,33 @@ use stablecoin_core::memory::{
     FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, MemoryStore, SeededEntropy,
 };
 use stablecoin_core::ports::{
-    Batch, ChainAddress, CommitReceipt, IdempotencyRecord, KeyPurpose, LegRole, ListQuery,
-    OutboxEvent, PaymentLeg, RailId, RailPayment, Record, Store, StoreError, StoredRecord,
+    Batch, ChainAddress, KeyPurpose, LegRole, ListQuery, PaymentLeg, RailId, RailPayment, Record,
+    Store, StoreError, StoredRecord,
 };
+use stablecoin_core::testkit::{DelegatingStore, StoreOverride};
 use std::sync::{Arc, Mutex};
 
-/// A store that records every list query the engine makes (and passes everything on).
+/// Records every list query the engine makes; everything else is the store's own.
+#[derive(Default)]
 struct Recording {
-    inner: Arc<MemoryStore>,
     lists: Mutex<Vec<ListQuery>>,
 }
 
 #[async_trait]
-impl Store for Recording {
-    async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
-        self.inner.commit(batch).await
-    }
-    async fn get(&self, kind: &str, id: &str) -> Result<Option<StoredRecord>, StoreError> {
-        self.inner.get(kind, id).await
-    }
-    async fn get_by_unique(&self, key: &str) -> Result<Option<StoredRecord>, StoreError> {
-        self.inner.get_by_unique(key).await
-    }
-    async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError> {
+impl StoreOverride for Recording {
+    async fn list(
+        &self,
+        inner: &dyn Store,
+        query: &ListQuery,
+    ) -> Result<(Vec<StoredRecord>, u64), StoreError> {
         self.lists.lock().unwrap().push(query.clone());
-        self.inner.list(query).await
-    }
-    async fn idempotency(
-        &self,
-        tenant: &str,
-        key: &str,
-    ) -> Result<Option<IdempotencyRecord>, StoreError> {
-        self.inner.idempotency(tenant, key).await
-    }
-    async fn claim_due(
-        &self,
-        kind: &str,
-        worker: &str,
-        now: Timestamp,
-        lease_ms: i64,
-        limit: usize,
-    ) -> Result<Vec<StoredRecord>, StoreError> {
-        self.inner
-            .claim_due(kind, worker, now, lease_ms, limit)
-            .await
-    }
-    async fn outbox_after(
-        &self,
-        after_seq: u64,
-        limit: usize,
-    ) -> Result<Vec<(u64, OutboxEvent)>, StoreError> {
-        self.inner.outbox_after(after_seq, limit).await
+        inner.list(query).await
     }
 }
 
-fn engine(store: Arc<Recording>) -> Engine {
-    let memory = store.inner.clone();
+type Recorded = DelegatingStore<Recording>;
+
+fn engine(store: Arc<Recorded>, memory: Arc<MemoryStore>) -> Engine {
     let ports = Ports {
         store,
         ledger: memory,
@@ -169,12 +140,9 @@ fn ids(ops: &[Operation]) -> Vec<String> {
 #[tokio::test]
 async fn an_embedder_lists_operations_by_kind_and_status_with_a_correct_total() {
     let memory = Arc::new(MemoryStore::new());
-    let store = Arc::new(Recording {
-        inner: memory.clone(),
-        lists: Mutex::new(Vec::new()),
-    });
+    let store = Arc::new(DelegatingStore::new(memory.clone(), Recording::default()));
     let all = seed(&memory).await;
-    let engine = engine(store.clone());
+    let engine = engine(store.clone(), memory.clone());
     let t1 = TenantId("t1".into());
 
     for kind in OpKind::ALL {
@@ -195,13 +163,13 @@ async fn an_embedder_lists_operations_by_kind_and_status_with_a_correct_total() 
             // pages together are the expected list, newest first, each once.
             let mut paged = Vec::new();
             for offset in (0..expected.len() + 7).step_by(7) {
-                store.lists.lock().unwrap().clear();
+                store.overrides().lists.lock().unwrap().clear();
                 let (page, total) = engine
                     .list_operations(&t1, kind, status, 7, offset)
                     .await
                     .unwrap();
                 assert_eq!(total, expected.len() as u64, "{kind:?} {status:?}");
-                let queries = store.lists.lock().unwrap().clone();
+                let queries = store.overrides().lists.lock().unwrap().clone();
                 assert_eq!(queries.len(), 1, "one store query per page, no scan");
                 assert_eq!(queries[0].subkind.as_deref(), Some(kind.as_str()));
                 assert_eq!(queries[0].status, status.map(|s| s.as_str().to_string()));
@@ -230,11 +198,8 @@ async fn an_embedder_lists_operations_by_kind_and_status_with_a_correct_total() 
 #[tokio::test]
 async fn a_status_the_kind_never_reaches_is_invalid_parameter() {
     let memory = Arc::new(MemoryStore::new());
-    let store = Arc::new(Recording {
-        inner: memory,
-        lists: Mutex::new(Vec::new()),
-    });
-    let engine = engine(store.clone());
+    let store = Arc::new(DelegatingStore::new(memory.clone(), Recording::default()));
+    let engine = engine(store.clone(), memory);
     let t1 = TenantId("t1".into());
 
     let err = engine
@@ -248,7 +213,7 @@ async fn a_status_the_kind_never_reaches_is_invalid_parameter() {
     );
     assert_eq!(err.code(), "INVALID_PARAMETER");
     assert!(
-        store.lists.lock().unwrap().is_empty(),
+        store.overrides().lists.lock().unwrap().is_empty(),
         "refused before the store"
     );
 

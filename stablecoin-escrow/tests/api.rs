@@ -555,7 +555,7 @@ async fn escrow_addresses_are_fresh_and_never_reused_even_across_a_restart() {
     let commits = w.store.commit_count();
     let mut ports = w.ports.clone();
     ports.entropy = Arc::new(SeededEntropy::new(7));
-    let restarted = EscrowEngine::new(&ports, w.tron.clone(), test_config()).unwrap();
+    let restarted = EscrowEngine::new(&ports, w.tron.rail(), test_config()).unwrap();
     // Replay the first engine's entropy stream position: World's core engine and the
     // first escrow engine shared seed 7, so fresh draws collide with stored ids.
     let mut fresh = 0;
@@ -578,7 +578,7 @@ async fn escrow_addresses_are_fresh_and_never_reused_even_across_a_restart() {
     // And with fresh entropy (a real restart), no collision at all.
     let mut ports = w.ports.clone();
     ports.entropy = Arc::new(SeededEntropy::new(99));
-    let restarted = EscrowEngine::new(&ports, w.tron.clone(), test_config()).unwrap();
+    let restarted = EscrowEngine::new(&ports, w.tron.rail(), test_config()).unwrap();
     for _ in 0..50 {
         let d = restarted
             .create(&w.auth, &w.request("1"), None)
@@ -598,11 +598,11 @@ async fn escrow_addresses_are_fresh_and_never_reused_even_across_a_restart() {
     }
     let mut ports = w.ports.clone();
     ports.entropy = Arc::new(Constant);
-    let first = EscrowEngine::new(&ports, w.tron.clone(), test_config()).unwrap();
+    let first = EscrowEngine::new(&ports, w.tron.rail(), test_config()).unwrap();
     let d = first.create(&w.auth, &w.request("1"), None).await.unwrap();
     assert!(addresses.insert(d.escrow_address.clone()));
     w.deals.lock().unwrap().insert(d.id.clone());
-    let again = EscrowEngine::new(&ports, w.tron.clone(), test_config()).unwrap();
+    let again = EscrowEngine::new(&ports, w.tron.rail(), test_config()).unwrap();
     refused!(w, "CONFLICT", again.create(&w.auth, &w.request("1"), None));
     w.clock.advance_ms(1);
     let d2 = again.create(&w.auth, &w.request("1"), None).await.unwrap();
@@ -741,7 +741,7 @@ async fn config_is_validated() {
         default_funding_window_secs: 10,
         ..EscrowConfig::default()
     };
-    let e = EscrowEngine::new(&w.ports, w.tron.clone(), bad)
+    let e = EscrowEngine::new(&w.ports, w.tron.rail(), bad)
         .err()
         .unwrap();
     assert_eq!(e.code(), "INVALID_CONFIG");
@@ -756,7 +756,7 @@ async fn config_is_validated() {
     assert_eq!(e.code(), "INVALID_CONFIG");
     let custom = EscrowEngine::new(
         &w.ports,
-        w.tron.clone(),
+        w.tron.rail(),
         EscrowConfig {
             network: "nile".into(),
             chain_id: 3_448_148_188,

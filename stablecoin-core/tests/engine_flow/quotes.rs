@@ -4,13 +4,9 @@ use super::harness::*;
 use stablecoin_core::domain::fx::Quote;
 use stablecoin_core::domain::ids::WalletId;
 use stablecoin_core::domain::money::{Currency, Token};
-use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::engine::{SendRequest, accounts};
-use stablecoin_core::memory::MemoryStore;
-use stablecoin_core::ports::{
-    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Put, Record, Store,
-    StoreError, StoredRecord,
-};
+use stablecoin_core::ports::{Batch, CommitReceipt, Put, Record, Store, StoreError};
+use stablecoin_core::testkit::{DelegatingStore, StoreOverride};
 use std::sync::Arc;
 
 #[tokio::test]
@@ -75,14 +71,14 @@ async fn fx_quote_drives_a_transfer_once() {
 /// A store through which "another send" consumes a quote between a send's read of it and
 /// its commit: on the first batch that updates a quote, the quote is first re-put (its
 /// version moves), then the batch goes on to the store and loses the race.
+#[derive(Default)]
 struct QuoteRace {
-    inner: Arc<MemoryStore>,
     raced: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait::async_trait]
-impl Store for QuoteRace {
-    async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
+impl StoreOverride for QuoteRace {
+    async fn commit(&self, inner: &dyn Store, batch: Batch) -> Result<CommitReceipt, StoreError> {
         let quote = batch
             .puts
             .iter()
@@ -90,9 +86,9 @@ impl Store for QuoteRace {
         if let Some(put) = quote
             && !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst)
         {
-            let current = self.inner.get(Quote::KIND, &put.record.id).await?.unwrap();
+            let current = inner.get(Quote::KIND, &put.record.id).await?.unwrap();
             let version = current.version;
-            self.inner
+            inner
                 .commit(Batch {
                     puts: vec![Put {
                         record: current,
@@ -102,42 +98,7 @@ impl Store for QuoteRace {
                 })
                 .await?;
         }
-        self.inner.commit(batch).await
-    }
-    async fn get(&self, kind: &str, id: &str) -> Result<Option<StoredRecord>, StoreError> {
-        self.inner.get(kind, id).await
-    }
-    async fn get_by_unique(&self, key: &str) -> Result<Option<StoredRecord>, StoreError> {
-        self.inner.get_by_unique(key).await
-    }
-    async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError> {
-        self.inner.list(query).await
-    }
-    async fn idempotency(
-        &self,
-        tenant: &str,
-        key: &str,
-    ) -> Result<Option<IdempotencyRecord>, StoreError> {
-        self.inner.idempotency(tenant, key).await
-    }
-    async fn claim_due(
-        &self,
-        kind: &str,
-        worker: &str,
-        now: Timestamp,
-        lease_ms: i64,
-        limit: usize,
-    ) -> Result<Vec<StoredRecord>, StoreError> {
-        self.inner
-            .claim_due(kind, worker, now, lease_ms, limit)
-            .await
-    }
-    async fn outbox_after(
-        &self,
-        after_seq: u64,
-        limit: usize,
-    ) -> Result<Vec<(u64, OutboxEvent)>, StoreError> {
-        self.inner.outbox_after(after_seq, limit).await
+        inner.commit(batch).await
     }
 }
 
@@ -148,12 +109,7 @@ impl Store for QuoteRace {
 async fn a_send_that_loses_the_race_for_its_quote_is_quote_already_used() {
     let h = harness_with(
         |sim| sim,
-        |inner| {
-            Arc::new(QuoteRace {
-                inner,
-                raced: false.into(),
-            })
-        },
+        |inner| Arc::new(DelegatingStore::new(inner, QuoteRace::default())),
     );
     let (t, a, b, q) = h.quote_for_a_funded_pair().await;
     let sender = accounts::wallet(&WalletId(h.wallet(&a).await.id), Token::Usdc);

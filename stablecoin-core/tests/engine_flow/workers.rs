@@ -2,17 +2,17 @@
 //! more due.
 
 use super::harness::*;
-use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::money::Token;
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::engine::{FundRequest, SendRequest};
-use stablecoin_core::ports::{ChainAddress, KeyPurpose, Rail, RailId};
-use stablecoin_rails::sim::SimRail;
+use stablecoin_core::ports::{KeyPurpose, Rail, RailError, RailPayment, Submission};
+use stablecoin_core::testkit::{DelegatingRail, RailOverride};
 use std::sync::Arc;
 
-/// A rail in front of the simulated one that watches submissions: how many are on
-/// their way at once, and which payment ids each sender submitted.
+/// Watches submissions in front of the simulated rail: how many are on their way at
+/// once, and which payment ids each sender submitted. Every other method is the rail's.
+#[derive(Default)]
 struct SubmitProbe {
-    inner: Arc<SimRail>,
     state: std::sync::Mutex<ProbeState>,
 }
 
@@ -24,39 +24,12 @@ struct ProbeState {
 }
 
 #[async_trait::async_trait]
-impl Rail for SubmitProbe {
-    fn id(&self) -> RailId {
-        self.inner.id()
-    }
-    fn tokens(&self) -> Vec<stablecoin_core::domain::money::Token> {
-        self.inner.tokens()
-    }
-    async fn readiness(&self) -> stablecoin_core::ports::Readiness {
-        self.inner.readiness().await
-    }
-    async fn address_for(
-        &self,
-        purpose: &KeyPurpose,
-    ) -> Result<ChainAddress, stablecoin_core::ports::RailError> {
-        self.inner.address_for(purpose).await
-    }
-    async fn prepare_wallet(
-        &self,
-        purpose: &KeyPurpose,
-    ) -> Result<(), stablecoin_core::ports::RailError> {
-        self.inner.prepare_wallet(purpose).await
-    }
-    async fn balance(
-        &self,
-        address: &ChainAddress,
-        token: Token,
-    ) -> Result<Micros, stablecoin_core::ports::RailError> {
-        self.inner.balance(address, token).await
-    }
+impl RailOverride for SubmitProbe {
     async fn submit(
         &self,
-        payment: &stablecoin_core::ports::RailPayment,
-    ) -> Result<stablecoin_core::ports::Submission, stablecoin_core::ports::RailError> {
+        inner: &dyn Rail,
+        payment: &RailPayment,
+    ) -> Result<Submission, RailError> {
         {
             let mut s = self.state.lock().unwrap();
             s.in_flight += 1;
@@ -70,39 +43,25 @@ impl Rail for SubmitProbe {
         for _ in 0..3 {
             tokio::task::yield_now().await;
         }
-        let out = self.inner.submit(payment).await;
+        let out = inner.submit(payment).await;
         self.state.lock().unwrap().in_flight -= 1;
         out
-    }
-    async fn status(
-        &self,
-        payment_id: &str,
-    ) -> Result<stablecoin_core::ports::SubmissionStatus, stablecoin_core::ports::RailError> {
-        self.inner.status(payment_id).await
-    }
-    async fn scan(
-        &self,
-        cursor: &str,
-        watched: &[ChainAddress],
-        limit: usize,
-    ) -> Result<stablecoin_core::ports::ScanBatch, stablecoin_core::ports::RailError> {
-        self.inner.scan(cursor, watched, limit).await
     }
 }
 
 #[tokio::test]
 async fn a_tick_advances_its_claimed_operations_side_by_side() {
-    let probe = Arc::new(std::sync::Mutex::new(None::<Arc<SubmitProbe>>));
+    let probe = Arc::new(std::sync::Mutex::new(
+        None::<Arc<DelegatingRail<SubmitProbe>>>,
+    ));
     let slot = probe.clone();
     let h = harness_wrapping(move |sim| {
-        let p = Arc::new(SubmitProbe {
-            inner: sim,
-            state: Default::default(),
-        });
+        let p = Arc::new(DelegatingRail::new(sim, SubmitProbe::default()));
         *slot.lock().unwrap() = Some(p.clone());
         p
     });
     let probe = probe.lock().unwrap().clone().unwrap();
+    let probe = probe.overrides();
     let acme = h.tenant("Acme", "1000").await;
     let senders: Vec<Phone> = (1..=3)
         .map(|i| phone(&format!("+22507000001{i:02}")))

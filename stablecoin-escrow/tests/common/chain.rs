@@ -11,13 +11,9 @@
 //! The controls are synchronous on both (the node queues them and applies them before
 //! its next answer), so a suite runs unchanged on either.
 
-use async_trait::async_trait;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::memory::MemoryStore;
-use stablecoin_core::ports::{
-    ChainAddress, Clock, KeyPurpose, Rail, RailError, RailId, RailPayment, Readiness, ScanBatch,
-    Signer, StoreJournal, Submission, SubmissionStatus,
-};
+use stablecoin_core::ports::{ChainAddress, Clock, Rail, RailError, Signer, StoreJournal};
 use stablecoin_rails::tron::{HttpTronApi, TronAddress, TronConfig, TronRail};
 use stablecoin_rails::{Fault, SimConfig, SimProfile, SimRail};
 use stablecoin_tron_node::{self as testkit, Controls, NodeConfig, TronNode};
@@ -200,6 +196,11 @@ impl TestChain {
         }
     }
 
+    /// The rail the engines drive (the simulated chain or the real TronRail).
+    pub fn rail(&self) -> Arc<dyn Rail> {
+        self.rail.clone()
+    }
+
     /// The local node, on the TRON backend.
     pub fn node(&self) -> Option<&TronNode> {
         match &self.inner {
@@ -209,46 +210,12 @@ impl TestChain {
     }
 }
 
-#[async_trait]
-impl Rail for TestChain {
-    fn id(&self) -> RailId {
-        self.rail.id()
-    }
-
-    fn tokens(&self) -> Vec<stablecoin_core::domain::money::Token> {
-        self.rail.tokens()
-    }
-
-    async fn readiness(&self) -> Readiness {
-        self.rail.readiness().await
-    }
-
-    async fn address_for(&self, purpose: &KeyPurpose) -> Result<ChainAddress, RailError> {
-        self.rail.address_for(purpose).await
-    }
-
-    async fn prepare_wallet(&self, purpose: &KeyPurpose) -> Result<(), RailError> {
-        self.rail.prepare_wallet(purpose).await
-    }
-
-    async fn balance(&self, address: &ChainAddress, token: Token) -> Result<Micros, RailError> {
-        self.rail.balance(address, token).await
-    }
-
-    async fn submit(&self, payment: &RailPayment) -> Result<Submission, RailError> {
-        self.rail.submit(payment).await
-    }
-
-    async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError> {
-        self.rail.status(payment_id).await
-    }
-
-    async fn scan(
-        &self,
-        cursor: &str,
-        watched: &[ChainAddress],
-        limit: usize,
-    ) -> Result<ScanBatch, RailError> {
-        self.rail.scan(cursor, watched, limit).await
+/// A test reads the chain through the rail the engines drive (`w.tron.balance(..)`);
+/// the engines get that rail itself ([`TestChain::rail`]), not a wrapper that could
+/// forget to forward a method.
+impl std::ops::Deref for TestChain {
+    type Target = dyn Rail;
+    fn deref(&self) -> &(dyn Rail + 'static) {
+        &*self.rail
     }
 }

@@ -91,9 +91,9 @@ impl World {
             clock: clock.clone(),
             entropy: Arc::new(SeededEntropy::new(7)),
         };
-        let rails: Vec<Arc<dyn Rail>> = vec![evm, tron.clone()];
+        let rails: Vec<Arc<dyn Rail>> = vec![evm, tron.rail()];
         let core = Engine::new(ports.clone(), rails, EngineConfig::default());
-        let escrow = EscrowEngine::new(&ports, tron.clone(), config).unwrap();
+        let escrow = EscrowEngine::new(&ports, tron.rail(), config).unwrap();
 
         let tenant = core.create_tenant("Acme Marketplace").await.unwrap().id;
         let auth = key(&core, &tenant, KeyMode::Live).await;
