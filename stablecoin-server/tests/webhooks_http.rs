@@ -366,9 +366,23 @@ async fn events_deliveries_replay_and_rotation_over_http() {
     assert!(r.json().get("disabled_reason").is_none());
 }
 
+/// A server whose webhook resolver knows `example.com` at a public address (the tests run
+/// without DNS; registration resolves the host).
+async fn start_resolving_example_com() -> Server {
+    let dns = stablecoin_webhooks::ssrf::StaticResolver::new();
+    dns.set("example.com", &["93.184.215.14".parse().unwrap()]);
+    let options = stablecoin_server::BuildOptions {
+        webhook_resolver: Some(Arc::new(dns)),
+    };
+    let app = stablecoin_server::App::build_with(test_config(), options)
+        .await
+        .unwrap();
+    serve(app).await
+}
+
 #[tokio::test]
 async fn payments_endpoints_and_bad_management_input() {
-    let s = start().await;
+    let s = start_resolving_example_com().await;
     let acme = s.tenant("Acme", "0").await;
     let r = s
         .post(
