@@ -229,10 +229,20 @@ impl Attempts {
 }
 
 impl Deliverer {
-    /// Delivers until `stop` resolves: fans out, claims what the budget allows and
-    /// attempts it, each attempt a task of its own (see the [module docs](self)). Runs on
-    /// the caller's runtime. `on_report` hears what each step did (when it did anything)
-    /// and every error; an error never stops the dispatcher.
+    /// Delivers until `stop` resolves, on the caller's runtime, each attempt a task of
+    /// its own, so no receiver holds anything but its own deliveries:
+    ///
+    /// - at most [`DeliveryConfig::concurrency`] attempts in flight: it claims only as
+    ///   many due deliveries as it has free slots, and claims again as attempts end;
+    /// - at most [`DeliveryConfig::endpoint_concurrency`] to one endpoint and
+    ///   [`DeliveryConfig::tenant_concurrency`] for one tenant, tenants taking turns
+    ///   within a claim; a claimed delivery over a cap is written back due a little
+    ///   later (no attempt counted), one endpoint's deferrals spread by its latency;
+    /// - outcomes committed in groups as attempts end, health tracked as in a round.
+    ///
+    /// `on_report` hears what each step did (when it did anything) and every error; an
+    /// error never stops the dispatcher. At `stop` the attempts in flight are abandoned:
+    /// their claims lapse and they are attempted again (receivers dedupe).
     pub async fn run<F, R>(&self, stop: F, mut on_report: R)
     where
         F: Future<Output = ()>,
