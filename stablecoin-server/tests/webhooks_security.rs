@@ -11,8 +11,7 @@
 
 mod common;
 
-use axum::body::Bytes;
-use axum::http::HeaderMap;
+use common::webhook_receiver::recording_receiver;
 use common::*;
 use serde_json::{Value, json};
 use stablecoin_core::ports::Store;
@@ -21,34 +20,12 @@ use stablecoin_server::{App, BuildOptions, Config};
 use stablecoin_webhooks::Family;
 use stablecoin_webhooks::ssrf::StaticResolver;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const A: &str = "+2250700000001";
 const B: &str = "+2250700000002";
-
-type Received = Arc<Mutex<Vec<(HeaderMap, Bytes)>>>;
-
-/// A receiver answering 200 that keeps every request.
-async fn receiver() -> (String, Received) {
-    let got: Received = Arc::default();
-    let g = got.clone();
-    let app = axum::Router::new().route(
-        "/hooks",
-        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
-            let g = g.clone();
-            async move {
-                g.lock().unwrap().push((headers, body));
-                "ok"
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hooks", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, got)
-}
 
 /// Accepts connections and never answers (nor closes); counts them.
 async fn hanging_listener() -> (SocketAddr, Arc<AtomicUsize>) {
@@ -227,7 +204,7 @@ async fn a_replayed_create_or_rotate_does_not_show_the_secret() {
     c.webhooks.allow_networks = "127.0.0.1/32".into();
     let s = start_with(c).await;
     let acme = s.tenant("Acme", "0").await;
-    let (url, _) = receiver().await;
+    let (url, _) = recording_receiver().await;
     let body = create(&url);
 
     let first = s
@@ -281,7 +258,7 @@ async fn the_webhook_secret_is_absent_from_the_database_file() {
     c.webhooks.allow_networks = "127.0.0.1/32".into();
     let s = start_with(c).await;
     let acme = s.tenant("Acme", "1000").await;
-    let (url, got) = receiver().await;
+    let (url, got) = recording_receiver().await;
     let r = s
         .post_idem(&acme.live, "/v1/webhook-endpoints", &create(&url), "c-1")
         .await;
@@ -377,7 +354,7 @@ async fn a_receiver_that_hangs_delays_neither_settlement_nor_other_tenants() {
     s.post(&slow.live, "/v1/webhook-endpoints", &create(&hang))
         .await
         .expect(201);
-    let (url, got) = receiver().await;
+    let (url, got) = recording_receiver().await;
     s.post(&other.live, "/v1/webhook-endpoints", &create(&url))
         .await
         .expect(201);

@@ -10,8 +10,8 @@
 
 mod common;
 
-use axum::body::Bytes;
 use axum::http::HeaderMap;
+use common::webhook_receiver::recording_receiver;
 use common::*;
 use serde_json::json;
 use stablecoin_core::domain::money::Micros;
@@ -20,7 +20,6 @@ use stablecoin_webhooks::Family;
 use stablecoin_webhooks::payments::Deposit;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 
 const PINNED: &str = "standardwebhooks==1.1.0";
 
@@ -126,21 +125,7 @@ async fn standardwebhooks_from_pypi_verifies_our_deliveries() {
     c.webhooks.allow_networks = "127.0.0.1/32".into();
     let s = start_with(c).await;
     let acme = s.tenant("Acme", "1000").await;
-    let got: Arc<Mutex<Vec<(HeaderMap, Bytes)>>> = Arc::default();
-    let g = got.clone();
-    let app = axum::Router::new().route(
-        "/hooks",
-        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
-            let g = g.clone();
-            async move {
-                g.lock().unwrap().push((headers, body));
-                "ok"
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hooks", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let (url, got) = recording_receiver().await;
 
     let mut secrets = Vec::new();
     for body in [

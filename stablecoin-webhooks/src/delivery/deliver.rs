@@ -46,18 +46,7 @@ impl Deliverer {
         held: Vec<StoredRecord>,
         report: &mut RoundReport,
     ) -> WebhookResult<()> {
-        let now = self.clock.now();
-        let mut claimed = self
-            .store
-            .claim_due(
-                Delivery::KIND,
-                &self.config.worker_id,
-                now,
-                self.config.lease_ms,
-                self.config.batch_limit,
-            )
-            .await
-            .map_err(store_err)?;
+        let mut claimed = self.claim(self.config.batch_limit).await?;
         claimed.extend(held);
         if claimed.is_empty() {
             return Ok(());
@@ -116,6 +105,20 @@ impl Deliverer {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Claims up to `limit` due deliveries for this worker's lease.
+    pub(super) async fn claim(&self, limit: usize) -> WebhookResult<Vec<StoredRecord>> {
+        self.store
+            .claim_due(
+                Delivery::KIND,
+                &self.config.worker_id,
+                self.clock.now(),
+                self.config.lease_ms,
+                limit,
+            )
+            .await
+            .map_err(store_err)
     }
 
     /// An endpoint as stored, if it exists and is enabled.

@@ -30,7 +30,7 @@
 //! [`DeliveryConfig::tenant_concurrency`]: super::DeliveryConfig::tenant_concurrency
 
 use super::deliver::{Health, Prepared};
-use super::{Deliverer, Delivery, DeliveryConfig, Endpoint, RoundReport, store_err};
+use super::{Deliverer, Delivery, DeliveryConfig, Endpoint, RoundReport};
 use crate::error::WebhookResult;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::record::Record;
@@ -324,17 +324,7 @@ impl Deliverer {
         }
         let want = budget.free().min(self.config.batch_limit.max(1));
         let now = self.clock.now();
-        let claimed = self
-            .store
-            .claim_due(
-                Delivery::KIND,
-                &self.config.worker_id,
-                now,
-                self.config.lease_ms,
-                want,
-            )
-            .await
-            .map_err(store_err)?;
+        let claimed = self.claim(want).await?;
         let more = fan.full_page || claimed.len() == want;
         let mut due = Vec::with_capacity(claimed.len());
         let mut endpoints: HashMap<String, Option<Endpoint>> = HashMap::new();
