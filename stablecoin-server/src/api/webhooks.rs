@@ -89,8 +89,9 @@ pub struct CreateEndpointBody {
     /// `webhook-timestamp`, `webhook-signature: v1,<base64>`, signing
     /// `{id}.{timestamp}.{body}`), beside the family's own signature header, which stays
     /// as the spec defines it. Receivers refuse a stale timestamp, so a captured delivery
-    /// cannot be replayed. A Standard Webhooks library takes the secret as `whsec_` +
-    /// the part after the prefix. Default `false`.
+    /// cannot be replayed. `webhook-id` is the delivery id, the same on every retry (a
+    /// replay is a new delivery). A Standard Webhooks library takes the secret as
+    /// `whsec_` + the part after the prefix. Default `false`.
     #[serde(default)]
     pub standard_webhooks: Option<bool>,
 }
