@@ -89,7 +89,7 @@ async fn settled(store: &MemoryStore, tenant: &TenantId, id: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hanging_receivers_hold_their_caps_and_another_tenant_still_gets_its_deliveries() {
     let store = Arc::new(MemoryStore::new());
-    let timeout = Duration::from_secs(2);
+    let timeout = Duration::from_secs(4);
     let worker = Deliverer::new(
         store.clone(),
         Arc::new(SystemClock),
@@ -197,7 +197,7 @@ async fn one_hanging_endpoint_never_holds_more_than_its_cap() {
         Arc::new(SystemClock),
         Arc::new(SeededEntropy::new(5)),
         DeliveryConfig {
-            timeout: Duration::from_secs(3),
+            timeout: Duration::from_secs(5),
             concurrency: 8,
             endpoint_concurrency: 2,
             tenant_concurrency: 8,
@@ -227,7 +227,13 @@ async fn one_hanging_endpoint_never_holds_more_than_its_cap() {
         )
         .await
     });
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while h.open.load(Ordering::SeqCst) < 2 {
+        assert!(Instant::now() < deadline, "the attempts never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Long enough for the deferred ones to come due and be deferred again.
+    tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(h.open.load(Ordering::SeqCst), 2, "two attempts hang");
     let _ = stop_tx.send(());
     run.await.unwrap();
