@@ -30,6 +30,8 @@ use stablecoin_core::ports::{
 };
 use stablecoin_escrow::{EscrowConfig, EscrowEngine};
 use stablecoin_rails::sim::SimRail;
+use stablecoin_webhooks::secret_box::SecretKey;
+use stablecoin_webhooks::ssrf::{HostResolver, SystemResolver};
 use stablecoin_webhooks::{Deliverer, DeliveryConfig};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -147,6 +149,50 @@ impl PayoutProvider for SimPayouts {
     }
 }
 
+/// What [`App::build_with`] may replace.
+#[derive(Clone, Default)]
+pub struct BuildOptions {
+    /// Resolves webhook endpoint hosts, for the SSRF checks and the delivery client's
+    /// connections (default: the operating system's resolver). Whatever it answers is
+    /// vetted: this decides what a name resolves to, never what may be reached.
+    pub webhook_resolver: Option<Arc<dyn HostResolver>>,
+}
+
+/// The webhook deliverer: the SSRF allow-list and budget of `[webhooks]`, secrets sealed
+/// under a key derived from the master seed.
+fn webhook_deliverer(
+    config: &Config,
+    ports: &Ports,
+    engine: &EngineConfig,
+    seed: &[u8; 32],
+    options: BuildOptions,
+) -> Result<Deliverer, StartupError> {
+    let w = &config.webhooks;
+    let delivery = DeliveryConfig {
+        worker_id: format!("{}-webhooks", engine.worker_id),
+        lease_ms: engine.claim_lease_ms.max(30_000),
+        batch_limit: engine.batch_limit,
+        timeout: std::time::Duration::from_millis(w.timeout_ms),
+        concurrency: w.concurrency,
+        endpoint_concurrency: w.endpoint_concurrency,
+        tenant_concurrency: w.tenant_concurrency,
+        poll_interval: std::time::Duration::from_millis(config.worker_interval_ms),
+        allow_networks: config.webhooks_allow_list()?,
+        secret_key: Some(SecretKey::from_master_seed(seed)),
+    };
+    let resolver = options
+        .webhook_resolver
+        .unwrap_or_else(|| Arc::new(SystemResolver));
+    Deliverer::with_resolver(
+        ports.store.clone(),
+        ports.clock.clone(),
+        ports.entropy.clone(),
+        delivery,
+        resolver,
+    )
+    .map_err(|e| StartupError::Rails(format!("webhooks: {e}")))
+}
+
 /// The server: state, router and demo tenant. Clone it freely (tests keep a handle while
 /// it serves).
 #[derive(Clone)]
@@ -216,6 +262,11 @@ impl App {
     /// Opens storage, derives keys, starts the simulated rails, builds the engine and (when
     /// enabled) creates or reuses the demo tenant. Does not listen yet: see [`App::serve`].
     pub async fn build(config: Config) -> Result<App, StartupError> {
+        Self::build_with(config, BuildOptions::default()).await
+    }
+
+    /// [`App::build`] with parts replaced (tests: a scripted webhook resolver).
+    pub async fn build_with(config: Config, options: BuildOptions) -> Result<App, StartupError> {
         config.validate()?;
         let storage = open_storage(&config.storage, &config.data_dir).await?;
         let seed = load_master_seed(&config, storage.durable)?;
@@ -278,19 +329,7 @@ impl App {
             }
             None => None,
         };
-        let webhooks = Deliverer::new(
-            storage.store.clone(),
-            ports.clock.clone(),
-            ports.entropy.clone(),
-            DeliveryConfig {
-                worker_id: format!("{}-webhooks", engine_config.worker_id),
-                lease_ms: engine_config.claim_lease_ms.max(30_000),
-                batch_limit: engine_config.batch_limit,
-                allow_loopback_http: config.webhooks_allow_loopback_http,
-                ..DeliveryConfig::default()
-            },
-        )
-        .map_err(|e| StartupError::Rails(format!("webhooks: {e}")))?;
+        let webhooks = webhook_deliverer(&config, &ports, &engine_config, &seed, options)?;
         let engine = Engine::new(ports, rails.all(), engine_config);
         let rate_limiter = Arc::new(crate::rate_limit::RateLimiter::new(
             config.rate_limits.limits(),
@@ -441,7 +480,8 @@ impl App {
 /// to 170 ms-1.1 s once settlement kept up with submissions). At a higher nice value
 /// the kernel gives the workers the CPU the API leaves idle, and the backlog waits
 /// instead of the caller. Everything the workers run (store reads, rail calls, JSON)
-/// runs on this thread; their commits join the API's on the SQLite writer's groups.
+/// runs on this thread; their commits join the API's on the SQLite writer's groups. The
+/// webhook dispatcher is a second task on this runtime, beside the engines' loop.
 fn spawn_workers(
     state: AppState,
     stop: watch::Receiver<bool>,
@@ -467,7 +507,26 @@ fn spawn_workers(
                             .build()
                             .expect("a current-thread runtime builds"),
                     };
-                    rt.block_on(run_workers(state.clone(), stop.clone()));
+                    rt.block_on(async {
+                        let mut webhooks = tokio::spawn(run_webhooks(state.clone(), stop.clone()));
+                        let workers = run_workers(state.clone(), stop.clone());
+                        tokio::pin!(workers);
+                        tokio::select! {
+                            // Stopping: the dispatcher stops on the same signal.
+                            _ = &mut workers => {
+                                let _ = webhooks.await;
+                            }
+                            // The dispatcher ended early: a panic restarts both loops.
+                            ended = &mut webhooks => {
+                                if let Err(e) = ended
+                                    && e.is_panic()
+                                {
+                                    std::panic::resume_unwind(e.into_panic());
+                                }
+                                workers.await;
+                            }
+                        }
+                    });
                     // Connection tasks the workers spawned (webhook deliveries) end with it.
                     drop(rt);
                 },
@@ -547,11 +606,6 @@ async fn run_workers(state: AppState, mut stop: watch::Receiver<bool>) {
                 tracing::warn!(error = %e, "escrow worker");
             }
         }
-        // Delivery never blocks settlement: it runs after the engines' work, on what
-        // they already committed to the outbox.
-        if let Err(e) = state.webhooks.round().await {
-            tracing::warn!(error = %e, "webhook worker");
-        }
         if report.more_due {
             // The claim came back full: a backlog is waiting, so no pause.
             tokio::task::yield_now().await;
@@ -562,6 +616,26 @@ async fn run_workers(state: AppState, mut stop: watch::Receiver<bool>) {
             _ = stop.changed() => {}
         }
     }
+}
+
+/// The webhook dispatcher: a task of its own beside the engines' loop, never inside it,
+/// with its own budget and caps (`stablecoin_webhooks::Deliverer::run`), so a receiver
+/// that hangs holds a few delivery slots and never settlement.
+async fn run_webhooks(state: AppState, mut stop: watch::Receiver<bool>) {
+    let stopped = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    state
+        .webhooks
+        .run(stopped, |r| match r {
+            Ok(report) => {
+                for id in &report.auto_disabled {
+                    tracing::warn!(endpoint = %id, "webhook endpoint disabled after failing for 5 days");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "webhook dispatcher"),
+        })
+        .await;
 }
 
 const DEMO_MARKER: &str = "demo_tenant";

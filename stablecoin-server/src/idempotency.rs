@@ -22,6 +22,11 @@
 //!    replay (same body; only the `Idempotent-Replayed` header is missing).
 //! 5. Sandbox (test-key) requests store nothing (spec 1: no sandbox store), so they are
 //!    protected against concurrent duplicates but not replayed.
+//! 6. A response that carries a secret (webhook endpoint create and rotate) is never
+//!    stored: its handler puts a [`ReplayBody`] on it, the same answer without the
+//!    secret, and that is what is stored and replayed (same status, `Idempotent-Replayed:
+//!    true`). A client that lost the first answer gets the endpoint, not its secret, and
+//!    rotates it; the secret stays shown once.
 //!
 //! Records live as long as the store keeps them (memory: the process; the durable stores
 //! keep idempotency records at least 24 hours).
@@ -43,6 +48,12 @@ use std::sync::{Arc, Mutex};
 
 pub const HEADER: &str = "idempotency-key";
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+/// Set by a handler on a response whose body carries a secret: the body an idempotent
+/// replay answers instead (the same answer without the secret). The response's own body
+/// is then never stored.
+#[derive(Clone, Debug)]
+pub struct ReplayBody(pub axum::body::Bytes);
 
 /// Keys of requests running in this process, per tenant.
 #[derive(Default)]
@@ -178,7 +189,11 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
         Ok(b) => b,
         Err(_) => return ApiError::internal("response body failed").into_response(),
     };
-    if let Ok(text) = std::str::from_utf8(&rbytes) {
+    let stored = match rparts.extensions.remove::<ReplayBody>() {
+        Some(ReplayBody(without_secret)) => without_secret,
+        None => rbytes.clone(),
+    };
+    if let Ok(text) = std::str::from_utf8(&stored) {
         let mut response = serde_json::json!({
             "status": rparts.status.as_u16(),
             "body": text,

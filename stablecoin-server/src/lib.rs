@@ -17,7 +17,7 @@ pub mod sandbox;
 pub mod storage;
 
 pub use api::{API_VERSION, build_router, openapi};
-pub use app::{App, AppState, DemoTenant, StartupError};
+pub use app::{App, AppState, BuildOptions, DemoTenant, StartupError};
 pub use config::{Config, StorageConfig};
 pub use error::{ApiError, ERROR_CATALOGUE};
 pub use storage::{Storage, open_storage};

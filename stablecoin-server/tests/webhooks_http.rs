@@ -5,37 +5,31 @@
 mod common;
 
 use axum::body::Bytes;
-use axum::http::HeaderMap;
+use common::webhook_receiver::{Received, recording_receiver};
 use common::*;
 use reqwest::Method;
 use serde_json::{Value, json};
 use stablecoin_webhooks::Family;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-type Received = Arc<Mutex<Vec<(String, Bytes)>>>;
-
+/// A receiver on loopback; `signed` reads what it got as (X-Svc-Signature, body).
 async fn receiver() -> (String, Received) {
-    let got: Received = Arc::default();
-    let g = got.clone();
-    let app = axum::Router::new().route(
-        "/hooks",
-        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
-            let g = g.clone();
-            async move {
-                let sig = headers
-                    .get("x-svc-signature")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_string();
-                g.lock().unwrap().push((sig, body));
-                "ok"
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hooks", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, got)
+    recording_receiver().await
+}
+
+fn signed(got: &Received) -> Vec<(String, Bytes)> {
+    got.lock()
+        .unwrap()
+        .iter()
+        .map(|(headers, body)| {
+            let sig = headers
+                .get("x-svc-signature")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string();
+            (sig, body.clone())
+        })
+        .collect()
 }
 
 macro_rules! writes_nothing {
@@ -110,7 +104,7 @@ async fn register_read_list_delete_and_receive_a_signed_event() {
     let tr = r.json()["id"].as_str().unwrap().to_string();
     s.settle().await;
     s.app.state().webhooks.round().await.unwrap();
-    let received = got.lock().unwrap().clone();
+    let received = signed(&got);
     let settled: Vec<Value> = received
         .iter()
         .map(|(sig, body)| {
@@ -313,7 +307,7 @@ async fn events_deliveries_replay_and_rotation_over_http() {
     assert_eq!(r.json()["replayed"], 1);
     assert_eq!(r.json()["deliveries"][0]["state"], "PENDING");
     s.app.state().webhooks.round().await.unwrap();
-    let received = got.lock().unwrap().clone();
+    let received = signed(&got);
     assert_eq!(received.len(), 2);
     assert_eq!(
         received[0].1, received[1].1,
@@ -366,9 +360,23 @@ async fn events_deliveries_replay_and_rotation_over_http() {
     assert!(r.json().get("disabled_reason").is_none());
 }
 
+/// A server whose webhook resolver knows `example.com` at a public address (the tests run
+/// without DNS; registration resolves the host).
+async fn start_resolving_example_com() -> Server {
+    let dns = stablecoin_webhooks::ssrf::StaticResolver::new();
+    dns.set("example.com", &["93.184.215.14".parse().unwrap()]);
+    let options = stablecoin_server::BuildOptions {
+        webhook_resolver: Some(Arc::new(dns)),
+    };
+    let app = stablecoin_server::App::build_with(test_config(), options)
+        .await
+        .unwrap();
+    serve(app).await
+}
+
 #[tokio::test]
 async fn payments_endpoints_and_bad_management_input() {
-    let s = start().await;
+    let s = start_resolving_example_com().await;
     let acme = s.tenant("Acme", "0").await;
     let r = s
         .post(

@@ -63,7 +63,8 @@ async fn run(label: &str, store: Arc<dyn Store>, n: usize, workers: usize) {
         batch_limit: env("DELIVERIES_BATCH", 512),
         concurrency: env("DELIVERIES_CONCURRENCY", 64),
         worker_id: format!("bench-{i}"),
-        allow_loopback_http: true,
+        allow_networks: stablecoin_webhooks::ssrf::AllowList::loopback(),
+        ..DeliveryConfig::default()
     };
     let make = |i: usize| {
         Deliverer::new(

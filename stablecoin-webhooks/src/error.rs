@@ -36,6 +36,15 @@ pub enum WebhookError {
     /// The signature does not match the body under this secret.
     #[error("the webhook signature does not match the body")]
     SignatureMismatch,
+    /// A Standard Webhooks timestamp further from the receiver's clock than its
+    /// tolerance: a stale (possibly replayed) or post-dated delivery.
+    #[error(
+        "the webhook timestamp is more than {tolerance_s} s from now: a stale or replayed delivery"
+    )]
+    StaleTimestamp {
+        /// The tolerance applied, seconds either way.
+        tolerance_s: i64,
+    },
     /// A received body is not a JSON object (a partial event is fine; garbage is not).
     #[error("invalid webhook body: {reason}")]
     InvalidBody { reason: String },
@@ -76,6 +85,7 @@ impl WebhookError {
             SignatureMissing { .. } => "SIGNATURE_MISSING",
             SignatureMalformed { .. } => "SIGNATURE_MALFORMED",
             SignatureMismatch => "SIGNATURE_MISMATCH",
+            StaleTimestamp { .. } => "SIGNATURE_TIMESTAMP_STALE",
             InvalidBody { .. } => "INVALID_WEBHOOK_BODY",
             DepositLedger(_) => "DEPOSIT_LEDGER_ERROR",
             NotFound { .. } => "NOT_FOUND",
@@ -97,13 +107,14 @@ impl WebhookError {
         )
     }
 
-    /// True for the three signature failures (a receiver answers them with 401).
+    /// True for the signature failures (a receiver answers them with 401).
     pub fn is_signature_error(&self) -> bool {
         matches!(
             self,
             WebhookError::SignatureMissing { .. }
                 | WebhookError::SignatureMalformed { .. }
                 | WebhookError::SignatureMismatch
+                | WebhookError::StaleTimestamp { .. }
         )
     }
 }

@@ -11,8 +11,8 @@ pub mod ssrf;
 pub mod standard;
 
 pub use delivery::{
-    Deliverer, Delivery, DeliveryConfig, DeliveryState, Endpoint, EventDetail, Page, RoundReport,
-    WebhookEvent,
+    Deliverer, Delivery, DeliveryConfig, DeliveryState, Endpoint, EventDetail, NewEndpoint, Page,
+    RoundReport, WebhookEvent,
 };
 pub use error::{WebhookError, WebhookResult};
 pub use payload::WalletPayload;

@@ -2,6 +2,11 @@
 //!
 //! - [`verify_wallet`] / [`verify_payments`]: signature checks over the exact bytes
 //!   received, compared in constant time (see [`crate::signature`]).
+//! - [`StandardVerifier`]: for an endpoint registered with Standard Webhooks signatures,
+//!   checks `webhook-id`, `webhook-timestamp` and `webhook-signature`, and refuses a
+//!   timestamp further than a tolerance (5 minutes) from the receiver's clock: a captured
+//!   delivery replayed later is refused, which the spec's own headers (body only) cannot
+//!   tell.
 //! - [`parse_payments`]: typed parsing that accepts partial events. Only `customer_id` is
 //!   guaranteed on deposit events; a field that is absent or of the wrong type is `None`,
 //!   never an error (a partial event must not cause a 400). Only a body that is not a JSON
@@ -22,11 +27,14 @@ use crate::payments::{
     PAYMENT_FAILED, PaymentEvent, WALLET_TRANSFER_PREFIX, WalletTransferData,
 };
 use crate::signature::Family;
+use crate::standard;
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::ports::Clock;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Verifies an `X-Svc-Signature` header (wallet-service family) over the exact body.
 pub fn verify_wallet(secret: &str, body: &[u8], header: Option<&str>) -> WebhookResult<()> {
@@ -36,6 +44,92 @@ pub fn verify_wallet(secret: &str, body: &[u8], header: Option<&str>) -> Webhook
 /// Verifies an `X-Webhook-Signature` header (payments family) over the exact body.
 pub fn verify_payments(secret: &str, body: &[u8], header: Option<&str>) -> WebhookResult<()> {
     Family::Payments.verify(secret, body, header)
+}
+
+/// Verifies Standard Webhooks headers ([`crate::standard`]) against the raw body, with
+/// the receiver's clock (injected) and a tolerance either way (default
+/// [`standard::DEFAULT_TOLERANCE_S`], 5 minutes).
+///
+/// The secret is the endpoint's secret as registration or rotation returned it
+/// (`svcwh_...` or `whsec_...`). A stale or post-dated timestamp is
+/// `SIGNATURE_TIMESTAMP_STALE`; the other failures are those of the families' headers.
+/// The signature binds the id and the timestamp, so neither can be changed to pass the
+/// check; a receiver that also remembers the ids it accepted within the tolerance
+/// refuses every replay.
+#[derive(Clone)]
+pub struct StandardVerifier {
+    secret: String,
+    tolerance_s: i64,
+    clock: Arc<dyn Clock>,
+}
+
+/// The operating system's clock, for [`StandardVerifier::system`].
+struct WallClock;
+
+impl Clock for WallClock {
+    fn now(&self) -> Timestamp {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp::from_millis(since.as_millis() as i64)
+    }
+}
+
+impl StandardVerifier {
+    /// A verifier of `secret` reading the time from `clock`.
+    pub fn new(secret: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
+        StandardVerifier {
+            secret: secret.into(),
+            tolerance_s: standard::DEFAULT_TOLERANCE_S,
+            clock,
+        }
+    }
+
+    /// A verifier of `secret` reading the operating system's clock.
+    pub fn system(secret: impl Into<String>) -> Self {
+        Self::new(secret, Arc::new(WallClock))
+    }
+
+    /// Accepts timestamps up to `seconds` from now either way (instead of 300).
+    pub fn with_tolerance_s(mut self, seconds: i64) -> Self {
+        self.tolerance_s = seconds.max(0);
+        self
+    }
+
+    /// Checks the three headers' values against the exact body received.
+    pub fn verify(
+        &self,
+        body: &[u8],
+        id: Option<&str>,
+        timestamp: Option<&str>,
+        signature: Option<&str>,
+    ) -> WebhookResult<()> {
+        let now_s = self.clock.now().millis().div_euclid(1000);
+        standard::verify(
+            &self.secret,
+            body,
+            id,
+            timestamp,
+            signature,
+            now_s,
+            self.tolerance_s,
+        )
+    }
+
+    /// Checks a request's headers, read by name (lowercase) with `header`, e.g.
+    /// `|n| headers.get(n).and_then(|v| v.to_str().ok())` over an HTTP header map.
+    pub fn verify_headers<'a>(
+        &self,
+        body: &[u8],
+        header: impl Fn(&str) -> Option<&'a str>,
+    ) -> WebhookResult<()> {
+        self.verify(
+            body,
+            header(standard::ID_HEADER),
+            header(standard::TIMESTAMP_HEADER),
+            header(standard::SIGNATURE_HEADER),
+        )
+    }
 }
 
 /// A received payments-family event, parsed leniently.
@@ -366,6 +460,51 @@ pub mod axum_kit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct At(i64);
+    impl Clock for At {
+        fn now(&self) -> Timestamp {
+            Timestamp::from_millis(self.0)
+        }
+    }
+
+    #[test]
+    fn the_standard_verifier_refuses_stale_and_forged_deliveries() {
+        let secret = format!("svcwh_{}", "5a".repeat(32));
+        let body = br#"{"event":"transfer.settled"}"#;
+        let sig = standard::sign(&secret, "whd_1", 1_000_000, body).unwrap();
+        let at = |ms: i64| StandardVerifier::new(secret.clone(), Arc::new(At(ms)));
+        let check = |v: &StandardVerifier, body: &[u8]| {
+            v.verify_headers(body, |n| match n {
+                "webhook-id" => Some("whd_1"),
+                "webhook-timestamp" => Some("1000000"),
+                "webhook-signature" => Some(sig.as_str()),
+                _ => None,
+            })
+        };
+        assert_eq!(check(&at(1_000_000_000), body), Ok(()));
+        assert_eq!(check(&at(1_000_300_999), body), Ok(()), "300 s late");
+        let stale = Err(WebhookError::StaleTimestamp { tolerance_s: 300 });
+        assert_eq!(check(&at(1_000_301_000), body), stale, "301 s late");
+        assert_eq!(check(&at(999_699_000), body), stale, "301 s early");
+        assert_eq!(
+            check(&at(1_000_301_000).with_tolerance_s(600), body),
+            Ok(())
+        );
+        assert_eq!(
+            check(&at(1_000_000_000), b"{}"),
+            Err(WebhookError::SignatureMismatch)
+        );
+        assert!(WebhookError::StaleTimestamp { tolerance_s: 300 }.is_signature_error());
+        let missing = at(1_000_000_000).verify(body, None, Some("1000000"), Some(&sig));
+        assert_eq!(missing.unwrap_err().code(), "SIGNATURE_MISSING");
+        // The system clock is far from 1970 + 11 days.
+        let sys = StandardVerifier::system(secret.clone());
+        assert_eq!(
+            check(&sys, body).unwrap_err().code(),
+            "SIGNATURE_TIMESTAMP_STALE"
+        );
+    }
 
     #[test]
     fn partial_and_mistyped_fields_parse_as_none() {

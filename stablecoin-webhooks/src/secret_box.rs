@@ -26,6 +26,7 @@ const PREFIX: &str = "v1:";
 pub struct SecretKey([u8; 32]);
 
 impl SecretKey {
+    /// A configured key-encryption key (32 random bytes, kept apart from the database).
     pub fn new(bytes: [u8; 32]) -> Self {
         SecretKey(bytes)
     }

@@ -22,10 +22,11 @@
 //! networks lets them through (the server's `webhooks_allow_networks` setting); nothing
 //! is allowed by default.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// True for an ordinary public unicast address: the only kind a webhook may reach.
 pub fn is_public(ip: IpAddr) -> bool {
@@ -83,7 +84,9 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
 /// A network (`10.0.0.0/8`, `::1/128`) of an [`AllowList`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Network {
+    /// Any address of the network (bits past the prefix are ignored).
     pub addr: IpAddr,
+    /// The prefix length: 0-32 for IPv4, 0-128 for IPv6.
     pub prefix: u8,
 }
 
@@ -110,6 +113,7 @@ impl Network {
         Ok(Network { addr, prefix })
     }
 
+    /// Whether `ip` is in this network (an IPv4 network never holds an IPv6 address).
     pub fn contains(&self, ip: IpAddr) -> bool {
         fn masked(bits: u128, prefix: u8, width: u8) -> u128 {
             if prefix == 0 {
@@ -147,6 +151,31 @@ impl AllowList {
             .map(AllowList)
     }
 
+    /// `127.0.0.1/32` and `::1/128`: a receiver on this machine (tests, local
+    /// development), and nothing else of the loopback range.
+    pub fn loopback() -> Self {
+        AllowList(vec![
+            Network {
+                addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                prefix: 32,
+            },
+            Network {
+                addr: IpAddr::V6(Ipv6Addr::LOCALHOST),
+                prefix: 128,
+            },
+        ])
+    }
+
+    /// This list and `other`'s networks.
+    pub fn union(mut self, other: &AllowList) -> Self {
+        for n in &other.0 {
+            if !self.0.contains(n) {
+                self.0.push(*n);
+            }
+        }
+        self
+    }
+
     /// Whether a webhook may connect to `ip`.
     pub fn permits(&self, ip: IpAddr) -> bool {
         is_public(ip) || self.0.iter().any(|n| n.contains(ip))
@@ -163,14 +192,19 @@ impl AllowList {
 /// resolved to: the error reaches the tenant, who must not learn the internal network.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SsrfError {
+    /// The text does not parse as an absolute URL.
     #[error("not an absolute URL")]
     NotAUrl,
+    /// Another scheme than https (or http to an allowed loopback receiver).
     #[error("https is required")]
     HttpsRequired,
+    /// No host (or no port) to connect to.
     #[error("the URL has no host")]
     NoHost,
+    /// The host name has no address.
     #[error("the host does not resolve")]
     Unresolvable,
+    /// An address of the host is not public and not allowed.
     #[error("the host is not a public internet address")]
     NotPublic,
 }
@@ -178,6 +212,7 @@ pub enum SsrfError {
 /// Resolves host names. The system resolver in production; a test may script answers
 /// (a name that is public at registration and internal at delivery).
 pub trait HostResolver: Send + Sync {
+    /// Every address of `host`, with `port` set on each.
     fn lookup(
         &self,
         host: &str,
@@ -266,6 +301,7 @@ pub struct VettingResolver {
 }
 
 impl VettingResolver {
+    /// Resolves with `resolver` and hands on only addresses `allow` permits.
     pub fn new(resolver: Arc<dyn HostResolver>, allow: AllowList) -> Self {
         VettingResolver { resolver, allow }
     }
@@ -285,11 +321,49 @@ impl reqwest::dns::Resolve for VettingResolver {
     }
 }
 
+/// A resolver answering from a table it holds: names pinned to addresses (tests, or a
+/// deployment that maps receiver names itself). An answer may change at any time
+/// ([`StaticResolver::set`]), as a DNS record can; a name not in the table does not
+/// resolve.
+#[derive(Debug, Default)]
+pub struct StaticResolver(Mutex<HashMap<String, Vec<IpAddr>>>);
+
+impl StaticResolver {
+    /// An empty table: no name resolves.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// From now on, `host` resolves to `ips` (none: it stops resolving).
+    pub fn set(&self, host: &str, ips: &[IpAddr]) {
+        let mut table = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        table.insert(host.to_ascii_lowercase(), ips.to_vec());
+    }
+}
+
+impl HostResolver for StaticResolver {
+    fn lookup(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<SocketAddr>>> + Send + '_>> {
+        let table = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let out = match table.get(&host.to_ascii_lowercase()) {
+            Some(ips) if !ips.is_empty() => {
+                Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect())
+            }
+            _ => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such host",
+            )),
+        };
+        Box::pin(async move { out })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-    use std::sync::Mutex;
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()

@@ -11,6 +11,7 @@ use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::memory::{ManualClock, MemoryStore, SeededEntropy};
 use stablecoin_core::ports::{Batch, Clock, OutboxEvent, Store};
 use stablecoin_webhooks::delivery::{DeliveryState, RETRY_SCHEDULE_MS};
+use stablecoin_webhooks::ssrf::StaticResolver;
 use stablecoin_webhooks::{Deliverer, DeliveryConfig, Family};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -161,8 +162,12 @@ impl World {
         }
     }
 
+    /// A worker whose resolver knows one name, `example.com`, at a public address
+    /// (the tests run without DNS).
     fn worker(&self, name: &str) -> Deliverer {
-        Deliverer::new(
+        let dns = StaticResolver::new();
+        dns.set("example.com", &["93.184.215.14".parse().unwrap()]);
+        Deliverer::with_resolver(
             self.store.clone(),
             self.clock.clone(),
             Arc::new(SeededEntropy::new(3)),
@@ -172,8 +177,10 @@ impl World {
                 batch_limit: 64,
                 concurrency: 4,
                 worker_id: name.into(),
-                allow_loopback_http: true,
+                allow_networks: stablecoin_webhooks::ssrf::AllowList::loopback(),
+                ..DeliveryConfig::default()
             },
+            Arc::new(dns),
         )
         .unwrap()
     }

@@ -95,7 +95,7 @@ fn world() -> World {
         Arc::new(SeededEntropy::new(5)),
         DeliveryConfig {
             timeout: Duration::from_secs(2),
-            allow_loopback_http: true,
+            allow_networks: stablecoin_webhooks::ssrf::AllowList::loopback(),
             ..Default::default()
         },
     )

@@ -1,10 +1,18 @@
 //! Webhook management over `stablecoin_webhooks::Deliverer`, whose worker runs in the
 //! server's worker loop (spec 6's "dashboard" actions, for both families):
 //!
-//! - `/v1/webhook-endpoints`: register (`family` `wallet`, the default, or `payments`),
-//!   list, read, enable, rotate the secret, disable (DELETE). The signing secret is
-//!   returned by create and rotate only; reads never show it. An endpoint that has failed
-//!   for 5 days is disabled automatically and says so in `disabled_reason`.
+//! - `/v1/webhook-endpoints`: register (`family` `wallet`, the default, or `payments`;
+//!   `standard_webhooks: true` adds Standard Webhooks signatures), list, read, enable,
+//!   rotate the secret, disable (DELETE). The signing secret is returned by create and
+//!   rotate only; reads never show it, and an idempotent replay of a create or a rotate
+//!   (same `Idempotency-Key`) answers the endpoint WITHOUT it: the secret is shown once
+//!   and never stored with a response (lost it? rotate). It is stored sealed. An
+//!   endpoint that has failed for 5 days is disabled automatically and says so in
+//!   `disabled_reason`.
+//! - URLs must be `https://` to a public address (`INVALID_WEBHOOK_URL` otherwise, the
+//!   same reason whether the host does not resolve or resolves to an internal address);
+//!   `webhooks.allow_networks` opens more (tests, local receivers). Attempts record an
+//!   HTTP status, `timeout` or `connection failed`, never an address.
 //! - `/v1/webhook-events`: the tenant's events (newest first, optionally of one `type`),
 //!   one event with every delivery and attempt (time, HTTP status, latency, error),
 //!   replay of one event, replay of every failed (`DEAD`) delivery in a time range.
@@ -18,6 +26,7 @@ use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::idempotency::ReplayBody;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -25,7 +34,9 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_webhooks::delivery::{Attempt, render};
-use stablecoin_webhooks::{Delivery, DeliveryState, Endpoint, Family, WebhookError, WebhookEvent};
+use stablecoin_webhooks::{
+    Delivery, DeliveryState, Endpoint, Family, NewEndpoint, WebhookError, WebhookEvent,
+};
 use utoipa::{IntoParams, ToSchema};
 
 impl From<WebhookError> for ApiError {
@@ -65,7 +76,8 @@ pub struct CreateEndpointBody {
     /// `X-Webhook-Signature`, `whsec_` secret).
     #[serde(default)]
     pub family: Option<String>,
-    /// `https://` URL (loopback `http://` only when the server allows it).
+    /// `https://` URL of a public address (an allowed loopback `http://` only when the
+    /// server's `webhooks.allow_networks` allows it).
     pub url: String,
     /// Subscribed event types. Wallet family: `transfer.received`, `transfer.settled`,
     /// `transfer.failed`, `swap.settled`, `swap.failed`, `user.linked`,
@@ -73,6 +85,15 @@ pub struct CreateEndpointBody {
     /// `payment.failed`, `wallet.deposit.detected`, `wallet.deposit.confirmed`,
     /// `wallet.deposit.hash_resolved`, `wallet.transfer.<status>`.
     pub events: Vec<String>,
+    /// `true`: every delivery also carries Standard Webhooks headers (`webhook-id`,
+    /// `webhook-timestamp`, `webhook-signature: v1,<base64>`, signing
+    /// `{id}.{timestamp}.{body}`), beside the family's own signature header, which stays
+    /// as the spec defines it. Receivers refuse a stale timestamp, so a captured delivery
+    /// cannot be replayed. `webhook-id` is the delivery id, the same on every retry (a
+    /// replay is a new delivery). A Standard Webhooks library takes the secret as
+    /// `whsec_` + the part after the prefix. Default `false`.
+    #[serde(default)]
+    pub standard_webhooks: Option<bool>,
 }
 
 /// A webhook endpoint. `secret` appears only in the response that creates it.
@@ -84,6 +105,8 @@ pub struct EndpointView {
     pub family: &'static str,
     pub url: String,
     pub events: Vec<String>,
+    /// Whether deliveries also carry Standard Webhooks headers.
+    pub standard_webhooks: bool,
     pub enabled: bool,
     /// Why it is disabled (by the tenant, or automatically after failing for days).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -104,6 +127,7 @@ impl EndpointView {
             family: e.family.as_str(),
             url: e.url,
             events: e.events,
+            standard_webhooks: e.standard_webhooks,
             enabled: e.enabled,
             disabled_reason: e.disabled_reason,
             failing_since: e.failing_since.map(Timestamp::to_rfc3339),
@@ -111,6 +135,17 @@ impl EndpointView {
             secret: with_secret.then_some(e.secret),
         }
     }
+}
+
+/// The answer that shows a secret once: `status` with the endpoint and its secret, and
+/// for an idempotent replay ([`ReplayBody`]) the endpoint without it, so the secret is
+/// never stored with a response.
+fn secret_shown_once(status: StatusCode, e: Endpoint) -> Result<Response, ApiError> {
+    let without = serde_json::to_vec(&EndpointView::of(e.clone(), false))
+        .map_err(|_| ApiError::internal("internal error; the request may be retried"))?;
+    let mut res = (status, Json(EndpointView::of(e, true))).into_response();
+    res.extensions_mut().insert(ReplayBody(without.into()));
+    Ok(res)
 }
 
 /// A page of endpoints.
@@ -141,7 +176,7 @@ fn live_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
 #[utoipa::path(post, path = "/v1/webhook-endpoints", tag = "webhooks",
     request_body = CreateEndpointBody,
     responses(
-        (status = 201, description = "Registered; `secret` is shown only now", body = EndpointView),
+        (status = 201, description = "Registered; `secret` is shown only now (an idempotent replay answers the endpoint without it)", body = EndpointView),
         (status = 400, description = "INVALID_WEBHOOK_URL, UNKNOWN_EVENT_TYPE, INVALID_PARAMETER", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn create_webhook_endpoint(
@@ -161,11 +196,17 @@ pub async fn create_webhook_endpoint(
             .with_param("family"));
         }
     };
+    let new = NewEndpoint {
+        family,
+        url: body.url,
+        events: body.events,
+        standard_webhooks: body.standard_webhooks.unwrap_or(false),
+    };
     let e = app
         .webhooks
-        .register_for(family, caller.tenant(), &body.url, &body.events)
+        .register_endpoint(caller.tenant(), &new)
         .await?;
-    Ok((StatusCode::CREATED, Json(EndpointView::of(e, true))).into_response())
+    secret_shown_once(StatusCode::CREATED, e)
 }
 
 /// List the tenant's webhook endpoints (without secrets), newest first.
@@ -251,17 +292,17 @@ pub async fn enable_webhook_endpoint(
 #[utoipa::path(post, path = "/v1/webhook-endpoints/{id}/rotate-secret", tag = "webhooks",
     params(("id" = String, Path, description = "Webhook endpoint id (`whe_...`)")),
     responses(
-        (status = 200, description = "Rotated; `secret` is shown only now", body = EndpointView),
+        (status = 200, description = "Rotated; `secret` is shown only now (an idempotent replay answers the endpoint without it)", body = EndpointView),
         (status = 404, description = "Not found for this tenant", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn rotate_webhook_secret(
     State(app): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath,
-) -> Result<Json<EndpointView>, ApiError> {
+) -> Result<Response, ApiError> {
     live_only(&caller, "webhook secret rotation")?;
     let e = app.webhooks.rotate_secret(caller.tenant(), &id).await?;
-    Ok(Json(EndpointView::of(e, true)))
+    secret_shown_once(StatusCode::OK, e)
 }
 
 /// One delivery attempt.

@@ -175,6 +175,31 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Int,
     ),
     (
+        "STABLECOIN_WEBHOOKS_ALLOW_NETWORKS",
+        &["webhooks", "allow_networks"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_WEBHOOKS_TIMEOUT_MS",
+        &["webhooks", "timeout_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_WEBHOOKS_CONCURRENCY",
+        &["webhooks", "concurrency"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_WEBHOOKS_ENDPOINT_CONCURRENCY",
+        &["webhooks", "endpoint_concurrency"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_WEBHOOKS_TENANT_CONCURRENCY",
+        &["webhooks", "tenant_concurrency"],
+        EnvKind::Int,
+    ),
+    (
         "STABLECOIN_DEMO_TENANT_NAME",
         &["demo", "tenant_name"],
         EnvKind::Str,

@@ -36,7 +36,6 @@
 //! | `demo.enabled` | `STABLECOIN_DEMO` | `true` |
 //! | `demo.tenant_name` | `STABLECOIN_DEMO_TENANT_NAME` | `Demo Fintech` |
 //! | `demo.treasury_credit` | `STABLECOIN_DEMO_TREASURY_CREDIT` | `10000` (USDC and USDT) |
-//! | `webhooks_allow_loopback_http` | `STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP` | `false` (https only) |
 //! | `metrics_token` | `STABLECOIN_METRICS_TOKEN` | none: `/metrics` is public (set it to require `Authorization: Bearer <token>`) |
 //! | `http.header_read_timeout_ms` | `STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS` | `10000` |
 //! | `http.request_timeout_ms` | `STABLECOIN_HTTP_REQUEST_TIMEOUT_MS` | `30000` (then 408 REQUEST_TIMEOUT) |
@@ -53,6 +52,12 @@
 //! | `otp.max_requests_per_subject` | `STABLECOIN_OTP_MAX_REQUESTS_PER_WALLET` | `5` per window |
 //! | `otp.max_requests_per_phone` | `STABLECOIN_OTP_MAX_REQUESTS_PER_PHONE` | `10` per window |
 //! | `otp.max_requests_per_tenant` | `STABLECOIN_OTP_MAX_REQUESTS_PER_TENANT` | `1000` per window (the tenant's SMS quota) |
+//! | `webhooks.allow_networks` | `STABLECOIN_WEBHOOKS_ALLOW_NETWORKS` | empty: webhooks reach public addresses only, over https (comma-separated networks also allowed, e.g. `127.0.0.1/32,::1/128` for a receiver on this machine; plain http only to an allowed loopback address) |
+//! | `webhooks.timeout_ms` | `STABLECOIN_WEBHOOKS_TIMEOUT_MS` | `10000` (one delivery attempt) |
+//! | `webhooks.concurrency` | `STABLECOIN_WEBHOOKS_CONCURRENCY` | `16` (attempts in flight) |
+//! | `webhooks.endpoint_concurrency` | `STABLECOIN_WEBHOOKS_ENDPOINT_CONCURRENCY` | `4` (attempts in flight to one endpoint) |
+//! | `webhooks.tenant_concurrency` | `STABLECOIN_WEBHOOKS_TENANT_CONCURRENCY` | `8` (attempts in flight for one tenant) |
+//! | `webhooks_allow_loopback_http` (deprecated) | `STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP` | `false`; `true` adds `127.0.0.1/32,::1/128` to `webhooks.allow_networks` |
 //!
 //! A chain of `rails.evm_chains` runs on the simulated chain unless it has a
 //! `[rails.evm.<chain id>]` table, which makes it a real chain (feature `evm`, on by
@@ -101,7 +106,8 @@
 //! master seed, the PostgreSQL URL) never appear in `Debug` output or logs.
 //!
 //! The modules: `load` (defaults, file, environment), `validate`, `storage`, `rails` (and
-//! the simulated chains' `sim` settings), `settings` (log, engine, demo) and `secrets`.
+//! the simulated chains' `sim` settings), `settings` (log, engine, demo), `webhooks` and
+//! `secrets`.
 
 mod limits;
 mod load;
@@ -112,6 +118,7 @@ mod storage;
 #[cfg(test)]
 mod tests;
 mod validate;
+mod webhooks;
 
 pub use limits::{HttpSettings, OtpSettings, RateLimitSettings};
 pub use load::env_var_names;
@@ -122,6 +129,7 @@ pub(crate) use secrets::hex;
 pub use secrets::{Secret, parse_seed};
 pub use settings::{DemoConfig, EngineSettings, LogConfig, LogFormat};
 pub use storage::StorageConfig;
+pub use webhooks::WebhookSettings;
 
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -167,8 +175,11 @@ pub struct Config {
     pub rails: RailsConfig,
     pub sim: SimSettings,
     pub demo: DemoConfig,
-    /// Accept `http://` webhook URLs on loopback hosts (local development and tests).
-    /// Off by default: elsewhere webhook URLs must be `https://`.
+    /// Webhook delivery: the SSRF allow-list and the dispatcher's budget.
+    pub webhooks: WebhookSettings,
+    /// Deprecated: `true` means `webhooks.allow_networks` also holds `127.0.0.1/32` and
+    /// `::1/128` (a receiver on this machine, over http). Kept so existing configurations
+    /// keep working.
     pub webhooks_allow_loopback_http: bool,
     /// When set, `/metrics` answers only requests with `Authorization: Bearer <token>`.
     pub metrics_token: Option<Secret>,
@@ -193,6 +204,7 @@ impl Default for Config {
             rails: RailsConfig::default(),
             sim: SimSettings::default(),
             demo: DemoConfig::default(),
+            webhooks: WebhookSettings::default(),
             webhooks_allow_loopback_http: false,
             metrics_token: None,
             http: HttpSettings::default(),

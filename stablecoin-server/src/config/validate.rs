@@ -103,6 +103,7 @@ impl Config {
         if self.demo.enabled && self.demo.tenant_name.trim().is_empty() {
             return bad("demo.tenant_name must not be empty".into());
         }
+        self.validate_webhooks()?;
         Ok(())
     }
 }

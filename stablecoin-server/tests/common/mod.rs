@@ -1,6 +1,8 @@
 //! A real server on a loopback port, and a small client for it.
 #![allow(dead_code)]
 
+pub mod webhook_receiver;
+
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde_json::Value;

@@ -1,45 +1,63 @@
-//! One attempt: POST a claimed delivery's body to its endpoint with the family's headers,
-//! record what happened ([`Attempt`]), and decide the delivery's next state with the
-//! pure [`retry`] schedule. Nothing is committed here.
+//! One attempt: POST a claimed delivery's body to its endpoint with the family's headers
+//! (and the Standard Webhooks ones when the endpoint opted in), record what happened
+//! ([`Attempt`]), and decide the delivery's next state with the pure [`retry`] schedule.
+//! Nothing is committed here.
+//!
+//! What an attempt records is what its tenant reads back, so it never carries an address,
+//! a resolver error or anything that tells apart a closed port from a filtered one: an
+//! attempt ends with an HTTP status, `timeout`, or `connection failed` (which also covers
+//! a URL the SSRF rules refuse at that moment).
 
 use super::deliver::Prepared;
 use super::retry::{Attempted, Next, retry, retry_after_ms};
 use super::{Attempt, Deliverer, Delivery, DeliveryState, Endpoint};
-use crate::error::WebhookResult;
 use crate::signature::{Family, PAYMENTS_EVENT_HEADER, PAYMENTS_ID_HEADER, WALLET_USER_AGENT};
-use stablecoin_core::ports::StoredRecord;
-use stablecoin_core::ports::record::Record;
-use std::collections::HashMap;
+use crate::standard;
+use stablecoin_core::domain::time::Timestamp;
 use std::time::Instant;
 
+/// The error of an attempt that got no response in time.
+pub const TIMEOUT: &str = "timeout";
+/// The error of every other attempt that got no response: refused, reset, closed, not
+/// resolvable, or refused by the SSRF rules.
+pub const CONNECTION_FAILED: &str = "connection failed";
+/// The error of an attempt to an endpoint that was disabled or deleted meanwhile.
+pub const ENDPOINT_UNUSABLE: &str = "endpoint disabled or deleted";
+/// The error of an attempt whose signing secret cannot be opened (sealed under another
+/// key than the configured one): nothing was sent.
+pub const SECRET_UNAVAILABLE: &str = "signing secret unavailable";
+
+/// An attempt that got no response.
+fn failed(at: Timestamp, error: &str, latency_ms: u64) -> Attempt {
+    Attempt {
+        at,
+        status: None,
+        latency_ms,
+        error: Some(error.into()),
+    }
+}
+
 impl Deliverer {
-    /// Attempts one claimed delivery and decides its next state (not yet committed).
+    /// Attempts one claimed delivery (`version` as claimed) to `endpoint` (`None`:
+    /// disabled or deleted) and decides its next state (not yet committed). `None` when
+    /// the delivery is no longer pending.
     pub(super) async fn attempt_claimed(
         &self,
-        stored: StoredRecord,
-        endpoints: &HashMap<String, Option<(Endpoint, u64)>>,
-    ) -> WebhookResult<Option<Prepared>> {
-        let mut d = Delivery::from_stored(&stored)?;
+        mut d: Delivery,
+        version: u64,
+        endpoint: Option<&Endpoint>,
+    ) -> Option<Prepared> {
         if d.state != DeliveryState::Pending {
-            return Ok(None);
+            return None;
         }
-        let usable = endpoints.get(d.endpoint.as_str()).and_then(Option::as_ref);
-        let (attempt, retry_after) = match usable {
-            Some((e, _)) => self.attempt(e, &d).await,
-            None => (
-                Attempt {
-                    at: self.clock.now(),
-                    status: None,
-                    latency_ms: 0,
-                    error: Some("endpoint disabled or deleted".into()),
-                },
-                None,
-            ),
+        let (attempt, retry_after) = match endpoint {
+            Some(e) => self.attempt(e, &d).await,
+            None => (failed(self.clock.now(), ENDPOINT_UNUSABLE, 0), None),
         };
         let ok = attempt.status.is_some_and(|s| (200..300).contains(&s));
         let at = attempt.at;
         d.attempts.push(attempt);
-        let attempted = match usable {
+        let attempted = match endpoint {
             _ if ok => Attempted::Delivered,
             None => Attempted::EndpointUnusable,
             Some(_) => Attempted::Failed {
@@ -64,34 +82,57 @@ impl Deliverer {
                 d.next_attempt_at = Some(self.clock.now().plus_millis(delay_ms));
             }
         }
-        Ok(Some(Prepared {
+        Some(Prepared {
             endpoint: d.endpoint.0.clone(),
-            health: usable.map(|_| (ok, at)),
+            health: endpoint.map(|_| (ok, at)),
             delivery: d,
-            version: stored.version,
+            version,
             outcome,
-        }))
+        })
     }
 
     /// POSTs the delivery's body once; the attempt as recorded and the `Retry-After`
-    /// (ms) the response asked for, if any.
+    /// (ms) the response asked for, if any. The URL is checked against the SSRF rules
+    /// first: an IP literal never reaches the client's resolver, and a pooled
+    /// connection is reused without one, so the resolver alone would not see them.
     async fn attempt(&self, endpoint: &Endpoint, d: &Delivery) -> (Attempt, Option<i64>) {
         let at = self.clock.now();
         let started = Instant::now();
-        let signature = endpoint.family.sign(&endpoint.secret, d.body.as_bytes());
+        let elapsed = || started.elapsed().as_millis() as u64;
+        if self.check_target(&endpoint.url).await.is_err() {
+            return (failed(at, CONNECTION_FAILED, elapsed()), None);
+        }
+        let Some(secret) = self.signing_secret(endpoint) else {
+            return (failed(at, SECRET_UNAVAILABLE, elapsed()), None);
+        };
+        let body = d.body.as_bytes();
         let mut req = self
             .http
             .post(&endpoint.url)
             .header("Content-Type", "application/json")
-            .header(endpoint.family.signature_header(), signature);
+            .header(
+                endpoint.family.signature_header(),
+                endpoint.family.sign(&secret, body),
+            );
         req = match endpoint.family {
             Family::Wallet => req.header("User-Agent", WALLET_USER_AGENT),
             Family::Payments => req
                 .header(PAYMENTS_EVENT_HEADER, &d.event_type)
                 .header(PAYMENTS_ID_HEADER, &d.id),
         };
+        if endpoint.standard_webhooks {
+            // Our secrets are always `<prefix>_<hex>`, valid keys; a record that is not
+            // (written by hand) gets the family's header only.
+            let ts = at.millis().div_euclid(1000);
+            if let Ok(sig) = standard::sign(&secret, &d.id, ts, body) {
+                req = req
+                    .header(standard::ID_HEADER, &d.id)
+                    .header(standard::TIMESTAMP_HEADER, ts.to_string())
+                    .header(standard::SIGNATURE_HEADER, sig);
+            }
+        }
         let result = req.body(d.body.clone()).send().await;
-        let latency_ms = started.elapsed().as_millis() as u64;
+        let latency_ms = elapsed();
         match result {
             Ok(resp) => {
                 let status = resp.status().as_u16();
@@ -110,21 +151,11 @@ impl Deliverer {
             }
             Err(e) => {
                 let error = if e.is_timeout() {
-                    "timeout".to_string()
-                } else if e.is_connect() {
-                    "connection refused or failed".to_string()
+                    TIMEOUT
                 } else {
-                    "connection closed without a response".to_string()
+                    CONNECTION_FAILED
                 };
-                (
-                    Attempt {
-                        at,
-                        status: None,
-                        latency_ms,
-                        error: Some(error),
-                    },
-                    None,
-                )
+                (failed(at, error, latency_ms), None)
             }
         }
     }

@@ -1,38 +1,93 @@
-//! Endpoint registration and management: register (URL and subscription checks, a fresh
+//! Endpoint registration and management: register (subscription and SSRF checks, a fresh
 //! secret), rotate the secret, disable, enable, read and list. Every read is tenant-scoped:
 //! another tenant's endpoint is `NOT_FOUND`.
+//!
+//! Secrets at rest: every endpoint write goes through `put_endpoint`, which seals the
+//! secret under [`DeliveryConfig::secret_key`](super::DeliveryConfig::secret_key); the
+//! attempt opens it only to sign. Records read back hold it sealed.
 
 use super::{Deliverer, Endpoint, family_of, not_found, store_err};
 use crate::error::{WebhookError, WebhookResult};
+use crate::secret_box::SecretKey;
 use crate::signature::Family;
+use crate::ssrf::{self, SsrfError};
 use stablecoin_core::domain::ids::{TenantId, WebhookEndpointId};
 use stablecoin_core::ports::ListQuery;
 use stablecoin_core::ports::record::{Record, get_record};
 
+/// What a tenant registers: see [`Deliverer::register_endpoint`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewEndpoint {
+    /// Which family's payloads, headers and secret it gets.
+    pub family: Family,
+    /// Where deliveries go: `https://` to a public address (see [`crate::ssrf`]).
+    pub url: String,
+    /// Event types of `family` to subscribe to (1 to 64).
+    pub events: Vec<String>,
+    /// Also send Standard Webhooks headers ([`crate::standard`]).
+    pub standard_webhooks: bool,
+}
+
 impl Deliverer {
-    fn check_url(&self, url: &str) -> WebhookResult<()> {
-        let bad = |reason: &str| {
-            Err(WebhookError::InvalidUrl {
-                url: url.chars().take(200).collect(),
-                reason: reason.into(),
-            })
+    /// Checks a URL as a webhook target: at registration, and before every attempt
+    /// (`attempt`). The reason is the same whether the host does not resolve or
+    /// resolves to an internal address, so registration tells a tenant nothing about
+    /// the service's internal network.
+    pub(super) async fn check_target(&self, url: &str) -> WebhookResult<()> {
+        let reason = if url.len() > 2048 {
+            "longer than 2048 bytes"
+        } else {
+            match ssrf::check_url(&*self.resolver, &self.config.allow_networks, url).await {
+                Ok(()) => return Ok(()),
+                Err(SsrfError::NotAUrl) => "not an absolute URL",
+                Err(SsrfError::NoHost) => "the URL has no host",
+                Err(SsrfError::HttpsRequired) => "https is required",
+                Err(SsrfError::Unresolvable | SsrfError::NotPublic) => {
+                    "the host does not resolve to a public internet address"
+                }
+            }
         };
-        if url.len() > 2048 {
-            return bad("longer than 2048 bytes");
+        Err(WebhookError::InvalidUrl {
+            url: url.chars().take(200).collect(),
+            reason: reason.into(),
+        })
+    }
+
+    /// Writes an endpoint, its secret sealed when a key is configured (a record
+    /// written before secrets were sealed is sealed here, at its next write). Returns
+    /// the record as stored.
+    pub(super) async fn put_endpoint(
+        &self,
+        e: &Endpoint,
+        version: Option<u64>,
+    ) -> WebhookResult<Endpoint> {
+        let mut stored = e.clone();
+        if let Some(key) = &self.config.secret_key
+            && !SecretKey::is_sealed(&stored.secret)
+        {
+            let mut nonce = [0u8; 12];
+            self.entropy.fill(&mut nonce);
+            stored.secret = key.seal(&e.secret, e.id.as_str(), nonce);
         }
-        let parsed = match reqwest::Url::parse(url) {
-            Ok(u) => u,
-            Err(_) => return bad("not an absolute URL"),
+        let put = match version {
+            None => stored.insert()?,
+            Some(v) => stored.update(v)?,
         };
-        let loopback = matches!(
-            parsed.host_str(),
-            Some("127.0.0.1") | Some("localhost") | Some("[::1]")
-        );
-        match parsed.scheme() {
-            "https" => Ok(()),
-            "http" if loopback && self.config.allow_loopback_http => Ok(()),
-            _ => bad("https is required"),
+        self.put(put).await?;
+        Ok(stored)
+    }
+
+    /// An endpoint's signing secret in the clear, opened only to sign. A record written
+    /// before secrets were sealed holds it plain. `None` when it is sealed under another
+    /// key (or no key is configured).
+    pub(super) fn signing_secret(&self, e: &Endpoint) -> Option<String> {
+        if !SecretKey::is_sealed(&e.secret) {
+            return Some(e.secret.clone());
         }
+        self.config
+            .secret_key
+            .as_ref()?
+            .open(&e.secret, e.id.as_str())
     }
 
     /// Registers a wallet-service endpoint; the returned record holds the secret, shown
@@ -55,7 +110,24 @@ impl Deliverer {
         url: &str,
         events: &[String],
     ) -> WebhookResult<Endpoint> {
-        self.check_url(url)?;
+        let new = NewEndpoint {
+            family,
+            url: url.to_string(),
+            events: events.to_vec(),
+            standard_webhooks: false,
+        };
+        self.register_endpoint(tenant, &new).await
+    }
+
+    /// Registers an endpoint; the returned record holds the secret in the clear, shown
+    /// once (the stored record holds it sealed). The subscription is checked first,
+    /// then the URL against the SSRF rules (which resolves its host).
+    pub async fn register_endpoint(
+        &self,
+        tenant: &TenantId,
+        new: &NewEndpoint,
+    ) -> WebhookResult<Endpoint> {
+        let (family, events) = (new.family, &new.events);
         if events.is_empty() {
             return Err(WebhookError::InvalidParameter {
                 field: "events",
@@ -79,6 +151,7 @@ impl Deliverer {
                 });
             }
         }
+        self.check_target(&new.url).await?;
         let mut events = events.to_vec();
         events.sort();
         events.dedup();
@@ -87,24 +160,25 @@ impl Deliverer {
             id: WebhookEndpointId::generate(now.millis(), self.random10()),
             tenant: tenant.clone(),
             family,
-            url: url.to_string(),
+            url: new.url.clone(),
             events,
             secret: family.generate_secret(&*self.entropy),
+            standard_webhooks: new.standard_webhooks,
             enabled: true,
             disabled_reason: None,
             failing_since: None,
             created_at: now,
         };
-        self.put(endpoint.insert()?).await?;
+        self.put_endpoint(&endpoint, None).await?;
         Ok(endpoint)
     }
 
     /// Replaces an endpoint's secret; the previous one stops verifying at once. The
-    /// returned record holds the new secret, shown once.
+    /// returned record holds the new secret in the clear, shown once.
     pub async fn rotate_secret(&self, tenant: &TenantId, id: &str) -> WebhookResult<Endpoint> {
         let (mut e, version) = self.endpoint_versioned(tenant, id).await?;
         e.secret = e.family.generate_secret(&*self.entropy);
-        self.put(e.update(version)?).await?;
+        self.put_endpoint(&e, Some(version)).await?;
         Ok(e)
     }
 
@@ -172,8 +246,7 @@ impl Deliverer {
         }
         e.enabled = false;
         e.disabled_reason = Some("disabled by the tenant".into());
-        self.put(e.update(version)?).await?;
-        Ok(e)
+        self.put_endpoint(&e, Some(version)).await
     }
 
     /// Enables an endpoint again (after a manual or automatic disable); its failure run
@@ -186,7 +259,6 @@ impl Deliverer {
         e.enabled = true;
         e.disabled_reason = None;
         e.failing_since = None;
-        self.put(e.update(version)?).await?;
-        Ok(e)
+        self.put_endpoint(&e, Some(version)).await
     }
 }

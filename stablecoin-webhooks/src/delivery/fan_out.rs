@@ -16,21 +16,29 @@ use stablecoin_core::ports::record::{Record, get_record};
 use stablecoin_core::ports::{Batch, OutboxEvent, StoreError, StoredRecord};
 use std::collections::HashMap;
 
+/// What one page of fan-out did.
+#[derive(Default)]
+pub(super) struct FanOut {
+    /// Deliveries created.
+    pub(super) created: usize,
+    /// The pending ones this worker holds, as stored (version 1), when fanned out with a
+    /// lease.
+    pub(super) fresh: Vec<StoredRecord>,
+    /// The page was full: more events may be waiting.
+    pub(super) full_page: bool,
+}
+
 impl Deliverer {
     /// Fans out one page of outbox events after the cursor; returns how many deliveries
     /// it created, due now.
     pub async fn fan_out(&self) -> WebhookResult<usize> {
-        Ok(self.fan_out_page(None).await?.0)
+        Ok(self.fan_out_page(None).await?.created)
     }
 
     /// One page of fan-out. `lease_ms`: `None` makes the deliveries due now; `Some` holds
     /// them for this worker that long (due after the lease), for [`Self::round`] to
-    /// attempt at once. Returns how many deliveries it created and the pending ones as
-    /// stored (version 1).
-    pub(super) async fn fan_out_page(
-        &self,
-        lease_ms: Option<i64>,
-    ) -> WebhookResult<(usize, Vec<StoredRecord>)> {
+    /// attempt at once.
+    pub(super) async fn fan_out_page(&self, lease_ms: Option<i64>) -> WebhookResult<FanOut> {
         for _ in 0..8 {
             let cursor = get_record::<Cursor>(&*self.store, "wallet").await?;
             let after = cursor.as_ref().map_or(0, |c| c.record.after_seq);
@@ -40,8 +48,9 @@ impl Deliverer {
                 .await
                 .map_err(store_err)?;
             let Some((last_seq, _)) = events.last() else {
-                return Ok((0, Vec::new()));
+                return Ok(FanOut::default());
             };
+            let full_page = events.len() >= self.config.batch_limit;
             let now = self.clock.now();
             let mut puts = Vec::new();
             let mut created = 0;
@@ -96,7 +105,13 @@ impl Deliverer {
                 })
                 .await
             {
-                Ok(_) => return Ok((created, fresh)),
+                Ok(_) => {
+                    return Ok(FanOut {
+                        created,
+                        fresh,
+                        full_page,
+                    });
+                }
                 // Another worker fanned out this page first: read the cursor again.
                 Err(StoreError::VersionConflict { .. }) => continue,
                 Err(e) => return Err(store_err(e)),

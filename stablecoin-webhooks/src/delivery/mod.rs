@@ -28,6 +28,21 @@
 //! any claimed delivery, so if the lease ran out and another worker took it, only one
 //! outcome lands.
 //!
+//! Two ways to drive it: [`Deliverer::round`] (one batch, returns when its slowest
+//! attempt ends: tests, a host's own loop) and [`Deliverer::run`], the dispatcher, a task
+//! of its own with a concurrency budget, a cap per endpoint and per tenant, and tenants
+//! taking turns, so a slow receiver never holds anything but its own deliveries (see
+//! `dispatch`). The server runs the dispatcher beside (never inside) settlement.
+//!
+//! # Safety of the targets
+//!
+//! An endpoint URL must be `https://` to a public address: it is checked at registration
+//! and before every attempt, and the HTTP client connects only to addresses vetted at
+//! connection time, through no proxy and following no redirect ([`crate::ssrf`]). An
+//! attempt records an HTTP status, `timeout` or `connection failed`, never an address.
+//! Secrets are sealed at rest under [`DeliveryConfig::secret_key`] and opened only to
+//! sign ([`crate::secret_box`]).
+//!
 //! A worker that dies mid-attempt loses nothing: its claim lapses after the lease and the
 //! delivery is attempted again (receivers dedupe on `event_id` / `X-Webhook-ID`, which
 //! stay the same).
@@ -67,19 +82,23 @@
 //! - `fan_out`: outbox events to events and deliveries; the wire body of an event.
 //! - `deliver`: claim due deliveries, attempt them concurrently, commit outcomes in groups,
 //!   track endpoint health.
+//! - `dispatch`: the dispatcher ([`Deliverer::run`]): budget, caps, turns, deferral.
 //! - `attempt`: one HTTP attempt and its outcome.
 //! - [`retry`](fn@retry): the retry schedule as a pure function (no clock, no entropy).
 //! - `inspection`: lists, event and delivery reads, replay.
 
 mod attempt;
 mod deliver;
+mod dispatch;
 mod endpoints;
 mod fan_out;
 mod inspection;
 mod model;
 mod retry;
 
+pub use attempt::{CONNECTION_FAILED, ENDPOINT_UNUSABLE, SECRET_UNAVAILABLE, TIMEOUT};
 pub use deliver::OUTCOME_GROUP;
+pub use endpoints::NewEndpoint;
 pub use fan_out::{outbox_event, render};
 pub use model::{
     AUTO_DISABLE_AFTER_MS, Attempt, Delivery, DeliveryConfig, DeliveryState, ESCROW_PREFIX,
@@ -88,6 +107,7 @@ pub use model::{
 pub use retry::{Attempted, MAX_RETRY_AFTER_MS, Next, RETRY_SCHEDULE_MS, retry, retry_after_ms};
 
 use crate::error::{WebhookError, WebhookResult};
+use crate::ssrf::{HostResolver, SystemResolver, VettingResolver};
 use model::Cursor;
 use stablecoin_core::ports::{Batch, Clock, Entropy, Store, StoreError};
 use std::sync::Arc;
@@ -98,8 +118,13 @@ pub struct Deliverer {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
+    /// Connects only to addresses [`VettingResolver`] vetted at connection time; no
+    /// proxy (a proxy would resolve the name itself, past the vetting) and no redirect
+    /// (a receiver could redirect to an internal address).
     http: reqwest::Client,
-    config: DeliveryConfig,
+    /// Resolves endpoint hosts for the checks at registration and before each attempt.
+    resolver: Arc<dyn HostResolver>,
+    config: Arc<DeliveryConfig>,
     /// Held while one task of this process fans out: clones of a `Deliverer` running
     /// rounds at once would otherwise all render the same page and all but one lose the
     /// cursor's version check. (Across processes that check alone keeps fan-out exactly
@@ -119,15 +144,32 @@ fn not_found(kind: &'static str, id: &str) -> WebhookError {
 }
 
 impl Deliverer {
+    /// A deliverer resolving endpoint hosts with the operating system's resolver.
     pub fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         entropy: Arc<dyn Entropy>,
         config: DeliveryConfig,
     ) -> WebhookResult<Self> {
+        Self::with_resolver(store, clock, entropy, config, Arc::new(SystemResolver))
+    }
+
+    /// A deliverer resolving endpoint hosts with `resolver` (a test's scripted answers,
+    /// or a deployment's own resolver). Every address it answers is vetted
+    /// ([`crate::ssrf`]) before a connection is made.
+    pub fn with_resolver(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        entropy: Arc<dyn Entropy>,
+        config: DeliveryConfig,
+        resolver: Arc<dyn HostResolver>,
+    ) -> WebhookResult<Self> {
+        let vetting = VettingResolver::new(resolver.clone(), config.allow_networks.clone());
         let http = reqwest::Client::builder()
             .timeout(config.timeout)
             .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(vetting)
             .build()
             .map_err(|e| WebhookError::Transport(e.to_string()))?;
         Ok(Deliverer {
@@ -135,7 +177,8 @@ impl Deliverer {
             clock,
             entropy,
             http,
-            config,
+            resolver,
+            config: Arc::new(config),
             fan_out_gate: Arc::default(),
         })
     }
@@ -160,15 +203,15 @@ impl Deliverer {
     /// One round: fan out new outbox events (unless another task of this `Deliverer`
     /// is doing so right now), then attempt every due delivery.
     pub async fn round(&self) -> WebhookResult<RoundReport> {
-        let (fanned_out, fresh) = match self.fan_out_gate.try_lock() {
+        let fan = match self.fan_out_gate.try_lock() {
             Ok(_held) => self.fan_out_page(Some(self.config.lease_ms)).await?,
-            Err(_) => (0, Vec::new()),
+            Err(_) => Default::default(),
         };
         let mut report = RoundReport {
-            fanned_out,
+            fanned_out: fan.created,
             ..Default::default()
         };
-        self.deliver(fresh, &mut report).await?;
+        self.deliver(fan.fresh, &mut report).await?;
         Ok(report)
     }
 }

@@ -3,7 +3,9 @@
 //! reports. Kinds and field names are stored: changing them is a data migration.
 
 use crate::payments::is_payments_event_type;
+use crate::secret_box::SecretKey;
 use crate::signature::Family;
+use crate::ssrf::AllowList;
 use serde::{Deserialize, Serialize};
 use stablecoin_core::domain::ids::{TenantId, WebhookEndpointId};
 use stablecoin_core::domain::time::Timestamp;
@@ -13,19 +15,34 @@ use std::time::Duration;
 /// An endpoint failing without a success for this long is disabled (Svix: 5 days).
 pub const AUTO_DISABLE_AFTER_MS: i64 = 5 * 24 * 3_600_000;
 
-/// A registered endpoint of either family.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A registered endpoint of either family. Its `Debug` output never shows the secret.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Endpoint {
+    /// `whe_...`.
     pub id: WebhookEndpointId,
+    /// The tenant that registered it; no other tenant sees it.
     pub tenant: TenantId,
     /// Which family's payloads, headers and secrets it gets.
     #[serde(default = "wallet_family")]
     pub family: Family,
+    /// Where deliveries are POSTed (checked against the SSRF rules at registration and
+    /// before every attempt, see [`crate::ssrf`]).
     pub url: String,
     /// Subscribed event types; only these are delivered.
     pub events: Vec<String>,
-    /// Signing secret (shown to the tenant once, at registration or rotation).
+    /// Signing secret. In the clear only in what [`Deliverer::register_endpoint`] and
+    /// [`Deliverer::rotate_secret`] return (shown to the tenant once); as stored, and so
+    /// in every record read back, it is sealed (`v1:...`, see [`crate::secret_box`])
+    /// when the deliverer has a [`DeliveryConfig::secret_key`].
+    ///
+    /// [`Deliverer::register_endpoint`]: super::Deliverer::register_endpoint
+    /// [`Deliverer::rotate_secret`]: super::Deliverer::rotate_secret
     pub secret: String,
+    /// Also sign with Standard Webhooks headers (`webhook-id`, `webhook-timestamp`,
+    /// `webhook-signature`), beside the family's own header (see [`crate::standard`]).
+    #[serde(default)]
+    pub standard_webhooks: bool,
+    /// Whether deliveries are sent to it.
     pub enabled: bool,
     /// Why it is disabled (by the tenant, or automatically after failing for days).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,7 +50,27 @@ pub struct Endpoint {
     /// Start of the current run of failures without a success; `None` when healthy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing_since: Option<Timestamp>,
+    /// When it was registered.
     pub created_at: Timestamp,
+}
+
+/// Redacted: the secret (sealed or not) never reaches a log.
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("id", &self.id)
+            .field("tenant", &self.tenant)
+            .field("family", &self.family)
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("secret", &"<redacted>")
+            .field("standard_webhooks", &self.standard_webhooks)
+            .field("enabled", &self.enabled)
+            .field("disabled_reason", &self.disabled_reason)
+            .field("failing_since", &self.failing_since)
+            .field("created_at", &self.created_at)
+            .finish()
+    }
 }
 
 fn wallet_family() -> Family {
@@ -211,19 +248,34 @@ impl Record for Cursor {
 /// Settings of a [`Deliverer`](super::Deliverer).
 #[derive(Clone, Debug)]
 pub struct DeliveryConfig {
-    /// Per-request timeout.
+    /// Per-request timeout (connection, request and response together).
     pub timeout: Duration,
     /// How long a claimed delivery is held before another worker may take it.
     pub lease_ms: i64,
     /// Records per step.
     pub batch_limit: usize,
-    /// Requests in flight at once within a step.
+    /// Requests in flight at once: within a [`round`](super::Deliverer::round), and the
+    /// whole budget of the [dispatcher](super::Deliverer::run).
     pub concurrency: usize,
+    /// Most requests the dispatcher has in flight to one endpoint: a slow or hanging
+    /// receiver holds at most this much of the budget.
+    pub endpoint_concurrency: usize,
+    /// Most requests the dispatcher has in flight for one tenant: one tenant's backlog
+    /// leaves the rest of the budget to the others.
+    pub tenant_concurrency: usize,
+    /// The dispatcher's pause when nothing is due.
+    pub poll_interval: Duration,
     /// Name of this worker (claims); unique per process.
     pub worker_id: String,
-    /// Accept `http://` URLs on loopback hosts (tests, local development). Elsewhere
-    /// only `https://` is accepted.
-    pub allow_loopback_http: bool,
+    /// Networks a webhook may reach although they are not public (see
+    /// [`crate::ssrf`]); plain `http://` is accepted only to an allowed loopback
+    /// address. Empty (the default): only public addresses, over https.
+    /// [`AllowList::loopback`] lets tests and local development reach this machine.
+    pub allow_networks: AllowList,
+    /// The key sealing endpoint secrets at rest ([`crate::secret_box`]). `None` stores
+    /// them as they are: for in-memory stores and tests only; a host with a durable
+    /// store sets it (the server derives it from its master seed).
+    pub secret_key: Option<SecretKey>,
 }
 
 impl Default for DeliveryConfig {
@@ -233,8 +285,12 @@ impl Default for DeliveryConfig {
             lease_ms: 60_000,
             batch_limit: 64,
             concurrency: 16,
+            endpoint_concurrency: 4,
+            tenant_concurrency: 8,
+            poll_interval: Duration::from_millis(250),
             worker_id: "webhooks-1".into(),
-            allow_loopback_http: false,
+            allow_networks: AllowList::default(),
+            secret_key: None,
         }
     }
 }
