@@ -20,7 +20,7 @@ use crate::state::{Action, EscrowState, PayoutPurpose, classify_deposit, transit
 use serde_json::json;
 use stablecoin_core::ports::{
     Batch, Inbound, LedgerTransfer, Phase as LedgerPhase, RailError, Record, SubmissionStatus,
-    Versioned, get_record,
+    Versioned, get_record, hold_through_side_effect,
 };
 
 /// What one [`EscrowEngine::tick`] did.
@@ -515,9 +515,10 @@ impl EscrowEngine {
                 p.status = PayoutStatus::Submitting;
                 p.submitted_at = Some(now);
                 p.updated_at = now;
-                // Durable before the side effect, and not due while we submit: a crash
-                // now leaves SUBMITTING, which a later round resolves by asking the rail.
-                p.next_check_at = Some(now.plus_millis(cfg.claim_lease_ms));
+                // Durable before the side effect, and not due while we submit (the claim
+                // rule shared with the engine): a crash now leaves SUBMITTING, which a
+                // later round resolves by asking the rail.
+                p.next_check_at = Some(hold_through_side_effect(now, cfg.claim_lease_ms));
                 version = self.save_payout(&p, version).await?;
                 match rail.submit(&p.payment).await {
                     Ok(sub) => {

@@ -63,6 +63,7 @@ async fn payment(
                 role: *role,
             })
             .collect(),
+        valid_until: None,
     }
 }
 

@@ -129,6 +129,7 @@ impl Env {
                 amount: Micros(amount),
                 role: LegRole::Recipient,
             }],
+            valid_until: None,
         }
     }
 }

@@ -4,8 +4,25 @@
 //! `PENDING -> SUBMITTING -> SUBMITTED -> CRYPTO_RECEIVED -> PAYOUT_SUBMITTING ->
 //! COMPLETED`. A payout the provider refuses, or reports failed, is refunded on chain
 //! to the wallet and the withdrawal ends `REFUNDED` once the refund confirms. A payout
-//! whose submission outcome is unknown (`PAYOUT_UNKNOWN`) is resolved by asking the
-//! provider about the same payout id, never by paying again.
+//! whose submission outcome is unknown (`PAYOUT_UNKNOWN`) is resolved only by the
+//! provider's status query about the same payout id: never by paying under a new id,
+//! and never by a refund on a timer (a payout the provider still calls pending may yet
+//! be paid, and refunding it too would pay twice).
+//!
+//! Every step is resumable: each side effect (the sweep, the payout, each refund
+//! attempt) is recorded before it is made and held from other workers while it runs
+//! ([`hold_through_side_effect`]); a worker that dies anywhere leaves a state the next
+//! claim continues from:
+//!
+//! | Left in | The next claim |
+//! |---|---|
+//! | PENDING | submits the sweep |
+//! | SUBMITTING (crash before or after the sweep's submit) | SUBMISSION_UNKNOWN: asks the rail; fails it only once it provably can no longer land |
+//! | SUBMITTED, SUBMISSION_UNKNOWN | asks the rail |
+//! | CRYPTO_RECEIVED | submits the payout |
+//! | PAYOUT_SUBMITTING, PAYOUT_UNKNOWN (crash before or after the payout's submit) | asks the provider; `NotFound` submits the same id again |
+//! | refund recorded (crash before or after its submit) | asks the rail about the attempt; submits it again (same id) if not found |
+//! | refund attempt failed, refused or expired unseen | a new attempt after a backoff |
 //!
 //! Ledger: the sweep holds `wallet -> withdrawals:<TOKEN>` (posted at CRYPTO_RECEIVED,
 //! voided if the sweep fails); a delivered payout moves `withdrawals -> fiat_out`; a
@@ -17,6 +34,7 @@ use crate::domain::money::{Currency, Micros, Token};
 use crate::domain::phone::Phone;
 use crate::domain::state::{OpEvent, OpKind, OpStatus, transition};
 use crate::error::{CoreError, CoreResult};
+use crate::ports::claim::hold_through_side_effect;
 use crate::ports::ledger::{LedgerAccount, LedgerTransfer, Phase};
 use crate::ports::rail::{LegRole, PaymentLeg, RailError, RailPayment, SubmissionStatus};
 use crate::ports::record::Record;
@@ -112,6 +130,7 @@ impl Engine {
                     amount: req.amount,
                     role: LegRole::Recipient,
                 }],
+                valid_until: None,
             };
             let mut op = self.new_operation(
                 OpKind::Withdrawal,
@@ -142,6 +161,8 @@ impl Engine {
                 failure: None,
                 refund: None,
                 refund_tx_hash: None,
+                refund_attempts: 0,
+                refund_error: None,
             });
             let batch = Batch {
                 puts: vec![op.insert()?],
@@ -154,7 +175,16 @@ impl Engine {
         .await
     }
 
-    /// Moves a withdrawal whose crypto leg is done through its payout.
+    /// Moves a withdrawal whose crypto leg is done through its payout, from whichever
+    /// state it was left in (a crash may have stopped it at any step).
+    ///
+    /// - CRYPTO_RECEIVED: the payout is submitted (recorded PAYOUT_SUBMITTING first).
+    /// - PAYOUT_SUBMITTING / PAYOUT_UNKNOWN: the provider's status query decides.
+    ///   `Delivered` completes it, `Failed` refunds it, `Pending` waits however long it
+    ///   takes, and `NotFound` (the submit never reached the provider: a crash before it,
+    ///   a lost request) submits the same payout id again, which the provider
+    ///   deduplicates. Nothing is ever refunded on a timer.
+    /// - A refund under way ([`PayoutLeg::refund`]): see `advance_refund`.
     pub(crate) async fn advance_payout(
         &self,
         mut op: Operation,
@@ -162,7 +192,6 @@ impl Engine {
         report: &mut TickReport,
     ) -> CoreResult<()> {
         let now = self.now();
-        let poll = now.plus_millis(self.config.poll_interval_ms);
         let Some(mut payout) = op.payout.clone() else {
             return Err(CoreError::Storage(format!(
                 "withdrawal {} has no payout leg",
@@ -172,6 +201,59 @@ impl Engine {
         if payout.refund.is_some() {
             return self.advance_refund(op, version, payout, report).await;
         }
+        if op.status == OpStatus::CryptoReceived {
+            op.status = transition(op.kind, op.status, OpEvent::PayoutStart)?;
+            payout.submitted_at = Some(now);
+            op.payout = Some(payout.clone());
+            op.updated_at = now;
+            // Durable before the side effect, and held while it runs (the claim rule).
+            op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
+            version = self.save(&op, version, Batch::default()).await?;
+            return self.submit_payout(op, version, payout, report).await;
+        }
+        match self.ports.payouts.status(&op.id.0).await {
+            Ok(PayoutStatus::Delivered { reference }) => {
+                self.complete_payout(op, version, payout, reference, report)
+                    .await
+            }
+            Ok(PayoutStatus::Failed { reason }) => {
+                self.start_refund(op, version, payout, reason, report).await
+            }
+            Ok(PayoutStatus::NotFound) => {
+                // The provider never received it (as far as it knows). The same id
+                // again is safe: it deduplicates, so at most one payout is ever paid.
+                op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
+                op.updated_at = now;
+                version = self.save(&op, version, Batch::default()).await?;
+                report.polled += 1;
+                self.submit_payout(op, version, payout, report).await
+            }
+            Ok(PayoutStatus::Pending) => {
+                report.polled += 1;
+                self.poll_later(op, version).await
+            }
+            Err(e) => {
+                report.errors.push(format!("{}: payout status: {e}", op.id));
+                self.poll_later(op, version).await
+            }
+        }
+    }
+
+    /// Saves `op` unchanged but for its next check, one poll interval away.
+    async fn poll_later(&self, mut op: Operation, version: u64) -> CoreResult<()> {
+        op.next_check_at = Some(self.now().plus_millis(self.config.poll_interval_ms));
+        self.save(&op, version, Batch::default()).await.map(|_| ())
+    }
+
+    /// Submits the payout (`op` already saved in PAYOUT_SUBMITTING or PAYOUT_UNKNOWN) and
+    /// records what the provider answered.
+    async fn submit_payout(
+        &self,
+        mut op: Operation,
+        version: u64,
+        payout: PayoutLeg,
+        report: &mut TickReport,
+    ) -> CoreResult<()> {
         let request = Payout {
             id: op.id.0.clone(),
             phone: payout.phone.clone(),
@@ -179,79 +261,63 @@ impl Engine {
             amount: payout.amount,
             source_micros: op.amount,
         };
-        if op.status == OpStatus::CryptoReceived {
-            op.status = transition(op.kind, op.status, OpEvent::PayoutStart)?;
-            payout.submitted_at = Some(now);
-            op.payout = Some(payout.clone());
-            op.updated_at = now;
-            // Durable before the side effect, as for chain submissions.
-            version = self.save(&op, version, Batch::default()).await?;
-            match self.ports.payouts.submit(&request).await {
-                Ok(()) => {}
-                Err(PayoutError::Rejected(reason)) => {
-                    return self.start_refund(op, version, payout, reason, report).await;
-                }
-                Err(PayoutError::Unknown(_)) => {
+        match self.ports.payouts.submit(&request).await {
+            Ok(()) => {}
+            Err(PayoutError::Rejected(reason)) => {
+                return self.start_refund(op, version, payout, reason, report).await;
+            }
+            Err(PayoutError::Unknown(_)) => {
+                if op.status == OpStatus::PayoutSubmitting {
                     op.status = transition(op.kind, op.status, OpEvent::PayoutUnknown)?;
                     report.unknown += 1;
                 }
             }
-            op.next_check_at = Some(poll);
-            self.save(&op, version, Batch::default()).await?;
-            return Ok(());
         }
-        match self.ports.payouts.status(&op.id.0).await {
-            Ok(PayoutStatus::Delivered { reference }) => {
-                op.status = transition(op.kind, op.status, OpEvent::PayoutDelivered)?;
-                payout.reference = Some(reference);
-                op.payout = Some(payout);
-                op.settled_at = Some(now);
-                op.updated_at = now;
-                op.next_check_at = None;
-                let from = withdrawals_account(op.token);
-                let to = fiat_out_account(op.token);
-                let ledger = vec![LedgerTransfer {
-                    id: format!("{}:payout", op.id),
-                    debit: from.id.clone(),
-                    credit: to.id.clone(),
-                    amount: op.amount,
-                    phase: Phase::Single,
-                }];
-                self.save(
-                    &op,
-                    version,
-                    Batch {
-                        accounts: vec![from, to],
-                        ledger,
-                        ..Default::default()
-                    },
-                )
-                .await?;
-                report.settled += 1;
-                Ok(())
-            }
-            Ok(PayoutStatus::Failed { reason }) => {
-                self.start_refund(op, version, payout, reason, report).await
-            }
-            Ok(PayoutStatus::NotFound) if op.status == OpStatus::PayoutUnknown => {
-                let since = payout.submitted_at.unwrap_or(op.updated_at);
-                if now.millis() - since.millis() >= self.config.unknown_grace_ms {
-                    let reason = "the payout never reached the provider".to_string();
-                    self.start_refund(op, version, payout, reason, report).await
-                } else {
-                    op.next_check_at = Some(poll);
-                    self.save(&op, version, Batch::default()).await.map(|_| ())
-                }
-            }
-            Ok(_) | Err(_) => {
-                report.polled += 1;
-                op.next_check_at = Some(poll);
-                self.save(&op, version, Batch::default()).await.map(|_| ())
-            }
-        }
+        op.updated_at = self.now();
+        self.poll_later(op, version).await
     }
 
-    /// The payout cannot be delivered: send the tokens back to the wallet on chain.
+    /// The provider's evidence of delivery: COMPLETED, `withdrawals -> fiat_out`.
+    async fn complete_payout(
+        &self,
+        mut op: Operation,
+        version: u64,
+        mut payout: PayoutLeg,
+        reference: String,
+        report: &mut TickReport,
+    ) -> CoreResult<()> {
+        let now = self.now();
+        op.status = transition(op.kind, op.status, OpEvent::PayoutDelivered)?;
+        payout.reference = Some(reference);
+        op.payout = Some(payout);
+        op.settled_at = Some(now);
+        op.updated_at = now;
+        op.next_check_at = None;
+        let from = withdrawals_account(op.token);
+        let to = fiat_out_account(op.token);
+        let ledger = vec![LedgerTransfer {
+            id: format!("{}:payout", op.id),
+            debit: from.id.clone(),
+            credit: to.id.clone(),
+            amount: op.amount,
+            phase: Phase::Single,
+        }];
+        self.save(
+            &op,
+            version,
+            Batch {
+                accounts: vec![from, to],
+                ledger,
+                ..Default::default()
+            },
+        )
+        .await?;
+        report.settled += 1;
+        Ok(())
+    }
+
+    /// The provider's final word is that the payout will never be paid: send the tokens
+    /// back to the wallet on chain (recorded before anything is sent).
     async fn start_refund(
         &self,
         mut op: Operation,
@@ -260,51 +326,98 @@ impl Engine {
         reason: String,
         report: &mut TickReport,
     ) -> CoreResult<()> {
-        let rail = self.rail(op.rail)?.clone();
-        let to = op.payment.from_address.clone();
-        let from_address = self.service_address(&rail, KeyPurpose::Treasury).await?;
+        let now = self.now();
         payout.failure = Some(reason);
-        payout.refund = Some(RailPayment {
-            id: format!("{}-refund", op.id),
-            from: KeyPurpose::Treasury,
-            from_address,
-            token: op.token,
-            legs: vec![PaymentLeg {
-                to,
-                amount: op.amount,
-                role: LegRole::Recipient,
-            }],
-        });
-        op.updated_at = self.now();
-        op.next_check_at = Some(self.now());
+        payout.refund = Some(self.refund_payment(&op, 1).await?);
+        payout.refund_attempts = 1;
+        op.updated_at = now;
+        op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
         op.payout = Some(payout.clone());
         let version = self.save(&op, version, Batch::default()).await?;
         self.advance_refund(op, version, payout, report).await
     }
 
-    /// Submits (idempotently, by its fixed id) and confirms the refund.
+    /// Refund attempt `attempt` (1, 2, ...): treasury -> the wallet's address, under an
+    /// id of its own (`<wd>-refund`, then `<wd>-refund-2`, ...), without a deadline
+    /// until its first submit sets one.
+    async fn refund_payment(&self, op: &Operation, attempt: u32) -> CoreResult<RailPayment> {
+        let rail = self.rail(op.rail)?.clone();
+        let from_address = self.service_address(&rail, KeyPurpose::Treasury).await?;
+        let id = match attempt {
+            0 | 1 => format!("{}-refund", op.id),
+            n => format!("{}-refund-{n}", op.id),
+        };
+        Ok(RailPayment {
+            id,
+            from: KeyPurpose::Treasury,
+            from_address,
+            token: op.token,
+            legs: vec![PaymentLeg {
+                to: op.payment.from_address.clone(),
+                amount: op.amount,
+                role: LegRole::Recipient,
+            }],
+            valid_until: None,
+        })
+    }
+
+    /// Submits (idempotently, by the attempt's id) and confirms the refund; an attempt
+    /// that failed, was refused, or provably can no longer land (`NotFound` after its
+    /// deadline) is replaced by a new one after a backoff, so a refund is never left
+    /// stuck and never paid twice (a new attempt exists only once the previous one is
+    /// dead).
     async fn advance_refund(
         &self,
         mut op: Operation,
-        version: u64,
+        mut version: u64,
         mut payout: PayoutLeg,
         report: &mut TickReport,
     ) -> CoreResult<()> {
         let now = self.now();
         let rail = self.rail(op.rail)?.clone();
-        let Some(refund) = payout.refund.clone() else {
+        let Some(mut refund) = payout.refund.clone() else {
             return Ok(());
         };
+        if refund.valid_until.is_none() {
+            // First submit of this attempt: its deadline, stored before anything is sent.
+            refund.valid_until = Some(now.plus_millis(self.config.payment_validity_ms));
+            payout.refund = Some(refund.clone());
+            op.payout = Some(payout.clone());
+            op.updated_at = now;
+            op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
+            version = self.save(&op, version, Batch::default()).await?;
+        }
         let status = match rail.status(&refund.id).await {
+            Ok(SubmissionStatus::NotFound)
+                if refund.past_deadline(now, self.config.unknown_grace_ms) =>
+            {
+                let reason = "the refund never reached the network before its deadline";
+                return self
+                    .retry_refund(op, version, payout, reason.into(), report)
+                    .await;
+            }
+            // Not sent yet (or not seen yet): the same attempt again, idempotent by id.
             Ok(SubmissionStatus::NotFound) => match rail.submit(&refund).await {
-                // The rail is idempotent by id: submitting the same refund again is safe.
                 Ok(_) | Err(RailError::Unknown { .. }) => {
+                    report.submitted += 1;
                     SubmissionStatus::Pending { tx_hash: None }
                 }
-                Err(e) => return Err(super::rail_err(e)),
+                Err(RailError::Rejected { reason }) => {
+                    return self.retry_refund(op, version, payout, reason, report).await;
+                }
+                Err(e) => {
+                    // Nothing was sent (the rail is unavailable): the same attempt later.
+                    report.errors.push(format!("{}: refund: {e}", op.id));
+                    op.next_check_at = Some(now.plus_millis(self.config.refund_retry_ms));
+                    self.save(&op, version, Batch::default()).await?;
+                    return Ok(());
+                }
             },
             Ok(s) => s,
-            Err(e) => return Err(super::rail_err(e)),
+            Err(e) => {
+                report.errors.push(format!("{}: refund status: {e}", op.id));
+                return self.poll_later(op, version).await;
+            }
         };
         match status {
             SubmissionStatus::Confirmed { tx_hash, .. } => {
@@ -340,15 +453,48 @@ impl Engine {
                 report.settled += 1;
                 Ok(())
             }
-            SubmissionStatus::Failed { reason, .. } => Err(CoreError::Rail(format!(
-                "refund of withdrawal {} failed on chain ({reason}); needs staff attention",
-                op.id
-            ))),
+            // Reverted on chain: nothing moved, a new attempt is safe.
+            SubmissionStatus::Failed { reason, .. } => {
+                self.retry_refund(op, version, payout, reason, report).await
+            }
             _ => {
                 report.polled += 1;
-                op.next_check_at = Some(now.plus_millis(self.config.poll_interval_ms));
-                self.save(&op, version, Batch::default()).await.map(|_| ())
+                self.poll_later(op, version).await
             }
         }
+    }
+
+    /// The current refund attempt is dead (failed, refused, or expired unseen): the next
+    /// one is recorded and tried after a backoff that doubles with each failure.
+    async fn retry_refund(
+        &self,
+        mut op: Operation,
+        version: u64,
+        mut payout: PayoutLeg,
+        reason: String,
+        report: &mut TickReport,
+    ) -> CoreResult<()> {
+        let now = self.now();
+        let failed = payout.refund_attempts.max(1);
+        report.errors.push(format!(
+            "{}: refund attempt {failed} failed ({reason}); retrying",
+            op.id
+        ));
+        let next = failed.saturating_add(1);
+        payout.refund = Some(self.refund_payment(&op, next).await?);
+        payout.refund_attempts = next;
+        payout.refund_error = Some(reason);
+        let shift = (failed - 1).min(20);
+        let wait = self
+            .config
+            .refund_retry_ms
+            .max(0)
+            .saturating_mul(1i64 << shift)
+            .min(self.config.refund_retry_max_ms.max(0));
+        op.payout = Some(payout);
+        op.updated_at = now;
+        op.next_check_at = Some(now.plus_millis(wait));
+        self.save(&op, version, Batch::default()).await?;
+        Ok(())
     }
 }
