@@ -33,6 +33,7 @@ use super::{Engine, Operation, OperationView, PayoutLeg};
 use crate::domain::money::{Currency, Micros, Token};
 use crate::domain::phone::Phone;
 use crate::domain::state::{OpEvent, OpKind, OpStatus, transition};
+use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
 use crate::ports::claim::hold_through_side_effect;
 use crate::ports::ledger::{LedgerAccount, LedgerTransfer, Phase};
@@ -293,17 +294,32 @@ impl Engine {
         op.settled_at = Some(now);
         op.updated_at = now;
         op.next_check_at = None;
-        let from = withdrawals_account(op.token);
         let to = fiat_out_account(op.token);
+        self.close_withdrawal(&op, version, to, "payout", report)
+            .await
+    }
+
+    /// Saves a withdrawal's last step with the ledger move that ends it: its amount
+    /// leaves `withdrawals:<TOKEN>` for `to` (fiat out, or back to the wallet), under the
+    /// transfer id `<wd>:<leg>`.
+    async fn close_withdrawal(
+        &self,
+        op: &Operation,
+        version: u64,
+        to: LedgerAccount,
+        leg: &str,
+        report: &mut TickReport,
+    ) -> CoreResult<()> {
+        let from = withdrawals_account(op.token);
         let ledger = vec![LedgerTransfer {
-            id: format!("{}:payout", op.id),
+            id: format!("{}:{leg}", op.id),
             debit: from.id.clone(),
             credit: to.id.clone(),
             amount: op.amount,
             phase: Phase::Single,
         }];
         self.save(
-            &op,
+            op,
             version,
             Batch {
                 accounts: vec![from, to],
@@ -320,21 +336,36 @@ impl Engine {
     /// back to the wallet on chain (recorded before anything is sent).
     async fn start_refund(
         &self,
-        mut op: Operation,
+        op: Operation,
         version: u64,
         mut payout: PayoutLeg,
         reason: String,
         report: &mut TickReport,
     ) -> CoreResult<()> {
-        let now = self.now();
         payout.failure = Some(reason);
-        payout.refund = Some(self.refund_payment(&op, 1).await?);
-        payout.refund_attempts = 1;
-        op.updated_at = now;
-        op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
+        let hold = hold_through_side_effect(self.now(), self.config.claim_lease_ms);
+        let (op, version, payout) = self
+            .record_refund_attempt(op, version, payout, 1, hold)
+            .await?;
+        self.advance_refund(op, version, payout, report).await
+    }
+
+    /// Records refund attempt `attempt` as the current one, due at `due`.
+    async fn record_refund_attempt(
+        &self,
+        mut op: Operation,
+        version: u64,
+        mut payout: PayoutLeg,
+        attempt: u32,
+        due: Timestamp,
+    ) -> CoreResult<(Operation, u64, PayoutLeg)> {
+        payout.refund = Some(self.refund_payment(&op, attempt).await?);
+        payout.refund_attempts = attempt;
+        op.updated_at = self.now();
+        op.next_check_at = Some(due);
         op.payout = Some(payout.clone());
         let version = self.save(&op, version, Batch::default()).await?;
-        self.advance_refund(op, version, payout, report).await
+        Ok((op, version, payout))
     }
 
     /// Refund attempt `attempt` (1, 2, ...): treasury -> the wallet's address, under an
@@ -431,27 +462,9 @@ impl Engine {
                     .from_wallet
                     .clone()
                     .ok_or_else(|| CoreError::Storage("withdrawal without wallet".into()))?;
-                let from = withdrawals_account(op.token);
                 let to = super::accounts::wallet(&wallet, op.token);
-                let ledger = vec![LedgerTransfer {
-                    id: format!("{}:refund", op.id),
-                    debit: from.id.clone(),
-                    credit: to.id.clone(),
-                    amount: op.amount,
-                    phase: Phase::Single,
-                }];
-                self.save(
-                    &op,
-                    version,
-                    Batch {
-                        accounts: vec![from, to],
-                        ledger,
-                        ..Default::default()
-                    },
-                )
-                .await?;
-                report.settled += 1;
-                Ok(())
+                self.close_withdrawal(&op, version, to, "refund", report)
+                    .await
             }
             // Reverted on chain: nothing moved, a new attempt is safe.
             SubmissionStatus::Failed { reason, .. } => {
@@ -468,33 +481,27 @@ impl Engine {
     /// one is recorded and tried after a backoff that doubles with each failure.
     async fn retry_refund(
         &self,
-        mut op: Operation,
+        op: Operation,
         version: u64,
         mut payout: PayoutLeg,
         reason: String,
         report: &mut TickReport,
     ) -> CoreResult<()> {
-        let now = self.now();
         let failed = payout.refund_attempts.max(1);
         report.errors.push(format!(
             "{}: refund attempt {failed} failed ({reason}); retrying",
             op.id
         ));
-        let next = failed.saturating_add(1);
-        payout.refund = Some(self.refund_payment(&op, next).await?);
-        payout.refund_attempts = next;
         payout.refund_error = Some(reason);
-        let shift = (failed - 1).min(20);
         let wait = self
             .config
             .refund_retry_ms
             .max(0)
-            .saturating_mul(1i64 << shift)
+            .saturating_mul(1i64 << (failed - 1).min(20))
             .min(self.config.refund_retry_max_ms.max(0));
-        op.payout = Some(payout);
-        op.updated_at = now;
-        op.next_check_at = Some(now.plus_millis(wait));
-        self.save(&op, version, Batch::default()).await?;
-        Ok(())
+        let due = self.now().plus_millis(wait);
+        self.record_refund_attempt(op, version, payout, failed.saturating_add(1), due)
+            .await
+            .map(|_| ())
     }
 }

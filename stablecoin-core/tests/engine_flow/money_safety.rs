@@ -157,12 +157,22 @@ async fn voided(h: &H, account: &str, op: &str) -> bool {
         .any(|e| e.transfer_id.starts_with(op) && e.transfer_id.ends_with(":void"))
 }
 
-#[tokio::test]
-async fn two_workers_and_a_stalled_submit_never_void_a_payment_that_lands() {
-    let (h, gate) = gated_harness();
-    let (t, a, b) = funded_pair(&h).await;
-    let w1 = engine_over(&h, "worker-1", production_timings(), None);
-    let w2 = engine_over(&h, "worker-2", production_timings(), None);
+/// A transfer of 20 USDC from `a` to `b` that worker 1 has claimed and is stalled on
+/// inside `rail.submit`, before the chain; worker 2 runs beside it over the same store.
+struct Stalled {
+    t: stablecoin_core::domain::ids::TenantId,
+    a: Phone,
+    b: Phone,
+    w2: Engine,
+    id: String,
+    first: tokio::task::JoinHandle<stablecoin_core::engine::TickReport>,
+}
+
+/// Two workers over one store (production timings) and a [`Stalled`] transfer.
+async fn stalled_transfer(h: &H, gate: &Gate) -> Stalled {
+    let (t, a, b) = funded_pair(h).await;
+    let w1 = engine_over(h, "worker-1", production_timings(), None);
+    let w2 = engine_over(h, "worker-2", production_timings(), None);
     let op = h
         .engine
         .send(
@@ -177,28 +187,39 @@ async fn two_workers_and_a_stalled_submit_never_void_a_payment_that_lands() {
         )
         .await
         .unwrap();
-
-    // Worker 1 claims the transfer and stalls inside `rail.submit`, before the chain.
     gate.arm(&op.id, false);
-    let first = tokio::spawn({
-        let w1 = w1.clone();
-        async move { w1.tick().await }
-    });
+    let first = tokio::spawn(async move { w1.tick().await });
     gate.wait_entered().await;
-    assert_eq!(status(&h, &t, &op.id).await, "SUBMITTING");
+    assert_eq!(status(h, &t, &op.id).await, "SUBMITTING");
+    Stalled {
+        t,
+        a,
+        b,
+        w2,
+        id: op.id,
+        first,
+    }
+}
+
+#[tokio::test]
+async fn two_workers_and_a_stalled_submit_never_void_a_payment_that_lands() {
+    let (h, gate) = gated_harness();
+    // Worker 1 claims the transfer and stalls inside `rail.submit`, before the chain.
+    let s = stalled_transfer(&h, &gate).await;
+    let (t, a, b, w2, id) = (s.t, s.a, s.b, s.w2, s.id);
 
     // The claim is held across the submit: within the lease worker 2 takes nothing.
     h.clock.advance_ms(10_000);
     let r = w2.tick().await;
     assert_eq!((r.unknown, r.failed), (0, 0), "{r:?}");
-    assert_eq!(status(&h, &t, &op.id).await, "SUBMITTING");
+    assert_eq!(status(&h, &t, &id).await, "SUBMITTING");
 
     // Long past the lease and the old 60 s grace, worker 2 finds it SUBMITTING (the
     // outcome is unknown) and the rail has never heard of it: still not voided.
     for _ in 0..5 {
         h.clock.advance_ms(90_000);
         w2.settle_all(10).await;
-        assert_eq!(status(&h, &t, &op.id).await, "SUBMISSION_UNKNOWN");
+        assert_eq!(status(&h, &t, &id).await, "SUBMISSION_UNKNOWN");
     }
     let sender = h.wallet(&a).await.id;
     let sender_account = accounts::wallet(
@@ -211,52 +232,31 @@ async fn two_workers_and_a_stalled_submit_never_void_a_payment_that_lands() {
         held.debits_pending, 20_000_000,
         "the holds are still pending"
     );
-    assert!(!voided(&h, &sender_account, &op.id).await);
+    assert!(!voided(&h, &sender_account, &id).await);
 
     // Worker 1's submit goes through, before the deadline: the payment lands.
     gate.release.notify_one();
-    first.await.unwrap();
+    s.first.await.unwrap();
     let r = w2.settle_all(50).await;
     assert!(r.errors.is_empty(), "{:?}", r.errors);
-    assert_eq!(status(&h, &t, &op.id).await, "SETTLED");
+    assert_eq!(status(&h, &t, &id).await, "SETTLED");
     assert_eq!(h.chain_balance(&b).await, m("19.94"));
     assert_eq!(h.chain_balance(&a).await, m("80"));
     let after = h.store.balance(&sender_account).await.unwrap();
     assert_eq!(after.debits_pending, 0);
     assert_eq!(after.posted(), 80_000_000, "the holds were posted");
-    assert!(!voided(&h, &sender_account, &op.id).await, "never voided");
+    assert!(!voided(&h, &sender_account, &id).await, "never voided");
     h.assert_conserved().await;
 }
 
 #[tokio::test]
 async fn a_payment_voided_after_its_deadline_can_no_longer_land() {
     let (h, gate) = gated_harness();
-    let (t, a, b) = funded_pair(&h).await;
-    let w1 = engine_over(&h, "worker-1", production_timings(), None);
-    let w2 = engine_over(&h, "worker-2", production_timings(), None);
-    let op = h
-        .engine
-        .send(
-            &t,
-            &SendRequest {
-                from_phone_number: a.clone(),
-                to_phone_number: b.clone(),
-                token: Token::Usdc,
-                quote_id: "DIRECT_CRYPTO:USDC:20".into(),
-            },
-            None,
-        )
-        .await
-        .unwrap();
-    gate.arm(&op.id, false);
-    let first = tokio::spawn({
-        let w1 = w1.clone();
-        async move { w1.tick().await }
-    });
-    gate.wait_entered().await;
+    let s = stalled_transfer(&h, &gate).await;
+    let (t, a, b, w2, id) = (s.t, s.a, s.b, s.w2, s.id);
     let deadline = h
         .engine
-        .operation(&t, &op.id)
+        .operation(&t, &id)
         .await
         .unwrap()
         .payment
@@ -272,14 +272,14 @@ async fn a_payment_voided_after_its_deadline_can_no_longer_land() {
     // now a proof, and worker 2 fails the transfer and returns the money.
     h.clock.set(deadline.plus_millis(60_000));
     w2.settle_all(10).await;
-    assert_eq!(status(&h, &t, &op.id).await, "SUBMISSION_UNKNOWN", "margin");
+    assert_eq!(status(&h, &t, &id).await, "SUBMISSION_UNKNOWN", "margin");
     h.clock.advance_ms(1);
     w2.settle_all(10).await;
-    assert_eq!(status(&h, &t, &op.id).await, "FAILED");
+    assert_eq!(status(&h, &t, &id).await, "FAILED");
 
     // Worker 1's stalled submit goes on: the chain refuses a payment past its deadline.
     gate.release.notify_one();
-    let r = first.await.unwrap();
+    let r = s.first.await.unwrap();
     assert_eq!(r.submitted, 0, "{r:?}");
     h.sim.mine(3);
     assert_eq!(h.chain_balance(&b).await, m("0"));

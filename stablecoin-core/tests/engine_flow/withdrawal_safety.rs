@@ -147,8 +147,9 @@ async fn a_crash_after_the_sweep_was_sent_completes_the_withdrawal() {
     completes(&h, &w2, &t, &a, &id).await;
 }
 
-#[tokio::test]
-async fn a_crash_before_the_payout_reaches_the_provider_submits_it_again_and_completes() {
+/// Worker 1 dies at its payout submit (`after`: once the provider received it), leaving
+/// the provider with `at_provider`; worker 2 completes the withdrawal, paid out once.
+async fn payout_crash(after: bool, at_provider: PayoutStatus) {
     let h = harness();
     let (t, a, id) = withdrawal(&h).await;
     let gate = Arc::new(Gate::default());
@@ -157,30 +158,22 @@ async fn a_crash_before_the_payout_reaches_the_provider_submits_it_again_and_com
         gate: gate.clone(),
     });
     let w1 = engine_over(&h, "worker-1", h.engine.config().clone(), Some(gated));
-    gate.arm(&id, false);
+    gate.arm(&id, after);
     crash(&w1, &gate).await;
     assert_eq!(op(&h, &t, &id).await.status.as_str(), "PAYOUT_SUBMITTING");
-    assert_eq!(h.payouts.status_of(&id), PayoutStatus::NotFound);
+    assert_eq!(h.payouts.status_of(&id), at_provider);
     let w2 = successor(&h);
     completes(&h, &w2, &t, &a, &id).await;
 }
 
 #[tokio::test]
+async fn a_crash_before_the_payout_reaches_the_provider_submits_it_again_and_completes() {
+    payout_crash(false, PayoutStatus::NotFound).await;
+}
+
+#[tokio::test]
 async fn a_crash_after_the_provider_received_the_payout_completes_it_once() {
-    let h = harness();
-    let (t, a, id) = withdrawal(&h).await;
-    let gate = Arc::new(Gate::default());
-    let gated = Arc::new(GatedPayouts {
-        inner: h.payouts.clone(),
-        gate: gate.clone(),
-    });
-    let w1 = engine_over(&h, "worker-1", h.engine.config().clone(), Some(gated));
-    gate.arm(&id, true);
-    crash(&w1, &gate).await;
-    assert_eq!(op(&h, &t, &id).await.status.as_str(), "PAYOUT_SUBMITTING");
-    assert_eq!(h.payouts.status_of(&id), PayoutStatus::Pending);
-    let w2 = successor(&h);
-    completes(&h, &w2, &t, &a, &id).await;
+    payout_crash(true, PayoutStatus::Pending).await;
 }
 
 #[tokio::test]
