@@ -81,13 +81,17 @@ pub struct PayoutLeg {
     /// The current on-chain refund attempt to the wallet, once started.
     pub refund: Option<RailPayment>,
     pub refund_tx_hash: Option<String>,
-    /// Refund attempts made so far (each under its own payment id; a new one only once
-    /// the previous one failed, was refused, or expired unseen).
+    /// Refund attempts made so far, each under its own payment id: a new one only once
+    /// the previous one provably can no longer land (past its deadline, failed or never
+    /// seen by the rail).
     #[serde(default)]
     pub refund_attempts: u32,
-    /// Why the last refund attempt failed, while another is pending.
+    /// Why the last refund attempt failed, while it is retried.
     #[serde(default)]
     pub refund_error: Option<String>,
+    /// Refund failures so far (refused, unsent or reverted), for the retry backoff.
+    #[serde(default)]
+    pub refund_failures: u32,
 }
 
 impl Operation {

@@ -22,7 +22,8 @@
 //! | CRYPTO_RECEIVED | submits the payout |
 //! | PAYOUT_SUBMITTING, PAYOUT_UNKNOWN (crash before or after the payout's submit) | asks the provider; `NotFound` submits the same id again |
 //! | refund recorded (crash before or after its submit) | asks the rail about the attempt; submits it again (same id) if not found |
-//! | refund attempt failed, refused or expired unseen | a new attempt after a backoff |
+//! | refund attempt refused or unsent | the same attempt again after a backoff |
+//! | refund attempt failed or not found, past its deadline | a new attempt (a new id) |
 //!
 //! Ledger: the sweep holds `wallet -> withdrawals:<TOKEN>` (posted at CRYPTO_RECEIVED,
 //! voided if the sweep fails); a delivered payout moves `withdrawals -> fiat_out`; a
@@ -164,6 +165,7 @@ impl Engine {
                 refund_tx_hash: None,
                 refund_attempts: 0,
                 refund_error: None,
+                refund_failures: 0,
             });
             let batch = Batch {
                 puts: vec![op.insert()?],
@@ -392,11 +394,14 @@ impl Engine {
         })
     }
 
-    /// Submits (idempotently, by the attempt's id) and confirms the refund; an attempt
-    /// that failed, was refused, or provably can no longer land (`NotFound` after its
-    /// deadline) is replaced by a new one after a backoff, so a refund is never left
-    /// stuck and never paid twice (a new attempt exists only once the previous one is
-    /// dead).
+    /// Submits (idempotently, by the attempt's id) and confirms the refund.
+    ///
+    /// An attempt is replaced by a new one (under a new id) only once it provably can no
+    /// longer land: its deadline plus the margin has passed and the rail reports it
+    /// failed or unknown. Until then a refused, unsent or failed attempt waits with a
+    /// backoff that doubles with each failure, and one the rail does not know is
+    /// submitted again under the same id. So a refund is never left stuck, and never paid
+    /// twice, even with another worker's submit of the same attempt still in flight.
     async fn advance_refund(
         &self,
         mut op: Operation,
@@ -418,14 +423,15 @@ impl Engine {
             op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
             version = self.save(&op, version, Batch::default()).await?;
         }
+        let dead = refund.past_deadline(now, self.config.unknown_grace_ms);
         let status = match rail.status(&refund.id).await {
-            Ok(SubmissionStatus::NotFound)
-                if refund.past_deadline(now, self.config.unknown_grace_ms) =>
-            {
-                let reason = "the refund never reached the network before its deadline";
-                return self
-                    .retry_refund(op, version, payout, reason.into(), report)
-                    .await;
+            Ok(SubmissionStatus::NotFound | SubmissionStatus::Failed { .. }) if dead => {
+                // Nothing of this attempt can land any more: the next one.
+                let next = payout.refund_attempts.max(1).saturating_add(1);
+                self.record_refund_attempt(op, version, payout, next, now)
+                    .await?;
+                report.polled += 1;
+                return Ok(());
             }
             // Not sent yet (or not seen yet): the same attempt again, idempotent by id.
             Ok(SubmissionStatus::NotFound) => match rail.submit(&refund).await {
@@ -433,15 +439,11 @@ impl Engine {
                     report.submitted += 1;
                     SubmissionStatus::Pending { tx_hash: None }
                 }
-                Err(RailError::Rejected { reason }) => {
-                    return self.retry_refund(op, version, payout, reason, report).await;
-                }
+                // Refused, or the rail is unavailable: nothing was sent by this call.
                 Err(e) => {
-                    // Nothing was sent (the rail is unavailable): the same attempt later.
-                    report.errors.push(format!("{}: refund: {e}", op.id));
-                    op.next_check_at = Some(now.plus_millis(self.config.refund_retry_ms));
-                    self.save(&op, version, Batch::default()).await?;
-                    return Ok(());
+                    return self
+                        .refund_failed(op, version, payout, e.to_string(), None, report)
+                        .await;
                 }
             },
             Ok(s) => s,
@@ -466,9 +468,14 @@ impl Engine {
                 self.close_withdrawal(&op, version, to, "refund", report)
                     .await
             }
-            // Reverted on chain: nothing moved, a new attempt is safe.
+            // Reverted on chain: nothing moved. The next attempt waits until this one is
+            // past its deadline (a concurrent submit of the same id could still land).
             SubmissionStatus::Failed { reason, .. } => {
-                self.retry_refund(op, version, payout, reason, report).await
+                let after_deadline = refund
+                    .valid_until
+                    .map(|d| d.plus_millis(self.config.unknown_grace_ms.max(0) + 1));
+                self.refund_failed(op, version, payout, reason, after_deadline, report)
+                    .await
             }
             _ => {
                 report.polled += 1;
@@ -477,31 +484,35 @@ impl Engine {
         }
     }
 
-    /// The current refund attempt is dead (failed, refused, or expired unseen): the next
-    /// one is recorded and tried after a backoff that doubles with each failure.
-    async fn retry_refund(
+    /// A refund attempt failed or was refused: recorded (the operation's error report
+    /// says so), and looked at again after a backoff that doubles with each failure, and
+    /// not before `not_before`.
+    async fn refund_failed(
         &self,
-        op: Operation,
+        mut op: Operation,
         version: u64,
         mut payout: PayoutLeg,
         reason: String,
+        not_before: Option<Timestamp>,
         report: &mut TickReport,
     ) -> CoreResult<()> {
-        let failed = payout.refund_attempts.max(1);
+        let now = self.now();
+        payout.refund_failures = payout.refund_failures.saturating_add(1);
         report.errors.push(format!(
-            "{}: refund attempt {failed} failed ({reason}); retrying",
-            op.id
+            "{}: refund attempt {} failed ({reason}); retrying",
+            op.id,
+            payout.refund_attempts.max(1)
         ));
-        payout.refund_error = Some(reason);
         let wait = self
             .config
             .refund_retry_ms
             .max(0)
-            .saturating_mul(1i64 << (failed - 1).min(20))
+            .saturating_mul(1i64 << (payout.refund_failures - 1).min(20))
             .min(self.config.refund_retry_max_ms.max(0));
-        let due = self.now().plus_millis(wait);
-        self.record_refund_attempt(op, version, payout, failed.saturating_add(1), due)
-            .await
-            .map(|_| ())
+        payout.refund_error = Some(reason);
+        op.payout = Some(payout);
+        op.updated_at = now;
+        op.next_check_at = Some(now.plus_millis(wait).max(not_before.unwrap_or(now)));
+        self.save(&op, version, Batch::default()).await.map(|_| ())
     }
 }

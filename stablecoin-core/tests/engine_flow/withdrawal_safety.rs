@@ -311,31 +311,45 @@ async fn a_failed_refund_is_retried_with_backoff_until_it_lands() {
     }
     assert_eq!(op(&h, &t, &id).await.status.as_str(), "CRYPTO_RECEIVED");
     h.payouts.inject(PayoutFault::Reject);
-    // Attempt 1 is refused by the node.
+    let leg = |o: Operation| o.payout.unwrap();
+
+    // Attempt 1 is refused by the node: retried under the same id after 30 s.
     h.sim.inject(Fault::Reject);
-    h.engine.settle_all(100).await;
-    let leg = op(&h, &t, &id).await.payout.unwrap();
-    assert_eq!(
-        leg.refund_attempts, 2,
-        "attempt 1 failed, attempt 2 is next"
+    let r = h.engine.settle_all(100).await;
+    assert!(
+        r.errors
+            .iter()
+            .any(|e| e.contains("refund attempt 1 failed")),
+        "{r:?}"
     );
-    assert_eq!(leg.refund.as_ref().unwrap().id, format!("{id}-refund-2"));
-    assert!(leg.refund_error.is_some());
-    // Not before its backoff (30 s).
+    let l = leg(op(&h, &t, &id).await);
+    assert_eq!((l.refund_attempts, l.refund_failures), (1, 1));
+    assert!(l.refund_error.is_some());
     h.clock.advance_ms(29_000);
-    let r = h.engine.tick().await;
-    assert_eq!(r.submitted, 0, "{r:?}");
-    // Attempt 2 reverts on chain: attempt 3 waits twice as long.
+    assert_eq!(h.engine.tick().await.submitted, 0, "not before its backoff");
+
+    // Sent, then it reverts on chain: nothing moved; the next attempt waits until this
+    // one is past its deadline (nothing of it can land any more), backing off meanwhile.
     h.sim.inject(Fault::Revert);
     h.clock.advance_ms(1_000);
     h.engine.settle_all(100).await;
-    let leg = op(&h, &t, &id).await.payout.unwrap();
-    assert_eq!(leg.refund_attempts, 3);
-    assert_eq!(leg.refund.as_ref().unwrap().id, format!("{id}-refund-3"));
-    h.clock.advance_ms(59_000);
-    assert_eq!(h.engine.tick().await.submitted, 0, "backoff doubled");
+    let l = leg(op(&h, &t, &id).await);
+    assert_eq!((l.refund_attempts, l.refund_failures), (1, 2));
+    let attempt_1 = l.refund.unwrap();
+    assert_eq!(attempt_1.id, format!("{id}-refund"));
+    h.clock.set(attempt_1.valid_until.unwrap());
+    h.engine.settle_all(100).await;
+    assert_eq!(
+        leg(op(&h, &t, &id).await).refund_attempts,
+        1,
+        "not yet dead"
+    );
     assert_eq!(wallet_balances(&h, &a).await, (200_000_000, 200_000_000));
-    // Attempt 3 lands: REFUNDED once.
-    h.clock.advance_ms(1_000);
+
+    // Past it: attempt 2, under its own id, lands: REFUNDED once.
+    h.clock.advance_ms(1);
     refunds(&h, &h.engine, &t, &a, &id).await;
+    let l = leg(op(&h, &t, &id).await);
+    assert_eq!(l.refund_attempts, 2);
+    assert_eq!(l.refund.unwrap().id, format!("{id}-refund-2"));
 }
