@@ -414,15 +414,6 @@ impl Engine {
         let Some(mut refund) = payout.refund.clone() else {
             return Ok(());
         };
-        if refund.valid_until.is_none() {
-            // First submit of this attempt: its deadline, stored before anything is sent.
-            refund.valid_until = Some(now.plus_millis(self.config.payment_validity_ms));
-            payout.refund = Some(refund.clone());
-            op.payout = Some(payout.clone());
-            op.updated_at = now;
-            op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
-            version = self.save(&op, version, Batch::default()).await?;
-        }
         let dead = refund.past_deadline(now, self.config.unknown_grace_ms);
         let status = match rail.status(&refund.id).await {
             Ok(SubmissionStatus::NotFound | SubmissionStatus::Failed { .. }) if dead => {
@@ -433,19 +424,31 @@ impl Engine {
                 report.polled += 1;
                 return Ok(());
             }
-            // Not sent yet (or not seen yet): the same attempt again, idempotent by id.
-            Ok(SubmissionStatus::NotFound) => match rail.submit(&refund).await {
-                Ok(_) | Err(RailError::Unknown { .. }) => {
-                    report.submitted += 1;
-                    SubmissionStatus::Pending { tx_hash: None }
+            // Not sent yet (or not seen yet): the same attempt again, idempotent by id,
+            // recorded and held first (the claim rule). Its deadline is fixed by its
+            // first submit.
+            Ok(SubmissionStatus::NotFound) => {
+                if refund.valid_until.is_none() {
+                    refund.valid_until = Some(now.plus_millis(self.config.payment_validity_ms));
+                    payout.refund = Some(refund.clone());
+                    op.payout = Some(payout.clone());
                 }
-                // Refused, or the rail is unavailable: nothing was sent by this call.
-                Err(e) => {
-                    return self
-                        .refund_failed(op, version, payout, e.to_string(), None, report)
-                        .await;
+                op.updated_at = now;
+                op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
+                version = self.save(&op, version, Batch::default()).await?;
+                match rail.submit(&refund).await {
+                    Ok(_) | Err(RailError::Unknown { .. }) => {
+                        report.submitted += 1;
+                        SubmissionStatus::Pending { tx_hash: None }
+                    }
+                    // Refused, or the rail is unavailable: nothing was sent by this call.
+                    Err(e) => {
+                        return self
+                            .refund_failed(op, version, payout, e.to_string(), None, report)
+                            .await;
+                    }
                 }
-            },
+            }
             Ok(s) => s,
             Err(e) => {
                 report.errors.push(format!("{}: refund status: {e}", op.id));
