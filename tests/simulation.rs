@@ -37,15 +37,19 @@ async fn run(seed: u64, steps: usize) {
     let mut rng = Rng(seed | 1);
     let store = Arc::new(MemoryStore::new());
     let signer = Arc::new(LocalSigner::from_seed([seed as u8; 32]));
-    let sim = Arc::new(SimRail::new(
-        SimProfile::Evm(8453),
-        signer.clone(),
-        SimConfig {
-            confirmations: 2,
-            auto_mine: true,
-        },
-    ));
     let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_800_000_000)));
+    // The chain keeps the engine's time: payment deadlines pass on it too.
+    let sim = Arc::new(
+        SimRail::new(
+            SimProfile::Evm(8453),
+            signer.clone(),
+            SimConfig {
+                confirmations: 2,
+                auto_mine: true,
+            },
+        )
+        .with_clock(clock.clone()),
+    );
     let ports = Ports {
         store: store.clone(),
         ledger: store.clone(),
@@ -62,6 +66,8 @@ async fn run(seed: u64, steps: usize) {
         EngineConfig {
             poll_interval_ms: 0,
             unknown_grace_ms: 0,
+            // A dropped payment fails once its deadline has passed: within the drain.
+            payment_validity_ms: 60_000,
             ..Default::default()
         },
     );

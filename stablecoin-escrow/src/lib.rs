@@ -23,4 +23,4 @@ pub use view::{
     EscrowList, EscrowView, EscrowWebhookPayload, ListEscrowsQuery, PayoutView, RecoveryRequest,
     ResolveRequest, TokenAccounting,
 };
-pub use worker::EscrowTickReport;
+pub use worker::{EscrowTickReport, PAYOUT_VALIDITY_MS};

@@ -7,10 +7,12 @@
 //!    confirmed before the funding window closes is counted before the expiry runs.
 //! 2. **Due deals**: CREATED deals at `funding_expires_at` expire; FUNDED deals at
 //!    `auto_release_at` claim a release to the seller (once).
-//! 3. **Payouts**: queued payouts are submitted (only while the rail can send);
-//!    submitted ones are polled; an unknown outcome is resolved only by asking the rail
-//!    about the same payment id (never by submitting under a new id). A confirmed or
-//!    failed payout settles the deal in one batch with its ledger post or void.
+//! 3. **Payouts**: queued payouts are submitted (only while the rail can send, with a
+//!    deadline of [`PAYOUT_VALIDITY_MS`]); submitted ones are polled; an unknown outcome
+//!    is resolved only by asking the rail about the same payment id (never by submitting
+//!    under a new id), and the rail's `NotFound` fails a payout only after its deadline.
+//!    A confirmed or failed payout settles the deal in one batch with its ledger post or
+//!    void.
 
 use crate::engine::{EscrowEngine, MAX_RETRIES, overflow};
 use crate::error::{EscrowError, EscrowResult, rail_err, store_err};
@@ -20,7 +22,7 @@ use crate::state::{Action, EscrowState, PayoutPurpose, classify_deposit, transit
 use serde_json::json;
 use stablecoin_core::ports::{
     Batch, Inbound, LedgerTransfer, Phase as LedgerPhase, RailError, Record, SubmissionStatus,
-    Versioned, get_record,
+    Versioned, get_record, hold_through_side_effect,
 };
 
 /// What one [`EscrowEngine::tick`] did.
@@ -74,6 +76,10 @@ impl EscrowTickReport {
         self.errors.extend(r.errors);
     }
 }
+
+/// How long after its first submission a payout may still be included on chain (its
+/// `valid_until`; the TRON rail caps the transfer's expiration at it).
+pub const PAYOUT_VALIDITY_MS: i64 = 600_000;
 
 enum Outcome {
     Confirmed,
@@ -515,9 +521,15 @@ impl EscrowEngine {
                 p.status = PayoutStatus::Submitting;
                 p.submitted_at = Some(now);
                 p.updated_at = now;
-                // Durable before the side effect, and not due while we submit: a crash
-                // now leaves SUBMITTING, which a later round resolves by asking the rail.
-                p.next_check_at = Some(now.plus_millis(cfg.claim_lease_ms));
+                // The payout's deadline, stored before it is first sent: the rail never
+                // lets it land later, which is what lets a NotFound fail it (below).
+                if p.payment.valid_until.is_none() {
+                    p.payment.valid_until = Some(now.plus_millis(PAYOUT_VALIDITY_MS));
+                }
+                // Durable before the side effect, and not due while we submit (the claim
+                // rule shared with the engine): a crash now leaves SUBMITTING, which a
+                // later round resolves by asking the rail.
+                p.next_check_at = Some(hold_through_side_effect(now, cfg.claim_lease_ms));
                 version = self.save_payout(&p, version).await?;
                 match rail.submit(&p.payment).await {
                     Ok(sub) => {
@@ -578,8 +590,11 @@ impl EscrowEngine {
                         Ok(())
                     }
                     SubmissionStatus::NotFound => {
-                        let since = p.submitted_at.unwrap_or(p.created_at);
-                        if now.millis() - since.millis() >= cfg.unknown_grace_ms {
+                        // A proof only once the payout's deadline (plus the grace for the
+                        // clocks) has passed, as for the engine's operations: before, a
+                        // submit still in flight in another worker may land. A payout
+                        // recorded before deadlines existed is never failed here.
+                        if p.payment.past_deadline(now, cfg.unknown_grace_ms) {
                             let reason = "the payout never reached the network".to_string();
                             self.finish_payout(p, version, Outcome::Failed(reason), report)
                                 .await

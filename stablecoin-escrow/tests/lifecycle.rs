@@ -12,7 +12,7 @@ include!("cases/lifecycle.rs");
 // rail journals every transaction before its broadcast and so never answers NotFound
 // for it; `lifecycle_tron.rs` has its counterpart (failure at the transaction's expiry).
 #[tokio::test]
-async fn dropped_payout_fails_only_after_the_grace_period() {
+async fn dropped_payout_fails_only_after_its_deadline_and_the_grace_period() {
     let w = World::new().await;
     let d = w.create("10").await;
     w.pay(&d, Token::Usdt, usdt(10));
@@ -25,7 +25,12 @@ async fn dropped_payout_fails_only_after_the_grace_period() {
         v.payout_pending,
         "NotFound is not trusted before the grace period"
     );
+    // Nor at the old grace period alone: only after the payout's deadline plus it.
     w.clock.advance_ms(w.escrow.config().unknown_grace_ms);
+    w.settle().await;
+    assert!(w.get(&d.id).await.payout_pending, "before the deadline");
+    w.clock
+        .advance_ms(stablecoin_escrow::PAYOUT_VALIDITY_MS + 1);
     w.settle().await;
     let v = w.get(&d.id).await;
     assert_eq!((v.state.as_str(), v.payout_pending), ("FUNDED", false));

@@ -17,6 +17,7 @@
 use serde_json::{Value, json};
 use stablecoin_core::domain::fees::{FeeSplit, TenantPricing, split_fees};
 use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::memory::{MemoryStore, SystemClock};
 use stablecoin_core::ports::{
     ChainAddress, KeyPurpose, LegRole, Rail, RailError, ReadinessStatus, StoreJournal,
@@ -694,4 +695,141 @@ async fn two_chains_enabled_at_once_each_move_their_own_tokens() {
     // 18 decimals on BNB Smart Chain, 6 on Polygon: the same micro-units, different raw.
     assert_eq!(bsc.base(1), 1_000_000_000_000);
     assert_eq!(polygon.base(1), 1);
+}
+
+/// The chain's time now: the head block's timestamp (Unix seconds).
+async fn chain_now(w: &World) -> u64 {
+    let eth = w.node.eth();
+    let head = eth.block_number().await.unwrap();
+    eth.block_timestamp(head).await.unwrap()
+}
+
+/// The next block is mined `secs` after the current head (Anvil's clock moves on).
+async fn next_block_in(w: &World, secs: u64) {
+    let at = chain_now(w).await + secs;
+    w.node
+        .rpc
+        .request("evm_setNextBlockTimestamp", json!([at]))
+        .await
+        .expect("evm_setNextBlockTimestamp");
+    w.node.mine(1).await;
+}
+
+/// A payment's deadline becomes the operation's `validUntil`, signed into the paymaster
+/// data: the real EntryPoint refuses the operation once a block is past it, whether it
+/// comes late (refused in simulation, nothing sent) or is sent in time and mined late
+/// (the bundle reverts, nothing moves). In time it lands as usual.
+#[tokio::test]
+async fn a_user_operation_past_its_valid_until_is_refused_by_the_entry_point() {
+    require_anvil!();
+    // Its own node with automining off: the test moves its clock and mines by hand.
+    let anvil = Anvil::start(137, false);
+    let w = World::deploy(&anvil.url, 137, false, |_| {}).await;
+    let bob = w.account(&wallet("vu_bob")).await;
+    let payer = |n: &str| wallet(&format!("vu_{n}"));
+    for n in ["expired", "late", "in_time"] {
+        let a = w.account(&payer(n)).await;
+        w.mint(w.usdc, &a, 10_000_000).await;
+    }
+    let deadline_in = |secs: i64, now: u64| Some(Timestamp::from_secs(now as i64 + secs));
+
+    // Already past its deadline: the EntryPoint refuses it in simulation (AA32).
+    let now = chain_now(&w).await;
+    let mut p = w
+        .payment(
+            "op_expired",
+            &payer("expired"),
+            vec![(bob, 1_000_000, LegRole::Recipient)],
+        )
+        .await;
+    p.valid_until = deadline_in(-60, now);
+    match w.rail.submit(&p).await {
+        Err(RailError::Rejected { reason }) => assert!(reason.contains("AA32"), "{reason}"),
+        other => panic!("expected the EntryPoint's AA32 refusal, got {other:?}"),
+    }
+    assert_eq!(
+        w.rail.status("op_expired").await.unwrap(),
+        SubmissionStatus::NotFound
+    );
+
+    // Valid when sent, mined after its deadline: the bundle reverts, nothing moves.
+    let now = chain_now(&w).await;
+    let mut p = w
+        .payment(
+            "op_late",
+            &payer("late"),
+            vec![(bob, 2_000_000, LegRole::Recipient)],
+        )
+        .await;
+    p.valid_until = deadline_in(30, now);
+    w.rail.submit(&p).await.expect("valid when sent");
+    next_block_in(&w, 120).await;
+    match w.settle(&w.rail, "op_late").await {
+        SubmissionStatus::Failed { .. } => {}
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    assert_eq!(w.usdc_of(&bob).await, 0);
+    let late = w.account(&payer("late")).await;
+    assert_eq!(w.usdc_of(&late).await, w.base(10_000_000));
+
+    // In time: it lands.
+    let now = chain_now(&w).await;
+    let mut p = w
+        .payment(
+            "op_in_time",
+            &payer("in_time"),
+            vec![(bob, 3_000_000, LegRole::Recipient)],
+        )
+        .await;
+    p.valid_until = deadline_in(600, now);
+    w.rail.submit(&p).await.expect("submit");
+    w.node.mine(1).await;
+    confirmed_tx(&w.settle(&w.rail, "op_in_time").await);
+    assert_eq!(w.usdc_of(&bob).await, w.base(3_000_000));
+}
+
+/// A bundle that never made it into a block (dropped from the mempool, its answer lost)
+/// stays `Pending` while its operation could still be mined, and is `NotFound` once the
+/// chain is past its `validUntil`: from then on no block can include it.
+#[tokio::test]
+async fn a_dropped_bundle_is_not_found_once_the_chain_is_past_its_valid_until() {
+    require_anvil!();
+    let anvil = Anvil::start(137, false);
+    let w = World::deploy(&anvil.url, 137, false, |_| {}).await;
+    let lossy = LossyRpc::over(&w);
+    let rail = rail_over(&w.config, lossy.clone(), w.signer.clone());
+    let alice_p = wallet("drop");
+    let alice = w.account(&alice_p).await;
+    let bob = w.account(&wallet("drop_bob")).await;
+    w.mint(w.usdc, &alice, 5_000_000).await;
+    let now = chain_now(&w).await;
+    let mut p = w
+        .payment(
+            "op_dropped",
+            &alice_p,
+            vec![(bob, 1_000_000, LegRole::Recipient)],
+        )
+        .await;
+    p.valid_until = Some(Timestamp::from_secs(now as i64 + 30));
+    assert!(matches!(
+        rail.submit(&p).await,
+        Err(RailError::Unknown { .. })
+    ));
+    let tx = rail.submitted("op_dropped").unwrap().tx_hash.expect("sent");
+    w.node
+        .rpc
+        .request("anvil_dropTransaction", json!([hex0x(&tx)]))
+        .await
+        .expect("anvil_dropTransaction");
+    assert!(matches!(
+        rail.status("op_dropped").await.unwrap(),
+        SubmissionStatus::Pending { .. }
+    ));
+    next_block_in(&w, 120).await;
+    assert_eq!(
+        rail.status("op_dropped").await.unwrap(),
+        SubmissionStatus::NotFound
+    );
+    assert_eq!(w.usdc_of(&bob).await, 0);
+    assert_eq!(lossy.sends.load(Ordering::SeqCst), 1);
 }

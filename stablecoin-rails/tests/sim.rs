@@ -63,6 +63,7 @@ async fn payment(
                 role: *role,
             })
             .collect(),
+        valid_until: None,
     }
 }
 
@@ -667,6 +668,103 @@ async fn fault_delay_holds_the_tx_in_the_mempool() {
     assert!(matches!(
         rail.status("slow").await.unwrap(),
         SubmissionStatus::Confirmed { block: 6, .. }
+    ));
+}
+
+/// A chain with a clock honours payment deadlines: a payment past its `valid_until` is
+/// refused at submit, and one still in the mempool when a block is mined past it never
+/// executes (so the rail's answer after the deadline is final). A chain without a clock
+/// has no time and ignores them.
+#[tokio::test]
+async fn deadlines_refuse_late_payments_at_submit_and_in_the_mempool() {
+    use stablecoin_core::domain::time::Timestamp;
+    use stablecoin_core::memory::ManualClock;
+    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
+    let rail = manual(EVM).with_clock(clock.clone());
+    let treasury = funded(&rail, Token::Usdc, usdc(10)).await;
+    let bob = addr(&rail, &wallet("bob")).await;
+    let deadline = Timestamp::from_secs(1_060);
+    let with_deadline = |mut p: RailPayment| {
+        p.valid_until = Some(deadline);
+        p
+    };
+
+    // Submitted before the deadline, mined after it: never executes.
+    let late = with_deadline(
+        payment(
+            &rail,
+            "late",
+            Token::Usdc,
+            &[(&bob, usdc(2), LegRole::Recipient)],
+        )
+        .await,
+    );
+    rail.inject(Fault::Delay(2));
+    rail.submit(&late).await.unwrap();
+    clock.set(deadline);
+    rail.mine(1); // at the deadline: still valid, but delayed
+    clock.advance_ms(1);
+    rail.mine(5);
+    match rail.status("late").await.unwrap() {
+        SubmissionStatus::Failed { reason, .. } => assert!(reason.contains("expired"), "{reason}"),
+        other => panic!("expected Failed (expired), got {other:?}"),
+    }
+    assert_eq!(rail.balance(&bob, Token::Usdc).await.unwrap(), Micros::ZERO);
+
+    // Past the deadline at submit: refused, nothing recorded.
+    let refused = with_deadline(
+        payment(
+            &rail,
+            "refused",
+            Token::Usdc,
+            &[(&bob, usdc(1), LegRole::Recipient)],
+        )
+        .await,
+    );
+    assert!(matches!(
+        rail.submit(&refused).await,
+        Err(RailError::Rejected { .. })
+    ));
+    assert_eq!(
+        rail.status("refused").await.unwrap(),
+        SubmissionStatus::NotFound
+    );
+
+    // In time: lands as usual.
+    let mut on_time = payment(
+        &rail,
+        "on_time",
+        Token::Usdc,
+        &[(&bob, usdc(3), LegRole::Recipient)],
+    )
+    .await;
+    on_time.valid_until = Some(stablecoin_core::ports::Clock::now(&*clock).plus_millis(60_000));
+    rail.submit(&on_time).await.unwrap();
+    rail.mine(3);
+    assert!(matches!(
+        rail.status("on_time").await.unwrap(),
+        SubmissionStatus::Confirmed { .. }
+    ));
+    assert_eq!(rail.balance(&bob, Token::Usdc).await.unwrap(), usdc(3));
+    assert_eq!(rail.balance(&treasury, Token::Usdc).await.unwrap(), usdc(7));
+
+    // Without a clock no deadline ever passes.
+    let timeless = manual(EVM);
+    funded(&timeless, Token::Usdc, usdc(10)).await;
+    let p = with_deadline(
+        payment(
+            &timeless,
+            "old",
+            Token::Usdc,
+            &[(&bob, usdc(1), LegRole::Recipient)],
+        )
+        .await,
+    );
+    timeless.submit(&p).await.unwrap();
+    timeless.mine(3);
+    assert!(matches!(
+        timeless.status("old").await.unwrap(),
+        SubmissionStatus::Confirmed { .. }
     ));
 }
 

@@ -69,6 +69,7 @@ fn pay(
             amount: Micros(micros),
             role: LegRole::Recipient,
         }],
+        valid_until: None,
     }
 }
 

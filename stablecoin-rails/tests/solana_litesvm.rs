@@ -85,6 +85,7 @@ fn payment(
             amount: Micros(micros),
             role: LegRole::Recipient,
         }],
+        valid_until: None,
     }
 }
 
@@ -344,6 +345,7 @@ async fn fee_legs_travel_in_the_same_transaction() {
                 role: LegRole::ServiceFee,
             },
         ],
+        valid_until: None,
     };
     let r = e.rail.submit_with_info(&pay).await.unwrap();
     // The fee account is new, the recipient's is not: no recipient rent to report.

@@ -129,6 +129,7 @@ impl Env {
                 amount: Micros(amount),
                 role: LegRole::Recipient,
             }],
+            valid_until: None,
         }
     }
 }
@@ -770,4 +771,64 @@ async fn contracts_and_resources(backend: TokenBackend) {
     assert!(info.energy_fee_sun > 0, "{info:?}");
     // Worded as every rail words a revert (the node returns no revert data here).
     assert_eq!(info.failure_reason(), "execution reverted");
+}
+
+/// A payment's deadline maps to the transfer's expiration (never later, whatever the
+/// configured validity), and a payment already past it at the head block is refused
+/// before the sponsor spends anything.
+#[tokio::test]
+async fn a_payment_deadline_caps_the_transfer_expiration_and_a_late_payment_is_refused() {
+    use stablecoin_core::domain::time::Timestamp;
+    use stablecoin_core::ports::Store;
+    let e = env().await;
+    e.fund_sponsor().await;
+    let p = KeyPurpose::Wallet("wal_deadline".into());
+    let customer = e.address(&p).await;
+    let recipient = e
+        .address(&KeyPurpose::Wallet("wal_deadline_to".into()))
+        .await;
+    e.node.mint_usdt(&raw(&customer), 10_000_000).await;
+    let accepted = e.node.accepted().await;
+
+    let mut late = e.payment("op-late", &p, &customer, &recipient, 1_000_000);
+    late.valid_until = Some(Timestamp(e.node.head_timestamp().await - 1));
+    match e.rail.submit(&late).await {
+        Err(RailError::Rejected { reason }) => assert!(reason.contains("deadline"), "{reason}"),
+        other => panic!("expected Rejected, got {other:?}"),
+    }
+    assert_eq!(
+        e.node.accepted().await,
+        accepted,
+        "no activation, no delegation"
+    );
+    assert_eq!(
+        e.rail.status("op-late").await.unwrap(),
+        SubmissionStatus::NotFound
+    );
+
+    let mut payment = e.payment("op-deadline", &p, &customer, &recipient, 4_000_000);
+    let deadline = Timestamp(e.node.head_timestamp().await + 30_000);
+    payment.valid_until = Some(deadline);
+    e.rail.submit(&payment).await.unwrap();
+    let entry = e
+        .store
+        .get("rail_journal", "tron/op-deadline")
+        .await
+        .unwrap()
+        .expect("journaled before the broadcast")
+        .body
+        .to_value()
+        .unwrap();
+    let expiration = entry["expiration_ms"].as_i64().unwrap();
+    assert!(
+        expiration <= deadline.millis(),
+        "expires by the deadline: {expiration} > {}",
+        deadline.millis()
+    );
+    e.node.mine(19).await;
+    assert!(matches!(
+        e.rail.status("op-deadline").await.unwrap(),
+        SubmissionStatus::Confirmed { .. }
+    ));
+    assert_eq!(e.node.usdt_balance(&raw(&recipient)).await, 4_000_000);
 }

@@ -133,8 +133,10 @@ impl Record for ServerMeta {
     }
 }
 
-/// The mobile-money payout simulation of sim mode: `MemoryPayouts` whose payouts are
-/// delivered as soon as their status is asked (no provider callback exists in-process).
+/// The mobile-money payout simulation of sim mode: `MemoryPayouts` (idempotent by payout
+/// id, as the port requires) whose payouts are delivered as soon as their status is asked
+/// (no provider callback exists in-process; a real one would only be a hint to ask). The
+/// engine settles or refunds a withdrawal on this status query alone.
 #[derive(Default)]
 pub struct SimPayouts(pub MemoryPayouts);
 

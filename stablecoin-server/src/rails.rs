@@ -49,10 +49,10 @@ impl Rails {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
     ) -> Result<Rails, StartupError> {
-        let journal: Arc<dyn RailJournal> = Arc::new(StoreJournal::new(store, clock));
+        let journal: Arc<dyn RailJournal> = Arc::new(StoreJournal::new(store, clock.clone()));
         let mut live = build_live(config, signer.clone(), journal.clone()).await?;
         live.extend(build_live_tron(config, signer.clone(), journal).await?);
-        let sim = build_sim(config, signer, |id| live.contains_key(&id)).await?;
+        let sim = build_sim(config, signer, clock, |id| live.contains_key(&id)).await?;
         Ok(Rails { sim, live })
     }
 
@@ -77,6 +77,7 @@ impl Rails {
 async fn build_sim(
     config: &Config,
     signer: Arc<LocalSigner>,
+    clock: Arc<dyn Clock>,
     is_live: impl Fn(RailId) -> bool,
 ) -> Result<BTreeMap<RailId, Arc<SimRail>>, StartupError> {
     let mut profiles: Vec<SimProfile> = config
@@ -95,7 +96,11 @@ async fn build_sim(
         .map_err(|e| StartupError::Rails(e.to_string()))?;
     let mut rails = BTreeMap::new();
     for p in profiles.into_iter().filter(|p| !is_live(p.rail_id())) {
-        let rail = Arc::new(SimRail::new(p, signer.clone(), SimConfig::for_profile(p)));
+        // The engine's clock: payment deadlines pass on the simulated chain as on a real
+        // one (a payment past its `valid_until` is never included).
+        let rail = Arc::new(
+            SimRail::new(p, signer.clone(), SimConfig::for_profile(p)).with_clock(clock.clone()),
+        );
         // The simulated chain lives in memory: give the service treasury its float again
         // on every start.
         if !float.is_zero() {

@@ -17,10 +17,24 @@
 //!
 //! **Why the unknown states never go back to SUBMITTING.** SUBMISSION_UNKNOWN and
 //! PAYOUT_UNKNOWN mean we could not tell whether the operation reached the network or the
-//! payout provider: it may already have happened (spec 3.2 rule 5). Resubmitting could
-//! therefore pay twice. The only way out is for the reconciler to ask the rail/provider
-//! what actually happened and record the answer: `Confirmed`/`Failed` for
-//! SUBMISSION_UNKNOWN, `PayoutDelivered`/`PayoutRefunded` for PAYOUT_UNKNOWN.
+//! payout provider: it may already have happened (spec 3.2 rule 5). A new submission
+//! (under a new id) could therefore pay twice. The only way out is for the reconciler to
+//! ask the rail/provider what actually happened and record the answer:
+//! `Confirmed`/`Failed` for SUBMISSION_UNKNOWN, `PayoutDelivered`/`PayoutRefunded` for
+//! PAYOUT_UNKNOWN. Two rules decide when an answer is final:
+//! - `Failed` from SUBMISSION_UNKNOWN needs a proof that the payment can no longer land:
+//!   the rail's `Failed`, or its `NotFound` after the payment's deadline
+//!   (`RailPayment::past_deadline`); never a timer.
+//! - `PayoutRefunded` needs the provider's own word that the payout failed
+//!   (`PayoutStatus::Failed`, or a definite `PayoutError::Rejected`); never a timer. A
+//!   provider that has no record of the payout is sent the same payout id again (it
+//!   deduplicates by id, so that is not a second payment): the state stays put.
+//!
+//! **Every state is resumable.** Each side effect is recorded (SUBMITTING,
+//! PAYOUT_SUBMITTING, a refund attempt) before it is made, so a worker that dies at any
+//! point leaves a state whose next claim continues: SUBMITTING becomes SUBMISSION_UNKNOWN
+//! and is reconciled; PAYOUT_SUBMITTING and PAYOUT_UNKNOWN ask the provider; a recorded
+//! refund asks the rail about its attempt id. See `engine::withdrawals` for the table.
 
 use serde::{Deserialize, Serialize};
 

@@ -59,9 +59,21 @@ pub struct EngineConfig {
     pub claim_lease_ms: i64,
     /// Delay between status polls of a submitted payment.
     pub poll_interval_ms: i64,
-    /// How long after an unknown submission a `NotFound` from the rail is trusted as
-    /// "never reached the network" (covers propagation delay on real chains).
+    /// The margin after a payment's deadline (`RailPayment::valid_until`) before a
+    /// `NotFound` from the rail is trusted as "can no longer land" and the operation is
+    /// failed: it covers the skew between this clock and the chain's block timestamps.
+    /// Never a timer on its own: a payment without a deadline is never failed on
+    /// `NotFound`.
     pub unknown_grace_ms: i64,
+    /// How long after its first submission a payment may still be included on chain
+    /// (its `valid_until`, enforced by every rail). Also how long a payment whose fate is
+    /// unknown can stay SUBMISSION_UNKNOWN before the rail's `NotFound` can fail it.
+    pub payment_validity_ms: i64,
+    /// The first wait before a withdrawal's failed refund is tried again; each further
+    /// failure doubles it, up to `refund_retry_max_ms`.
+    pub refund_retry_ms: i64,
+    /// The longest wait between two refund attempts.
+    pub refund_retry_max_ms: i64,
     /// Records each worker step handles at most.
     pub batch_limit: usize,
     /// Name of this worker (for claims); unique per process.
@@ -94,6 +106,9 @@ impl Default for EngineConfig {
             claim_lease_ms: 30_000,
             poll_interval_ms: 1_000,
             unknown_grace_ms: 60_000,
+            payment_validity_ms: 600_000,
+            refund_retry_ms: 30_000,
+            refund_retry_max_ms: 3_600_000,
             batch_limit: 64,
             worker_id: "worker-1".into(),
             read_cache_ms: 1_000,

@@ -40,7 +40,8 @@ pub struct Operation {
     pub from_phone: Option<Phone>,
     pub to_phone: Option<Phone>,
     pub quote_id: Option<String>,
-    /// The on-chain payment, fixed at creation so every submission is the same payment.
+    /// The on-chain payment, fixed at creation so every submission is the same payment;
+    /// its deadline (`valid_until`) is set, and stored, when it is first submitted.
     pub payment: RailPayment,
     /// Pending ledger transfers, posted on settlement and voided on failure.
     pub holds: Vec<LedgerTransfer>,
@@ -77,9 +78,20 @@ pub struct PayoutLeg {
     pub reference: Option<String>,
     /// Why the payout failed, when it did (the crypto is then refunded).
     pub failure: Option<String>,
-    /// The on-chain refund to the wallet, once started.
+    /// The current on-chain refund attempt to the wallet, once started.
     pub refund: Option<RailPayment>,
     pub refund_tx_hash: Option<String>,
+    /// Refund attempts made so far, each under its own payment id: a new one only once
+    /// the previous one provably can no longer land (past its deadline, failed or never
+    /// seen by the rail).
+    #[serde(default)]
+    pub refund_attempts: u32,
+    /// Why the last refund attempt failed, while it is retried.
+    #[serde(default)]
+    pub refund_error: Option<String>,
+    /// Refund failures so far (refused, unsent or reverted), for the retry backoff.
+    #[serde(default)]
+    pub refund_failures: u32,
 }
 
 impl Operation {
@@ -327,6 +339,7 @@ impl Engine {
                     amount: req.amount,
                     role: LegRole::Recipient,
                 }],
+                valid_until: None,
             };
             let mut op = self.new_operation(
                 OpKind::Funding,
@@ -605,6 +618,7 @@ impl Engine {
                 from_address,
                 token: req.token,
                 legs,
+                valid_until: None,
             };
             let mut op = self.new_operation(
                 OpKind::Transfer,

@@ -4,8 +4,26 @@
 //! `PENDING -> SUBMITTING -> SUBMITTED -> CRYPTO_RECEIVED -> PAYOUT_SUBMITTING ->
 //! COMPLETED`. A payout the provider refuses, or reports failed, is refunded on chain
 //! to the wallet and the withdrawal ends `REFUNDED` once the refund confirms. A payout
-//! whose submission outcome is unknown (`PAYOUT_UNKNOWN`) is resolved by asking the
-//! provider about the same payout id, never by paying again.
+//! whose submission outcome is unknown (`PAYOUT_UNKNOWN`) is resolved only by the
+//! provider's status query about the same payout id: never by paying under a new id,
+//! and never by a refund on a timer (a payout the provider still calls pending may yet
+//! be paid, and refunding it too would pay twice).
+//!
+//! Every step is resumable: each side effect (the sweep, the payout, each refund
+//! attempt) is recorded before it is made and held from other workers while it runs
+//! ([`hold_through_side_effect`]); a worker that dies anywhere leaves a state the next
+//! claim continues from:
+//!
+//! | Left in | The next claim |
+//! |---|---|
+//! | PENDING | submits the sweep |
+//! | SUBMITTING (crash before or after the sweep's submit) | SUBMISSION_UNKNOWN: asks the rail; fails it only once it provably can no longer land |
+//! | SUBMITTED, SUBMISSION_UNKNOWN | asks the rail |
+//! | CRYPTO_RECEIVED | submits the payout |
+//! | PAYOUT_SUBMITTING, PAYOUT_UNKNOWN (crash before or after the payout's submit) | asks the provider; `NotFound` submits the same id again |
+//! | refund recorded (crash before or after its submit) | asks the rail about the attempt; submits it again (same id) if not found |
+//! | refund attempt refused or unsent | the same attempt again after a backoff |
+//! | refund attempt failed or not found, past its deadline | a new attempt (a new id) |
 //!
 //! Ledger: the sweep holds `wallet -> withdrawals:<TOKEN>` (posted at CRYPTO_RECEIVED,
 //! voided if the sweep fails); a delivered payout moves `withdrawals -> fiat_out`; a
@@ -16,7 +34,9 @@ use super::{Engine, Operation, OperationView, PayoutLeg};
 use crate::domain::money::{Currency, Micros, Token};
 use crate::domain::phone::Phone;
 use crate::domain::state::{OpEvent, OpKind, OpStatus, transition};
+use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
+use crate::ports::claim::hold_through_side_effect;
 use crate::ports::ledger::{LedgerAccount, LedgerTransfer, Phase};
 use crate::ports::rail::{LegRole, PaymentLeg, RailError, RailPayment, SubmissionStatus};
 use crate::ports::record::Record;
@@ -112,6 +132,7 @@ impl Engine {
                     amount: req.amount,
                     role: LegRole::Recipient,
                 }],
+                valid_until: None,
             };
             let mut op = self.new_operation(
                 OpKind::Withdrawal,
@@ -142,6 +163,9 @@ impl Engine {
                 failure: None,
                 refund: None,
                 refund_tx_hash: None,
+                refund_attempts: 0,
+                refund_error: None,
+                refund_failures: 0,
             });
             let batch = Batch {
                 puts: vec![op.insert()?],
@@ -154,7 +178,16 @@ impl Engine {
         .await
     }
 
-    /// Moves a withdrawal whose crypto leg is done through its payout.
+    /// Moves a withdrawal whose crypto leg is done through its payout, from whichever
+    /// state it was left in (a crash may have stopped it at any step).
+    ///
+    /// - CRYPTO_RECEIVED: the payout is submitted (recorded PAYOUT_SUBMITTING first).
+    /// - PAYOUT_SUBMITTING / PAYOUT_UNKNOWN: the provider's status query decides.
+    ///   `Delivered` completes it, `Failed` refunds it, `Pending` waits however long it
+    ///   takes, and `NotFound` (the submit never reached the provider: a crash before it,
+    ///   a lost request) submits the same payout id again, which the provider
+    ///   deduplicates. Nothing is ever refunded on a timer.
+    /// - A refund under way ([`PayoutLeg::refund`]): see `advance_refund`.
     pub(crate) async fn advance_payout(
         &self,
         mut op: Operation,
@@ -162,7 +195,6 @@ impl Engine {
         report: &mut TickReport,
     ) -> CoreResult<()> {
         let now = self.now();
-        let poll = now.plus_millis(self.config.poll_interval_ms);
         let Some(mut payout) = op.payout.clone() else {
             return Err(CoreError::Storage(format!(
                 "withdrawal {} has no payout leg",
@@ -172,6 +204,59 @@ impl Engine {
         if payout.refund.is_some() {
             return self.advance_refund(op, version, payout, report).await;
         }
+        if op.status == OpStatus::CryptoReceived {
+            op.status = transition(op.kind, op.status, OpEvent::PayoutStart)?;
+            payout.submitted_at = Some(now);
+            op.payout = Some(payout.clone());
+            op.updated_at = now;
+            // Durable before the side effect, and held while it runs (the claim rule).
+            op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
+            version = self.save(&op, version, Batch::default()).await?;
+            return self.submit_payout(op, version, payout, report).await;
+        }
+        match self.ports.payouts.status(&op.id.0).await {
+            Ok(PayoutStatus::Delivered { reference }) => {
+                self.complete_payout(op, version, payout, reference, report)
+                    .await
+            }
+            Ok(PayoutStatus::Failed { reason }) => {
+                self.start_refund(op, version, payout, reason, report).await
+            }
+            Ok(PayoutStatus::NotFound) => {
+                // The provider never received it (as far as it knows). The same id
+                // again is safe: it deduplicates, so at most one payout is ever paid.
+                op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
+                op.updated_at = now;
+                version = self.save(&op, version, Batch::default()).await?;
+                report.polled += 1;
+                self.submit_payout(op, version, payout, report).await
+            }
+            Ok(PayoutStatus::Pending) => {
+                report.polled += 1;
+                self.poll_later(op, version).await
+            }
+            Err(e) => {
+                report.errors.push(format!("{}: payout status: {e}", op.id));
+                self.poll_later(op, version).await
+            }
+        }
+    }
+
+    /// Saves `op` unchanged but for its next check, one poll interval away.
+    async fn poll_later(&self, mut op: Operation, version: u64) -> CoreResult<()> {
+        op.next_check_at = Some(self.now().plus_millis(self.config.poll_interval_ms));
+        self.save(&op, version, Batch::default()).await.map(|_| ())
+    }
+
+    /// Submits the payout (`op` already saved in PAYOUT_SUBMITTING or PAYOUT_UNKNOWN) and
+    /// records what the provider answered.
+    async fn submit_payout(
+        &self,
+        mut op: Operation,
+        version: u64,
+        payout: PayoutLeg,
+        report: &mut TickReport,
+    ) -> CoreResult<()> {
         let request = Payout {
             id: op.id.0.clone(),
             phone: payout.phone.clone(),
@@ -179,132 +264,196 @@ impl Engine {
             amount: payout.amount,
             source_micros: op.amount,
         };
-        if op.status == OpStatus::CryptoReceived {
-            op.status = transition(op.kind, op.status, OpEvent::PayoutStart)?;
-            payout.submitted_at = Some(now);
-            op.payout = Some(payout.clone());
-            op.updated_at = now;
-            // Durable before the side effect, as for chain submissions.
-            version = self.save(&op, version, Batch::default()).await?;
-            match self.ports.payouts.submit(&request).await {
-                Ok(()) => {}
-                Err(PayoutError::Rejected(reason)) => {
-                    return self.start_refund(op, version, payout, reason, report).await;
-                }
-                Err(PayoutError::Unknown(_)) => {
+        match self.ports.payouts.submit(&request).await {
+            Ok(()) => {}
+            Err(PayoutError::Rejected(reason)) => {
+                return self.start_refund(op, version, payout, reason, report).await;
+            }
+            Err(PayoutError::Unknown(_)) => {
+                if op.status == OpStatus::PayoutSubmitting {
                     op.status = transition(op.kind, op.status, OpEvent::PayoutUnknown)?;
                     report.unknown += 1;
                 }
             }
-            op.next_check_at = Some(poll);
-            self.save(&op, version, Batch::default()).await?;
-            return Ok(());
         }
-        match self.ports.payouts.status(&op.id.0).await {
-            Ok(PayoutStatus::Delivered { reference }) => {
-                op.status = transition(op.kind, op.status, OpEvent::PayoutDelivered)?;
-                payout.reference = Some(reference);
-                op.payout = Some(payout);
-                op.settled_at = Some(now);
-                op.updated_at = now;
-                op.next_check_at = None;
-                let from = withdrawals_account(op.token);
-                let to = fiat_out_account(op.token);
-                let ledger = vec![LedgerTransfer {
-                    id: format!("{}:payout", op.id),
-                    debit: from.id.clone(),
-                    credit: to.id.clone(),
-                    amount: op.amount,
-                    phase: Phase::Single,
-                }];
-                self.save(
-                    &op,
-                    version,
-                    Batch {
-                        accounts: vec![from, to],
-                        ledger,
-                        ..Default::default()
-                    },
-                )
-                .await?;
-                report.settled += 1;
-                Ok(())
-            }
-            Ok(PayoutStatus::Failed { reason }) => {
-                self.start_refund(op, version, payout, reason, report).await
-            }
-            Ok(PayoutStatus::NotFound) if op.status == OpStatus::PayoutUnknown => {
-                let since = payout.submitted_at.unwrap_or(op.updated_at);
-                if now.millis() - since.millis() >= self.config.unknown_grace_ms {
-                    let reason = "the payout never reached the provider".to_string();
-                    self.start_refund(op, version, payout, reason, report).await
-                } else {
-                    op.next_check_at = Some(poll);
-                    self.save(&op, version, Batch::default()).await.map(|_| ())
-                }
-            }
-            Ok(_) | Err(_) => {
-                report.polled += 1;
-                op.next_check_at = Some(poll);
-                self.save(&op, version, Batch::default()).await.map(|_| ())
-            }
-        }
+        op.updated_at = self.now();
+        self.poll_later(op, version).await
     }
 
-    /// The payout cannot be delivered: send the tokens back to the wallet on chain.
-    async fn start_refund(
+    /// The provider's evidence of delivery: COMPLETED, `withdrawals -> fiat_out`.
+    async fn complete_payout(
         &self,
         mut op: Operation,
+        version: u64,
+        mut payout: PayoutLeg,
+        reference: String,
+        report: &mut TickReport,
+    ) -> CoreResult<()> {
+        let now = self.now();
+        op.status = transition(op.kind, op.status, OpEvent::PayoutDelivered)?;
+        payout.reference = Some(reference);
+        op.payout = Some(payout);
+        op.settled_at = Some(now);
+        op.updated_at = now;
+        op.next_check_at = None;
+        let to = fiat_out_account(op.token);
+        self.close_withdrawal(&op, version, to, "payout", report)
+            .await
+    }
+
+    /// Saves a withdrawal's last step with the ledger move that ends it: its amount
+    /// leaves `withdrawals:<TOKEN>` for `to` (fiat out, or back to the wallet), under the
+    /// transfer id `<wd>:<leg>`.
+    async fn close_withdrawal(
+        &self,
+        op: &Operation,
+        version: u64,
+        to: LedgerAccount,
+        leg: &str,
+        report: &mut TickReport,
+    ) -> CoreResult<()> {
+        let from = withdrawals_account(op.token);
+        let ledger = vec![LedgerTransfer {
+            id: format!("{}:{leg}", op.id),
+            debit: from.id.clone(),
+            credit: to.id.clone(),
+            amount: op.amount,
+            phase: Phase::Single,
+        }];
+        self.save(
+            op,
+            version,
+            Batch {
+                accounts: vec![from, to],
+                ledger,
+                ..Default::default()
+            },
+        )
+        .await?;
+        report.settled += 1;
+        Ok(())
+    }
+
+    /// The provider's final word is that the payout will never be paid: send the tokens
+    /// back to the wallet on chain (recorded before anything is sent).
+    async fn start_refund(
+        &self,
+        op: Operation,
         version: u64,
         mut payout: PayoutLeg,
         reason: String,
         report: &mut TickReport,
     ) -> CoreResult<()> {
-        let rail = self.rail(op.rail)?.clone();
-        let to = op.payment.from_address.clone();
-        let from_address = self.service_address(&rail, KeyPurpose::Treasury).await?;
         payout.failure = Some(reason);
-        payout.refund = Some(RailPayment {
-            id: format!("{}-refund", op.id),
+        let hold = hold_through_side_effect(self.now(), self.config.claim_lease_ms);
+        let (op, version, payout) = self
+            .record_refund_attempt(op, version, payout, 1, hold)
+            .await?;
+        self.advance_refund(op, version, payout, report).await
+    }
+
+    /// Records refund attempt `attempt` as the current one, due at `due`.
+    async fn record_refund_attempt(
+        &self,
+        mut op: Operation,
+        version: u64,
+        mut payout: PayoutLeg,
+        attempt: u32,
+        due: Timestamp,
+    ) -> CoreResult<(Operation, u64, PayoutLeg)> {
+        payout.refund = Some(self.refund_payment(&op, attempt).await?);
+        payout.refund_attempts = attempt;
+        op.updated_at = self.now();
+        op.next_check_at = Some(due);
+        op.payout = Some(payout.clone());
+        let version = self.save(&op, version, Batch::default()).await?;
+        Ok((op, version, payout))
+    }
+
+    /// Refund attempt `attempt` (1, 2, ...): treasury -> the wallet's address, under an
+    /// id of its own (`<wd>-refund`, then `<wd>-refund-2`, ...), without a deadline
+    /// until its first submit sets one.
+    async fn refund_payment(&self, op: &Operation, attempt: u32) -> CoreResult<RailPayment> {
+        let rail = self.rail(op.rail)?.clone();
+        let from_address = self.service_address(&rail, KeyPurpose::Treasury).await?;
+        let id = match attempt {
+            0 | 1 => format!("{}-refund", op.id),
+            n => format!("{}-refund-{n}", op.id),
+        };
+        Ok(RailPayment {
+            id,
             from: KeyPurpose::Treasury,
             from_address,
             token: op.token,
             legs: vec![PaymentLeg {
-                to,
+                to: op.payment.from_address.clone(),
                 amount: op.amount,
                 role: LegRole::Recipient,
             }],
-        });
-        op.updated_at = self.now();
-        op.next_check_at = Some(self.now());
-        op.payout = Some(payout.clone());
-        let version = self.save(&op, version, Batch::default()).await?;
-        self.advance_refund(op, version, payout, report).await
+            valid_until: None,
+        })
     }
 
-    /// Submits (idempotently, by its fixed id) and confirms the refund.
+    /// Submits (idempotently, by the attempt's id) and confirms the refund.
+    ///
+    /// An attempt is replaced by a new one (under a new id) only once it provably can no
+    /// longer land: its deadline plus the margin has passed and the rail reports it
+    /// failed or unknown. Until then a refused, unsent or failed attempt waits with a
+    /// backoff that doubles with each failure, and one the rail does not know is
+    /// submitted again under the same id. So a refund is never left stuck, and never paid
+    /// twice, even with another worker's submit of the same attempt still in flight.
     async fn advance_refund(
         &self,
         mut op: Operation,
-        version: u64,
+        mut version: u64,
         mut payout: PayoutLeg,
         report: &mut TickReport,
     ) -> CoreResult<()> {
         let now = self.now();
         let rail = self.rail(op.rail)?.clone();
-        let Some(refund) = payout.refund.clone() else {
+        let Some(mut refund) = payout.refund.clone() else {
             return Ok(());
         };
+        let dead = refund.past_deadline(now, self.config.unknown_grace_ms);
         let status = match rail.status(&refund.id).await {
-            Ok(SubmissionStatus::NotFound) => match rail.submit(&refund).await {
-                // The rail is idempotent by id: submitting the same refund again is safe.
-                Ok(_) | Err(RailError::Unknown { .. }) => {
-                    SubmissionStatus::Pending { tx_hash: None }
+            Ok(SubmissionStatus::NotFound | SubmissionStatus::Failed { .. }) if dead => {
+                // Nothing of this attempt can land any more: the next one.
+                let next = payout.refund_attempts.max(1).saturating_add(1);
+                self.record_refund_attempt(op, version, payout, next, now)
+                    .await?;
+                report.polled += 1;
+                return Ok(());
+            }
+            // Not sent yet (or not seen yet): the same attempt again, idempotent by id,
+            // recorded and held first (the claim rule). Its deadline is fixed by its
+            // first submit.
+            Ok(SubmissionStatus::NotFound) => {
+                if refund.valid_until.is_none() {
+                    refund.valid_until = Some(now.plus_millis(self.config.payment_validity_ms));
+                    payout.refund = Some(refund.clone());
+                    op.payout = Some(payout.clone());
                 }
-                Err(e) => return Err(super::rail_err(e)),
-            },
+                op.updated_at = now;
+                op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
+                version = self.save(&op, version, Batch::default()).await?;
+                match rail.submit(&refund).await {
+                    Ok(_) | Err(RailError::Unknown { .. }) => {
+                        report.submitted += 1;
+                        SubmissionStatus::Pending { tx_hash: None }
+                    }
+                    // Refused, or the rail is unavailable: nothing was sent by this call.
+                    Err(e) => {
+                        return self
+                            .refund_failed(op, version, payout, e.to_string(), None, report)
+                            .await;
+                    }
+                }
+            }
             Ok(s) => s,
-            Err(e) => return Err(super::rail_err(e)),
+            Err(e) => {
+                report.errors.push(format!("{}: refund status: {e}", op.id));
+                return self.poll_later(op, version).await;
+            }
         };
         match status {
             SubmissionStatus::Confirmed { tx_hash, .. } => {
@@ -318,37 +467,55 @@ impl Engine {
                     .from_wallet
                     .clone()
                     .ok_or_else(|| CoreError::Storage("withdrawal without wallet".into()))?;
-                let from = withdrawals_account(op.token);
                 let to = super::accounts::wallet(&wallet, op.token);
-                let ledger = vec![LedgerTransfer {
-                    id: format!("{}:refund", op.id),
-                    debit: from.id.clone(),
-                    credit: to.id.clone(),
-                    amount: op.amount,
-                    phase: Phase::Single,
-                }];
-                self.save(
-                    &op,
-                    version,
-                    Batch {
-                        accounts: vec![from, to],
-                        ledger,
-                        ..Default::default()
-                    },
-                )
-                .await?;
-                report.settled += 1;
-                Ok(())
+                self.close_withdrawal(&op, version, to, "refund", report)
+                    .await
             }
-            SubmissionStatus::Failed { reason, .. } => Err(CoreError::Rail(format!(
-                "refund of withdrawal {} failed on chain ({reason}); needs staff attention",
-                op.id
-            ))),
+            // Reverted on chain: nothing moved. The next attempt waits until this one is
+            // past its deadline (a concurrent submit of the same id could still land).
+            SubmissionStatus::Failed { reason, .. } => {
+                let after_deadline = refund
+                    .valid_until
+                    .map(|d| d.plus_millis(self.config.unknown_grace_ms.max(0) + 1));
+                self.refund_failed(op, version, payout, reason, after_deadline, report)
+                    .await
+            }
             _ => {
                 report.polled += 1;
-                op.next_check_at = Some(now.plus_millis(self.config.poll_interval_ms));
-                self.save(&op, version, Batch::default()).await.map(|_| ())
+                self.poll_later(op, version).await
             }
         }
+    }
+
+    /// A refund attempt failed or was refused: recorded (the operation's error report
+    /// says so), and looked at again after a backoff that doubles with each failure, and
+    /// not before `not_before`.
+    async fn refund_failed(
+        &self,
+        mut op: Operation,
+        version: u64,
+        mut payout: PayoutLeg,
+        reason: String,
+        not_before: Option<Timestamp>,
+        report: &mut TickReport,
+    ) -> CoreResult<()> {
+        let now = self.now();
+        payout.refund_failures = payout.refund_failures.saturating_add(1);
+        report.errors.push(format!(
+            "{}: refund attempt {} failed ({reason}); retrying",
+            op.id,
+            payout.refund_attempts.max(1)
+        ));
+        let wait = self
+            .config
+            .refund_retry_ms
+            .max(0)
+            .saturating_mul(1i64 << (payout.refund_failures - 1).min(20))
+            .min(self.config.refund_retry_max_ms.max(0));
+        payout.refund_error = Some(reason);
+        op.payout = Some(payout);
+        op.updated_at = now;
+        op.next_check_at = Some(now.plus_millis(wait).max(not_before.unwrap_or(now)));
+        self.save(&op, version, Batch::default()).await.map(|_| ())
     }
 }

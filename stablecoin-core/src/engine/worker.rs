@@ -5,6 +5,13 @@
 //! resolved only by asking the rail where the payment with that id stands (spec 3.2
 //! rule 5). Rails are idempotent by payment id, so even a crash between submit and the
 //! commit that records it cannot pay twice.
+//!
+//! Two rules keep several workers (processes on one database) from returning money to
+//! the ledger for a payment that still lands: the claim is held across `rail.submit`
+//! ([`hold_through_side_effect`]), and an operation is failed on the rail's `NotFound`
+//! only after the payment's deadline plus a margin
+//! ([`RailPayment::past_deadline`](crate::ports::RailPayment::past_deadline)), when no
+//! rail can include it any more.
 
 use super::{Engine, Operation, accounts, store_err};
 use crate::domain::consent::Wallet;
@@ -12,6 +19,7 @@ use crate::domain::events::DomainEvent;
 use crate::domain::state::{OpEvent, OpKind, OpStatus, transition};
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
+use crate::ports::claim::hold_through_side_effect;
 use crate::ports::ledger::{LedgerTransfer, Phase};
 use crate::ports::rail::{RailError, SubmissionStatus};
 use crate::ports::record::{Record, Versioned, get_record, get_record_by_unique};
@@ -252,8 +260,15 @@ impl Engine {
                 op.status = transition(op.kind, op.status, OpEvent::Claim)?;
                 op.submitted_at = Some(now);
                 op.updated_at = now;
+                // The payment's deadline, fixed before it is first sent and stored with
+                // it: what later proves that it can no longer land.
+                if op.payment.valid_until.is_none() {
+                    op.payment.valid_until = Some(now.plus_millis(self.config.payment_validity_ms));
+                }
                 // Durable before the side effect: a crash now leaves SUBMITTING, which the
-                // next claim resolves by asking the rail.
+                // next claim resolves by asking the rail. Not due while the submit runs
+                // (the claim rule), so no other worker takes it mid-submit.
+                op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
                 version = self.save(&op, version, Batch::default()).await?;
                 match rail.submit(&op.payment).await {
                     Ok(sub) => {
@@ -275,7 +290,8 @@ impl Engine {
                 Ok(())
             }
             OpStatus::Submitting => {
-                // Found mid-submit after a crash: the outcome is unknown.
+                // Found mid-submit after the hold lapsed (a crash, or a submit that
+                // outlasted the lease): the outcome is unknown.
                 op.status = transition(op.kind, op.status, OpEvent::OutcomeUnknown)?;
                 op.updated_at = now;
                 op.next_check_at = Some(now);
@@ -315,9 +331,15 @@ impl Engine {
                         Ok(())
                     }
                     SubmissionStatus::NotFound => {
-                        let since = op.submitted_at.unwrap_or(op.created_at);
-                        if now.millis() - since.millis() >= self.config.unknown_grace_ms {
-                            let reason = "the payment never reached the network".to_string();
+                        // A proof only after the deadline: until then the payment may
+                        // still be on its way (another worker inside `submit`, a node
+                        // that has not seen it). Never on a timer alone: a payment
+                        // without a deadline (recorded before deadlines existed) is
+                        // never failed here.
+                        if op.payment.past_deadline(now, self.config.unknown_grace_ms) {
+                            let reason = "the payment never reached the network before its \
+                                          deadline"
+                                .to_string();
                             self.fail(op, version, reason, report).await
                         } else {
                             op.next_check_at = Some(now.plus_millis(self.config.poll_interval_ms));

@@ -118,8 +118,9 @@ impl RateSource for FixedRates {
     }
 }
 
-/// A mobile-money provider simulation: payouts are delivered when `settle` is called,
-/// or fail for phones registered with `fail_for`.
+/// A mobile-money provider simulation, idempotent by payout id as the port requires:
+/// payouts stay `Pending` until [`MemoryPayouts::settle_all`] (the provider paying them,
+/// or failing them for phones registered with `fail_for`) or [`MemoryPayouts::fail`].
 #[derive(Debug, Default)]
 pub struct MemoryPayouts {
     payouts: Mutex<HashMap<String, (Payout, PayoutStatus)>>,
@@ -179,6 +180,25 @@ impl MemoryPayouts {
                 }
             }
         }
+    }
+    /// The provider gives up on one pending payout (its final word: `Failed`).
+    pub fn fail(&self, payout_id: &str, reason: &str) {
+        if let Ok(mut m) = self.payouts.lock()
+            && let Some((_, st)) = m.get_mut(payout_id)
+            && *st == PayoutStatus::Pending
+        {
+            *st = PayoutStatus::Failed {
+                reason: reason.to_string(),
+            };
+        }
+    }
+    /// Where the provider has one payout (`NotFound` if it never received it).
+    pub fn status_of(&self, payout_id: &str) -> PayoutStatus {
+        self.payouts
+            .lock()
+            .ok()
+            .and_then(|m| m.get(payout_id).map(|(_, s)| s.clone()))
+            .unwrap_or(PayoutStatus::NotFound)
     }
     pub fn payouts(&self) -> Vec<(Payout, PayoutStatus)> {
         self.payouts

@@ -1,5 +1,6 @@
 //! The traits adapters implement. Every port is dyn-compatible and used as `Arc<dyn _>`.
 
+pub mod claim;
 pub mod journal;
 pub mod ledger;
 pub mod rail;
@@ -8,6 +9,7 @@ pub mod services;
 pub mod signer;
 pub mod store;
 
+pub use claim::*;
 pub use journal::*;
 pub use ledger::*;
 pub use rail::*;

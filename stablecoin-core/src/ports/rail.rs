@@ -2,6 +2,7 @@
 //! is the transport face the engine drives.
 
 use crate::domain::money::{Micros, Token};
+use crate::domain::time::Timestamp;
 use crate::ports::signer::KeyPurpose;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -129,6 +130,34 @@ pub struct RailPayment {
     pub from_address: ChainAddress,
     pub token: Token,
     pub legs: Vec<PaymentLeg>,
+    /// The payment's deadline: no rail lets it be included on chain after this instant.
+    ///
+    /// Why: it is what makes "this payment can no longer land" provable. Without it a
+    /// payment the rail cannot find (`NotFound`) may still be on its way (another worker
+    /// inside `submit`, a node that has not seen it yet) and land at any later time, so
+    /// the engine could return its money to the ledger while it is paid on chain. With
+    /// it, `NotFound` asked after the deadline (plus a margin for the clocks) is a proof
+    /// (see [`RailPayment::past_deadline`] and [`Rail::status`]).
+    ///
+    /// The engine sets it when it first submits the payment and stores it with the
+    /// operation, so every later submit of the same id carries the same deadline. How
+    /// each rail enforces it:
+    /// - EVM: the paymaster's `validUntil` (seconds, rounded down), which the sponsor
+    ///   signs and the EntryPoint checks against the block's timestamp (`AA32`).
+    /// - TRON: the transaction's `expiration` is at most the deadline (and the node
+    ///   refuses a transaction whose expiration has passed).
+    /// - Simulated chain: refuses the payment, at submit and at inclusion, once its clock
+    ///   has passed the deadline (a simulated chain without a clock has no time and
+    ///   enforces nothing).
+    /// - Solana: not encoded. A Solana transaction lands only until its recent blockhash
+    ///   expires (about a minute after signing), and the rail reports `NotFound` only
+    ///   for an id it never journaled or once that blockhash expired unseen: that expiry
+    ///   is its proof.
+    ///
+    /// `None` (payments built before deadlines existed, escrow payouts): no deadline,
+    /// so `NotFound` never proves anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<Timestamp>,
 }
 
 impl RailPayment {
@@ -136,6 +165,23 @@ impl RailPayment {
         self.legs
             .iter()
             .try_fold(Micros::ZERO, |acc, l| acc.checked_add(l.amount))
+    }
+
+    /// Whether the deadline has passed by more than `margin_ms` at `now`: from then on
+    /// no rail can include the payment, so a `NotFound` means it never will land. At the
+    /// deadline itself a payment is still valid (the EntryPoint accepts `validUntil ==
+    /// block.timestamp`). The margin covers the difference between the caller's clock
+    /// and the chain's (block timestamps run a little behind or ahead). `false` without
+    /// a deadline.
+    pub fn past_deadline(&self, now: Timestamp, margin_ms: i64) -> bool {
+        self.valid_until
+            .is_some_and(|d| now.millis() > d.millis().saturating_add(margin_ms.max(0)))
+    }
+
+    /// Whether the deadline, if any, is already behind `now` (a rail refuses such a
+    /// payment instead of sending it).
+    pub fn expired_at(&self, now: Timestamp) -> bool {
+        self.valid_until.is_some_and(|d| now > d)
     }
 }
 
@@ -147,9 +193,18 @@ pub struct Submission {
     pub tx_hash: Option<String>,
 }
 
+/// Where a payment stands, as [`Rail::status`] answers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SubmissionStatus {
-    /// The rail has no record of this payment id: it never reached the network.
+    /// The rail knows of no transaction of this payment id that is on the chain or can
+    /// still get there: never sent, refused before the network, or (TRON, Solana, EVM
+    /// after the deadline) expired unseen.
+    ///
+    /// On its own this is NOT a proof that the payment will never land: another worker
+    /// may be inside `submit` for the same id, or a node may not have seen it yet. It is
+    /// a proof once asked after the payment's `valid_until` plus a margin for clock skew
+    /// ([`RailPayment::past_deadline`]), because no rail includes a payment after its
+    /// deadline. The engine fails an operation on `NotFound` only then.
     NotFound,
     /// In the mempool or below the confirmation depth.
     Pending { tx_hash: Option<String> },
@@ -273,13 +328,22 @@ pub trait Rail: Send + Sync {
     /// Submits a payment. Idempotent by `payment.id`. `Err(Unknown)` means the payment
     /// may be on its way: ask `status`, never submit under a new id.
     ///
+    /// A payment whose `valid_until` has passed must not be sent: the rail answers
+    /// `Rejected` (or lets the chain refuse it), and in no case may it be included after
+    /// its deadline. A rail that keeps trying in the background (rebroadcasts, re-signs)
+    /// stops at the deadline too.
+    ///
     /// Called concurrently, for payments of one sender too (the engine advances a
     /// claimed batch side by side). A rail whose chain needs one account's transactions
     /// in sequence (an EVM account's deploying `initCode`, TRON's resource delegation)
     /// serializes them inside.
     async fn submit(&self, payment: &RailPayment) -> Result<Submission, RailError>;
 
-    /// Where the payment with this id stands.
+    /// Where the payment with this id stands, from the chain (and the rail's journal of
+    /// what it sent), never from a timer: `Confirmed` and `Failed` are final, `Pending`
+    /// may still go either way, and `NotFound` proves that the payment will never land
+    /// only when asked after its deadline (see [`SubmissionStatus::NotFound`]). Asking
+    /// never sends anything new: at most the same signed bytes again.
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError>;
 
     /// Inbound transfers after `cursor` (empty cursor = from the rail's configured

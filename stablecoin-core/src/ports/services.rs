@@ -45,7 +45,7 @@ pub trait RateSource: Send + Sync {
 /// A mobile-money payout of a withdrawal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Payout {
-    /// Idempotency id (the withdrawal id).
+    /// Idempotency id (the withdrawal id): the provider's client reference.
     pub id: String,
     pub phone: Phone,
     pub currency: String,
@@ -53,30 +53,54 @@ pub struct Payout {
     pub source_micros: Micros,
 }
 
+/// Where a payout stands, as the provider's status query ([`PayoutProvider::status`])
+/// answers it.
+///
+/// The status query is the truth. A provider's callback (webhook) is only a hint that
+/// something changed: an adapter receiving one makes the engine ask, it never moves a
+/// withdrawal itself (a callback can be forged, replayed, reordered or lost).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PayoutStatus {
+    /// The provider holds no payout with this id. Not a failure and not a reason to
+    /// refund: the submit may not have reached it yet (a crash before it, a submit still
+    /// in flight in another worker). The engine submits the same id again, which the
+    /// provider deduplicates, and asks again.
     NotFound,
+    /// Received and not final: the provider may still pay it. However long it lasts,
+    /// the engine keeps asking and never refunds a pending payout.
     Pending,
-    /// Evidence that the payout reached the recipient (provider reference).
-    Delivered {
-        reference: String,
-    },
-    Failed {
-        reason: String,
-    },
+    /// Final: paid. The provider's reference is the evidence COMPLETED requires.
+    Delivered { reference: String },
+    /// Final: the provider will never pay this payout id (declined by the recipient's
+    /// operator, cancelled, expired, reversed before payment). The only status that
+    /// starts the refund of the withdrawal.
+    Failed { reason: String },
 }
 
+/// Why a payout submission did not return `Ok`.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum PayoutError {
+    /// Final: the provider refused this payout and holds nothing under its id, so it
+    /// will never pay it (a later submit of the same payout is refused too). Starts the
+    /// refund. A transient refusal (rate limit, maintenance) is `Unknown`, not this.
     #[error("payout rejected: {0}")]
     Rejected(String),
+    /// The submit may or may not have reached the provider (timeout, lost answer), or
+    /// the status query failed: ask [`PayoutProvider::status`] later.
     #[error("payout outcome unknown: {0}")]
     Unknown(String),
 }
 
+/// A mobile-money provider.
 #[async_trait]
 pub trait PayoutProvider: Send + Sync {
+    /// Submits a payout. Idempotent by `payout.id`: submitting an id the provider
+    /// already holds answers `Ok` and pays nothing new (the engine re-submits the same
+    /// id after a crash or a `NotFound`, never a new id). `Ok` means received, not paid.
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError>;
+
+    /// Where the payout with this id stands (see [`PayoutStatus`]): the only input the
+    /// engine settles or refunds a payout on.
     async fn status(&self, payout_id: &str) -> Result<PayoutStatus, PayoutError>;
 }
 

@@ -557,6 +557,7 @@ fn payment(
             amount,
             role: LegRole::Recipient,
         }],
+        valid_until: None,
     }
 }
 

@@ -165,21 +165,33 @@ async fn withdrawals_complete_refund_and_reconcile() {
     );
     assert_eq!(h.payouts.submit_count(), before + 1, "never paid twice");
 
-    // Dropped before the provider: PAYOUT_UNKNOWN -> provider has no record -> REFUNDED.
+    // Dropped before the provider: PAYOUT_UNKNOWN -> the provider has no record -> the
+    // same payout id is submitted again (it deduplicates), never refunded on a timer.
+    let before = h.payouts.submit_count();
     h.payouts.inject(PayoutFault::Drop);
     let w = h.engine.withdraw(&t, &wreq("10"), None).await.unwrap();
     h.settle().await;
     assert_eq!(
         h.engine.operation(&t, &w.id).await.unwrap().status.as_str(),
-        "REFUNDED"
+        "PAYOUT_UNKNOWN"
     );
-    assert_eq!(h.chain_balance(&a).await, m("180"));
+    assert_eq!(
+        h.payouts.submit_count(),
+        before + 1,
+        "received once, on resubmit"
+    );
+    h.payouts.settle_all();
+    h.settle().await;
+    let op = h.engine.operation(&t, &w.id).await.unwrap();
+    assert_eq!(op.status.as_str(), "COMPLETED");
+    assert!(op.view().refund_tx_hash.is_none(), "never refunded");
+    assert_eq!(h.chain_balance(&a).await, m("170"));
 
     // Wallet ledger agrees with the chain; money conserved.
     let w = h.wallet(&a).await;
     assert_eq!(
         h.ledger_available(&format!("wallet:{}:USDC", w.id)).await,
-        180_000_000
+        170_000_000
     );
     h.assert_conserved().await;
 

@@ -83,7 +83,8 @@ async fn unknown_submissions_are_reconciled_without_double_payment() {
     assert_eq!(h.sim.submit_count(), submits + 1, "never resubmitted");
     assert_eq!(h.chain_balance(&a).await, m("30"));
 
-    // Dropped: never reached the network -> FAILED, hold released, nothing moved.
+    // Dropped: never reached the network -> FAILED once its deadline has passed (not
+    // before: until then it might still land), hold released, nothing moved.
     h.sim.inject(Fault::Drop);
     let s = h
         .engine
@@ -97,6 +98,22 @@ async fn unknown_submissions_are_reconciled_without_double_payment() {
         )
         .await
         .unwrap();
+    h.settle().await;
+    let op = h.engine.operation(&t, &s.id).await.unwrap();
+    assert_eq!(
+        op.status.as_str(),
+        "SUBMISSION_UNKNOWN",
+        "not before the deadline"
+    );
+    let deadline = op.payment.valid_until.expect("a deadline is set at submit");
+    h.clock.set(deadline);
+    h.settle().await;
+    assert_eq!(
+        h.engine.operation(&t, &s.id).await.unwrap().status.as_str(),
+        "SUBMISSION_UNKNOWN",
+        "at the deadline it could still land"
+    );
+    h.clock.advance_ms(1);
     h.settle().await;
     let op = h.engine.operation(&t, &s.id).await.unwrap();
     assert_eq!(op.status.as_str(), "FAILED");

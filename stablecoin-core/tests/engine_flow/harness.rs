@@ -51,14 +51,18 @@ pub(crate) fn harness_with(
 ) -> H {
     let store = Arc::new(MemoryStore::new());
     let signer = Arc::new(LocalSigner::from_seed([9; 32]));
-    let sim = Arc::new(SimRail::new(
-        SimProfile::Evm(137),
-        signer.clone(),
-        SimConfig::for_profile(SimProfile::Evm(137)),
-    ));
+    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_795_341_600)));
+    // The chain keeps the engine's time, so payment deadlines pass on it as they do here.
+    let sim = Arc::new(
+        SimRail::new(
+            SimProfile::Evm(137),
+            signer.clone(),
+            SimConfig::for_profile(SimProfile::Evm(137)),
+        )
+        .with_clock(clock.clone()),
+    );
     let notifier = Arc::new(MemoryNotifier::new());
     let payouts = Arc::new(MemoryPayouts::new());
-    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_795_341_600)));
     let ports = Ports {
         store: wrap_store(store.clone()),
         ledger: store.clone(),
@@ -74,11 +78,14 @@ pub(crate) fn harness_with(
         unknown_grace_ms: 0,
         ..Default::default()
     };
-    let tron = Arc::new(SimRail::new(
-        SimProfile::Tron,
-        ports.signer.clone(),
-        SimConfig::for_profile(SimProfile::Tron),
-    ));
+    let tron = Arc::new(
+        SimRail::new(
+            SimProfile::Tron,
+            ports.signer.clone(),
+            SimConfig::for_profile(SimProfile::Tron),
+        )
+        .with_clock(clock.clone()),
+    );
     let engine = Engine::new(ports, vec![wrap(sim.clone()), tron.clone()], config);
     H {
         engine,

@@ -11,5 +11,7 @@ mod deposits;
 mod failures;
 mod harness;
 mod journey;
+mod money_safety;
 mod quotes;
+mod withdrawal_safety;
 mod workers;

@@ -52,6 +52,8 @@ impl EscrowEngine {
                 amount,
                 role: LegRole::Recipient,
             }],
+            // Escrow payouts carry no deadline (yet): its worker decides on its own grace.
+            valid_until: None,
         };
         let hold = LedgerTransfer {
             id: format!("{id}:hold"),

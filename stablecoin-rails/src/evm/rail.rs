@@ -157,6 +157,24 @@ impl EvmRail {
         })
     }
 
+    /// Whether block `head` is past a `validUntil` (Unix seconds): no later block can
+    /// include the operation. `false` without a deadline.
+    async fn expired_at_head(
+        &self,
+        valid_until: Option<u64>,
+        head: u64,
+    ) -> Result<bool, RailError> {
+        let Some(deadline) = valid_until else {
+            return Ok(false);
+        };
+        let t = self
+            .eth()
+            .block_timestamp(head)
+            .await
+            .map_err(|e| unavailable("eth_getBlockByNumber", e))?;
+        Ok(t > deadline)
+    }
+
     /// The smart account of a key, offline.
     pub async fn account_of(&self, purpose: &KeyPurpose) -> Result<EvmAddress, RailError> {
         Ok(self
@@ -345,6 +363,7 @@ impl Rail for EvmRail {
                     tx_hash: Some(found.tx_hash),
                     from_block: found.block,
                     rejected: false,
+                    valid_until: None,
                 },
             )
             .await?;
@@ -354,7 +373,10 @@ impl Rail for EvmRail {
             });
         }
         let mut op = self.build(payment, sender, owner).await?;
-        let user_op_hash = self.sponsor_and_sign(&mut op, &payment.from).await?;
+        let valid_until = operations::valid_until_secs(payment);
+        let user_op_hash = self
+            .sponsor_and_sign(&mut op, &payment.from, valid_until)
+            .await?;
         let from_block = self
             .eth()
             .block_number()
@@ -367,6 +389,7 @@ impl Rail for EvmRail {
             tx_hash: None,
             from_block,
             rejected: false,
+            valid_until: (valid_until > 0).then_some(valid_until),
         };
         // Write-ahead: if the journal cannot take it, nothing is sent.
         self.remember(&payment.id, record.clone()).await?;
@@ -453,9 +476,15 @@ impl Rail for EvmRail {
                 Ok(status)
             }
             // Journaled but no bundle was ever sent (a crash between the journal and the
-            // send, or the bundler refused before sending): the engine fails it after its
-            // grace period.
+            // send, or the bundler refused before sending): the engine fails it once its
+            // deadline has passed.
             None if s.tx_hash.is_none() => Ok(SubmissionStatus::NotFound),
+            // Sent, not in any block up to the head, and the head is past its
+            // `validUntil`: the EntryPoint refuses it in every later block, so it can
+            // never land (its bundle was dropped, or reverted for another operation).
+            None if self.expired_at_head(s.valid_until, head).await? => {
+                Ok(SubmissionStatus::NotFound)
+            }
             None => Ok(SubmissionStatus::Pending {
                 tx_hash: s.tx_hash.map(|h| hex0x(&h)),
             }),

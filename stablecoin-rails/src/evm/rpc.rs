@@ -168,6 +168,20 @@ impl Eth<'_> {
         Ok(quantity("eth_blockNumber", &v)? as u64)
     }
 
+    /// The timestamp (Unix seconds) of block `number`: the chain's own clock, which the
+    /// EntryPoint checks a user operation's `validUntil` against.
+    pub async fn block_timestamp(&self, number: u64) -> Result<u64, RpcError> {
+        let m = "eth_getBlockByNumber";
+        let v = self
+            .0
+            .request(m, json!([format!("0x{number:x}"), false]))
+            .await?;
+        if v.is_null() {
+            return Err(decode_err(m, "no such block"));
+        }
+        Ok(quantity(m, &v["timestamp"])? as u64)
+    }
+
     pub async fn call(&self, to: &EvmAddress, data: &[u8]) -> Result<Vec<u8>, RpcError> {
         let v = self
             .0

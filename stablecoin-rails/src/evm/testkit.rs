@@ -389,6 +389,7 @@ impl World {
                     role,
                 })
                 .collect(),
+            valid_until: None,
         }
     }
 

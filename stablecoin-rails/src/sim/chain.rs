@@ -45,6 +45,9 @@ pub(crate) struct Tx {
     pub revert: bool,
     /// The first block that may include it.
     pub execute_at: u64,
+    /// The payment's deadline (Unix ms): never included once the chain's clock is past
+    /// it.
+    pub valid_until: Option<i64>,
 }
 
 impl Tx {
@@ -142,20 +145,29 @@ impl Chain {
         }
     }
 
-    /// Mines `n` blocks; returns the new head.
-    pub fn mine(&mut self, n: u64) -> u64 {
+    /// Mines `n` blocks at time `now` (Unix ms; `None`: a chain without a clock, where
+    /// no deadline passes); returns the new head.
+    pub fn mine(&mut self, n: u64, now: Option<i64>) -> u64 {
         for _ in 0..n {
-            self.mine_one();
+            self.mine_one(now);
         }
         self.height
     }
 
-    fn mine_one(&mut self) {
+    fn mine_one(&mut self, now: Option<i64>) {
         self.height += 1;
         let block = self.height;
         let mempool = std::mem::take(&mut self.mempool);
         for index in mempool {
-            if self.txs[index].0.execute_at > block {
+            let tx = &self.txs[index].0;
+            if let (Some(deadline), Some(now)) = (tx.valid_until, now)
+                && now > deadline
+            {
+                // Past its deadline: no block may include it any more.
+                self.txs[index].1 = Outcome::Failed {
+                    reason: "expired: its deadline passed before it was included in a block".into(),
+                };
+            } else if tx.execute_at > block {
                 self.mempool.push(index);
             } else {
                 let outcome = self.execute(index, block);

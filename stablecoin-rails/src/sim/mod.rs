@@ -12,12 +12,17 @@
 //!   (`head - block + 1 >= confirmations`).
 //! - With [`SimConfig::auto_mine`] (the default) every `status` and `scan` call first
 //!   mines one block, so engine workers drive the chain without an extra task.
+//! - A payment's deadline (`RailPayment::valid_until`) is honoured by a chain given a
+//!   clock ([`SimRail::with_clock`]): a payment past it is refused at submit, and one
+//!   still in the mempool when a block is mined past it fails there (it never executes).
+//!   A chain without a clock has no time and includes payments whatever their deadline.
 //! - Test controls: [`SimRail::mint`], [`SimRail::external_transfer`], [`SimRail::mine`],
 //!   [`SimRail::inject`] a [`Fault`] into the next submit, and readiness switches.
 //!
 //! Addresses and hashes have each chain's text form; EVM and TRON addresses are
 //! SIMULATED derivations (see [`SimRail::address_for`](Rail::address_for)). Nothing
-//! reads the wall clock or OS randomness: the same calls give the same chain.
+//! reads the wall clock or OS randomness: the same calls give the same chain (its time
+//! is the injected clock's).
 
 mod chain;
 mod encoding;
@@ -29,8 +34,8 @@ use sha2::{Digest, Sha256};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::memory::signer::{verify_ed25519, verify_secp256k1};
 use stablecoin_core::ports::{
-    ChainAddress, Curve, KeyPurpose, LegRole, Rail, RailError, RailId, RailPayment, Readiness,
-    ReadinessStatus, ScanBatch, Signer, SignerError, Submission, SubmissionStatus,
+    ChainAddress, Clock, Curve, KeyPurpose, LegRole, Rail, RailError, RailId, RailPayment,
+    Readiness, ReadinessStatus, ScanBatch, Signer, SignerError, Submission, SubmissionStatus,
 };
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -135,6 +140,8 @@ pub struct SimRail {
     config: SimConfig,
     signer: Arc<dyn Signer>,
     chain: Mutex<Chain>,
+    /// The chain's time, for payment deadlines; `None`: no time passes.
+    clock: Option<Arc<dyn Clock>>,
 }
 
 impl std::fmt::Debug for SimRail {
@@ -177,7 +184,20 @@ impl SimRail {
             config,
             signer,
             chain: Mutex::new(Chain::new(matches!(profile, SimProfile::Solana))),
+            clock: None,
         }
+    }
+
+    /// Gives the chain a clock (the engine's, in tests; the system clock in a server):
+    /// from then on it refuses payments past their deadline, at submit and at inclusion.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The chain's time in Unix ms, when it has a clock.
+    fn now_ms(&self) -> Option<i64> {
+        self.clock.as_ref().map(|c| c.now().millis())
     }
 
     pub fn profile(&self) -> SimProfile {
@@ -213,7 +233,8 @@ impl SimRail {
 
     /// Mines `n` blocks, executing due mempool transactions; returns the new head.
     pub fn mine(&self, n: u64) -> u64 {
-        self.lock().mine(n)
+        let now = self.now_ms();
+        self.lock().mine(n, now)
     }
 
     /// Queues a fault for the next submit (see [`Fault`]).
@@ -298,6 +319,7 @@ impl SimRail {
             mint,
             revert: false,
             execute_at,
+            valid_until: None,
         };
         chain.enqueue(None, tx);
         Ok(tx_hash)
@@ -347,6 +369,10 @@ impl SimRail {
                 LegRole::TenantFee => b"tenant_fee",
             };
             put(&mut h, role);
+        }
+        if let Some(deadline) = payment.valid_until {
+            put(&mut h, b"valid_until");
+            h.update(deadline.millis().to_be_bytes());
         }
         h.finalize().into()
     }
@@ -479,6 +505,11 @@ impl Rail for SimRail {
         if payment.legs.iter().any(|l| l.amount.is_zero()) {
             return Err(rejected("every leg amount must be positive"));
         }
+        if let Some(now) = self.clock.as_ref().map(|c| c.now())
+            && payment.expired_at(now)
+        {
+            return Err(rejected("the payment's deadline (valid_until) has passed"));
+        }
         let total = payment
             .total()
             .ok_or_else(|| rejected("payment total overflows"))?;
@@ -538,6 +569,7 @@ impl Rail for SimRail {
             mint: false,
             revert: fault == Some(Fault::Revert),
             execute_at: chain.height.saturating_add(1).saturating_add(delay),
+            valid_until: payment.valid_until.map(|t| t.millis()),
         };
         chain.enqueue(Some(&payment.id), tx);
         chain.accepted += 1;
@@ -550,9 +582,10 @@ impl Rail for SimRail {
     }
 
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError> {
+        let now = self.now_ms();
         let mut chain = self.lock_up()?;
         if self.config.auto_mine {
-            chain.mine(1);
+            chain.mine(1, now);
         }
         Ok(chain.status(payment_id, self.config.confirmations))
     }
@@ -573,12 +606,13 @@ impl Rail for SimRail {
             .iter()
             .map(|a| encoding::normalize_address(self.profile, a))
             .collect::<Result<BTreeSet<_>, _>>()?;
+        let now = self.now_ms();
         let mut chain = self.lock_up()?;
         if !chain.monitoring {
             return Err(unavailable("receipt monitoring disabled"));
         }
         if self.config.auto_mine {
-            chain.mine(1);
+            chain.mine(1, now);
         }
         let (inbound, next) = chain.scan(from_block, &watched, limit, self.config.confirmations);
         Ok(ScanBatch {
@@ -627,6 +661,7 @@ mod tests {
                 amount: Micros(5),
                 role: LegRole::Recipient,
             }],
+            valid_until: None,
         };
         let d = r.payment_digest(&base);
         let mut other = base.clone();
@@ -637,6 +672,9 @@ mod tests {
         assert_ne!(d, r.payment_digest(&other));
         let mut other = base.clone();
         other.token = Token::Usdt;
+        assert_ne!(d, r.payment_digest(&other));
+        let mut other = base.clone();
+        other.valid_until = Some(stablecoin_core::domain::time::Timestamp(1));
         assert_ne!(d, r.payment_digest(&other));
         let other_chain = rail(SimProfile::Evm(8453));
         assert_ne!(d, other_chain.payment_digest(&base));
@@ -665,6 +703,7 @@ mod tests {
             from_address: r.address_for(&KeyPurpose::Treasury).await.unwrap(),
             token: Token::Usdt,
             legs: vec![],
+            valid_until: None,
         };
         // Validation failures do not consume the injected fault.
         assert!(r.submit(&payment).await.is_err());

@@ -18,6 +18,17 @@
 //!   blockhash's `lastValidBlockHeight`), never by a blind resend. Only identical signed
 //!   bytes are ever rebroadcast. Native SOL and unknown mints are refused
 //!   ([`SolanaRail::token_for_asset`]).
+//! - **Deadlines**: a payment's `valid_until` is not encoded (a Solana transaction has
+//!   no expiry field and the rail reads no clock). Its own proof is the recent
+//!   blockhash: a signed transaction can land only until the finalized block height
+//!   passes its `lastValidBlockHeight` (about a minute), and `status` answers `NotFound`
+//!   only for an id never journaled or once that height is passed with the signature
+//!   unseen. `status` rebroadcasts only the same signed bytes; a new transaction (a new
+//!   blockhash) is signed only by a later `submit` of the id, which the engine never
+//!   makes for an operation it may fail. What this does not cover: a `submit` that
+//!   stalls before its journal write for longer than the payment window plus the
+//!   engine's margin, then signs; every RPC call of the rail has a timeout, which bounds
+//!   that stall in practice.
 //! - **Balances** read the wallet's ATA; the **scanner** reads the watched ATAs'
 //!   signatures at `finalized` and each transaction's token balance deltas.
 //! - **Readiness** (spec 1.5): `DEGRADED` whenever monitoring is off (`scan_enabled`) or

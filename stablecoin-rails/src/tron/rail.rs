@@ -23,6 +23,10 @@
 //!   the delegatable stake for one sponsored send (then `submit` answers `Unavailable`:
 //!   the server's 503); `READY` when sponsored sends may be called. Readiness never
 //!   certifies the deposit scanner.
+//! - A payment's deadline (`RailPayment::valid_until`) caps the transfer's expiration
+//!   (never later than the deadline, never later than [`TronConfig::expiration_ms`] after
+//!   the head block): no node includes it after that, and a payment already past its
+//!   deadline at the head block is refused before any sponsorship is spent.
 //! - `status(payment_id)` reads the transaction by its txID. The payment id -> txID
 //!   record (with the expiry and the delegations still to reclaim) is written to the
 //!   [`RailJournal`] before the broadcast (the txID depends on the reference block, so it
@@ -164,15 +168,36 @@ impl TronRail {
     }
 
     async fn header(&self) -> Result<TxHeader, RailError> {
+        self.header_until(None).await
+    }
+
+    /// A header on the head block whose expiration is at most `deadline` (Unix ms): a
+    /// payment's `valid_until` maps to the transfer's expiration, which every node
+    /// enforces. `Rejected` when the head block is already at or past the deadline
+    /// (nothing may be sent).
+    async fn header_until(
+        &self,
+        deadline: Option<stablecoin_core::domain::time::Timestamp>,
+    ) -> Result<TxHeader, RailError> {
         let head = self
             .api
             .now_block()
             .await
             .map_err(|e| read_error("getnowblock", e))?;
+        let mut validity = self.config.expiration_ms;
+        if let Some(d) = deadline {
+            let left = d.millis().saturating_sub(head.timestamp_ms);
+            if left <= 0 {
+                return Err(rejected(
+                    "the payment's deadline (valid_until) has passed at the head block",
+                ));
+            }
+            validity = validity.min(left);
+        }
         Ok(TxHeader::from_block_id(
             &head.id,
             head.timestamp_ms,
-            self.config.expiration_ms,
+            validity,
         ))
     }
 }

@@ -172,17 +172,21 @@ impl EvmRail {
         })
     }
 
-    /// Sponsors (paymaster signature) and signs (owner) an operation.
+    /// Sponsors (paymaster signature) and signs (owner) an operation. `valid_until` (Unix
+    /// seconds, 0 = none) goes into the sponsorship the service signs: the EntryPoint
+    /// refuses the operation in any block whose timestamp is past it (`AA32 paymaster
+    /// expired or not due`), which is what makes a payment's deadline enforceable here.
     pub(super) async fn sponsor_and_sign(
         &self,
         op: &mut UserOp,
         purpose: &KeyPurpose,
+        valid_until: u64,
     ) -> Result<[u8; 32], RailError> {
         let sponsorship = Sponsorship {
             paymaster: self.config.paymaster,
             verification_gas_limit: self.config.gas.paymaster_verification_gas,
             post_op_gas_limit: 0,
-            valid_until: 0,
+            valid_until,
             valid_after: 0,
         };
         let digest = op.paymaster_digest(&sponsorship, self.config.chain_id);
@@ -220,6 +224,17 @@ impl EvmRail {
             .into_iter()
             .find(|l| abi::word(&l.data, 0).as_ref() == Some(nonce)))
     }
+}
+
+/// A payment's deadline as a user operation's `validUntil`: Unix seconds, rounded down
+/// (so the chain's deadline is never later than the payment's), within the 48 bits the
+/// field holds; 0 (no limit) only for a payment without a deadline. A deadline at or
+/// before the epoch becomes 1: already expired, never "no limit".
+pub fn valid_until_secs(payment: &RailPayment) -> u64 {
+    const MAX: i64 = (1 << 48) - 1;
+    payment
+        .valid_until
+        .map_or(0, |t| t.unix_secs().clamp(1, MAX) as u64)
 }
 
 /// The reason of a reverted `executeBatch`: `ExecuteError(uint256 index, bytes error)`

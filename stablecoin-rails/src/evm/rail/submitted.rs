@@ -19,6 +19,9 @@ pub struct Submitted {
     pub from_block: u64,
     /// The bundler refused it before sending: nothing is on its way.
     pub rejected: bool,
+    /// The operation's `validUntil` (Unix seconds), when it has one: once the chain's
+    /// head is past it without its `UserOperationEvent`, it can never land.
+    pub valid_until: Option<u64>,
 }
 
 impl Submitted {
@@ -29,6 +32,7 @@ impl Submitted {
             "tx_hash": self.tx_hash.map(|h| hex0x(&h)),
             "from_block": self.from_block,
             "rejected": self.rejected,
+            "valid_until": self.valid_until,
         })
     }
 
@@ -48,6 +52,8 @@ impl Submitted {
             },
             from_block: v.get("from_block")?.as_u64()?,
             rejected: v.get("rejected")?.as_bool()?,
+            // Entries written before deadlines existed have none.
+            valid_until: v.get("valid_until").and_then(serde_json::Value::as_u64),
         })
     }
 }

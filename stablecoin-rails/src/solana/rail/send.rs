@@ -35,6 +35,7 @@ impl SolanaRail {
             from_address,
             token,
             legs: request.legs.clone(),
+            valid_until: None,
         };
         self.submit_with_info(&payment).await
     }

@@ -52,6 +52,8 @@ impl TronRail {
             return Ok(submission(&payment.id, hex::encode(r.txid)));
         }
         let (from, to, amount, contract) = self.validate(payment)?;
+        // Past its deadline already: refused before any sponsorship is spent.
+        self.header_until(payment.valid_until).await?;
         if derive(self.signer.as_ref(), &payment.from).await? != from {
             return Err(rejected(format!(
                 "from_address {} is not the address of key {}",
@@ -130,9 +132,16 @@ impl TronRail {
             }
         }
 
-        // 3. The transfer, signed by the customer's key.
+        // 3. The transfer, signed by the customer's key, expiring by the deadline.
+        let header = match self.header_until(payment.valid_until).await {
+            Ok(h) => h,
+            Err(e) => {
+                self.reclaim(&from, delegated).await;
+                return Err(e);
+            }
+        };
         let unsigned = tx::build_trc20_transfer(
-            &self.header().await?,
+            &header,
             &from,
             &contract,
             &to,
