@@ -280,12 +280,13 @@ async fn a_right_code_racing_wrong_guesses_links() {
             assert_eq!(r.as_deref(), Ok("LINKED"), "the right code wins its races");
         } else {
             // Before the link a wrong guess is CODE_INVALID; after it the wallet is
-            // already linked or the code used. Never a CONFLICT.
+            // already linked, or the code used (no open request is left: NOT_FOUND).
+            // Never a CONFLICT.
             let code = r.unwrap_err().code();
             assert!(
                 matches!(
                     code,
-                    "CODE_INVALID" | "ALREADY_A_MEMBER" | "CODE_ALREADY_USED"
+                    "CODE_INVALID" | "ALREADY_A_MEMBER" | "CODE_ALREADY_USED" | "NOT_FOUND"
                 ),
                 "guess {i} answered {code}"
             );

@@ -84,6 +84,7 @@ fn operation(id: &str, tenant: &str, kind: OpKind, status: OpStatus, created_ms:
                 amount: Micros(1_000_000),
                 role: LegRole::Recipient,
             }],
+            valid_until: None,
         },
         holds: vec![],
         notify_recipient: false,
