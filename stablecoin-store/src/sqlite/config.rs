@@ -29,7 +29,7 @@ pub enum Durability {
 /// default too).
 pub const DEFAULT_MAX_BACKGROUND: usize = 4;
 
-/// Configuration of a [`SqliteStore`].
+/// Configuration of a [`SqliteStore`](super::SqliteStore).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SqliteConfig {
     /// Database file (created if missing), or [`MEMORY_PATH`] (`":memory:"`).
