@@ -23,7 +23,7 @@ use thiserror::Error;
 /// A ledger account; create-if-absent through `Batch.accounts`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerAccount {
-    /// The account name (see `engine::ledger_accounts`, e.g. `wallet:<wallet>:<TOKEN>`).
+    /// The account name (see `engine::accounts`, e.g. `wallet:<wallet>:<TOKEN>`).
     pub id: String,
     /// Only for accounts that stand for the outside world (fiat received, chain inflows).
     pub allow_negative: bool,
