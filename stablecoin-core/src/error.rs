@@ -5,85 +5,188 @@
 
 use thiserror::Error;
 
+/// Every error the engine and the domain return. [`CoreError::code`] is the stable code
+/// the API shows; the `Display` text is for humans and may change.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum CoreError {
     // ---- bad input (400) ----
+    /// An amount string or value the API refuses (format, zero, overflow, too small).
     #[error("invalid amount {input:?}: {reason}")]
-    InvalidAmount { input: String, reason: String },
+    InvalidAmount {
+        /// The amount as given (at most 64 characters of it).
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A phone number that is not a plausible E.164 number.
     #[error("invalid phone number {input:?}: {reason}")]
-    InvalidPhone { input: String, reason: String },
+    InvalidPhone {
+        /// The number as given (truncated).
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A token name other than `USDC` or `USDT`.
     #[error("unknown token {token:?}: expected USDC or USDT")]
-    UnknownToken { token: String },
+    UnknownToken {
+        /// The name as given (at most 32 characters of it).
+        token: String,
+    },
     /// A token this rail does not carry (`Rail::tokens`): same code as an unknown token,
     /// since for that rail it is one. `carried` names what it does carry ("USDT",
     /// "USDC and USDT").
     #[error("{rail} supports only {carried}")]
     TokenNotCarried {
+        /// The rail's name (`"tron"`, ...).
         rail: String,
+        /// The token asked for.
         token: String,
+        /// The tokens the rail carries, in words.
         carried: String,
     },
+    /// A fiat currency the FX desk does not quote.
     #[error("unknown or unsupported currency {currency:?}")]
-    UnknownCurrency { currency: String },
+    UnknownCurrency {
+        /// The code as given (at most 16 characters of it).
+        currency: String,
+    },
+    /// A `quote_id` that is neither a well-formed `fx_...` id nor a `DIRECT_CRYPTO:` form.
     #[error("invalid quote id {quote_id:?}: {reason}")]
-    InvalidQuoteId { quote_id: String, reason: String },
+    InvalidQuoteId {
+        /// The id as given (at most 64 characters of it).
+        quote_id: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Any other request field the API refuses.
     #[error("invalid {field}: {reason}")]
-    InvalidParameter { field: &'static str, reason: String },
+    InvalidParameter {
+        /// The request field at fault (also returned by [`CoreError::param`]).
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A tenant pricing that breaks the pricing rules (spec 8).
     #[error("invalid pricing: {reason}")]
-    InvalidPricing { reason: String },
+    InvalidPricing {
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// An `Idempotency-Key` that is not 1 to 255 printable ASCII characters.
     #[error("invalid idempotency key: {reason}")]
-    InvalidIdempotencyKey { reason: String },
+    InvalidIdempotencyKey {
+        /// What is wrong with it.
+        reason: String,
+    },
 
     // ---- authentication / authority ----
+    /// No API key, a malformed one, or one no tenant was issued.
     #[error("API key is missing, malformed or unknown")]
     InvalidApiKey,
+    /// A revoked API key.
     #[error("API key has been revoked")]
     ApiKeyRevoked,
+    /// Money-out (transfer, withdrawal, phone change, balance read) on a wallet the calling
+    /// tenant is not a member of: it needs the customer's consent first.
     #[error("the calling tenant is not a member of this wallet")]
     NotAMember,
     /// A mutation that has no sandbox simulation, called with a test key; `what` names
     /// it ("a withdrawal", "tron provisioning").
     #[error("{what} has no sandbox simulation: use a live key (svc_sk_live_...)")]
-    SandboxUnsupported { what: String },
+    SandboxUnsupported {
+        /// The mutation refused.
+        what: String,
+    },
 
     // ---- not found (404) ----
+    /// No such record, or one of another tenant (never told apart, so ids of other
+    /// tenants cannot be probed).
     #[error("{kind} {id} not found")]
-    NotFound { kind: &'static str, id: String },
+    NotFound {
+        /// The kind of thing looked up (`"wallet"`, `"quote"`, ...).
+        kind: &'static str,
+        /// The id or key looked up.
+        id: String,
+    },
 
     // ---- state (409 / 410 / 422) ----
+    /// The FX quote's 60 seconds have passed: ask for a new quote.
     #[error("quote {quote_id} has expired")]
-    QuoteExpired { quote_id: String },
+    QuoteExpired {
+        /// `fx_...`.
+        quote_id: String,
+    },
+    /// The FX quote was redeemed by an earlier transfer (that transfer happened: do not
+    /// pay again).
     #[error("quote {quote_id} has already been used")]
-    QuoteAlreadyUsed { quote_id: String },
+    QuoteAlreadyUsed {
+        /// `fx_...`.
+        quote_id: String,
+    },
+    /// The transfer's token differs from the one the quote was priced in.
     #[error("quote token {quote_token} does not match the requested token {token}")]
-    QuoteTokenMismatch { quote_token: String, token: String },
+    QuoteTokenMismatch {
+        /// The quote's token.
+        quote_token: String,
+        /// The token requested.
+        token: String,
+    },
+    /// The one-time code's challenge has expired or was replaced by a newer request.
     #[error("the one-time code has expired")]
     CodeExpired,
+    /// A wrong one-time code; the subject is locked out when no attempt is left.
     #[error("the one-time code is wrong ({attempts_left} attempts left)")]
-    CodeInvalid { attempts_left: u32 },
+    CodeInvalid {
+        /// Wrong codes the subject may still try before the lockout.
+        attempts_left: u32,
+    },
     /// The subject (this tenant, wallet and purpose) tried too many wrong codes and is
     /// locked out; every code, right or wrong, is refused until `retry_after_ms` passes.
     #[error("too many wrong codes: try again in {} s", retry_after_secs(*retry_after_ms))]
-    TooManyAttempts { retry_after_ms: i64 },
+    TooManyAttempts {
+        /// Milliseconds until the lockout ends.
+        retry_after_ms: i64,
+    },
+    /// The one-time code was already confirmed.
     #[error("the one-time code has already been used")]
     CodeAlreadyUsed,
+    /// A link request by a tenant that is already a member of the wallet.
     #[error("the tenant is already a member of this wallet")]
     AlreadyAMember,
+    /// A phone change to a number that already keys a wallet.
     #[error("phone number {phone} already has a wallet")]
-    PhoneInUse { phone: String },
+    PhoneInUse {
+        /// The number, masked (`+225*****0001`).
+        phone: String,
+    },
+    /// The debited balance cannot cover the amount (pending debits counted).
     #[error("insufficient funds: available {available}, needed {needed}")]
-    InsufficientFunds { available: String, needed: String },
+    InsufficientFunds {
+        /// What the account could still be debited, 6 decimals (negative for an
+        /// overdrawn account).
+        available: String,
+        /// The amount of the refused move, 6 decimals.
+        needed: String,
+    },
+    /// A transfer whose sender and recipient are the same wallet.
     #[error("sender and recipient must differ")]
     SameWallet,
+    /// An idempotency key already answered a request with other parameters.
     #[error("idempotency key was already used with other parameters")]
     IdempotencyKeyReused,
+    /// Another request with this idempotency key is being committed; retry to get its
+    /// result.
     #[error("a request with this idempotency key is still in progress")]
     IdempotencyKeyInUse,
+    /// An event an operation's state machine does not accept in its current state.
     #[error("invalid transition of {machine} from {from} on {event}")]
     InvalidTransition {
+        /// The state machine (the operation kind, `"transfer"`, ...).
         machine: &'static str,
+        /// The current state.
         from: String,
+        /// The event refused.
         event: String,
     },
     /// `record`: the kind of the record that changed first (`Record::KIND`; a store
@@ -91,7 +194,9 @@ pub enum CoreError {
     /// on one kind of race match on it, never on the text of `what`.
     #[error("concurrent update of {what}; retry")]
     Conflict {
+        /// The record (`<kind> <id>`) or unique key raced on, for humans.
         what: String,
+        /// The kind of the record raced on; see above.
         record: Option<String>,
     },
 
@@ -99,23 +204,43 @@ pub enum CoreError {
     /// A limit on `what` is reached (one-time codes per wallet, phone or tenant, ...);
     /// the same request succeeds after `retry_after_ms`.
     #[error("too many {what}: try again in {} s", retry_after_secs(*retry_after_ms))]
-    RateLimited { what: String, retry_after_ms: i64 },
+    RateLimited {
+        /// What is limited, for humans.
+        what: String,
+        /// Milliseconds until the window ends.
+        retry_after_ms: i64,
+    },
 
     // ---- dependencies (503 / 500) ----
+    /// The rail is not configured, or cannot take this request now (not READY).
     #[error("rail {rail} is not ready: {reason}")]
-    RailNotReady { rail: String, reason: String },
+    RailNotReady {
+        /// The rail's name (`"polygon"`, `"evm"` when no EVM rail is configured, ...).
+        rail: String,
+        /// Why, for operators.
+        reason: String,
+    },
+    /// A rail call failed; retryable.
     #[error("rail error: {0}")]
     Rail(String),
+    /// The store failed, or a stored record could not be decoded; retryable.
     #[error("storage error: {0}")]
     Storage(String),
+    /// The signer could not derive a key or sign.
     #[error("signer error: {0}")]
     Signer(String),
+    /// No FX rate could be had; retryable.
     #[error("rate source error: {0}")]
     RateSource(String),
+    /// The SMS could not be sent; retryable.
     #[error("notifier error: {0}")]
     Notifier(String),
+    /// A use case this build does not implement.
     #[error("{what} is not implemented yet")]
-    NotImplemented { what: &'static str },
+    NotImplemented {
+        /// The use case.
+        what: &'static str,
+    },
 }
 
 impl CoreError {
@@ -219,6 +344,7 @@ impl CoreError {
     }
 }
 
+/// The result of every engine and domain call.
 pub type CoreResult<T> = Result<T, CoreError>;
 
 /// Whole seconds, rounded up (a wait of 1 ms is "1 s", never "0 s").

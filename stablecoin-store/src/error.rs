@@ -6,12 +6,17 @@
 use stablecoin_core::ports::store::StoreError;
 use thiserror::Error;
 
+/// Why a store could not be opened, connected to or migrated; [`Error::code`] is the
+/// stable machine code.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The configuration cannot work (zero readers, an empty URL, ...).
     #[error("invalid store configuration: {reason}")]
-    Config { reason: String },
+    Config {
+        /// What is wrong and with which setting, for the operator (URLs redacted).
+        reason: String,
+    },
     /// The database could not be opened or reached.
     #[error("database: {0}")]
     Database(String),

@@ -7,10 +7,13 @@ use sha3::Keccak256;
 
 // ---- address codec (node-side) --------------------------------------------------------
 
+/// The `T...` base58check form of an address, as wallets and explorers show it.
 pub fn addr_to_base58(a: &Addr) -> String {
     bs58::encode(a).with_check().into_string()
 }
 
+/// Parses a `T...` base58check address; `None` for a bad checksum, a wrong length or a
+/// prefix other than 0x41.
 pub fn addr_from_base58(s: &str) -> Option<Addr> {
     let v = bs58::decode(s).with_check(None).into_vec().ok()?;
     let a: Addr = v.as_slice().try_into().ok()?;

@@ -27,25 +27,45 @@ pub enum TokenBackend {
     Anvil,
 }
 
+/// How a [`TronNode`](crate::TronNode) starts; the defaults follow mainnet's
+/// parameters, USDT's address and the native token backend.
 #[derive(Clone, Debug)]
 pub struct NodeConfig {
+    /// Where the TRC-20 calls execute (default [`TokenBackend::Native`]).
     pub backend: TokenBackend,
+    /// Seal every accepted transaction in its own block at once (default on); off, the
+    /// transactions wait in the pending list for `mine`.
     pub automine: bool,
+    /// Timestamp of block 0, in milliseconds since the Unix epoch.
     pub genesis_ms: i64,
+    /// Milliseconds between the timestamps of consecutive blocks (3,000 on mainnet).
     pub block_interval_ms: i64,
+    /// Energy the whole network gets per day, shared out by Energy stake weight.
     pub total_energy_limit: u64,
     /// Energy weight (TRX) of the rest of the network; local stakes add to it.
     pub base_energy_weight: u64,
+    /// Bandwidth (bytes) the whole network gets per day, shared out by Bandwidth stake
+    /// weight.
     pub total_net_limit: u64,
+    /// Bandwidth weight (TRX) of the rest of the network; local stakes add to it.
     pub base_net_weight: u64,
+    /// Free Bandwidth of every account, in bytes (600 on mainnet; never recovers here).
     pub free_net_limit: u64,
+    /// TRX burnt per unit of Energy a call needs beyond its stake, in sun.
     pub energy_price_sun: u64,
+    /// TRX burnt per byte of a transaction no staked or free Bandwidth covers, in sun.
     pub bandwidth_price_sun: u64,
+    /// Fee of an AccountCreate or of a TRX transfer that creates its recipient, in sun.
     pub create_account_fee_sun: u64,
+    /// Burnt instead of Bandwidth when a transaction creates an account and the owner's
+    /// staked Bandwidth does not cover it, in sun (free Bandwidth does not apply).
     pub create_account_bandwidth_fee_sun: u64,
+    /// Address of the USDT-like TRC-20 (default: mainnet USDT's).
     pub usdt_contract: Addr,
     /// A second TRC-20 (USDC-like, same bytecode and issuer) at its own address.
     pub usdc_contract: Addr,
+    /// The tokens' issuer: the sender of every `mint` deposit (and, on Anvil, the
+    /// owner that calls `issue`).
     pub usdt_issuer: Addr,
     /// Produce a block before answering every `getnowblock`: the chain advances as its
     /// clients poll it (block production without a wall clock).
@@ -76,17 +96,30 @@ impl Default for NodeConfig {
     }
 }
 
+/// A TRON account's TRX and Stake 2.0 resources; amounts of TRX are in sun (1 TRX =
+/// 1,000,000 sun), usages in Energy units or bytes, and usage never recovers.
 #[derive(Clone, Debug, Default)]
 pub struct Account {
+    /// Spendable TRX, in sun.
     pub balance: u64,
+    /// TRX staked for Energy (`FreezeBalanceV2`), in sun, delegated share included.
     pub frozen_energy: u64,
+    /// TRX staked for Bandwidth, in sun, delegated share included.
     pub frozen_bandwidth: u64,
+    /// Of `frozen_energy`, the sun delegated to other accounts.
     pub delegated_energy: u64,
+    /// Of `frozen_bandwidth`, the sun delegated to other accounts.
     pub delegated_bandwidth: u64,
+    /// Energy stake other accounts delegated to this one, in sun.
     pub acquired_energy: u64,
+    /// Bandwidth stake other accounts delegated to this one, in sun.
     pub acquired_bandwidth: u64,
+    /// Energy consumed from the stake so far (burnt TRX not counted).
     pub energy_usage: u64,
+    /// Staked Bandwidth consumed so far, in bytes.
     pub net_usage: u64,
+    /// Free Bandwidth consumed so far, in bytes (bounded by
+    /// [`NodeConfig::free_net_limit`]).
     pub free_net_usage: u64,
 }
 
@@ -109,9 +142,13 @@ pub(crate) struct Stored {
     pub(crate) block: Option<u64>,
 }
 
+/// The whole state of the node, for tests to read and edit through
+/// [`TronNode::chain`](crate::TronNode::chain) or [`Controls::edit`].
 pub struct Chain {
+    /// The configuration; tests may change it while the node runs (e.g. `automine`).
     pub config: NodeConfig,
     pub(crate) blocks: Vec<Block>,
+    /// Every account the chain knows; a missing one does not exist on chain.
     pub accounts: HashMap<Addr, Account>,
     pub(crate) delegations: HashMap<(Addr, Addr, i32), u64>,
     /// Native ledger balances by (token contract, holder).
@@ -121,7 +158,10 @@ pub struct Chain {
     pub(crate) seen: HashSet<[u8; 32]>,
     /// Lose the answer of the next broadcast of this contract type.
     pub(crate) lose_next_response: Option<i32>,
+    /// The node is down: every API call answers 503 until it is cleared.
     pub down: bool,
+    /// Transactions accepted by `broadcasthex` so far (signed broadcasts only, not
+    /// mints).
     pub accepted: usize,
     pub(crate) seq: u64,
     pub(crate) evm: Option<Evm>,
@@ -165,6 +205,7 @@ impl Controls {
         });
     }
 
+    /// Seals `n` blocks (as [`TronNode::mine`](crate::TronNode::mine)).
     pub fn mine(&self, n: u64) {
         self.push(Control::Mine(n));
     }
@@ -286,6 +327,8 @@ impl Chain {
         self.blocks.last().unwrap()
     }
 
+    /// Seals the pending transactions in a new block, one interval after its parent;
+    /// returns its number.
     pub fn produce_block(&mut self) -> u64 {
         let parent = self.head().clone();
         let number = parent.number + 1;
@@ -338,6 +381,7 @@ impl Chain {
         self.token_balance_of(&self.config.usdt_contract, a).await
     }
 
+    /// The balance of `a`, in the token's base units, at the token `contract`.
     pub async fn token_balance_of(&self, contract: &Addr, a: &Addr) -> u128 {
         match &self.evm {
             None => self.token.get(&(*contract, *a)).copied().unwrap_or(0),

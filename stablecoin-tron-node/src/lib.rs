@@ -97,6 +97,9 @@ impl Drop for TronNode {
 }
 
 impl TronNode {
+    /// Starts the node on 127.0.0.1 (an ephemeral port) and, for
+    /// [`TokenBackend::Anvil`], its Anvil child; panics if either cannot start (test
+    /// support). Dropping the node stops both.
     pub async fn start(config: NodeConfig) -> TronNode {
         let backend = config.backend;
         let mut chain = Chain::new(config);
@@ -146,6 +149,7 @@ impl TronNode {
         }
     }
 
+    /// `http://127.0.0.1:PORT`: the base URL to give a TRON client (no trailing slash).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -183,10 +187,14 @@ impl TronNode {
         }
     }
 
+    /// A USDT deposit from the issuer to `to`, sealed in a new block; returns its txid
+    /// in hex (see [`Chain::mint`]).
     pub async fn mint_usdt(&self, to: &Addr, amount: u128) -> String {
         hex::encode(self.chain().await.mint(to, amount).await)
     }
 
+    /// Seals `n` blocks (pending transactions go in the first); returns the new head's
+    /// number.
     pub async fn mine(&self, n: u64) -> u64 {
         let mut c = self.chain().await;
         for _ in 0..n {
@@ -195,14 +203,17 @@ impl TronNode {
         c.head().number
     }
 
+    /// The number of the newest block.
     pub async fn head(&self) -> u64 {
         self.chain().await.head().number
     }
 
+    /// The newest block's timestamp, in milliseconds since the Unix epoch.
     pub async fn head_timestamp(&self) -> i64 {
         self.chain().await.head().timestamp
     }
 
+    /// The TRX balance of `a`, in sun (0 for an account that does not exist).
     pub async fn trx_balance(&self, a: &Addr) -> u64 {
         self.chain()
             .await
@@ -212,14 +223,17 @@ impl TronNode {
             .unwrap_or(0)
     }
 
+    /// A copy of the account at `a`; `None` if it does not exist on chain.
     pub async fn account(&self, a: &Addr) -> Option<Account> {
         self.chain().await.accounts.get(a).cloned()
     }
 
+    /// The USDT balance of `a`, in base units (micro-USDT).
     pub async fn usdt_balance(&self, a: &Addr) -> u128 {
         self.chain().await.token_balance(a).await
     }
 
+    /// Sun of `resource` (0 bandwidth, 1 energy) stake `from` delegates to `to` now.
     pub async fn delegated(&self, from: &Addr, to: &Addr, resource: i32) -> u64 {
         self.chain()
             .await
@@ -235,10 +249,12 @@ impl TronNode {
         self.chain().await.lose_next_response = Some(contract_type);
     }
 
+    /// Takes the node down (every API call answers 503) or brings it back.
     pub async fn set_down(&self, down: bool) {
         self.chain().await.down = down;
     }
 
+    /// Turns automine on or off (see [`NodeConfig::automine`]).
     pub async fn set_automine(&self, on: bool) {
         self.chain().await.config.automine = on;
     }

@@ -25,13 +25,20 @@ pub const CODE_DIGITS: usize = 6;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ProvisionOutcome {
+    /// No wallet had this phone: a new one was created with the tenant as its first member.
     Provisioned,
+    /// An unaffiliated wallet (created by an inbound transfer) had this phone; the tenant
+    /// became its first member.
     Adopted,
+    /// The tenant is already a member of the phone's wallet; nothing changed.
     AlreadyExists,
+    /// The phone's wallet belongs to other tenants: this one becomes a member only with
+    /// the customer's consent (a link code).
     LinkRequired,
 }
 
 impl ProvisionOutcome {
+    /// The wire form (`PROVISIONED`, ...), equal to the serde form.
     pub fn as_str(self) -> &'static str {
         match self {
             ProvisionOutcome::Provisioned => "PROVISIONED",
@@ -45,7 +52,10 @@ impl ProvisionOutcome {
 /// A phone-keyed customer wallet.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Wallet {
+    /// `wal_...`, never reused; the addresses derive from it.
     pub id: WalletId,
+    /// The customer's phone in E.164 (unique across wallets; changes only by a confirmed
+    /// phone change).
     pub phone: Phone,
     /// Address per rail name (`"polygon"`, `"tron"`, ...). Addresses never change, even
     /// when the phone does: they derive from the wallet id, not the phone.
@@ -55,20 +65,28 @@ pub struct Wallet {
     /// The tenant that provisioned it; `None` when created on the fly by an inbound
     /// transfer (an unaffiliated wallet, adoptable by the first tenant to provision it).
     pub created_by: Option<TenantId>,
+    /// When the wallet was created (by provisioning or by an inbound transfer).
     pub created_at: Timestamp,
+    /// Last change of members or phone.
     pub updated_at: Timestamp,
 }
 
 impl Wallet {
+    /// The unique key that finds a wallet by phone (one wallet per phone).
     pub fn phone_key(phone: &Phone) -> String {
         format!("wallet_phone:{phone}")
     }
+    /// The unique key that finds a wallet by its address on `rail` (case-insensitive, for
+    /// inbound deposits).
     pub fn address_key(rail: &str, address: &ChainAddress) -> String {
         format!("wallet_addr:{rail}:{}", address.0.to_ascii_lowercase())
     }
+    /// True when `tenant` may move this wallet's money out.
     pub fn is_member(&self, tenant: &TenantId) -> bool {
         self.members.contains(tenant)
     }
+    /// The first member (the one that provisioned or adopted it); `None` while
+    /// unaffiliated.
     pub fn primary(&self) -> Option<&TenantId> {
         self.members.first()
     }
@@ -80,6 +98,7 @@ impl Wallet {
             Err(CoreError::NotAMember)
         }
     }
+    /// The wallet's address on the rail named `rail`; `None` if it has none there.
     pub fn address(&self, rail: &str) -> Option<&ChainAddress> {
         self.addresses.get(rail)
     }
@@ -121,10 +140,14 @@ pub enum ChallengePurpose {
     /// Make `tenant` a member of `wallet`; the code goes to the wallet's phone.
     Link,
     /// Re-key `wallet` to `new_phone`; the code goes to the NEW number.
-    PhoneChange { new_phone: Phone },
+    PhoneChange {
+        /// The number the wallet moves to; it must not key another wallet.
+        new_phone: Phone,
+    },
 }
 
 impl ChallengePurpose {
+    /// The purpose's name in keys and guard scopes (`link`, `phone_change`).
     pub fn kind(&self) -> &'static str {
         match self {
             ChallengePurpose::Link => "link",
@@ -136,21 +159,30 @@ impl ChallengePurpose {
 /// A one-time-code challenge. The code is never stored, only its salted hash.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Challenge {
+    /// `otp_...`; part of the hashed input, so a code is bound to its challenge.
     pub id: ChallengeId,
+    /// The tenant that requested it (and alone may confirm it).
     pub tenant: TenantId,
+    /// The wallet the code acts on.
     pub wallet: WalletId,
+    /// What confirming it does.
     pub purpose: ChallengePurpose,
+    /// The number the code was sent to (the wallet's phone, or the new one for a phone
+    /// change).
     pub sent_to: Phone,
     /// hex HMAC-SHA256 of `"<challenge id>:<code>"` under the server's [`CodeKey`]. The
     /// 6-digit space is small, so the real protection is the subject's failure limit
     /// (`domain::otp`) and the expiry; the keyed hash keeps codes out of backups and
     /// logs, and a database dump alone cannot recover them.
     pub code_hash: String,
+    /// When the code was requested.
     pub created_at: Timestamp,
+    /// `created_at` + [`CODE_TTL_MS`]; a code is refused from this instant on.
     pub expires_at: Timestamp,
     /// Codes tried against this challenge (for the record; the limit is the subject's,
     /// counted across challenges by its `OtpGuard`).
     pub attempts: u32,
+    /// When the right code was confirmed; a consumed challenge refuses every later code.
     pub consumed_at: Option<Timestamp>,
     /// Set when a newer request for the same (tenant, wallet, purpose) replaced it.
     pub superseded: bool,

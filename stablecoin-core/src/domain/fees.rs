@@ -35,14 +35,19 @@ fn bps_of(amount: Micros, bps: u128) -> Micros {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TenantPricing {
+    /// No tenant fee.
     #[default]
     None,
     /// `fee_cap_micros == 0` means uncapped.
     Percentage {
+        /// Basis points of the amount, at most [`MAX_TENANT_FEE_BPS`].
         fee_bps: u32,
+        /// Ceiling of the fee, in micro-units; 0 for none.
         fee_cap_micros: u64,
     },
+    /// A fixed fee per transfer, waived when the transfer cannot carry it.
     Flat {
+        /// The fee, in micro-units.
         fee_flat_micros: u64,
     },
 }
@@ -143,9 +148,13 @@ impl TenantPricing {
 /// How one transfer amount is divided. `recipient + service_fee + tenant_fee == amount`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FeeSplit {
+    /// What the sender is debited: the requested amount.
     pub amount: Micros,
+    /// What the recipient receives.
     pub recipient: Micros,
+    /// The service's fee ([`service_fee`] of the amount; zero for a fee-less send).
     pub service_fee: Micros,
+    /// The tenant's fee per its [`TenantPricing`]; zero when waived.
     pub tenant_fee: Micros,
     /// Reported so the tenant can see why a transfer earned it nothing.
     pub tenant_fee_waived: bool,

@@ -102,16 +102,25 @@ pub fn parse_fiat_amount(s: &str) -> CoreResult<Decimal> {
 /// A locked conversion rate. Stored so that a transfer can redeem it exactly once.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Quote {
+    /// `fx_...`: what a transfer's `quote_id` names.
     pub id: QuoteId,
+    /// The tenant that asked for it; only its transfers may redeem it.
     pub tenant: TenantId,
+    /// ISO 4217 code of the fiat side (`XOF`, `NGN`, ...).
     pub local_currency: String,
+    /// The token the transfer must send.
     pub target_token: Token,
+    /// The fiat paid, exactly 2 decimal places.
     pub fiat_amount: Decimal,
     /// Local currency per token.
     pub rate: Decimal,
+    /// Tokens the fiat buys, `fiat_amount / rate` rounded down to the micro-unit.
     pub expected_out: Micros,
+    /// When the rate was locked.
     pub created_at: Timestamp,
+    /// `created_at` + [`QUOTE_TTL_MS`]; the quote is refused from this instant on.
     pub expires_at: Timestamp,
+    /// When a transfer redeemed it; `Some` means it can never be used again.
     pub used_at: Option<Timestamp>,
     /// The operation that redeemed the quote, so a redemption can be traced.
     pub used_by: Option<String>,
@@ -260,6 +269,7 @@ impl Quote {
 /// The spec 2.3 response, every field a string
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuoteView {
+    /// `<LOCAL_CURRENCY>_<TOKEN>`, e.g. `XOF_USDC`.
     pub currency_pair: String,
     /// 6 decimals.
     pub expected_out: String,
@@ -267,9 +277,11 @@ pub struct QuoteView {
     pub expires_at: String,
     /// Exactly two decimals, e.g. "10000.00".
     pub fiat_amount: String,
+    /// `fx_...`.
     pub quote_id: String,
     /// Normalized (no trailing zeros) but never less precise than the stored rate.
     pub rate: String,
+    /// `USDC` or `USDT`.
     pub target_token: String,
 }
 
@@ -289,8 +301,15 @@ impl Record for Quote {
 /// What a transfer's `quote_id` names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum QuoteRef {
+    /// A locked FX quote, redeemed once by the transfer.
     Fx(QuoteId),
-    DirectCrypto { token: Token, amount: Micros },
+    /// `DIRECT_CRYPTO:<TOKEN>:<amount>`: a token amount sent as is, without FX.
+    DirectCrypto {
+        /// The token to send.
+        token: Token,
+        /// The amount to send, positive, at most 6 decimal places on the wire.
+        amount: Micros,
+    },
 }
 
 impl fmt::Display for QuoteRef {

@@ -56,10 +56,14 @@ macro_rules! id_type {
         pub struct $name(pub String);
 
         impl $name {
+            /// The prefix before `_` that every id of this type carries.
             pub const PREFIX: &'static str = $prefix;
+            /// A new id created at `now_ms` (Unix milliseconds) with 10 random bytes;
+            /// engines take the bytes from their injected `Entropy`, so tests can fix them.
             pub fn generate(now_ms: i64, random: [u8; 10]) -> Self {
                 $name(make_id($prefix, now_ms, random))
             }
+            /// The full id, prefix included.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -92,6 +96,7 @@ id_type!(/** A webhook endpoint. */ WebhookEndpointId, "whe");
 pub struct OperationId(pub String);
 
 impl OperationId {
+    /// The full id, prefix included.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -23,16 +23,20 @@ pub const AMOUNT_DECIMALS: u32 = 6;
 pub struct Micros(pub u64);
 
 impl Micros {
+    /// No tokens.
     pub const ZERO: Micros = Micros(0);
 
+    /// An amount of `micros` micro-units.
     pub const fn new(micros: u64) -> Self {
         Micros(micros)
     }
 
+    /// The amount in micro-units.
     pub const fn get(self) -> u64 {
         self.0
     }
 
+    /// True for no tokens (an amount the API refuses for a send).
     pub const fn is_zero(self) -> bool {
         self.0 == 0
     }
@@ -42,10 +46,12 @@ impl Micros {
         tokens.checked_mul(MICROS_PER_TOKEN).map(Micros)
     }
 
+    /// The sum; `None` on overflow.
     pub fn checked_add(self, other: Micros) -> Option<Micros> {
         self.0.checked_add(other.0).map(Micros)
     }
 
+    /// The difference; `None` when `other` is larger.
     pub fn checked_sub(self, other: Micros) -> Option<Micros> {
         self.0.checked_sub(other.0).map(Micros)
     }
@@ -165,13 +171,17 @@ impl fmt::Display for Micros {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Token {
+    /// USD Coin (`USDC`).
     Usdc,
+    /// Tether USD (`USDT`).
     Usdt,
 }
 
 impl Token {
+    /// Every token, in a fixed order (for per-token iterations such as balances).
     pub const ALL: [Token; 2] = [Token::Usdc, Token::Usdt];
 
+    /// The ticker of the API and webhooks (`USDC`, `USDT`), equal to the serde form.
     pub fn as_str(self) -> &'static str {
         match self {
             Token::Usdc => "USDC",
@@ -202,6 +212,7 @@ impl FromStr for Token {
 /// An ISO 4217 fiat currency the FX desk quotes, with its minor-unit exponent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Currency {
+    /// ISO 4217 code (`XOF`, `NGN`, ...).
     pub code: &'static str,
     /// ISO 4217 minor-unit exponent (XOF 0, NGN 2, ...).
     pub exponent: u32,
@@ -276,6 +287,8 @@ pub const CURRENCIES: &[Currency] = &[
 ];
 
 impl Currency {
+    /// The currency of an ISO 4217 code in [`CURRENCIES`] (case-sensitive); else
+    /// `UnknownCurrency`.
     pub fn parse(code: &str) -> Result<Currency, CoreError> {
         CURRENCIES
             .iter()

@@ -91,7 +91,9 @@ impl OtpPolicy {
 /// A fixed-window counter: `count` events since `started_at`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
+    /// Start of the current window.
     pub started_at: Timestamp,
+    /// Events counted since `started_at`.
     pub count: u32,
 }
 
@@ -130,14 +132,23 @@ pub enum GuardScope {
     /// One tenant's codes for one wallet and one purpose (`link`, `phone_change`): the
     /// requests and the wrong codes of this subject.
     Subject {
+        /// [`ChallengePurpose::kind`](crate::domain::consent::ChallengePurpose::kind).
         purpose: String,
+        /// The tenant asking for codes.
         tenant: TenantId,
+        /// The wallet the codes act on.
         wallet: WalletId,
     },
     /// Codes sent to one phone number, by every tenant.
-    Phone { phone: Phone },
+    Phone {
+        /// The number codes are sent to.
+        phone: Phone,
+    },
     /// Codes one tenant has sent.
-    Tenant { tenant: TenantId },
+    Tenant {
+        /// The tenant sending codes.
+        tenant: TenantId,
+    },
 }
 
 impl GuardScope {
@@ -158,9 +169,13 @@ impl GuardScope {
 /// Counters of one scope, stored as a record and updated with a version check.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OtpGuard {
+    /// [`GuardScope::guard_id`] of `scope`.
     pub id: String,
+    /// What the counters limit.
     pub scope: GuardScope,
+    /// When the scope's first event was counted.
     pub created_at: Timestamp,
+    /// Last change of a counter or of the lockout.
     pub updated_at: Timestamp,
     /// Codes requested in the current request window.
     pub requests: Window,
@@ -274,6 +289,7 @@ impl Record for OtpGuard {
 pub struct CodeKey([u8; 32]);
 
 impl CodeKey {
+    /// A key of 32 secret bytes (keep it out of logs: `Debug` does not print it).
     pub fn new(bytes: [u8; 32]) -> Self {
         CodeKey(bytes)
     }

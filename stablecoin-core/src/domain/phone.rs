@@ -42,6 +42,7 @@ impl Phone {
         Ok(Phone(format!("+{digits}")))
     }
 
+    /// The E.164 form (`+2250700000001`), as stored and sent to the SMS gateway.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -11,21 +11,27 @@ use std::fmt;
 pub struct Timestamp(pub i64);
 
 impl Timestamp {
+    /// The instant `ms` milliseconds after the Unix epoch.
     pub const fn from_millis(ms: i64) -> Self {
         Timestamp(ms)
     }
+    /// The instant `s` seconds after the Unix epoch.
     pub const fn from_secs(s: i64) -> Self {
         Timestamp(s * 1000)
     }
+    /// Milliseconds since the Unix epoch.
     pub const fn millis(self) -> i64 {
         self.0
     }
+    /// Whole seconds since the Unix epoch, rounded toward the past.
     pub const fn unix_secs(self) -> i64 {
         self.0.div_euclid(1000)
     }
+    /// `ms` milliseconds later (earlier if negative), saturating at the ends of `i64`.
     pub const fn plus_millis(self, ms: i64) -> Self {
         Timestamp(self.0.saturating_add(ms))
     }
+    /// `s` seconds later (earlier if negative), saturating.
     pub const fn plus_secs(self, s: i64) -> Self {
         self.plus_millis(s.saturating_mul(1000))
     }

@@ -10,30 +10,37 @@
 //! | `fees:service:<TOKEN>` | the service's transfer-fee income | no |
 //! | `fees:tenant:<tenant>:<TOKEN>` | a tenant's own fee income | no |
 
+/// Constructors of the ledger accounts in the table above, with their `allow_negative`
+/// flag.
 pub mod accounts {
     use crate::domain::ids::{TenantId, WalletId};
     use crate::domain::money::Token;
     use crate::ports::ledger::LedgerAccount;
     use crate::ports::rail::RailId;
 
+    /// `fiat_in:<TOKEN>`: the counterpart of tokens issued against fiat (may go negative).
     pub fn fiat_in(token: Token) -> LedgerAccount {
         LedgerAccount {
             id: format!("fiat_in:{token}"),
             allow_negative: true,
         }
     }
+    /// `chain_in:<rail>:<TOKEN>`: the counterpart of tokens that arrived on `rail` from
+    /// outside (may go negative).
     pub fn chain_in(rail: &str, token: Token) -> LedgerAccount {
         LedgerAccount {
             id: format!("chain_in:{rail}:{token}"),
             allow_negative: true,
         }
     }
+    /// `treasury:<tenant>:<TOKEN>`: a tenant's treasury balance.
     pub fn treasury(tenant: &TenantId, token: Token) -> LedgerAccount {
         LedgerAccount {
             id: format!("treasury:{tenant}:{token}"),
             allow_negative: false,
         }
     }
+    /// `wallet:<wallet>:<TOKEN>`: a customer wallet's custody balance on the EVM rails.
     pub fn wallet(wallet: &WalletId, token: Token) -> LedgerAccount {
         LedgerAccount {
             id: format!("wallet:{wallet}:{token}"),
@@ -52,12 +59,14 @@ pub mod accounts {
             },
         }
     }
+    /// `fees:service:<TOKEN>`: the service's transfer-fee income.
     pub fn service_fees(token: Token) -> LedgerAccount {
         LedgerAccount {
             id: format!("fees:service:{token}"),
             allow_negative: false,
         }
     }
+    /// `fees:tenant:<tenant>:<TOKEN>`: a tenant's own fee income.
     pub fn tenant_fees(tenant: &TenantId, token: Token) -> LedgerAccount {
         LedgerAccount {
             id: format!("fees:tenant:{tenant}:{token}"),

@@ -39,13 +39,23 @@ use std::sync::Arc;
 /// Every port the engine drives.
 #[derive(Clone)]
 pub struct Ports {
+    /// Records, ledger transfers, outbox and idempotency records: every decision commits
+    /// here.
     pub store: Arc<dyn Store>,
+    /// Ledger reads; must read the ledger that `store` commits to (the same database).
     pub ledger: Arc<dyn Ledger>,
+    /// Key custody for wallet and service addresses.
     pub signer: Arc<dyn Signer>,
+    /// Sends SMS: one-time codes, and the "money received" notice to a recipient no tenant
+    /// serves.
     pub notifier: Arc<dyn Notifier>,
+    /// FX rates for quotes and withdrawals.
     pub rates: Arc<dyn RateSource>,
+    /// Mobile-money payouts of withdrawals.
     pub payouts: Arc<dyn PayoutProvider>,
+    /// The only source of time the engine reads.
     pub clock: Arc<dyn Clock>,
+    /// The only source of randomness the engine reads (ids, codes, API keys).
     pub entropy: Arc<dyn Entropy>,
 }
 
@@ -154,6 +164,8 @@ const WALLET_CACHE_ENTRIES: usize = 16_384;
 const RAILS_MAX: usize = 64;
 
 impl Engine {
+    /// An engine over `ports` and `rails` (one per [`RailId`]; a later duplicate replaces
+    /// an earlier one). Does no I/O: rails are asked for readiness when used.
     pub fn new(ports: Ports, rails: Vec<Arc<dyn Rail>>, config: EngineConfig) -> Self {
         let rails = rails.into_iter().map(|r| (r.id(), r)).collect();
         let ttl = config.read_cache_ms;
@@ -178,14 +190,17 @@ impl Engine {
         }
     }
 
+    /// The ports the engine was built with (for hosts that share the store, clock, ...).
     pub fn ports(&self) -> &Ports {
         &self.ports
     }
 
+    /// The settings the engine was built with.
     pub fn config(&self) -> &EngineConfig {
         &self.config
     }
 
+    /// The configured rail `id`; `RailNotReady` if it is not configured.
     pub fn rail(&self, id: RailId) -> CoreResult<&Arc<dyn Rail>> {
         self.rails.get(&id).ok_or_else(|| CoreError::RailNotReady {
             rail: id.name(),
@@ -193,6 +208,7 @@ impl Engine {
         })
     }
 
+    /// Every configured rail, in [`RailId`] order.
     pub fn rails(&self) -> impl Iterator<Item = &Arc<dyn Rail>> {
         self.rails.values()
     }

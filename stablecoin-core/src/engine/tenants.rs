@@ -20,14 +20,21 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt;
 
+/// A fintech that uses the service through its API keys; owns wallets' memberships,
+/// operations and webhooks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tenant {
+    /// `ten_...`.
     pub id: TenantId,
+    /// Display name, 1 to 200 characters.
     pub name: String,
+    /// The tenant's own fee on its transfers (see `Engine::set_pricing`).
     pub pricing: TenantPricing,
     /// EVM address the tenant controls, where its fee goes (spec 8).
     pub fee_address: Option<ChainAddress>,
+    /// When the tenant was created.
     pub created_at: Timestamp,
+    /// Last change of pricing or fee address.
     pub updated_at: Timestamp,
 }
 
@@ -44,13 +51,18 @@ impl Record for Tenant {
     }
 }
 
+/// Whether an API key moves real money or only simulates (sandbox, see
+/// [`Engine::sandbox`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KeyMode {
+    /// Real operations on the configured rails.
     Live,
+    /// Sandbox: mutations are checked and priced but nothing is stored or sent.
     Test,
 }
 
+/// Which API a key opens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KeyKind {
@@ -61,6 +73,7 @@ pub enum KeyKind {
 }
 
 impl KeyKind {
+    /// The secret's prefix for this kind and mode (`svc_sk_live_`, `test_sk_`, ...).
     pub fn prefix(self, mode: KeyMode) -> &'static str {
         match (self, mode) {
             (KeyKind::Tenant, KeyMode::Live) => "svc_sk_live_",
@@ -89,21 +102,29 @@ impl KeyKind {
     }
 }
 
+/// An issued API key as stored: only a hash of the secret.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApiKey {
+    /// `key_...`: names the key in lists and revocation (never the secret).
     pub id: ApiKeyId,
+    /// The tenant the key acts for.
     pub tenant: TenantId,
+    /// Which API it opens.
     pub kind: KeyKind,
+    /// Live or sandbox.
     pub mode: KeyMode,
     /// hex SHA-256 of the secret.
     pub hash: String,
     /// First characters of the secret, for humans (`svc_sk_test_ab12...`).
     pub hint: String,
+    /// When it was issued.
     pub created_at: Timestamp,
+    /// When it was revoked; a revoked key never authenticates again.
     pub revoked_at: Option<Timestamp>,
 }
 
 impl ApiKey {
+    /// The unique key that finds an API key by the hash of its secret.
     pub fn hash_key(hash: &str) -> String {
         format!("apikey:{hash}")
     }
@@ -138,7 +159,9 @@ impl Record for ApiKey {
 /// A newly issued key: the secret is shown once and never stored.
 #[derive(Clone, PartialEq, Eq)]
 pub struct IssuedKey {
+    /// The stored record.
     pub key: ApiKey,
+    /// The full secret to give the tenant; it cannot be recovered later.
     pub secret: String,
 }
 
@@ -154,13 +177,18 @@ impl fmt::Debug for IssuedKey {
 /// Who is calling, established from an API key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuthContext {
+    /// The tenant every call of this key acts for.
     pub tenant: TenantId,
+    /// The key used (for audit and revocation).
     pub key_id: ApiKeyId,
+    /// Which API the key opens.
     pub kind: KeyKind,
+    /// Live or sandbox: decides whether a mutation runs or is simulated.
     pub mode: KeyMode,
 }
 
 impl AuthContext {
+    /// True for a test key: its mutations go to [`Engine::sandbox`].
     pub fn is_sandbox(&self) -> bool {
         self.mode == KeyMode::Test
     }
@@ -181,6 +209,8 @@ fn sha256_hex(s: &str) -> String {
 }
 
 impl Engine {
+    /// Creates a tenant named `name` (trimmed, 1 to 200 characters) with no pricing and no
+    /// keys.
     pub async fn create_tenant(&self, name: &str) -> CoreResult<Tenant> {
         let name = name.trim();
         if name.is_empty() || name.len() > 200 {
@@ -223,6 +253,8 @@ impl Engine {
         Ok(t)
     }
 
+    /// Issues a new key of `kind` and `mode` for an existing tenant: 160 random bits after
+    /// the prefix. Only the returned [`IssuedKey`] holds the secret.
     pub async fn issue_api_key(
         &self,
         tenant: &TenantId,

@@ -17,28 +17,41 @@ use std::collections::BTreeMap;
 /// Response of `POST /v1/users/provision`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProvisionView {
+    /// `wal_...`.
     pub wallet_id: String,
+    /// The customer's phone, E.164.
     pub phone_number: String,
+    /// The wallet's address on `rail`.
     pub address: String,
+    /// The rail name (`"polygon"`, `"tron"`, ...).
     pub rail: String,
+    /// [`ProvisionOutcome`] in its wire form (`PROVISIONED`, `ADOPTED`, ...).
     pub outcome: String,
 }
 
 /// Response of the link and phone-change requests.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChallengeView {
+    /// `otp_...`, to confirm with the code.
     pub challenge_id: String,
+    /// The masked number the code went to (`+225*****0001`).
     pub sent_to: String,
+    /// RFC 3339 UTC; the code is refused from then on.
     pub expires_at: String,
 }
 
 /// Response of `GET /v1/users/balance`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BalanceView {
+    /// The customer's phone, E.164.
     pub phone_number: String,
+    /// The wallet's address on `rail`.
     pub address: String,
+    /// The rail name read (`"polygon"`, ...).
     pub rail: String,
+    /// USDC on chain, 6 decimals (`"12.500000"`); zero where the rail has no USDC.
     pub balance_usdc: String,
+    /// USDT on chain, 6 decimals; zero where the rail has no USDT.
     pub balance_usdt: String,
 }
 
@@ -46,8 +59,11 @@ pub struct BalanceView {
 /// `GET /v1/solana/users/balance`): one per token the rail carries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RailBalanceView {
+    /// The customer's phone, E.164.
     pub phone_number: String,
+    /// The wallet's address on `rail`.
     pub address: String,
+    /// The rail name read (`"tron"`, `"solana"`, ...).
     pub rail: String,
     /// Per token the rail carries, in micro-units.
     pub balances: BTreeMap<Token, crate::domain::money::Micros>,

@@ -17,6 +17,8 @@ use std::sync::Mutex;
 /// How many derived secp256k1 keys are kept (the cache is emptied when full).
 const SECP_CACHE: usize = 4096;
 
+/// A [`Signer`] holding a 32-byte master seed in memory, for tests, simulations and
+/// single-host deployments (see the module docs for the derivation).
 pub struct LocalSigner {
     seed: [u8; 32],
     /// Derived secp256k1 keys by purpose path. Deriving one is an HMAC plus a scalar
@@ -35,6 +37,8 @@ impl fmt::Debug for LocalSigner {
 }
 
 impl LocalSigner {
+    /// A signer over `seed`: every process with the same seed derives the same keys, so
+    /// keep the seed secret and stable (a new seed means new addresses).
     pub fn from_seed(seed: [u8; 32]) -> Self {
         LocalSigner {
             seed,

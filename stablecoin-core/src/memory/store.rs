@@ -115,6 +115,7 @@ enum Undo {
 }
 
 impl MemoryStore {
+    /// An empty store; everything is lost when it drops.
     pub fn new() -> Self {
         Self::default()
     }

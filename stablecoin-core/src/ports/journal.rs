@@ -18,6 +18,8 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// Where a rail writes what it sent for a payment before sending it, and reads it back
+/// after a restart to reconcile instead of answering `NotFound`.
 #[async_trait]
 pub trait RailJournal: Send + Sync {
     /// The entry of `payment_id` on `rail` (a rail name such as `evm:137`), if any.
@@ -33,6 +35,7 @@ pub struct MemoryJournal {
 }
 
 impl MemoryJournal {
+    /// An empty journal.
     pub fn new() -> Self {
         Self::default()
     }
@@ -62,8 +65,10 @@ pub struct StoreJournal {
 }
 
 impl StoreJournal {
+    /// The record kind of the entries in the store.
     pub const KIND: &'static str = "rail_journal";
 
+    /// A journal in `store`; `clock` stamps each entry's `created_at`.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
         StoreJournal { store, clock }
     }

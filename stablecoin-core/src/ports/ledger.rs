@@ -23,11 +23,14 @@ use thiserror::Error;
 /// A ledger account; create-if-absent through `Batch.accounts`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerAccount {
+    /// The account name (see `engine::accounts`, e.g. `wallet:<wallet>:<TOKEN>`).
     pub id: String,
     /// Only for accounts that stand for the outside world (fiat received, chain inflows).
     pub allow_negative: bool,
 }
 
+/// How a [`LedgerTransfer`] moves money: at once, or in two phases (reserve, then post or
+/// void).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Phase {
     /// Posted at once.
@@ -35,27 +38,44 @@ pub enum Phase {
     /// Reserved on the debit account until posted or voided.
     Pending,
     /// Posts the pending transfer with this id (its accounts and amount).
-    Post { pending_id: String },
+    Post {
+        /// The [`LedgerTransfer::id`] of the `Pending` transfer to post.
+        pending_id: String,
+    },
     /// Voids the pending transfer with this id.
-    Void { pending_id: String },
+    Void {
+        /// The [`LedgerTransfer::id`] of the `Pending` transfer to void.
+        pending_id: String,
+    },
 }
 
+/// One movement between two accounts, written through `Batch::ledger` and applied once per
+/// id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerTransfer {
+    /// Unique per transfer and stable across retries: the same id with the same fields is a
+    /// no-op, so a replayed batch moves nothing twice.
     pub id: String,
+    /// The account debited (its balance goes down).
     pub debit: String,
+    /// The account credited; must differ from `debit`.
     pub credit: String,
     /// For `Post`/`Void` this must equal the pending amount.
     pub amount: Micros,
+    /// Posted at once, or one step of a two-phase transfer.
     pub phase: Phase,
 }
 
 /// Sums of one account.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Balance {
+    /// Sum of posted debits, in micro-units.
     pub debits_posted: u64,
+    /// Sum of posted credits, in micro-units.
     pub credits_posted: u64,
+    /// Sum of reserved (pending) debits, in micro-units; they count against `available`.
     pub debits_pending: u64,
+    /// Sum of pending credits, in micro-units; not spendable until posted.
     pub credits_pending: u64,
 }
 
@@ -73,34 +93,75 @@ impl Balance {
 /// One posting in an account's history.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerEntry {
+    /// The [`LedgerTransfer::id`] that made it.
     pub transfer_id: String,
+    /// The account debited.
     pub debit: String,
+    /// The account credited.
     pub credit: String,
+    /// The amount moved, in micro-units.
     pub amount: Micros,
+    /// The step it records (a `Post` entry posts an earlier `Pending` one).
     pub phase: Phase,
 }
 
+/// Why a ledger read or a batch's ledger part failed; [`LedgerError::code`] is the stable
+/// code.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum LedgerError {
+    /// A transfer or read names an account no batch created.
     #[error("account {account} does not exist")]
-    UnknownAccount { account: String },
+    UnknownAccount {
+        /// The missing account's id.
+        account: String,
+    },
+    /// A batch creates an account that exists with another `allow_negative`.
     #[error("account {account} exists with other flags")]
-    AccountExists { account: String },
+    AccountExists {
+        /// The account's id.
+        account: String,
+    },
+    /// A debit would take an account without `allow_negative` below zero (pending debits
+    /// counted).
     #[error("insufficient funds on {account}: available {available}, needed {needed}")]
     InsufficientFunds {
+        /// The account that would go negative.
         account: String,
+        /// What the account could still be debited, in micro-units.
         available: i128,
+        /// The amount of the refused transfer, in micro-units.
         needed: u64,
     },
+    /// A transfer id was applied before with other fields.
     #[error("transfer {id} exists with other fields")]
-    TransferExists { id: String },
+    TransferExists {
+        /// The transfer id.
+        id: String,
+    },
+    /// A `Post` or `Void` names no pending transfer.
     #[error("pending transfer {id} not found")]
-    PendingNotFound { id: String },
+    PendingNotFound {
+        /// The `pending_id` named.
+        id: String,
+    },
+    /// A `Post` or `Void` names a pending transfer already posted or voided.
     #[error("pending transfer {id} was already posted or voided")]
-    PendingResolved { id: String },
+    PendingResolved {
+        /// The `pending_id` named.
+        id: String,
+    },
+    /// A transfer breaks a rule of its own (zero or too large an amount, debit equal to
+    /// credit, a sum that would overflow, a `Post`/`Void` that does not match its pending
+    /// transfer).
     #[error("transfer {id} is invalid: {reason}")]
-    InvalidTransfer { id: String, reason: String },
+    InvalidTransfer {
+        /// The transfer id.
+        id: String,
+        /// Which rule it breaks (an overflow says "overflows").
+        reason: String,
+    },
+    /// The backend failed (I/O, connection); the text is for logs.
     #[error("ledger backend: {0}")]
     Backend(String),
 }
@@ -113,6 +174,7 @@ impl LedgerError {
         }
     }
 
+    /// The stable machine code (`INSUFFICIENT_FUNDS`, `LEDGER_...`, `STORAGE_ERROR`).
     pub fn code(&self) -> &'static str {
         match self {
             LedgerError::InsufficientFunds { .. } => "INSUFFICIENT_FUNDS",
@@ -130,6 +192,7 @@ impl LedgerError {
 /// The result of a ledger call.
 pub type LedgerResult<T> = Result<T, LedgerError>;
 
+/// The read side of the double-entry ledger (writes go through `Store::commit`).
 #[async_trait]
 pub trait Ledger: Send + Sync {
     /// Sums of an account; an unknown account is `UnknownAccount`.

@@ -7,12 +7,19 @@ use serde::de::DeserializeOwned;
 
 /// A record type the engine stores.
 pub trait Record: Serialize + DeserializeOwned + Send + Sync {
+    /// The kind every record of this type is stored under (`"wallet"`, `"operation"`, ...);
+    /// unique across record types.
     const KIND: &'static str;
+    /// The record's id, unique within its kind.
     fn id(&self) -> String;
+    /// The owning tenant, for tenant-scoped lists; `None` (the default) for system-wide
+    /// records.
     fn tenant(&self) -> Option<String> {
         None
     }
+    /// When the record was created; lists are newest first by it.
     fn created_at(&self) -> crate::domain::time::Timestamp;
+    /// The status a list may filter on; `None` (the default) for a kind without one.
     fn status(&self) -> Option<String> {
         None
     }
@@ -22,13 +29,18 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
     fn subkind(&self) -> Option<String> {
         None
     }
+    /// When a background worker should next claim it (`Store::claim_due`); `None` (the
+    /// default): never.
     fn due_at(&self) -> Option<crate::domain::time::Timestamp> {
         None
     }
+    /// Globally unique index keys (`"wallet_phone:+225..."`); a commit giving one key to
+    /// two records fails.
     fn unique_keys(&self) -> Vec<String> {
         Vec::new()
     }
 
+    /// The untyped form a store writes (version 0: the store sets it).
     fn to_stored(&self) -> Result<StoredRecord, CoreError> {
         Ok(StoredRecord {
             kind: Self::KIND.to_string(),
@@ -45,6 +57,7 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
         })
     }
 
+    /// Decodes a stored body; a corrupt one is `CoreError::Storage` naming the record.
     fn from_stored(r: &StoredRecord) -> Result<Self, CoreError> {
         r.body
             .decode()
@@ -71,7 +84,10 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
 /// A record with the version it was read at.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Versioned<R> {
+    /// The decoded record.
     pub record: R,
+    /// The stored version it was read at (1 on insert, +1 per update), for the next
+    /// `update` or `unchanged` check.
     pub version: u64,
 }
 
@@ -105,6 +121,8 @@ pub async fn get_record<R: Record>(
     }
 }
 
+/// The record of type `R` holding the unique `key`; `None` if no record holds it or one of
+/// another kind does.
 pub async fn get_record_by_unique<R: Record>(
     store: &dyn Store,
     key: &str,

@@ -25,6 +25,8 @@ pub enum KeyPurpose {
 }
 
 impl KeyPurpose {
+    /// The derivation path of this purpose (`wallet/<id>`, `service/treasury`, ...):
+    /// stable, so a key never changes for a purpose.
     pub fn path(&self) -> String {
         match self {
             KeyPurpose::Wallet(id) => format!("wallet/{id}"),
@@ -43,16 +45,21 @@ impl fmt::Display for KeyPurpose {
     }
 }
 
+/// The signature scheme of a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Curve {
+    /// ECDSA on secp256k1 (EVM chains and TRON).
     Secp256k1,
+    /// Ed25519 (Solana).
     Ed25519,
 }
 
 /// A public key: SEC1 compressed (33 bytes) for secp256k1, 32 bytes for ed25519.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PublicKey {
+    /// The scheme the key belongs to; it decides the length of `bytes`.
     pub curve: Curve,
+    /// The encoded key: 33 bytes (SEC1 compressed) or 32 bytes (ed25519).
     pub bytes: Vec<u8>,
 }
 
@@ -61,17 +68,25 @@ pub struct PublicKey {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Signature(pub Vec<u8>);
 
+/// Why a signer could not give a key or a signature.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum SignerError {
+    /// The request is wrong (e.g. a secp256k1 payload that is not 32 bytes); retrying
+    /// cannot help.
     #[error("invalid input to sign: {0}")]
     InvalidInput(String),
+    /// The custody backend could not answer (KMS/HSM down); the same call may succeed
+    /// later.
     #[error("signer unavailable: {0}")]
     Unavailable(String),
 }
 
+/// Key custody: derives keys by purpose and signs with them; the private keys never leave
+/// it.
 #[async_trait]
 pub trait Signer: Send + Sync {
+    /// The public key of `purpose` on `curve` (the same on every call).
     async fn public_key(
         &self,
         purpose: &KeyPurpose,

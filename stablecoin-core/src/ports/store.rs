@@ -17,11 +17,13 @@ use thiserror::Error;
 pub struct StoredRecord {
     /// Record kind (`"wallet"`, `"operation"`, ...).
     pub kind: String,
+    /// Unique within its kind.
     pub id: String,
     /// Owning tenant, for tenant-scoped lists. `None` for system-wide records (wallets).
     pub tenant: Option<String>,
     /// 1 on insert, +1 on every update. Set by the store on commit.
     pub version: u64,
+    /// Creation time; lists are newest first by it, then by id.
     pub created_at: Timestamp,
     /// Filterable status (`"QUEUED"`, `"pending"`, ...).
     pub status: Option<String>,
@@ -33,6 +35,7 @@ pub struct StoredRecord {
     /// Globally unique index entries (`"wallet_phone:+225..."`). A commit that would give
     /// one key to two records fails with `UniqueViolation`.
     pub unique_keys: Vec<String>,
+    /// The typed record as JSON.
     pub body: JsonText,
 }
 
@@ -73,10 +76,12 @@ impl JsonText {
         serde_json::from_str(&self.0)
     }
 
+    /// The JSON text, as stored.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The JSON text, as stored, without a copy.
     pub fn into_string(self) -> String {
         self.0
     }
@@ -128,6 +133,7 @@ impl<'de> Deserialize<'de> for JsonText {
 /// Insert or update one record.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Put {
+    /// The record to write (its `version` is ignored: the store assigns it).
     pub record: StoredRecord,
     /// `None`: the record must not exist. `Some(v)`: its current version must be `v`.
     pub expected_version: Option<u64>,
@@ -143,8 +149,11 @@ pub struct Put {
 /// from a cache: a stale copy fails the commit instead of deciding wrongly.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unchanged {
+    /// Kind of the record read.
     pub kind: String,
+    /// Id of the record read.
     pub id: String,
+    /// The version the batch's decisions were made on.
     pub version: u64,
 }
 
@@ -173,6 +182,7 @@ pub struct OutboxEvent {
     pub tenant: String,
     /// Event name (`"transfer.settled"`).
     pub event_type: String,
+    /// When the reported change happened.
     pub occurred_at: Timestamp,
     /// The `DomainEvent` as JSON; the webhooks crate renders the wire payload.
     pub payload: serde_json::Value,
@@ -181,12 +191,15 @@ pub struct OutboxEvent {
 /// The first response given for an idempotency key, replayed for later requests.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IdempotencyRecord {
+    /// The tenant whose key it is (keys are per tenant).
     pub tenant: String,
+    /// The client's `Idempotency-Key`.
     pub key: String,
     /// Hash of the request parameters; another hash under the same key is refused.
     pub request_hash: String,
     /// The response to replay (the engine's result as JSON).
     pub response: serde_json::Value,
+    /// When the first request was answered.
     pub created_at: Timestamp,
 }
 
@@ -195,11 +208,14 @@ pub struct IdempotencyRecord {
 pub struct Batch {
     /// Records that must still be at the version they were read at (checked first).
     pub unchanged: Vec<Unchanged>,
+    /// Records to insert or update, each with its version check.
     pub puts: Vec<Put>,
     /// Ledger accounts to create if absent (an existing one with other flags is an error).
     pub accounts: Vec<LedgerAccount>,
     /// Applied in order, in the same transaction as `puts`.
     pub ledger: Vec<LedgerTransfer>,
+    /// Webhook events to append; the store numbers them in order
+    /// ([`CommitReceipt::outbox_seqs`]).
     pub outbox: Vec<OutboxEvent>,
     /// At most one; it must not exist yet (a concurrent duplicate fails the batch).
     pub idempotency: Option<IdempotencyRecord>,
@@ -211,6 +227,7 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// True when committing the batch would write and check nothing.
     pub fn is_empty(&self) -> bool {
         self.unchanged.is_empty()
             && self.puts.is_empty()
@@ -232,7 +249,9 @@ pub struct CommitReceipt {
 /// the total of every record the query matches (not just the page).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListQuery {
+    /// Record kind to list.
     pub kind: String,
+    /// Only this tenant's records.
     pub tenant: String,
     /// Which subkind the list runs on, matched exactly: `None` lists the records that
     /// have NO subkind (every record of a kind that does not use subkinds), `Some(s)`
@@ -246,26 +265,49 @@ pub struct ListQuery {
     pub subkind: Option<String>,
     /// Only records in this status; `None`: every status.
     pub status: Option<String>,
+    /// Page size.
     pub limit: usize,
+    /// Matches skipped before the page.
     pub offset: usize,
 }
 
+/// Why a store call failed; a commit that fails wrote nothing. [`StoreError::code`] is the
+/// stable code.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum StoreError {
+    /// A `Put` or `Unchanged` met another version than expected (or a record that should
+    /// not exist does): another writer got there first; re-read and decide again.
     #[error("version conflict on {kind} {id}")]
-    VersionConflict { kind: String, id: String },
+    VersionConflict {
+        /// Kind of the record.
+        kind: String,
+        /// Id of the record.
+        id: String,
+    },
+    /// Another record already holds a unique key of a put.
     #[error("unique key {key} is already taken")]
-    UniqueViolation { key: String },
+    UniqueViolation {
+        /// The key already taken.
+        key: String,
+    },
+    /// The batch's idempotency record exists already (a concurrent duplicate request won).
     #[error("idempotency key {key} already recorded")]
-    IdempotencyExists { key: String },
+    IdempotencyExists {
+        /// The idempotency key.
+        key: String,
+    },
+    /// The batch's ledger part broke a ledger rule.
     #[error("ledger: {0}")]
     Ledger(#[from] LedgerError),
+    /// The backend failed (I/O, connection, a closed store); the text is for logs.
     #[error("store backend: {0}")]
     Backend(String),
 }
 
 impl StoreError {
+    /// The stable machine code (`CONFLICT`, `IDEMPOTENCY_KEY_IN_USE`, a ledger code,
+    /// `STORAGE_ERROR`).
     pub fn code(&self) -> &'static str {
         match self {
             StoreError::VersionConflict { .. } => "CONFLICT",
@@ -277,6 +319,8 @@ impl StoreError {
     }
 }
 
+/// Durable records, ledger, outbox and idempotency records of a deployment, changed only by
+/// atomic [`Batch`] commits.
 #[async_trait]
 pub trait Store: Send + Sync {
     /// Commits a batch atomically and durably.
@@ -289,6 +333,7 @@ pub trait Store: Send + Sync {
     /// A commit also releases any worker claim on the records it puts.
     async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError>;
 
+    /// The record of `kind` with `id`; `None` if there is none.
     async fn get(&self, kind: &str, id: &str) -> Result<Option<StoredRecord>, StoreError>;
 
     /// The record holding a unique key, if any.
@@ -299,6 +344,7 @@ pub trait Store: Send + Sync {
     /// id), and the total of the matches. Served from an index, never by a scan.
     async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError>;
 
+    /// The idempotency record of `key` for `tenant`, if one was committed.
     async fn idempotency(
         &self,
         tenant: &str,

@@ -79,10 +79,12 @@ use std::sync::Arc;
 /// to `inner`, the wrapped store.
 #[async_trait]
 pub trait StoreOverride: Send + Sync {
+    /// Replaces [`Store::commit`]; the default forwards to `inner`.
     async fn commit(&self, inner: &dyn Store, batch: Batch) -> Result<CommitReceipt, StoreError> {
         inner.commit(batch).await
     }
 
+    /// Replaces [`Store::get`]; the default forwards to `inner`.
     async fn get(
         &self,
         inner: &dyn Store,
@@ -92,6 +94,7 @@ pub trait StoreOverride: Send + Sync {
         inner.get(kind, id).await
     }
 
+    /// Replaces [`Store::get_by_unique`]; the default forwards to `inner`.
     async fn get_by_unique(
         &self,
         inner: &dyn Store,
@@ -100,6 +103,7 @@ pub trait StoreOverride: Send + Sync {
         inner.get_by_unique(key).await
     }
 
+    /// Replaces [`Store::list`]; the default forwards to `inner`.
     async fn list(
         &self,
         inner: &dyn Store,
@@ -108,6 +112,7 @@ pub trait StoreOverride: Send + Sync {
         inner.list(query).await
     }
 
+    /// Replaces [`Store::idempotency`]; the default forwards to `inner`.
     async fn idempotency(
         &self,
         inner: &dyn Store,
@@ -117,6 +122,7 @@ pub trait StoreOverride: Send + Sync {
         inner.idempotency(tenant, key).await
     }
 
+    /// Replaces [`Store::claim_due`]; the default forwards to `inner`.
     async fn claim_due(
         &self,
         inner: &dyn Store,
@@ -129,6 +135,7 @@ pub trait StoreOverride: Send + Sync {
         inner.claim_due(kind, worker, now, lease_ms, limit).await
     }
 
+    /// Replaces [`Store::outbox_after`]; the default forwards to `inner`.
     async fn outbox_after(
         &self,
         inner: &dyn Store,
@@ -149,6 +156,7 @@ pub struct DelegatingStore<O> {
 }
 
 impl<O: StoreOverride> DelegatingStore<O> {
+    /// Wraps `inner`; the calls `overrides` replaces go to it, the others to `inner`.
     pub fn new(inner: Arc<dyn Store>, overrides: O) -> Self {
         DelegatingStore { inner, overrides }
     }
@@ -218,26 +226,32 @@ impl<O: StoreOverride> Store for DelegatingStore<O> {
 /// to `inner`, the wrapped rail.
 #[async_trait]
 pub trait RailOverride: Send + Sync {
+    /// Replaces `Rail::id`; the default forwards to `inner`.
     fn id(&self, inner: &dyn Rail) -> RailId {
         inner.id()
     }
 
+    /// Replaces `Rail::tokens`; the default forwards to `inner`.
     fn tokens(&self, inner: &dyn Rail) -> Vec<Token> {
         inner.tokens()
     }
 
+    /// Replaces `Rail::monitors_inbound`; the default forwards to `inner`.
     fn monitors_inbound(&self, inner: &dyn Rail) -> bool {
         inner.monitors_inbound()
     }
 
+    /// Replaces `Rail::readiness_is_cheap`; the default forwards to `inner`.
     fn readiness_is_cheap(&self, inner: &dyn Rail) -> bool {
         inner.readiness_is_cheap()
     }
 
+    /// Replaces `Rail::readiness`; the default forwards to `inner`.
     async fn readiness(&self, inner: &dyn Rail) -> Readiness {
         inner.readiness().await
     }
 
+    /// Replaces `Rail::address_for`; the default forwards to `inner`.
     async fn address_for(
         &self,
         inner: &dyn Rail,
@@ -246,6 +260,7 @@ pub trait RailOverride: Send + Sync {
         inner.address_for(purpose).await
     }
 
+    /// Replaces `Rail::prepare_wallet`; the default forwards to `inner`.
     async fn prepare_wallet(
         &self,
         inner: &dyn Rail,
@@ -254,6 +269,7 @@ pub trait RailOverride: Send + Sync {
         inner.prepare_wallet(purpose).await
     }
 
+    /// Replaces `Rail::balance`; the default forwards to `inner`.
     async fn balance(
         &self,
         inner: &dyn Rail,
@@ -263,6 +279,7 @@ pub trait RailOverride: Send + Sync {
         inner.balance(address, token).await
     }
 
+    /// Replaces `Rail::submit`; the default forwards to `inner`.
     async fn submit(
         &self,
         inner: &dyn Rail,
@@ -271,6 +288,7 @@ pub trait RailOverride: Send + Sync {
         inner.submit(payment).await
     }
 
+    /// Replaces `Rail::status`; the default forwards to `inner`.
     async fn status(
         &self,
         inner: &dyn Rail,
@@ -279,6 +297,7 @@ pub trait RailOverride: Send + Sync {
         inner.status(payment_id).await
     }
 
+    /// Replaces `Rail::scan`; the default forwards to `inner`.
     async fn scan(
         &self,
         inner: &dyn Rail,
@@ -300,6 +319,7 @@ pub struct DelegatingRail<O> {
 }
 
 impl<O: RailOverride> DelegatingRail<O> {
+    /// Wraps `inner`; the calls `overrides` replaces go to it, the others to `inner`.
     pub fn new(inner: Arc<dyn Rail>, overrides: O) -> Self {
         DelegatingRail { inner, overrides }
     }

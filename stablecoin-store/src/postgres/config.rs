@@ -19,6 +19,8 @@ pub struct PgConfig {
     /// How often a commit that lost a race (deadlock, serialization failure, concurrent
     /// insert of the same new id) is run again before it fails with `Backend`.
     pub max_retries: u32,
+    /// How long a call waits for a free pooled connection before it fails with
+    /// `Backend`.
     pub acquire_timeout: Duration,
 }
 
@@ -46,16 +48,20 @@ impl PgConfig {
         }
     }
 
+    /// Keeps the store's tables in `schema`, created if missing; it must match
+    /// `[a-z_][a-z0-9_]{0,62}` (checked at connect).
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = Some(schema.into());
         self
     }
 
+    /// Sets the pool size; must be at least 1 (checked at connect).
     pub fn max_connections(mut self, n: u32) -> Self {
         self.max_connections = n;
         self
     }
 
+    /// Sets how often a commit that lost a race is retried before it fails.
     pub fn max_retries(mut self, n: u32) -> Self {
         self.max_retries = n;
         self

@@ -133,6 +133,8 @@ impl PgStore {
         &self.pool
     }
 
+    /// Closes the pool, waiting for the connections in use to come back; later calls on
+    /// any clone fail with `StoreError::Backend`.
     pub async fn close(&self) {
         self.pool.close().await;
     }

@@ -29,11 +29,13 @@ pub enum Durability {
 /// default too).
 pub const DEFAULT_MAX_BACKGROUND: usize = 4;
 
-/// Configuration of a [`SqliteStore`].
+/// Configuration of a [`SqliteStore`](super::SqliteStore).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SqliteConfig {
     /// Database file (created if missing), or [`MEMORY_PATH`] (`":memory:"`).
     pub path: PathBuf,
+    /// What an acknowledged commit survives; ignored for [`MEMORY_PATH`] (nothing
+    /// survives it).
     pub durability: Durability,
     /// Reader connections for `get`, `list`, `balance`, ... (file databases only). >= 1.
     pub readers: u32,
@@ -84,41 +86,51 @@ impl SqliteConfig {
         Self::file(MEMORY_PATH)
     }
 
+    /// Sets what an acknowledged commit survives (default [`Durability::Full`]).
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
         self
     }
 
+    /// Sets the number of reader connections; must be at least 1 (checked at open).
     pub fn readers(mut self, readers: u32) -> Self {
         self.readers = readers;
         self
     }
 
+    /// Sets the most operations per writer transaction; must be at least 1.
     pub fn max_group(mut self, max_group: usize) -> Self {
         self.max_group = max_group;
         self
     }
 
+    /// Sets the most background operations beside interactive ones in one group; must
+    /// be at least 1.
     pub fn max_background(mut self, max_background: usize) -> Self {
         self.max_background = max_background;
         self
     }
 
+    /// Sets how long the writer waits for another process's write lock.
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
         self
     }
 
+    /// Sets the background checkpoint period (`Duration::ZERO`: no background thread).
     pub fn checkpoint_interval(mut self, every: Duration) -> Self {
         self.checkpoint_interval = every;
         self
     }
 
+    /// Sets the WAL size, in 4 KiB pages, at which the writer checkpoints by itself.
     pub fn checkpoint_pages(mut self, pages: u32) -> Self {
         self.checkpoint_pages = pages;
         self
     }
 
+    /// True for a [`MEMORY_PATH`] configuration: a private database removed with the
+    /// store.
     pub fn is_memory(&self) -> bool {
         self.path.as_os_str() == MEMORY_PATH
     }

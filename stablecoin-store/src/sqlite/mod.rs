@@ -143,6 +143,7 @@ impl SqliteStore {
         Self::open(SqliteConfig::in_memory()).await
     }
 
+    /// The configuration this store was opened with.
     pub fn config(&self) -> &SqliteConfig {
         &self.inner.config
     }
