@@ -90,11 +90,10 @@ pub enum KeyCommand {
         /// The tenant that will own the key (ten_...).
         #[arg(long)]
         tenant: String,
-        /// The API the key opens: tenant (wallet, transfer, FX, escrow) or business
-        /// (checkout).
+        /// The API the key opens.
         #[arg(long, value_enum, default_value = "tenant")]
         kind: KindArg,
-        /// live (real value) or test (the sandbox).
+        /// Whether the key moves real value.
         #[arg(long, value_enum, default_value = "test")]
         mode: ModeArg,
     },
