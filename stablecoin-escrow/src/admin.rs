@@ -35,6 +35,7 @@ impl StaffActor {
         })
     }
 
+    /// The validated staff id, recorded as `staff:<id>` in history and payouts.
     pub fn id(&self) -> &str {
         &self.staff_id
     }

@@ -32,67 +32,162 @@ use thiserror::Error;
 
 use crate::state::TransitionError;
 
+/// Every failure of the escrow API; [`EscrowError::code`] is the stable machine code (see
+/// the module table), and the server maps the class of each code to an HTTP status.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum EscrowError {
     // ---- bad input ----
+    /// `INVALID_AMOUNT`: not a positive whole-token string, or above
+    /// [`EscrowConfig::max_amount`](crate::model::EscrowConfig::max_amount).
     #[error("invalid amount {input:?}: {reason}")]
-    InvalidAmount { input: String, reason: String },
+    InvalidAmount {
+        /// The amount as the caller sent it.
+        input: String,
+        /// Why it was refused, for humans.
+        reason: String,
+    },
+    /// `INVALID_PHONE`: a party phone number is not E.164.
     #[error("invalid phone number in {field}: {reason}")]
-    InvalidPhone { field: &'static str, reason: String },
+    InvalidPhone {
+        /// The request field that held it (`buyer_phone_number` or `seller_phone_number`).
+        field: &'static str,
+        /// Why it was refused, for humans.
+        reason: String,
+    },
+    /// `UNKNOWN_TOKEN`: the token is not one the SDK knows.
     #[error("unknown token {token:?}: expected USDT")]
-    UnknownToken { token: String },
+    UnknownToken {
+        /// The token as the caller sent it.
+        token: String,
+    },
+    /// `UNSUPPORTED_TOKEN`: a known token that escrow does not move (only TRON USDT does).
     #[error("token {token} is not supported by escrow: only TRON USDT has an adapter")]
-    UnsupportedToken { token: String },
+    UnsupportedToken {
+        /// The refused token's symbol.
+        token: String,
+    },
+    /// `INVALID_PARAMETER`: a field is out of bounds (`on_behalf_of`, windows,
+    /// `reference`, `limit`, a cursor, ...).
     #[error("invalid {field}: {reason}")]
-    InvalidParameter { field: &'static str, reason: String },
+    InvalidParameter {
+        /// The request field at fault (also [`EscrowError::param`]).
+        field: &'static str,
+        /// The bound it broke, for humans.
+        reason: String,
+    },
+    /// `MISSING_PARAMETER`: a required field is absent or blank (`reference`, a dispute's
+    /// `reason`, `resolution_note`, a recovery's `note`).
     #[error("{field} is required: {reason}")]
-    MissingParameter { field: &'static str, reason: String },
+    MissingParameter {
+        /// The absent request field (also [`EscrowError::param`]).
+        field: &'static str,
+        /// Why it is required here, for humans.
+        reason: String,
+    },
+    /// `SAME_WALLET`: the buyer and the seller have the same phone number or resolve to
+    /// the same wallet.
     #[error("buyer and seller must be different wallets")]
     SameWallet,
+    /// `INVALID_IDEMPOTENCY_KEY`: not 1 to 255 printable ASCII characters.
     #[error("invalid idempotency key: {reason}")]
-    InvalidIdempotencyKey { reason: String },
+    InvalidIdempotencyKey {
+        /// Why the key was refused, for humans.
+        reason: String,
+    },
 
     // ---- authority ----
+    /// `INVALID_API_KEY`: a key of another kind (a checkout business key) called the
+    /// escrow API.
     #[error("this API key cannot call the escrow API")]
     InvalidApiKey,
+    /// `NOT_A_MEMBER`: the calling tenant is not a member of a party's wallet.
     #[error("the calling tenant is not a member of the {party} wallet")]
-    NotAMember { party: &'static str },
+    NotAMember {
+        /// Which party's wallet: `buyer` or `seller`.
+        party: &'static str,
+    },
+    /// `SANDBOX_UNSUPPORTED`: a test key called an escrow mutation that has no
+    /// simulation.
     #[error("this escrow action is not supported with a sandbox (test) key")]
     SandboxUnsupported,
 
     // ---- not found ----
+    /// `NOT_FOUND`: no such escrow for this tenant (another tenant's escrow is reported
+    /// the same way), or no wallet for a party's phone.
     #[error("{kind} {id} not found")]
     NotFound {
+        /// What was looked up: `escrow`, `wallet`, ...
         kind: &'static str,
+        /// The id looked up (truncated; a phone number is masked).
         id: String,
         /// The request field that named it, when one did.
         field: Option<&'static str>,
     },
 
     // ---- state ----
+    /// `INVALID_STATE`: the action is not permitted from the escrow's current state
+    /// (see [`transition`](crate::state::transition)).
     #[error("{action} is not permitted from state {state}")]
-    InvalidState { state: String, action: String },
+    InvalidState {
+        /// The escrow's current state, as on the wire (`FUNDED`, ...).
+        state: String,
+        /// The refused action (`release`, `dispute`, ...).
+        action: String,
+    },
+    /// `PAYOUT_IN_FLIGHT`: a payout is claimed and not yet settled (a repeated release, a
+    /// dispute after a release, ...); retry once the payout confirmed or failed.
     #[error("a payout of this escrow is already in flight; {action} is refused")]
-    PayoutInFlight { action: String },
+    PayoutInFlight {
+        /// The refused action (`release`, `dispute`, ...).
+        action: String,
+    },
+    /// `NOTHING_TO_RECOVER`: the escrow holds no recoverable balance of that kind.
     #[error("nothing to recover: no {kind} balance")]
-    NothingToRecover { kind: String },
+    NothingToRecover {
+        /// The recovery kind and token asked for (`LATE USDT`, ...).
+        kind: String,
+    },
+    /// `CONFLICT` (retryable): concurrent updates kept colliding; nothing was written.
     #[error("concurrent update of {what}; retry")]
-    Conflict { what: String },
+    Conflict {
+        /// The record or unique key that collided, for logs.
+        what: String,
+    },
+    /// `IDEMPOTENCY_KEY_REUSED`: the key was already used with another request.
     #[error("idempotency key was already used with other parameters")]
     IdempotencyKeyReused,
+    /// `IDEMPOTENCY_KEY_IN_USE` (retryable): the first request with this key is still
+    /// running.
     #[error("a request with this idempotency key is still in progress")]
     IdempotencyKeyInUse,
 
     // ---- dependencies ----
+    /// `ESCROW_UNAVAILABLE` (retryable): TRON deposits are disabled, so no new escrow is
+    /// admitted.
     #[error("escrow is unavailable: {reason}")]
-    EscrowUnavailable { reason: String },
+    EscrowUnavailable {
+        /// Why, for humans.
+        reason: String,
+    },
+    /// `RAIL_NOT_READY` (retryable): the TRON rail is not READY, so sponsored payouts are
+    /// unavailable.
     #[error("rail {rail} is not ready: {reason}")]
-    RailNotReady { rail: String, reason: String },
+    RailNotReady {
+        /// The rail's name (`tron`).
+        rail: String,
+        /// The rail's readiness reason, for humans.
+        reason: String,
+    },
+    /// `RAIL_ERROR` (retryable): the rail failed; the text is for logs, not for callers.
     #[error("rail error: {0}")]
     Rail(String),
+    /// `STORAGE_ERROR` (retryable): the store failed; the text is for logs, not for
+    /// callers.
     #[error("storage error: {0}")]
     Storage(String),
+    /// `INVALID_CONFIG`: the escrow configuration or its ports are inconsistent (raised by
+    /// [`EscrowEngine::new`](crate::engine::EscrowEngine::new)).
     #[error("invalid escrow configuration: {0}")]
     InvalidConfig(String),
 }
@@ -157,6 +252,7 @@ impl EscrowError {
     }
 }
 
+/// The result of every fallible escrow call.
 pub type EscrowResult<T> = Result<T, EscrowError>;
 
 impl From<TransitionError> for EscrowError {

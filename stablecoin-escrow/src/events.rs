@@ -26,22 +26,40 @@
 /// The escrow webhook event types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EscrowEventType {
+    /// `escrow.created`: a deal was admitted (state CREATED).
     Created,
+    /// `escrow.deposit_recorded`: a confirmed deposit to the deal address was recorded,
+    /// whatever its kind.
     DepositRecorded,
+    /// `escrow.funded`: confirmed deposits reached the amount (FUNDED).
     Funded,
+    /// `escrow.payout_pending`: a release, refund, automatic release or staff resolution
+    /// was accepted and its payout claimed.
     PayoutPending,
+    /// `escrow.payout_failed`: the claimed payout failed; nothing moved, the state is
+    /// unchanged.
     PayoutFailed,
+    /// `escrow.released`: the payout to the seller was confirmed on chain (RELEASED).
     Released,
+    /// `escrow.refunded`: the payout to the buyer was confirmed on chain (REFUNDED).
     Refunded,
+    /// `escrow.disputed`: the tenant raised a dispute (DISPUTED).
     Disputed,
+    /// `escrow.expired`: the funding window closed unpaid (EXPIRED).
     Expired,
+    /// `escrow.cancelled`: the tenant cancelled the unfunded deal (CANCELLED).
     Cancelled,
+    /// `escrow.recovery_pending`: staff authorised a recovery to the buyer's linked wallet.
     RecoveryPending,
+    /// `escrow.recovered`: a recovery payout was confirmed on chain.
     Recovered,
+    /// `escrow.recovery_failed`: a recovery payout failed; the balance is recoverable
+    /// again.
     RecoveryFailed,
 }
 
 impl EscrowEventType {
+    /// Every event type, in lifecycle order.
     pub const ALL: [EscrowEventType; 13] = [
         EscrowEventType::Created,
         EscrowEventType::DepositRecorded,
@@ -58,6 +76,7 @@ impl EscrowEventType {
         EscrowEventType::RecoveryFailed,
     ];
 
+    /// The wire name: `OutboxEvent.event_type` and the webhook's `type`.
     pub fn as_str(self) -> &'static str {
         match self {
             EscrowEventType::Created => "escrow.created",
@@ -76,6 +95,7 @@ impl EscrowEventType {
         }
     }
 
+    /// The event type with this wire name; `None` for any other string.
     pub fn parse(s: &str) -> Option<EscrowEventType> {
         EscrowEventType::ALL.into_iter().find(|e| e.as_str() == s)
     }

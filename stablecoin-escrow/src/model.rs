@@ -35,10 +35,12 @@ pub struct EscrowConfig {
     pub default_funding_window_secs: u64,
     /// Bounds of a requested funding window (15 min .. 30 days).
     pub min_funding_window_secs: u64,
+    /// Upper bound of a requested funding window (30 days).
     pub max_funding_window_secs: u64,
     /// Bounds of a requested inspection window `auto_release_after_secs` (1 h .. 90 days).
     /// Absent in the request means no automatic release, ever.
     pub min_auto_release_after_secs: u64,
+    /// Upper bound of a requested inspection window (90 days).
     pub max_auto_release_after_secs: u64,
     /// Largest escrow amount (1,000,000 USDT).
     pub max_amount: Micros,
@@ -84,11 +86,14 @@ impl Default for EscrowConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Party {
+    /// The party that pays into the deal address; refunds and recoveries go to it.
     Buyer,
+    /// The party that is paid on release.
     Seller,
 }
 
 impl Party {
+    /// Wire name (`BUYER`, `SELLER`), identical to the serde representation.
     pub fn as_str(self) -> &'static str {
         match self {
             Party::Buyer => "BUYER",
@@ -109,7 +114,9 @@ impl Party {
 /// A party's linked customer wallet, fixed at creation: payouts go here and nowhere else.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartyWallet {
+    /// The linked customer wallet; the calling tenant must be a member of it at creation.
     pub wallet: WalletId,
+    /// The phone number the partner gave for this party (E.164).
     pub phone: Phone,
     /// The wallet's TRON address (`rail.address_for(KeyPurpose::Wallet(wallet))`).
     pub address: ChainAddress,
@@ -121,15 +128,26 @@ pub struct PartyWallet {
 pub enum Actor {
     /// A tenant, through one of its API keys.
     Tenant {
+        /// The tenant that acted.
         tenant: TenantId,
+        /// The key it acted with (`key_...`), recorded as the authority.
         api_key_id: ApiKeyId,
     },
     /// Service staff, through the admin API.
-    Staff { staff_id: String },
+    Staff {
+        /// The [`StaffActor`](crate::admin::StaffActor) id (an email, a username).
+        staff_id: String,
+    },
     /// A background job of the service (`funding_expiry`, `auto_release`, `payout`).
-    System { job: String },
+    System {
+        /// The job's name: `funding_expiry`, `auto_release` or `payout`.
+        job: String,
+    },
     /// The chain: a deposit was observed.
-    Chain { rail: String },
+    Chain {
+        /// The rail that observed it (`tron`).
+        rail: String,
+    },
 }
 
 impl Actor {
@@ -151,53 +169,80 @@ impl Actor {
 /// A deal payout that is claimed and not yet settled.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PayoutClaim {
+    /// Where the payout goes: the seller (release) or the buyer (refund).
     pub purpose: PayoutPurpose,
     /// The payout record (and rail payment) id.
     pub payout_id: String,
     /// Staff resolution of a dispute: its note becomes `resolution_note` on settlement.
     pub resolution_note: Option<String>,
+    /// When the action that claimed the payout was accepted.
     pub claimed_at: Timestamp,
 }
 
 /// A recoverable balance of one kind and token.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recoverable {
+    /// What the balance came from; each kind is recovered separately.
     pub kind: RecoveryKind,
+    /// The token held: the deal's, or another for `UNSUPPORTED_TOKEN`.
     pub token: Token,
+    /// Micro-units; never zero (an emptied balance is removed).
     pub amount: Micros,
 }
 
 /// A recovery as the deal remembers it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecoverySummary {
+    /// The recovery's payout record (and rail payment) id, `<deal id>:recovery:<n>`.
     pub payout_id: String,
+    /// The recovered balance's kind.
     pub kind: RecoveryKind,
+    /// The recovered token.
     pub token: Token,
+    /// Micro-units sent back to the buyer's linked wallet.
     pub amount: Micros,
+    /// `QUEUED` until the payout settles, then `CONFIRMED` or `FAILED`.
     pub status: PayoutStatus,
+    /// The transaction hash, once the rail reported one.
     pub tx_hash: Option<String>,
 }
 
 /// An escrow deal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Deal {
+    /// `esc_...`, fixed at creation.
     pub id: EscrowId,
+    /// The tenant that created the deal; only it sees and acts on the deal through the
+    /// tenant API.
     pub tenant: TenantId,
+    /// The public state; a claimed payout is in `payout` (see [`Deal::phase`]).
     pub state: EscrowState,
     /// The claimed, unsettled deal payout (`payout_pending`).
     pub payout: Option<PayoutClaim>,
+    /// The deal amount in micro-units: what funds the deal and what a payout sends.
     pub amount: Micros,
+    /// The deal's token (TRON USDT); deposits of any other token are `UNSUPPORTED_TOKEN`.
     pub token: Token,
+    /// The rail name (`tron`).
     pub rail: String,
+    /// Copied from [`EscrowConfig::network`] at creation.
     pub network: String,
+    /// Copied from [`EscrowConfig::chain_id`] at creation.
     pub chain_id: u64,
+    /// The partner's reference (1-200 characters, trimmed).
     pub reference: String,
+    /// The buyer: pays in, receives refunds and recoveries.
     pub buyer: PartyWallet,
+    /// The seller: receives the release.
     pub seller: PartyWallet,
     /// Derived from `KeyPurpose::EscrowDeal(id)`; this deal's alone (unique key).
     pub escrow_address: ChainAddress,
+    /// End of the funding window: deposits recorded from then on are `LATE`, and a CREATED
+    /// deal expires.
     pub funding_expires_at: Timestamp,
+    /// The inspection window the request set; `None` means no automatic release.
     pub auto_release_after_secs: Option<u64>,
+    /// `funded_at` + the inspection window, set on funding when there is one.
     pub auto_release_at: Option<Timestamp>,
     /// The automatic release was claimed once; it is never retried by itself.
     pub auto_release_attempted: bool,
@@ -205,38 +250,56 @@ pub struct Deal {
     pub applied: Micros,
     /// Every recorded deposit, per token.
     pub deposited: BTreeMap<Token, Micros>,
+    /// Deposits recorded for this deal, of every kind and token.
     pub deposit_count: u64,
     /// Recoverable balances not yet being recovered.
     pub recoverable: Vec<Recoverable>,
+    /// Every recovery authorised so far, oldest first.
     pub recoveries: Vec<RecoverySummary>,
     /// Deal payouts claimed so far (the next payment id is `<id>:payout:<n+1>`).
     pub payout_attempts: u32,
+    /// Recoveries claimed so far (the next payment id is `<id>:recovery:<n+1>`).
     pub recovery_attempts: u32,
+    /// The transaction hash of the confirmed deal payout (RELEASED or REFUNDED).
     pub payout_tx_hash: Option<String>,
     /// Why the last payout failed, kept until a later payout settles.
     pub payout_failure_reason: Option<String>,
+    /// When confirmed deposits reached the amount (FUNDED).
     pub funded_at: Option<Timestamp>,
+    /// When the release payout was confirmed (RELEASED).
     pub released_at: Option<Timestamp>,
+    /// When the refund payout was confirmed (REFUNDED).
     pub refunded_at: Option<Timestamp>,
+    /// When the tenant raised the dispute (DISPUTED).
     pub disputed_at: Option<Timestamp>,
+    /// The tenant's `reason` for the dispute.
     pub dispute_reason: Option<String>,
+    /// The staff note of a dispute resolution, set once its payout is confirmed.
     pub resolution_note: Option<String>,
+    /// When the tenant cancelled the unfunded deal (CANCELLED).
     pub cancelled_at: Option<Timestamp>,
+    /// When the funding window closed unpaid (EXPIRED).
     pub expired_at: Option<Timestamp>,
     /// Entries in the permanent history.
     pub history_len: u64,
+    /// When the deal was admitted.
     pub created_at: Timestamp,
+    /// When the deal record last changed.
     pub updated_at: Timestamp,
 }
 
 impl Deal {
+    /// Record kind of deals in the store.
     pub const KIND: &'static str = "escrow";
 
+    /// The store unique key that reserves a deal address (`escrow_addr:tron:<address>`),
+    /// so no two deals share one.
     pub fn address_key(address: &ChainAddress) -> String {
         // TRON base58 addresses are case-sensitive: the key keeps the exact text.
         format!("escrow_addr:tron:{}", address.0)
     }
 
+    /// The machine's state: the public state plus the claimed payout's purpose.
     pub fn phase(&self) -> Phase {
         Phase {
             state: self.state,
@@ -244,6 +307,8 @@ impl Deal {
         }
     }
 
+    /// Sets the public state, and drops the payout claim when `phase` has none. It never
+    /// sets a claim: the caller stores the [`PayoutClaim`] itself.
     pub fn set_phase(&mut self, phase: Phase) {
         self.state = phase.state;
         if phase.payout.is_none() {
@@ -251,6 +316,7 @@ impl Deal {
         }
     }
 
+    /// The recoverable balance of one kind and token (zero when there is none).
     pub fn recoverable_of(&self, kind: RecoveryKind, token: Token) -> Micros {
         self.recoverable
             .iter()
@@ -300,10 +366,12 @@ impl Deal {
             .fold(Micros::ZERO, |a, r| a.checked_add(r.amount).unwrap_or(a))
     }
 
+    /// Every recorded deposit of `token`, in micro-units (zero when none).
     pub fn deposited_of(&self, token: Token) -> Micros {
         self.deposited.get(&token).copied().unwrap_or(Micros::ZERO)
     }
 
+    /// The buyer's or the seller's linked wallet.
     pub fn party(&self, party: Party) -> &PartyWallet {
         match party {
             Party::Buyer => &self.buyer,
@@ -345,7 +413,9 @@ impl Record for Deal {
 pub struct HistoryEntry {
     /// `<deal id>:<seq, 8 digits>`.
     pub id: String,
+    /// The deal it belongs to.
     pub deal: EscrowId,
+    /// The deal's tenant.
     pub tenant: TenantId,
     /// 0-based position in the deal's history.
     pub seq: u64,
@@ -355,21 +425,32 @@ pub struct HistoryEntry {
     pub event: String,
     /// `None` for the creation entry.
     pub from_state: Option<String>,
+    /// Whether a payout was claimed before the change.
     pub from_payout_pending: bool,
+    /// The wire state after the change (`FUNDED`, ...).
     pub state: String,
+    /// Whether a payout is claimed after the change.
     pub payout_pending: bool,
+    /// Who made it happen.
     pub actor: Actor,
+    /// The authority it happened under ([`Actor::authority`]).
     pub authority: String,
+    /// The tenant's unverified `on_behalf_of` assertion, if it gave one.
     pub on_behalf_of: Option<Party>,
+    /// The tenant's or staff's reason or note, or a failed payout's error.
     pub reason: Option<String>,
     /// Event-specific facts (the deposit, the payout, ...).
     pub data: Option<serde_json::Value>,
+    /// When the change was committed.
     pub at: Timestamp,
 }
 
 impl HistoryEntry {
+    /// Record kind of history entries in the store.
     pub const KIND: &'static str = "escrow_event";
 
+    /// The entry id of position `seq` in a deal's history (zero-padded, so ids sort in
+    /// order).
     pub fn make_id(deal: &EscrowId, seq: u64) -> String {
         format!("{deal}:{seq:08}")
     }
@@ -393,24 +474,40 @@ impl Record for HistoryEntry {
 pub struct DepositRecord {
     /// `tron:<tx hash>:<index>`.
     pub id: String,
+    /// The deal whose address received it.
     pub deal: EscrowId,
+    /// The deal's tenant.
     pub tenant: TenantId,
+    /// The inbound transaction.
     pub tx_hash: String,
+    /// Position inside the transaction (log index), so one transaction can carry several.
     pub index: u32,
+    /// The sender's address (never a payout destination: payouts go to linked wallets).
     pub from: ChainAddress,
+    /// The token received; another token than the deal's is `UNSUPPORTED_TOKEN`.
     pub token: Token,
+    /// Micro-units received.
     pub amount: Micros,
+    /// The block that included the transaction.
     pub block: u64,
+    /// How the deposit was counted ([`classify_deposit`](crate::state::classify_deposit)).
     pub kind: DepositKind,
+    /// Micro-units counted toward the deal amount.
     pub applied: Micros,
+    /// Micro-units that became recoverable at once.
     pub recoverable: Micros,
+    /// The recoverable balance it added to (`None` when `recoverable` is zero).
     pub recoverable_kind: Option<RecoveryKind>,
+    /// When the scanner recorded it (confirmed at the rail's depth).
     pub recorded_at: Timestamp,
 }
 
 impl DepositRecord {
+    /// Record kind of deposits in the store.
     pub const KIND: &'static str = "escrow_deposit";
 
+    /// The deposit id of log index `index` of transaction `tx_hash`: recording the same
+    /// transfer twice is a conflict, not a second deposit.
     pub fn make_id(tx_hash: &str, index: u32) -> String {
         format!("tron:{tx_hash}:{index}")
     }
@@ -444,15 +541,24 @@ pub enum PayoutKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PayoutStatus {
+    /// Claimed and waiting to be submitted (also while the rail cannot send).
     Queued,
+    /// Being submitted: saved before the submission, so a crash leaves this status, which
+    /// the worker resolves as `Unknown`.
     Submitting,
+    /// Accepted by the rail; polled until confirmed or failed.
     Submitted,
+    /// The submission's outcome is unknown; resolved by asking the rail about the payment
+    /// id (wire name `SUBMISSION_UNKNOWN`).
     Unknown,
+    /// Confirmed on chain at the rail's depth; the ledger hold is posted.
     Confirmed,
+    /// Definitely failed, nothing moved; the ledger hold is voided.
     Failed,
 }
 
 impl PayoutStatus {
+    /// Wire name (`QUEUED`, ..., `SUBMISSION_UNKNOWN`), also the record's store status.
     pub fn as_str(self) -> &'static str {
         match self {
             PayoutStatus::Queued => "QUEUED",
@@ -464,6 +570,7 @@ impl PayoutStatus {
         }
     }
 
+    /// `CONFIRMED` or `FAILED`: the worker never touches the payout again.
     pub fn is_terminal(self) -> bool {
         matches!(self, PayoutStatus::Confirmed | PayoutStatus::Failed)
     }
@@ -474,34 +581,54 @@ impl PayoutStatus {
 pub struct PayoutRecord {
     /// The rail payment id: `<deal id>:payout:<n>` or `<deal id>:recovery:<n>`.
     pub id: String,
+    /// The deal it pays out of.
     pub deal: EscrowId,
+    /// The deal's tenant.
     pub tenant: TenantId,
+    /// A deal payout (release or refund) or a recovery.
     pub kind: PayoutKind,
     /// Staff resolution of a dispute (a failure returns the deal to DISPUTED).
     pub staff_resolution: bool,
+    /// The party paid: the seller on release, the buyer otherwise.
     pub to: Party,
+    /// The party's linked wallet, fixed at the deal's creation.
     pub to_wallet: WalletId,
+    /// Micro-units sent.
     pub amount: Micros,
+    /// The token sent.
     pub token: Token,
     /// Fixed at creation, so every submission is the same payment.
     pub payment: RailPayment,
     /// The pending ledger transfer, posted on confirmation, voided on failure.
     pub hold: LedgerTransfer,
+    /// Where the payment stands.
     pub status: PayoutStatus,
+    /// The transaction hash, once the rail reported one.
     pub tx_hash: Option<String>,
+    /// The block that included the transaction, once confirmed.
     pub block: Option<u64>,
+    /// Why it failed (`FAILED` only).
     pub error_reason: Option<String>,
+    /// Who claimed it: the tenant, staff, or the automatic release job.
     pub requested_by: Actor,
+    /// The tenant's unverified `on_behalf_of` assertion, if it gave one.
     pub on_behalf_of: Option<Party>,
+    /// The tenant's reason, the staff resolution note or the recovery note.
     pub note: Option<String>,
+    /// When the worker started submitting it; the `unknown_grace_ms` window runs from here.
     pub submitted_at: Option<Timestamp>,
+    /// When the worker looks at it next (the store's due time); `None` once settled.
     pub next_check_at: Option<Timestamp>,
+    /// When it was claimed.
     pub created_at: Timestamp,
+    /// When the record last changed.
     pub updated_at: Timestamp,
+    /// When it was confirmed or failed.
     pub settled_at: Option<Timestamp>,
 }
 
 impl PayoutRecord {
+    /// Record kind of payouts in the store.
     pub const KIND: &'static str = "escrow_payout";
 }
 
@@ -566,6 +693,8 @@ pub mod accounts {
     use super::*;
     use stablecoin_core::engine::accounts as core_accounts;
 
+    /// Core's `chain_in:tron:<TOKEN>`: value that arrived from outside on TRON (may go
+    /// negative).
     pub fn chain_in(token: Token) -> LedgerAccount {
         core_accounts::chain_in("tron", token)
     }
@@ -577,14 +706,19 @@ pub mod accounts {
         }
     }
 
+    /// `escrow:<deal>:held:<TOKEN>`: deposits counted toward the amount.
     pub fn held(deal: &EscrowId, token: Token) -> LedgerAccount {
         deal_account(deal, "held", token)
     }
 
+    /// `escrow:<deal>:<kind>:<TOKEN>`: the recoverable balance of one kind (`partial`,
+    /// `excess`, `late`, `unsupported`).
     pub fn bucket(deal: &EscrowId, kind: RecoveryKind, token: Token) -> LedgerAccount {
         deal_account(deal, kind.slug(), token)
     }
 
+    /// `escrow:<deal>:paid_out:<TOKEN>`: payouts to the parties' linked wallets (posted on
+    /// confirmation).
     pub fn paid_out(deal: &EscrowId, token: Token) -> LedgerAccount {
         deal_account(deal, "paid_out", token)
     }

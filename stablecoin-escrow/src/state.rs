@@ -32,16 +32,26 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum EscrowState {
+    /// Admitted; waiting for confirmed deposits to reach the amount before
+    /// `funding_expires_at`.
     Created,
+    /// The amount is held; the tenant may release, refund or dispute (a payout may be
+    /// pending).
     Funded,
+    /// The tenant disputed; only a staff resolution leaves it (a payout may be pending).
     Disputed,
+    /// Terminal: the amount was paid to the seller and confirmed on chain.
     Released,
+    /// Terminal: the amount was paid back to the buyer and confirmed on chain.
     Refunded,
+    /// Terminal: the funding window closed unpaid; counted deposits are recoverable.
     Expired,
+    /// Terminal: the tenant cancelled the unfunded escrow; counted deposits are recoverable.
     Cancelled,
 }
 
 impl EscrowState {
+    /// Every state, in lifecycle order.
     pub const ALL: [EscrowState; 7] = [
         EscrowState::Created,
         EscrowState::Funded,
@@ -65,10 +75,12 @@ impl EscrowState {
         }
     }
 
+    /// The state with this wire name (exact, upper case); `None` for any other string.
     pub fn parse(s: &str) -> Option<EscrowState> {
         EscrowState::ALL.into_iter().find(|st| st.as_str() == s)
     }
 
+    /// RELEASED, REFUNDED, EXPIRED or CANCELLED: no action leaves it.
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
@@ -91,11 +103,14 @@ impl fmt::Display for EscrowState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PayoutPurpose {
+    /// The amount goes to the seller.
     Release,
+    /// The amount goes back to the buyer.
     Refund,
 }
 
 impl PayoutPurpose {
+    /// Wire name (`RELEASE`, `REFUND`), identical to the serde representation.
     pub fn as_str(self) -> &'static str {
         match self {
             PayoutPurpose::Release => "RELEASE",
@@ -107,12 +122,14 @@ impl PayoutPurpose {
 /// The machine's state: the public state and the claimed, unsettled payout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Phase {
+    /// The public state.
     pub state: EscrowState,
     /// `Some` while a payout is claimed and not yet confirmed (`payout_pending=true`).
     pub payout: Option<PayoutPurpose>,
 }
 
 impl Phase {
+    /// A phase with no payout pending.
     pub const fn new(state: EscrowState) -> Phase {
         Phase {
             state,
@@ -120,6 +137,8 @@ impl Phase {
         }
     }
 
+    /// A phase with a claimed, unsettled payout of `purpose` (meaningful in FUNDED and
+    /// DISPUTED only).
     pub const fn pending(state: EscrowState, purpose: PayoutPurpose) -> Phase {
         Phase {
             state,
@@ -142,6 +161,7 @@ impl Phase {
         Phase::new(EscrowState::Cancelled),
     ];
 
+    /// True while a payout is claimed and unsettled (the view's `payout_pending`).
     pub fn payout_pending(&self) -> bool {
         self.payout.is_some()
     }
@@ -185,6 +205,7 @@ pub enum Action {
 }
 
 impl Action {
+    /// Every action, in the order of the module table.
     pub const ALL: [Action; 11] = [
         Action::Fund,
         Action::Expire,
@@ -199,6 +220,8 @@ impl Action {
         Action::PayoutFailed,
     ];
 
+    /// Lower-case name used in errors (`INVALID_STATE`'s `action`) and, upper-cased, as a
+    /// payout's `trigger` in `escrow.payout_pending`.
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Fund => "fund",
@@ -226,13 +249,24 @@ impl fmt::Display for Action {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TransitionError {
     /// Not permitted from this state (`INVALID_STATE`).
-    InvalidState { from: Phase, action: Action },
+    InvalidState {
+        /// The phase the action was asked in.
+        from: Phase,
+        /// The refused action.
+        action: Action,
+    },
     /// A payout is claimed and unsettled (`PAYOUT_IN_FLIGHT`): repeat release, dispute
     /// after release, refund during release, cancel, ...
-    PayoutInFlight { from: Phase, action: Action },
+    PayoutInFlight {
+        /// The phase the action was asked in (a payout is pending).
+        from: Phase,
+        /// The refused action.
+        action: Action,
+    },
 }
 
 impl TransitionError {
+    /// The stable error code: `INVALID_STATE` or `PAYOUT_IN_FLIGHT`.
     pub fn code(&self) -> &'static str {
         match self {
             TransitionError::InvalidState { .. } => "INVALID_STATE",
@@ -281,6 +315,7 @@ pub enum RecoveryKind {
 }
 
 impl RecoveryKind {
+    /// Every kind, each with its own ledger account per deal and token.
     pub const ALL: [RecoveryKind; 4] = [
         RecoveryKind::Partial,
         RecoveryKind::Excess,
@@ -288,6 +323,7 @@ impl RecoveryKind {
         RecoveryKind::UnsupportedToken,
     ];
 
+    /// Wire name (`PARTIAL`, ...), identical to the serde representation.
     pub fn as_str(self) -> &'static str {
         match self {
             RecoveryKind::Partial => "PARTIAL",
@@ -297,6 +333,8 @@ impl RecoveryKind {
         }
     }
 
+    /// The kind with this wire name (a recovery request's `kind`); `None` for any other
+    /// string.
     pub fn parse(s: &str) -> Option<RecoveryKind> {
         RecoveryKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
@@ -329,6 +367,7 @@ pub enum DepositKind {
 }
 
 impl DepositKind {
+    /// Wire name (`PARTIAL`, `FUNDING`, ...), identical to the serde representation.
     pub fn as_str(self) -> &'static str {
         match self {
             DepositKind::Partial => "PARTIAL",
@@ -343,11 +382,13 @@ impl DepositKind {
 /// The decision for one confirmed deposit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DepositDecision {
+    /// How the deposit counts.
     pub kind: DepositKind,
     /// Counted toward the amount (held for the deal).
     pub applied: Micros,
     /// Recoverable at once, and of which kind (`None` when nothing is).
     pub recoverable: Micros,
+    /// The kind of the `recoverable` part (`None` when it is zero).
     pub recoverable_kind: Option<RecoveryKind>,
     /// The deposit completes the funding: apply [`Action::Fund`].
     pub funds: bool,

@@ -91,7 +91,9 @@ pub struct ListEscrowsQuery {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct RecoverableView {
+    /// `PARTIAL`, `EXCESS`, `LATE` or `UNSUPPORTED_TOKEN`: what the balance came from.
     pub kind: String,
+    /// The token held (`USDT`, or another token for `UNSUPPORTED_TOKEN`).
     pub token: String,
     /// Base units.
     pub amount: String,
@@ -101,48 +103,77 @@ pub struct RecoverableView {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct EscrowView {
+    /// `esc_...`, stable for the deal's life.
     pub id: String,
+    /// Always `escrow`.
     pub object: String,
+    /// `CREATED`, `FUNDED`, `DISPUTED`, `RELEASED`, `REFUNDED`, `EXPIRED` or `CANCELLED`.
     pub state: String,
     /// Base units.
     pub amount: String,
+    /// `USDT`, the only token escrow moves.
     pub token: String,
+    /// `tron`.
     pub rail: String,
+    /// The TRON network (`mainnet`).
     pub network: String,
+    /// The TRON chain id (728126428 on mainnet).
     pub chain_id: u64,
+    /// The partner's reference, as given at creation.
     pub reference: String,
+    /// The deal's own TRON address: the buyer pays the amount here.
     pub escrow_address: String,
+    /// E.164 phone of the buyer's wallet.
     pub buyer_phone_number: String,
+    /// E.164 phone of the seller's wallet.
     pub seller_phone_number: String,
     /// The linked wallets' TRON addresses: refunds and releases go there, nowhere else.
     pub buyer_address: String,
+    /// The seller's linked wallet's TRON address: a release goes there.
     pub seller_address: String,
+    /// End of the funding window: deposits from then on are late, and an unfunded escrow
+    /// expires.
     pub funding_expires_at: String,
     /// Confirmed deposits counted toward the amount, base units.
     pub funded_amount: String,
+    /// When confirmed deposits reached the amount.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub funded_at: Option<String>,
+    /// The inspection window, when the escrow has one (absent: no automatic release).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub auto_release_after_secs: Option<u64>,
+    /// When the escrow releases to the seller by itself, unless a refund, dispute or release
+    /// came first (set on funding when there is an inspection window).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub auto_release_at: Option<String>,
+    /// True while a release or refund payout is claimed and not yet settled on chain; no
+    /// escrow webhook is a settlement proof while it is true.
     pub payout_pending: bool,
+    /// The transaction of the confirmed release or refund.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub payout_tx_hash: Option<String>,
+    /// Why the last payout failed; cleared once a later payout is confirmed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub payout_failure_reason: Option<String>,
+    /// When the release payout was confirmed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub released_at: Option<String>,
+    /// When the refund payout was confirmed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub refunded_at: Option<String>,
+    /// When the tenant raised the dispute.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub disputed_at: Option<String>,
+    /// The `reason` the tenant gave for the dispute.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub dispute_reason: Option<String>,
+    /// Staff reasoning of a dispute resolution, once its payout is confirmed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub resolution_note: Option<String>,
+    /// When the tenant cancelled the unfunded escrow.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cancelled_at: Option<String>,
+    /// When the funding window closed unpaid.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub expired_at: Option<String>,
     /// Recoverable balances awaiting a staff recovery (omitted when none).
@@ -151,11 +182,14 @@ pub struct EscrowView {
     /// True only for a sandbox simulation: nothing was stored.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub simulated: bool,
+    /// When the escrow was created.
     pub created_at: String,
+    /// When the escrow last changed.
     pub updated_at: String,
 }
 
 impl EscrowView {
+    /// The API view of a stored deal.
     pub fn from_deal(d: &Deal) -> EscrowView {
         let ts = |t: Option<stablecoin_core::domain::time::Timestamp>| t.map(|t| t.to_rfc3339());
         EscrowView {
@@ -208,9 +242,13 @@ impl EscrowView {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct EscrowList {
+    /// Page size used (1-100).
     pub limit: u32,
+    /// 1-based page number.
     pub page: u32,
+    /// Escrows matching the filter, over all pages.
     pub total: u64,
+    /// This page's escrows.
     pub escrows: Vec<EscrowView>,
 }
 
@@ -218,13 +256,20 @@ pub struct EscrowList {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct EscrowEventView {
+    /// `evt_...`: the same id as the event's webhook, so receivers can deduplicate.
     pub event_id: String,
+    /// The event name (`escrow.funded`, ...), also the webhook's event type.
     pub event: String,
+    /// The escrow it belongs to (`esc_...`).
     pub escrow_id: String,
+    /// 0-based position in the escrow's history.
     pub sequence: u64,
+    /// The state before the change (absent for `escrow.created`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub previous_state: Option<String>,
+    /// The state after the change.
     pub state: String,
+    /// Whether a payout was claimed and unsettled after the change.
     pub payout_pending: bool,
     /// `tenant`, `staff`, `system` or `chain`.
     pub actor: String,
@@ -232,16 +277,21 @@ pub struct EscrowEventView {
     pub actor_id: String,
     /// The authority acted under: `api_key:key_...`, `staff:<id>`, `system:<job>`, `chain:tron`.
     pub authority: String,
+    /// `BUYER` or `SELLER`: the tenant's unverified assertion of whom it acted for.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub on_behalf_of: Option<String>,
+    /// The tenant's or staff's reason or note, or a failed payout's error.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reason: Option<String>,
+    /// Event-specific facts (the deposit, the payout, ...), per event type.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub data: Option<serde_json::Value>,
+    /// When the change was committed.
     pub occurred_at: String,
 }
 
 impl EscrowEventView {
+    /// The API view of a stored history entry.
     pub fn from_entry(e: &HistoryEntry) -> EscrowEventView {
         use crate::model::Actor;
         let (actor, actor_id) = match &e.actor {
@@ -273,9 +323,13 @@ impl EscrowEventView {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct EscrowEventList {
+    /// Page size used (1-100).
     pub limit: u32,
+    /// 1-based page number.
     pub page: u32,
+    /// Entries in the escrow's history, over all pages.
     pub total: u64,
+    /// This page's entries, newest first.
     pub events: Vec<EscrowEventView>,
 }
 
@@ -286,8 +340,10 @@ pub struct EscrowEventList {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct EscrowWebhookPayload {
+    /// The history entry, flattened into the payload's top level.
     #[serde(flatten)]
     pub entry: EscrowEventView,
+    /// The escrow as it stood right after the change.
     pub escrow: EscrowView,
 }
 
@@ -297,32 +353,45 @@ pub struct EscrowWebhookPayload {
 pub struct PayoutView {
     /// Also the rail payment id.
     pub id: String,
+    /// The escrow it pays out of (`esc_...`).
     pub escrow_id: String,
     /// `RELEASE`, `REFUND` or `RECOVERY`.
     pub purpose: String,
+    /// `PARTIAL`, `EXCESS`, `LATE` or `UNSUPPORTED_TOKEN` (recoveries only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub recovery_kind: Option<String>,
+    /// `QUEUED`, `SUBMITTING`, `SUBMITTED`, `SUBMISSION_UNKNOWN`, `CONFIRMED` or `FAILED`.
     pub status: String,
     /// Base units.
     pub amount: String,
+    /// The token sent.
     pub token: String,
     /// `BUYER` or `SELLER`.
     pub to: String,
+    /// The party's linked wallet's TRON address.
     pub to_address: String,
+    /// The transaction hash, once the rail reported one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub tx_hash: Option<String>,
+    /// Why the payout failed (`FAILED` only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error_reason: Option<String>,
+    /// Who claimed it: `api_key:key_...`, `staff:<id>` or `system:auto_release`.
     pub authority: String,
+    /// The tenant's reason, the staff resolution note or the recovery note.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub note: Option<String>,
+    /// When the payout was claimed.
     pub created_at: String,
+    /// When the payout last changed.
     pub updated_at: String,
+    /// When it was confirmed or failed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub settled_at: Option<String>,
 }
 
 impl PayoutView {
+    /// The staff view of a stored payout.
     pub fn from_record(p: &PayoutRecord) -> PayoutView {
         let (purpose, recovery_kind) = match p.kind {
             PayoutKind::Deal(purpose) => (purpose.as_str().to_string(), None),
@@ -357,14 +426,21 @@ impl PayoutView {
 /// One token's money of one deal, from the ledger (micro-units).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenAccounting {
+    /// The token; always set by
+    /// [`EscrowAdmin::accounting`](crate::admin::EscrowAdmin::accounting).
     pub token: Option<Token>,
     /// Every recorded deposit (from the deal record).
     pub deposited: u64,
     /// Posted balances of the deal's accounts (pending payouts still included).
     pub held: u64,
+    /// Posted balance of the `partial` account: counted deposits of a deal that closed
+    /// unfunded, awaiting recovery.
     pub partial: u64,
+    /// Posted balance of the `excess` account: money beyond the amount.
     pub excess: u64,
+    /// Posted balance of the `late` account: deposits after the window or to a closed deal.
     pub late: u64,
+    /// Posted balance of the `unsupported` account: deposits of a token the deal is not in.
     pub unsupported: u64,
     /// Confirmed payouts.
     pub paid_out: u64,
@@ -387,12 +463,16 @@ impl TokenAccounting {
 /// A deal's money per token.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DealAccounting {
+    /// The escrow (`esc_...`).
     pub escrow_id: String,
+    /// The deal's TRON address, whose chain balance should equal the custody.
     pub escrow_address: String,
+    /// One entry per token the deal was ever paid in (its own token always included).
     pub tokens: Vec<TokenAccounting>,
 }
 
 impl DealAccounting {
+    /// The accounting of `token` (all zero when the deal never saw it).
     pub fn token(&self, token: Token) -> TokenAccounting {
         self.tokens
             .iter()
@@ -404,6 +484,7 @@ impl DealAccounting {
             })
     }
 
+    /// Conservation holds for every token ([`TokenAccounting::is_balanced`]).
     pub fn is_balanced(&self) -> bool {
         self.tokens.iter().all(TokenAccounting::is_balanced)
     }

@@ -16,6 +16,7 @@ use stablecoin_core::CoreError;
 use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::engine::{AuthContext, KeyKind};
 
+/// The header that carries the API key (HTTP header names are case-insensitive).
 pub const API_KEY_HEADER: &str = "x-api-key";
 
 /// The authenticated caller, put in the request extensions by the auth middleware.
@@ -23,6 +24,7 @@ pub const API_KEY_HEADER: &str = "x-api-key";
 pub struct Caller(pub AuthContext);
 
 impl Caller {
+    /// The tenant the key belongs to: every read and write of the request is scoped to it.
     pub fn tenant(&self) -> &TenantId {
         &self.0.tenant
     }

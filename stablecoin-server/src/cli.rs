@@ -13,6 +13,8 @@ use stablecoin_core::engine::{Engine, KeyKind, KeyMode};
 use stablecoin_core::ports::ChainAddress;
 use std::path::PathBuf;
 
+/// The parsed command line: a global `--config` and an optional command (`serve` when
+/// absent).
 #[derive(Debug, Parser)]
 #[command(
     name = "stablecoin-server",
@@ -24,10 +26,13 @@ pub struct Cli {
     /// TOML configuration file.
     #[arg(long, global = true, env = "STABLECOIN_CONFIG")]
     pub config: Option<PathBuf>,
+    /// The command to run; `serve` when absent.
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
+/// The commands of the binary; all but `serve` and `migrate` are admin commands
+/// (`run_admin`) that work directly against the configured storage.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTP API and the background workers (the default command).
@@ -48,15 +53,18 @@ pub enum Command {
     Pricing(PricingCommand),
 }
 
+/// `tenant ...`: tenant administration.
 #[derive(Debug, Subcommand)]
 pub enum TenantCommand {
     /// Create a tenant; prints its id.
     Create {
+        /// Display name of the tenant, 1 to 200 characters.
         #[arg(long)]
         name: String,
     },
 }
 
+/// The kind of API key `key issue` creates.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum KindArg {
     /// svc_sk_* (wallet, transfer, FX, escrow API).
@@ -65,40 +73,52 @@ pub enum KindArg {
     Business,
 }
 
+/// Whether `key issue` creates a live key or a sandbox (test) key.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ModeArg {
+    /// svc_sk_live_* / live_sk_*: acts on real rails and real value.
     Live,
+    /// svc_sk_test_* / test_sk_*: the sandbox; never moves money.
     Test,
 }
 
+/// `key ...`: API key administration.
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
     /// Issue a key; the secret is printed once and only its hash is stored.
     Issue {
+        /// The tenant that will own the key (ten_...).
         #[arg(long)]
         tenant: String,
+        /// The API the key opens.
         #[arg(long, value_enum, default_value = "tenant")]
         kind: KindArg,
+        /// Whether the key moves real value.
         #[arg(long, value_enum, default_value = "test")]
         mode: ModeArg,
     },
     /// Revoke a key by id (`key_...`).
     Revoke {
+        /// The tenant that owns the key (ten_...).
         #[arg(long)]
         tenant: String,
+        /// The key to revoke (key_...); requests with it are refused from then on.
         #[arg(long = "key-id")]
         key_id: String,
     },
 }
 
+/// `treasury ...`: tenant treasury administration.
 #[derive(Debug, Subcommand)]
 pub enum TreasuryCommand {
     /// Credit a tenant's treasury after its fiat was received (idempotent by reference).
     Credit(CreditArgs),
 }
 
+/// Arguments of `treasury credit`.
 #[derive(Debug, Args)]
 pub struct CreditArgs {
+    /// The tenant whose treasury is credited (ten_...).
     #[arg(long)]
     pub tenant: String,
     /// USDC or USDT.
@@ -112,23 +132,29 @@ pub struct CreditArgs {
     pub reference: String,
 }
 
+/// `pricing ...`: tenant pricing administration.
 #[derive(Debug, Subcommand)]
 pub enum PricingCommand {
     /// Set the tenant's fee: PERCENTAGE (fee_bps <= 1000, cap), FLAT, or NONE.
     Set(PricingArgs),
 }
 
+/// Arguments of `pricing set`; which fee fields are allowed depends on `--mode`.
 #[derive(Debug, Args)]
 pub struct PricingArgs {
+    /// The tenant whose pricing is set (ten_...).
     #[arg(long)]
     pub tenant: String,
     /// PERCENTAGE, FLAT or NONE.
     #[arg(long)]
     pub mode: String,
+    /// PERCENTAGE only (required there): the fee in basis points, at most 1000 (10%).
     #[arg(long = "fee-bps")]
     pub fee_bps: Option<u32>,
+    /// PERCENTAGE only: the most the fee may be, in micro-units (0 or absent: uncapped).
     #[arg(long = "fee-cap-micros")]
     pub fee_cap_micros: Option<u64>,
+    /// FLAT only (required there): the fee per transfer in micro-units.
     #[arg(long = "fee-flat-micros")]
     pub fee_flat_micros: Option<u64>,
     /// EVM address the tenant controls, where its fee is paid (required unless NONE).

@@ -59,6 +59,8 @@ impl Default for ServeLimits {
 }
 
 impl ServeLimits {
+    /// Refuses a zero header timeout, request timeout or connection limit (a zero
+    /// `shutdown_grace_ms` is allowed: no grace).
     pub fn validate(&self) -> Result<(), String> {
         if self.header_read_timeout_ms == 0
             || self.request_timeout_ms == 0

@@ -82,6 +82,7 @@ pub enum WorkerHealth {
 }
 
 impl WorkerHealth {
+    /// The readiness report's name: `OK` or `STALLED`.
     pub fn as_str(self) -> &'static str {
         match self {
             WorkerHealth::Ok => "OK",
@@ -101,6 +102,8 @@ fn escape(s: &str) -> String {
 }
 
 impl Metrics {
+    /// Counts one answered request under its route template (never the raw path, so ids
+    /// do not multiply the series); `seconds` is its latency.
     pub fn observe_request(&self, method: &str, route: &str, status: u16, seconds: f64) {
         *lock(&self.requests)
             .entry((method.to_string(), route.to_string(), status))
@@ -111,16 +114,19 @@ impl Metrics {
             .observe(seconds);
     }
 
+    /// Counts one accepted operation of `kind` (`transfer`, `funding`, `withdrawal`).
     pub fn operation_accepted(&self, kind: &str) {
         *lock(&self.accepted).entry(kind.to_string()).or_default() += 1;
     }
 
+    /// Counts one sandbox simulation answered on `route`.
     pub fn simulation(&self, route: &str) {
         *lock(&self.simulations)
             .entry(route.to_string())
             .or_default() += 1;
     }
 
+    /// Counts one idempotent replay (a stored response served again).
     pub fn replay(&self) {
         self.replays.fetch_add(1, Ordering::Relaxed);
     }
@@ -145,6 +151,8 @@ impl Metrics {
         }
     }
 
+    /// Records a finished worker round: marks the workers alive and adds its transitions
+    /// and errors.
     pub fn tick(&self, r: &TickReport) {
         *lock(&self.last_tick) = Some(std::time::Instant::now());
         self.ticks.fetch_add(1, Ordering::Relaxed);

@@ -23,6 +23,7 @@ use std::time::Duration;
 /// A real chain, as the start-up banner describes it.
 #[derive(Clone, Debug)]
 pub struct LiveRail {
+    /// Which chain (an EVM chain or TRON).
     pub rail: RailId,
     /// The key that signs sponsorships (the paymaster's verifying signer) and pays for
     /// bundles: it needs native coin.

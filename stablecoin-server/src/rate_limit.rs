@@ -72,7 +72,9 @@ impl Class {
 /// `quota` requests per `window_s` seconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget {
+    /// Requests allowed per window, also the largest burst; positive.
     pub quota: u32,
+    /// The window in seconds; positive.
     pub window_s: u32,
 }
 
@@ -93,9 +95,13 @@ impl Budget {
 /// second, 50 other writes and 300 reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RateLimits {
+    /// `false` turns every limit off (no `RateLimit` headers either), e.g. for benchmarks.
     pub enabled: bool,
+    /// Money-moving POSTs ([`Class::Money`]).
     pub money: Budget,
+    /// Other POSTs and DELETEs ([`Class::Write`]).
     pub write: Budget,
+    /// GETs ([`Class::Read`]).
     pub read: Budget,
 }
 
@@ -120,6 +126,7 @@ impl Default for RateLimits {
 }
 
 impl RateLimits {
+    /// The budget of one class.
     pub fn budget(&self, class: Class) -> Budget {
         match class {
             Class::Money => self.money,
@@ -128,6 +135,7 @@ impl RateLimits {
         }
     }
 
+    /// Refuses a zero `quota` or `window_s` (naming the `rate_limits.<class>` setting).
     pub fn validate(&self) -> Result<(), String> {
         for class in [Class::Money, Class::Write, Class::Read] {
             let b = self.budget(class);
@@ -145,6 +153,7 @@ impl RateLimits {
 /// What a request was told.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decision {
+    /// The request may go through; `false` is a `429 RATE_LIMITED`.
     pub allowed: bool,
     /// Requests the key may still make at once in this budget.
     pub remaining: u32,
@@ -195,6 +204,7 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
+    /// A limiter with no key tracked yet.
     pub fn new(limits: RateLimits) -> Self {
         RateLimiter {
             limits,
@@ -203,6 +213,7 @@ impl RateLimiter {
         }
     }
 
+    /// The limits it enforces.
     pub fn limits(&self) -> &RateLimits {
         &self.limits
     }
@@ -226,6 +237,8 @@ impl RateLimiter {
         decision
     }
 
+    /// Counts one request of `key` in `class` now (the same as [`RateLimiter::check_at`] on
+    /// the limiter's own monotonic clock).
     pub fn check(&self, key: &str, class: Class) -> Decision {
         let now_us = self.started.elapsed().as_micros() as i64;
         self.check_at(key, class, now_us)

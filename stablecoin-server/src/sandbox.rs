@@ -13,6 +13,7 @@ use crate::app::AppState;
 
 /// A response that can say it was simulated.
 pub trait Simulated {
+    /// Sets the response's `simulated` flag, so the client sees nothing was stored or sent.
     fn mark_simulated(&mut self);
 }
 

@@ -11,7 +11,9 @@ use std::sync::Arc;
 /// An opened storage backend.
 #[derive(Clone)]
 pub struct Storage {
+    /// The record store (records, idempotency, outbox) of the opened backend.
     pub store: Arc<dyn Store>,
+    /// The double-entry ledger, on the same backend as `store` so one batch commits both.
     pub ledger: Arc<dyn Ledger>,
     /// The in-memory backend, when that is the one in use (tests count its commits).
     pub memory: Option<Arc<MemoryStore>>,
@@ -30,8 +32,11 @@ impl std::fmt::Debug for Storage {
     }
 }
 
+/// Why the configured storage could not be opened or migrated.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
+    /// The backend could not be opened, connected to or migrated, or its directory could
+    /// not be created; the text says which.
     #[error("storage: {0}")]
     Open(String),
 }

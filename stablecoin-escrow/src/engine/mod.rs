@@ -95,6 +95,7 @@ impl EscrowEngine {
         })
     }
 
+    /// The settings the engine was built with (validated by [`EscrowEngine::new`]).
     pub fn config(&self) -> &EscrowConfig {
         &self.inner.config
     }

@@ -22,8 +22,12 @@ pub const SESSION_STATUSES: [&str; 4] = ["pending", "paid", "expired", "failed"]
 /// A stored payment session: the spec 2.5 item plus ownership and time.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct StoredPaymentSession {
+    /// The owning tenant's id (`ten_...`): the business key's tenant, the only one that
+    /// lists it.
     pub tenant: String,
+    /// When the session was stored; the list is newest first by it.
     pub created_at: Timestamp,
+    /// The session as `GET /api/v1/checkout/list` returns it.
     pub session: PaymentSession,
 }
 
