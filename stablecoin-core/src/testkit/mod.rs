@@ -16,7 +16,7 @@
 //! A case assumes its store is empty and only it uses it.
 //!
 //! The suites are split by what they cover: [`records`] (puts, versions, unique keys,
-//! lists, idempotency records), [`ledger`] (two-phase transfers and balance rules) and
+//! idempotency records), [`lists`] (per subkind and status, with totals), [`ledger`] (two-phase transfers and balance rules) and
 //! [`workers`] (outbox order, claims, concurrency). `fixtures` holds the helpers they
 //! share.
 //!
@@ -26,12 +26,14 @@
 
 mod fixtures;
 pub mod ledger;
+pub mod lists;
 pub mod rail;
 pub mod records;
 pub mod workers;
 pub mod wrappers;
 
 pub use ledger::*;
+pub use lists::*;
 pub use rail::{RailHarness, rail_suite};
 pub use records::*;
 pub use workers::*;
