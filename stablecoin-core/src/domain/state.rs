@@ -43,13 +43,19 @@ use crate::error::CoreError;
 /// A money-moving operation kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum OpKind {
+    /// Tenant treasury to a customer wallet (`POST /v1/users/fund`).
     Funding,
+    /// P2P between phone-keyed wallets, fees deducted on EVM (`POST /v1/transfers/send`).
     Transfer,
+    /// Token exchange; the engine does not run swaps yet, so none exists.
     Swap,
+    /// Off-ramp: the wallet's tokens swept to the treasury on chain, then paid out as fiat
+    /// by mobile money.
     Withdrawal,
 }
 
 impl OpKind {
+    /// Every kind, in declaration order.
     pub const ALL: [OpKind; 4] = [
         OpKind::Funding,
         OpKind::Transfer,
@@ -67,6 +73,7 @@ impl OpKind {
         }
     }
 
+    /// Lowercase name (`"funding"`, `"transfer"`, ...), as in record kinds and metrics.
     pub fn as_str(self) -> &'static str {
         match self {
             OpKind::Funding => "funding",
@@ -81,21 +88,36 @@ impl OpKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum OpStatus {
+    /// Start state of a funding, transfer or swap: accepted, waiting for a worker.
     Queued,
+    /// Start state of a withdrawal: accepted, waiting for a worker.
     Pending,
+    /// A worker is sending it to the rail; recorded before the send, so a crash here is
+    /// treated as an unknown outcome.
     Submitting,
+    /// The rail acknowledged it; waiting for confirmation.
     Submitted,
+    /// We cannot tell whether it reached the network; only the reconciler's answer from the
+    /// rail moves it on, never a resubmission.
     SubmissionUnknown,
+    /// Terminal: confirmed on chain (funding, transfer, swap).
     Settled,
+    /// Withdrawal: the stablecoin left the wallet and was confirmed; the payout comes next.
     CryptoReceived,
+    /// Withdrawal: the payout is being sent to the provider (recorded before the send).
     PayoutSubmitting,
+    /// Withdrawal: the provider's answer was lost; only its status query decides.
     PayoutUnknown,
+    /// Terminal: withdrawal paid out.
     Completed,
+    /// Terminal: the payout failed and the stablecoin was returned to the wallet.
     Refunded,
+    /// Terminal: rejected, reverted, or proven never to land; no money moved.
     Failed,
 }
 
 impl OpStatus {
+    /// Every status, in declaration order.
     pub const ALL: [OpStatus; 12] = [
         OpStatus::Queued,
         OpStatus::Pending,
@@ -171,6 +193,7 @@ pub enum OpEvent {
 }
 
 impl OpEvent {
+    /// Every event, in declaration order.
     pub const ALL: [OpEvent; 9] = [
         OpEvent::Claim,
         OpEvent::Submitted,

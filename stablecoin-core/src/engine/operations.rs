@@ -25,20 +25,34 @@ use std::sync::Arc;
 /// One asynchronous operation (funding, transfer, swap, withdrawal).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Operation {
+    /// `fd_...`, `tr_...`, `sw_...` or `wd_...`; also the rail payment's id, so every
+    /// submission of it is deduplicated by the rail.
     pub id: OperationId,
+    /// Which state machine it follows (see [`transition`](crate::domain::state::transition)).
     pub kind: OpKind,
+    /// The tenant that created it; only that tenant can read it.
     pub tenant: TenantId,
+    /// Where it stands; changed only through the kind's state machine.
     pub status: OpStatus,
+    /// Why it FAILED, or why a REFUNDED withdrawal's payout could not be delivered.
     pub error_reason: Option<String>,
+    /// The rail that carries the payment.
     pub rail: RailId,
+    /// The stablecoin moved.
     pub token: Token,
     /// What the sender is debited.
     pub amount: Micros,
+    /// Transfers: how `amount` divides between recipient, service fee and tenant fee.
     pub fees: Option<FeeSplit>,
+    /// The debited wallet (transfers, withdrawals); `None` for a funding (the treasury).
     pub from_wallet: Option<WalletId>,
+    /// The credited wallet (fundings, transfers).
     pub to_wallet: Option<WalletId>,
+    /// The sender's phone, when a wallet sends.
     pub from_phone: Option<Phone>,
+    /// The recipient's phone, when a wallet receives.
     pub to_phone: Option<Phone>,
+    /// The `fx_...` quote a transfer consumed; `None` for a `DIRECT_CRYPTO` amount.
     pub quote_id: Option<String>,
     /// The on-chain payment, fixed at creation so every submission is the same payment;
     /// its deadline (`valid_until`) is set, and stored, when it is first submitted.
@@ -47,12 +61,21 @@ pub struct Operation {
     pub holds: Vec<LedgerTransfer>,
     /// The recipient wallet was created on the fly: tell them by SMS once paid.
     pub notify_recipient: bool,
+    /// The on-chain transaction, once the rail reports one; unique per rail (see
+    /// [`Operation::tx_key`]).
     pub tx_hash: Option<String>,
+    /// Block of the confirmation, once confirmed.
     pub block: Option<u64>,
+    /// When a worker first claimed it for submission.
     pub submitted_at: Option<Timestamp>,
+    /// When a worker should next advance it (the claim queue's due time); `None` once
+    /// terminal.
     pub next_check_at: Option<Timestamp>,
+    /// When it was accepted.
     pub created_at: Timestamp,
+    /// Last change of any field.
     pub updated_at: Timestamp,
+    /// When it reached SETTLED (or a withdrawal COMPLETED).
     pub settled_at: Option<Timestamp>,
     /// Withdrawals: the mobile-money leg.
     #[serde(default)]
@@ -67,12 +90,15 @@ pub struct Operation {
 /// COMPLETED, or REFUNDED when the payout cannot be delivered).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PayoutLeg {
+    /// ISO 4217 code of the payout (`"XOF"`).
     pub currency: String,
     /// Fiat amount, rounded down to the currency's minor unit.
     pub amount: Decimal,
     /// Local currency per token, at acceptance.
     pub rate: Decimal,
+    /// The mobile-money number paid: the withdrawing wallet's phone.
     pub phone: Phone,
+    /// When the payout was first sent to the provider (PAYOUT_SUBMITTING).
     pub submitted_at: Option<Timestamp>,
     /// Provider's evidence of delivery (COMPLETED requires it).
     pub reference: Option<String>,
@@ -80,6 +106,7 @@ pub struct PayoutLeg {
     pub failure: Option<String>,
     /// The current on-chain refund attempt to the wallet, once started.
     pub refund: Option<RailPayment>,
+    /// The refund's transaction, once it confirmed (the withdrawal is then REFUNDED).
     pub refund_tx_hash: Option<String>,
     /// Refund attempts made so far, each under its own payment id: a new one only once
     /// the previous one provably can no longer land (past its deadline, failed or never
@@ -95,10 +122,13 @@ pub struct PayoutLeg {
 }
 
 impl Operation {
+    /// The unique key that finds an operation by its transaction (hash lowercased), so
+    /// the deposit scanner can tell the service's own payments from deposits.
     pub fn tx_key(rail: &RailId, tx_hash: &str) -> String {
         format!("optx:{}:{}", rail.name(), tx_hash.to_ascii_lowercase())
     }
 
+    /// The API shape: amounts as decimal strings, RFC 3339 times, absent fields omitted.
     pub fn view(&self) -> OperationView {
         let broadcast = self.tx_hash.is_some();
         OperationView {
@@ -175,40 +205,62 @@ impl Record for Operation {
 /// fields are omitted, never null).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperationView {
+    /// The operation id (`tr_...`).
     pub id: String,
+    /// The kind: `"funding"`, `"transfer"`, `"swap"` or `"withdrawal"`.
     pub object: String,
+    /// Wire name of the status (`"SUBMITTED"`).
     pub status: String,
+    /// Why it failed (or why a refunded withdrawal's payout was not delivered).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error_reason: Option<String>,
+    /// Rail name (`"polygon"`, `"base"`, `"tron"`, `"solana"`, ...).
     pub rail: String,
+    /// Token symbol (`"USDC"`).
     pub token: String,
+    /// What the sender is debited, in tokens with six decimals (`"12.500000"`).
     pub amount: String,
+    /// Transfers: what the recipient receives, after fees.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub recipient_amount: Option<String>,
+    /// Transfers: the service's fee.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub service_fee: Option<String>,
+    /// Transfers: the tenant's fee.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub tenant_fee: Option<String>,
+    /// Transfers: true when the tenant's fee was waived (it did not fit the amount).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub tenant_fee_waived: Option<bool>,
+    /// The sender's phone (E.164), when a wallet sends.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub from_phone_number: Option<String>,
+    /// The recipient's phone (E.164), when a wallet receives.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub to_phone_number: Option<String>,
+    /// The `fx_...` quote a transfer consumed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub quote_id: Option<String>,
+    /// The on-chain transaction, once the rail reports one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub tx_hash: Option<String>,
+    /// RFC 3339.
     pub created_at: String,
+    /// RFC 3339, last change.
     pub updated_at: String,
+    /// RFC 3339, when it settled (or a withdrawal completed).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub settled_at: Option<String>,
+    /// Withdrawals: the fiat currency paid out (`"XOF"`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub payout_currency: Option<String>,
+    /// Withdrawals: the fiat amount paid out, in that currency's major unit.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub payout_amount: Option<String>,
+    /// Withdrawals: the provider's evidence of delivery, once COMPLETED.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub payout_reference: Option<String>,
+    /// Withdrawals: the refund's transaction, once REFUNDED.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub refund_tx_hash: Option<String>,
     /// Solana transfers, once confirmed: whether the service paid the rent of the
@@ -223,8 +275,11 @@ pub type SendView = OperationView;
 /// `POST /v1/users/fund`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FundRequest {
+    /// The wallet to fund (it must exist).
     pub phone_number: Phone,
+    /// A token the EVM rail carries.
     pub token: Token,
+    /// What the wallet receives, taken from the tenant treasury.
     pub amount: Micros,
 }
 
@@ -232,9 +287,14 @@ pub struct FundRequest {
 /// `expected_out`, or the amount written in a `DIRECT_CRYPTO:{token}:{amount}` id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendRequest {
+    /// The sender's wallet; the calling tenant must be a member of it.
     pub from_phone_number: Phone,
+    /// The recipient; a phone without a wallet gets one on the fly.
     pub to_phone_number: Phone,
+    /// The token sent; must match the quote's.
     pub token: Token,
+    /// An `fx_...` quote of this tenant, unused and unexpired, or
+    /// `DIRECT_CRYPTO:{token}:{amount}`.
     pub quote_id: String,
 }
 
