@@ -7,6 +7,7 @@
 //! the sends (503 RAIL_NOT_READY until the rail reports READY, spec 7), and the sandbox
 //! (these mutations have no simulation: SANDBOX_UNSUPPORTED).
 
+use super::schemas::{SolanaSendBody, TronSendBody};
 use super::types::*;
 use super::users::required_phone;
 use super::{accepted, phone, token};
@@ -154,7 +155,7 @@ pub async fn tron_balance(
 /// QUEUED, `rail: tron`); poll `/v1/transfers/{id}`. 503 RAIL_NOT_READY until
 /// `/health/ready` reports `tron: READY`. Sandbox: SANDBOX_UNSUPPORTED.
 #[utoipa::path(post, path = "/v1/tron/transfers/send", tag = "tron",
-    request_body = SendBody,
+    request_body = TronSendBody,
     responses(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/transfers/{id}"))),
@@ -231,7 +232,7 @@ pub async fn solana_balance(
 /// RAIL_NOT_READY until `/health/ready` reports `solana: READY`. Sandbox:
 /// SANDBOX_UNSUPPORTED.
 #[utoipa::path(post, path = "/v1/solana/transfers/send", tag = "solana",
-    request_body = SendBody,
+    request_body = SolanaSendBody,
     responses(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/transfers/{id}"))),

@@ -12,9 +12,12 @@ use axum::extract::State;
 use axum::response::Response;
 use stablecoin_core::engine::{FundRequest, WithdrawRequest};
 
+/// A code of the shape the engine sends (`CODE_DIGITS` digits). Anything else can never be
+/// right, so it is refused as input (400) before the engine counts an attempt.
 fn code_ok(code: &str) -> Result<&str, ApiError> {
+    use stablecoin_core::domain::consent::CODE_DIGITS;
     let c = code.trim();
-    if c.is_empty() || c.len() > 16 {
+    if c.len() != CODE_DIGITS || !c.bytes().all(|b| b.is_ascii_digit()) {
         return Err(ApiError::bad_request(
             "INVALID_PARAMETER",
             "code must be the one-time code the customer received (6 digits)",
