@@ -7,7 +7,7 @@
 #
 # What it does:
 #   1. a virtualenv under target/ with schemathesis pinned (created once, then reused);
-#   2. the debug server binary (the build scripts/test already made is reused);
+#   2. the debug server binary (ST_SERVER_BIN: scripts/test reuses its own build);
 #   3. the server with its zero-configuration defaults (embedded SQLite, simulated rails,
 #      workers on) on 127.0.0.1, a free port, in a fresh private data dir; the demo
 #      tenant's live key is read from the start-up banner, and a business key (for the
@@ -35,8 +35,13 @@ if ! "$VENV/bin/schemathesis" --version 2>/dev/null | grep -q "$ST_VERSION"; the
 fi
 "$VENV/bin/schemathesis" --version
 
-cargo build -p stablecoin-server --bin stablecoin-server
-BIN=target/debug/stablecoin-server
+# scripts/test passes the server `cargo test --workspace` just built (ST_SERVER_BIN), so
+# nothing is compiled again; alone, the script builds it.
+BIN="${ST_SERVER_BIN:-}"
+if [ -z "$BIN" ]; then
+  cargo build -p stablecoin-server --bin stablecoin-server
+  BIN=target/debug/stablecoin-server
+fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/stablecoin-schemathesis.XXXXXX")"
 chmod 700 "$WORK"

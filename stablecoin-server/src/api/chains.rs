@@ -135,6 +135,7 @@ pub async fn tron_provision(
         (status = 200, description = "Live USDT balance", body = TronBalanceResponse),
         (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
         (status = 404, description = "No wallet, or no TRON address for it yet", body = ErrorBody),
+        (status = 502, description = "RAIL_ERROR: the chain read failed", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY: TRON is not configured or unreachable", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn tron_balance(
@@ -189,6 +190,7 @@ pub async fn tron_send(
     responses(
         (status = 200, description = "The wallet and its Solana address; both ATAs exist", body = ProvisionResponse),
         (status = 403, description = "SANDBOX_UNSUPPORTED", body = ErrorBody),
+        (status = 502, description = "RAIL_ERROR: creating the token accounts failed", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY: Solana is not configured or unreachable", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn solana_provision(
@@ -210,6 +212,7 @@ pub async fn solana_provision(
         (status = 200, description = "Live USDC and USDT balances", body = BalanceResponse),
         (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
         (status = 404, description = "No wallet, or no Solana address for it yet", body = ErrorBody),
+        (status = 502, description = "RAIL_ERROR: the chain read failed", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY: Solana is not configured or unreachable", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn solana_balance(
