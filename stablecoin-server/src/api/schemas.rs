@@ -30,12 +30,12 @@ pub const PHONE_PATTERN: &str = r"^\+[1-9][0-9]{7,14}$";
 /// The unanchored body of [`TOKEN_AMOUNT_PATTERN`], shared with [`QUOTE_REF_PATTERN`].
 macro_rules! token_amount_core {
     () => {
-        r"([1-9][0-9]{0,12}(\.[0-9]{1,6})?|0\.([1-9][0-9]{0,5}|0[1-9][0-9]{0,4}|00[1-9][0-9]{0,3}|000[1-9][0-9]{0,2}|0000[1-9][0-9]?|00000[1-9]))"
+        r"([1-9][0-9]{0,11}(\.[0-9]{1,6})?|0\.([1-9][0-9]{0,5}|0[1-9][0-9]{0,4}|00[1-9][0-9]{0,3}|000[1-9][0-9]{0,2}|0000[1-9][0-9]?|00000[1-9]))"
     };
 }
 
-/// A positive token amount with at most 6 decimal places (`Micros::parse_positive`), at
-/// most 13 whole digits (so the micro-unit value always fits in a `u64`).
+/// A positive token amount with at most 6 decimal places and at most 12 whole digits
+/// (`Micros::parse_positive`: up to `Micros::MAX_REQUEST`).
 pub const TOKEN_AMOUNT_PATTERN: &str = concat!("^", token_amount_core!(), "$");
 
 /// `quote_id` (`parse_quote_ref`): an FX quote id (`fx_` + 26 Crockford base32
@@ -198,7 +198,7 @@ named_schema!(
     TokenAmount => json!({
         "type": "string",
         "pattern": TOKEN_AMOUNT_PATTERN,
-        "description": "Positive token amount as a decimal string, at most 6 decimal places (responses carry exactly 6).",
+        "description": "Positive token amount as a decimal string: at most 6 decimal places, below 10^12 (responses carry exactly 6 places).",
         "example": "25.00"
     })
 );
@@ -410,39 +410,29 @@ fn rail_send_body(token: &str, rail: &str) -> RefOr<Schema> {
     from_json(v)
 }
 
-/// `POST /v1/tron/transfers/send`.
-pub struct TronSendBody;
-impl utoipa::PartialSchema for TronSendBody {
-    fn schema() -> RefOr<Schema> {
-        rail_send_body("TronToken", "tron")
-    }
-}
-impl utoipa::ToSchema for TronSendBody {
-    fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
-        <super::types::SendBody as utoipa::ToSchema>::schemas(out);
-        out.push((
-            "TronToken".into(),
-            <TronToken as utoipa::PartialSchema>::schema(),
-        ));
-    }
+/// A send body of a parallel rail, named for the document.
+macro_rules! rail_send_body {
+    ($(#[$m:meta])* $name:ident, $token:literal, $rail:literal) => {
+        $(#[$m])*
+        pub struct $name;
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                rail_send_body($token, $rail)
+            }
+        }
+        // Its references (the phone, the quote, the rail's token) are in `components`.
+        impl utoipa::ToSchema for $name {}
+    };
 }
 
-/// `POST /v1/solana/transfers/send`.
-pub struct SolanaSendBody;
-impl utoipa::PartialSchema for SolanaSendBody {
-    fn schema() -> RefOr<Schema> {
-        rail_send_body("SolanaToken", "solana")
-    }
-}
-impl utoipa::ToSchema for SolanaSendBody {
-    fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
-        <super::types::SendBody as utoipa::ToSchema>::schemas(out);
-        out.push((
-            "SolanaToken".into(),
-            <SolanaToken as utoipa::PartialSchema>::schema(),
-        ));
-    }
-}
+rail_send_body!(
+    /// `POST /v1/tron/transfers/send`.
+    TronSendBody, "TronToken", "tron"
+);
+rail_send_body!(
+    /// `POST /v1/solana/transfers/send`.
+    SolanaSendBody, "SolanaToken", "solana"
+);
 
 /// Every named schema of this module, for the document's components: parameters refer
 /// to them too, and utoipa collects components from bodies and responses only.
