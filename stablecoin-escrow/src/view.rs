@@ -23,12 +23,58 @@ pub struct CreateEscrowRequest {
     /// The partner's reference (1-200 characters).
     pub reference: String,
     /// Funding window in seconds (default 24 h, within the configured bounds).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole_seconds"
+    )]
     pub funding_window_secs: Option<u64>,
     /// Inspection window in seconds, starting at confirmed funding; absent means the
     /// escrow never releases by itself.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole_seconds"
+    )]
     pub auto_release_after_secs: Option<u64>,
+}
+
+/// A count of seconds: a JSON integer, or a number with no fraction (`3600.0` is the
+/// integer 3600 in JSON, and JSON Schema says so too), or null.
+fn whole_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    struct V;
+    impl<'a> serde::de::Visitor<'a> for V {
+        type Value = Option<u64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a whole number of seconds")
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(v))
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            u64::try_from(v)
+                .map(Some)
+                .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            // 2^64 is exactly representable; every smaller whole f64 converts exactly.
+            if v.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&v) {
+                Ok(Some(v as u64))
+            } else {
+                Err(E::invalid_value(serde::de::Unexpected::Float(v), &self))
+            }
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: serde::Deserializer<'a>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_any(V)
+        }
+    }
+    d.deserialize_option(V)
 }
 
 /// The escrow action body (spec 2.2): release, refund, dispute, cancel. Unknown fields
@@ -487,5 +533,36 @@ impl DealAccounting {
     /// Conservation holds for every token ([`TokenAccounting::is_balanced`]).
     pub fn is_balanced(&self) -> bool {
         self.tokens.iter().all(TokenAccounting::is_balanced)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn windows(json: &str) -> Result<(Option<u64>, Option<u64>), String> {
+        let base = r#""buyer_phone_number":"+2250700000001","seller_phone_number":"+2250700000002","amount":"1","reference":"r""#;
+        serde_json::from_str::<CreateEscrowRequest>(&format!("{{{base}{json}}}"))
+            .map(|r| (r.funding_window_secs, r.auto_release_after_secs))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn seconds_are_whole_json_numbers() {
+        assert_eq!(windows(""), Ok((None, None)));
+        assert_eq!(
+            windows(r#","funding_window_secs":3600,"auto_release_after_secs":null"#),
+            Ok((Some(3600), None))
+        );
+        assert_eq!(
+            windows(r#","funding_window_secs":3600.0,"auto_release_after_secs":7.2e3"#),
+            Ok((Some(3600), Some(7200)))
+        );
+        for bad in ["3600.5", "-1", "-1.0", "1e20", "\"3600\"", "true"] {
+            assert!(
+                windows(&format!(r#","funding_window_secs":{bad}"#)).is_err(),
+                "{bad}"
+            );
+        }
     }
 }

@@ -294,7 +294,7 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     (
         "UNKNOWN_FIELD",
         400,
-        "A money-moving request carries a field the endpoint does not know.",
+        "A request body carries a field the endpoint does not know.",
     ),
     ("MISSING_FIELD", 400, "A required field is absent."),
     ("INVALID_TYPE", 400, "A field has the wrong JSON type."),

@@ -9,8 +9,9 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-/// A JSON request body. Unknown fields are refused only where the target type says
-/// `#[serde(deny_unknown_fields)]` (the money-moving endpoints).
+/// A JSON request body. Every request type says `#[serde(deny_unknown_fields)]`, so an
+/// unknown field is `UNKNOWN_FIELD` on every endpoint (API-CONVENTIONS; a typo must never
+/// silently drop a parameter; `tests/request_bodies.rs` checks each body).
 pub struct ApiJson<T>(pub T);
 
 /// JSON types, plus the generic types tools send by default (`curl -d` says

@@ -25,6 +25,11 @@ pub struct Micros(pub u64);
 impl Micros {
     /// No tokens.
     pub const ZERO: Micros = Micros(0);
+    /// The largest amount a request may carry: just below 10^12 tokens. Far inside what
+    /// every store holds (2^63 - 1 micro-units, also for a few such amounts summed), so
+    /// an amount a client sends is refused as input (400) rather than failing in the
+    /// ledger; and a bound a JSON Schema pattern can state (at most 12 whole digits).
+    pub const MAX_REQUEST: Micros = Micros(999_999_999_999_999_999);
 
     /// An amount of `micros` micro-units.
     pub const fn new(micros: u64) -> Self {
@@ -100,14 +105,19 @@ impl Micros {
             .ok_or_else(|| bad("amount is too large"))
     }
 
-    /// Parses a positive amount (zero is rejected).
+    /// Parses a positive amount of a request (zero is rejected, and anything above
+    /// [`Micros::MAX_REQUEST`]).
     pub fn parse_positive(input: &str) -> Result<Self, CoreError> {
         let v = Self::parse_decimal(input)?;
+        let bad = |reason: &str| CoreError::InvalidAmount {
+            input: input.chars().take(64).collect(),
+            reason: reason.into(),
+        };
         if v.is_zero() {
-            return Err(CoreError::InvalidAmount {
-                input: input.chars().take(64).collect(),
-                reason: "amount must be greater than zero".into(),
-            });
+            return Err(bad("amount must be greater than zero"));
+        }
+        if v > Self::MAX_REQUEST {
+            return Err(bad("amount is too large: at most 999999999999.999999"));
         }
         Ok(v)
     }
@@ -355,6 +365,15 @@ mod tests {
             Micros::parse_positive("0").unwrap_err().code(),
             "INVALID_AMOUNT"
         );
+        assert_eq!(
+            Micros::parse_positive("999999999999.999999").unwrap(),
+            Micros::MAX_REQUEST
+        );
+        for too_large in ["1000000000000", "9223372036854.775807", "18446744073709"] {
+            assert!(Micros::parse_decimal(too_large).is_ok(), "{too_large}");
+            let err = Micros::parse_positive(too_large).unwrap_err();
+            assert_eq!(err.code(), "INVALID_AMOUNT", "{too_large}");
+        }
         for bad in ["1.5", "0.1", "-3", "", "1e2"] {
             assert_eq!(
                 Micros::parse_whole_tokens(bad).unwrap_err().code(),

@@ -76,7 +76,8 @@ impl FixedRates {
     pub fn new() -> Self {
         Self::default()
     }
-    /// Illustrative demo rates for the reference server's simulated mode.
+    /// Illustrative demo rates for the reference server's simulated mode: one for every
+    /// currency of `CURRENCIES`, so no quote or payout the API accepts lacks a rate.
     pub fn demo() -> Self {
         let r = Self::new();
         for (code, rate) in [
@@ -89,6 +90,11 @@ impl FixedRates {
             ("TZS", "2650.00"),
             ("RWF", "1400.00"),
             ("ZAR", "18.20"),
+            ("EGP", "48.50"),
+            ("MAD", "10.00"),
+            ("GNF", "8600.00"),
+            ("CDF", "2800.00"),
+            ("ZMW", "26.50"),
             ("USD", "1.00"),
             ("EUR", "0.92"),
         ] {
@@ -325,6 +331,22 @@ impl Entropy for SeededEntropy {
             h.update(n.to_le_bytes());
             let d = h.finalize();
             chunk.copy_from_slice(&d[..chunk.len()]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::money::CURRENCIES;
+
+    #[tokio::test]
+    async fn demo_rates_cover_every_supported_currency_and_token() {
+        let rates = FixedRates::demo();
+        for c in CURRENCIES {
+            for t in Token::ALL {
+                assert!(rates.rate(*c, t).await.is_ok(), "{} {t}", c.code);
+            }
         }
     }
 }

@@ -7,6 +7,7 @@
 //! the sends (503 RAIL_NOT_READY until the rail reports READY, spec 7), and the sandbox
 //! (these mutations have no simulation: SANDBOX_UNSUPPORTED).
 
+use super::schemas::{SolanaSendBody, TronSendBody};
 use super::types::*;
 use super::users::required_phone;
 use super::{accepted, phone, token};
@@ -134,6 +135,7 @@ pub async fn tron_provision(
         (status = 200, description = "Live USDT balance", body = TronBalanceResponse),
         (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
         (status = 404, description = "No wallet, or no TRON address for it yet", body = ErrorBody),
+        (status = 502, description = "RAIL_ERROR: the chain read failed", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY: TRON is not configured or unreachable", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn tron_balance(
@@ -154,7 +156,7 @@ pub async fn tron_balance(
 /// QUEUED, `rail: tron`); poll `/v1/transfers/{id}`. 503 RAIL_NOT_READY until
 /// `/health/ready` reports `tron: READY`. Sandbox: SANDBOX_UNSUPPORTED.
 #[utoipa::path(post, path = "/v1/tron/transfers/send", tag = "tron",
-    request_body = SendBody,
+    request_body = TronSendBody,
     responses(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/transfers/{id}"))),
@@ -188,6 +190,7 @@ pub async fn tron_send(
     responses(
         (status = 200, description = "The wallet and its Solana address; both ATAs exist", body = ProvisionResponse),
         (status = 403, description = "SANDBOX_UNSUPPORTED", body = ErrorBody),
+        (status = 502, description = "RAIL_ERROR: creating the token accounts failed", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY: Solana is not configured or unreachable", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn solana_provision(
@@ -209,6 +212,7 @@ pub async fn solana_provision(
         (status = 200, description = "Live USDC and USDT balances", body = BalanceResponse),
         (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
         (status = 404, description = "No wallet, or no Solana address for it yet", body = ErrorBody),
+        (status = 502, description = "RAIL_ERROR: the chain read failed", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY: Solana is not configured or unreachable", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn solana_balance(
@@ -231,7 +235,7 @@ pub async fn solana_balance(
 /// RAIL_NOT_READY until `/health/ready` reports `solana: READY`. Sandbox:
 /// SANDBOX_UNSUPPORTED.
 #[utoipa::path(post, path = "/v1/solana/transfers/send", tag = "solana",
-    request_body = SendBody,
+    request_body = SolanaSendBody,
     responses(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/transfers/{id}"))),

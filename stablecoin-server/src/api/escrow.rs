@@ -10,6 +10,8 @@
 //! dispute and recoveries are not tenant operations: they are `EscrowAdmin` calls of the
 //! crate (no tenant key can reach them).
 
+use super::paging;
+use super::schemas::{DisputeEscrowRequest, EscrowStateName, ListLimit, ListPage};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
@@ -69,13 +71,17 @@ pub async fn create_escrow(
 /// Query of the escrow list.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct EscrowListParams {
-    /// Filter by state: CREATED, FUNDED, DISPUTED, RELEASED, REFUNDED, EXPIRED, CANCELLED.
+    /// Only escrows in this state.
+    #[param(value_type = EscrowStateName, required = false)]
     pub state: Option<String>,
     /// 1-100, default 20.
-    pub limit: Option<u32>,
+    #[param(value_type = ListLimit, required = false)]
+    pub limit: Option<String>,
     /// 1-based, default 1.
-    pub page: Option<u32>,
+    #[param(value_type = ListPage, required = false)]
+    pub page: Option<String>,
 }
 
 /// List the tenant's escrows, newest first.
@@ -88,10 +94,12 @@ pub async fn list_escrows(
     caller: Caller,
     ApiQuery(q): ApiQuery<EscrowListParams>,
 ) -> Result<Json<EscrowList>, ApiError> {
+    // The API's paging rules (bounds, errors) are the same for every list.
+    let p = paging(q.limit.as_deref(), q.page.as_deref())?;
     let query = ListEscrowsQuery {
         state: q.state,
-        limit: q.limit,
-        page: q.page,
+        limit: Some(p.limit),
+        page: Some(p.page),
     };
     Ok(Json(engine(&app)?.list(&caller.0, &query).await?))
 }
@@ -114,11 +122,14 @@ pub async fn get_escrow(
 /// Query of an escrow's history.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct EscrowEventsParams {
     /// 1-100, default 20.
-    pub limit: Option<u32>,
+    #[param(value_type = ListLimit, required = false)]
+    pub limit: Option<String>,
     /// 1-based, default 1.
-    pub page: Option<u32>,
+    #[param(value_type = ListPage, required = false)]
+    pub page: Option<String>,
 }
 
 /// An escrow's permanent history: every transition with actor, authority,
@@ -135,9 +146,10 @@ pub async fn escrow_events(
     ApiPath(id): ApiPath,
     ApiQuery(q): ApiQuery<EscrowEventsParams>,
 ) -> Result<Json<EscrowEventList>, ApiError> {
+    let p = paging(q.limit.as_deref(), q.page.as_deref())?;
     Ok(Json(
         engine(&app)?
-            .events(&caller.0, &id, q.limit, q.page)
+            .events(&caller.0, &id, Some(p.limit), Some(p.page))
             .await?,
     ))
 }
@@ -192,7 +204,7 @@ pub async fn refund_escrow(
 /// Dispute a funded escrow (`reason` required). Only staff can then resolve it.
 #[utoipa::path(post, path = "/v1/escrows/{id}/dispute", tag = "escrows",
     params(("id" = String, Path, description = "Escrow id (`esc_...`)")),
-    request_body = EscrowActionRequest,
+    request_body = DisputeEscrowRequest,
     responses(
         (status = 200, description = "DISPUTED", body = EscrowView),
         (status = 400, description = "MISSING_PARAMETER (reason)", body = ErrorBody),

@@ -21,7 +21,7 @@ use stablecoin_core::domain::money::Currency;
     request_body = QuoteBody,
     responses(
         (status = 200, description = "The quote", body = QuoteResponse),
-        (status = 400, description = "Bad amount, currency or token", body = ErrorBody),
+        (status = 400, description = "Bad amount, currency or token; INVALID_AMOUNT also when the amount converts to less than 0.000001 token at the current rate", body = ErrorBody),
         (status = 503, description = "RATE_SOURCE_ERROR", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn quote(

@@ -3,9 +3,11 @@
 
 pub mod chains;
 pub mod checkout;
+mod document;
 pub mod escrow;
 pub mod fx;
 pub mod health;
+pub mod schemas;
 pub mod transfers;
 pub mod types;
 pub mod users;
@@ -13,7 +15,7 @@ pub mod webhooks;
 
 use crate::app::AppState;
 use crate::auth;
-use crate::error::{ApiError, ErrorBody, ErrorDetail, at, catalogue_markdown};
+use crate::error::{ApiError, ErrorBody, ErrorDetail, at};
 use crate::idempotency;
 use crate::metrics;
 use crate::rate_limit;
@@ -28,10 +30,6 @@ use stablecoin_core::domain::phone::Phone;
 use std::sync::Arc;
 use types::OperationResponse;
 use utoipa::OpenApi;
-use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
-use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, Ref, Required, ResponseBuilder};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -116,9 +114,10 @@ pub(crate) fn paging(limit: Option<&str>, page: Option<&str>) -> Result<Paging, 
             },
         }
     }
+    use schemas::{LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_PAGE_MAX};
     Ok(Paging {
-        limit: num(limit, "limit", 20, 100)?,
-        page: num(page, "page", 1, 1_000_000)?,
+        limit: num(limit, "limit", LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX)?,
+        page: num(page, "page", 1, LIST_PAGE_MAX)?,
     })
 }
 
@@ -201,112 +200,11 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .merge(public)
 }
 
-fn error_response(description: &str) -> utoipa::openapi::Response {
-    ResponseBuilder::new()
-        .description(description)
-        .content(
-            "application/json",
-            ContentBuilder::new()
-                .schema(Some(Ref::from_schema_name("ErrorBody")))
-                .build(),
-        )
-        .build()
-}
-
-fn add_response(op: &mut Operation, status: &str, description: &str) {
-    op.responses
-        .responses
-        .entry(status.to_string())
-        .or_insert_with(|| error_response(description).into());
-}
-
-fn is_escrow_action(path: &str) -> bool {
-    path.starts_with("/v1/escrows/{id}/") && !path.ends_with("/events")
-}
-
-/// Completes the generated document with what every operation shares: security
-/// schemes, the error catalogue, authentication and decoding errors, and the
-/// `Idempotency-Key` header of every POST but the escrow actions.
-fn finish_document(doc: &mut utoipa::openapi::OpenApi) {
-    doc.info.version = API_VERSION.to_string();
-    if let Some(d) = doc.info.description.as_mut() {
-        d.push_str("\n\n## Error codes\n\n");
-        d.push_str(&catalogue_markdown());
-    }
-    let components = doc.components.get_or_insert_with(Default::default);
-    components.add_security_scheme(
-        "tenant_key",
-        SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-            "X-API-Key",
-            "Tenant key: svc_sk_live_... (live) or svc_sk_test_... (sandbox)",
-        ))),
-    );
-    components.add_security_scheme(
-        "business_key",
-        SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-            "X-API-Key",
-            "Business key: live_sk_... (production) or test_sk_... (sandbox)",
-        ))),
-    );
-    for (path, item) in doc.paths.paths.iter_mut() {
-        let ops = [
-            (false, item.get.as_mut()),
-            (true, item.post.as_mut()),
-            (false, item.delete.as_mut()),
-        ];
-        for (is_post, op) in ops {
-            let Some(op) = op else { continue };
-            if op.security.is_some() {
-                add_response(
-                    op,
-                    "401",
-                    "MISSING_API_KEY, MALFORMED_API_KEY, INVALID_API_KEY or API_KEY_REVOKED",
-                );
-                add_response(
-                    op,
-                    "403",
-                    "KEY_KIND_NOT_ALLOWED (wrong kind of key), SANDBOX_UNSUPPORTED, NOT_A_MEMBER",
-                );
-            }
-            let has_input =
-                op.request_body.is_some() || op.parameters.as_ref().is_some_and(|p| !p.is_empty());
-            if has_input {
-                add_response(op, "400", "Invalid input (see the error code and param)");
-            }
-            if op.request_body.is_some() {
-                add_response(op, "413", "PAYLOAD_TOO_LARGE");
-                add_response(op, "415", "UNSUPPORTED_MEDIA_TYPE");
-            }
-            if is_post && op.security.is_some() && !is_escrow_action(path) {
-                let param = ParameterBuilder::new()
-                    .name("Idempotency-Key")
-                    .parameter_in(ParameterIn::Header)
-                    .required(Required::False)
-                    .description(Some(
-                        "1-255 printable ASCII characters. The first 2xx response for a key is replayed byte for byte with `Idempotent-Replayed: true`; the same key with another request is 422 IDEMPOTENCY_KEY_REUSED; while the first runs, 409 IDEMPOTENCY_KEY_IN_USE.",
-                    ))
-                    .schema(Some(
-                        ObjectBuilder::new()
-                            .schema_type(Type::String)
-                            .min_length(Some(1))
-                            .max_length(Some(255)),
-                    ))
-                    .build();
-                op.parameters
-                    .get_or_insert_with(Vec::new)
-                    .push(param.into());
-                add_response(op, "409", "IDEMPOTENCY_KEY_IN_USE or a state conflict");
-                add_response(op, "422", "IDEMPOTENCY_KEY_REUSED or a semantic rejection");
-            }
-        }
-    }
-}
-
 /// The OpenAPI document of this server (the router built for `state` serves exactly
 /// these operations).
 pub fn openapi(state: &AppState) -> utoipa::openapi::OpenApi {
     let (_, mut doc) = api_routes(state).split_for_parts();
-    finish_document(&mut doc);
+    document::finish(&mut doc, state);
     doc
 }
 
@@ -327,7 +225,7 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 /// request log, panic guard.
 pub fn build_router(state: AppState) -> Router {
     let (router, mut doc) = api_routes(&state).split_for_parts();
-    finish_document(&mut doc);
+    document::finish(&mut doc, &state);
     let json = doc
         .to_pretty_json()
         .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));

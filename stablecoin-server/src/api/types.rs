@@ -5,6 +5,7 @@
 //! views without `..`, so a field added in the core fails to compile here until the API
 //! (and its documentation) decides what to do with it.
 
+use super::schemas::*;
 use serde::{Deserialize, Deserializer, Serialize};
 use stablecoin_core::domain::fx::QuoteView;
 use stablecoin_core::engine::{BalanceView, ChallengeView, OperationView, ProvisionView};
@@ -16,11 +17,11 @@ fn is_false(b: &bool) -> bool {
 
 // ---- requests ------------------------------------------------------------------------
 
-/// A body naming one wallet by phone.
+/// A body naming one wallet by phone. Unknown fields are refused (`UNKNOWN_FIELD`).
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct PhoneBody {
-    /// E.164 phone number.
-    #[schema(example = "+2250700000001")]
+    #[schema(value_type = PhoneNumber)]
     pub phone_number: String,
 }
 
@@ -28,14 +29,13 @@ pub struct PhoneBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FundBody {
-    #[schema(example = "+2250700000001")]
+    #[schema(value_type = PhoneNumber)]
     pub phone_number: String,
-    /// `USDC` or `USDT` (`target_token` is accepted as the same field).
+    /// `target_token` is accepted as the same field.
     #[serde(alias = "target_token")]
-    #[schema(example = "USDC")]
+    #[schema(value_type = EvmToken)]
     pub token: String,
-    /// Token amount, decimal string with at most 6 places.
-    #[schema(example = "100.00")]
+    #[schema(value_type = TokenAmount)]
     pub amount: String,
 }
 
@@ -43,15 +43,16 @@ pub struct FundBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WithdrawBody {
-    #[schema(example = "+2250700000001")]
+    #[schema(value_type = PhoneNumber)]
     pub phone_number: String,
+    /// `target_token` is accepted as the same field.
     #[serde(alias = "target_token")]
-    #[schema(example = "USDC")]
+    #[schema(value_type = EvmToken)]
     pub token: String,
-    #[schema(example = "25.00")]
+    #[schema(value_type = TokenAmount)]
     pub amount: String,
     /// Fiat currency of the mobile-money payout (spec 2.6).
-    #[schema(example = "XOF")]
+    #[schema(value_type = CurrencyCode)]
     pub payout_currency: String,
 }
 
@@ -59,37 +60,40 @@ pub struct WithdrawBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendBody {
-    #[schema(example = "+2250700000001")]
+    #[schema(value_type = PhoneNumber)]
     pub from_phone_number: String,
-    #[schema(example = "+2250700000002")]
+    /// Another wallet than the sender's (else 422 SAME_WALLET).
+    #[schema(value_type = PhoneNumber)]
     pub to_phone_number: String,
+    /// `target_token` is accepted as the same field.
     #[serde(alias = "target_token")]
-    #[schema(example = "USDC")]
+    #[schema(value_type = EvmToken)]
     pub token: String,
-    /// An `fx_` quote id (from `POST /api/v1/fx/quote`) or `DIRECT_CRYPTO:{USDC|USDT}:{amount}`.
     /// The amount sent comes from the quote.
-    #[schema(example = "DIRECT_CRYPTO:USDC:25")]
+    #[schema(value_type = QuoteRef)]
     pub quote_id: String,
 }
 
-/// `POST /v1/users/link/confirm` and `/v1/users/phone-change/confirm`.
+/// `POST /v1/users/link/confirm` and `/v1/users/phone-change/confirm`. Unknown fields
+/// are refused (`UNKNOWN_FIELD`).
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ConfirmBody {
-    #[schema(example = "+2250700000001")]
+    #[schema(value_type = PhoneNumber)]
     pub phone_number: String,
-    /// The 6-digit one-time code the customer received by SMS.
-    #[schema(example = "123456")]
+    #[schema(value_type = OneTimeCode)]
     pub code: String,
 }
 
-/// `POST /v1/users/phone-change/request`.
+/// `POST /v1/users/phone-change/request`. Unknown fields are refused (`UNKNOWN_FIELD`).
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct PhoneChangeBody {
     /// The wallet's current number.
-    #[schema(example = "+2250700000001")]
+    #[schema(value_type = PhoneNumber)]
     pub phone_number: String,
     /// The number to move the wallet to; the code is sent there.
-    #[schema(example = "+2250700000099")]
+    #[schema(value_type = PhoneNumber)]
     pub new_phone_number: String,
 }
 
@@ -126,19 +130,17 @@ impl<'de> Deserialize<'de> for FiatAmount {
     }
 }
 
-/// `POST /api/v1/fx/quote` (spec 2.3).
+/// `POST /api/v1/fx/quote` (spec 2.3). Unknown fields are refused (`UNKNOWN_FIELD`).
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct QuoteBody {
-    /// Amount in local fiat: a JSON number or a decimal string, positive, at most 2
-    /// decimal places.
-    #[schema(value_type = f64, example = 6000)]
     pub fiat_amount: FiatAmount,
     /// Fiat currency code (XOF, XAF, NGN, GHS, KES, ...).
-    #[schema(example = "XOF")]
+    #[schema(value_type = CurrencyCode)]
     pub local_currency: String,
     /// Target stablecoin; `USDC` when absent.
     #[serde(default)]
-    #[schema(example = "USDC")]
+    #[schema(value_type = Option<TokenName>)]
     pub target_token: Option<String>,
 }
 
@@ -147,7 +149,8 @@ pub struct QuoteBody {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct BalanceQuery {
-    /// E.164 phone number of the wallet.
+    /// E.164 phone number of the wallet (required).
+    #[param(value_type = PhoneNumber, required = true)]
     pub phone_number: Option<String>,
 }
 
@@ -156,12 +159,14 @@ pub struct BalanceQuery {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct TransferListQuery {
-    /// Only transfers in this status (QUEUED, SUBMITTING, SUBMITTED, SUBMISSION_UNKNOWN,
-    /// SETTLED, FAILED).
+    /// Only transfers in this status.
+    #[param(value_type = TransferStatus, required = false)]
     pub status: Option<String>,
     /// 1-100, default 20.
+    #[param(value_type = ListLimit, required = false)]
     pub limit: Option<String>,
     /// 1-based, default 1.
+    #[param(value_type = ListPage, required = false)]
     pub page: Option<String>,
 }
 
@@ -170,11 +175,14 @@ pub struct TransferListQuery {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct CheckoutListQuery {
-    /// Only sessions in this status: pending, paid, expired or failed.
+    /// Only sessions in this status.
+    #[param(value_type = SessionStatus, required = false)]
     pub status: Option<String>,
     /// 1-100, default 20.
+    #[param(value_type = ListLimit, required = false)]
     pub limit: Option<String>,
     /// 1-based, default 1.
+    #[param(value_type = ListPage, required = false)]
     pub page: Option<String>,
 }
 

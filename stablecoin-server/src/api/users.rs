@@ -12,9 +12,12 @@ use axum::extract::State;
 use axum::response::Response;
 use stablecoin_core::engine::{FundRequest, WithdrawRequest};
 
+/// A code of the shape the engine sends (`CODE_DIGITS` digits). Anything else can never be
+/// right, so it is refused as input (400) before the engine counts an attempt.
 fn code_ok(code: &str) -> Result<&str, ApiError> {
+    use stablecoin_core::domain::consent::CODE_DIGITS;
     let c = code.trim();
-    if c.is_empty() || c.len() > 16 {
+    if c.len() != CODE_DIGITS || !c.bytes().all(|b| b.is_ascii_digit()) {
         return Err(ApiError::bad_request(
             "INVALID_PARAMETER",
             "code must be the one-time code the customer received (6 digits)",
@@ -97,7 +100,9 @@ pub async fn fund(
     responses(
         (status = 200, description = "Live balances", body = BalanceResponse),
         (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
-        (status = 404, description = "No wallet for this phone", body = ErrorBody)),
+        (status = 404, description = "No wallet for this phone", body = ErrorBody),
+        (status = 502, description = "RAIL_ERROR: the chain read failed", body = ErrorBody),
+        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not configured", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn balance(
     State(app): State<AppState>,
@@ -135,8 +140,9 @@ pub(crate) fn required_phone(
             headers(("Location" = String, description = "/v1/withdrawals/{id}"))),
         (status = 403, description = "NOT_A_MEMBER or SANDBOX_UNSUPPORTED", body = ErrorBody),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
+        (status = 400, description = "INVALID_AMOUNT also when the amount converts, at the current rate, to less than one minor unit of the payout currency", body = ErrorBody),
         (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody),
-        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY", body = ErrorBody)),
+        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY; RATE_SOURCE_ERROR: no rate for the payout currency", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn withdraw(
     State(app): State<AppState>,
@@ -175,7 +181,8 @@ pub async fn withdraw(
         (status = 200, description = "Code sent", body = ChallengeResponse),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
         (status = 409, description = "ALREADY_A_MEMBER", body = ErrorBody),
-        (status = 429, description = "RATE_LIMITED (codes per wallet, phone or tenant) or TOO_MANY_ATTEMPTS (locked out); see Retry-After", body = ErrorBody)),
+        (status = 429, description = "RATE_LIMITED (codes per wallet, phone or tenant) or TOO_MANY_ATTEMPTS (locked out); see Retry-After", body = ErrorBody),
+        (status = 502, description = "NOTIFIER_ERROR: the SMS gateway failed", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn link_request(
     State(app): State<AppState>,
@@ -242,7 +249,8 @@ pub async fn link_confirm(
         (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
         (status = 409, description = "PHONE_IN_USE", body = ErrorBody),
-        (status = 429, description = "RATE_LIMITED (codes per wallet, phone or tenant) or TOO_MANY_ATTEMPTS (locked out); see Retry-After", body = ErrorBody)),
+        (status = 429, description = "RATE_LIMITED (codes per wallet, phone or tenant) or TOO_MANY_ATTEMPTS (locked out); see Retry-After", body = ErrorBody),
+        (status = 502, description = "NOTIFIER_ERROR: the SMS gateway failed", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn phone_change_request(
     State(app): State<AppState>,

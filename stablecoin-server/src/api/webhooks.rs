@@ -22,6 +22,7 @@
 //! Sandbox keys may read but not change anything here (`SANDBOX_UNSUPPORTED`).
 
 use super::paging;
+use super::schemas::{DeliveryStateName, ListLimit, ListPage, Rfc3339};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
@@ -68,8 +69,8 @@ impl From<WebhookError> for ApiError {
     }
 }
 
-/// Register an endpoint.
-#[derive(Debug, Deserialize, ToSchema)]
+/// Register an endpoint. Its schema (one shape per family) is in `api::schemas`.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CreateEndpointBody {
     /// `wallet` (default: spec 6.1, `X-Svc-Signature`) or `payments` (spec 6.2,
@@ -160,10 +161,13 @@ pub struct EndpointList {
 /// Paging of the endpoint list.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct EndpointListParams {
     /// 1-100, default 20.
+    #[param(value_type = ListLimit, required = false)]
     pub limit: Option<String>,
     /// 1-based, default 1.
+    #[param(value_type = ListPage, required = false)]
     pub page: Option<String>,
 }
 
@@ -177,7 +181,7 @@ fn live_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
     request_body = CreateEndpointBody,
     responses(
         (status = 201, description = "Registered; `secret` is shown only now (an idempotent replay answers the endpoint without it)", body = EndpointView),
-        (status = 400, description = "INVALID_WEBHOOK_URL, UNKNOWN_EVENT_TYPE, INVALID_PARAMETER", body = ErrorBody)),
+        (status = 400, description = "INVALID_WEBHOOK_URL (also for a host that does not resolve to public addresses only, which no schema can tell), UNKNOWN_EVENT_TYPE, INVALID_PARAMETER", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn create_webhook_endpoint(
     State(app): State<AppState>,
@@ -257,7 +261,8 @@ pub async fn get_webhook_endpoint(
     params(("id" = String, Path, description = "Webhook endpoint id (`whe_...`)")),
     responses(
         (status = 200, description = "Disabled", body = EndpointView),
-        (status = 404, description = "Not found for this tenant", body = ErrorBody)),
+        (status = 404, description = "Not found for this tenant", body = ErrorBody),
+        (status = 409, description = "CONFLICT: a concurrent change won; retry", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn delete_webhook_endpoint(
     State(app): State<AppState>,
@@ -419,14 +424,17 @@ pub struct EventList {
 /// Filters and paging of the event list.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct EventListParams {
     /// Only events of this type (`transfer.settled`, ...).
     #[serde(rename = "type")]
     #[param(rename = "type")]
     pub event_type: Option<String>,
     /// 1-100, default 20.
+    #[param(value_type = ListLimit, required = false)]
     pub limit: Option<String>,
     /// 1-based, default 1.
+    #[param(value_type = ListPage, required = false)]
     pub page: Option<String>,
 }
 
@@ -514,9 +522,11 @@ pub async fn replay_webhook_event(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayFailedBody {
-    /// RFC 3339, inclusive.
+    /// Inclusive.
+    #[schema(value_type = Rfc3339)]
     pub from: String,
-    /// RFC 3339, exclusive; after `from`.
+    /// Exclusive; after `from` (else 400 INVALID_PARAMETER).
+    #[schema(value_type = Rfc3339)]
     pub to: String,
 }
 
@@ -565,12 +575,16 @@ pub struct DeliveryList {
 /// Filters and paging of the delivery list.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct DeliveryListParams {
-    /// `PENDING`, `DELIVERED` or `DEAD`.
+    /// Only deliveries in this state.
+    #[param(value_type = DeliveryStateName, required = false)]
     pub state: Option<String>,
     /// 1-100, default 20.
+    #[param(value_type = ListLimit, required = false)]
     pub limit: Option<String>,
     /// 1-based, default 1.
+    #[param(value_type = ListPage, required = false)]
     pub page: Option<String>,
 }
 
