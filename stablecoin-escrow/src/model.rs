@@ -290,13 +290,16 @@ pub struct Deal {
 
 impl Deal {
     /// Record kind of deals in the store.
-    pub const KIND: &'static str = "escrow";
+    pub const KIND: &'static str = stablecoin_core::ports::kinds::kind::ESCROW;
 
     /// The store unique key that reserves a deal address (`escrow_addr:tron:<address>`),
     /// so no two deals share one.
     pub fn address_key(address: &ChainAddress) -> String {
         // TRON base58 addresses are case-sensitive: the key keeps the exact text.
-        format!("escrow_addr:tron:{}", address.0)
+        stablecoin_core::ports::kinds::key(
+            stablecoin_core::ports::kinds::namespace::ESCROW_ADDR,
+            format_args!("tron:{}", address.0),
+        )
     }
 
     /// The machine's state: the public state plus the claimed payout's purpose.
@@ -447,7 +450,7 @@ pub struct HistoryEntry {
 
 impl HistoryEntry {
     /// Record kind of history entries in the store.
-    pub const KIND: &'static str = "escrow_event";
+    pub const KIND: &'static str = stablecoin_core::ports::kinds::kind::ESCROW_EVENT;
 
     /// The entry id of position `seq` in a deal's history (zero-padded, so ids sort in
     /// order).
@@ -504,7 +507,7 @@ pub struct DepositRecord {
 
 impl DepositRecord {
     /// Record kind of deposits in the store.
-    pub const KIND: &'static str = "escrow_deposit";
+    pub const KIND: &'static str = stablecoin_core::ports::kinds::kind::ESCROW_DEPOSIT;
 
     /// The deposit id of log index `index` of transaction `tx_hash`: recording the same
     /// transfer twice is a conflict, not a second deposit.
@@ -629,7 +632,7 @@ pub struct PayoutRecord {
 
 impl PayoutRecord {
     /// Record kind of payouts in the store.
-    pub const KIND: &'static str = "escrow_payout";
+    pub const KIND: &'static str = stablecoin_core::ports::kinds::kind::ESCROW_PAYOUT;
 }
 
 impl Record for PayoutRecord {
@@ -664,7 +667,7 @@ pub(crate) struct ScanCursor {
 }
 
 impl Record for ScanCursor {
-    const KIND: &'static str = "escrow_scan_cursor";
+    const KIND: &'static str = stablecoin_core::ports::kinds::kind::ESCROW_SCAN_CURSOR;
     fn id(&self) -> String {
         self.rail.clone()
     }

@@ -124,7 +124,7 @@ struct ServerMeta {
 }
 
 impl Record for ServerMeta {
-    const KIND: &'static str = "server_meta";
+    const KIND: &'static str = stablecoin_core::ports::kinds::kind::SERVER_META;
     fn id(&self) -> String {
         self.id.clone()
     }

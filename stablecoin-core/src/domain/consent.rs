@@ -74,12 +74,15 @@ pub struct Wallet {
 impl Wallet {
     /// The unique key that finds a wallet by phone (one wallet per phone).
     pub fn phone_key(phone: &Phone) -> String {
-        format!("wallet_phone:{phone}")
+        crate::ports::kinds::key(crate::ports::kinds::namespace::WALLET_PHONE, phone)
     }
     /// The unique key that finds a wallet by its address on `rail` (case-insensitive, for
     /// inbound deposits).
     pub fn address_key(rail: &str, address: &ChainAddress) -> String {
-        format!("wallet_addr:{rail}:{}", address.0.to_ascii_lowercase())
+        crate::ports::kinds::key(
+            crate::ports::kinds::namespace::WALLET_ADDR,
+            format_args!("{rail}:{}", address.0.to_ascii_lowercase()),
+        )
     }
     /// True when `tenant` may move this wallet's money out.
     pub fn is_member(&self, tenant: &TenantId) -> bool {
@@ -105,7 +108,7 @@ impl Wallet {
 }
 
 impl Record for Wallet {
-    const KIND: &'static str = "wallet";
+    const KIND: &'static str = crate::ports::kinds::kind::WALLET;
     fn id(&self) -> String {
         self.id.0.clone()
     }
@@ -217,7 +220,10 @@ impl Challenge {
 
     /// The key that finds the open challenge of (kind, tenant, wallet).
     pub fn open_key(kind: &str, tenant: &TenantId, wallet: &WalletId) -> String {
-        format!("otp_open:{kind}:{tenant}:{wallet}")
+        crate::ports::kinds::key(
+            crate::ports::kinds::namespace::OTP_OPEN,
+            format_args!("{kind}:{tenant}:{wallet}"),
+        )
     }
 
     fn is_open(&self) -> bool {
@@ -246,7 +252,7 @@ impl Challenge {
 }
 
 impl Record for Challenge {
-    const KIND: &'static str = "challenge";
+    const KIND: &'static str = crate::ports::kinds::kind::CHALLENGE;
     fn id(&self) -> String {
         self.id.0.clone()
     }

@@ -286,7 +286,7 @@ pub struct QuoteView {
 }
 
 impl Record for Quote {
-    const KIND: &'static str = "quote";
+    const KIND: &'static str = crate::ports::kinds::kind::QUOTE;
     fn id(&self) -> String {
         self.id.to_string()
     }

@@ -266,7 +266,7 @@ impl OtpGuard {
 }
 
 impl Record for OtpGuard {
-    const KIND: &'static str = "otp_guard";
+    const KIND: &'static str = crate::ports::kinds::kind::OTP_GUARD;
     fn id(&self) -> String {
         self.id.clone()
     }

@@ -125,7 +125,10 @@ impl Operation {
     /// The unique key that finds an operation by its transaction (hash lowercased), so
     /// the deposit scanner can tell the service's own payments from deposits.
     pub fn tx_key(rail: &RailId, tx_hash: &str) -> String {
-        format!("optx:{}:{}", rail.name(), tx_hash.to_ascii_lowercase())
+        crate::ports::kinds::key(
+            crate::ports::kinds::namespace::OPERATION_TX,
+            format_args!("{}:{}", rail.name(), tx_hash.to_ascii_lowercase()),
+        )
     }
 
     /// The API shape: amounts as decimal strings, RFC 3339 times, absent fields omitted.
@@ -169,7 +172,7 @@ impl Operation {
 }
 
 impl Record for Operation {
-    const KIND: &'static str = "operation";
+    const KIND: &'static str = crate::ports::kinds::kind::OPERATION;
     fn id(&self) -> String {
         self.id.0.clone()
     }

@@ -39,7 +39,7 @@ pub struct Tenant {
 }
 
 impl Record for Tenant {
-    const KIND: &'static str = "tenant";
+    const KIND: &'static str = crate::ports::kinds::kind::TENANT;
     fn id(&self) -> String {
         self.id.0.clone()
     }
@@ -126,12 +126,12 @@ pub struct ApiKey {
 impl ApiKey {
     /// The unique key that finds an API key by the hash of its secret.
     pub fn hash_key(hash: &str) -> String {
-        format!("apikey:{hash}")
+        crate::ports::kinds::key(crate::ports::kinds::namespace::API_KEY, hash)
     }
 }
 
 impl Record for ApiKey {
-    const KIND: &'static str = "api_key";
+    const KIND: &'static str = crate::ports::kinds::kind::API_KEY;
     fn id(&self) -> String {
         self.id.0.clone()
     }

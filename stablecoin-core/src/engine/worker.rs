@@ -73,7 +73,7 @@ struct ScanCursor {
 }
 
 impl Record for ScanCursor {
-    const KIND: &'static str = "scan_cursor";
+    const KIND: &'static str = crate::ports::kinds::kind::SCAN_CURSOR;
     fn id(&self) -> String {
         self.rail.clone()
     }
@@ -131,7 +131,7 @@ impl DepositStatus {
 }
 
 impl Record for DepositRecord {
-    const KIND: &'static str = "deposit";
+    const KIND: &'static str = crate::ports::kinds::kind::DEPOSIT;
     fn id(&self) -> String {
         self.id.clone()
     }

@@ -66,7 +66,7 @@ pub struct StoreJournal {
 
 impl StoreJournal {
     /// The record kind of the entries in the store.
-    pub const KIND: &'static str = "rail_journal";
+    pub const KIND: &'static str = crate::ports::kinds::kind::RAIL_JOURNAL;
 
     /// A journal in `store`; `clock` stamps each entry's `created_at`.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {

@@ -2,6 +2,7 @@
 
 pub mod claim;
 pub mod journal;
+pub mod kinds;
 pub mod ledger;
 pub mod rail;
 pub mod record;

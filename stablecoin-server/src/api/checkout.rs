@@ -32,7 +32,7 @@ pub struct StoredPaymentSession {
 }
 
 impl Record for StoredPaymentSession {
-    const KIND: &'static str = "payment_session";
+    const KIND: &'static str = stablecoin_core::ports::kinds::kind::PAYMENT_SESSION;
     fn id(&self) -> String {
         self.session.session_id.clone()
     }

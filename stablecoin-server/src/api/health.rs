@@ -72,7 +72,10 @@ pub async fn ready(State(app): State<AppState>) -> Response {
     let storage_ok = app
         .storage
         .store
-        .get("server_meta", "readiness-probe")
+        .get(
+            stablecoin_core::ports::kinds::kind::SERVER_META,
+            "readiness-probe",
+        )
         .await
         .is_ok();
     let field = |id: RailId| {

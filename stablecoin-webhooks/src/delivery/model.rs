@@ -78,7 +78,7 @@ fn wallet_family() -> Family {
 }
 
 impl Record for Endpoint {
-    const KIND: &'static str = "webhook_endpoint";
+    const KIND: &'static str = stablecoin_core::ports::kinds::kind::WEBHOOK_ENDPOINT;
     fn id(&self) -> String {
         self.id.0.clone()
     }
@@ -176,7 +176,7 @@ pub struct Delivery {
 }
 
 impl Record for Delivery {
-    const KIND: &'static str = "webhook_delivery";
+    const KIND: &'static str = stablecoin_core::ports::kinds::kind::WEBHOOK_DELIVERY;
     fn id(&self) -> String {
         self.id.clone()
     }
@@ -213,7 +213,7 @@ pub struct WebhookEvent {
 }
 
 impl Record for WebhookEvent {
-    const KIND: &'static str = "webhook_event";
+    const KIND: &'static str = stablecoin_core::ports::kinds::kind::WEBHOOK_EVENT;
     fn id(&self) -> String {
         self.id.clone()
     }
@@ -236,7 +236,7 @@ pub(super) struct Cursor {
 }
 
 impl Record for Cursor {
-    const KIND: &'static str = "webhook_cursor";
+    const KIND: &'static str = stablecoin_core::ports::kinds::kind::WEBHOOK_CURSOR;
     fn id(&self) -> String {
         "wallet".into()
     }

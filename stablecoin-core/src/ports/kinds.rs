@@ -1,0 +1,176 @@
+//! Every record kind and unique-key namespace of the workspace, in one place.
+//!
+//! The store is generic: a record is `(kind, id)` plus indexed columns, and a unique key is
+//! a string any record may claim. Two record types sharing a kind, or two key families
+//! sharing a namespace, would read each other's rows or block each other's writes without
+//! an error. So every crate that stores records (core, escrow, webhooks, the server) takes
+//! its kinds and namespaces from here, and [`tests`] check that they are distinct.
+//!
+//! The strings are persisted: changing one orphans every stored row of it. Add, never
+//! rename.
+
+/// Record kinds (`StoredRecord::kind`), one per [`Record`](crate::ports::Record) type.
+pub mod kind {
+    /// Core: a tenant operation (funding, transfer, withdrawal, swap, payout, ...).
+    pub const OPERATION: &str = "operation";
+    /// Core: a rail's deposit-scan position.
+    pub const SCAN_CURSOR: &str = "scan_cursor";
+    /// Core: an observed inbound transfer, credited once.
+    pub const DEPOSIT: &str = "deposit";
+    /// Core: a tenant (fintech).
+    pub const TENANT: &str = "tenant";
+    /// Core: a tenant's API key (hash only).
+    pub const API_KEY: &str = "api_key";
+    /// Core: a rail's durable record of a broadcast, for recovery after a crash.
+    pub const RAIL_JOURNAL: &str = "rail_journal";
+    /// Core: an FX quote.
+    pub const QUOTE: &str = "quote";
+    /// Core: a phone-keyed wallet.
+    pub const WALLET: &str = "wallet";
+    /// Core: a one-time-code challenge (link, phone change).
+    pub const CHALLENGE: &str = "challenge";
+    /// Core: the attempt and issue counters that lock one-time codes out.
+    pub const OTP_GUARD: &str = "otp_guard";
+    /// Escrow: a deal.
+    pub const ESCROW: &str = "escrow";
+    /// Escrow: one entry of a deal's history.
+    pub const ESCROW_EVENT: &str = "escrow_event";
+    /// Escrow: a deposit into a deal address.
+    pub const ESCROW_DEPOSIT: &str = "escrow_deposit";
+    /// Escrow: a payout out of a deal.
+    pub const ESCROW_PAYOUT: &str = "escrow_payout";
+    /// Escrow: the deal-address scan position.
+    pub const ESCROW_SCAN_CURSOR: &str = "escrow_scan_cursor";
+    /// Webhooks: a tenant's endpoint.
+    pub const WEBHOOK_ENDPOINT: &str = "webhook_endpoint";
+    /// Webhooks: one event's delivery to one endpoint.
+    pub const WEBHOOK_DELIVERY: &str = "webhook_delivery";
+    /// Webhooks: an event as sent, for listing and replay.
+    pub const WEBHOOK_EVENT: &str = "webhook_event";
+    /// Webhooks: the outbox fan-out position.
+    pub const WEBHOOK_CURSOR: &str = "webhook_cursor";
+    /// Server: deployment facts (the readiness probe row, the seed fingerprint).
+    pub const SERVER_META: &str = "server_meta";
+    /// Server: a checkout payment session.
+    pub const PAYMENT_SESSION: &str = "payment_session";
+
+    /// Every kind above.
+    pub const ALL: &[&str] = &[
+        OPERATION,
+        SCAN_CURSOR,
+        DEPOSIT,
+        TENANT,
+        API_KEY,
+        RAIL_JOURNAL,
+        QUOTE,
+        WALLET,
+        CHALLENGE,
+        OTP_GUARD,
+        ESCROW,
+        ESCROW_EVENT,
+        ESCROW_DEPOSIT,
+        ESCROW_PAYOUT,
+        ESCROW_SCAN_CURSOR,
+        WEBHOOK_ENDPOINT,
+        WEBHOOK_DELIVERY,
+        WEBHOOK_EVENT,
+        WEBHOOK_CURSOR,
+        SERVER_META,
+        PAYMENT_SESSION,
+    ];
+}
+
+/// Unique-key namespaces: a key is `<namespace>:<rest>` (see [`key`]).
+pub mod namespace {
+    /// A wallet's phone number: one wallet per phone.
+    pub const WALLET_PHONE: &str = "wallet_phone";
+    /// A wallet's address on one rail: one wallet per address.
+    pub const WALLET_ADDR: &str = "wallet_addr";
+    /// The open one-time-code challenge of (purpose, tenant, wallet): at most one.
+    pub const OTP_OPEN: &str = "otp_open";
+    /// An API key's hash: finds the key by the secret presented.
+    pub const API_KEY: &str = "apikey";
+    /// An operation's transaction hash on one rail: one operation per transaction.
+    pub const OPERATION_TX: &str = "optx";
+    /// An escrow deal's address: no two deals share one.
+    pub const ESCROW_ADDR: &str = "escrow_addr";
+
+    /// Every namespace above.
+    pub const ALL: &[&str] = &[
+        WALLET_PHONE,
+        WALLET_ADDR,
+        OTP_OPEN,
+        API_KEY,
+        OPERATION_TX,
+        ESCROW_ADDR,
+    ];
+}
+
+/// The unique key `<namespace>:<rest>`; `rest` may itself contain `:`, the namespace
+/// never does, so two namespaces cannot produce the same key.
+pub fn key(namespace: &str, rest: impl std::fmt::Display) -> String {
+    debug_assert!(
+        namespace::ALL.contains(&namespace),
+        "unregistered namespace {namespace}"
+    );
+    format!("{namespace}:{rest}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn assert_distinct(what: &str, all: &[&str]) {
+        let set: BTreeSet<_> = all.iter().collect();
+        assert_eq!(
+            set.len(),
+            all.len(),
+            "{what}: a value is listed twice: {all:?}"
+        );
+        for s in all {
+            assert!(
+                !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{what}: {s:?} must be lower-case ASCII and underscores (no `:`)"
+            );
+        }
+    }
+
+    #[test]
+    fn record_kinds_are_distinct() {
+        assert_distinct("record kinds", kind::ALL);
+    }
+
+    #[test]
+    fn key_namespaces_are_distinct_and_separate_from_each_other() {
+        assert_distinct("key namespaces", namespace::ALL);
+        // No namespace is a prefix of another's keys: the `:` after it forbids that.
+        for a in namespace::ALL {
+            for b in namespace::ALL {
+                if a != b {
+                    assert!(!key(a, "x").starts_with(&format!("{b}:")), "{a} vs {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_lists_name_every_constant() {
+        // A constant added above but left out of `ALL` escapes the distinctness check:
+        // count the `pub const` lines of this file against the lists.
+        let src = include_str!("kinds.rs");
+        let (kinds_src, rest) = src.split_once("pub mod namespace").unwrap();
+        let count = |s: &str| s.matches("    pub const ").count() - 1; // minus `ALL`
+        assert_eq!(
+            count(kinds_src),
+            kind::ALL.len(),
+            "kind::ALL is missing a kind"
+        );
+        let ns_src = rest.split_once("pub fn key").unwrap().0;
+        assert_eq!(
+            count(ns_src),
+            namespace::ALL.len(),
+            "namespace::ALL misses one"
+        );
+    }
+}
