@@ -19,6 +19,15 @@ pub enum CoreError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A send below the rail's floor ([`crate::domain::limits::MinSend`]): the service
+    /// sponsors every send, so dust would cost it more than it moves.
+    #[error("amount is below the minimum of {minimum} for a send on {rail}")]
+    AmountTooSmall {
+        /// The rail's name.
+        rail: String,
+        /// The smallest amount accepted on it.
+        minimum: crate::domain::money::Micros,
+    },
     /// A phone number that is not a plausible E.164 number.
     #[error("invalid phone number {input:?}: {reason}")]
     InvalidPhone {
@@ -254,6 +263,7 @@ impl CoreError {
         use CoreError::*;
         match self {
             InvalidAmount { .. } => "INVALID_AMOUNT",
+            AmountTooSmall { .. } => "AMOUNT_TOO_SMALL",
             InvalidPhone { .. } => "INVALID_PHONE",
             UnknownToken { .. } | TokenNotCarried { .. } => "UNKNOWN_TOKEN",
             UnknownCurrency { .. } => "UNKNOWN_CURRENCY",
@@ -296,7 +306,7 @@ impl CoreError {
     pub fn param(&self) -> Option<&'static str> {
         use CoreError::*;
         match self {
-            InvalidAmount { .. } => Some("amount"),
+            InvalidAmount { .. } | AmountTooSmall { .. } => Some("amount"),
             InvalidPhone { .. } => Some("phone_number"),
             UnknownToken { .. } | TokenNotCarried { .. } => Some("token"),
             UnknownCurrency { .. } => Some("local_currency"),

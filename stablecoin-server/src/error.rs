@@ -134,6 +134,7 @@ pub fn status_of(e: &CoreError) -> StatusCode {
     use CoreError::*;
     match e {
         InvalidAmount { .. }
+        | AmountTooSmall { .. }
         | InvalidPhone { .. }
         | UnknownToken { .. }
         | TokenNotCarried { .. }
@@ -319,6 +320,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "INVALID_AMOUNT",
         400,
         "A token amount is not a positive decimal with at most 6 places.",
+    ),
+    (
+        "AMOUNT_TOO_SMALL",
+        400,
+        "A send is below the rail's minimum (the service sponsors its cost).",
     ),
     ("INVALID_PHONE", 400, "A phone number is not E.164."),
     ("UNKNOWN_TOKEN", 400, "The token is not USDC or USDT."),

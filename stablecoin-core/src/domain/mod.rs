@@ -6,6 +6,7 @@ pub mod fees;
 pub mod fx;
 pub mod ids;
 pub mod ledger;
+pub mod limits;
 pub mod money;
 pub mod otp;
 pub mod phone;

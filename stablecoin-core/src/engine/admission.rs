@@ -117,10 +117,16 @@ impl Engine {
 
     /// The checks of a send on `rail` that read nothing (shared with the sandbox): a token
     /// the rail carries, a well-formed `quote_id`, and a `DIRECT_CRYPTO` quote of the
-    /// requested token. Returns the parsed quote reference.
+    /// requested token, at least the rail's floor (`EngineConfig::min_send`). Returns the
+    /// parsed quote reference.
     pub(crate) fn check_send(&self, rail: &dyn Rail, req: &SendRequest) -> CoreResult<QuoteRef> {
         check_token(rail, req.token)?;
-        check_quote(req)
+        let quote = check_quote(req)?;
+        if let QuoteRef::DirectCrypto { amount, .. } = &quote {
+            // An FX quote's amount is known once the quote is read (`send_attempt`).
+            self.config.min_send.check(rail.id(), *amount)?;
+        }
+        Ok(quote)
     }
 }
 

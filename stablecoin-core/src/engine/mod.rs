@@ -29,6 +29,7 @@ pub use worker::{DepositRecord, DepositStatus, TickReport};
 
 use crate::domain::consent::Wallet;
 use crate::domain::ids::make_id;
+use crate::domain::limits::{MinSend, RentQuota};
 use crate::domain::otp::{CodeKey, OtpPolicy};
 use crate::error::{CoreError, CoreResult};
 use crate::ports::record::Versioned;
@@ -107,6 +108,12 @@ pub struct EngineConfig {
     /// whose check is not cheap: [`Rail::readiness_is_cheap`]). A rail that stops being
     /// READY refuses sends at most this long later; 0 asks on every send.
     pub readiness_cache_ms: i64,
+    /// The smallest send per rail family (default: none). The reference server sets
+    /// floors that cover a send's sponsored cost.
+    pub min_send: MinSend,
+    /// Rent-paying wallet preparations (Solana provisionings) one tenant may ask for
+    /// per window.
+    pub rent_quota: RentQuota,
 }
 
 impl Default for EngineConfig {
@@ -126,6 +133,8 @@ impl Default for EngineConfig {
             otp: OtpPolicy::default(),
             code_key: None,
             readiness_cache_ms: 2_000,
+            min_send: MinSend::default(),
+            rent_quota: RentQuota::default(),
         }
     }
 }

@@ -584,6 +584,7 @@ impl Engine {
                     (v.record.expected_out, Some(qid.0))
                 }
             };
+            self.config.min_send.check(rail_id, amount)?;
             let tenant_rec = self.tenant(tenant).await?;
             let fees = if evm {
                 split_fees(amount, &tenant_rec.pricing)?

@@ -158,6 +158,7 @@ impl Sandbox<'_> {
             }
             Err(e) => return Err(e),
         };
+        self.engine.config.min_send.check(rail_id, amount)?;
         if req.from_phone_number == req.to_phone_number {
             return Err(CoreError::SameWallet);
         }

@@ -4,6 +4,7 @@ use super::Engine;
 use crate::domain::consent::*;
 use crate::domain::events::DomainEvent;
 use crate::domain::ids::{EventId, TenantId, WalletId};
+use crate::domain::limits::TenantQuota;
 use crate::domain::money::Token;
 use crate::domain::phone::Phone;
 use crate::error::{CoreError, CoreResult};
@@ -232,9 +233,62 @@ impl Engine {
         let rail = self.rail(rail_id)?.clone();
         let mut view = self.provision(tenant, phone).await?;
         let wallet_id = WalletId(view.wallet_id.clone());
+        if rail.prepare_wallet_pays_rent() {
+            self.count_rent(tenant, &wallet_id, rail_id).await?;
+        }
         view.address = self.wallet_address_on(&wallet_id, &rail).await?.0;
         view.rail = rail_id.name();
         Ok(view)
+    }
+
+    /// Counts a wallet's first rent-paying preparation on `rail_id` against the tenant's
+    /// quota (`EngineConfig::rent_quota`), or refuses it (RATE_LIMITED) when the quota
+    /// is spent. A wallet that already has its address there costs nothing more and is
+    /// not counted. Counted before the rail is asked, so a preparation that then fails
+    /// still counts: the quota errs on the side of the service's money.
+    async fn count_rent(
+        &self,
+        tenant: &TenantId,
+        wallet_id: &WalletId,
+        rail_id: RailId,
+    ) -> CoreResult<()> {
+        let name = rail_id.name();
+        let prepared = get_record::<Wallet>(&*self.ports.store, &wallet_id.0)
+            .await?
+            .is_some_and(|v| v.record.address(&name).is_some());
+        if prepared {
+            return Ok(());
+        }
+        for _ in 0..5 {
+            let now = self.now();
+            let id = TenantQuota::id_of(tenant, rail_id);
+            let read = get_record::<TenantQuota>(&*self.ports.store, &id).await?;
+            let (mut quota, version) = match read {
+                Some(v) => (v.record, Some(v.version)),
+                None => (TenantQuota::new(tenant, rail_id, now), None),
+            };
+            quota.count(now, &self.config.rent_quota)?;
+            let put = match version {
+                Some(v) => quota.update(v)?,
+                None => quota.insert()?,
+            };
+            match self
+                .commit(Batch {
+                    puts: vec![put],
+                    ..Default::default()
+                })
+                .await
+            {
+                Ok(_) => return Ok(()),
+                // Another provisioning of this tenant counted first: count again.
+                Err(CoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(CoreError::Conflict {
+            what: format!("rent quota of tenant {}", tenant.0),
+            record: Some(TenantQuota::KIND.into()),
+        })
     }
 
     /// The wallet's address on `rail`, derived once and recorded on the wallet, with

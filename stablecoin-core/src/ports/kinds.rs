@@ -31,6 +31,8 @@ pub mod kind {
     pub const CHALLENGE: &str = "challenge";
     /// Core: the attempt and issue counters that lock one-time codes out.
     pub const OTP_GUARD: &str = "otp_guard";
+    /// Core: a tenant's count of rent-paying wallet preparations (`domain::limits`).
+    pub const TENANT_QUOTA: &str = "tenant_quota";
     /// Escrow: a deal.
     pub const ESCROW: &str = "escrow";
     /// Escrow: one entry of a deal's history.
@@ -66,6 +68,7 @@ pub mod kind {
         WALLET,
         CHALLENGE,
         OTP_GUARD,
+        TENANT_QUOTA,
         ESCROW,
         ESCROW_EVENT,
         ESCROW_DEPOSIT,

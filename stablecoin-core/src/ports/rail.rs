@@ -314,6 +314,14 @@ pub trait Rail: Send + Sync {
     /// payment opening only the sent token's account) is completed too.
     async fn prepare_wallet(&self, purpose: &KeyPurpose) -> Result<(), RailError>;
 
+    /// True when [`Rail::prepare_wallet`] spends the service's money that does not come
+    /// back (Solana: rent of two token accounts). The engine then counts a wallet's first
+    /// preparation on this rail against the tenant's quota
+    /// ([`EngineConfig::rent_quota`](crate::engine::EngineConfig::rent_quota)).
+    fn prepare_wallet_pays_rent(&self) -> bool {
+        false
+    }
+
     /// Whether receipt monitoring is configured, i.e. whether the engine's deposit
     /// scanner should call [`Rail::scan`]. A rail switched off on purpose (Solana without
     /// `SOLANA_SCAN_ENABLED`) is skipped instead of failing every tick; it reports the

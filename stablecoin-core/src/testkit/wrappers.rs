@@ -365,6 +365,10 @@ impl<O: RailOverride> Rail for DelegatingRail<O> {
         self.overrides.prepare_wallet(&*self.inner, purpose).await
     }
 
+    fn prepare_wallet_pays_rent(&self) -> bool {
+        self.inner.prepare_wallet_pays_rent()
+    }
+
     async fn balance(&self, address: &ChainAddress, token: Token) -> Result<Micros, RailError> {
         self.overrides.balance(&*self.inner, address, token).await
     }

@@ -475,6 +475,11 @@ impl Rail for SimRail {
         Ok(())
     }
 
+    /// As on the real chain: the Solana profile's token accounts pay rent.
+    fn prepare_wallet_pays_rent(&self) -> bool {
+        self.profile == SimProfile::Solana
+    }
+
     /// The executed balance: it includes transfers mined but not yet at the
     /// confirmation depth, and excludes the mempool.
     async fn balance(&self, address: &ChainAddress, token: Token) -> Result<Micros, RailError> {

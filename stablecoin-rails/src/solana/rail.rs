@@ -319,6 +319,11 @@ impl Rail for SolanaRail {
         self.provision_purpose(purpose).await.map(|_| ())
     }
 
+    /// The two ATAs' rent is the service's and never comes back.
+    fn prepare_wallet_pays_rent(&self) -> bool {
+        true
+    }
+
     /// `SOLANA_SCAN_ENABLED` (spec 1.5): without it `scan` answers `Unavailable`.
     fn monitors_inbound(&self) -> bool {
         self.config.scan_enabled

@@ -160,7 +160,7 @@ pub async fn tron_balance(
     responses(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/transfers/{id}"))),
-        (status = 400, description = "UNKNOWN_TOKEN (TRON moves USDT only) and other bad input", body = ErrorBody),
+        (status = 400, description = "UNKNOWN_TOKEN (TRON moves USDT only), AMOUNT_TOO_SMALL (below the rail's minimum send) and other bad input", body = ErrorBody),
         (status = 403, description = "NOT_A_MEMBER, SANDBOX_UNSUPPORTED", body = ErrorBody),
         (status = 404, description = "No sender wallet, no TRON address for it, or no such quote", body = ErrorBody),
         (status = 409, description = "QUOTE_ALREADY_USED", body = ErrorBody),
@@ -239,7 +239,7 @@ pub async fn solana_balance(
     responses(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/transfers/{id}"))),
-        (status = 400, description = "UNKNOWN_TOKEN (USDC and USDT only) and other bad input", body = ErrorBody),
+        (status = 400, description = "UNKNOWN_TOKEN (USDC and USDT only), AMOUNT_TOO_SMALL (below the rail's minimum send) and other bad input", body = ErrorBody),
         (status = 403, description = "NOT_A_MEMBER, SANDBOX_UNSUPPORTED", body = ErrorBody),
         (status = 404, description = "No sender wallet, no Solana address for it, or no such quote", body = ErrorBody),
         (status = 409, description = "QUOTE_ALREADY_USED", body = ErrorBody),

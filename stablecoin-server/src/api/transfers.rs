@@ -26,6 +26,7 @@ use stablecoin_core::engine::{Engine, SendRequest};
     responses(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/transfers/{id}"))),
+        (status = 400, description = "AMOUNT_TOO_SMALL: below the rail's minimum send", body = ErrorBody),
         (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
         (status = 404, description = "No sender wallet, or no such quote for this tenant", body = ErrorBody),
         (status = 409, description = "QUOTE_ALREADY_USED", body = ErrorBody),
