@@ -5,6 +5,8 @@
 
 use sha3::{Digest, Keccak256};
 
+/// Keccak-256 (Ethereum's hash, not NIST SHA3-256): selectors, event topics, CREATE2,
+/// EIP-712 and transaction hashes.
 pub fn keccak(data: &[u8]) -> [u8; 32] {
     Keccak256::digest(data).into()
 }
@@ -36,10 +38,12 @@ pub enum Abi {
 }
 
 impl Abi {
+    /// A `uint256` value (amounts in base units, gas, wei: all fit in 128 bits here).
     pub fn uint(v: u128) -> Abi {
         Abi::Word(uint_word(v))
     }
 
+    /// An `address` value, left-padded to a word.
     pub fn address(a: &[u8; 20]) -> Abi {
         let mut w = [0u8; 32];
         w[12..].copy_from_slice(a);

@@ -5,20 +5,30 @@ use super::abi::keccak;
 use std::fmt;
 use std::str::FromStr;
 
+/// A 20-byte EVM account or contract address. Parsed from `0x` + 40 hex digits (the
+/// EIP-55 checksum enforced when the case is mixed), displayed in checksum form;
+/// [`to_hex`](Self::to_hex) gives the lower-case form JSON-RPC takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EvmAddress(pub [u8; 20]);
 
+/// Why a string or a key is not an EVM address.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AddressError {
+    /// Not `0x` followed by exactly 40 hex digits.
     #[error("an EVM address is 0x followed by 40 hex digits")]
     Format,
+    /// Mixed case that does not match the EIP-55 checksum: most likely a mistyped address,
+    /// so it is refused rather than lower-cased.
     #[error("the EIP-55 checksum (letter case) does not match")]
     Checksum,
+    /// [`EvmAddress::from_public_key`] was given bytes that are not a SEC1 secp256k1 point.
     #[error("not a secp256k1 public key")]
     PublicKey,
 }
 
 impl EvmAddress {
+    /// `0x00…00`: stands for an unconfigured contract, which
+    /// [`EvmConfig::validate`](crate::evm::EvmConfig::validate) refuses.
     pub const ZERO: EvmAddress = EvmAddress([0; 20]);
 
     /// The address of a secp256k1 key (SEC1, compressed or not): the last 20 bytes of

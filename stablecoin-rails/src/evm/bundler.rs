@@ -12,6 +12,8 @@ use stablecoin_core::ports::{Curve, KeyPurpose, Signer};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
+/// Why [`Bundler::send`] returned no bundle hash. The variant decides what the rail may
+/// do next: build the payment again, or only reconcile it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BundleError {
     /// Definitely not on its way (the EntryPoint refused the operation in simulation,
@@ -21,11 +23,15 @@ pub enum BundleError {
     /// May be on its way: reconcile, never resubmit. `tx_hash` when already known.
     #[error("bundle outcome unknown: {reason}")]
     Unknown {
+        /// The bundle transaction's hash, when it was signed before the outcome was lost.
         tx_hash: Option<[u8; 32]>,
+        /// What went wrong (the transport error), for the operation's record and the logs.
         reason: String,
     },
 }
 
+/// Puts signed, sponsored user operations on chain: [`SelfBundler`], or an external
+/// ERC-4337 bundler behind the same seam.
 #[async_trait]
 pub trait Bundler: Send + Sync {
     /// Puts `ops` on chain in one bundle; returns the bundle transaction's hash.
@@ -49,6 +55,9 @@ pub struct SelfBundler {
 }
 
 impl SelfBundler {
+    /// A bundler signing with `signer`'s `key` (the rail's is [`KeyPurpose::Sponsor`]) for
+    /// `entry_point` on `chain_id`. The transaction nonce is read from the node at the first
+    /// send.
     pub fn new(
         rpc: Arc<dyn JsonRpc>,
         signer: Arc<dyn Signer>,
@@ -66,6 +75,8 @@ impl SelfBundler {
         }
     }
 
+    /// The bundler account: the EOA of its key, which pays the bundles' gas and receives the
+    /// refunds. `Err` when the signer cannot give the public key.
     pub async fn address(&self) -> Result<EvmAddress, String> {
         let pk = self
             .signer

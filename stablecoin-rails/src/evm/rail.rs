@@ -42,6 +42,8 @@ pub use config::{ERC1967_PROXY_V08, EvmConfig, EvmToken, GasPolicy};
 pub use operations::call_revert_reason;
 pub use submitted::Submitted;
 
+/// The [`Rail`] of one EVM chain (see the module documentation for how a payment goes on
+/// chain). Built by [`EvmRail::new`]; one instance per chain profile.
 pub struct EvmRail {
     config: EvmConfig,
     factory: AccountFactory,
@@ -95,6 +97,9 @@ pub fn parse_address(a: &ChainAddress) -> Result<EvmAddress, RailError> {
 }
 
 impl EvmRail {
+    /// A rail over `rpc` (a node of `config.chain_id`), signing with `signer`'s keys and
+    /// sending through `bundler`; its send journal is in memory until
+    /// [`with_journal`](Self::with_journal). `Err`: what [`EvmConfig::validate`] finds wrong.
     pub fn new(
         config: EvmConfig,
         rpc: Arc<dyn JsonRpc>,
@@ -125,6 +130,7 @@ impl EvmRail {
         self
     }
 
+    /// The chain profile the rail runs.
     pub fn config(&self) -> &EvmConfig {
         &self.config
     }

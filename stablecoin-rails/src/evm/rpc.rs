@@ -10,21 +10,36 @@ use serde_json::{Value, json};
 /// (a send is then of unknown outcome); `Node`: the node answered with an error.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RpcError {
+    /// No usable answer (connection, timeout, a body that is not JSON): the node may have
+    /// acted on the request.
     #[error("transport: {0}")]
     Transport(String),
+    /// The node answered with a JSON-RPC `error` object.
     #[error("node error {code}: {message}")]
     Node {
+        /// `error.code` (0 when the node sent none).
         code: i64,
+        /// `error.message` (empty when the node sent none).
         message: String,
         /// Revert data of a failed `eth_call` / `eth_estimateGas`, when the node gives it.
         data: Option<Vec<u8>>,
     },
+    /// The node answered, but not in the shape of the method's result.
     #[error("unexpected answer to {method}: {detail}")]
-    Decode { method: String, detail: String },
+    Decode {
+        /// The JSON-RPC method, or `log` for an entry of a receipt or of `eth_getLogs`.
+        method: String,
+        /// What did not parse.
+        detail: String,
+    },
 }
 
+/// An Ethereum JSON-RPC endpoint: [`HttpJsonRpc`] in production; tests wrap it to drop
+/// answers, a host to add auth or retries.
 #[async_trait]
 pub trait JsonRpc: Send + Sync {
+    /// Sends one request and returns its `result` (`null` when absent): a node's `error` is
+    /// [`RpcError::Node`], no answer at all [`RpcError::Transport`].
     async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError>;
 }
 
@@ -35,6 +50,7 @@ pub struct HttpJsonRpc {
 }
 
 impl HttpJsonRpc {
+    /// A client of `url`; each request gives up after `timeout` (a [`RpcError::Transport`]).
     pub fn new(url: impl Into<String>, timeout: std::time::Duration) -> Self {
         HttpJsonRpc {
             url: url.into(),
@@ -96,6 +112,7 @@ pub fn quantity(method: &str, v: &Value) -> Result<u128, RpcError> {
         .map_err(|_| decode_err(method, format!("not a quantity: {s}")))
 }
 
+/// `0x`-prefixed hex data to bytes; `method` names the call in a [`RpcError::Decode`].
 pub fn data_of(method: &str, v: &Value) -> Result<Vec<u8>, RpcError> {
     let s = v
         .as_str()
@@ -103,12 +120,14 @@ pub fn data_of(method: &str, v: &Value) -> Result<Vec<u8>, RpcError> {
     hex::decode(s.trim_start_matches("0x")).map_err(|_| decode_err(method, "not hex data"))
 }
 
+/// `0x`-prefixed hex of exactly 32 bytes (a transaction hash, a block hash, a topic).
 pub fn hash_of(method: &str, v: &Value) -> Result<[u8; 32], RpcError> {
     data_of(method, v)?
         .try_into()
         .map_err(|_| decode_err(method, "not a 32-byte hash"))
 }
 
+/// Bytes as `0x`-prefixed lower-case hex, the form of JSON-RPC data parameters.
 pub fn hex0x(b: &[u8]) -> String {
     format!("0x{}", hex::encode(b))
 }
@@ -116,11 +135,17 @@ pub fn hex0x(b: &[u8]) -> String {
 /// One log entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Log {
+    /// The contract that emitted it.
     pub address: EvmAddress,
+    /// `topics`: the event signature's hash first, then the indexed arguments.
     pub topics: Vec<[u8; 32]>,
+    /// The non-indexed arguments, ABI-encoded.
     pub data: Vec<u8>,
+    /// `blockNumber`: the block that includes it.
     pub block: u64,
+    /// `transactionHash`: the transaction that emitted it.
     pub tx_hash: [u8; 32],
+    /// `logIndex`: its position in the block.
     pub log_index: u64,
 }
 
@@ -149,8 +174,12 @@ fn log_of(v: &Value) -> Result<Log, RpcError> {
 /// A mined transaction's receipt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Receipt {
+    /// `status == 1`: the transaction did not revert. A bundle can succeed while an operation
+    /// in it reverted: its `UserOperationEvent` says.
     pub success: bool,
+    /// `blockNumber`: the block that includes it.
     pub block: u64,
+    /// Every log the transaction emitted, in order.
     pub logs: Vec<Log>,
 }
 
@@ -158,11 +187,13 @@ pub struct Receipt {
 pub struct Eth<'a>(pub &'a dyn JsonRpc);
 
 impl Eth<'_> {
+    /// `eth_chainId`: the chain the node serves.
     pub async fn chain_id(&self) -> Result<u64, RpcError> {
         let v = self.0.request("eth_chainId", json!([])).await?;
         Ok(quantity("eth_chainId", &v)? as u64)
     }
 
+    /// `eth_blockNumber`: the head block.
     pub async fn block_number(&self) -> Result<u64, RpcError> {
         let v = self.0.request("eth_blockNumber", json!([])).await?;
         Ok(quantity("eth_blockNumber", &v)? as u64)
@@ -182,6 +213,8 @@ impl Eth<'_> {
         Ok(quantity(m, &v["timestamp"])? as u64)
     }
 
+    /// `eth_call` at the latest block: the return data, ABI-encoded. A revert is
+    /// [`RpcError::Node`] (with its revert data when the node gives it).
     pub async fn call(&self, to: &EvmAddress, data: &[u8]) -> Result<Vec<u8>, RpcError> {
         let v = self
             .0
@@ -201,6 +234,7 @@ impl Eth<'_> {
             .ok_or_else(|| decode_err("eth_call", "expected a uint below 2^128"))
     }
 
+    /// `eth_getCode` at the latest block: empty when no contract is deployed at `a`.
     pub async fn code(&self, a: &EvmAddress) -> Result<Vec<u8>, RpcError> {
         let v = self
             .0
@@ -209,6 +243,7 @@ impl Eth<'_> {
         data_of("eth_getCode", &v)
     }
 
+    /// `eth_getBalance` at the latest block: `a`'s native coin, in wei.
     pub async fn balance(&self, a: &EvmAddress) -> Result<u128, RpcError> {
         let v = self
             .0
@@ -217,6 +252,8 @@ impl Eth<'_> {
         quantity("eth_getBalance", &v)
     }
 
+    /// `eth_getTransactionCount` at `pending`: the nonce of `a`'s next transaction, counting
+    /// those still in the node's mempool.
     pub async fn pending_nonce(&self, a: &EvmAddress) -> Result<u64, RpcError> {
         let v = self
             .0
@@ -225,11 +262,13 @@ impl Eth<'_> {
         Ok(quantity("eth_getTransactionCount", &v)? as u64)
     }
 
+    /// `eth_gasPrice`: the node's suggested price, in wei per gas.
     pub async fn gas_price(&self) -> Result<u128, RpcError> {
         let v = self.0.request("eth_gasPrice", json!([])).await?;
         quantity("eth_gasPrice", &v)
     }
 
+    /// `eth_maxPriorityFeePerGas`: the node's suggested tip, in wei per gas.
     pub async fn max_priority_fee(&self) -> Result<u128, RpcError> {
         let v = self
             .0
@@ -238,6 +277,8 @@ impl Eth<'_> {
         quantity("eth_maxPriorityFeePerGas", &v)
     }
 
+    /// `eth_estimateGas` of a call from `from`, in gas units. A call that would revert is
+    /// [`RpcError::Node`] (with its revert data when the node gives it).
     pub async fn estimate_gas(
         &self,
         from: &EvmAddress,
@@ -254,6 +295,8 @@ impl Eth<'_> {
         Ok(quantity("eth_estimateGas", &v)? as u64)
     }
 
+    /// `eth_sendRawTransaction` of a signed transaction; returns its hash. After a
+    /// [`RpcError::Transport`] the node may or may not have it: reconcile, never resend blindly.
     pub async fn send_raw(&self, raw: &[u8]) -> Result<[u8; 32], RpcError> {
         let v = self
             .0
@@ -262,6 +305,8 @@ impl Eth<'_> {
         hash_of("eth_sendRawTransaction", &v)
     }
 
+    /// `eth_getTransactionReceipt`: `None` while the transaction is not mined (or unknown to
+    /// the node).
     pub async fn receipt(&self, tx: &[u8; 32]) -> Result<Option<Receipt>, RpcError> {
         let m = "eth_getTransactionReceipt";
         let v = self.0.request(m, json!([hex0x(tx)])).await?;

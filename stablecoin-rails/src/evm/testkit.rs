@@ -25,6 +25,8 @@ use std::time::Duration;
 
 // ---- Anvil ----------------------------------------------------------------------------
 
+/// The anvil binary: `$ANVIL`, else the scripts' `node_modules`, else `PATH`; `None`
+/// without one.
 pub fn find_anvil() -> Option<std::path::PathBuf> {
     if let Some(p) = std::env::var_os("ANVIL") {
         return Some(p.into());
@@ -60,11 +62,15 @@ pub fn anvil_or_skip() -> bool {
 
 /// A running Anvil. Dropping it (or this process ending) stops it.
 pub struct Anvil {
+    /// The JSON-RPC endpoint, `http://127.0.0.1:<port>`.
     pub url: String,
     _child: std::process::Child,
 }
 
 impl Anvil {
+    /// Starts Anvil for `chain_id` on a free port (base fee 1 gwei). `automine`: a block per
+    /// transaction; otherwise blocks come only from [`Node::mine`]. Panics without an anvil
+    /// binary.
     pub fn start(chain_id: u64, automine: bool) -> Anvil {
         let bin = find_anvil().expect("anvil");
         let mut args = format!(
@@ -103,6 +109,8 @@ impl Anvil {
     }
 }
 
+/// The URL of an automining Anvil shared by every test of this process: one for chain 56
+/// (BNB Smart Chain), one for any other id (started with its first caller's id).
 pub fn shared_anvil(chain_id: u64) -> &'static str {
     static POLYGON: OnceLock<Anvil> = OnceLock::new();
     static BSC: OnceLock<Anvil> = OnceLock::new();
@@ -112,6 +120,7 @@ pub fn shared_anvil(chain_id: u64) -> &'static str {
 
 // ---- deployment -----------------------------------------------------------------------
 
+/// `tests/fixtures/evm/contracts.json`, read once: the contracts' creation code by name.
 pub fn fixture() -> &'static Value {
     static F: OnceLock<Value> = OnceLock::new();
     F.get_or_init(|| {
@@ -122,6 +131,8 @@ pub fn fixture() -> &'static Value {
     })
 }
 
+/// The creation code of fixture contract `name` (`entry_point`, `simple_account_factory`,
+/// `verifying_paymaster`, `test_token`). Panics when absent.
 pub fn code(name: &str) -> Vec<u8> {
     hex::decode(
         fixture()[name]
@@ -134,8 +145,11 @@ pub fn code(name: &str) -> Vec<u8> {
 
 /// The node, the dev account that deploys and mints, and raw helpers.
 pub struct Node {
+    /// The node's JSON-RPC endpoint.
     pub rpc: Arc<HttpJsonRpc>,
+    /// The impersonated account that deploys, mints and sends [`Node::send`]'s transactions.
     pub dev: EvmAddress,
+    /// Whether the node mines by itself; if not, the helpers mine a block after sending.
     pub automine: bool,
 }
 
@@ -156,10 +170,12 @@ impl Node {
         node
     }
 
+    /// Typed JSON-RPC calls on the node.
     pub fn eth(&self) -> Eth<'_> {
         Eth(&*self.rpc)
     }
 
+    /// Mines `blocks` blocks at once (`anvil_mine`).
     pub async fn mine(&self, blocks: u64) {
         self.rpc
             .request("anvil_mine", json!([format!("0x{blocks:x}")]))
@@ -204,6 +220,8 @@ impl Node {
         panic!("no receipt for {hash}");
     }
 
+    /// Deploys fixture contract `name` with the ABI-encoded constructor `args`; returns its
+    /// address.
     pub async fn deploy(&self, name: &str, args: &[Abi]) -> EvmAddress {
         let mut data = code(name);
         data.extend(abi::encode(args));
@@ -215,6 +233,7 @@ impl Node {
             .expect("address")
     }
 
+    /// Sets `who`'s native balance to `wei` (`anvil_setBalance`).
     pub async fn set_balance(&self, who: &EvmAddress, wei: u128) {
         self.rpc
             .request(
@@ -225,10 +244,12 @@ impl Node {
             .expect("anvil_setBalance");
     }
 
+    /// `who`'s native balance, in wei.
     pub async fn native_balance(&self, who: &EvmAddress) -> u128 {
         self.eth().balance(who).await.expect("eth_getBalance")
     }
 
+    /// `who`'s balance of ERC-20 `token`, in its base units.
     pub async fn token_balance(&self, token: &EvmAddress, who: &EvmAddress) -> u128 {
         self.eth()
             .call_uint(
@@ -242,25 +263,36 @@ impl Node {
 
 /// Contracts of one test, the rail over them, and its keys.
 pub struct World {
+    /// The node the contracts live on.
     pub node: Node,
+    /// The rail under test, over `config`.
     pub rail: EvmRail,
+    /// The contracts deployed for this world, 1 confirmation, then `tune`'s changes.
     pub config: EvmConfig,
+    /// Every key of the world: wallets, and `Sponsor` (paymaster signer and bundler).
     pub signer: Arc<LocalSigner>,
+    /// The test USDC contract, the chain's USDC in `config`.
     pub usdc: EvmAddress,
+    /// The test USDT contract, the chain's USDT in `config`.
     pub usdt: EvmAddress,
+    /// Both tokens' decimals: 18 on chain 56, 6 elsewhere, as on the real chains.
     pub decimals: u8,
 }
 
+/// One native coin (ether, POL, BNB) in wei: 10^18.
 pub const ETH: u128 = 1_000_000_000_000_000_000;
 
 static SEEDS: AtomicUsize = AtomicUsize::new(1);
 
 impl World {
+    /// A world of its own (fresh keys and contracts) on the shared Anvil of `chain_id`.
     pub async fn on_shared(chain_id: u64) -> World {
         let url = shared_anvil(chain_id).to_string();
         World::deploy(&url, chain_id, true, |_| {}).await
     }
 
+    /// A world with fresh keys (a new seed per call in this process) on the Anvil at `url`;
+    /// `tune` adjusts the config before the rail is built.
     pub async fn deploy(
         url: &str,
         chain_id: u64,
@@ -338,10 +370,12 @@ impl World {
         }
     }
 
+    /// Micro-units to the test tokens' base units.
     pub fn base(&self, micros: u64) -> u128 {
         u128::from(micros) * 10u128.pow(u32::from(self.decimals) - 6)
     }
 
+    /// The smart account of key `p` (counterfactual: maybe not deployed yet).
     pub async fn account(&self, p: &KeyPurpose) -> EvmAddress {
         self.rail.account_of(p).await.expect("account")
     }
@@ -366,10 +400,13 @@ impl World {
             .to_string()
     }
 
+    /// `who`'s test USDC, in base units.
     pub async fn usdc_of(&self, who: &EvmAddress) -> u128 {
         self.node.token_balance(&self.usdc, who).await
     }
 
+    /// A USDC [`RailPayment`] from `from`'s account, with `legs` of (recipient, micro-units,
+    /// role) and no deadline.
     pub async fn payment(
         &self,
         id: &str,
@@ -410,6 +447,8 @@ impl World {
     }
 }
 
+/// An [`EvmRail`] for `config` over `rpc`, bundled by a [`SelfBundler`] with `signer`'s
+/// `Sponsor` key. Panics when `config` is incomplete.
 pub fn rail_over(config: &EvmConfig, rpc: Arc<dyn JsonRpc>, signer: Arc<LocalSigner>) -> EvmRail {
     let bundler = Arc::new(SelfBundler::new(
         rpc.clone(),
@@ -421,6 +460,7 @@ pub fn rail_over(config: &EvmConfig, rpc: Arc<dyn JsonRpc>, signer: Arc<LocalSig
     EvmRail::new(config.clone(), rpc, signer, bundler).expect("complete config")
 }
 
+/// The EOA address of `signer`'s key `p`: the owner of its smart account.
 pub async fn owner_of(signer: &dyn Signer, p: &KeyPurpose) -> EvmAddress {
     let pk = signer
         .public_key(p, stablecoin_core::ports::Curve::Secp256k1)
@@ -429,10 +469,12 @@ pub async fn owner_of(signer: &dyn Signer, p: &KeyPurpose) -> EvmAddress {
     EvmAddress::from_public_key(&pk.bytes).expect("address")
 }
 
+/// The wallet key of test name `n` (`wal_<n>`).
 pub fn wallet(n: &str) -> KeyPurpose {
     KeyPurpose::Wallet(format!("wal_{n}"))
 }
 
+/// The `tx_hash` of a `Confirmed` status; panics on any other.
 pub fn confirmed_tx(s: &SubmissionStatus) -> String {
     match s {
         SubmissionStatus::Confirmed { tx_hash, .. } => tx_hash.clone(),

@@ -50,13 +50,21 @@ fn int_bytes(v: u128) -> Vec<u8> {
 /// An unsigned EIP-1559 transaction (no access list).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Eip1559Tx {
+    /// EIP-155 chain id: the signature is valid on this chain only.
     pub chain_id: u64,
+    /// The sender's transaction count (`eth_getTransactionCount` at `pending`).
     pub nonce: u64,
+    /// Tip per gas to the block producer, in wei.
     pub max_priority_fee_per_gas: u128,
+    /// Cap on base fee plus tip per gas, in wei.
     pub max_fee_per_gas: u128,
+    /// Gas units the transaction may use.
     pub gas_limit: u64,
+    /// The callee (the EntryPoint, for a bundle); contract creation is not supported.
     pub to: EvmAddress,
+    /// Native coin sent along, in wei (0 for a bundle).
     pub value: u128,
+    /// Call data (`handleOps`, for a bundle).
     pub data: Vec<u8>,
 }
 

@@ -11,11 +11,15 @@ use super::address::EvmAddress;
 /// operations of one account be in flight at once (each key has its own sequence).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Nonce {
+    /// The upper 192 bits: one key per payment ([`Nonce::key_for`]).
     pub key: [u8; 24],
+    /// The lower 64 bits: the key's sequence, which the EntryPoint advances per executed
+    /// operation (0 for a payment's only operation).
     pub seq: u64,
 }
 
 impl Nonce {
+    /// The `uint256` the EntryPoint takes: `key << 64 | seq`.
     pub fn word(&self) -> [u8; 32] {
         let mut w = [0u8; 32];
         w[..24].copy_from_slice(&self.key);
@@ -37,11 +41,15 @@ impl Nonce {
 /// Paymaster fields carried in `paymasterAndData`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sponsorship {
+    /// The VerifyingPaymaster contract.
     pub paymaster: EvmAddress,
+    /// Gas for the paymaster's `validatePaymasterUserOp`.
     pub verification_gas_limit: u128,
+    /// Gas for its `postOp` (the rail's sponsorships give 0: the paymaster has no post-op).
     pub post_op_gas_limit: u128,
     /// Unix seconds (48 bits); 0 = no limit.
     pub valid_until: u64,
+    /// Unix seconds (48 bits) before which the operation is invalid; 0 = at once.
     pub valid_after: u64,
 }
 
@@ -62,17 +70,29 @@ impl Sponsorship {
 /// A v0.8 `PackedUserOperation`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UserOp {
+    /// The smart account that executes the operation (and is deployed by `init_code`).
     pub sender: EvmAddress,
+    /// The EntryPoint nonce: the payment's key and its sequence.
     pub nonce: Nonce,
     /// factory || createAccount(owner, salt) on first use, empty after.
     pub init_code: Vec<u8>,
+    /// What the account executes: `executeBatch` of the payment's transfers.
     pub call_data: Vec<u8>,
+    /// Gas for the account's validation (and deployment, with `init_code`).
     pub verification_gas_limit: u128,
+    /// Gas for executing `call_data`.
     pub call_gas_limit: u128,
+    /// Gas paid to the bundler for what the EntryPoint does not meter (calldata, the
+    /// bundle's overhead).
     pub pre_verification_gas: u128,
+    /// Tip per gas, in wei.
     pub max_priority_fee_per_gas: u128,
+    /// Cap on base fee plus tip per gas, in wei.
     pub max_fee_per_gas: u128,
+    /// [`Sponsorship::encode`] with the paymaster's signature; empty when the account pays
+    /// its own gas.
     pub paymaster_and_data: Vec<u8>,
+    /// The owner key's 65-byte signature (r || s || v, v = 27/28) over [`UserOp::hash`].
     pub signature: Vec<u8>,
 }
 
@@ -88,10 +108,12 @@ const DOMAIN_TYPE: &str =
     "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)";
 
 impl UserOp {
+    /// `accountGasLimits`: verification gas (high 128 bits) and call gas (low) in one word.
     pub fn account_gas_limits(&self) -> [u8; 32] {
         pack128(self.verification_gas_limit, self.call_gas_limit)
     }
 
+    /// `gasFees`: max priority fee (high 128 bits) and max fee (low) in one word.
     pub fn gas_fees(&self) -> [u8; 32] {
         pack128(self.max_priority_fee_per_gas, self.max_fee_per_gas)
     }
@@ -174,6 +196,7 @@ impl UserOp {
     }
 }
 
+/// The ABI type of a v0.8 `PackedUserOperation`, as it appears in `handleOps`' signature.
 pub const PACKED_USEROP_ABI: &str =
     "(address,uint256,bytes,bytes,bytes32,uint256,bytes32,bytes,bytes)";
 
@@ -198,7 +221,9 @@ pub fn personal_digest(hash: &[u8; 32]) -> [u8; 32] {
 /// One call of an account's `executeBatch`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Call {
+    /// The contract called (a token, for a payment leg).
     pub target: EvmAddress,
+    /// Its call data; no native coin is sent.
     pub data: Vec<u8>,
 }
 
@@ -233,6 +258,7 @@ pub fn erc20_transfer_call(to: &EvmAddress, value: u128) -> Vec<u8> {
 /// The SimpleAccountFactory of one chain, enough to derive accounts offline.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AccountFactory {
+    /// The deployed SimpleAccountFactory (v0.8).
     pub address: EvmAddress,
     /// ERC1967Proxy's creation code as the factory embeds it.
     pub proxy_creation_code: Vec<u8>,

@@ -53,6 +53,7 @@ pub enum SimProfile {
 }
 
 impl SimProfile {
+    /// The [`RailId`] a rail of this profile reports.
     pub fn rail_id(self) -> RailId {
         match self {
             SimProfile::Evm(id) => RailId::Evm(id),
@@ -61,7 +62,6 @@ impl SimProfile {
         }
     }
 
-    /// The curve of the chain's account keys.
     /// The tokens the simulated chain carries: what the real rail of the same kind
     /// carries by default (TRON: USDT only, spec 1.4).
     pub fn tokens(self) -> Vec<Token> {
@@ -71,6 +71,7 @@ impl SimProfile {
         }
     }
 
+    /// The curve of the chain's account keys.
     pub fn curve(self) -> Curve {
         match self {
             SimProfile::Evm(_) | SimProfile::Tron => Curve::Secp256k1,
@@ -178,6 +179,9 @@ fn signer_error(e: SignerError) -> RailError {
 const RPC_DOWN: &str = "rpc unreachable (simulated outage)";
 
 impl SimRail {
+    /// An empty chain at height 0 (no balances, no clock: see
+    /// [`with_clock`](Self::with_clock)). `signer` holds the keys whose addresses it
+    /// derives and whose signatures it checks.
     pub fn new(profile: SimProfile, signer: Arc<dyn Signer>, config: SimConfig) -> SimRail {
         SimRail {
             profile,
@@ -200,10 +204,12 @@ impl SimRail {
         self.clock.as_ref().map(|c| c.now().millis())
     }
 
+    /// The chain this rail imitates.
     pub fn profile(&self) -> SimProfile {
         self.profile
     }
 
+    /// Its confirmation depth and auto-mining switch.
     pub fn config(&self) -> SimConfig {
         self.config
     }

@@ -11,6 +11,7 @@ pub const ERC1967_PROXY_V08: &str = include_str!("../erc1967_proxy_v08.hex");
 /// One stablecoin contract on the chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EvmToken {
+    /// The ERC-20 contract.
     pub address: EvmAddress,
     /// 6 for USDC/USDT on Polygon and Base, 18 for BNB Smart Chain's Binance-Peg tokens.
     pub decimals: u8,
@@ -37,12 +38,17 @@ impl EvmToken {
 /// shapes are known and bounded, and unused gas is refunded to the paymaster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GasPolicy {
+    /// Account validation gas of an operation from an already deployed account.
     pub verification_gas: u128,
     /// Verification when the operation also deploys the account.
     pub deploy_verification_gas: u128,
+    /// Call gas of `executeBatch` itself, before its transfers.
     pub call_gas_base: u128,
+    /// Call gas added per ERC-20 transfer (payment leg) in the batch.
     pub call_gas_per_transfer: u128,
+    /// The operation's `preVerificationGas` (bundle overhead the EntryPoint does not meter).
     pub pre_verification_gas: u128,
+    /// Gas for the paymaster's validation (`paymasterVerificationGasLimit`).
     pub paymaster_verification_gas: u128,
 }
 
@@ -63,13 +69,21 @@ impl Default for GasPolicy {
 /// refuses anything missing) and its readiness check passing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EvmConfig {
+    /// EIP-155 chain id (137 Polygon PoS, 8453 Base, 56 BNB Smart Chain); the rail's
+    /// [`RailId::Evm`](stablecoin_core::ports::RailId::Evm).
     pub chain_id: u64,
+    /// The ERC-4337 v0.8 EntryPoint.
     pub entry_point: EvmAddress,
+    /// The SimpleAccountFactory (v0.8) whose CREATE2 accounts are the wallets.
     pub factory: EvmAddress,
     /// The factory's embedded proxy creation code (default: v0.8's).
     pub proxy_creation_code: Vec<u8>,
+    /// The VerifyingPaymaster: its signer is the service's `Sponsor` key, its deposit in the
+    /// EntryPoint pays every operation's gas.
     pub paymaster: EvmAddress,
+    /// USDC's contract; `None`: USDC is not offered on this chain.
     pub usdc: Option<EvmToken>,
+    /// USDT's contract; `None`: USDT is not offered on this chain.
     pub usdt: Option<EvmToken>,
     /// Below this paymaster deposit in the EntryPoint (wei), sends stop being offered.
     pub min_paymaster_deposit_wei: u128,
@@ -81,6 +95,7 @@ pub struct EvmConfig {
     pub scan_start_block: u64,
     /// Blocks read per `scan` call at most.
     pub max_scan_blocks: u64,
+    /// Gas limits of the operations the rail builds.
     pub gas: GasPolicy,
 }
 

@@ -11,7 +11,10 @@ use stablecoin_core::ports::{Rail, RailError};
 /// reconciles an in-flight operation from its `UserOperationEvent`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Submitted {
+    /// The smart account that sends the operation.
     pub sender: EvmAddress,
+    /// The operation's [`UserOp::hash`](crate::evm::userop::UserOp::hash): what its
+    /// `UserOperationEvent` is found by.
     pub user_op_hash: [u8; 32],
     /// The bundle transaction, when known.
     pub tx_hash: Option<[u8; 32]>,
