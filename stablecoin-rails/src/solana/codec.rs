@@ -38,7 +38,16 @@ pub const PACKET_DATA_SIZE: usize = 1232;
 /// Why an input could not be encoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CodecError {
-    InvalidAddress { address: String, reason: String },
+    /// Not a Solana address, or not one usable here (an off-curve address given as a
+    /// wallet); the rail answers `InvalidAddress`.
+    InvalidAddress {
+        /// The address as given (at most 64 characters).
+        address: String,
+        /// Why, in words for the caller.
+        reason: String,
+    },
+    /// Any other input that cannot be encoded (a size limit, a bad instruction
+    /// argument); the rail answers `Rejected`.
     Invalid(String),
 }
 
@@ -253,9 +262,13 @@ pub fn encode_transaction(signatures: &[[u8; 64]], message: &[u8]) -> Result<Vec
 /// A decoded SPL token account (the fields the rail reads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TokenAccountState {
+    /// The mint whose tokens it holds.
     pub mint: Pubkey,
+    /// The token authority: the wallet (or program) that may move the tokens.
     pub owner: Pubkey,
+    /// Balance, in the mint's base units.
     pub amount: u64,
+    /// Frozen by the mint's freeze authority: tokens can neither leave nor arrive.
     pub frozen: bool,
 }
 
@@ -281,7 +294,9 @@ pub fn parse_token_account(data: &[u8]) -> Result<TokenAccountState, CodecError>
 /// A decoded SPL mint (the fields the rail reads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MintState {
+    /// Base units per token, as a power of ten (6 for USDC and USDT).
     pub decimals: u8,
+    /// Tokens in circulation, in base units.
     pub supply: u64,
 }
 

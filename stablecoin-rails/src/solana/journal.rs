@@ -11,6 +11,7 @@ use stablecoin_core::ports::{ChainAddress, RailError};
 /// What a sponsored send did, as the engine and the API report it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SolanaSendInfo {
+    /// The payment (idempotency) id the send belongs to.
     pub payment_id: String,
     /// The transaction signature (base58): the transaction id on Solana.
     pub signature: String,
@@ -42,9 +43,19 @@ pub enum SendState {
     /// expires.
     Sent,
     /// The node refused it (preflight or signature check): it never reached the network.
-    Rejected { reason: String },
+    Rejected {
+        /// The node's refusal, as the rail reports it.
+        reason: String,
+    },
     /// Finalized on chain (`err` set: it failed there and moved nothing).
-    Finalized { slot: u64, err: Option<String> },
+    Finalized {
+        /// The slot it landed in.
+        slot: u64,
+        /// The transaction error, described as text
+        /// ([`describe_transaction_error`](super::codec::describe_transaction_error));
+        /// `None` on success.
+        err: Option<String>,
+    },
     /// Its blockhash expired and it was not found: it can never land.
     Expired,
 }
@@ -52,11 +63,13 @@ pub enum SendState {
 /// One journaled payment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendRecord {
+    /// The payment (idempotency) id: the record's journal key.
     pub payment_id: String,
     /// SHA-256 (hex) of the payment as submitted: one id never pays two different things.
     pub request_digest: String,
     /// The signed wire transaction, base64 (rebroadcast as is while it may land).
     pub wire_base64: String,
+    /// Where the current attempt (`wire_base64`) stands.
     pub state: SendState,
     /// Signatures of earlier attempts that expired unseen.
     pub superseded: Vec<String>,
@@ -64,6 +77,7 @@ pub struct SendRecord {
     /// from a fee-leg ATA among the created accounts).
     #[serde(default)]
     pub recipient_token_accounts: Vec<ChainAddress>,
+    /// What the send reports, updated once checked on chain.
     pub info: SolanaSendInfo,
 }
 

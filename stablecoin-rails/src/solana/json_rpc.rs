@@ -88,10 +88,12 @@ fn commitment_config(c: Commitment) -> Value {
     json!({"commitment": c.as_str()})
 }
 
+/// `getLatestBlockhash` params at commitment `c`.
 pub fn request_get_latest_blockhash(c: Commitment) -> Value {
     json!([commitment_config(c)])
 }
 
+/// Reads a `getLatestBlockhash` result.
 pub fn parse_latest_blockhash(result: Value) -> Result<LatestBlockhash, RpcError> {
     let v = context_value(result)?;
     let blockhash =
@@ -116,6 +118,7 @@ pub fn request_send_transaction(wire: &[u8]) -> Value {
     ])
 }
 
+/// Reads a `sendTransaction` result: the transaction's first signature.
 pub fn parse_send_transaction(result: Value) -> Result<Signature, RpcError> {
     let s = result
         .as_str()
@@ -123,11 +126,16 @@ pub fn parse_send_transaction(result: Value) -> Result<Signature, RpcError> {
     signature_of(s)
 }
 
+/// `getSignatureStatuses` params, with `searchTransactionHistory: true` so statuses
+/// older than the node's recent cache are found too.
 pub fn request_get_signature_statuses(sigs: &[Signature]) -> Value {
     let list: Vec<String> = sigs.iter().map(|s| s.to_string()).collect();
     json!([list, {"searchTransactionHistory": true}])
 }
 
+/// Reads a `getSignatureStatuses` result: one entry per signature asked, `None` for one
+/// the node does not know; a list of another length than `expected` is
+/// [`RpcError::Decode`].
 pub fn parse_signature_statuses(
     result: Value,
     expected: usize,
@@ -160,10 +168,13 @@ pub fn parse_signature_statuses(
         .collect()
 }
 
+/// `getAccountInfo` params: base64 data, at commitment `c`.
 pub fn request_get_account_info(address: &Pubkey, c: Commitment) -> Value {
     json!([address.to_string(), {"encoding": "base64", "commitment": c.as_str()}])
 }
 
+/// Reads a `getAccountInfo` result: `None` for a missing account; data in another
+/// encoding than base64 is [`RpcError::Decode`].
 pub fn parse_account_info(result: Value) -> Result<Option<AccountInfo>, RpcError> {
     let v = context_value(result)?;
     if v.is_null() {
@@ -193,10 +204,13 @@ pub fn parse_account_info(result: Value) -> Result<Option<AccountInfo>, RpcError
     }))
 }
 
+/// Params of the methods that take an address and a commitment (`getBalance`,
+/// `getTokenAccountBalance`).
 pub fn request_address(address: &Pubkey, c: Commitment) -> Value {
     json!([address.to_string(), commitment_config(c)])
 }
 
+/// Reads a `getBalance` result, in lamports.
 pub fn parse_balance(result: Value) -> Result<u64, RpcError> {
     context_value(result)?
         .as_u64()
@@ -228,12 +242,16 @@ pub fn parse_token_account_balance(
     }
 }
 
+/// Reads a bare unsigned integer result (`getBlockHeight`, `getSlot`,
+/// `getMinimumBalanceForRentExemption`).
 pub fn parse_u64(result: Value) -> Result<u64, RpcError> {
     result
         .as_u64()
         .ok_or_else(|| RpcError::decode("result is not an unsigned integer"))
 }
 
+/// `getSignaturesForAddress` params; `limit` is clamped to 1..=1000, the validator's
+/// range.
 pub fn request_get_signatures_for_address(
     address: &Pubkey,
     q: &SignaturesQuery,
@@ -251,6 +269,7 @@ pub fn request_get_signatures_for_address(
     json!([address.to_string(), Value::Object(cfg)])
 }
 
+/// Reads a `getSignaturesForAddress` result (newest first, as the node lists it).
 pub fn parse_signatures_for_address(result: Value) -> Result<Vec<SignatureInfo>, RpcError> {
     let list = result
         .as_array()
@@ -268,6 +287,8 @@ pub fn parse_signatures_for_address(result: Value) -> Result<Vec<SignatureInfo>,
         .collect()
 }
 
+/// `getTransaction` params: encoding `json`, `maxSupportedTransactionVersion: 0` (without
+/// it the node refuses version-0 transactions).
 pub fn request_get_transaction(sig: &Signature, c: Commitment) -> Value {
     json!([
         sig.to_string(),
@@ -310,6 +331,9 @@ fn u64_list(v: &Value, name: &str) -> Result<Vec<u64>, RpcError> {
         .collect()
 }
 
+/// Reads a `getTransaction` result: `None` (`null`) when the node does not have it at
+/// that commitment. The account keys of a version-0 transaction include those loaded
+/// from lookup tables, so every `accountIndex` resolves.
 pub fn parse_transaction(result: Value) -> Result<Option<TransactionDetails>, RpcError> {
     if result.is_null() {
         return Ok(None);
@@ -375,6 +399,7 @@ impl JsonRpcClient {
         })
     }
 
+    /// The validator endpoint this client posts to.
     pub fn url(&self) -> &str {
         &self.url
     }

@@ -140,10 +140,12 @@ impl SolanaRail {
             .await
     }
 
+    /// The settings the rail was built with.
     pub fn config(&self) -> &SolanaConfig {
         &self.config
     }
 
+    /// The node transport the rail reads and broadcasts through.
     pub fn rpc(&self) -> &Arc<dyn SolanaRpc> {
         &self.rpc
     }

@@ -17,8 +17,11 @@ use std::fmt;
 /// A validator commitment level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Commitment {
+    /// Processed by the node; the cluster may still skip the block.
     Processed,
+    /// Voted on by a supermajority of stake (optimistic confirmation).
     Confirmed,
+    /// Rooted: can no longer be rolled back.
     Finalized,
 }
 
@@ -32,6 +35,7 @@ impl Commitment {
         }
     }
 
+    /// Reads the JSON-RPC spelling; `None` for anything else.
     pub fn parse(s: &str) -> Option<Commitment> {
         match s {
             "processed" => Some(Commitment::Processed),
@@ -45,6 +49,7 @@ impl Commitment {
 /// `getLatestBlockhash`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LatestBlockhash {
+    /// The recent blockhash a transaction signs over (and expires with).
     pub blockhash: Hash,
     /// The last block height at which a transaction using `blockhash` can still land.
     pub last_valid_block_height: u64,
@@ -53,13 +58,16 @@ pub struct LatestBlockhash {
 /// One entry of `getSignatureStatuses`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SignatureStatus {
+    /// The slot the transaction landed in.
     pub slot: u64,
     /// The transaction error (validator JSON, e.g. `{"InstructionError":[0,{"Custom":1}]}`).
     pub err: Option<Value>,
+    /// `confirmationStatus`: how final that slot is; `None` when the node does not say.
     pub confirmation_status: Option<Commitment>,
 }
 
 impl SignatureStatus {
+    /// Whether the slot is finalized: the outcome (`err`) can no longer change.
     pub fn is_finalized(&self) -> bool {
         self.confirmation_status == Some(Commitment::Finalized)
     }
@@ -68,44 +76,69 @@ impl SignatureStatus {
 /// `getAccountInfo` (base64 data, decoded).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AccountInfo {
+    /// Balance, in lamports (10^9 per SOL).
     pub lamports: u64,
+    /// The program that owns the account (SPL Token for a token account).
     pub owner: Pubkey,
+    /// The account data, decoded from base64 (a token account's 165 bytes: see
+    /// [`parse_token_account`](super::codec::parse_token_account)).
     pub data: Vec<u8>,
+    /// Whether the account holds a program.
     pub executable: bool,
 }
 
 /// One entry of `getSignaturesForAddress` (newest first).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SignatureInfo {
+    /// The transaction's first signature: its id.
     pub signature: Signature,
+    /// The slot it landed in.
     pub slot: u64,
+    /// The transaction error (validator JSON, as in [`SignatureStatus::err`]); `None` on
+    /// success.
     pub err: Option<Value>,
+    /// `memo`: the transaction's memos as the node renders them, if any.
     pub memo: Option<String>,
+    /// `blockTime`: Unix seconds; `None` when the node does not know it.
     pub block_time: Option<i64>,
 }
 
 /// A `preTokenBalances` / `postTokenBalances` entry of `getTransaction`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenBalance {
+    /// `accountIndex`: the token account's index in [`TransactionDetails::account_keys`].
     pub account_index: u32,
+    /// Which token: its mint.
     pub mint: Pubkey,
+    /// The token account's owner (wallet), when the node reports it.
     pub owner: Option<Pubkey>,
     /// Base units.
     pub amount: u64,
+    /// The mint's decimals (6 for USDC and USDT).
     pub decimals: u8,
 }
 
 /// The parts of `getTransaction` (encoding `json`) the rail reads.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TransactionDetails {
+    /// The slot it landed in.
     pub slot: u64,
+    /// `blockTime`: Unix seconds; `None` when the node does not know it.
     pub block_time: Option<i64>,
+    /// `meta.err`: the transaction error (validator JSON); `None` on success.
     pub err: Option<Value>,
+    /// `meta.fee`: lamports charged to the fee payer.
     pub fee: u64,
+    /// Every account of the transaction: the message's keys, then the ones loaded from
+    /// lookup tables (writable, then readonly). The balances below index into it.
     pub account_keys: Vec<Pubkey>,
+    /// `meta.preBalances`: lamports of each account before the transaction.
     pub pre_balances: Vec<u64>,
+    /// `meta.postBalances`: lamports of each account after it.
     pub post_balances: Vec<u64>,
+    /// `meta.preTokenBalances`: the token accounts that existed before, with their balances.
     pub pre_token_balances: Vec<TokenBalance>,
+    /// `meta.postTokenBalances`: the token accounts after, with their balances.
     pub post_token_balances: Vec<TokenBalance>,
 }
 
@@ -135,23 +168,35 @@ pub mod codes {
 pub enum RpcError {
     /// The request may or may not have reached the node (connect failure, timeout, lost
     /// response). For `sendTransaction` this means the outcome is unknown.
-    Transport { reason: String },
+    Transport {
+        /// The method (or the HTTP client setup) and what failed.
+        reason: String,
+    },
     /// The node answered with a JSON-RPC error object.
     Server {
+        /// JSON-RPC error code (see [`codes`]).
         code: i64,
+        /// The error object's `message`, in the node's words.
         message: String,
+        /// The error's `data`: for a preflight failure, the simulation result (see
+        /// [`RpcError::preflight_err`]).
         data: Option<Value>,
     },
     /// The node answered something this client cannot read.
-    Decode { reason: String },
+    Decode {
+        /// What could not be read.
+        reason: String,
+    },
 }
 
 impl RpcError {
+    /// A [`RpcError::Transport`] with `reason`.
     pub fn transport(reason: impl Into<String>) -> Self {
         RpcError::Transport {
             reason: reason.into(),
         }
     }
+    /// A [`RpcError::Decode`] with `reason`.
     pub fn decode(reason: impl Into<String>) -> Self {
         RpcError::Decode {
             reason: reason.into(),

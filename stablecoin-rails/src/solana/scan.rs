@@ -12,6 +12,7 @@ pub struct TokenCredit {
     /// Index of the credited token account in the transaction's account keys (stable
     /// and unique within the transaction: the deposit's `index`).
     pub account_index: u32,
+    /// The configured token whose mint was credited.
     pub token: Token,
     /// Owner of the credited token account (the recipient wallet).
     pub to_owner: Pubkey,

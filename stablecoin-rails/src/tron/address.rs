@@ -18,20 +18,45 @@ pub const ADDRESS_LEN: usize = 21;
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum AddressError {
+    /// An empty string.
     #[error("empty address")]
     Empty,
+    /// An ASCII character outside the Base58 alphabet (`0`, `O`, `I`, `l`, punctuation, ...).
     #[error("invalid base58 character {character:?} at position {index}")]
-    InvalidCharacter { character: char, index: usize },
+    InvalidCharacter {
+        /// The offending character.
+        character: char,
+        /// Its byte offset in the text.
+        index: usize,
+    },
+    /// The Base58Check checksum does not match: a mistyped address.
     #[error("base58check checksum mismatch")]
     BadChecksum,
+    /// A payload that is not 21 bytes.
     #[error("wrong length: {len} bytes decoded, 21 expected")]
-    WrongLength { len: usize },
+    WrongLength {
+        /// The decoded length, in bytes (Base58Check: without its 4-byte checksum).
+        len: usize,
+    },
+    /// A first byte other than [`ADDRESS_PREFIX`] (e.g. a 20-byte EVM address padded out).
     #[error("wrong prefix byte 0x{prefix:02x}, 0x41 expected")]
-    WrongPrefix { prefix: u8 },
+    WrongPrefix {
+        /// The first byte found.
+        prefix: u8,
+    },
+    /// Hex that does not decode, or Base58 that fails otherwise than on a bad character
+    /// (e.g. a non-ASCII one).
     #[error("invalid hex address: {reason}")]
-    InvalidHex { reason: String },
+    InvalidHex {
+        /// The decoder's description.
+        reason: String,
+    },
+    /// Bytes that are not a SEC1 secp256k1 public key (in [`TronAddress::from_public_key`]).
     #[error("invalid secp256k1 public key: {reason}")]
-    InvalidPublicKey { reason: String },
+    InvalidPublicKey {
+        /// k256's description.
+        reason: String,
+    },
 }
 
 impl AddressError {
@@ -146,6 +171,7 @@ impl TronAddress {
         Self::from_bytes(&bytes)
     }
 
+    /// The 21 binary bytes (`0x41` ++ 20), as protobuf address fields carry them.
     pub fn as_bytes(&self) -> &[u8; ADDRESS_LEN] {
         &self.0
     }

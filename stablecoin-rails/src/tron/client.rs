@@ -12,23 +12,31 @@ use thiserror::Error;
 /// The head block: number, 32-byte id and timestamp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockRef {
+    /// Block height.
     pub number: u64,
+    /// Block id: the height (8 bytes, big-endian) ++ 24 bytes of the block hash; the TaPoS
+    /// reference of [`TxHeader::from_block_id`](super::tx::TxHeader::from_block_id).
     pub id: [u8; 32],
+    /// Block time, Unix milliseconds.
     pub timestamp_ms: i64,
 }
 
 /// What `/wallet/getaccount` tells about an existing account (Stake 2.0 fields, sun).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AccountInfo {
+    /// Liquid TRX (`balance`), in sun.
     pub balance_sun: u64,
     /// Own stake for Energy / Bandwidth (`frozenV2`), including what is delegated out.
     pub frozen_energy_sun: u64,
+    /// Own stake for Bandwidth (`frozenV2`), including what is delegated out.
     pub frozen_bandwidth_sun: u64,
     /// Stake delegated to other accounts.
     pub delegated_energy_sun: u64,
+    /// Bandwidth stake delegated to other accounts.
     pub delegated_bandwidth_sun: u64,
     /// Stake other accounts delegated to this one.
     pub acquired_energy_sun: u64,
+    /// Bandwidth stake other accounts delegated to this one.
     pub acquired_bandwidth_sun: u64,
 }
 
@@ -48,15 +56,25 @@ impl AccountInfo {
 /// `/wallet/getaccountresource`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AccountResources {
+    /// `freeNetLimit`: the account's free daily Bandwidth, in bytes.
     pub free_net_limit: u64,
+    /// `freeNetUsed`: of it, used (usage recovers over 24 hours).
     pub free_net_used: u64,
+    /// `NetLimit`: Bandwidth from stake, own and acquired, in bytes.
     pub net_limit: u64,
+    /// `NetUsed`: of it, used.
     pub net_used: u64,
+    /// `EnergyLimit`: Energy from stake, own and acquired.
     pub energy_limit: u64,
+    /// `EnergyUsed`: of it, used.
     pub energy_used: u64,
+    /// `TotalNetLimit`: the Bandwidth the network shares among all Bandwidth stakes.
     pub total_net_limit: u64,
+    /// `TotalNetWeight`: TRX staked for Bandwidth network-wide, in whole TRX.
     pub total_net_weight: u64,
+    /// `TotalEnergyLimit`: the Energy the network shares among all Energy stakes.
     pub total_energy_limit: u64,
+    /// `TotalEnergyWeight`: TRX staked for Energy network-wide, in whole TRX.
     pub total_energy_weight: u64,
 }
 
@@ -85,10 +103,14 @@ fn sun_for(units: u64, total_limit: u64, total_weight_trx: u64) -> Option<u64> {
 /// Answer of a broadcast the node did answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BroadcastOutcome {
+    /// `result: true`: the node took the transaction into its pool (not yet in a block).
     Accepted,
-    /// `code` is java-tron's `response_code` name (SIGERROR, DUP_TRANSACTION_ERROR, ...).
+    /// The node refused it (`result` not true); `DUP_TRANSACTION_ERROR` means it already
+    /// has the transaction.
     Rejected {
+        /// java-tron's `response_code` name (SIGERROR, DUP_TRANSACTION_ERROR, ...).
         code: String,
+        /// The node's `message` (decoded from hex where java-tron hex-encodes it).
         message: String,
     },
 }
@@ -98,16 +120,23 @@ pub enum BroadcastOutcome {
 pub struct TxLog {
     /// The emitting contract, 20-byte EVM form.
     pub address: [u8; 20],
+    /// Indexed topics; topic 0 identifies the event (see
+    /// [`transfer_event_topic`](super::tx::transfer_event_topic)).
     pub topics: Vec<[u8; 32]>,
+    /// The non-indexed, ABI-encoded arguments.
     pub data: Vec<u8>,
 }
 
 /// `/wallet/gettransactioninfobyid` of an included transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TxInfo {
+    /// `id`: the transaction's txID.
     pub txid: [u8; 32],
+    /// `blockNumber`: the block that includes it.
     pub block_number: u64,
+    /// `blockTimeStamp`: that block's time, Unix milliseconds.
     pub block_timestamp_ms: i64,
+    /// `fee`: all TRX burnt, in sun.
     pub fee_sun: u64,
     /// `receipt.result` for smart-contract calls (SUCCESS, REVERT, OUT_OF_ENERGY, ...).
     pub receipt_result: Option<String>,
@@ -117,10 +146,15 @@ pub struct TxInfo {
     pub res_message: Option<String>,
     /// `contractResult[0]`: the call's return data (the revert data of a REVERT).
     pub contract_result: Vec<u8>,
+    /// `receipt.energy_usage_total`: Energy consumed, from stake or paid for by burning.
     pub energy_usage_total: u64,
+    /// `receipt.energy_fee`: TRX burnt for Energy, in sun.
     pub energy_fee_sun: u64,
+    /// `receipt.net_usage`: Bandwidth consumed from stake or the free allowance, in bytes.
     pub net_usage: u64,
+    /// `receipt.net_fee`: TRX burnt for Bandwidth, in sun.
     pub net_fee_sun: u64,
+    /// `log`: the events emitted, in order.
     pub logs: Vec<TxLog>,
 }
 
@@ -159,19 +193,32 @@ impl TxInfo {
     }
 }
 
+/// Why a call to a TRON node failed. Each variant has a stable [`code`](ApiError::code).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum ApiError {
     /// No answer (connection refused or dropped, timeout, 5xx): a broadcast may or may
     /// not have reached the node.
     #[error("transport: {reason}")]
-    Transport { reason: String },
+    Transport {
+        /// The endpoint and what failed (reqwest's words, or the HTTP status).
+        reason: String,
+    },
     /// The node answered something we cannot read.
     #[error("unexpected answer: {reason}")]
-    Decode { reason: String },
+    Decode {
+        /// What could not be read.
+        reason: String,
+    },
     /// The node answered with an error.
     #[error("node error {code}: {message}")]
-    Node { code: String, message: String },
+    Node {
+        /// `ERROR` for java-tron's `{"Error": ...}`, `HTTP_<status>` for a 4xx, or the
+        /// `code` java-tron gives (e.g. `CONTRACT_VALIDATE_ERROR`).
+        code: String,
+        /// The node's message (decoded from hex where java-tron hex-encodes it).
+        message: String,
+    },
 }
 
 impl ApiError {
@@ -253,6 +300,8 @@ fn node_error(v: &Value) -> Option<ApiError> {
     None
 }
 
+/// Reads a `/wallet/getnowblock` answer; [`ApiError::Decode`] when the `blockID` does not
+/// carry the block's number.
 pub fn parse_now_block(v: &Value) -> Result<BlockRef, ApiError> {
     if let Some(e) = node_error(v) {
         return Err(e);
@@ -276,6 +325,8 @@ pub fn parse_now_block(v: &Value) -> Result<BlockRef, ApiError> {
     })
 }
 
+/// Reads a `/wallet/getaccount` answer: `None` for the `{}` java-tron answers for an
+/// account that does not exist.
 pub fn parse_account(v: &Value) -> Result<Option<AccountInfo>, ApiError> {
     if let Some(e) = node_error(v) {
         return Err(e);
@@ -305,6 +356,7 @@ pub fn parse_account(v: &Value) -> Result<Option<AccountInfo>, ApiError> {
     Ok(Some(info))
 }
 
+/// Reads a `/wallet/getaccountresource` answer (a missing field reads as 0).
 pub fn parse_account_resources(v: &Value) -> Result<AccountResources, ApiError> {
     if let Some(e) = node_error(v) {
         return Err(e);
@@ -323,6 +375,9 @@ pub fn parse_account_resources(v: &Value) -> Result<AccountResources, ApiError> 
     })
 }
 
+/// Reads the uint256 a `/wallet/triggerconstantcontract` call returned
+/// (`constant_result[0]`); a call the node did not run (`result.result` not true) is
+/// [`ApiError::Node`] with the node's code and message.
 pub fn parse_constant_uint(v: &Value) -> Result<u128, ApiError> {
     let result = &v["result"];
     if result.get("result").and_then(Value::as_bool) != Some(true) {
@@ -343,6 +398,8 @@ pub fn parse_constant_uint(v: &Value) -> Result<u128, ApiError> {
     tx::parse_uint256(&bytes).map_err(|e| decode_err(e.to_string()))
 }
 
+/// Reads a `/wallet/broadcasthex` answer: `Accepted` on `result: true`, otherwise
+/// `Rejected` with the node's `code`.
 pub fn parse_broadcast(v: &Value) -> Result<BroadcastOutcome, ApiError> {
     if let Some(e) = node_error(v) {
         return Err(e);
@@ -360,6 +417,8 @@ pub fn parse_broadcast(v: &Value) -> Result<BroadcastOutcome, ApiError> {
     })
 }
 
+/// Reads a `/wallet/gettransactioninfobyid` answer: `None` (java-tron answers `{}`) until
+/// the transaction is in a block.
 pub fn parse_transaction_info(v: &Value) -> Result<Option<TxInfo>, ApiError> {
     if let Some(e) = node_error(v) {
         return Err(e);
@@ -421,6 +480,8 @@ pub fn parse_transaction_info(v: &Value) -> Result<Option<TxInfo>, ApiError> {
     }))
 }
 
+/// Reads a `/wallet/gettransactioninfobyblocknum` answer: one [`TxInfo`] per transaction
+/// (none for the `{}` of a block without transactions).
 pub fn parse_block_transaction_infos(v: &Value) -> Result<Vec<TxInfo>, ApiError> {
     if let Some(e) = node_error(v) {
         return Err(e);

@@ -158,6 +158,7 @@ impl TronRail {
         self
     }
 
+    /// The settings the rail was built with.
     pub fn config(&self) -> &TronConfig {
         &self.config
     }

@@ -33,11 +33,15 @@ pub fn transfer_event_topic() -> [u8; 32] {
 /// Stake 2.0 resource codes (`ResourceCode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Resource {
+    /// Pays for a transaction's bytes.
     Bandwidth = 0,
+    /// Pays for smart-contract execution (a TRC-20 transfer).
     Energy = 1,
 }
 
 impl Resource {
+    /// java-tron's `ResourceCode` name (`BANDWIDTH`, `ENERGY`); the rail's journal records
+    /// store it, so it must not change.
     pub fn name(self) -> &'static str {
         match self {
             Resource::Bandwidth => "BANDWIDTH",
@@ -79,8 +83,11 @@ impl TxHeader {
 /// An unsigned transaction: its `raw_data`, the exact bytes and the txID.
 #[derive(Clone, Debug, PartialEq)]
 pub struct UnsignedTx {
+    /// The decoded `raw_data`.
     pub raw: proto::TransactionRaw,
+    /// Its exact encoding, which the txID hashes (java-tron's `raw_data_hex`, as bytes).
     pub raw_bytes: Vec<u8>,
+    /// SHA-256 of `raw_bytes`.
     pub txid: [u8; 32],
 }
 
@@ -95,10 +102,12 @@ impl UnsignedTx {
         }
     }
 
+    /// The txID as 64 lowercase hex digits (how java-tron and explorers show it).
     pub fn txid_hex(&self) -> String {
         hex::encode(self.txid)
     }
 
+    /// `raw_bytes` as lowercase hex (java-tron's `raw_data_hex`).
     pub fn raw_data_hex(&self) -> String {
         hex::encode(&self.raw_bytes)
     }
@@ -116,20 +125,24 @@ impl UnsignedTx {
 /// A signed transaction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SignedTx {
+    /// The transaction that was signed.
     pub unsigned: UnsignedTx,
     /// r||s||v with v = 27/28.
     pub signature: [u8; 65],
 }
 
 impl SignedTx {
+    /// The txID (SHA-256 of `raw_data`).
     pub fn txid(&self) -> [u8; 32] {
         self.unsigned.txid
     }
 
+    /// The txID as 64 lowercase hex digits.
     pub fn txid_hex(&self) -> String {
         self.unsigned.txid_hex()
     }
 
+    /// `raw_data.expiration`: Unix milliseconds after which no node includes it.
     pub fn expiration_ms(&self) -> i64 {
         self.unsigned.raw.expiration
     }
@@ -150,29 +163,58 @@ impl SignedTx {
     }
 }
 
+/// Why a transaction could not be built, signed or decoded. Each variant has a stable
+/// [`code`](TxError::code).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum TxError {
+    /// A signature that is not 65 bytes r||s||v.
     #[error("signature must be 65 bytes r||s||v, got {len}")]
-    SignatureLength { len: usize },
+    SignatureLength {
+        /// The length received, in bytes.
+        len: usize,
+    },
+    /// A recovery byte `v` other than 0, 1, 27 or 28.
     #[error("signature recovery byte {v} is not 0, 1, 27 or 28")]
-    RecoveryByte { v: u8 },
+    RecoveryByte {
+        /// The byte received.
+        v: u8,
+    },
+    /// r||s is not a valid secp256k1 signature, or no key recovers from it.
     #[error("invalid signature: {reason}")]
-    InvalidSignature { reason: String },
+    InvalidSignature {
+        /// Why, in k256's words.
+        reason: String,
+    },
+    /// Bytes that do not decode as the expected protobuf message or ABI word.
     #[error("malformed transaction: {reason}")]
-    Malformed { reason: String },
+    Malformed {
+        /// What failed to decode.
+        reason: String,
+    },
+    /// An amount above `i64::MAX` sun, which TRON's protobuf fields cannot carry.
     #[error("amount {amount} does not fit TRON's int64")]
-    AmountTooLarge { amount: u128 },
+    AmountTooLarge {
+        /// The amount asked for, in sun.
+        amount: u128,
+    },
+    /// The [`Signer`] port failed; kept whole so the rail can tell an unavailable signer
+    /// from a refusal.
     #[error("signer: {0}")]
     Signer(SignerError),
+    /// The signature recovers to another address than the transaction's owner (a signer
+    /// that used the wrong key); caught before anything is broadcast.
     #[error("signature recovers to {recovered}, not the owner {owner}")]
     WrongSigner {
+        /// The address the signature recovers to.
         recovered: TronAddress,
+        /// The account the transaction spends from.
         owner: TronAddress,
     },
 }
 
 impl TxError {
+    /// A stable machine code per variant (`TRON_...`), carried in the rail's errors.
     pub fn code(&self) -> &'static str {
         match self {
             TxError::SignatureLength { .. } => "TRON_SIGNATURE_LENGTH",

@@ -10,7 +10,9 @@ use stablecoin_core::ports::{ChainAddress, KeyPurpose, PaymentLeg, Submission};
 /// Settings of a [`SolanaRail`](super::SolanaRail).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SolanaConfig {
+    /// The mint of [`Token::Usdc`] (mainnet: [`codec::MAINNET_USDC_MINT`]).
     pub usdc_mint: Pubkey,
+    /// The mint of [`Token::Usdt`] (mainnet: [`codec::MAINNET_USDT_MINT`]).
     pub usdt_mint: Pubkey,
     /// The token program of both mints (SPL Token on mainnet).
     pub token_program: Pubkey,
@@ -55,6 +57,7 @@ impl SolanaConfig {
         }
     }
 
+    /// The configured mint of `token`.
     pub fn mint(&self, token: Token) -> Pubkey {
         match token {
             Token::Usdc => self.usdc_mint,
@@ -72,7 +75,9 @@ impl SolanaConfig {
 pub struct SolanaProvisioned {
     /// The customer's durable wallet address (its ed25519 key for the phone).
     pub address: ChainAddress,
+    /// The wallet's USDC associated token account (where USDC deposits go).
     pub usdc_ata: ChainAddress,
+    /// The wallet's USDT associated token account.
     pub usdt_ata: ChainAddress,
     /// `true` when this call created at least one of the two accounts (the service paid
     /// the rent); `false` when both already existed.
@@ -86,10 +91,12 @@ pub struct SolanaProvisioned {
 pub struct SolanaSend {
     /// Idempotency id of the payment.
     pub id: String,
+    /// The sender's key (e.g. a customer wallet); it signs as token authority.
     pub from: KeyPurpose,
     /// `USDC`, `USDT`, or one of their mint addresses. Native SOL, wrapped SOL and any
     /// other mint are refused.
     pub asset: String,
+    /// The recipients and amounts (micro-units), paid in one transaction.
     pub legs: Vec<PaymentLeg>,
 }
 
@@ -97,6 +104,8 @@ pub struct SolanaSend {
 /// [`SolanaRail::submit_with_info`](super::SolanaRail::submit_with_info) return.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SolanaSendResult {
+    /// The acknowledgement `Rail::submit` gives (`tx_hash`: the signature).
     pub submission: Submission,
+    /// What the send did: fee payer, token accounts created, rent paid.
     pub info: SolanaSendInfo,
 }

@@ -34,6 +34,7 @@ impl RpcServer {
         Ok(RpcServer { addr, task })
     }
 
+    /// The loopback address and port the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
