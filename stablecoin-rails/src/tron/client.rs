@@ -289,7 +289,8 @@ pub fn decode_message(text: &str) -> String {
     text.to_string()
 }
 
-/// A `{"Error": ...}` or `{"code": ..., "message": ...}` answer becomes `Node`.
+/// A read's `{"Error": ...}` answer becomes `Node` (a broadcast's `{"code", "message"}`
+/// refusal is read by its own parser below).
 fn node_error(v: &Value) -> Option<ApiError> {
     if let Some(e) = v.get("Error").and_then(Value::as_str) {
         return Some(ApiError::Node {
