@@ -42,26 +42,39 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::watch;
 
+/// Why the server could not start; `main` prints it and exits non-zero.
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
+    /// The configuration is invalid (file, environment or their combination).
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    /// The storage backend could not be opened or migrated.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// The master seed is malformed, or its file could not be read, created or is not
+    /// private (mode 0600).
     #[error("master seed: {0}")]
     Seed(String),
+    /// An engine call at start-up failed (creating or reusing the demo tenant).
     #[error("start-up: {0}")]
     Engine(#[from] CoreError),
+    /// A rail, the escrow engine or the webhook deliverer could not be built from the
+    /// configuration.
     #[error("rails: {0}")]
     Rails(String),
 }
 
 /// Everything the handlers share.
 pub struct AppInner {
+    /// The validated configuration the server was built from.
     pub config: Config,
+    /// The wallet engine every wallet, transfer and FX handler calls.
     pub engine: Engine,
+    /// The opened backend (the engine's store and ledger are the same).
     pub storage: Storage,
+    /// Request and worker counters served on `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// Idempotency keys of requests running in this process (see [`crate::idempotency`]).
     pub inflight: Arc<InFlight>,
     /// The simulated chains, by rail (test and demo controls: mint, faults, readiness).
     pub sim_rails: BTreeMap<RailId, Arc<SimRail>>,
@@ -70,6 +83,7 @@ pub struct AppInner {
     /// Where SMS (one-time codes, "you received money") go: no gateway is wired, so they
     /// are kept in memory (tests read the codes here).
     pub notifier: Arc<MemoryNotifier>,
+    /// The simulated mobile-money payout provider withdrawals are paid through.
     pub payouts: Arc<SimPayouts>,
     /// The escrow engine over the TRON rail; `None` when TRON is disabled (every escrow
     /// route then answers `ESCROW_UNAVAILABLE`).
@@ -95,10 +109,15 @@ impl Deref for AppState {
 /// issued by this start (they are shown once; only hashes are stored).
 #[derive(Clone)]
 pub struct DemoTenant {
+    /// The demo tenant's id.
     pub tenant: TenantId,
+    /// Its display name (`[demo] tenant_name` at the start that created it).
     pub name: String,
+    /// True when this start created it; false when an earlier start's tenant was reused.
     pub created: bool,
+    /// The live tenant key (`svc_sk_live_...`), only when `created` (shown once).
     pub live_key: Option<String>,
+    /// The sandbox tenant key (`svc_sk_test_...`), only when `created` (shown once).
     pub test_key: Option<String>,
 }
 
@@ -358,14 +377,17 @@ impl App {
         Ok(App { state, demo })
     }
 
+    /// The state the handlers share.
     pub fn state(&self) -> &AppState {
         &self.state
     }
 
+    /// The wallet engine (the CLI's admin commands and tests drive it directly).
     pub fn engine(&self) -> &Engine {
         &self.state.engine
     }
 
+    /// The configuration the server was built from.
     pub fn config(&self) -> &Config {
         &self.state.config
     }
@@ -375,6 +397,7 @@ impl App {
         self.state.storage.kind
     }
 
+    /// The demo tenant; `None` when `[demo] enabled` is false.
     pub fn demo(&self) -> Option<&DemoTenant> {
         self.demo.as_ref()
     }

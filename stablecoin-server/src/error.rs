@@ -16,9 +16,13 @@ use utoipa::ToSchema;
 /// An error response: status, stable code, human message and the field at fault.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiError {
+    /// The HTTP status the response carries.
     pub status: StatusCode,
+    /// Stable SCREAMING_SNAKE_CASE code, listed in [`ERROR_CATALOGUE`].
     pub code: &'static str,
+    /// Human-readable explanation; may change, clients must not parse it.
     pub message: String,
+    /// The request field at fault, when exactly one is.
     pub param: Option<String>,
     /// Seconds for a `Retry-After` header (limits and lockouts).
     pub retry_after_secs: Option<i64>,
@@ -27,6 +31,7 @@ pub struct ApiError {
 /// The JSON error envelope.
 #[derive(Clone, Debug, Serialize, serde::Deserialize, ToSchema)]
 pub struct ErrorBody {
+    /// The error itself.
     pub error: ErrorDetail,
 }
 
@@ -34,8 +39,10 @@ pub struct ErrorBody {
 /// description); `message` is for humans and may change.
 #[derive(Clone, Debug, Serialize, serde::Deserialize, ToSchema)]
 pub struct ErrorDetail {
+    /// Stable machine-readable code (SCREAMING_SNAKE_CASE); branch on this.
     #[schema(example = "INVALID_PHONE")]
     pub code: String,
+    /// Human-readable explanation; may change between versions.
     #[schema(
         example = "invalid phone number \"0700\": phone number must be in E.164 format, starting with '+'"
     )]
@@ -47,6 +54,7 @@ pub struct ErrorDetail {
 }
 
 impl ApiError {
+    /// An error with the given status, code and message, no `param` and no `Retry-After`.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         ApiError {
             status,
@@ -57,15 +65,18 @@ impl ApiError {
         }
     }
 
+    /// Names the request field at fault (`param` in the body).
     pub fn with_param(mut self, param: impl Into<String>) -> Self {
         self.param = Some(param.into());
         self
     }
 
+    /// A `400 Bad Request` with the given code.
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
 
+    /// `501 NOT_IMPLEMENTED`: `what` is a feature this server does not provide yet.
     pub fn not_implemented(what: &str) -> Self {
         Self::new(
             StatusCode::NOT_IMPLEMENTED,
@@ -74,6 +85,7 @@ impl ApiError {
         )
     }
 
+    /// `404 ROUTE_NOT_FOUND`: the router's fallback for an unknown path.
     pub fn route_not_found() -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
@@ -82,6 +94,7 @@ impl ApiError {
         )
     }
 
+    /// `405 METHOD_NOT_ALLOWED`: the path exists, but not with this method.
     pub fn method_not_allowed() -> Self {
         Self::new(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -90,10 +103,12 @@ impl ApiError {
         )
     }
 
+    /// `500 INTERNAL`; `message` is sent to the client, so it must carry no internals.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", message)
     }
 
+    /// The JSON envelope this error is answered with.
     pub fn body(&self) -> ErrorBody {
         ErrorBody {
             error: ErrorDetail {

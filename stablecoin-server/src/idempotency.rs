@@ -46,7 +46,10 @@ use stablecoin_core::ports::{Batch, IdempotencyRecord, StoreError};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+/// The request header carrying the client's idempotency key (lower-case, as `http` names it).
 pub const HEADER: &str = "idempotency-key";
+/// The response header saying whether a keyed response was replayed (`true`) or just
+/// produced (`false`).
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
 /// Set by a handler on a response whose body carries a secret: the body an idempotent
@@ -67,6 +70,8 @@ pub struct InFlightGuard {
 }
 
 impl InFlight {
+    /// Marks `key` as running for `tenant`; `None` when a request with it already runs
+    /// in this process (answer `409 IDEMPOTENCY_KEY_IN_USE`). Drop the guard to release it.
     pub fn try_acquire(self: &Arc<Self>, tenant: &str, key: &str) -> Option<InFlightGuard> {
         let k = (tenant.to_string(), key.to_string());
         let mut set = self.0.lock().unwrap_or_else(|e| e.into_inner());

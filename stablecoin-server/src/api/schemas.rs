@@ -544,7 +544,7 @@ pub(crate) fn escrow_request_schemas(
     ]
 }
 
-/// `POST /v1/escrows/{id}/dispute` (its schema is [`escrow_request_schemas`]'s; the body
+/// `POST /v1/escrows/{id}/dispute` (its schema is `escrow_request_schemas`'s; the body
 /// decodes as `EscrowActionRequest`, the engine requiring the reason).
 pub struct DisputeEscrowRequest;
 impl utoipa::PartialSchema for DisputeEscrowRequest {

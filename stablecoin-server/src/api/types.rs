@@ -21,6 +21,7 @@ fn is_false(b: &bool) -> bool {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhoneBody {
+    /// The customer's phone; it names the wallet.
     #[schema(value_type = PhoneNumber)]
     pub phone_number: String,
 }
@@ -29,12 +30,14 @@ pub struct PhoneBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FundBody {
+    /// The wallet credited.
     #[schema(value_type = PhoneNumber)]
     pub phone_number: String,
     /// `target_token` is accepted as the same field.
     #[serde(alias = "target_token")]
     #[schema(value_type = EvmToken)]
     pub token: String,
+    /// Tokens paid from the tenant's treasury to the wallet.
     #[schema(value_type = TokenAmount)]
     pub amount: String,
 }
@@ -43,12 +46,14 @@ pub struct FundBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WithdrawBody {
+    /// The wallet debited; the payout goes to this number's mobile-money account.
     #[schema(value_type = PhoneNumber)]
     pub phone_number: String,
     /// `target_token` is accepted as the same field.
     #[serde(alias = "target_token")]
     #[schema(value_type = EvmToken)]
     pub token: String,
+    /// Tokens taken from the wallet and converted for the payout.
     #[schema(value_type = TokenAmount)]
     pub amount: String,
     /// Fiat currency of the mobile-money payout (spec 2.6).
@@ -60,6 +65,7 @@ pub struct WithdrawBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendBody {
+    /// The sending wallet; it is debited the quote's amount, fees included.
     #[schema(value_type = PhoneNumber)]
     pub from_phone_number: String,
     /// Another wallet than the sender's (else 422 SAME_WALLET).
@@ -79,8 +85,10 @@ pub struct SendBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfirmBody {
+    /// The number the request named (for a phone change, the wallet's current number).
     #[schema(value_type = PhoneNumber)]
     pub phone_number: String,
+    /// The code the customer received; wrong codes count towards a lockout.
     #[schema(value_type = OneTimeCode)]
     pub code: String,
 }
@@ -134,6 +142,7 @@ impl<'de> Deserialize<'de> for FiatAmount {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QuoteBody {
+    /// Amount of local fiat to convert, in the currency's major unit.
     pub fiat_amount: FiatAmount,
     /// Fiat currency code (XOF, XAF, NGN, GHS, KES, ...).
     #[schema(value_type = CurrencyCode)]
@@ -191,8 +200,10 @@ pub struct CheckoutListQuery {
 /// A wallet provisioning (or link / phone-change confirmation) result.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ProvisionResponse {
+    /// Wallet id (`wal_...`).
     #[schema(example = "wal_01JD0000000000000000000000")]
     pub wallet_id: String,
+    /// The wallet's phone, E.164 as stored (normalised).
     #[schema(example = "+2250700000001")]
     pub phone_number: String,
     /// The wallet's address on the rail.
@@ -232,12 +243,15 @@ impl From<ProvisionView> for ProvisionResponse {
 /// A one-time code was sent (link or phone-change request).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ChallengeResponse {
+    /// Id of the pending code (`otp_...`); confirming takes the phone and the code.
     #[schema(example = "otp_01JD0000000000000000000000")]
     pub challenge_id: String,
     /// The masked number the code went to.
     #[schema(example = "+225******0001")]
     pub sent_to: String,
+    /// RFC 3339 UTC; the code is refused from then on.
     pub expires_at: String,
+    /// True on a sandbox (test-key) simulation: no SMS was sent, nothing was stored.
     #[serde(default, skip_serializing_if = "is_false")]
     pub simulated: bool,
 }
@@ -261,11 +275,16 @@ impl From<ChallengeView> for ChallengeResponse {
 /// A live on-chain balance read (spec 2.6).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct BalanceResponse {
+    /// The wallet's phone, E.164.
     pub phone_number: String,
+    /// The wallet's address on `rail`.
     pub address: String,
+    /// The rail read (`polygon`, `base`, `bsc`).
     pub rail: String,
+    /// USDC held on chain, 6 decimal places; zero where the rail has no USDC.
     #[schema(example = "100.000000")]
     pub balance_usdc: String,
+    /// USDT held on chain, 6 decimal places; zero where the rail has no USDT.
     #[schema(example = "0.000000")]
     pub balance_usdt: String,
 }
@@ -273,11 +292,15 @@ pub struct BalanceResponse {
 /// `GET /v1/tron/users/balance`: the live USDT balance of the wallet's TRON address.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct TronBalanceResponse {
+    /// The wallet's phone, E.164.
     pub phone_number: String,
+    /// The wallet's TRON address (base58 `T...`).
     #[schema(example = "TJRabPrwbZy45sbavfcjinPJC18kjpRTv8")]
     pub address: String,
+    /// Always `tron`.
     #[schema(example = "tron")]
     pub rail: String,
+    /// USDT held on chain, 6 decimal places.
     #[schema(example = "25.000000")]
     pub balance_usdt: String,
 }
@@ -318,41 +341,56 @@ pub struct OperationResponse {
     /// Why the operation FAILED.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error_reason: Option<String>,
+    /// The rail it moves on (`polygon`, `base`, `bsc`, `tron`, `solana`).
     #[schema(example = "polygon")]
     pub rail: String,
+    /// `USDC` or `USDT`.
     #[schema(example = "USDC")]
     pub token: String,
     /// What the sender is debited, 6 decimal places.
     #[schema(example = "25.000000")]
     pub amount: String,
+    /// Transfers: what the recipient receives after fees, 6 decimal places.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub recipient_amount: Option<String>,
+    /// Transfers: the service's fee, 6 decimal places.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub service_fee: Option<String>,
+    /// Transfers: the tenant's fee, 6 decimal places.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub tenant_fee: Option<String>,
+    /// Transfers: true when the tenant's fee was waived (it did not fit the amount).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub tenant_fee_waived: Option<bool>,
+    /// The sender's phone (E.164), when a wallet sends.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub from_phone_number: Option<String>,
+    /// The recipient's phone (E.164), when a wallet receives.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub to_phone_number: Option<String>,
+    /// Transfers: the quote consumed (`fx_...` or `DIRECT_CRYPTO:...`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub quote_id: Option<String>,
     /// The on-chain transaction, once broadcast.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub tx_hash: Option<String>,
+    /// RFC 3339, when it was accepted.
     pub created_at: String,
+    /// RFC 3339, its last change.
     pub updated_at: String,
+    /// RFC 3339, when it settled (or a withdrawal completed).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub settled_at: Option<String>,
+    /// Withdrawals: the fiat currency paid out (`XOF`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub payout_currency: Option<String>,
+    /// Withdrawals: the fiat amount paid out, in that currency's major unit.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub payout_amount: Option<String>,
     /// Provider evidence that the payout reached the recipient (COMPLETED).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub payout_reference: Option<String>,
+    /// Withdrawals: the transaction returning the tokens to the wallet, once REFUNDED.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub refund_tx_hash: Option<String>,
     /// Solana transfers, once confirmed: `true` when the service paid the rent of the
@@ -423,19 +461,28 @@ impl From<OperationView> for OperationResponse {
 /// An FX quote (spec 2.3): every field a string.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct QuoteResponse {
+    /// `<LOCAL_CURRENCY>_<TOKEN>`.
     #[schema(example = "XOF_USDC")]
     pub currency_pair: String,
+    /// Tokens the fiat buys, `fiat_amount / rate` rounded down to 6 decimal places.
     #[schema(example = "10.000000")]
     pub expected_out: String,
+    /// RFC 3339 UTC, 60 seconds after creation; a send with the quote then answers 410.
     pub expires_at: String,
+    /// The requested fiat amount, exactly 2 decimal places.
     #[schema(example = "6000.00")]
     pub fiat_amount: String,
+    /// Pass it to a send as `quote_id`; redeemable once.
     #[schema(example = "fx_01JD0000000000000000000000")]
     pub quote_id: String,
+    /// Local currency per token, without trailing zeros.
     #[schema(example = "600")]
     pub rate: String,
+    /// `USDC` or `USDT`.
     #[schema(example = "USDC")]
     pub target_token: String,
+    /// True on a sandbox (test-key) simulation: the quote lives in memory for its 60 s
+    /// and only a sandbox send redeems it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub simulated: bool,
 }
@@ -467,28 +514,43 @@ impl From<QuoteView> for QuoteResponse {
 /// A page of transfers, newest first.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TransferList {
+    /// Page size used (1-100).
     pub limit: u32,
+    /// 1-based page number.
     pub page: u32,
+    /// Matching transfers across all pages.
     pub total: u64,
+    /// This page's transfers, newest first.
     pub transfers: Vec<OperationResponse>,
 }
 
 /// One payment session (spec 2.5).
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct PaymentSession {
+    /// The session's numeric id (spec 2.5); records and webhooks key on `session_id`.
     pub id: i64,
+    /// The session's string id: its record key, and `session_id` in `payment.*` webhooks.
     pub session_id: String,
+    /// The business's own reference (an order number).
     pub reference: String,
+    /// Amount due, a JSON number in `currency`'s major unit.
     #[schema(value_type = f64)]
     pub amount: serde_json::Number,
+    /// Currency or token code of `amount`.
     pub currency: String,
     /// pending, paid, expired or failed.
     pub status: String,
+    /// How the customer pays (`crypto`, ...).
     pub payment_method: String,
+    /// The chain paid on (`polygon`, `tron`, ...); empty when not applicable.
     pub network: String,
+    /// What is bought, as shown to the customer.
     pub description: String,
+    /// The paying customer's name.
     pub customer_name: String,
+    /// The paying customer's e-mail address.
     pub customer_email: String,
+    /// RFC 3339, when the session was paid; absent until `paid`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub paid_at: Option<String>,
 }
@@ -496,9 +558,13 @@ pub struct PaymentSession {
 /// The checkout list envelope (spec 2.5).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CheckoutList {
+    /// Page size used (1-100).
     pub limit: u32,
+    /// 1-based page number.
     pub page: u32,
+    /// Matching sessions across all pages.
     pub total: u64,
+    /// This page's sessions, newest first.
     pub payments: Vec<PaymentSession>,
 }
 
@@ -508,6 +574,7 @@ pub struct RailReadiness {
     /// READY, INBOUND_READY, DEGRADED or DISABLED.
     #[schema(example = "READY")]
     pub status: String,
+    /// Why it is not READY (empty when it is), for operators.
     pub reasons: Vec<String>,
 }
 
@@ -522,14 +589,19 @@ pub struct ReadinessResponse {
     /// READY or DEGRADED.
     #[schema(example = "READY")]
     pub storage: String,
+    /// Polygon (chain 137).
     #[schema(example = "READY")]
     pub polygon: String,
+    /// Base (chain 8453).
     #[schema(example = "DISABLED")]
     pub base: String,
+    /// BNB Smart Chain (chain 56).
     #[schema(example = "DISABLED")]
     pub bsc: String,
+    /// TRON.
     #[schema(example = "READY")]
     pub tron: String,
+    /// Solana.
     #[schema(example = "READY")]
     pub solana: String,
     /// The background workers of this process: OK, STALLED (no round finished for five
@@ -543,6 +615,7 @@ pub struct ReadinessResponse {
 /// `GET /health/live`.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LiveResponse {
+    /// Always `ok`: the process answers.
     #[schema(example = "ok")]
     pub status: String,
 }

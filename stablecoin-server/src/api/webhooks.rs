@@ -100,14 +100,19 @@ pub struct CreateEndpointBody {
 /// A webhook endpoint. `secret` appears only in the response that creates it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EndpointView {
+    /// Endpoint id (`whe_...`).
     pub id: String,
+    /// Always `webhook_endpoint`.
     pub object: &'static str,
     /// `wallet` or `payments`.
     pub family: &'static str,
+    /// Where deliveries are POSTed.
     pub url: String,
+    /// Subscribed event types.
     pub events: Vec<String>,
     /// Whether deliveries also carry Standard Webhooks headers.
     pub standard_webhooks: bool,
+    /// Whether deliveries are sent; false after a disable (by the tenant or automatic).
     pub enabled: bool,
     /// Why it is disabled (by the tenant, or automatically after failing for days).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -115,7 +120,10 @@ pub struct EndpointView {
     /// Start of the current run of failed deliveries, when failing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failing_since: Option<String>,
+    /// When it was registered (RFC 3339).
     pub created_at: String,
+    /// The signing secret (`svcwh_...` wallet, `whsec_...` payments); only in the create
+    /// and rotate-secret responses, never in reads or idempotent replays.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
 }
@@ -152,9 +160,13 @@ fn secret_shown_once(status: StatusCode, e: Endpoint) -> Result<Response, ApiErr
 /// A page of endpoints.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EndpointList {
+    /// Page size used (1-100).
     pub limit: u32,
+    /// 1-based page number.
     pub page: u32,
+    /// The tenant's endpoints across all pages.
     pub total: u64,
+    /// This page's endpoints, newest first, without secrets.
     pub webhook_endpoints: Vec<EndpointView>,
 }
 
@@ -313,11 +325,14 @@ pub async fn rotate_webhook_secret(
 /// One delivery attempt.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AttemptView {
+    /// When the attempt was made (RFC 3339).
     pub at: String,
     /// HTTP status answered, absent when none was (timeout, connection error).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// Time from sending to the answer (or the failure), in milliseconds.
     pub latency_ms: u64,
+    /// Why it failed (`HTTP 500`, `timeout`, `connection failed`, ...); absent on success.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -336,15 +351,23 @@ impl From<Attempt> for AttemptView {
 /// One delivery of an event to one endpoint, with every attempt.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DeliveryView {
+    /// Delivery id (`whd_...`); also the `webhook-id` / `X-Webhook-ID` header, the same
+    /// on every retry.
     pub id: String,
+    /// Always `webhook_delivery`.
     pub object: &'static str,
+    /// The endpoint it is sent to (`whe_...`).
     pub endpoint_id: String,
+    /// The event it carries (`evt_...`).
     pub event_id: String,
+    /// The event's type (`transfer.settled`, ...).
     pub event_type: String,
     /// `PENDING`, `DELIVERED` or `DEAD` (every attempt failed).
     pub state: &'static str,
+    /// When the next attempt is due (RFC 3339); only while `PENDING`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_attempt_at: Option<String>,
+    /// Every attempt so far, oldest first.
     pub attempts: Vec<AttemptView>,
     /// The delivery this one re-sends (a replay).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -352,6 +375,7 @@ pub struct DeliveryView {
     /// The replay that re-sent this failed delivery.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replayed_by: Option<String>,
+    /// When the delivery was created (RFC 3339).
     pub created_at: String,
 }
 
@@ -379,10 +403,14 @@ impl From<Delivery> for DeliveryView {
 /// An event as its receivers get it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EventView {
+    /// Event id (`evt_...`), the same across deliveries and replays.
     pub id: String,
+    /// Always `webhook_event`.
     pub object: &'static str,
+    /// The event type (`transfer.settled`, `payment.confirmed`, ...).
     #[serde(rename = "type")]
     pub event_type: String,
+    /// When the event occurred (RFC 3339).
     pub created_at: String,
     /// The payload exactly as delivered (spec 6).
     #[schema(value_type = Object)]
@@ -415,9 +443,13 @@ impl EventView {
 /// A page of events.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EventList {
+    /// Page size used (1-100).
     pub limit: u32,
+    /// 1-based page number.
     pub page: u32,
+    /// Events of the tenant across all pages (after filters).
     pub total: u64,
+    /// This page's events, newest first, without their deliveries.
     pub webhook_events: Vec<EventView>,
 }
 
@@ -485,8 +517,11 @@ pub async fn get_webhook_event(
 /// Deliveries created by a replay.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReplayView {
+    /// Always `webhook_replay`.
     pub object: &'static str,
+    /// How many deliveries the replay created (0: nothing to re-send).
     pub replayed: usize,
+    /// The new deliveries, queued for sending.
     pub deliveries: Vec<DeliveryView>,
 }
 
@@ -566,9 +601,13 @@ pub async fn replay_failed_webhooks(
 /// A page of deliveries.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DeliveryList {
+    /// Page size used (1-100).
     pub limit: u32,
+    /// 1-based page number.
     pub page: u32,
+    /// Deliveries of the tenant across all pages (after filters).
     pub total: u64,
+    /// This page's deliveries, newest first, with their attempts.
     pub webhook_deliveries: Vec<DeliveryView>,
 }
 

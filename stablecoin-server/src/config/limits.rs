@@ -47,7 +47,9 @@ impl HttpSettings {
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RateLimitSettings {
+    /// False turns every budget off (no `429 RATE_LIMITED`).
     pub enabled: bool,
+    /// Length of the budget window, in seconds; the three budgets share it.
     pub window_s: u32,
     /// Money-moving POSTs (sends, fundings, withdrawals, escrow payouts) per window.
     pub money: u32,

@@ -136,18 +136,42 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use thiserror::Error;
 
+/// Why a configuration could not be loaded or is not usable; the server refuses to start.
 #[derive(Debug, Error)]
 pub enum ConfigError {
+    /// The config file could not be read.
     #[error("cannot read config file {path}: {error}")]
-    Read { path: String, error: String },
+    Read {
+        /// The file named by `--config` or `STABLECOIN_CONFIG`.
+        path: String,
+        /// The I/O error.
+        error: String,
+    },
+    /// The config file is not valid TOML, or the settings (file and environment) do not
+    /// match [`Config`] (an unknown key, a wrong type).
     #[error("invalid config file {path}: {error}")]
-    Parse { path: String, error: String },
+    Parse {
+        /// Where the settings came from: the file, `(defaults)`, and ` + environment`
+        /// when variables took part.
+        path: String,
+        /// The parser's message, with the offending key.
+        error: String,
+    },
+    /// A `STABLECOIN_*` environment variable does not parse.
     #[error("invalid environment variable {var}: {error}")]
-    Env { var: &'static str, error: String },
+    Env {
+        /// The variable's name.
+        var: &'static str,
+        /// Why its value was refused.
+        error: String,
+    },
+    /// The settings parse but contradict each other or are out of range (see `validate`).
     #[error("invalid configuration: {0}")]
     Invalid(String),
 }
 
+/// The whole server configuration, one field per top-level TOML key (see the table in
+/// the module documentation for keys, environment variables and defaults).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -169,11 +193,17 @@ pub struct Config {
     /// their own at this lower CPU priority, so a settlement backlog takes the CPU the
     /// API leaves idle instead of the API's latency. 0 runs them at the API's priority.
     pub worker_nice: i32,
+    /// `[storage]`: the backend (memory, SQLite or PostgreSQL) and its settings.
     pub storage: StorageConfig,
+    /// `[log]`: the tracing filter and output format.
     pub log: LogConfig,
+    /// `[engine]`: the workers' polling, leases, batches and read caches.
     pub engine: EngineSettings,
+    /// `[rails]`: which chains run, simulated or real.
     pub rails: RailsConfig,
+    /// `[sim]`: the simulated chains' settings.
     pub sim: SimSettings,
+    /// `[demo]`: the demo tenant of a zero-configuration start.
     pub demo: DemoConfig,
     /// Webhook delivery: the SSRF allow-list and the dispatcher's budget.
     pub webhooks: WebhookSettings,
@@ -183,8 +213,11 @@ pub struct Config {
     pub webhooks_allow_loopback_http: bool,
     /// When set, `/metrics` answers only requests with `Authorization: Bearer <token>`.
     pub metrics_token: Option<Secret>,
+    /// `[http]`: connection and request timeouts, connection cap.
     pub http: HttpSettings,
+    /// `[rate_limits]`: per-API-key request budgets.
     pub rate_limits: RateLimitSettings,
+    /// `[otp]`: one-time code attempt limits, lockouts and SMS quotas.
     pub otp: OtpSettings,
 }
 
@@ -215,6 +248,7 @@ impl Default for Config {
 }
 
 impl Config {
+    /// `listen` as a socket address; `Invalid` when it is not one (e.g. a bare host name).
     pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
         self.listen.parse().map_err(|_| {
             ConfigError::Invalid(format!(

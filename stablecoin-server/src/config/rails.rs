@@ -4,6 +4,7 @@ use super::{ConfigError, Secret};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+/// `rails.mode`: where chains without a real-chain table run.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum RailsMode {
@@ -12,15 +13,20 @@ pub enum RailsMode {
     Sim,
 }
 
+/// `[rails]`: which chains run, and which of them are real (a `[rails.evm.<id>]` or
+/// `[rails.tron_node]` table) rather than simulated.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RailsConfig {
+    /// Where chains without a real-chain table run (only `sim` exists).
     pub mode: RailsMode,
     /// EVM chain ids to run (137 Polygon, 8453 Base, 56 BNB Smart Chain).
     pub evm_chains: Vec<u64>,
     /// The chain of `/v1/users/*` wallets; the first of `evm_chains` when absent.
     pub primary_evm_chain: Option<u64>,
+    /// Run the TRON rail (`/v1/tron/*`, escrow); simulated unless `tron_node` is set.
     pub tron: bool,
+    /// Run the simulated Solana rail (`/v1/solana/*`).
     pub solana: bool,
     /// Real EVM chains by chain id (`[rails.evm.137]`); a chain of `evm_chains` without
     /// one is simulated.
@@ -40,22 +46,34 @@ pub struct TronNodeSettings {
     pub api_key: Option<Secret>,
     /// Where the deposit scanners start on a fresh database.
     pub scan_start_block: u64,
+    /// The USDT TRC-20 contract, base58 `T...` (default: mainnet USDT).
     #[serde(default = "default_usdt_contract")]
     pub usdt_contract: String,
+    /// A USDC TRC-20 contract: read, and sent back when received by mistake (TRON wallets
+    /// hold USDT only).
     #[serde(default)]
     pub usdc_contract: Option<String>,
+    /// Blocks, the transaction's own included, before a payment or deposit is final
+    /// (default 19, TRON's finality).
     #[serde(default = "default_tron_confirmations")]
     pub confirmations: u64,
+    /// Energy the sponsor delegates for one TRC-20 transfer (default 65 000; 0: none).
     #[serde(default = "default_energy_per_transfer")]
     pub energy_per_transfer: u64,
+    /// Bandwidth, in bytes, the sponsor delegates for one transfer (default 500; 0: none).
     #[serde(default = "default_bandwidth_per_transfer")]
     pub bandwidth_per_transfer: u64,
+    /// Sun (1 TRX = 10^6 sun) the sponsor must hold to activate a new account
+    /// (default 2 TRX).
     #[serde(default = "default_activation_reserve_sun")]
     pub activation_reserve_sun: u64,
+    /// `fee_limit` of a customer's TRC-20 transfer, in sun (default 100 TRX); positive.
     #[serde(default = "default_fee_limit_sun")]
     pub fee_limit_sun: i64,
+    /// Timeout of one HTTP API request, in milliseconds (default 10 000).
     #[serde(default = "default_rpc_timeout_ms")]
     pub timeout_ms: u64,
+    /// Blocks read per deposit scan at most (default 100).
     #[serde(default = "default_tron_max_scan_blocks")]
     pub max_scan_blocks: u64,
 }
@@ -118,12 +136,15 @@ impl RailsConfig {
 pub struct EvmChainSettings {
     /// JSON-RPC endpoint; often carries an API key, so never printed.
     pub rpc_url: Secret,
+    /// The ERC-4337 EntryPoint v0.8 contract, `0x` hex.
     pub entry_point: String,
     /// SimpleAccountFactory v0.8.
     pub factory: String,
     /// The verifying paymaster whose signer is the service's sponsor key.
     pub paymaster: String,
+    /// The USDC contract on this chain; at least one of `usdc` and `usdt` is required.
     pub usdc: Option<TokenSettings>,
+    /// The USDT contract on this chain.
     pub usdt: Option<TokenSettings>,
     /// Sends stop being offered (readiness INBOUND_READY) below this paymaster deposit.
     pub min_paymaster_deposit_wei: Wei,
@@ -133,6 +154,7 @@ pub struct EvmChainSettings {
     pub confirmations: u64,
     /// Where the deposit scanner starts on a fresh database.
     pub scan_start_block: u64,
+    /// Timeout of one JSON-RPC request, in milliseconds (default 10 000).
     #[serde(default = "default_rpc_timeout_ms")]
     pub rpc_timeout_ms: u64,
     /// Blocks read per scan at most (default 2000; some providers cap `eth_getLogs`).
@@ -148,7 +170,10 @@ fn default_rpc_timeout_ms() -> u64 {
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct TokenSettings {
+    /// The ERC-20 contract, `0x` hex.
     pub address: String,
+    /// The token's decimals (6 on most chains, 18 on BNB Smart Chain); amounts are
+    /// scaled from micro-units with it.
     pub decimals: u8,
 }
 
@@ -173,6 +198,7 @@ impl<'de> Deserialize<'de> for Wei {
     }
 }
 
+/// `[sim]`: settings of the simulated chains.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SimSettings {

@@ -9,9 +9,11 @@ use std::fmt;
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps a secret value (tests and programmatic configurations).
     pub fn new(s: impl Into<String>) -> Self {
         Secret(s.into())
     }
+    /// The value itself, for the one place that uses it; never log or format it.
     pub fn expose(&self) -> &str {
         &self.0
     }

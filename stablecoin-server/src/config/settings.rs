@@ -2,11 +2,13 @@
 
 use serde::Deserialize;
 
+/// `[log]`: what the process logs and how.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogConfig {
     /// `tracing` filter directives (`info`, `stablecoin_server=debug,info`).
     pub filter: String,
+    /// Human-readable lines or one JSON object per line.
     pub format: LogFormat,
 }
 
@@ -19,11 +21,14 @@ impl Default for LogConfig {
     }
 }
 
+/// `log.format`: the shape of log lines on stderr.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
+    /// `tracing`'s human-readable lines (the default).
     #[default]
     Text,
+    /// One JSON object per line, for log collectors.
     Json,
 }
 
@@ -31,12 +36,22 @@ pub enum LogFormat {
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct EngineSettings {
+    /// Delay between two status polls of a submitted payment, in milliseconds.
     pub poll_interval_ms: i64,
+    /// How long a worker holds a claimed record before another may take it, in
+    /// milliseconds (positive).
     pub claim_lease_ms: i64,
+    /// Margin after a payment's deadline before the rail's "not found" fails it, in
+    /// milliseconds (covers clock skew with the chain).
     pub unknown_grace_ms: i64,
+    /// Records each worker step handles at most (positive).
     pub batch_limit: usize,
+    /// This process's name in claims; must be unique per process (default `server-<pid>`).
     pub worker_id: Option<String>,
+    /// How long API key and tenant reads are reused from memory, in milliseconds (0: off).
     pub read_cache_ms: i64,
+    /// How long wallets read by transfers are reused from memory, in milliseconds
+    /// (0: off; safe at any length, transfers re-check at commit).
     pub wallet_cache_ms: i64,
 }
 
@@ -54,11 +69,13 @@ impl Default for EngineSettings {
     }
 }
 
+/// `[demo]`: the demo tenant of a zero-configuration start.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DemoConfig {
     /// Create (first start) or reuse a demo tenant and print its keys.
     pub enabled: bool,
+    /// The demo tenant's display name, used when it is created (not empty).
     pub tenant_name: String,
     /// Whole tokens of USDC and of USDT credited to the demo tenant's treasury.
     pub treasury_credit: String,

@@ -13,6 +13,7 @@ pub enum StorageConfig {
     Memory,
     /// Embedded SQLite file (default path `<data_dir>/stablecoin.db`): the default.
     Sqlite {
+        /// The database file; `<data_dir>/stablecoin.db` when absent.
         #[serde(default)]
         path: Option<PathBuf>,
         /// Background (worker) commits the SQLite writer adds to a group that carries API
@@ -23,6 +24,7 @@ pub enum StorageConfig {
     },
     /// PostgreSQL by URL.
     Postgres {
+        /// `postgres://` connection URL; carries the password, so never printed.
         url: Secret,
         /// How long to wait for a connection (at start and later) before failing.
         #[serde(default = "default_pg_connect_timeout_secs")]
@@ -49,6 +51,7 @@ impl Default for StorageConfig {
 }
 
 impl StorageConfig {
+    /// The backend's name as configured: `memory`, `sqlite` or `postgres`.
     pub fn name(&self) -> &'static str {
         match self {
             StorageConfig::Memory => "memory",

@@ -4,6 +4,7 @@
 use super::{Config, ConfigError, StorageConfig, parse_seed};
 
 impl Config {
+    /// Checks every bound and cross-setting rule; `Invalid` names the first one broken.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |s: String| Err(ConfigError::Invalid(s));
         self.listen_addr()?;
