@@ -328,6 +328,14 @@ impl App {
                 .unwrap_or_else(|| format!("server-{}", std::process::id())),
             code_key: Some(code_key),
             otp: config.otp.policy(),
+            payment_validity_ms: config.engine.payment_validity_ms,
+            refund_retry_ms: config.engine.refund_retry_ms,
+            refund_retry_max_ms: config.engine.refund_retry_max_ms,
+            min_send: config
+                .limits
+                .min_send()
+                .map_err(|e| StartupError::Config(crate::config::ConfigError::Invalid(e)))?,
+            rent_quota: config.limits.rent_quota(),
             ..EngineConfig::default()
         };
         let escrow = match rails.get(RailId::Tron) {

@@ -5,6 +5,8 @@
 use crate::listener::ServeLimits;
 use crate::rate_limit::{Budget, RateLimits};
 use serde::Deserialize;
+use stablecoin_core::domain::limits::{MinSend, RentQuota};
+use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::otp::OtpPolicy;
 
 /// `[http]`: what one connection may cost ([`crate::listener`]).
@@ -134,6 +136,71 @@ impl OtpSettings {
             max_requests_per_subject: self.max_requests_per_subject,
             max_requests_per_phone: self.max_requests_per_phone,
             max_requests_per_tenant: self.max_requests_per_tenant,
+        }
+    }
+}
+
+/// `[limits]`: what the service pays for ([`stablecoin_core::domain::limits`]). Every
+/// send is sponsored, so a send below its rail's floor is refused (400
+/// AMOUNT_TOO_SMALL); a Solana provisioning pays rent that never comes back, so each
+/// tenant gets a quota of them per window (429 RATE_LIMITED).
+///
+/// The default floors sit well above a send's typical sponsored cost at 2026 prices:
+/// EVM L2s and Polygon cost a fraction of a cent, BNB Smart Chain a few cents, a TRON
+/// USDT transfer's Energy up to a few dollars when burned (less when staked), a Solana
+/// send a fraction of a cent plus, for a new recipient, about 0.002 SOL of rent.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SponsorshipSettings {
+    /// Smallest send on an EVM chain, in tokens (a decimal string, `"0"`: no floor).
+    pub min_send_evm: String,
+    /// Smallest send on TRON, in tokens.
+    pub min_send_tron: String,
+    /// Smallest send on Solana, in tokens.
+    pub min_send_solana: String,
+    /// Rent-paying provisionings (Solana) one tenant may ask for per window.
+    pub rent_quota_per_tenant: u32,
+    /// The quota's window, in milliseconds.
+    pub rent_quota_window_ms: i64,
+}
+
+impl Default for SponsorshipSettings {
+    fn default() -> Self {
+        let quota = RentQuota::default();
+        SponsorshipSettings {
+            min_send_evm: "0.10".into(),
+            min_send_tron: "1.00".into(),
+            min_send_solana: "0.10".into(),
+            rent_quota_per_tenant: quota.max_per_tenant,
+            rent_quota_window_ms: quota.window_ms,
+        }
+    }
+}
+
+impl SponsorshipSettings {
+    /// The engine's floors; an amount that is not a decimal of at most 6 places is an
+    /// error naming the key.
+    pub fn min_send(&self) -> Result<MinSend, String> {
+        let floor = |key: &str, v: &str| {
+            if v.trim() == "0" {
+                return Ok(0);
+            }
+            Micros::parse_decimal(v.trim())
+                .map(|m| m.0)
+                .map_err(|e| format!("limits.{key}: {e}"))
+        };
+        Ok(MinSend {
+            evm_micros: floor("min_send_evm", &self.min_send_evm)?,
+            tron_micros: floor("min_send_tron", &self.min_send_tron)?,
+            solana_micros: floor("min_send_solana", &self.min_send_solana)?,
+        })
+    }
+
+    /// The engine's rent quota.
+    pub fn rent_quota(&self) -> RentQuota {
+        RentQuota {
+            max_per_tenant: self.rent_quota_per_tenant,
+            window_ms: self.rent_quota_window_ms,
         }
     }
 }

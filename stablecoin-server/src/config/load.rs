@@ -175,6 +175,31 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Int,
     ),
     (
+        "STABLECOIN_MIN_SEND_EVM",
+        &["limits", "min_send_evm"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_MIN_SEND_TRON",
+        &["limits", "min_send_tron"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_MIN_SEND_SOLANA",
+        &["limits", "min_send_solana"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_RENT_QUOTA_PER_TENANT",
+        &["limits", "rent_quota_per_tenant"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_ENGINE_PAYMENT_VALIDITY_MS",
+        &["engine", "payment_validity_ms"],
+        EnvKind::Int,
+    ),
+    (
         "STABLECOIN_WEBHOOKS_ALLOW_NETWORKS",
         &["webhooks", "allow_networks"],
         EnvKind::Str,

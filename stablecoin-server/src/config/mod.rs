@@ -25,6 +25,9 @@
 //! | `engine.worker_id` | `STABLECOIN_ENGINE_WORKER_ID` | `server-<pid>` |
 //! | `engine.read_cache_ms` | `STABLECOIN_ENGINE_READ_CACHE_MS` | `1000` (API key and tenant reads reused this long; a key revoked by another process, e.g. the CLI, stops working within it; 0: off) |
 //! | `engine.wallet_cache_ms` | `STABLECOIN_ENGINE_WALLET_CACHE_MS` | `60000` (wallets read by transfers reused this long; every transfer re-checks them at commit, so a change made anywhere is never missed; 0: off) |
+//! | `engine.payment_validity_ms` | `STABLECOIN_ENGINE_PAYMENT_VALIDITY_MS` | `600000` (a payment's on-chain deadline after its first submission) |
+//! | `engine.refund_retry_ms` | file only | `30000` (first wait before a failed refund is retried; doubles) |
+//! | `engine.refund_retry_max_ms` | file only | `3600000` |
 //! | `rails.mode` (`sim`) | `STABLECOIN_RAILS_MODE` | `sim` |
 //! | `rails.evm_chains` | `STABLECOIN_RAILS_EVM_CHAINS` (`137,8453`) | `[137]` |
 //! | `rails.primary_evm_chain` | `STABLECOIN_RAILS_PRIMARY_EVM_CHAIN` | first of `evm_chains` |
@@ -52,6 +55,11 @@
 //! | `otp.max_requests_per_subject` | `STABLECOIN_OTP_MAX_REQUESTS_PER_WALLET` | `5` per window |
 //! | `otp.max_requests_per_phone` | `STABLECOIN_OTP_MAX_REQUESTS_PER_PHONE` | `10` per window |
 //! | `otp.max_requests_per_tenant` | `STABLECOIN_OTP_MAX_REQUESTS_PER_TENANT` | `1000` per window (the tenant's SMS quota) |
+//! | `limits.min_send_evm` | `STABLECOIN_MIN_SEND_EVM` | `"0.10"` tokens (a smaller send is 400 AMOUNT_TOO_SMALL; `"0"`: no floor) |
+//! | `limits.min_send_tron` | `STABLECOIN_MIN_SEND_TRON` | `"1.00"` |
+//! | `limits.min_send_solana` | `STABLECOIN_MIN_SEND_SOLANA` | `"0.10"` |
+//! | `limits.rent_quota_per_tenant` | `STABLECOIN_RENT_QUOTA_PER_TENANT` | `1000` Solana provisionings per tenant per window (then 429 RATE_LIMITED) |
+//! | `limits.rent_quota_window_ms` | file only | `86400000` |
 //! | `webhooks.allow_networks` | `STABLECOIN_WEBHOOKS_ALLOW_NETWORKS` | empty: webhooks reach public addresses only, over https (comma-separated networks also allowed, e.g. `127.0.0.1/32,::1/128` for a receiver on this machine; plain http only to an allowed loopback address) |
 //! | `webhooks.timeout_ms` | `STABLECOIN_WEBHOOKS_TIMEOUT_MS` | `10000` (one delivery attempt) |
 //! | `webhooks.concurrency` | `STABLECOIN_WEBHOOKS_CONCURRENCY` | `16` (attempts in flight) |
@@ -120,7 +128,7 @@ mod tests;
 mod validate;
 mod webhooks;
 
-pub use limits::{HttpSettings, OtpSettings, RateLimitSettings};
+pub use limits::{HttpSettings, OtpSettings, RateLimitSettings, SponsorshipSettings};
 pub use load::env_var_names;
 pub use rails::{
     EvmChainSettings, RailsConfig, RailsMode, SimSettings, TokenSettings, TronNodeSettings, Wei,
@@ -219,6 +227,8 @@ pub struct Config {
     pub rate_limits: RateLimitSettings,
     /// `[otp]`: one-time code attempt limits, lockouts and SMS quotas.
     pub otp: OtpSettings,
+    /// `[limits]`: the minimum send per rail and the tenants' rent quota.
+    pub limits: SponsorshipSettings,
 }
 
 impl Default for Config {
@@ -243,6 +253,7 @@ impl Default for Config {
             http: HttpSettings::default(),
             rate_limits: RateLimitSettings::default(),
             otp: OtpSettings::default(),
+            limits: SponsorshipSettings::default(),
         }
     }
 }

@@ -53,6 +53,14 @@ pub struct EngineSettings {
     /// How long wallets read by transfers are reused from memory, in milliseconds
     /// (0: off; safe at any length, transfers re-check at commit).
     pub wallet_cache_ms: i64,
+    /// How long after its first submission a payment may still land on chain, in
+    /// milliseconds: the deadline every rail enforces (EVM `validUntil`, TRON expiry).
+    pub payment_validity_ms: i64,
+    /// First wait before a withdrawal's failed refund is tried again, in milliseconds;
+    /// doubles after each failure.
+    pub refund_retry_ms: i64,
+    /// Longest wait between two refund attempts, in milliseconds.
+    pub refund_retry_max_ms: i64,
 }
 
 impl Default for EngineSettings {
@@ -65,6 +73,9 @@ impl Default for EngineSettings {
             worker_id: None,
             read_cache_ms: 1_000,
             wallet_cache_ms: 60_000,
+            payment_validity_ms: 600_000,
+            refund_retry_ms: 30_000,
+            refund_retry_max_ms: 3_600_000,
         }
     }
 }

@@ -43,6 +43,23 @@ impl Config {
             .validate()
             .map_err(ConfigError::Invalid)?;
         self.otp.policy().validate().map_err(ConfigError::Invalid)?;
+        self.limits.min_send().map_err(ConfigError::Invalid)?;
+        self.limits
+            .rent_quota()
+            .validate()
+            .map_err(ConfigError::Invalid)?;
+        // A deadline shorter than a block or two would fail payments that are fine; the
+        // refund back-off must be able to grow.
+        if self.engine.payment_validity_ms < 60_000
+            || self.engine.refund_retry_ms <= 0
+            || self.engine.refund_retry_max_ms < self.engine.refund_retry_ms
+        {
+            return bad(
+                "engine: payment_validity_ms must be at least 60000, refund_retry_ms positive and \
+                 refund_retry_max_ms at least refund_retry_ms"
+                    .into(),
+            );
+        }
         if self
             .metrics_token
             .as_ref()
