@@ -32,12 +32,19 @@ pub struct EscrowTickReport {
     pub deposits: usize,
     /// Deals that became FUNDED.
     pub funded: usize,
+    /// CREATED deals expired at `funding_expires_at`.
     pub expired: usize,
+    /// FUNDED deals whose release to the seller was claimed at `auto_release_at`.
     pub auto_released: usize,
+    /// Payouts the rail accepted (`submit` answered `Ok`).
     pub submitted: usize,
-    /// Payouts confirmed / failed / whose submission outcome is unknown.
+    /// Payouts confirmed on chain, each settled with its deal and ledger post.
     pub settled: usize,
+    /// Payouts that failed (refused, reverted, or provably never landing past their
+    /// deadline), each settled with its deal and ledger void.
     pub failed: usize,
+    /// Payouts whose submission outcome became unknown (resolved later by asking the
+    /// rail, never by resubmitting under a new id).
     pub unknown: usize,
     /// Payouts polled and deposits seen, still below the confirmation depth.
     pub polled: usize,

@@ -7,30 +7,51 @@ use stablecoin_core::CoreError;
 use stablecoin_core::ports::StoreError;
 use thiserror::Error;
 
+/// Every failure of this crate, sending and receiving side; [`WebhookError::code`] is
+/// its stable code, and the comments below give the HTTP status the server maps it to.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum WebhookError {
     // ---- bad input (400) ----
     /// The endpoint URL is not acceptable (not https, not loopback in test mode, ...).
     #[error("invalid webhook url {url:?}: {reason}")]
-    InvalidUrl { url: String, reason: String },
+    InvalidUrl {
+        /// The URL as given (cut to 200 characters).
+        url: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
     /// A subscribed event type is not a known name of the endpoint's family.
     #[error("unknown event type {event_type:?} for the {family} webhook family")]
     UnknownEventType {
+        /// The refused name (cut to 100 characters).
         event_type: String,
+        /// The endpoint's family (`wallet-service` or `payments`).
         family: &'static str,
     },
+    /// A request field breaks a rule other than the URL's (no or too many event types,
+    /// an empty time range, an unserializable payments event).
     #[error("invalid {field}: {reason}")]
-    InvalidParameter { field: &'static str, reason: String },
+    InvalidParameter {
+        /// The offending field, as the API names it.
+        field: &'static str,
+        /// Which rule it breaks.
+        reason: String,
+    },
 
     // ---- receiver kit ----
     /// No signature header on a received webhook.
     #[error("the {header} header is missing")]
-    SignatureMissing { header: &'static str },
+    SignatureMissing {
+        /// The header the family signs with.
+        header: &'static str,
+    },
     /// The signature header is not of the form the family uses.
     #[error("the {header} header is malformed: {reason}")]
     SignatureMalformed {
+        /// The family's signature header.
         header: &'static str,
+        /// What is wrong (`expected sha256=<hex>`, or a secret of the wrong form).
         reason: &'static str,
     },
     /// The signature does not match the body under this secret.
@@ -47,29 +68,46 @@ pub enum WebhookError {
     },
     /// A received body is not a JSON object (a partial event is fine; garbage is not).
     #[error("invalid webhook body: {reason}")]
-    InvalidBody { reason: String },
+    InvalidBody {
+        /// Why it was refused (not JSON, not an object).
+        reason: String,
+    },
     /// The receiver's deposit ledger failed.
     #[error("deposit ledger: {0}")]
     DepositLedger(String),
 
     // ---- not found (404) ----
+    /// No such endpoint, event or delivery (for the caller's tenant).
     #[error("{kind} {id} not found")]
-    NotFound { kind: &'static str, id: String },
+    NotFound {
+        /// What was looked up (`webhook endpoint`, `webhook event`, `webhook delivery`).
+        kind: &'static str,
+        /// The id asked for (cut to 120 characters).
+        id: String,
+    },
 
     // ---- sending side ----
     /// An outbox event whose payload cannot be rendered to its wire form.
     #[error("event {event_id} ({event_type}) cannot be rendered: {reason}")]
     InvalidEventPayload {
+        /// The outbox event's id.
         event_id: String,
+        /// Its type (`transfer.settled`, ...).
         event_type: String,
+        /// Why the payload does not render.
         reason: String,
     },
     /// Concurrent update of a record; retry.
     #[error("concurrent update of {what}; retry")]
-    Conflict { what: String },
+    Conflict {
+        /// The record that changed under the caller (`<kind> <id>`).
+        what: String,
+    },
     /// The HTTP client could not be built.
     #[error("http transport: {0}")]
     Transport(String),
+    /// The store failed (or an engine call failed for a reason other than a conflict);
+    /// retryable.
     #[error("storage error: {0}")]
     Storage(String),
 }

@@ -16,67 +16,122 @@ use stablecoin_core::domain::events::DomainEvent;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum WalletPayload {
+    /// `transfer.received`, to each member of the receiving wallet
+    /// ([`DomainEvent::TransferReceived`]).
     TransferReceived {
+        /// The event name, first field of every body.
         event: &'static str,
+        /// The transfer's id (`tr_...`), or `dep_<rail>_<tx hash>_<index>`
+        /// for an external deposit.
         transfer_id: String,
+        /// The receiving wallet's on-chain address (not its `wal_` id).
         recipient_wallet: String,
+        /// Amount received, fees deducted: decimal string, 6 places, whatever the token.
         amount_usdc: String,
+        /// `USDC` or `USDT`.
         token: &'static str,
+        /// The on-chain transaction hash.
         tx_hash: String,
+        /// When the transfer was seen confirmed (RFC 3339 UTC).
         settled_at: String,
     },
+    /// `transfer.settled`, to the sending tenant ([`DomainEvent::TransferSettled`]).
     TransferSettled {
+        /// The event name, first field of every body.
         event: &'static str,
+        /// The transfer's id (`tr_...`).
         transfer_id: String,
+        /// Always `SETTLED`.
         status: &'static str,
+        /// Amount sent, fees included: decimal string, 6 places, whatever the token.
         amount_usdc: String,
+        /// `USDC` or `USDT`.
         token: &'static str,
+        /// The on-chain transaction hash.
         tx_hash: String,
+        /// When the status was recorded (RFC 3339 UTC).
         updated_at: String,
     },
+    /// `transfer.failed`, to the sending tenant ([`DomainEvent::TransferFailed`]).
     TransferFailed {
+        /// The event name, first field of every body.
         event: &'static str,
+        /// The transfer's id (`tr_...`).
         transfer_id: String,
+        /// Always `FAILED`.
         status: &'static str,
+        /// Amount sent, fees included (decimal string, 6 places); absent before broadcast.
         #[serde(skip_serializing_if = "Option::is_none")]
         amount_usdc: Option<String>,
+        /// `USDC` or `USDT`; absent before broadcast.
         #[serde(skip_serializing_if = "Option::is_none")]
         token: Option<&'static str>,
+        /// The failed transaction's hash; absent when none was broadcast.
         #[serde(skip_serializing_if = "Option::is_none")]
         tx_hash: Option<String>,
+        /// Why it failed, for the tenant's operators.
         reason: String,
+        /// When the status was recorded (RFC 3339 UTC).
         updated_at: String,
     },
+    /// `swap.settled` ([`DomainEvent::SwapSettled`]); `amount_out` is not reported yet.
     SwapSettled {
+        /// The event name, first field of every body.
         event: &'static str,
+        /// The swap's id (`sw_...`).
         swap_id: String,
+        /// Always `SETTLED`.
         status: &'static str,
+        /// Token given (`USDC` or `USDT`).
         token_in: &'static str,
+        /// Token received (`USDC` or `USDT`).
         token_out: &'static str,
+        /// Amount of `token_in` given: decimal string, 6 places.
         amount_in: String,
+        /// The on-chain transaction hash.
         tx_hash: String,
+        /// When the status was recorded (RFC 3339 UTC).
         updated_at: String,
     },
+    /// `swap.failed` ([`DomainEvent::SwapFailed`]).
     SwapFailed {
+        /// The event name, first field of every body.
         event: &'static str,
+        /// The swap's id (`sw_...`).
         swap_id: String,
+        /// Always `FAILED`.
         status: &'static str,
+        /// Token given (`USDC` or `USDT`).
         token_in: &'static str,
+        /// Token received (`USDC` or `USDT`).
         token_out: &'static str,
+        /// Amount of `token_in` requested: decimal string, 6 places.
         amount_in: String,
+        /// Why it failed, for the tenant's operators.
         reason: String,
+        /// When the status was recorded (RFC 3339 UTC).
         updated_at: String,
     },
+    /// `user.linked`, to the wallet's existing members ([`DomainEvent::UserLinked`]).
     UserLinked {
+        /// The event name, first field of every body.
         event: &'static str,
+        /// The wallet's address on the primary EVM rail (never its phone).
         wallet_address: String,
+        /// The tenant (`ten_...`) that joined.
         new_merchant_id: String,
+        /// When the link code was confirmed (RFC 3339 UTC).
         linked_at: String,
     },
+    /// `user.phone_changed`, to every member ([`DomainEvent::UserPhoneChanged`]).
     UserPhoneChanged {
+        /// The event name, first field of every body.
         event: &'static str,
+        /// The wallet's address on the primary EVM rail (never its phone).
         wallet_address: String,
+        /// The tenant (`ten_...`) that changed the phone.
         changed_by_merchant_id: String,
+        /// When the change code was confirmed (RFC 3339 UTC).
         changed_at: String,
     },
 }

@@ -60,29 +60,39 @@ pub fn is_payments_event_type(t: &str) -> bool {
 /// The flat `payment.*` payload. Field order is the spec's.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentEvent {
+    /// `payment.confirmed` or `payment.failed`.
     pub event: String,
+    /// The checkout session paid (`cs_...`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The tenant's own reference of the session (an order number).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
     /// Decimal string with 6 places.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount: Option<String>,
+    /// The token paid (`USDC`, `USDT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub currency: Option<String>,
     /// `paid` or `failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// How the session was paid (`crypto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payment_method: Option<String>,
+    /// The rail paid on (`polygon`, `tron`, ...); absent when not applicable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+    /// The paying transaction; absent when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_hash: Option<String>,
+    /// When the session was created (RFC 3339 UTC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
+    /// When the payment was confirmed (RFC 3339 UTC); never on `payment.failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paid_at: Option<String>,
+    /// The tenant's key/value metadata of the session; absent when empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
     /// Unix seconds.
@@ -99,10 +109,13 @@ pub struct DepositData {
     /// The idempotency key: dedupe on it, never on `tx_hash`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deposit_id: Option<u64>,
+    /// The monitored address that received the funds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
+    /// The rail it arrived on (`polygon`, `tron`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+    /// The token received (`USDC`, `USDT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub currency: Option<String>,
     /// Decimal string with 6 places, never a number.
@@ -111,20 +124,25 @@ pub struct DepositData {
     /// On detected/confirmed possibly a placeholder `pending_<timestamp>_<address prefix>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_hash: Option<String>,
+    /// True while `tx_hash` is the placeholder: the real hash comes in `hash_resolved`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash_pending: Option<bool>,
+    /// Confirmations when the event was built.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmations: Option<u32>,
     /// `detected` or `confirmed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// On `confirmed`: credit the balance only when true (spec 6.2 rule 6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safe_to_credit: Option<bool>,
     /// Links detected, confirmed and hash_resolved of one deposit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detected_at: Option<String>,
+    /// When the required confirmations were reached (RFC 3339 UTC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmed_at: Option<String>,
+    /// Which scanner saw the deposit (`scanner-polygon-1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detected_by: Option<String>,
 }
@@ -132,25 +150,36 @@ pub struct DepositData {
 /// Data of `wallet.transfer.*`. Field order is the spec's.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WalletTransferData {
+    /// The transfer's transaction; absent while unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_hash: Option<String>,
+    /// The tenant's customer UUID; the only guaranteed field.
     pub customer_id: String,
+    /// The rail (`polygon`, `tron`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+    /// The token moved (`USDC`, `USDT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub currency: Option<String>,
+    /// The sending wallet's address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_address: Option<String>,
+    /// The receiving address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_address: Option<String>,
+    /// Amount sent: decimal string with 6 places.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount: Option<String>,
+    /// The transfer's network fee in the token: decimal string with 6 places.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gas_fee: Option<String>,
+    /// The status word, as in the event name (`confirmed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// When it was confirmed (RFC 3339 UTC); absent before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmed_at: Option<String>,
+    /// The including block (an integer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_number: Option<u64>,
 }
@@ -159,14 +188,18 @@ pub struct WalletTransferData {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum WalletData {
+    /// Of a `wallet.deposit.*` event.
     Deposit(DepositData),
+    /// Of a `wallet.transfer.*` event.
     Transfer(WalletTransferData),
 }
 
 /// `{"event": ..., "data": {...}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct WalletEnvelope {
+    /// The `wallet.*` event name.
     pub event: String,
+    /// The event's fields.
     pub data: WalletData,
 }
 
@@ -247,14 +280,23 @@ impl PaymentsPayload {
 /// Facts of a checkout payment, from which `payment.*` payloads are built.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Payment {
+    /// The checkout session (`cs_...`).
     pub session_id: String,
+    /// The tenant's reference of the session (an order number).
     pub reference: String,
+    /// Micro-units of `currency`, rendered with 6 places.
     pub amount: Micros,
+    /// The token paid (`USDC`, `USDT`).
     pub currency: String,
+    /// How it was paid (`crypto`).
     pub payment_method: String,
+    /// The rail paid on; `None` or empty omits it.
     pub network: Option<String>,
+    /// The paying transaction; `None` or empty omits it.
     pub tx_hash: Option<String>,
+    /// When the session was created.
     pub created_at: Timestamp,
+    /// The session's tenant metadata; `None` or empty omits it.
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
@@ -297,16 +339,25 @@ impl Payment {
 /// Facts of one inbound deposit, from which the three deposit events are built.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Deposit {
+    /// The tenant's customer UUID owning `address`.
     pub customer_id: String,
+    /// The deposit's id: the receiver's idempotency key, the same in all three events.
     pub deposit_id: u64,
+    /// The monitored address credited (its first 8 characters go into the placeholder hash).
     pub address: String,
+    /// The rail (`polygon`, `tron`, ...).
     pub network: String,
+    /// The token received (`USDC`, `USDT`).
     pub currency: String,
+    /// Micro-units received, rendered with 6 places.
     pub amount: Micros,
     /// The real hash, or `None` while only the placeholder is known.
     pub tx_hash: Option<String>,
+    /// Confirmations at detection (the confirmed event takes its own count).
     pub confirmations: u32,
+    /// When the scanner saw it; links the three events and dates the placeholder.
     pub detected_at: Timestamp,
+    /// Which scanner saw it (`scanner-polygon-1`).
     pub detected_by: String,
 }
 
@@ -398,14 +449,23 @@ impl Deposit {
 /// Facts of a wallet transfer the tenant initiated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalletTransfer {
+    /// The transaction; empty omits it.
     pub tx_hash: String,
+    /// The tenant's customer UUID whose wallet sent.
     pub customer_id: String,
+    /// The rail (`polygon`, `tron`, ...).
     pub network: String,
+    /// The token moved (`USDC`, `USDT`).
     pub currency: String,
+    /// The sending wallet's address.
     pub from_address: String,
+    /// The receiving address.
     pub to_address: String,
+    /// Micro-units sent, rendered with 6 places.
     pub amount: Micros,
+    /// The transfer's network fee in micro-units of the token, rendered with 6 places.
     pub gas_fee: Micros,
+    /// The including block, once known.
     pub block_number: Option<u64>,
 }
 

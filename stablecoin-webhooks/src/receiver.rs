@@ -137,16 +137,22 @@ impl StandardVerifier {
 pub enum PaymentsEvent {
     /// `payment.confirmed` or `payment.failed` (flat).
     Payment(PaymentEvent),
+    /// `wallet.deposit.detected`: record as pending, credit nothing.
     DepositDetected(DepositData),
+    /// `wallet.deposit.confirmed`: credit once, and only when `safe_to_credit` is true.
     DepositConfirmed(DepositData),
+    /// `wallet.deposit.hash_resolved`: backfill the real `tx_hash`, nothing else.
     DepositHashResolved(DepositData),
     /// `wallet.transfer.<status>`; `event` is the full name.
     WalletTransfer {
+        /// The event name as received (`wallet.transfer.confirmed`, ...).
         event: String,
+        /// The envelope's `data`, parsed leniently.
         data: WalletTransferData,
     },
     /// An event name this version does not know (or none): acknowledge, do nothing.
     Other {
+        /// The `event` field, if the body had a string one.
         event: Option<String>,
     },
 }
@@ -224,10 +230,15 @@ pub trait DepositBook: Send + Sync {
 /// One deposit as [`MemoryDepositBook`] holds it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BookEntry {
+    /// The customer the deposit belongs to (`""` when the event lacked it).
     pub customer_id: String,
+    /// The decimal amount string as received, when an event carried one.
     pub amount: Option<String>,
+    /// The token as received (`USDC`, `USDT`).
     pub currency: Option<String>,
+    /// The hash last known: the placeholder until `hash_resolved` backfills the real one.
     pub tx_hash: Option<String>,
+    /// Whether the deposit was credited (at most once).
     pub credited: bool,
 }
 
@@ -238,10 +249,12 @@ pub struct MemoryDepositBook {
 }
 
 impl MemoryDepositBook {
+    /// An empty book.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// The deposit recorded under `deposit_id`, if any.
     pub fn get(&self, deposit_id: u64) -> Option<BookEntry> {
         self.entries
             .lock()
@@ -329,6 +342,7 @@ pub enum Ack {
 }
 
 impl Ack {
+    /// The `message` of the response body (`credited`, `already_recorded`, ...).
     pub fn message(self) -> &'static str {
         match self {
             Ack::RecordedPending => "recorded_pending",
@@ -362,6 +376,7 @@ impl<B: DepositBook> DepositHandler<B> {
         }
     }
 
+    /// The book events are applied to (to read it back, e.g. in tests).
     pub fn book(&self) -> &B {
         &self.book
     }

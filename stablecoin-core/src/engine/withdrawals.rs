@@ -49,8 +49,12 @@ use serde::{Deserialize, Serialize};
 /// `POST /v1/users/withdraw`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WithdrawRequest {
+    /// The withdrawing wallet's phone, which the payout is also sent to; the caller must
+    /// be a member of that wallet.
     pub phone_number: Phone,
+    /// The stablecoin withdrawn (USDC or USDT on the EVM rail).
     pub token: Token,
+    /// Micro-units of `token` to withdraw; must be above zero.
     pub amount: Micros,
     /// Fiat currency of the mobile-money payout (spec 2.6 `payout_currency`).
     pub payout_currency: String,

@@ -31,10 +31,17 @@ use serde::{Deserialize, Serialize};
 /// What one `tick` did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TickReport {
+    /// Payments the rail accepted (`submit` answered `Ok`), refunds included.
     pub submitted: usize,
+    /// Payments confirmed and posted in the ledger (a withdrawal's sweep included), and
+    /// withdrawals closed (payout delivered, or refund confirmed).
     pub settled: usize,
+    /// Operations failed, their held money returned to the ledger.
     pub failed: usize,
+    /// Submissions whose outcome became unknown (left to the reconciler, never resent
+    /// under a new id).
     pub unknown: usize,
+    /// Inbound deposits credited at confirmation depth.
     pub deposits: usize,
     /// Submitted operations polled and deposits seen, still below confirmation depth.
     pub polled: usize,
@@ -46,6 +53,8 @@ pub struct TickReport {
 }
 
 impl TickReport {
+    /// Whether the tick moved nothing (errors and `more_due` aside), so a worker loop may
+    /// sleep its interval.
     pub fn is_idle(&self) -> bool {
         self.submitted + self.settled + self.failed + self.unknown + self.deposits + self.polled
             == 0
@@ -89,23 +98,36 @@ impl Record for ScanCursor {
 /// existed were written at confirmation: they read as CONFIRMED.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DepositRecord {
+    /// `<rail>:<tx hash>:<index>`: one record per transfer on the chain.
     pub id: String,
+    /// The credited wallet's id.
     pub wallet: String,
+    /// The rail's name (`polygon`, `tron`, ...); empty in records older than the field.
     #[serde(default)]
     pub rail: String,
+    /// The wallet's address the deposit was sent to; empty in records older than the
+    /// field.
     #[serde(default)]
     pub address: String,
+    /// The transaction carrying the deposit.
     pub tx_hash: String,
+    /// Micro-units credited (at confirmation).
     pub amount: crate::domain::money::Micros,
+    /// Which stablecoin was deposited.
     pub token: crate::domain::money::Token,
+    /// Whether it is credited yet.
     #[serde(default = "confirmed")]
     pub status: DepositStatus,
+    /// Confirmations the scan reported when the record was last written (at detection,
+    /// then at crediting).
     #[serde(default)]
     pub confirmations: u64,
+    /// When the record was first written.
     pub created_at: Timestamp,
     /// When the scanner first saw it.
     #[serde(default)]
     pub detected_at: Option<Timestamp>,
+    /// When it reached the confirmation depth and was credited.
     #[serde(default)]
     pub confirmed_at: Option<Timestamp>,
 }
@@ -114,14 +136,18 @@ fn confirmed() -> DepositStatus {
     DepositStatus::Confirmed
 }
 
+/// Where a [`DepositRecord`] stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum DepositStatus {
+    /// Seen below the confirmation depth: nothing credited yet.
     Detected,
+    /// At the confirmation depth: credited to the wallet, `transfer.received` emitted.
     Confirmed,
 }
 
 impl DepositStatus {
+    /// The serialized name (`DETECTED`, `CONFIRMED`), also the record's listed status.
     pub fn as_str(self) -> &'static str {
         match self {
             DepositStatus::Detected => "DETECTED",

@@ -19,9 +19,11 @@ pub struct MemoryNotifier {
 }
 
 impl MemoryNotifier {
+    /// A notifier that sends everything and has sent nothing yet.
     pub fn new() -> Self {
         Self::default()
     }
+    /// Every message sent so far, oldest first, with its recipient.
     pub fn sent(&self) -> Vec<(Phone, SmsMessage)> {
         self.sent.lock().map(|v| v.clone()).unwrap_or_default()
     }
@@ -48,6 +50,7 @@ impl MemoryNotifier {
                     .map(str::to_string)
             })
     }
+    /// While `true`, every send fails with a [`NotifyError`] and records nothing.
     pub fn set_failing(&self, fail: bool) {
         self.fail.store(fail, Ordering::SeqCst);
     }
@@ -73,6 +76,7 @@ pub struct FixedRates {
 }
 
 impl FixedRates {
+    /// An empty table: every rate fails until [`FixedRates::set`].
     pub fn new() -> Self {
         Self::default()
     }
@@ -106,6 +110,7 @@ impl FixedRates {
         }
         r
     }
+    /// Sets the rate of `currency` (ISO 4217 code) per one `token`, replacing any earlier.
     pub fn set(&self, currency: &str, token: Token, rate: Decimal) {
         if let Ok(mut m) = self.rates.lock() {
             m.insert((currency.to_string(), token), rate);
@@ -147,9 +152,12 @@ pub enum PayoutFault {
 }
 
 impl MemoryPayouts {
+    /// A provider holding no payouts, with no faults or failing phones.
     pub fn new() -> Self {
         Self::default()
     }
+    /// Queues `fault` for a later submission: each submission takes the oldest queued
+    /// fault, so several injections hit consecutive submissions in order.
     pub fn inject(&self, fault: PayoutFault) {
         if let Ok(mut v) = self.faults.lock() {
             v.push(fault);
@@ -159,6 +167,8 @@ impl MemoryPayouts {
     pub fn submit_count(&self) -> u64 {
         self.submits.load(Ordering::SeqCst)
     }
+    /// Makes [`MemoryPayouts::settle_all`] fail, rather than deliver, payouts to `phone`
+    /// (its operator refusing them).
     pub fn fail_for(&self, phone: Phone) {
         if let Ok(mut v) = self.failing_phones.lock() {
             v.push(phone);
@@ -206,6 +216,7 @@ impl MemoryPayouts {
             .and_then(|m| m.get(payout_id).map(|(_, s)| s.clone()))
             .unwrap_or(PayoutStatus::NotFound)
     }
+    /// Every payout the provider holds, with its status, in no particular order.
     pub fn payouts(&self) -> Vec<(Payout, PayoutStatus)> {
         self.payouts
             .lock()
@@ -275,12 +286,15 @@ impl Clock for SystemClock {
 pub struct ManualClock(AtomicI64);
 
 impl ManualClock {
+    /// A clock reading `start` until moved.
     pub fn new(start: Timestamp) -> Self {
         ManualClock(AtomicI64::new(start.0))
     }
+    /// Moves the clock by `ms` milliseconds (negative moves it back).
     pub fn advance_ms(&self, ms: i64) {
         self.0.fetch_add(ms, Ordering::SeqCst);
     }
+    /// Sets the clock to `t`, forwards or backwards.
     pub fn set(&self, t: Timestamp) {
         self.0.store(t.0, Ordering::SeqCst);
     }
@@ -314,6 +328,8 @@ pub struct SeededEntropy {
 }
 
 impl SeededEntropy {
+    /// A stream fixed by `seed`: the same seed yields the same bytes, so a simulation's
+    /// ids and codes repeat from run to run.
     pub fn new(seed: u64) -> Self {
         SeededEntropy {
             seed,

@@ -14,7 +14,9 @@ use thiserror::Error;
 pub enum RailId {
     /// An EVM chain by chain id (137 Polygon, 8453 Base, 56 BNB Smart Chain).
     Evm(u64),
+    /// TRON (the network its node serves): USDT, sends sponsored by delegated resources.
     Tron,
+    /// Solana (the cluster its RPC serves): SPL USDC and USDT.
     Solana,
 }
 
@@ -64,19 +66,27 @@ impl ReadinessStatus {
     }
 }
 
+/// What [`Rail::readiness`] answers: the status and, unless READY, why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Readiness {
+    /// Which calls the rail can serve now.
     pub status: ReadinessStatus,
+    /// Human-readable causes of a status below READY (what is missing or failing), as
+    /// the readiness endpoint and a RAIL_NOT_READY error show them; empty when READY.
     pub reasons: Vec<String>,
 }
 
 impl Readiness {
+    /// READY with no reasons: a rail that needs nothing checked.
     pub fn ready() -> Self {
         Readiness {
             status: ReadinessStatus::Ready,
             reasons: vec![],
         }
     }
+
+    /// Whether sponsored sends may be called: only at READY (spec 1.4; INBOUND_READY
+    /// still refuses sends).
     pub fn can_send(&self) -> bool {
         self.status == ReadinessStatus::Ready
     }
@@ -108,15 +118,23 @@ impl fmt::Display for ChainAddress {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LegRole {
+    /// The amount the recipient receives (the requested amount less the fees).
     Recipient,
+    /// The service's fee, paid to its `service/fees` address.
     ServiceFee,
+    /// The tenant's own fee, paid to the tenant's configured `fee_address`.
     TenantFee,
 }
 
+/// One transfer of a [`RailPayment`]: the legs' amounts add up to what the sender is
+/// debited.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentLeg {
+    /// Where this leg's tokens go.
     pub to: ChainAddress,
+    /// Micro-units; the rail converts to the token's base units on its chain.
     pub amount: Micros,
+    /// What the leg pays for.
     pub role: LegRole,
 }
 
@@ -127,8 +145,11 @@ pub struct RailPayment {
     pub id: String,
     /// The key that signs (customer wallet, treasury, escrow deal).
     pub from: KeyPurpose,
+    /// The address of `from` on this rail (what the legs are debited from).
     pub from_address: ChainAddress,
+    /// The token every leg moves.
     pub token: Token,
+    /// The transfers; the engine adds a fee leg only for a fee above zero.
     pub legs: Vec<PaymentLeg>,
     /// The payment's deadline: no rail lets it be included on chain after this instant.
     ///
@@ -161,6 +182,7 @@ pub struct RailPayment {
 }
 
 impl RailPayment {
+    /// The sum of the legs, i.e. what the sender pays; `None` if it overflows.
     pub fn total(&self) -> Option<Micros> {
         self.legs
             .iter()
@@ -188,6 +210,7 @@ impl RailPayment {
 /// The rail's acknowledgement of a submission.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Submission {
+    /// The submitted [`RailPayment::id`].
     pub payment_id: String,
     /// The real transaction hash when already known at submission.
     pub tx_hash: Option<String>,
@@ -207,10 +230,16 @@ pub enum SubmissionStatus {
     /// deadline. The engine fails an operation on `NotFound` only then.
     NotFound,
     /// In the mempool or below the confirmation depth.
-    Pending { tx_hash: Option<String> },
+    Pending {
+        /// The transaction hash once known (`None` before the rail sent one, e.g. an EVM
+        /// user operation not yet bundled).
+        tx_hash: Option<String>,
+    },
     /// Confirmed at the rail's confirmation depth.
     Confirmed {
+        /// The including transaction (EVM: the bundle's transaction; Solana: signature).
         tx_hash: String,
+        /// The block number (slot on Solana) that includes it.
         block: u64,
         /// The transaction opened the recipient's token account, the service paying its
         /// rent (Solana's `created_recipient_ata`: a recipient that never held the mint).
@@ -220,7 +249,10 @@ pub enum SubmissionStatus {
     },
     /// Reverted or rejected; nothing moved.
     Failed {
+        /// What the chain or the rail said (revert reason, refusal), for the operation's
+        /// failure text.
         reason: String,
+        /// The reverted transaction, `None` when it never reached the chain.
         tx_hash: Option<String>,
     },
 }
@@ -228,14 +260,23 @@ pub enum SubmissionStatus {
 /// A deposit seen by the inbound scanner.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inbound {
+    /// The transaction carrying the transfer (Solana: its signature).
     pub tx_hash: String,
     /// Position inside the transaction (log index), so one tx can carry several.
     pub index: u32,
+    /// The sender (Solana: the owner of the debited token account, or the mint for a
+    /// mint-to).
     pub from: ChainAddress,
+    /// The credited address (Solana: the owner of the credited token account), which the
+    /// engine matches to a wallet.
     pub to: ChainAddress,
+    /// Which stablecoin moved (the rail maps the contract or mint to it).
     pub token: Token,
+    /// Micro-units, converted from the chain's base units.
     pub amount: Micros,
+    /// The including block number (slot on Solana).
     pub block: u64,
+    /// Blocks from the including one to the head, both counted (1 = in the head block).
     pub confirmations: u64,
     /// True when at the rail's confirmation depth.
     pub confirmed: bool,
@@ -244,28 +285,58 @@ pub struct Inbound {
 /// Result of one scan step. `cursor` is opaque to the engine, which persists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScanBatch {
+    /// Transfers found in this step, possibly not yet confirmed (seen again later).
     pub inbound: Vec<Inbound>,
+    /// Where the next [`Rail::scan`] resumes; the engine stores it unchanged.
     pub cursor: String,
 }
 
+/// Why a rail call failed. What the engine may conclude depends on the variant: only
+/// `Rejected` proves that a submit sent nothing.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum RailError {
     /// Definitely not submitted (bad input, insufficient balance, rejected by the node).
     #[error("rejected: {reason}")]
-    Rejected { reason: String },
+    Rejected {
+        /// The node's or the rail's refusal, for the operation's failure text.
+        reason: String,
+    },
     /// May or may not have reached the network (timeout, dropped connection).
     #[error("outcome unknown: {reason}")]
-    Unknown { reason: String },
+    Unknown {
+        /// What went wrong (for logs; the status query decides the outcome).
+        reason: String,
+    },
+    /// The rail cannot serve the call now (node or signer unreachable, sends disabled by
+    /// configuration, sponsor resources short); the engine reports RAIL_NOT_READY.
     #[error("rail unavailable: {reason}")]
-    Unavailable { reason: String },
+    Unavailable {
+        /// What is missing or failing.
+        reason: String,
+    },
+    /// An address is not valid on this chain (bad encoding or checksum); the engine
+    /// reports INVALID_PARAMETER on `address`.
     #[error("invalid address {address:?}: {reason}")]
-    InvalidAddress { address: String, reason: String },
+    InvalidAddress {
+        /// The address as given.
+        address: String,
+        /// Why the chain's codec refused it.
+        reason: String,
+    },
+    /// The rail cannot do this by design or configuration (a token without a contract on
+    /// the chain, fee legs on TRON).
     #[error("unsupported: {what}")]
-    Unsupported { what: String },
+    Unsupported {
+        /// What was asked that the rail does not do.
+        what: String,
+    },
 }
 
 impl RailError {
+    /// The stable error code of the variant (`RAIL_REJECTED`, `SUBMISSION_UNKNOWN`,
+    /// `RAIL_UNAVAILABLE`, `INVALID_ADDRESS`, `UNSUPPORTED`), for logs and callers that
+    /// match on codes rather than on the enum.
     pub fn code(&self) -> &'static str {
         match self {
             RailError::Rejected { .. } => "RAIL_REJECTED",
@@ -277,8 +348,11 @@ impl RailError {
     }
 }
 
+/// One blockchain, as the engine drives it: addresses, balances, sends, their status and
+/// the inbound scan. Implemented in `stablecoin-rails` (EVM, TRON, Solana, simulated).
 #[async_trait]
 pub trait Rail: Send + Sync {
+    /// Which chain this is; the engine keys its rails and records by it.
     fn id(&self) -> RailId;
 
     /// The tokens this rail carries, as configured (an EVM chain without a USDT contract
@@ -289,6 +363,9 @@ pub trait Rail: Send + Sync {
     /// neither send nor hold it there.
     fn tokens(&self) -> Vec<Token>;
 
+    /// Whether the rail can send now, and why not (spec 1.4, 1.5): the engine refuses a
+    /// sponsored send with RAIL_NOT_READY unless READY. Never fails: a failing check is
+    /// itself a reason.
     async fn readiness(&self) -> Readiness;
 
     /// Whether [`Rail::readiness`] is cheap enough to ask before every send. The engine

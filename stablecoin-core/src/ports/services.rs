@@ -12,30 +12,43 @@ use thiserror::Error;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SmsKind {
+    /// The one-time code that consents to linking a wallet to this phone.
     LinkCode,
+    /// The one-time code, sent to the new number, that consents to moving a wallet there.
     PhoneChangeCode,
+    /// A recipient's notice that a transfer settled into their wallet (best effort).
     MoneyReceived,
 }
 
+/// One SMS the engine asks a [`Notifier`] to send.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmsMessage {
+    /// Why it is sent (a gateway may use its own template per kind).
     pub kind: SmsKind,
+    /// The engine's full English text. It carries the one-time code itself, so an
+    /// adapter must not log it.
     pub text: String,
 }
 
+/// The SMS could not be sent; the engine answers NOTIFIER_ERROR where the message is
+/// required (a consent code) and ignores it where it is a courtesy.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("notification failed: {0}")]
 pub struct NotifyError(pub String);
 
+/// An SMS gateway.
 #[async_trait]
 pub trait Notifier: Send + Sync {
+    /// Sends `message` to `to`. `Ok` means accepted by the gateway, not delivered.
     async fn send_sms(&self, to: &Phone, message: &SmsMessage) -> Result<(), NotifyError>;
 }
 
+/// No rate could be had; the engine answers RATE_SOURCE_ERROR and quotes nothing.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("rate unavailable: {0}")]
 pub struct RateError(pub String);
 
+/// Where FX rates come from, for quotes and withdrawals.
 #[async_trait]
 pub trait RateSource: Send + Sync {
     /// Local currency units per one token (e.g. 600.00 XOF per USDC).
@@ -47,9 +60,14 @@ pub trait RateSource: Send + Sync {
 pub struct Payout {
     /// Idempotency id (the withdrawal id): the provider's client reference.
     pub id: String,
+    /// The mobile-money number paid (the withdrawing wallet's phone).
     pub phone: Phone,
+    /// ISO 4217 code of the payout (`"XOF"`).
     pub currency: String,
+    /// Fiat amount to pay, already rounded down to the currency's minor unit.
     pub amount: Decimal,
+    /// The withdrawn token amount in micro-units that `amount` was converted from
+    /// (informational: `amount` is what is paid).
     pub source_micros: Micros,
 }
 
@@ -70,11 +88,17 @@ pub enum PayoutStatus {
     /// the engine keeps asking and never refunds a pending payout.
     Pending,
     /// Final: paid. The provider's reference is the evidence COMPLETED requires.
-    Delivered { reference: String },
+    Delivered {
+        /// The provider's transaction reference.
+        reference: String,
+    },
     /// Final: the provider will never pay this payout id (declined by the recipient's
     /// operator, cancelled, expired, reversed before payment). The only status that
     /// starts the refund of the withdrawal.
-    Failed { reason: String },
+    Failed {
+        /// The provider's reason, recorded as the withdrawal's payout failure.
+        reason: String,
+    },
 }
 
 /// Why a payout submission did not return `Ok`.
@@ -106,10 +130,13 @@ pub trait PayoutProvider: Send + Sync {
 
 /// Time, injected everywhere so simulations are deterministic.
 pub trait Clock: Send + Sync {
+    /// The current instant (wall-clock time in production, settable in tests).
     fn now(&self) -> Timestamp;
 }
 
 /// Randomness, injected for the same reason.
 pub trait Entropy: Send + Sync {
+    /// Fills `buf` with random bytes. Ids, one-time codes, API keys and the code
+    /// hashing key come from it, so a production implementation must be a CSPRNG.
     fn fill(&self, buf: &mut [u8]);
 }

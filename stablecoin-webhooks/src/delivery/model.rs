@@ -124,11 +124,15 @@ pub fn family_of(event_type: &str) -> Option<Family> {
 /// One attempt, as recorded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attempt {
+    /// When it started.
     pub at: Timestamp,
     /// HTTP status, absent when no response came (timeout, connection error).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub status: Option<u16>,
+    /// Milliseconds from the start to the response or the failure.
     pub latency_ms: u64,
+    /// Why it failed (`HTTP 503`, `timeout`, `connection failed`, ...); absent on a 2xx.
+    /// Never an address or a resolver error: the tenant reads it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
 }
@@ -137,12 +141,17 @@ pub struct Attempt {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum DeliveryState {
+    /// Waiting for its next attempt (`next_attempt_at`).
     Pending,
+    /// A 2xx answered it: final.
     Delivered,
+    /// Final without a 2xx: the retry schedule is spent, the endpoint is gone, or the
+    /// payload could not be rendered. Only a replay sends it again.
     Dead,
 }
 
 impl DeliveryState {
+    /// The stored and listed name (`PENDING`, `DELIVERED`, `DEAD`).
     pub fn as_str(self) -> &'static str {
         match self {
             DeliveryState::Pending => "PENDING",
@@ -155,15 +164,24 @@ impl DeliveryState {
 /// One event to one endpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Delivery {
+    /// `whd_<event id>_<endpoint id>` (`_r<n>` appended for the n-th replay); sent as the
+    /// delivery id header receivers dedupe on.
     pub id: String,
+    /// The endpoint's tenant; no other tenant sees the delivery.
     pub tenant: TenantId,
+    /// Where it goes.
     pub endpoint: WebhookEndpointId,
+    /// The outbox event delivered ([`WebhookEvent::id`]).
     pub event_id: String,
+    /// Its event name (`transfer.settled`, ...).
     pub event_type: String,
     /// The exact bytes that are signed and sent (UTF-8 JSON).
     pub body: String,
+    /// Where it stands.
     pub state: DeliveryState,
+    /// When the next attempt is due while PENDING; `None` once final.
     pub next_attempt_at: Option<Timestamp>,
+    /// Every attempt made, oldest first.
     pub attempts: Vec<Attempt>,
     /// The delivery this one replays, if it is a replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,6 +190,7 @@ pub struct Delivery {
     /// replay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replayed_by: Option<String>,
+    /// When it was created (fan-out or replay).
     pub created_at: Timestamp,
 }
 
@@ -202,13 +221,17 @@ impl Record for Delivery {
 pub struct WebhookEvent {
     /// The outbox event id (`evt_...`), stable across deliveries and replays.
     pub id: String,
+    /// The tenant it was written for; only that tenant sees it.
     pub tenant: TenantId,
+    /// The event name (`transfer.settled`, `payment.confirmed`, ...).
     pub event_type: String,
+    /// When the engine committed it.
     pub occurred_at: Timestamp,
     /// The outbox payload, rendered again on replay.
     pub payload: serde_json::Value,
     /// Every delivery made of it (first fan-out and replays), oldest first.
     pub deliveries: Vec<String>,
+    /// Replays made so far; numbers the next replay's delivery ids.
     pub replays: u32,
 }
 
@@ -298,9 +321,13 @@ impl Default for DeliveryConfig {
 /// What one round did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RoundReport {
+    /// Deliveries created from new outbox events.
     pub fanned_out: usize,
+    /// Deliveries an attempt delivered (2xx).
     pub delivered: usize,
+    /// Failed attempts with another attempt scheduled.
     pub retried: usize,
+    /// Deliveries an attempt left DEAD (schedule spent, endpoint gone).
     pub dead: usize,
     /// Endpoints this round disabled because they had failed for
     /// [`AUTO_DISABLE_AFTER_MS`].
@@ -310,13 +337,17 @@ pub struct RoundReport {
 /// A page of a tenant's records and their total.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Page<T> {
+    /// This page's records.
     pub items: Vec<T>,
+    /// How many records match in all, across every page.
     pub total: u64,
 }
 
 /// An event with its deliveries and their attempts (inspection).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventDetail {
+    /// The event.
     pub event: WebhookEvent,
+    /// Its deliveries, in the order of [`WebhookEvent::deliveries`].
     pub deliveries: Vec<Delivery>,
 }
