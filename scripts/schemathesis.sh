@@ -60,9 +60,12 @@ trap cleanup EXIT INT TERM
 # the run.
 export STABLECOIN_DATA_DIR="$WORK/data"
 export STABLECOIN_LOG="${STABLECOIN_LOG:-warn}"
-export STABLECOIN_RATE_LIMIT_MONEY_PER_S="${STABLECOIN_RATE_LIMIT_MONEY_PER_S:-100000}"
-export STABLECOIN_RATE_LIMIT_WRITE_PER_S="${STABLECOIN_RATE_LIMIT_WRITE_PER_S:-100000}"
-export STABLECOIN_RATE_LIMIT_READ_PER_S="${STABLECOIN_RATE_LIMIT_READ_PER_S:-100000}"
+export STABLECOIN_RATE_LIMIT_MONEY="${STABLECOIN_RATE_LIMIT_MONEY:-100000}"
+export STABLECOIN_RATE_LIMIT_WRITE="${STABLECOIN_RATE_LIMIT_WRITE:-100000}"
+export STABLECOIN_RATE_LIMIT_READ="${STABLECOIN_RATE_LIMIT_READ:-100000}"
+# Likewise the tenant's quota of Solana provisionings (each generated phone number is a
+# new wallet); the minimum sends keep their defaults (400 AMOUNT_TOO_SMALL is expected).
+export STABLECOIN_RENT_QUOTA_PER_TENANT="${STABLECOIN_RENT_QUOTA_PER_TENANT:-1000000}"
 
 # Port 0: the kernel picks a free port; the banner says which. The timeout outlives the
 # test budget by a margin, and stops the server even if this script dies without traps.

@@ -206,3 +206,44 @@ fn seeds_parse() {
     assert_eq!(parse_seed(&s).unwrap()[31], 255);
     assert!(parse_seed("zz").is_err());
 }
+
+#[test]
+fn sponsored_cost_limits_have_safe_defaults_and_refuse_bad_values() {
+    use stablecoin_core::ports::RailId;
+    let c = Config::load(None, env(&[])).unwrap();
+    let floors = c.limits.min_send().unwrap();
+    assert_eq!(floors.floor(RailId::Evm(137)).0, 100_000);
+    assert_eq!(floors.floor(RailId::Tron).0, 1_000_000);
+    assert_eq!(floors.floor(RailId::Solana).0, 100_000);
+    assert_eq!(c.limits.rent_quota().max_per_tenant, 1_000);
+    assert_eq!(c.engine.payment_validity_ms, 600_000);
+
+    let c = Config::load(
+        None,
+        env(&[
+            ("STABLECOIN_MIN_SEND_TRON", "0"),
+            ("STABLECOIN_MIN_SEND_EVM", "2.5"),
+            ("STABLECOIN_RENT_QUOTA_PER_TENANT", "7"),
+            ("STABLECOIN_ENGINE_PAYMENT_VALIDITY_MS", "120000"),
+        ]),
+    )
+    .unwrap();
+    let floors = c.limits.min_send().unwrap();
+    assert_eq!(floors.floor(RailId::Tron).0, 0);
+    assert_eq!(floors.floor(RailId::Evm(8453)).0, 2_500_000);
+    assert_eq!(c.limits.rent_quota().max_per_tenant, 7);
+    assert_eq!(c.engine.payment_validity_ms, 120_000);
+
+    for (key, bad) in [
+        ("STABLECOIN_MIN_SEND_EVM", "0.0000001"),
+        ("STABLECOIN_MIN_SEND_SOLANA", "-1"),
+        ("STABLECOIN_MIN_SEND_TRON", "one"),
+        ("STABLECOIN_ENGINE_PAYMENT_VALIDITY_MS", "1000"),
+    ] {
+        let e = Config::load(None, env(&[(key, bad)])).unwrap_err();
+        assert!(
+            e.to_string().contains("min_send") || e.to_string().contains("payment_validity"),
+            "{key}={bad}: {e}"
+        );
+    }
+}
