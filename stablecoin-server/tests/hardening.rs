@@ -1,6 +1,6 @@
 //! The server's own defences over real HTTP: per-key rate limits with the IETF headers,
 //! the header-read timeout, the metrics token, worker health in readiness, and no node
-//! URL (with its API key) in any public answer.
+//! URL (with its API key) in any public answer, and the minimum send per rail.
 
 mod common;
 
@@ -196,4 +196,28 @@ async fn a_node_url_and_its_key_never_reach_a_client() {
         assert!(!text.contains("SECRETKEY123"), "{what}: {text}");
         assert!(!text.contains("127.0.0.1:1"), "{what}: {text}");
     }
+}
+
+#[tokio::test]
+async fn a_send_below_the_rails_minimum_is_400_amount_too_small_before_anything_is_read() {
+    let s = common::start().await;
+    let t = s.tenant("Acme", "100").await;
+    let commits = s.commits();
+    let body = |amount: &str| {
+        json!({"from_phone_number": "+2250700000001", "to_phone_number": "+2250700000002",
+               "token": "USDC", "quote_id": format!("DIRECT_CRYPTO:USDC:{amount}")})
+        .to_string()
+    };
+    // The default EVM floor is 0.10; no wallet exists, and the floor answers first.
+    let r = s
+        .post(&t.live, "/v1/transfers/send", &body("0.099999"))
+        .await;
+    r.expect_err(400, "AMOUNT_TOO_SMALL");
+    assert_eq!(r.param().as_deref(), Some("amount"));
+    assert!(r.text().contains("0.1"), "names the minimum: {}", r.text());
+    assert_eq!(s.commits(), commits, "nothing written");
+    // At the floor the request goes on to the wallets (none here: 404).
+    s.post(&t.live, "/v1/transfers/send", &body("0.10"))
+        .await
+        .expect(404);
 }
