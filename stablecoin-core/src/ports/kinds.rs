@@ -4,7 +4,7 @@
 //! a string any record may claim. Two record types sharing a kind, or two key families
 //! sharing a namespace, would read each other's rows or block each other's writes without
 //! an error. So every crate that stores records (core, escrow, webhooks, the server) takes
-//! its kinds and namespaces from here, and [`tests`] check that they are distinct.
+//! its kinds and namespaces from here, and the tests below check that they are distinct.
 //!
 //! The strings are persisted: changing one orphans every stored row of it. Add, never
 //! rename.
