@@ -10,6 +10,7 @@ mod admission;
 mod consent;
 mod idempotency;
 mod ledger_accounts;
+mod operation_reads;
 mod operations;
 mod read_cache;
 mod sandbox;
