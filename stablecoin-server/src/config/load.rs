@@ -16,6 +16,11 @@ enum EnvKind {
 /// Every environment variable and the TOML key it sets.
 const ENV: &[(&str, &[&str], EnvKind)] = &[
     ("STABLECOIN_LISTEN", &["listen"], EnvKind::Str),
+    ("STABLECOIN_MODE", &["mode"], EnvKind::Str),
+    ("STABLECOIN_SMS", &["sms", "kind"], EnvKind::Str),
+    ("STABLECOIN_RATES", &["rates", "kind"], EnvKind::Str),
+    ("STABLECOIN_SIGNER", &["signer", "kind"], EnvKind::Str),
+    ("STABLECOIN_PAYOUTS", &["payouts", "kind"], EnvKind::Str),
     ("STABLECOIN_DATA_DIR", &["data_dir"], EnvKind::Str),
     ("STABLECOIN_MASTER_SEED", &["master_seed"], EnvKind::Str),
     (

@@ -4,6 +4,11 @@
 //!
 //! | TOML key | environment variable | default |
 //! |---|---|---|
+//! | `mode` (`development`/`production`) | `STABLECOIN_MODE` | `development` |
+//! | `sms.kind` (`memory`) | `STABLECOIN_SMS` | `memory` (development only) |
+//! | `rates.kind` (`fixed`) | `STABLECOIN_RATES` | `fixed` (the demo table; development only) |
+//! | `signer.kind` (`local`) | `STABLECOIN_SIGNER` | `local` (keys derived in this process; development only) |
+//! | `payouts.kind` (`simulated`) | `STABLECOIN_PAYOUTS` | `simulated` (development only) |
 //! | `listen` | `STABLECOIN_LISTEN` | `127.0.0.1:8080` |
 //! | `data_dir` | `STABLECOIN_DATA_DIR` | `stablecoin-data` |
 //! | `master_seed` (64 hex) | `STABLECOIN_MASTER_SEED` | see [`crate::app`] (seed file or ephemeral) |
@@ -121,6 +126,7 @@ mod limits;
 mod load;
 mod rails;
 mod secrets;
+mod services;
 mod settings;
 mod storage;
 #[cfg(test)]
@@ -135,6 +141,7 @@ pub use rails::{
 };
 pub(crate) use secrets::hex;
 pub use secrets::{Secret, parse_seed};
+pub use services::{Mode, PayoutSettings, RatesSettings, SignerSettings, SmsSettings};
 pub use settings::{DemoConfig, EngineSettings, LogConfig, LogFormat};
 pub use storage::StorageConfig;
 pub use webhooks::WebhookSettings;
@@ -229,6 +236,17 @@ pub struct Config {
     pub otp: OtpSettings,
     /// `[limits]`: the minimum send per rail and the tenants' rent quota.
     pub limits: SponsorshipSettings,
+    /// `development` (the default) or `production`, which refuses every simulated or
+    /// in-memory part.
+    pub mode: Mode,
+    /// `[sms]`: the SMS gateway.
+    pub sms: SmsSettings,
+    /// `[rates]`: the FX rate source.
+    pub rates: RatesSettings,
+    /// `[signer]`: key custody.
+    pub signer: SignerSettings,
+    /// `[payouts]`: the mobile-money payout provider.
+    pub payouts: PayoutSettings,
 }
 
 impl Default for Config {
@@ -254,6 +272,11 @@ impl Default for Config {
             rate_limits: RateLimitSettings::default(),
             otp: OtpSettings::default(),
             limits: SponsorshipSettings::default(),
+            mode: Mode::default(),
+            sms: SmsSettings::default(),
+            rates: RatesSettings::default(),
+            signer: SignerSettings::default(),
+            payouts: PayoutSettings::default(),
         }
     }
 }
