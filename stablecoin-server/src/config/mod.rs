@@ -124,6 +124,7 @@
 
 mod limits;
 mod load;
+mod production;
 mod rails;
 mod secrets;
 mod services;

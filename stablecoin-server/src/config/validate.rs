@@ -122,6 +122,7 @@ impl Config {
             return bad("demo.tenant_name must not be empty".into());
         }
         self.validate_webhooks()?;
+        self.validate_production()?;
         Ok(())
     }
 }
