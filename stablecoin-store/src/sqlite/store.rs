@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::store::{
-    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Store, StoreError,
+    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Purge, Store, StoreError,
     StoredRecord,
 };
 
@@ -220,6 +220,15 @@ impl Store for SqliteStore {
             })
             .collect()
     }
+
+    async fn purge(&self, purge: &Purge) -> Result<u64, StoreError> {
+        if purge.limit == 0 {
+            return Ok(0);
+        }
+        let purge = purge.clone();
+        self.send(|reply| writer::Request::Purge { purge, reply })
+            .await
+    }
 }
 
 #[cfg(test)]
@@ -252,6 +261,48 @@ mod tests {
             );
             assert!(!plan.contains("TEMP B-TREE"), "no sort: {plan}");
             assert!(!plan.contains("SCAN"), "no scan: {plan}");
+        }
+        store.close().await;
+    }
+
+    /// Every purge statement walks a creation-time index in order: no scan of the table
+    /// (a purge runs on tables with millions of rows), no sort.
+    #[tokio::test]
+    async fn purge_statements_are_index_ranges() {
+        use writer::purge::{PURGE_IDEMPOTENCY, PURGE_RECORDS, PURGE_RECORDS_STATUS};
+        let store = SqliteStore::open_in_memory().await.unwrap();
+        let records = "SEARCH records USING";
+        let records_range = "INDEX records_created (kind=? AND created_at<?)";
+        for (sql, search, range) in [
+            (PURGE_RECORDS, records, records_range),
+            (PURGE_RECORDS_STATUS, records, records_range),
+            (
+                PURGE_IDEMPOTENCY,
+                "SEARCH idempotency USING",
+                "INDEX idempotency_created (created_at<?)",
+            ),
+        ] {
+            let plan = store
+                .inner
+                .readers
+                .with(|conn| {
+                    let select = sql
+                        .split_once("IN ( ")
+                        .and_then(|(_, rest)| rest.rsplit_once(')'))
+                        .map(|(inner, _)| inner.to_string())
+                        .unwrap_or_default();
+                    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {select}"))?;
+                    let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
+                    stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(3))?
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .unwrap();
+            let plan = plan.join(" | ");
+            assert!(plan.starts_with(search), "{sql}: {plan}");
+            assert!(plan.contains(range), "{sql}: {plan}");
+            assert!(!plan.contains("SCAN records"), "no scan: {plan}");
+            assert!(!plan.contains("SCAN idempotency"), "no scan: {plan}");
+            assert!(!plan.contains("TEMP B-TREE"), "no sort: {plan}");
         }
         store.close().await;
     }
