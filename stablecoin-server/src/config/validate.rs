@@ -104,6 +104,7 @@ impl Config {
             return bad("demo.tenant_name must not be empty".into());
         }
         self.validate_webhooks()?;
+        self.validate_retention()?;
         Ok(())
     }
 }
