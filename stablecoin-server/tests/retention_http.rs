@@ -6,7 +6,7 @@ mod common;
 
 use reqwest::Method;
 use serde_json::json;
-use stablecoin_core::ports::{Batch, IdempotencyRecord, Store};
+use stablecoin_core::ports::{Batch, IdempotencyRecord};
 use std::time::Duration;
 
 const HOUR_MS: i64 = 3_600_000;
