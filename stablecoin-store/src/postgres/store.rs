@@ -39,29 +39,31 @@ fn list_filter(query: &ListQuery) -> (String, usize) {
     (filter, next)
 }
 
-/// `Store::purge` of records, any status: one statement deletes the oldest `$3` records
-/// of kind `$1` created before `$2` (walked on `records_created`, rows another
-/// transaction holds skipped, not waited for) and, in the same statement, their unique
-/// keys; it answers how many records went.
-const PURGE_RECORDS: &str = "WITH gone AS ( \
-       DELETE FROM records r USING ( \
-         SELECT kind, id FROM records WHERE kind = $1 AND created_at < $2 \
-         ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED) old \
-       WHERE r.kind = old.kind AND r.id = old.id RETURNING r.kind, r.id), \
-     keys AS (DELETE FROM unique_keys u USING gone \
-       WHERE u.kind = gone.kind AND u.id = gone.id) \
-     SELECT COUNT(*) FROM gone";
+/// `Store::purge` of records: one statement deletes the oldest `$3` records of kind `$1`
+/// created before `$2` (walked on `records_created`, rows another transaction holds
+/// skipped, not waited for), with `$status` the filter on status, and, in the same
+/// statement, their unique keys; it answers how many records went.
+macro_rules! purge_records {
+    ($status:literal) => {
+        concat!(
+            "WITH gone AS ( \
+               DELETE FROM records r USING ( \
+                 SELECT kind, id FROM records WHERE kind = $1 AND created_at < $2",
+            $status,
+            " ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED) old \
+               WHERE r.kind = old.kind AND r.id = old.id RETURNING r.kind, r.id), \
+             keys AS (DELETE FROM unique_keys u USING gone \
+               WHERE u.kind = gone.kind AND u.id = gone.id) \
+             SELECT COUNT(*) FROM gone"
+        )
+    };
+}
 
-/// The same, only in a status of the array `$4`.
-const PURGE_RECORDS_STATUS: &str = "WITH gone AS ( \
-       DELETE FROM records r USING ( \
-         SELECT kind, id FROM records WHERE kind = $1 AND created_at < $2 \
-           AND status = ANY($4) \
-         ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED) old \
-       WHERE r.kind = old.kind AND r.id = old.id RETURNING r.kind, r.id), \
-     keys AS (DELETE FROM unique_keys u USING gone \
-       WHERE u.kind = gone.kind AND u.id = gone.id) \
-     SELECT COUNT(*) FROM gone";
+/// Records in any status.
+const PURGE_RECORDS: &str = purge_records!("");
+
+/// Records in a status of the array `$4`.
+const PURGE_RECORDS_STATUS: &str = purge_records!(" AND status = ANY($4)");
 
 /// `Store::purge` of idempotency records: the oldest `$2` created before `$1`.
 const PURGE_IDEMPOTENCY: &str = "WITH gone AS ( \

@@ -8,18 +8,27 @@ use crate::sqlite::backend;
 use rusqlite::{Connection, params};
 use stablecoin_core::ports::store::{Purge, PurgeTarget, StoreError};
 
-/// The oldest `?3` records of kind `?1` created before `?2`, any status.
-pub(crate) const PURGE_RECORDS: &str = "DELETE FROM records WHERE rowid IN ( \
-       SELECT rowid FROM records WHERE kind = ?1 AND created_at < ?2 \
-       ORDER BY created_at LIMIT ?3) \
-     RETURNING id, unique_keys";
+/// The oldest records of kind `?1` created before `?2`, with `$status` the filter on
+/// status and `$limit` the parameter of the limit.
+macro_rules! purge_records {
+    ($status:literal, $limit:literal) => {
+        concat!(
+            "DELETE FROM records WHERE rowid IN ( \
+               SELECT rowid FROM records WHERE kind = ?1 AND created_at < ?2",
+            $status,
+            " ORDER BY created_at LIMIT ",
+            $limit,
+            ") RETURNING id, unique_keys"
+        )
+    };
+}
 
-/// The same, only in a status of the JSON array `?3`; limit `?4`.
-pub(crate) const PURGE_RECORDS_STATUS: &str = "DELETE FROM records WHERE rowid IN ( \
-       SELECT rowid FROM records WHERE kind = ?1 AND created_at < ?2 \
-         AND status IN (SELECT value FROM json_each(?3)) \
-       ORDER BY created_at LIMIT ?4) \
-     RETURNING id, unique_keys";
+/// Any status; limit `?3`.
+pub(crate) const PURGE_RECORDS: &str = purge_records!("", "?3");
+
+/// Only in a status of the JSON array `?3`; limit `?4`.
+pub(crate) const PURGE_RECORDS_STATUS: &str =
+    purge_records!(" AND status IN (SELECT value FROM json_each(?3))", "?4");
 
 /// The oldest `?2` idempotency records created before `?1`.
 pub(crate) const PURGE_IDEMPOTENCY: &str = "DELETE FROM idempotency WHERE rowid IN ( \
