@@ -629,4 +629,8 @@ impl Store for CountingStore {
         self.read();
         self.inner.outbox_after(after_seq, limit).await
     }
+    async fn purge(&self, purge: &stablecoin_core::ports::store::Purge) -> Result<u64, StoreError> {
+        self.commits.fetch_add(1, Ordering::SeqCst);
+        self.inner.purge(purge).await
+    }
 }

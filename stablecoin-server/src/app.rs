@@ -542,6 +542,9 @@ fn spawn_workers(
                     };
                     rt.block_on(async {
                         let mut webhooks = tokio::spawn(run_webhooks(state.clone(), stop.clone()));
+                        // Purges (`[retention]`): a third task, stopping on the same signal.
+                        let retention =
+                            tokio::spawn(crate::retention::run(state.clone(), stop.clone()));
                         let workers = run_workers(state.clone(), stop.clone());
                         tokio::pin!(workers);
                         tokio::select! {
@@ -559,6 +562,7 @@ fn spawn_workers(
                                 workers.await;
                             }
                         }
+                        let _ = retention.await;
                     });
                     // Connection tasks the workers spawned (webhook deliveries) end with it.
                     drop(rt);

@@ -13,6 +13,7 @@ pub mod listener;
 pub mod metrics;
 pub mod rails;
 pub mod rate_limit;
+pub mod retention;
 pub mod sandbox;
 pub mod storage;
 

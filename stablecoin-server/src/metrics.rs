@@ -60,6 +60,10 @@ pub struct Metrics {
     worker_panics: AtomicU64,
     /// When the workers last finished a round (`None`: not yet).
     last_tick: Mutex<Option<std::time::Instant>>,
+    /// Rows the retention job deleted, by what they were.
+    retention_purged: Mutex<BTreeMap<&'static str, u64>>,
+    retention_runs: AtomicU64,
+    retention_errors: AtomicU64,
     started: StartedAt,
 }
 
@@ -171,6 +175,20 @@ impl Metrics {
         }
     }
 
+    /// Records a finished retention run and what it deleted, as (what, rows).
+    pub fn retention_ran(&self, purged: &[(&'static str, u64)]) {
+        self.retention_runs.fetch_add(1, Ordering::Relaxed);
+        let mut counts = lock(&self.retention_purged);
+        for (what, n) in purged {
+            *counts.entry(what).or_default() += n;
+        }
+    }
+
+    /// Counts a retention run that failed (it is tried again at the next interval).
+    pub fn retention_failed(&self) {
+        self.retention_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The exposition text; `rails` are (rail, readiness status) read at scrape time.
     pub fn render(&self, rails: &[(String, String)]) -> String {
         let mut out = String::new();
@@ -261,6 +279,19 @@ impl Metrics {
                 escape(status)
             );
         }
+        out.push_str("# HELP stablecoin_retention_purged_total Rows the retention job deleted, by what they were.\n# TYPE stablecoin_retention_purged_total counter\n");
+        for (what, n) in lock(&self.retention_purged).iter() {
+            let _ = writeln!(
+                out,
+                "stablecoin_retention_purged_total{{what=\"{what}\"}} {n}"
+            );
+        }
+        let _ = write!(
+            out,
+            "# HELP stablecoin_retention_runs_total Retention job runs finished.\n# TYPE stablecoin_retention_runs_total counter\nstablecoin_retention_runs_total {}\n# HELP stablecoin_retention_errors_total Retention job runs that failed.\n# TYPE stablecoin_retention_errors_total counter\nstablecoin_retention_errors_total {}\n",
+            self.retention_runs.load(Ordering::Relaxed),
+            self.retention_errors.load(Ordering::Relaxed)
+        );
         out
     }
 }

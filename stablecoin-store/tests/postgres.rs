@@ -472,3 +472,52 @@ async fn postgres_v1_operations_get_their_subkind_when_migrated() {
         "{defs:?}"
     );
 }
+
+/// Migration 0003's indexes serve a purge's shapes (`Store::purge` walks the oldest rows
+/// of one kind, or of every idempotency record, in creation order): PostgreSQL can answer
+/// them from an index in order, with no scan of the table and no sort. (Sequential scans
+/// are switched off for the check: on a near-empty table the planner would rightly
+/// prefer one.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_purges_walk_the_creation_time_indexes() {
+    if !pg_available("postgres_purges_walk_the_creation_time_indexes") {
+        return;
+    }
+    let s = schema("purge");
+    let store = store_in(&s, 2).await;
+    let mut tx = store.pool().begin().await.unwrap();
+    sqlx::query("SET LOCAL enable_seqscan = off")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    for (select, index) in [
+        (
+            "SELECT kind, id FROM records WHERE kind = 'quote' AND created_at < 5 \
+             ORDER BY created_at LIMIT 10 FOR UPDATE SKIP LOCKED",
+            "records_created",
+        ),
+        (
+            "SELECT kind, id FROM records WHERE kind = 'webhook_delivery' AND created_at < 5 \
+             AND status = ANY(ARRAY['DELIVERED', 'DEAD']) ORDER BY created_at LIMIT 10",
+            "records_created",
+        ),
+        (
+            "SELECT tenant, key FROM idempotency WHERE created_at < 5 \
+             ORDER BY created_at LIMIT 10",
+            "idempotency_created",
+        ),
+    ] {
+        let plan: Vec<String> =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN {select}")))
+                .fetch_all(&mut *tx)
+                .await
+                .unwrap();
+        let plan = plan.join(" | ");
+        assert!(
+            plan.contains(&format!("Index Scan using {index}")),
+            "{select}: {plan}"
+        );
+        assert!(!plan.contains("Sort"), "no sort: {plan}");
+    }
+    tx.rollback().await.unwrap();
+}

@@ -385,6 +385,7 @@ async fn a_v2_database_gets_operation_subkinds_and_lists_by_kind_and_status() {
     assert_eq!(
         indexes,
         [
+            "records_created",
             "records_due",
             "records_key",
             "records_list",
@@ -392,6 +393,7 @@ async fn a_v2_database_gets_operation_subkinds_and_lists_by_kind_and_status() {
         ]
     );
     for (index, columns) in [
+        ("records_created", "kind,created_at"),
         ("records_list", "kind,tenant,subkind,created_at,id"),
         (
             "records_list_status",

@@ -5,14 +5,17 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use stablecoin_core::domain::events::DomainEvent;
 use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::memory::{ManualClock, MemoryStore, SeededEntropy};
 use stablecoin_core::ports::{Batch, Clock, OutboxEvent, Store};
-use stablecoin_webhooks::delivery::{AUTO_DISABLE_AFTER_MS, DeliveryState, outbox_event};
+use stablecoin_webhooks::delivery::{
+    AUTO_DISABLE_AFTER_MS, DeliveryState, MAX_RETRY_SPAN_MS, WebhookPurgeReport, WebhookRetention,
+    outbox_event,
+};
 use stablecoin_webhooks::payments::Deposit;
 use stablecoin_webhooks::receiver::{verify_payments, verify_wallet};
 use stablecoin_webhooks::{Deliverer, DeliveryConfig, Family};
@@ -44,13 +47,22 @@ impl Drop for Receiver {
     }
 }
 
-async fn hook(State(inbox): State<Arc<Inbox>>, headers: HeaderMap, body: Bytes) -> StatusCode {
+async fn hook(
+    State(inbox): State<Arc<Inbox>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, HeaderMap) {
     *inbox.requests.lock().unwrap() += 1;
     let status = StatusCode::from_u16(inbox.status.load(Ordering::SeqCst)).unwrap();
     if status.is_success() {
         inbox.accepted.lock().unwrap().push((headers, body));
     }
-    status
+    // A 503 asks for a day between attempts (keeps a delivery pending for days).
+    let mut answer = HeaderMap::new();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        answer.insert("retry-after", HeaderValue::from_static("86400"));
+    }
+    (status, answer)
 }
 
 async fn receiver(status: u16) -> Receiver {
@@ -437,4 +449,119 @@ async fn replay_keeps_the_escrow_event_id_and_never_crosses_tenants() {
         .await
         .unwrap();
     assert_eq!(by_type.total, 0);
+}
+
+/// The state of the delivery of `event` to `endpoint`, if it is still stored.
+async fn state(w: &World, endpoint: &str, event: &str) -> Option<DeliveryState> {
+    let page = w.worker.list_deliveries(&w.tenant, None, 100, 0);
+    let page = page.await.unwrap();
+    page.items
+        .iter()
+        .find(|d| d.endpoint.0 == endpoint && d.event_id == event)
+        .map(|d| d.state)
+}
+
+async fn event_exists(w: &World, id: &str) -> bool {
+    match w.worker.event(&w.tenant, id).await {
+        Ok(_) => true,
+        Err(e) if e.code() == "NOT_FOUND" => false,
+        Err(e) => panic!("event {id}: {e}"),
+    }
+}
+
+/// Retention (`Deliverer::purge_expired`): delivered and dead deliveries and old events
+/// are purged; a delivery still pending is kept whatever its age, and still delivered
+/// after its event record is gone.
+#[tokio::test]
+async fn finished_deliveries_and_old_events_are_purged_and_pending_ones_kept() {
+    let w = world();
+    let (ok, failing, slow) = (
+        receiver(200).await,
+        receiver(500).await,
+        receiver(503).await,
+    );
+    let mut ids = Vec::new();
+    for (rx, event) in [
+        (&ok, "transfer.settled"),
+        (&failing, "transfer.settled"),
+        (&slow, "user.linked"),
+    ] {
+        let events = [event.to_string()];
+        let ep = w
+            .worker
+            .register_for(Family::Wallet, &w.tenant, &rx.url, &events);
+        ids.push(ep.await.unwrap().id.0);
+    }
+    let (a, b, c) = (&ids[0], &ids[1], &ids[2]);
+
+    // Day 0: evt_1 is delivered to A and fails at B; evt_2 fails at C, which asks
+    // (Retry-After) for a day between attempts.
+    w.settled(&w.tenant, "evt_1").await;
+    let linked = DomainEvent::UserLinked {
+        wallet_address: "0x00000000000000000000000000000000000000aa".into(),
+        new_merchant_id: "ten_other".into(),
+        linked_at: START,
+    };
+    w.emit(outbox_event("evt_2", &w.tenant, START, &linked).unwrap())
+        .await;
+    w.drain().await;
+    assert_eq!(state(&w, a, "evt_1").await, Some(DeliveryState::Delivered));
+    // B's retries run out (8 attempts over about a day and a half): it is DEAD. C has
+    // been retried a few times a day apart and is still PENDING.
+    for _ in 0..20 {
+        if state(&w, b, "evt_1").await == Some(DeliveryState::Dead) {
+            break;
+        }
+        w.clock.advance_ms(11 * HOUR);
+        w.drain().await;
+    }
+    assert_eq!(state(&w, b, "evt_1").await, Some(DeliveryState::Dead));
+    assert_eq!(state(&w, c, "evt_2").await, Some(DeliveryState::Pending));
+
+    // Later, evt_3 is delivered to A and B.
+    failing.set(200);
+    w.settled(&w.tenant, "evt_3").await;
+    w.drain().await;
+    assert_eq!(state(&w, b, "evt_3").await, Some(DeliveryState::Delivered));
+
+    // The purge runs when day 0 is one window and an hour in the past.
+    w.clock.set(START.plus_millis(MAX_RETRY_SPAN_MS + HOUR));
+    let retention = WebhookRetention::new(MAX_RETRY_SPAN_MS)
+        .unwrap()
+        .with_batch_limit(1);
+    let report = w.worker.purge_expired(&retention).await.unwrap();
+    assert_eq!(
+        report,
+        WebhookPurgeReport {
+            events: 2,
+            deliveries: 2
+        }
+    );
+    assert_eq!(
+        state(&w, a, "evt_1").await,
+        None,
+        "a delivered one is purged"
+    );
+    assert_eq!(state(&w, b, "evt_1").await, None, "a dead one is purged");
+    assert_eq!(
+        state(&w, c, "evt_2").await,
+        Some(DeliveryState::Pending),
+        "a pending delivery is kept, however old"
+    );
+    assert!(!event_exists(&w, "evt_1").await && !event_exists(&w, "evt_2").await);
+    assert!(event_exists(&w, "evt_3").await, "a newer event is kept");
+    assert_eq!(state(&w, a, "evt_3").await, Some(DeliveryState::Delivered));
+
+    // The pending delivery does not need its event record: C recovers and gets it.
+    slow.set(200);
+    w.drain().await;
+    assert_eq!(state(&w, c, "evt_2").await, Some(DeliveryState::Delivered));
+    // Now final, the day-0 delivery goes at the next purge; then nothing is left.
+    let report = w.worker.purge_expired(&retention).await.unwrap();
+    assert_eq!((report.events, report.deliveries), (0, 1));
+    assert_eq!(state(&w, c, "evt_2").await, None);
+    assert_eq!(
+        w.worker.purge_expired(&retention).await.unwrap(),
+        WebhookPurgeReport::default()
+    );
 }

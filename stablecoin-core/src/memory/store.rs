@@ -17,8 +17,8 @@ use crate::domain::ledger::{AccountState, LedgerChanges, LedgerView, Overlay, Tr
 use crate::domain::time::Timestamp;
 use crate::ports::ledger::{Balance, Ledger, LedgerEntry, LedgerError, LedgerResult};
 use crate::ports::store::{
-    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Put, Store, StoreError,
-    StoredRecord,
+    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Purge, PurgeTarget, Put,
+    Store, StoreError, StoredRecord,
 };
 use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -53,6 +53,8 @@ struct Records {
     unique: HashMap<String, (String, String)>,
     /// (tenant, key) -> record.
     idempotency: HashMap<(String, String), IdempotencyRecord>,
+    /// (created_at, tenant, key) of every idempotency record: what a purge walks.
+    idempotency_created: BTreeSet<(Timestamp, String, String)>,
 }
 
 /// What a list runs on (`ListQuery`): tenant and subkind.
@@ -71,6 +73,8 @@ struct KindTable {
     by_status: HashMap<(ListKey, String), ListIndex>,
     /// (due_at, id) of records with a due time.
     due: BTreeSet<(Timestamp, String)>,
+    /// (created_at, id) of every record: what a purge walks.
+    created: BTreeSet<(Timestamp, String)>,
     /// id -> live or lapsed claim.
     claims: HashMap<String, Claim>,
 }
@@ -179,7 +183,7 @@ impl State {
             if self.records.idempotency.contains_key(&key) {
                 return Err(StoreError::IdempotencyExists { key: record.key });
             }
-            self.records.idempotency.insert(key.clone(), record);
+            self.records.insert_idempotency(record);
             undo.push(Undo::Idempotency(key));
         }
         for put in batch.puts {
@@ -214,7 +218,7 @@ impl State {
                         .insert(id, prev);
                 }
                 Undo::Idempotency(key) => {
-                    records.idempotency.remove(&key);
+                    records.remove_idempotency(&key);
                 }
             }
         }
@@ -241,6 +245,7 @@ impl Records {
         };
         if let Some(old) = &old {
             table.unlist(old);
+            table.created.remove(&(old.created_at, id.to_string()));
             if let Some(due) = old.due_at {
                 table.due.remove(&(due, id.to_string()));
             }
@@ -256,6 +261,7 @@ impl Records {
         }
         if let Some(rec) = &new {
             table.list(rec);
+            table.created.insert((rec.created_at, id.to_string()));
             if let Some(due) = rec.due_at {
                 table.due.insert((due, id.to_string()));
             }
@@ -265,6 +271,60 @@ impl Records {
             }
         }
         old
+    }
+
+    fn insert_idempotency(&mut self, record: IdempotencyRecord) {
+        let (tenant, key) = (record.tenant.clone(), record.key.clone());
+        self.idempotency_created
+            .insert((record.created_at, tenant.clone(), key.clone()));
+        self.idempotency.insert((tenant, key), record);
+    }
+
+    fn remove_idempotency(&mut self, key: &(String, String)) {
+        if let Some(old) = self.idempotency.remove(key) {
+            self.idempotency_created
+                .remove(&(old.created_at, old.tenant, old.key));
+        }
+    }
+
+    /// [`Store::purge`]: walks the creation-time index from the oldest entry and deletes
+    /// up to `limit` rows the purge selects (a record with its keys and claim).
+    fn purge(&mut self, purge: &Purge) -> u64 {
+        match &purge.target {
+            PurgeTarget::Idempotency => {
+                let gone: Vec<(String, String)> = self
+                    .idempotency_created
+                    .iter()
+                    .take_while(|(at, _, _)| *at < purge.before)
+                    .take(purge.limit)
+                    .map(|(_, tenant, key)| (tenant.clone(), key.clone()))
+                    .collect();
+                for key in &gone {
+                    self.remove_idempotency(key);
+                }
+                gone.len() as u64
+            }
+            PurgeTarget::Records { kind, .. } => {
+                let Some(table) = self.kinds.get(kind) else {
+                    return 0;
+                };
+                let gone: Vec<String> = table
+                    .created
+                    .iter()
+                    .take_while(|(at, _)| *at < purge.before)
+                    .filter(|(_, id)| table.records.get(id).is_some_and(|r| purge.selects(r)))
+                    .take(purge.limit)
+                    .map(|(_, id)| id.clone())
+                    .collect();
+                for id in &gone {
+                    self.set_record(kind, id, None);
+                    if let Some(table) = self.kinds.get_mut(kind) {
+                        table.claims.remove(id);
+                    }
+                }
+                gone.len() as u64
+            }
+        }
     }
 
     fn put(&mut self, put: Put, undo: &mut Vec<Undo>) -> Result<(), StoreError> {
@@ -554,6 +614,10 @@ impl Store for MemoryStore {
             .enumerate()
             .map(|(i, e)| ((start + i + 1) as u64, e.clone()))
             .collect())
+    }
+
+    async fn purge(&self, purge: &Purge) -> Result<u64, StoreError> {
+        Ok(self.lock()?.records.purge(purge))
     }
 }
 

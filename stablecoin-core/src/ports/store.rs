@@ -271,6 +271,80 @@ pub struct ListQuery {
     pub offset: usize,
 }
 
+/// What one [`Store::purge`] call deletes: rows of one [`PurgeTarget`] created before
+/// `before`, oldest first, at most `limit` of them.
+///
+/// Why a limit: a purge is background housekeeping on tables the API writes to. Each
+/// call is one short transaction (or one writer group on SQLite), so a backlog of
+/// millions of rows never holds a lock for long; the caller repeats the call until it
+/// deletes fewer than `limit` rows.
+///
+/// Which rows may go is a product rule and is decided by the caller (the engine's
+/// retention windows, see `Engine::purge_expired`); the store only deletes what it is
+/// told, and never touches ledger rows or the outbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Purge {
+    /// Which rows.
+    pub target: PurgeTarget,
+    /// Only rows whose creation time is strictly earlier than this.
+    pub before: Timestamp,
+    /// The most rows this call deletes. 0 deletes nothing.
+    pub limit: usize,
+}
+
+/// The rows a [`Purge`] applies to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PurgeTarget {
+    /// Idempotency records (of every tenant), by [`IdempotencyRecord::created_at`].
+    Idempotency,
+    /// Records of one kind (of every tenant), by [`StoredRecord::created_at`]. Deleting
+    /// a record frees its unique keys and drops any worker claim on it (a worker that
+    /// still holds it then fails its commit with `VersionConflict`).
+    Records {
+        /// The record kind (`stablecoin_core::ports::kinds::kind`).
+        kind: String,
+        /// `None`: records in any status (or none). `Some(list)`: only records whose
+        /// status is one of `list`; a record without a status never matches, and an
+        /// empty list matches nothing.
+        statuses: Option<Vec<String>>,
+    },
+}
+
+impl Purge {
+    /// True when `record` is one of the rows this purge selects (ignoring `limit`): the
+    /// rule every store applies, for stores that filter in code.
+    pub fn selects(&self, record: &StoredRecord) -> bool {
+        let PurgeTarget::Records { kind, statuses } = &self.target else {
+            return false;
+        };
+        record.kind == *kind
+            && record.created_at < self.before
+            && statuses.as_ref().is_none_or(|list| {
+                record
+                    .status
+                    .as_ref()
+                    .is_some_and(|status| list.contains(status))
+            })
+    }
+}
+
+/// Deletes everything `purge` selects: one [`Store::purge`] call of `purge.limit` rows
+/// after another, until a call deletes fewer; returns the total.
+///
+/// Why a loop of small calls: each is one short transaction, so a backlog (the first
+/// purge of a database that never had one) never holds the writer or row locks for long.
+/// A `limit` of 0 deletes nothing.
+pub async fn purge_all(store: &dyn Store, purge: &Purge) -> Result<u64, StoreError> {
+    let mut total = 0;
+    loop {
+        let n = store.purge(purge).await?;
+        total += n;
+        if n == 0 || n < purge.limit as u64 {
+            return Ok(total);
+        }
+    }
+}
+
 /// Why a store call failed; a commit that fails wrote nothing. [`StoreError::code`] is the
 /// stable code.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -370,4 +444,11 @@ pub trait Store: Send + Sync {
         after_seq: u64,
         limit: usize,
     ) -> Result<Vec<(u64, OutboxEvent)>, StoreError>;
+
+    /// Deletes up to `purge.limit` of the rows `purge` selects, oldest first, with the
+    /// unique keys of every record deleted, in one atomic step; returns how many rows
+    /// went. Served from an index on creation time, never by a scan of the table. Never
+    /// touches ledger rows or the outbox. A caller empties a backlog by calling again
+    /// until fewer than `limit` rows go.
+    async fn purge(&self, purge: &Purge) -> Result<u64, StoreError>;
 }

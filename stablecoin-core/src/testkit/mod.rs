@@ -27,6 +27,7 @@
 mod fixtures;
 pub mod ledger;
 pub mod lists;
+pub mod purge;
 pub mod rail;
 pub mod records;
 pub mod workers;
@@ -34,6 +35,7 @@ pub mod wrappers;
 
 pub use ledger::*;
 pub use lists::*;
+pub use purge::*;
 pub use rail::{RailHarness, rail_suite};
 pub use records::*;
 pub use workers::*;
@@ -84,6 +86,7 @@ where
         case_claim_due,
         case_concurrent_debits,
         case_concurrent_claims,
+        case_purge,
     );
 }
 

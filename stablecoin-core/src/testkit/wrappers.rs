@@ -69,7 +69,7 @@ use crate::ports::rail::{
 };
 use crate::ports::signer::KeyPurpose;
 use crate::ports::store::{
-    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Store, StoreError,
+    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Purge, Store, StoreError,
     StoredRecord,
 };
 use async_trait::async_trait;
@@ -143,6 +143,11 @@ pub trait StoreOverride: Send + Sync {
         limit: usize,
     ) -> Result<Vec<(u64, OutboxEvent)>, StoreError> {
         inner.outbox_after(after_seq, limit).await
+    }
+
+    /// Replaces [`Store::purge`]; the default forwards to `inner`.
+    async fn purge(&self, inner: &dyn Store, purge: &Purge) -> Result<u64, StoreError> {
+        inner.purge(purge).await
     }
 }
 
@@ -219,6 +224,10 @@ impl<O: StoreOverride> Store for DelegatingStore<O> {
         self.overrides
             .outbox_after(&*self.inner, after_seq, limit)
             .await
+    }
+
+    async fn purge(&self, purge: &Purge) -> Result<u64, StoreError> {
+        self.overrides.purge(&*self.inner, purge).await
     }
 }
 

@@ -13,5 +13,6 @@ mod harness;
 mod journey;
 mod money_safety;
 mod quotes;
+mod retention;
 mod withdrawal_safety;
 mod workers;

@@ -230,6 +230,36 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Int,
     ),
     (
+        "STABLECOIN_RETENTION",
+        &["retention", "enabled"],
+        EnvKind::Bool,
+    ),
+    (
+        "STABLECOIN_RETENTION_INTERVAL_MS",
+        &["retention", "interval_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_RETENTION_IDEMPOTENCY_HOURS",
+        &["retention", "idempotency_hours"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_RETENTION_QUOTES_HOURS",
+        &["retention", "quotes_hours"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_RETENTION_CHALLENGES_HOURS",
+        &["retention", "challenges_hours"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_RETENTION_WEBHOOK_EVENTS_HOURS",
+        &["retention", "webhook_events_hours"],
+        EnvKind::Int,
+    ),
+    (
         "STABLECOIN_DEMO_TENANT_NAME",
         &["demo", "tenant_name"],
         EnvKind::Str,

@@ -70,6 +70,12 @@
 //! | `webhooks.concurrency` | `STABLECOIN_WEBHOOKS_CONCURRENCY` | `16` (attempts in flight) |
 //! | `webhooks.endpoint_concurrency` | `STABLECOIN_WEBHOOKS_ENDPOINT_CONCURRENCY` | `4` (attempts in flight to one endpoint) |
 //! | `webhooks.tenant_concurrency` | `STABLECOIN_WEBHOOKS_TENANT_CONCURRENCY` | `8` (attempts in flight for one tenant) |
+//! | `retention.enabled` | `STABLECOIN_RETENTION` | `true` (the purge job runs with the workers) |
+//! | `retention.interval_ms` | `STABLECOIN_RETENTION_INTERVAL_MS` | `3600000` (between purge runs; the first at start) |
+//! | `retention.idempotency_hours` | `STABLECOIN_RETENTION_IDEMPOTENCY_HOURS` | `72` (at least 24) |
+//! | `retention.quotes_hours` | `STABLECOIN_RETENTION_QUOTES_HOURS` | `24` (at least 1) |
+//! | `retention.challenges_hours` | `STABLECOIN_RETENTION_CHALLENGES_HOURS` | `168` (at least 1) |
+//! | `retention.webhook_events_hours` | `STABLECOIN_RETENTION_WEBHOOK_EVENTS_HOURS` | `720` (events, delivered and dead deliveries; at least 168; pending deliveries are kept until final) |
 //! | `webhooks_allow_loopback_http` (deprecated) | `STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP` | `false`; `true` adds `127.0.0.1/32,::1/128` to `webhooks.allow_networks` |
 //!
 //! A chain of `rails.evm_chains` runs on the simulated chain unless it has a
@@ -126,6 +132,7 @@ mod limits;
 mod load;
 mod production;
 mod rails;
+mod retention;
 mod secrets;
 mod services;
 mod settings;
@@ -140,6 +147,7 @@ pub use load::env_var_names;
 pub use rails::{
     EvmChainSettings, RailsConfig, RailsMode, SimSettings, TokenSettings, TronNodeSettings, Wei,
 };
+pub use retention::RetentionSettings;
 pub(crate) use secrets::hex;
 pub use secrets::{Secret, parse_seed};
 pub use services::{Mode, PayoutSettings, RatesSettings, SignerSettings, SmsSettings};
@@ -248,6 +256,9 @@ pub struct Config {
     pub signer: SignerSettings,
     /// `[payouts]`: the mobile-money payout provider.
     pub payouts: PayoutSettings,
+    /// How long idempotency records, quotes, challenges and webhook records are kept,
+    /// and how often the purge job runs.
+    pub retention: RetentionSettings,
 }
 
 impl Default for Config {
@@ -278,6 +289,7 @@ impl Default for Config {
             rates: RatesSettings::default(),
             signer: SignerSettings::default(),
             payouts: PayoutSettings::default(),
+            retention: RetentionSettings::default(),
         }
     }
 }

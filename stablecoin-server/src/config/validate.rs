@@ -123,6 +123,7 @@ impl Config {
         }
         self.validate_webhooks()?;
         self.validate_production()?;
+        self.validate_retention()?;
         Ok(())
     }
 }

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use sqlx::Row;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::store::{
-    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Store, StoreError,
-    StoredRecord,
+    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Purge, PurgeTarget, Store,
+    StoreError, StoredRecord,
 };
 use std::time::Duration;
 
@@ -38,6 +38,40 @@ fn list_filter(query: &ListQuery) -> (String, usize) {
     }
     (filter, next)
 }
+
+/// `Store::purge` of records: one statement deletes the oldest `$3` records of kind `$1`
+/// created before `$2` (walked on `records_created`, rows another transaction holds
+/// skipped, not waited for), with `$status` the filter on status, and, in the same
+/// statement, their unique keys; it answers how many records went.
+macro_rules! purge_records {
+    ($status:literal) => {
+        concat!(
+            "WITH gone AS ( \
+               DELETE FROM records r USING ( \
+                 SELECT kind, id FROM records WHERE kind = $1 AND created_at < $2",
+            $status,
+            " ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED) old \
+               WHERE r.kind = old.kind AND r.id = old.id RETURNING r.kind, r.id), \
+             keys AS (DELETE FROM unique_keys u USING gone \
+               WHERE u.kind = gone.kind AND u.id = gone.id) \
+             SELECT COUNT(*) FROM gone"
+        )
+    };
+}
+
+/// Records in any status.
+const PURGE_RECORDS: &str = purge_records!("");
+
+/// Records in a status of the array `$4`.
+const PURGE_RECORDS_STATUS: &str = purge_records!(" AND status = ANY($4)");
+
+/// `Store::purge` of idempotency records: the oldest `$2` created before `$1`.
+const PURGE_IDEMPOTENCY: &str = "WITH gone AS ( \
+       DELETE FROM idempotency i USING ( \
+         SELECT tenant, key FROM idempotency WHERE created_at < $1 \
+         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) old \
+       WHERE i.tenant = old.tenant AND i.key = old.key RETURNING 1) \
+     SELECT COUNT(*) FROM gone";
 
 #[async_trait]
 impl Store for PgStore {
@@ -233,6 +267,39 @@ impl Store for PgStore {
                 ))
             })
             .collect()
+    }
+
+    async fn purge(&self, purge: &Purge) -> Result<u64, StoreError> {
+        if purge.limit == 0 {
+            return Ok(0);
+        }
+        let (before, limit) = (purge.before.0, sql_count(purge.limit));
+        let query = match &purge.target {
+            PurgeTarget::Idempotency => sqlx::query_scalar::<_, i64>(PURGE_IDEMPOTENCY)
+                .bind(before)
+                .bind(limit),
+            PurgeTarget::Records {
+                kind,
+                statuses: None,
+            } => sqlx::query_scalar(PURGE_RECORDS)
+                .bind(kind)
+                .bind(before)
+                .bind(limit),
+            PurgeTarget::Records {
+                statuses: Some(list),
+                ..
+            } if list.is_empty() => return Ok(0),
+            PurgeTarget::Records {
+                kind,
+                statuses: Some(list),
+            } => sqlx::query_scalar(PURGE_RECORDS_STATUS)
+                .bind(kind)
+                .bind(before)
+                .bind(limit)
+                .bind(list),
+        };
+        let n = query.fetch_one(&self.pool).await.map_err(backend)?;
+        u64_from_db(n, "count").map_err(backend)
     }
 }
 

@@ -94,6 +94,7 @@ mod endpoints;
 mod fan_out;
 mod inspection;
 mod model;
+mod retention;
 mod retry;
 
 pub use attempt::{CONNECTION_FAILED, ENDPOINT_UNUSABLE, SECRET_UNAVAILABLE, TIMEOUT};
@@ -104,7 +105,11 @@ pub use model::{
     AUTO_DISABLE_AFTER_MS, Attempt, Delivery, DeliveryConfig, DeliveryState, ESCROW_PREFIX,
     Endpoint, EventDetail, Page, RoundReport, WALLET_EVENT_TYPES, WebhookEvent, family_of,
 };
-pub use retry::{Attempted, MAX_RETRY_AFTER_MS, Next, RETRY_SCHEDULE_MS, retry, retry_after_ms};
+pub use retention::{WebhookPurgeReport, WebhookRetention};
+pub use retry::{
+    Attempted, MAX_RETRY_AFTER_MS, MAX_RETRY_SPAN_MS, Next, RETRY_SCHEDULE_MS, retry,
+    retry_after_ms,
+};
 
 use crate::error::{WebhookError, WebhookResult};
 use crate::ssrf::{HostResolver, SystemResolver, VettingResolver};

@@ -16,6 +16,26 @@ pub const RETRY_SCHEDULE_MS: [i64; 7] = [
 /// Longest `Retry-After` honoured.
 pub const MAX_RETRY_AFTER_MS: i64 = 24 * 3_600_000;
 
+/// The longest a delivery can still be retried after its first attempt: every delay of
+/// the schedule at its longest, the most jitter or a receiver's `Retry-After` at
+/// [`MAX_RETRY_AFTER_MS`], whichever is longer (7 days). Retention keeps webhook records
+/// at least this long (see `WebhookRetention`).
+pub const MAX_RETRY_SPAN_MS: i64 = {
+    let mut total = 0;
+    let mut i = 0;
+    while i < RETRY_SCHEDULE_MS.len() {
+        let base = RETRY_SCHEDULE_MS[i];
+        let jittered = base + base * 999 / 10_000;
+        total += if jittered > MAX_RETRY_AFTER_MS {
+            jittered
+        } else {
+            MAX_RETRY_AFTER_MS
+        };
+        i += 1;
+    }
+    total
+};
+
 /// How an attempt ended, as far as the schedule is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Attempted {
@@ -192,6 +212,30 @@ mod tests {
             no_draw,
         );
         assert_eq!(dead, Next::Dead);
+    }
+
+    /// The span is what `retry` itself can produce at the worst: the most jitter and the
+    /// longest `Retry-After` on every attempt, until the delivery is dead.
+    #[test]
+    fn max_retry_span_is_the_longest_run_of_retries_retry_can_schedule() {
+        let longest = Attempted::Failed {
+            retry_after_ms: Some(i64::MAX),
+        };
+        let mut span = 0;
+        let mut attempt = 1;
+        while let Next::Retry { delay_ms } = retry(attempt, longest, || 999) {
+            span += delay_ms;
+            attempt += 1;
+        }
+        assert_eq!(span, MAX_RETRY_SPAN_MS);
+        assert_eq!(MAX_RETRY_SPAN_MS, 7 * 24 * 3_600_000);
+        let plain: i64 = (1..=RETRY_SCHEDULE_MS.len())
+            .map(|attempt| delay(retry(attempt, FAILED, || 999)))
+            .sum();
+        assert!(
+            plain < MAX_RETRY_SPAN_MS,
+            "the span covers the schedule's own"
+        );
     }
 
     #[test]

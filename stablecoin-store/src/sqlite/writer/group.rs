@@ -3,6 +3,7 @@
 //! writing), then flush the ledger and outbox rows of the kept batches.
 
 use super::prepared::{Prepared, PreparedOutbox};
+use super::purge::purge;
 use super::records::{check_unchanged, claim_due, put_record};
 use super::{Cache, Output, Work, exec};
 use crate::codec::{i64_to_db, phase_from_db, phase_to_db, sort_dedup, u64_from_db};
@@ -91,6 +92,8 @@ pub(super) fn group_body(
             }
             // One statement: atomic by itself.
             Work::Claim(claim) => Ok(Output::Claim(claim_due(conn, claim)?)),
+            // Its statements run in this group's transaction: its deletes go together.
+            Work::Purge(p) => Ok(Output::Purge(purge(conn, p)?)),
         };
         results.push(result);
     }

@@ -44,6 +44,7 @@
 
 mod group;
 mod prepared;
+pub(crate) mod purge;
 mod records;
 
 use super::backend;
@@ -52,7 +53,7 @@ use group::group_body;
 use rusqlite::Connection;
 use stablecoin_core::domain::ledger::Known;
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::ports::store::{CommitReceipt, StoreError, StoredRecord};
+use stablecoin_core::ports::store::{CommitReceipt, Purge, StoreError, StoredRecord};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{mpsc, oneshot};
@@ -75,6 +76,10 @@ pub(crate) enum Request {
         claim: Claim,
         reply: oneshot::Sender<Result<Vec<StoredRecord>, StoreError>>,
     },
+    Purge {
+        purge: Purge,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+    },
     Close(oneshot::Sender<()>),
 }
 
@@ -83,6 +88,7 @@ impl std::fmt::Debug for Request {
         f.write_str(match self {
             Request::Commit { .. } => "Commit",
             Request::Claim { .. } => "Claim",
+            Request::Purge { .. } => "Purge",
             Request::Close(_) => "Close",
         })
     }
@@ -123,16 +129,19 @@ impl Stats {
 enum Work {
     Commit(Prepared),
     Claim(Claim),
+    Purge(Purge),
 }
 
 enum Reply {
     Commit(oneshot::Sender<Result<CommitReceipt, StoreError>>),
     Claim(oneshot::Sender<Result<Vec<StoredRecord>, StoreError>>),
+    Purge(oneshot::Sender<Result<u64, StoreError>>),
 }
 
 enum Output {
     Commit(CommitReceipt),
     Claim(Vec<StoredRecord>),
+    Purge(u64),
 }
 
 impl Reply {
@@ -142,10 +151,13 @@ impl Reply {
         match (self, result) {
             (Reply::Commit(tx), Ok(Output::Commit(r))) => drop(tx.send(Ok(r))),
             (Reply::Claim(tx), Ok(Output::Claim(r))) => drop(tx.send(Ok(r))),
+            (Reply::Purge(tx), Ok(Output::Purge(n))) => drop(tx.send(Ok(n))),
             (Reply::Commit(tx), Err(e)) => drop(tx.send(Err(e))),
             (Reply::Claim(tx), Err(e)) => drop(tx.send(Err(e))),
+            (Reply::Purge(tx), Err(e)) => drop(tx.send(Err(e))),
             (Reply::Commit(tx), Ok(_)) => drop(tx.send(Err(internal_mismatch()))),
             (Reply::Claim(tx), Ok(_)) => drop(tx.send(Err(internal_mismatch()))),
+            (Reply::Purge(tx), Ok(_)) => drop(tx.send(Err(internal_mismatch()))),
         }
     }
 }
@@ -212,6 +224,10 @@ pub(crate) fn run(
                 Request::Claim { claim, reply } => {
                     ((Work::Claim(claim), Reply::Claim(reply)), true)
                 }
+                // Housekeeping: never ahead of a caller waiting on a commit.
+                Request::Purge { purge, reply } => {
+                    ((Work::Purge(purge), Reply::Purge(reply)), true)
+                }
                 Request::Close(done) => {
                     close = Some(done);
                     break;
@@ -245,6 +261,7 @@ pub(crate) fn run(
         match request {
             Request::Commit { reply, .. } => drop(reply.send(Err(closed()))),
             Request::Claim { reply, .. } => drop(reply.send(Err(closed()))),
+            Request::Purge { reply, .. } => drop(reply.send(Err(closed()))),
             Request::Close(done) => drop(done.send(())),
         }
     }

@@ -1,0 +1,108 @@
+//! The retention job: deletes what has outlived its window (`[retention]`), at start and
+//! then every `retention.interval_ms`, on the workers' thread (so only where
+//! `run_workers` is on, at the workers' CPU priority).
+//!
+//! The server decides nothing here: what may go, and the smallest windows, are the
+//! engines' rules (`Engine::purge_expired`: idempotency records, quotes, challenges;
+//! `Deliverer::purge_expired`: webhook events and finished deliveries). Each purge is a
+//! run of small deletes, so a large backlog never holds the database for long; several
+//! processes may run the job on one database (every row goes once).
+//!
+//! A failing run is logged, counted (`stablecoin_retention_errors_total`) and tried again
+//! at the next interval. It does not make readiness fail: records kept a little longer
+//! are no reason to stop serving payments. What each run deleted is counted by kind
+//! (`stablecoin_retention_purged_total{what}`).
+
+use crate::app::AppState;
+use stablecoin_core::engine::PurgeReport;
+use stablecoin_webhooks::delivery::WebhookPurgeReport;
+use tokio::sync::watch;
+
+/// What one run of the job deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetentionReport {
+    /// The engine's records: idempotency records, quotes, challenges.
+    pub core: PurgeReport,
+    /// Webhook event records and delivered or dead deliveries.
+    pub webhooks: WebhookPurgeReport,
+}
+
+impl RetentionReport {
+    /// (what, rows deleted), as the metrics label them.
+    pub fn counts(&self) -> [(&'static str, u64); 5] {
+        [
+            ("idempotency", self.core.idempotency),
+            ("quote", self.core.quotes),
+            ("challenge", self.core.challenges),
+            ("webhook_event", self.webhooks.events),
+            ("webhook_delivery", self.webhooks.deliveries),
+        ]
+    }
+}
+
+/// One run: the engine's purge, then the webhook deliverer's, with the windows of
+/// `[retention]` (validated when the configuration was loaded).
+pub async fn purge_once(state: &AppState) -> Result<RetentionReport, String> {
+    let settings = &state.config.retention;
+    let core = settings.engine().map_err(|e| e.to_string())?;
+    let webhooks = settings.webhooks().map_err(|e| e.to_string())?;
+    Ok(RetentionReport {
+        core: state
+            .engine
+            .purge_expired(&core)
+            .await
+            .map_err(|e| e.to_string())?,
+        webhooks: state
+            .webhooks
+            .purge_expired(&webhooks)
+            .await
+            .map_err(|e| e.to_string())?,
+    })
+}
+
+/// The job's loop, until `stop` says the server is stopping. A run is a task of its own:
+/// a panic in it (a store bug) is counted as a failed run instead of ending the job, and
+/// a run still going when the server stops is abandoned between two deletes (each is
+/// atomic, so nothing is half done).
+pub(crate) async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
+    let settings = &state.config.retention;
+    if !settings.enabled {
+        return;
+    }
+    let interval = std::time::Duration::from_millis(settings.interval_ms);
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let task = state.clone();
+        let mut pass = tokio::spawn(async move { purge_once(&task).await });
+        let outcome = tokio::select! {
+            outcome = &mut pass => outcome,
+            _ = stop.changed() => {
+                pass.abort();
+                return;
+            }
+        };
+        match outcome {
+            Ok(Ok(report)) => {
+                state.metrics.retention_ran(&report.counts());
+                let deleted: u64 = report.counts().iter().map(|(_, n)| n).sum();
+                if deleted > 0 {
+                    tracing::info!(?report, "retention: purged expired records");
+                }
+            }
+            Ok(Err(e)) => {
+                state.metrics.retention_failed();
+                tracing::warn!(error = %e, "retention run failed; trying again later");
+            }
+            Err(e) => {
+                state.metrics.retention_failed();
+                tracing::error!(error = %e, "retention run panicked; trying again later");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            changed = stop.changed() => if changed.is_err() { return },
+        }
+    }
+}
