@@ -28,8 +28,8 @@
 //!    true`). A client that lost the first answer gets the endpoint, not its secret, and
 //!    rotates it; the secret stays shown once.
 //!
-//! Records live as long as the store keeps them (memory: the process; the durable stores
-//! keep idempotency records at least 24 hours).
+//! Records live until the retention job purges them (`[retention] idempotency_hours`,
+//! at least 24 hours, 72 by default), on every store.
 
 use crate::app::AppState;
 use crate::auth::Caller;

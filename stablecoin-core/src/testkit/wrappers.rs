@@ -1,6 +1,6 @@
 //! Delegating [`Store`] and [`Rail`] wrappers: a test that needs one method to misbehave
 //! (a commit that loses a race, a submit whose answer is lost, a probe that counts calls)
-//! overrides that one method and inherits the rest, instead of forwarding all seven of
+//! overrides that one method and inherits the rest, instead of forwarding every method of
 //! the port by hand.
 //!
 //! [`DelegatingStore`] and [`DelegatingRail`] hold the real adapter (`Arc<dyn Store>`,

@@ -43,6 +43,10 @@
 //! Secrets are sealed at rest under [`DeliveryConfig::secret_key`] and opened only to
 //! sign ([`crate::secret_box`]).
 //!
+//! Finished deliveries (delivered or dead) and old event records are purged after a
+//! window of at least the longest retry span ([`Deliverer::purge_expired`]); a pending
+//! delivery is never purged.
+//!
 //! A worker that dies mid-attempt loses nothing: its claim lapses after the lease and the
 //! delivery is attempted again (receivers dedupe on `event_id` / `X-Webhook-ID`, which
 //! stay the same).
