@@ -1,6 +1,7 @@
 //! What the service pays for is bounded by the engine, for an embedder as for the server:
 //! a send below the rail's floor is AMOUNT_TOO_SMALL before anything is written, and a
-//! tenant's rent-paying provisionings (Solana token accounts) stop at its quota.
+//! tenant's rent-paying provisionings (Solana token accounts) stop at its quota, and a
+//! deployment without a payout provider refuses withdrawals before holding anything.
 
 use stablecoin::core::CoreError;
 use stablecoin::core::domain::ids::TenantId;
@@ -8,7 +9,7 @@ use stablecoin::core::domain::limits::{MinSend, RentQuota};
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::domain::phone::Phone;
 use stablecoin::core::domain::time::Timestamp;
-use stablecoin::core::engine::{Engine, EngineConfig, Ports, SendRequest};
+use stablecoin::core::engine::{Engine, EngineConfig, Ports, SendRequest, WithdrawRequest};
 use stablecoin::core::memory::{
     FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, MemoryStore, SeededEntropy,
 };
@@ -28,6 +29,14 @@ fn phone(n: u32) -> Phone {
 }
 
 fn harness(min_send: MinSend, rent_quota: RentQuota) -> H {
+    harness_with(EngineConfig {
+        min_send,
+        rent_quota,
+        ..Default::default()
+    })
+}
+
+fn harness_with(config: EngineConfig) -> H {
     let store = Arc::new(MemoryStore::new());
     let signer = Arc::new(LocalSigner::from_seed([7; 32]));
     let sim = |p: SimProfile| Arc::new(SimRail::new(p, signer.clone(), SimConfig::for_profile(p)));
@@ -46,9 +55,7 @@ fn harness(min_send: MinSend, rent_quota: RentQuota) -> H {
     };
     let config = EngineConfig {
         poll_interval_ms: 0,
-        min_send,
-        rent_quota,
-        ..Default::default()
+        ..config
     };
     let engine = Engine::new(ports, vec![evm, solana.clone()], config);
     H {
@@ -197,4 +204,27 @@ async fn solana_provisionings_stop_at_the_tenant_rent_quota_until_the_window_end
         .await
         .unwrap();
     assert!(h.solana.token_account_exists(&a4, Token::Usdc));
+}
+
+#[tokio::test]
+async fn without_a_payout_provider_a_withdrawal_is_refused_before_anything_is_held() {
+    let h = harness_with(EngineConfig {
+        withdrawals_enabled: false,
+        ..Default::default()
+    });
+    let t = h.engine.create_tenant("Acme").await.unwrap().id;
+    h.engine.provision(&t, &phone(1)).await.unwrap();
+    let before = rows(&h.store).await;
+    let req = WithdrawRequest {
+        phone_number: phone(1),
+        token: Token::Usdc,
+        amount: Micros(1_000_000),
+        payout_currency: "XOF".into(),
+    };
+    let e = fails(
+        h.engine.withdraw(&t, &req, Some("w1")).await,
+        "WITHDRAWALS_UNAVAILABLE",
+    );
+    assert!(!e.is_retryable());
+    assert_eq!(rows(&h.store).await, before, "nothing written");
 }

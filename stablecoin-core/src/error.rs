@@ -229,6 +229,11 @@ pub enum CoreError {
         /// Why, for operators.
         reason: String,
     },
+    /// This deployment pays out no withdrawals (`EngineConfig::withdrawals_enabled` is
+    /// off: no payout provider is configured). Not retryable: it lasts until an operator
+    /// configures one.
+    #[error("withdrawals to mobile money are not available on this deployment")]
+    WithdrawalsUnavailable,
     /// A rail call failed; retryable.
     #[error("rail error: {0}")]
     Rail(String),
@@ -293,6 +298,7 @@ impl CoreError {
             InvalidTransition { .. } => "INVALID_STATE",
             Conflict { .. } => "CONFLICT",
             RailNotReady { .. } => "RAIL_NOT_READY",
+            WithdrawalsUnavailable => "WITHDRAWALS_UNAVAILABLE",
             Rail(_) => "RAIL_ERROR",
             Storage(_) => "STORAGE_ERROR",
             Signer(_) => "SIGNER_ERROR",

@@ -9,7 +9,7 @@
 //! written. The seed is never logged.
 
 use crate::api;
-use crate::config::{Config, parse_seed};
+use crate::config::{Config, PayoutSettings, parse_seed};
 use crate::idempotency::InFlight;
 use crate::metrics::Metrics;
 use crate::rails::{LiveRail, Rails};
@@ -336,6 +336,7 @@ impl App {
                 .min_send()
                 .map_err(|e| StartupError::Config(crate::config::ConfigError::Invalid(e)))?,
             rent_quota: config.limits.rent_quota(),
+            withdrawals_enabled: !matches!(config.payouts, PayoutSettings::Disabled),
             ..EngineConfig::default()
         };
         let escrow = match rails.get(RailId::Tron) {

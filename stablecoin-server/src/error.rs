@@ -175,7 +175,9 @@ pub fn status_of(e: &CoreError) -> StatusCode {
         | SameWallet
         | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
         TooManyAttempts { .. } | RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-        RailNotReady { .. } | RateSource(_) => StatusCode::SERVICE_UNAVAILABLE,
+        RailNotReady { .. } | RateSource(_) | WithdrawalsUnavailable => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
         Rail(_) | Notifier(_) => StatusCode::BAD_GATEWAY,
         Storage(_) | Signer(_) => StatusCode::INTERNAL_SERVER_ERROR,
         NotImplemented { .. } => StatusCode::NOT_IMPLEMENTED,
@@ -496,6 +498,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "RAIL_NOT_READY",
         503,
         "The rail is not READY (spec 7): sponsored sends are unavailable.",
+    ),
+    (
+        "WITHDRAWALS_UNAVAILABLE",
+        503,
+        "This deployment has no payout provider: withdrawals are turned off.",
     ),
     (
         "RATE_SOURCE_ERROR",

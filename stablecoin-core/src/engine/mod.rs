@@ -117,6 +117,10 @@ pub struct EngineConfig {
     /// Rent-paying wallet preparations (Solana provisionings) one tenant may ask for
     /// per window.
     pub rent_quota: RentQuota,
+    /// Whether withdrawals are admitted. Off when the deployment has no payout
+    /// provider: a withdrawal is then refused (WITHDRAWALS_UNAVAILABLE) before anything
+    /// is read or held, rather than accepted and refunded later.
+    pub withdrawals_enabled: bool,
 }
 
 impl Default for EngineConfig {
@@ -138,6 +142,7 @@ impl Default for EngineConfig {
             readiness_cache_ms: 2_000,
             min_send: MinSend::default(),
             rent_quota: RentQuota::default(),
+            withdrawals_enabled: true,
         }
     }
 }

@@ -84,6 +84,9 @@ impl Engine {
         req: &WithdrawRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<OperationView> {
+        if !self.config.withdrawals_enabled {
+            return Err(CoreError::WithdrawalsUnavailable);
+        }
         if req.amount.is_zero() {
             return Err(CoreError::InvalidAmount {
                 input: "0".into(),

@@ -8,7 +8,7 @@
 //! | `sms.kind` (`memory`) | `STABLECOIN_SMS` | `memory` (development only) |
 //! | `rates.kind` (`fixed`) | `STABLECOIN_RATES` | `fixed` (the demo table; development only) |
 //! | `signer.kind` (`local`) | `STABLECOIN_SIGNER` | `local` (keys derived in this process; development only) |
-//! | `payouts.kind` (`simulated`) | `STABLECOIN_PAYOUTS` | `simulated` (development only) |
+//! | `payouts.kind` (`simulated`/`disabled`) | `STABLECOIN_PAYOUTS` | `simulated` (development only; `disabled` refuses withdrawals with 503 WITHDRAWALS_UNAVAILABLE) |
 //! | `listen` | `STABLECOIN_LISTEN` | `127.0.0.1:8080` |
 //! | `data_dir` | `STABLECOIN_DATA_DIR` | `stablecoin-data` |
 //! | `master_seed` (64 hex) | `STABLECOIN_MASTER_SEED` | see [`crate::app`] (seed file or ephemeral) |

@@ -106,6 +106,9 @@ pub enum PayoutSettings {
     /// A simulated provider that pays every payout (development only).
     #[default]
     Simulated,
+    /// No provider: withdrawals are refused (503 WITHDRAWALS_UNAVAILABLE) before
+    /// anything is held. A production deployment without a payout contract uses it.
+    Disabled,
 }
 
 impl PayoutSettings {
@@ -113,6 +116,7 @@ impl PayoutSettings {
     pub fn kind(&self) -> &'static str {
         match self {
             PayoutSettings::Simulated => "simulated",
+            PayoutSettings::Disabled => "disabled",
         }
     }
 
