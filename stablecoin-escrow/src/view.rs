@@ -161,9 +161,9 @@ pub struct EscrowView {
     pub token: String,
     /// `tron`.
     pub rail: String,
-    /// The TRON network (`mainnet`).
+    /// The TRON network (`mainnet`; `simulated` on a simulated chain, never `mainnet`).
     pub network: String,
-    /// The TRON chain id (728126428 on mainnet).
+    /// The TRON chain id (728126428 on mainnet; 0 on a simulated chain).
     pub chain_id: u64,
     /// The partner's reference, as given at creation.
     pub reference: String,

@@ -36,7 +36,6 @@ use stablecoin_webhooks::{Deliverer, DeliveryConfig};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
@@ -218,8 +217,8 @@ fn webhook_deliverer(
 /// it serves).
 #[derive(Clone)]
 pub struct App {
-    state: AppState,
-    demo: Option<DemoTenant>,
+    pub(crate) state: AppState,
+    pub(crate) demo: Option<DemoTenant>,
 }
 
 impl fmt::Debug for App {
@@ -341,7 +340,19 @@ impl App {
         };
         let escrow = match rails.get(RailId::Tron) {
             Some(tron) => {
+                // A simulated TRON is never "mainnet" in a deal's view.
+                let simulated = rails.sim.contains_key(&RailId::Tron);
                 let escrow_config = EscrowConfig {
+                    network: if simulated {
+                        "simulated".into()
+                    } else {
+                        EscrowConfig::default().network
+                    },
+                    chain_id: if simulated {
+                        0
+                    } else {
+                        EscrowConfig::default().chain_id
+                    },
                     claim_lease_ms: engine_config.claim_lease_ms,
                     poll_interval_ms: engine_config.poll_interval_ms,
                     // Longer than a TRON transaction's expiry, whatever the engine uses.
@@ -443,65 +454,6 @@ impl App {
         }
         tracing::info!("stopped");
         result
-    }
-
-    /// The start-up banner: where the server listens and, on the demo tenant's first
-    /// start, its keys and a curl line that works as printed. Printed to stdout (not the
-    /// log): keys are shown once and never logged.
-    pub fn banner(&self, addr: SocketAddr) -> String {
-        let host = if addr.ip().is_unspecified() {
-            SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port())
-        } else {
-            addr
-        };
-        let base = format!("http://{host}");
-        let names = |ids: &mut dyn Iterator<Item = &RailId>| {
-            ids.map(|r| r.name()).collect::<Vec<_>>().join(", ")
-        };
-        let mut rails = Vec::new();
-        if !self.state.sim_rails.is_empty() {
-            rails.push(format!(
-                "simulated {}",
-                names(&mut self.state.sim_rails.keys())
-            ));
-        }
-        if !self.state.live_rails.is_empty() {
-            rails.push(format!("real {}", names(&mut self.state.live_rails.keys())));
-        }
-        let mut s = format!(
-            "stablecoin-server listening on {base} (storage: {}, rails: {})\n  API description: {base}/openapi.json   health: {base}/health/ready   metrics: {base}/metrics\n",
-            self.state.storage.kind,
-            rails.join("; "),
-        );
-        for l in self.state.live_rails.values() {
-            s.push_str(&format!(
-                "  {}: sponsor (paymaster signer, bundler; needs native coin) {}, treasury account (pays fundings) {}\n",
-                l.rail.name(),
-                l.sponsor,
-                l.treasury
-            ));
-        }
-        if let Some(d) = &self.demo {
-            match (&d.live_key, &d.test_key) {
-                (Some(live), Some(test)) => {
-                    s.push_str(&format!(
-                        "\nDemo tenant \"{}\" ({}) with {} USDC and {} USDT in its treasury.\nIts API keys are shown only now:\n  live key: {live}\n  test key: {test}\n\nTry it:\n  curl -s -X POST {base}/v1/users/provision -H 'X-API-Key: {live}' -H 'Content-Type: application/json' -d '{{\"phone_number\":\"+2250700000001\"}}'\n",
-                        d.name,
-                        d.tenant,
-                        self.state.config.demo.treasury_credit,
-                        self.state.config.demo.treasury_credit,
-                    ));
-                    if !self.state.storage.durable {
-                        s.push_str("(memory storage: the demo tenant and everything else is recreated at each start)\n");
-                    }
-                }
-                _ => s.push_str(&format!(
-                    "\nDemo tenant \"{}\" ({}) reused; its keys were shown at its first start.\nIssue a new one with: stablecoin-server key issue --tenant {} --mode test\n",
-                    d.name, d.tenant, d.tenant
-                )),
-            }
-        }
-        s
     }
 }
 

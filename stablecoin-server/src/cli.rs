@@ -39,6 +39,9 @@ pub enum Command {
     Serve,
     /// Bring the storage schema up to date.
     Migrate,
+    /// Validate the configuration (file and environment) without starting anything:
+    /// exit 0 and a summary when it is valid, 2 and every reason when it is not.
+    CheckConfig,
     /// Tenants.
     #[command(subcommand)]
     Tenant(TenantCommand),
@@ -237,10 +240,12 @@ pub async fn run_admin(engine: &Engine, cmd: &Command) -> Result<serde_json::Val
                 "fee_address": t.fee_address,
             }))
         }
-        Command::Serve | Command::Migrate => Err(CoreError::InvalidParameter {
-            field: "command",
-            reason: "not an admin command".into(),
-        }),
+        Command::Serve | Command::Migrate | Command::CheckConfig => {
+            Err(CoreError::InvalidParameter {
+                field: "command",
+                reason: "not an admin command".into(),
+            })
+        }
     }
 }
 
@@ -300,6 +305,10 @@ pub async fn main() -> i32 {
         Command::Serve => {
             init_logging(&config, "info");
             serve(config).await
+        }
+        Command::CheckConfig => {
+            println!("{}", config.summary());
+            0
         }
         Command::Migrate => {
             init_logging(&config, "warn");

@@ -241,3 +241,46 @@ async fn serve_with_zero_configuration_then_sigterm() {
         .unwrap();
     assert!(exit.success(), "graceful exit: {exit:?}");
 }
+
+/// `check-config` validates without starting anything: a development configuration is
+/// summarised (exit 0); production mode over the defaults names every refused setting
+/// (exit 2) and creates no data directory.
+#[test]
+fn check_config_validates_without_starting_anything() {
+    let dir = temp_dir("check-config");
+    let run = |extra: &[(&str, &str)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_stablecoin-server"));
+        c.arg("check-config")
+            .env_clear()
+            .env("STABLECOIN_DATA_DIR", dir.join("data"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let ok = run(&[]);
+    assert_eq!(ok.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        out.contains("configuration is valid") && out.contains("mode: development"),
+        "{out}"
+    );
+    assert!(out.contains("evm 137 (simulated)"), "{out}");
+
+    let refused = run(&[("STABLECOIN_MODE", "production")]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    for setting in [
+        "rails.evm_chains",
+        "demo.enabled",
+        "sms.kind",
+        "rates.kind",
+        "signer.kind",
+        "payouts.kind",
+    ] {
+        assert!(err.contains(setting), "{setting} missing from: {err}");
+    }
+    assert!(!dir.join("data").exists(), "nothing was started or created");
+}

@@ -29,11 +29,13 @@ async fn rail_readiness(app: &AppState) -> BTreeMap<String, RailReadiness> {
         .await
         .into_iter()
         .map(|(name, r)| {
+            let simulated = app.sim_rails.keys().any(|id| id.name() == name);
             (
                 name,
                 RailReadiness {
                     status: status_name(r.status),
                     reasons: r.reasons,
+                    simulated,
                 },
             )
         })
@@ -91,6 +93,7 @@ pub async fn ready(State(app): State<AppState>) -> Response {
             (false, _) => "unavailable",
         }
         .into(),
+        mode: app.config.mode.as_str().into(),
         storage: if storage_ok { "READY" } else { "DEGRADED" }.into(),
         polygon: field(RailId::Evm(137)),
         base: field(RailId::Evm(8453)),

@@ -576,6 +576,9 @@ pub struct RailReadiness {
     pub status: String,
     /// Why it is not READY (empty when it is), for operators.
     pub reasons: Vec<String>,
+    /// True for a simulated chain (development mode): its balances and transactions are
+    /// made up, whatever its status says.
+    pub simulated: bool,
 }
 
 /// `GET /health/ready`: per-rail readiness (spec 1.4, 1.5). Each rail field is READY,
@@ -586,6 +589,9 @@ pub struct ReadinessResponse {
     /// `ok` when storage answers (the server can serve), else `unavailable` (HTTP 503).
     #[schema(example = "ok")]
     pub status: String,
+    /// `development` (simulated parts allowed, and labelled) or `production`.
+    #[schema(example = "production")]
+    pub mode: String,
     /// READY or DEGRADED.
     #[schema(example = "READY")]
     pub storage: String,

@@ -85,6 +85,91 @@ impl Config {
         out
     }
 
+    /// The in-process stand-ins this configuration runs with (`"sms: memory"`, ...), for
+    /// the banner: development mode says what is pretend.
+    pub fn stand_ins(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.sms.is_in_memory() {
+            out.push(format!(
+                "sms: {} (no SMS leaves the process)",
+                self.sms.kind()
+            ));
+        }
+        if self.rates.is_fixed() {
+            out.push(format!("rates: {} (demo table)", self.rates.kind()));
+        }
+        if self.payouts.is_simulated() {
+            out.push(format!("payouts: {}", self.payouts.kind()));
+        }
+        if self.signer.is_local() {
+            out.push(format!(
+                "signer: {} (keys in this process)",
+                self.signer.kind()
+            ));
+        }
+        if self.demo.enabled {
+            out.push("demo tenant (credit backed by no fiat)".into());
+        }
+        out
+    }
+
+    /// What `check-config` prints for a valid configuration: the mode, the storage, the
+    /// rails (real or simulated) and the services, one per line. No secret appears.
+    pub fn summary(&self) -> String {
+        let live_evm: Vec<u64> = self
+            .rails
+            .live_evm()
+            .map(|m| m.keys().copied().collect())
+            .unwrap_or_default();
+        let mut rails: Vec<String> = self
+            .rails
+            .evm_chains
+            .iter()
+            .map(|id| {
+                let how = if live_evm.contains(id) {
+                    "real"
+                } else {
+                    "simulated"
+                };
+                format!("evm {id} ({how})")
+            })
+            .collect();
+        if self.rails.tron {
+            let how = if self.rails.tron_node.is_some() {
+                "real"
+            } else {
+                "simulated"
+            };
+            rails.push(format!("tron ({how})"));
+        }
+        if self.rails.solana {
+            rails.push("solana (simulated)".into());
+        }
+        let storage = match &self.storage {
+            StorageConfig::Memory => "memory",
+            StorageConfig::Sqlite { .. } => "sqlite",
+            StorageConfig::Postgres { .. } => "postgres",
+        };
+        format!(
+            "configuration is valid
+  mode: {}
+  storage: {storage}
+  rails: {}
+  sms: {}
+  rates: {}
+  signer: {}
+  payouts: {}
+  demo tenant: {}",
+            self.mode.as_str(),
+            rails.join(", "),
+            self.sms.kind(),
+            self.rates.kind(),
+            self.signer.kind(),
+            self.payouts.kind(),
+            if self.demo.enabled { "on" } else { "off" },
+        )
+    }
+
     /// `Invalid` listing every production refusal (see [`Config::production_refusals`]).
     pub fn validate_production(&self) -> Result<(), ConfigError> {
         let refusals = self.production_refusals();
@@ -96,5 +181,119 @@ impl Config {
             refusals.len(),
             refusals.join("\n  - ")
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Config, Mode, PayoutSettings, StorageConfig};
+
+    /// Production mode with every default, memory storage and a seed in the
+    /// configuration: every refusal applies.
+    fn production() -> Config {
+        Config {
+            mode: Mode::Production,
+            storage: StorageConfig::Memory,
+            master_seed: Some(super::super::Secret::new("07".repeat(32))),
+            ..Config::default()
+        }
+    }
+
+    fn refused(c: &Config, setting: &str) -> bool {
+        c.production_refusals()
+            .iter()
+            .any(|r| r.starts_with(&format!("{setting}:")))
+    }
+
+    /// One test per refusal: production refuses the unsafe default and names the
+    /// setting; fixing that setting (where the fix exists in this build) lifts exactly
+    /// that refusal.
+    macro_rules! refusal {
+        ($name:ident, $setting:literal, $fix:expr) => {
+            #[test]
+            fn $name() {
+                let c = production();
+                assert!(refused(&c, $setting), "{:?}", c.production_refusals());
+                let e = c.validate().unwrap_err().to_string();
+                assert!(e.contains($setting), "{e}");
+                let fix: Option<fn(&mut Config)> = $fix;
+                if let Some(fix) = fix {
+                    let mut fixed = production();
+                    fix(&mut fixed);
+                    assert!(
+                        !refused(&fixed, $setting),
+                        "{:?}",
+                        fixed.production_refusals()
+                    );
+                    assert_eq!(
+                        fixed.production_refusals().len(),
+                        c.production_refusals().len() - 1,
+                        "only this refusal is lifted"
+                    );
+                }
+            }
+        };
+    }
+
+    refusal!(a_simulated_evm_chain_is_refused, "rails.evm_chains", None);
+    refusal!(
+        a_simulated_tron_is_refused,
+        "rails.tron",
+        Some(|c| c.rails.tron = false)
+    );
+    refusal!(
+        a_simulated_solana_is_refused,
+        "rails.solana",
+        Some(|c| c.rails.solana = false)
+    );
+    refusal!(
+        the_demo_tenant_is_refused,
+        "demo.enabled",
+        Some(|c| c.demo.enabled = false)
+    );
+    refusal!(
+        memory_storage_is_refused,
+        "storage.kind",
+        Some(|c| c.storage = StorageConfig::default())
+    );
+    refusal!(the_in_memory_sms_gateway_is_refused, "sms.kind", None);
+    refusal!(the_demo_rate_table_is_refused, "rates.kind", None);
+    refusal!(
+        the_simulated_payout_provider_is_refused,
+        "payouts.kind",
+        Some(|c| c.payouts = PayoutSettings::Disabled)
+    );
+    refusal!(a_local_signer_is_refused, "signer.kind", None);
+    refusal!(
+        a_master_seed_in_the_configuration_is_refused,
+        "master_seed",
+        Some(|c| c.master_seed = None)
+    );
+
+    #[test]
+    fn development_mode_refuses_nothing_and_the_default_is_development() {
+        let c = Config::default();
+        assert_eq!(c.mode, Mode::Development);
+        assert!(c.production_refusals().is_empty());
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn every_refusal_is_listed_at_once() {
+        let e = production().validate().unwrap_err().to_string();
+        for setting in [
+            "rails.evm_chains",
+            "rails.tron",
+            "rails.solana",
+            "demo.enabled",
+            "storage.kind",
+            "master_seed",
+            "sms.kind",
+            "rates.kind",
+            "payouts.kind",
+            "signer.kind",
+        ] {
+            assert!(e.contains(setting), "{setting} missing from: {e}");
+        }
     }
 }
