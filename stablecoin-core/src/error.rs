@@ -246,6 +246,10 @@ pub enum CoreError {
     /// No FX rate could be had; retryable.
     #[error("rate source error: {0}")]
     RateSource(String),
+    /// The rate source answered, but with a rate older than its maximum age, which is
+    /// never quoted; retryable (once the feed updates).
+    #[error("rate stale: {0}")]
+    RateStale(String),
     /// The SMS could not be sent; retryable.
     #[error("notifier error: {0}")]
     Notifier(String),
@@ -303,6 +307,7 @@ impl CoreError {
             Storage(_) => "STORAGE_ERROR",
             Signer(_) => "SIGNER_ERROR",
             RateSource(_) => "RATE_SOURCE_ERROR",
+            RateStale(_) => "RATE_STALE",
             Notifier(_) => "NOTIFIER_ERROR",
             NotImplemented { .. } => "NOT_IMPLEMENTED",
         }
@@ -347,6 +352,7 @@ impl CoreError {
                 | Rail(_)
                 | Storage(_)
                 | RateSource(_)
+                | RateStale(_)
                 | Notifier(_)
         )
     }
@@ -357,6 +363,17 @@ impl CoreError {
     /// quote another send consumed) matches here, never on the text of `what`.
     pub fn lost_race_on(&self, kind: &str) -> bool {
         matches!(self, CoreError::Conflict { record: Some(k), .. } if k == kind)
+    }
+}
+
+impl From<crate::ports::services::RateError> for CoreError {
+    /// A stale rate is RATE_STALE; every other failure of the source RATE_SOURCE_ERROR.
+    fn from(e: crate::ports::services::RateError) -> Self {
+        use crate::ports::services::RateError;
+        match e {
+            RateError::Unavailable(why) => CoreError::RateSource(why),
+            RateError::Stale(why) => CoreError::RateStale(why),
+        }
     }
 }
 
@@ -394,5 +411,15 @@ mod tests {
             "a taken key names no record kind"
         );
         assert!(!CoreError::SameWallet.lost_race_on("wallet"));
+    }
+
+    #[test]
+    fn a_stale_rate_and_a_failed_source_have_different_codes() {
+        use crate::ports::services::RateError;
+        let stale = CoreError::from(RateError::Stale("XOF_USDC is 900 s old".into()));
+        let down = CoreError::from(RateError::Unavailable("timeout".into()));
+        assert_eq!(stale.code(), "RATE_STALE");
+        assert_eq!(down.code(), "RATE_SOURCE_ERROR");
+        assert!(stale.is_retryable() && down.is_retryable());
     }
 }

@@ -9,7 +9,7 @@
 //! written. The seed is never logged.
 
 use crate::api;
-use crate::config::{Config, PayoutSettings, parse_seed};
+use crate::config::{Config, ConfigError, PayoutSettings, parse_seed};
 use crate::idempotency::InFlight;
 use crate::metrics::Metrics;
 use crate::rails::{LiveRail, Rails};
@@ -22,9 +22,7 @@ use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::otp::CodeKey;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::engine::{Engine, EngineConfig, KeyKind, KeyMode, Ports};
-use stablecoin_core::memory::{
-    FixedRates, LocalSigner, MemoryNotifier, MemoryPayouts, OsEntropy, SystemClock,
-};
+use stablecoin_core::memory::{LocalSigner, MemoryNotifier, MemoryPayouts, OsEntropy, SystemClock};
 use stablecoin_core::ports::{
     Batch, Payout, PayoutError, PayoutProvider, PayoutStatus, RailId, Record, get_record,
 };
@@ -307,7 +305,10 @@ impl App {
             ledger: storage.ledger.clone(),
             signer,
             notifier: notifier.clone(),
-            rates: Arc::new(FixedRates::demo()),
+            rates: config
+                .rates
+                .rate_source(clock.clone())
+                .map_err(ConfigError::Invalid)?,
             payouts: payouts.clone(),
             clock,
             entropy: Arc::new(OsEntropy),
@@ -333,7 +334,7 @@ impl App {
             min_send: config
                 .limits
                 .min_send()
-                .map_err(|e| StartupError::Config(crate::config::ConfigError::Invalid(e)))?,
+                .map_err(|e| StartupError::Config(ConfigError::Invalid(e)))?,
             rent_quota: config.limits.rent_quota(),
             withdrawals_enabled: !matches!(config.payouts, PayoutSettings::Disabled),
             ..EngineConfig::default()

@@ -175,7 +175,7 @@ pub fn status_of(e: &CoreError) -> StatusCode {
         | SameWallet
         | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
         TooManyAttempts { .. } | RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-        RailNotReady { .. } | RateSource(_) | WithdrawalsUnavailable => {
+        RailNotReady { .. } | RateSource(_) | RateStale(_) | WithdrawalsUnavailable => {
             StatusCode::SERVICE_UNAVAILABLE
         }
         Rail(_) | Notifier(_) => StatusCode::BAD_GATEWAY,
@@ -203,6 +203,9 @@ impl From<CoreError> for ApiError {
             CoreError::Rail(_) => plain("the blockchain rail failed; the request may be retried"),
             CoreError::Notifier(_) => plain("the SMS gateway failed; the request may be retried"),
             CoreError::RateSource(_) => plain("no FX rate is available right now; retry later"),
+            CoreError::RateStale(_) => {
+                plain("the FX rate feed has not updated this rate recently enough; retry later")
+            }
             _ => stablecoin_core::domain::redact::urls(&e.to_string()),
         };
         ApiError {
@@ -507,7 +510,12 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     (
         "RATE_SOURCE_ERROR",
         503,
-        "No FX rate is available right now.",
+        "No FX rate is available right now (the rate feed is unreachable or failed).",
+    ),
+    (
+        "RATE_STALE",
+        503,
+        "The rate feed's rate is older than its maximum age; nothing is quoted at it.",
     ),
     ("STORAGE_ERROR", 500, "Storage failed."),
     ("SIGNER_ERROR", 500, "Key custody failed."),
@@ -611,6 +619,7 @@ mod tests {
             Storage("s".into()),
             Signer("s".into()),
             RateSource("r".into()),
+            RateStale("r".into()),
             Notifier("n".into()),
             NotImplemented { what: "w" },
         ]
@@ -647,6 +656,7 @@ mod tests {
             CoreError::Rail(format!("error sending request for url ({key})")),
             CoreError::Notifier(format!("POST {key}: 401")),
             CoreError::RateSource(format!("GET {key}: timeout")),
+            CoreError::RateStale(format!("GET {key}: XOF_USDC is 900 s old")),
             CoreError::RailNotReady {
                 rail: "polygon".into(),
                 reason: format!("INBOUND_READY: rpc {key} unreachable"),

@@ -16,6 +16,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::ports::ledger::{LedgerAccount, LedgerTransfer, Phase};
 use crate::ports::rail::{ChainAddress, LegRole, PaymentLeg, Rail, RailId, RailPayment};
 use crate::ports::record::{Record, get_record};
+use crate::ports::services::RateSide;
 use crate::ports::signer::KeyPurpose;
 use crate::ports::store::Batch;
 use rust_decimal::Decimal;
@@ -452,9 +453,8 @@ impl Engine {
         let rate = self
             .ports
             .rates
-            .rate(currency, token)
-            .await
-            .map_err(|e| CoreError::RateSource(e.0))?;
+            .rate_for(currency, token, RateSide::CustomerBuysToken)
+            .await?;
         make_quote(
             id,
             tenant.clone(),

@@ -40,6 +40,7 @@ use crate::ports::claim::hold_through_side_effect;
 use crate::ports::ledger::{LedgerAccount, LedgerTransfer, Phase};
 use crate::ports::rail::{LegRole, PaymentLeg, RailError, RailPayment, SubmissionStatus};
 use crate::ports::record::Record;
+use crate::ports::services::RateSide;
 use crate::ports::services::{Payout, PayoutError, PayoutStatus};
 use crate::ports::signer::KeyPurpose;
 use crate::ports::store::Batch;
@@ -116,9 +117,8 @@ impl Engine {
             let rate = self
                 .ports
                 .rates
-                .rate(currency, req.token)
-                .await
-                .map_err(|e| CoreError::RateSource(e.0))?;
+                .rate_for(currency, req.token, RateSide::CustomerSellsToken)
+                .await?;
             let amount = (req.amount.to_decimal() * rate)
                 .round_dp_with_strategy(currency.exponent, rust_decimal::RoundingStrategy::ToZero);
             if amount <= Decimal::ZERO {

@@ -125,7 +125,9 @@ impl RateSource for FixedRates {
             .lock()
             .ok()
             .and_then(|m| m.get(&(currency.code.to_string(), token)).copied())
-            .ok_or_else(|| RateError(format!("no rate for {}_{}", currency.code, token)))
+            .ok_or_else(|| {
+                RateError::Unavailable(format!("no rate for {}_{}", currency.code, token))
+            })
     }
 }
 

@@ -43,16 +43,51 @@ pub trait Notifier: Send + Sync {
     async fn send_sms(&self, to: &Phone, message: &SmsMessage) -> Result<(), NotifyError>;
 }
 
-/// No rate could be had; the engine answers RATE_SOURCE_ERROR and quotes nothing.
+/// Why no usable rate could be had; the engine quotes nothing and answers with a code
+/// that tells the two apart (`CoreError::from` maps them).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("rate unavailable: {0}")]
-pub struct RateError(pub String);
+pub enum RateError {
+    /// The source could not give a rate (feed unreachable, refused, timed out, answered
+    /// nonsense, or has no rate for the pair): RATE_SOURCE_ERROR.
+    #[error("rate unavailable: {0}")]
+    Unavailable(String),
+    /// The source answered, but its rate is older than the maximum age it may be used
+    /// at: RATE_STALE. A stale rate is never quoted.
+    #[error("rate stale: {0}")]
+    Stale(String),
+}
+
+/// Which way a rate converts, so a source with a spread can price in the service's
+/// favour both ways.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateSide {
+    /// The customer pays local currency for tokens (an FX quote): a higher rate gives
+    /// fewer tokens, so a spread raises the rate.
+    CustomerBuysToken,
+    /// The customer gives tokens for local currency (a withdrawal): a lower rate pays
+    /// less fiat, so a spread lowers the rate.
+    CustomerSellsToken,
+}
 
 /// Where FX rates come from, for quotes and withdrawals.
 #[async_trait]
 pub trait RateSource: Send + Sync {
-    /// Local currency units per one token (e.g. 600.00 XOF per USDC).
+    /// Local currency units per one token (e.g. 600.00 XOF per USDC); for a source with
+    /// a spread, the rate of an FX quote ([`RateSide::CustomerBuysToken`]).
     async fn rate(&self, currency: Currency, token: Token) -> Result<Decimal, RateError>;
+
+    /// The rate to convert at in the direction `side`. The engine calls this one; a
+    /// source without a spread need not implement it (the default is [`Self::rate`]).
+    async fn rate_for(
+        &self,
+        currency: Currency,
+        token: Token,
+        side: RateSide,
+    ) -> Result<Decimal, RateError> {
+        let _ = side;
+        self.rate(currency, token).await
+    }
 }
 
 /// A mobile-money payout of a withdrawal.

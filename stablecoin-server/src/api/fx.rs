@@ -22,7 +22,7 @@ use stablecoin_core::domain::money::Currency;
     responses(
         (status = 200, description = "The quote", body = QuoteResponse),
         (status = 400, description = "Bad amount, currency or token; INVALID_AMOUNT also when the amount converts to less than 0.000001 token at the current rate", body = ErrorBody),
-        (status = 503, description = "RATE_SOURCE_ERROR", body = ErrorBody)),
+        (status = 503, description = "RATE_SOURCE_ERROR: the rate feed is unreachable or failed; RATE_STALE: the feed's rate is older than its maximum age (nothing is quoted at a stale rate)", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn quote(
     State(app): State<AppState>,

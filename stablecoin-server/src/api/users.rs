@@ -142,7 +142,7 @@ pub(crate) fn required_phone(
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
         (status = 400, description = "INVALID_AMOUNT also when the amount converts, at the current rate, to less than one minor unit of the payout currency", body = ErrorBody),
         (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody),
-        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY; RATE_SOURCE_ERROR: no rate for the payout currency; WITHDRAWALS_UNAVAILABLE: this deployment has no payout provider", body = ErrorBody)),
+        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY; RATE_SOURCE_ERROR: no rate for the payout currency; RATE_STALE: the feed's rate is older than its maximum age; WITHDRAWALS_UNAVAILABLE: this deployment has no payout provider", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn withdraw(
     State(app): State<AppState>,

@@ -19,6 +19,42 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
     ("STABLECOIN_MODE", &["mode"], EnvKind::Str),
     ("STABLECOIN_SMS", &["sms", "kind"], EnvKind::Str),
     ("STABLECOIN_RATES", &["rates", "kind"], EnvKind::Str),
+    ("STABLECOIN_RATES_URL", &["rates", "url"], EnvKind::Str),
+    (
+        "STABLECOIN_RATES_AUTH_HEADER",
+        &["rates", "auth_header"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_RATES_AUTH_VALUE",
+        &["rates", "auth_value"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_RATES_RATE_POINTER",
+        &["rates", "rate_pointer"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_RATES_TIMESTAMP_POINTER",
+        &["rates", "timestamp_pointer"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_RATES_MAX_AGE_MS",
+        &["rates", "max_age_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_RATES_SPREAD_BPS",
+        &["rates", "spread_bps"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_RATES_TIMEOUT_MS",
+        &["rates", "timeout_ms"],
+        EnvKind::Int,
+    ),
     ("STABLECOIN_SIGNER", &["signer", "kind"], EnvKind::Str),
     ("STABLECOIN_PAYOUTS", &["payouts", "kind"], EnvKind::Str),
     ("STABLECOIN_DATA_DIR", &["data_dir"], EnvKind::Str),

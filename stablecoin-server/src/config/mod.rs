@@ -6,7 +6,16 @@
 //! |---|---|---|
 //! | `mode` (`development`/`production`) | `STABLECOIN_MODE` | `development` |
 //! | `sms.kind` (`memory`) | `STABLECOIN_SMS` | `memory` (development only) |
-//! | `rates.kind` (`fixed`) | `STABLECOIN_RATES` | `fixed` (the demo table; development only) |
+//! | `rates.kind` (`fixed`/`http`) | `STABLECOIN_RATES` | `fixed` (the demo table; development only) |
+//! | `rates.url` (http; `{currency}`, `{token}` replaced) | `STABLECOIN_RATES_URL` | none (required; a secret: never logged) |
+//! | `rates.auth_header` (http) | `STABLECOIN_RATES_AUTH_HEADER` | none (no credential sent) |
+//! | `rates.auth_value` (http) | `STABLECOIN_RATES_AUTH_VALUE` | none (a secret; set with `auth_header`) |
+//! | `rates.rate_pointer` (http; JSON pointer) | `STABLECOIN_RATES_RATE_POINTER` | none (required, e.g. `/data/rate`) |
+//! | `rates.timestamp_pointer` (http) | `STABLECOIN_RATES_TIMESTAMP_POINTER` | none: a rate's age counts from its fetch |
+//! | `rates.max_age_ms` (http) | `STABLECOIN_RATES_MAX_AGE_MS` | `60000` (an older rate is never quoted: 503 RATE_STALE) |
+//! | `rates.spread_bps` (http) | `STABLECOIN_RATES_SPREAD_BPS` | `0` (applied in the service's favour; below 10000) |
+//! | `rates.timeout_ms` (http) | `STABLECOIN_RATES_TIMEOUT_MS` | `5000` (then 503 RATE_SOURCE_ERROR) |
+//! | `rates.decimals` (http; `{ NGN = 4 }`) | file only | each currency's ISO minor unit |
 //! | `signer.kind` (`local`) | `STABLECOIN_SIGNER` | `local` (keys derived in this process; development only) |
 //! | `payouts.kind` (`simulated`/`disabled`) | `STABLECOIN_PAYOUTS` | `simulated` (development only; `disabled` refuses withdrawals with 503 WITHDRAWALS_UNAVAILABLE) |
 //! | `listen` | `STABLECOIN_LISTEN` | `127.0.0.1:8080` |

@@ -5,7 +5,14 @@
 //! `local`, `simulated`) are the zero-configuration defaults of `development` mode;
 //! `production` mode refuses them (see `validate.rs`).
 
+use super::Secret;
 use serde::Deserialize;
+use stablecoin_core::memory::FixedRates;
+use stablecoin_core::ports::{Clock, RateSource};
+use stablecoin_providers::ProviderError;
+use stablecoin_providers::rate_feed::{HttpRateFeed, RateFeedConfig};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// `mode`: what the deployment is for.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -59,6 +66,51 @@ pub enum RatesSettings {
     /// The built-in demo table (development only: not a market rate).
     #[default]
     Fixed,
+    /// An HTTP rate feed (`stablecoin_providers::rate_feed::HttpRateFeed`): each pair's
+    /// rate is GET from `url` and read at `rate_pointer`, kept at most `max_age_ms`,
+    /// quoted with `spread_bps` and rounded to the currency's decimals, both in the
+    /// service's favour. A stale rate is refused (RATE_STALE), a failing feed too
+    /// (RATE_SOURCE_ERROR).
+    Http {
+        /// The URL GET for a pair's rate; `{currency}` and `{token}` are replaced by the
+        /// pair's codes (`XOF`, `USDC`). May carry a key, so never printed.
+        url: Secret,
+        /// The header `auth_value` is sent in (`Authorization`, `X-Api-Key`), if the
+        /// feed wants a credential.
+        #[serde(default)]
+        auth_header: Option<String>,
+        /// The credential sent in `auth_header`, whole (`Bearer …`); a secret.
+        #[serde(default)]
+        auth_value: Option<Secret>,
+        /// JSON pointer (RFC 6901) to the rate in the answer, local currency per token,
+        /// a number or a string (`/data/rate`); `{currency}`/`{token}` as in `url`.
+        rate_pointer: String,
+        /// JSON pointer to the feed's time of the rate (Unix seconds or RFC 3339); the
+        /// rate's age counts from it. Without it, the age counts from the fetch.
+        #[serde(default)]
+        timestamp_pointer: Option<String>,
+        /// A rate older than this is never quoted (default 60 000 ms).
+        #[serde(default = "default_rates_max_age_ms")]
+        max_age_ms: u64,
+        /// The spread, in basis points (150 = 1.5%), in the service's favour (default 0).
+        #[serde(default)]
+        spread_bps: u32,
+        /// The longest one request to the feed may take (default 5 000 ms).
+        #[serde(default = "default_rates_timeout_ms")]
+        timeout_ms: u64,
+        /// Decimals of a quoted rate per ISO 4217 code (`{ NGN = 4 }`); a currency not
+        /// listed is rounded to its ISO minor unit (XOF 0, NGN 2).
+        #[serde(default)]
+        decimals: BTreeMap<String, u32>,
+    },
+}
+
+fn default_rates_max_age_ms() -> u64 {
+    60_000
+}
+
+fn default_rates_timeout_ms() -> u64 {
+    5_000
 }
 
 impl RatesSettings {
@@ -66,12 +118,63 @@ impl RatesSettings {
     pub fn kind(&self) -> &'static str {
         match self {
             RatesSettings::Fixed => "fixed",
+            RatesSettings::Http { .. } => "http",
         }
     }
 
     /// True for the built-in demo table.
     pub fn is_fixed(&self) -> bool {
         matches!(self, RatesSettings::Fixed)
+    }
+
+    /// The HTTP feed's settings as the adapter takes them (`None` for `fixed`).
+    pub fn feed_config(&self) -> Option<RateFeedConfig> {
+        match self {
+            RatesSettings::Fixed => None,
+            RatesSettings::Http {
+                url,
+                auth_header,
+                auth_value,
+                rate_pointer,
+                timestamp_pointer,
+                max_age_ms,
+                spread_bps,
+                timeout_ms,
+                decimals,
+            } => Some(RateFeedConfig {
+                url: url.expose().to_string(),
+                auth_header: auth_header.clone(),
+                auth_value: auth_value.as_ref().map(|v| v.expose().to_string()),
+                rate_pointer: rate_pointer.clone(),
+                timestamp_pointer: timestamp_pointer.clone(),
+                max_age_ms: *max_age_ms,
+                spread_bps: *spread_bps,
+                timeout_ms: *timeout_ms,
+                decimals: decimals.clone(),
+            }),
+        }
+    }
+
+    /// The rate source these settings name: the demo table, or the HTTP feed measuring
+    /// rate ages on `clock`. `Err` names the bad setting (never a secret).
+    pub fn rate_source(&self, clock: Arc<dyn Clock>) -> Result<Arc<dyn RateSource>, String> {
+        match self.feed_config() {
+            None => Ok(Arc::new(FixedRates::demo())),
+            Some(c) => HttpRateFeed::new(c, clock)
+                .map(|feed| Arc::new(feed) as Arc<dyn RateSource>)
+                .map_err(|e| format!("rates (http): {e}")),
+        }
+    }
+
+    /// Checks an `http` feed's settings (`rates.<field>` named, never a secret).
+    pub fn validate(&self) -> Result<(), String> {
+        match self.feed_config() {
+            None => Ok(()),
+            Some(c) => c.validate().map_err(|e| match e {
+                ProviderError::InvalidConfig(why) => format!("rates (http): {why}"),
+                other => format!("rates (http): {other}"),
+            }),
+        }
     }
 }
 

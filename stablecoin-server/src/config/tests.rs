@@ -247,3 +247,69 @@ fn sponsored_cost_limits_have_safe_defaults_and_refuse_bad_values() {
         );
     }
 }
+
+const RATES: &str = r#"
+[rates]
+kind = "http"
+url = "https://fx.example/v1/{currency}/{token}?key=url-secret"
+auth_header = "Authorization"
+auth_value = "Bearer feed-secret"
+rate_pointer = "/data/rate"
+timestamp_pointer = "/data/timestamp"
+spread_bps = 150
+decimals = { NGN = 4 }
+"#;
+
+#[test]
+fn an_http_rate_feed_takes_defaults_and_refuses_bad_values_by_name() {
+    let c = load_text("rates", RATES).unwrap();
+    assert_eq!(c.rates.kind(), "http");
+    let feed = c.rates.feed_config().unwrap();
+    assert_eq!(
+        (feed.max_age_ms, feed.timeout_ms, feed.spread_bps),
+        (60_000, 5_000, 150)
+    );
+    assert_eq!(feed.decimals.get("NGN"), Some(&4));
+    let shown = format!("{c:?}");
+    assert!(
+        !shown.contains("feed-secret") && !shown.contains("url-secret"),
+        "{shown}"
+    );
+    // From the environment only.
+    let c = Config::load(
+        None,
+        env(&[
+            ("STABLECOIN_RATES", "http"),
+            ("STABLECOIN_RATES_URL", "https://fx.example/all"),
+            ("STABLECOIN_RATES_RATE_POINTER", "/rates/{currency}_{token}"),
+            ("STABLECOIN_RATES_MAX_AGE_MS", "30000"),
+            ("STABLECOIN_RATES_SPREAD_BPS", "75"),
+        ]),
+    )
+    .unwrap();
+    let feed = c.rates.feed_config().unwrap();
+    assert_eq!((feed.max_age_ms, feed.spread_bps), (30_000, 75));
+    for change in [
+        ("spread_bps = 150", "spread_bps = 10000"),
+        ("rate_pointer = \"/data/rate\"", "rate_pointer = \"data\""),
+        ("auth_header = \"Authorization\"\n", ""),
+        ("decimals = { NGN = 4 }", "decimals = { NGN = 40 }"),
+        ("url = ", "max_age_ms = 0\nurl = "),
+    ] {
+        let e = load_text("rates-bad", &RATES.replace(change.0, change.1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rates (http)"), "{e}");
+        assert!(
+            !e.contains("feed-secret") && !e.contains("url-secret"),
+            "{e}"
+        );
+    }
+    let e = load_text(
+        "rates-missing",
+        &RATES.replace("rate_pointer = \"/data/rate\"\n", ""),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("rate_pointer"), "{e}");
+}
