@@ -5,6 +5,7 @@ pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod custody;
 pub mod error;
 pub mod extract;
 pub mod file_modes;

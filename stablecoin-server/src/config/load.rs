@@ -20,6 +20,17 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
     ("STABLECOIN_SMS", &["sms", "kind"], EnvKind::Str),
     ("STABLECOIN_RATES", &["rates", "kind"], EnvKind::Str),
     ("STABLECOIN_SIGNER", &["signer", "kind"], EnvKind::Str),
+    ("STABLECOIN_SIGNER_URL", &["signer", "url"], EnvKind::Str),
+    (
+        "STABLECOIN_SIGNER_TOKEN",
+        &["signer", "token"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_SIGNER_TIMEOUT_MS",
+        &["signer", "timeout_ms"],
+        EnvKind::Int,
+    ),
     ("STABLECOIN_PAYOUTS", &["payouts", "kind"], EnvKind::Str),
     ("STABLECOIN_DATA_DIR", &["data_dir"], EnvKind::Str),
     ("STABLECOIN_MASTER_SEED", &["master_seed"], EnvKind::Str),

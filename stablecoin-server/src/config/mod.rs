@@ -7,11 +7,14 @@
 //! | `mode` (`development`/`production`) | `STABLECOIN_MODE` | `development` |
 //! | `sms.kind` (`memory`) | `STABLECOIN_SMS` | `memory` (development only) |
 //! | `rates.kind` (`fixed`) | `STABLECOIN_RATES` | `fixed` (the demo table; development only) |
-//! | `signer.kind` (`local`) | `STABLECOIN_SIGNER` | `local` (keys derived in this process; development only) |
+//! | `signer.kind` (`local`/`remote`) | `STABLECOIN_SIGNER` | `local` (keys derived in this process; development only) |
+//! | `signer.url` (remote) | `STABLECOIN_SIGNER_URL` | none (required): the signing service, e.g. `http://10.0.0.5:7300` |
+//! | `signer.token` (remote) | `STABLECOIN_SIGNER_TOKEN` | none (required, at least 32 characters; never printed) |
+//! | `signer.timeout_ms` (remote) | `STABLECOIN_SIGNER_TIMEOUT_MS` | `5000` |
 //! | `payouts.kind` (`simulated`) | `STABLECOIN_PAYOUTS` | `simulated` (development only) |
 //! | `listen` | `STABLECOIN_LISTEN` | `127.0.0.1:8080` |
 //! | `data_dir` | `STABLECOIN_DATA_DIR` | `stablecoin-data` |
-//! | `master_seed` (64 hex) | `STABLECOIN_MASTER_SEED` | see [`crate::app`] (seed file or ephemeral) |
+//! | `master_seed` (64 hex) | `STABLECOIN_MASTER_SEED` | see [`crate::custody`] (seed file or ephemeral; refused with `signer.kind = "remote"`) |
 //! | `body_limit_bytes` | `STABLECOIN_BODY_LIMIT_BYTES` | `65536` |
 //! | `worker_interval_ms` | `STABLECOIN_WORKER_INTERVAL_MS` | `250` |
 //! | `run_workers` | `STABLECOIN_RUN_WORKERS` | `true` (false: API only, e.g. extra API nodes) |
