@@ -8,25 +8,17 @@ use serde_json::json;
 use stablecoin_server::config::{Secret, SignerSettings};
 use stablecoin_server::custody::Custody;
 use stablecoin_server::{App, Config};
-use stablecoin_signer::service::{SignerService, bind, serve as serve_signer};
+use stablecoin_signer::service::{Running, SignerService, spawn_on_loopback};
 
 const SEED: [u8; 32] = [0x42; 32];
 const TOKEN: &str = "the-signer-token-shared-with-the-api-process";
 
-/// The signing service on 127.0.0.1:<free port>; stops when the sender drops.
-async fn start_signer() -> (String, tokio::sync::oneshot::Sender<()>) {
-    let service = SignerService::new(SEED, TOKEN).unwrap();
-    let listener = bind("127.0.0.1:0".parse().unwrap(), false).await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        serve_signer(listener, &service, async {
-            let _ = rx.await;
-        })
+/// The signing service on 127.0.0.1:<free port>; stops when the handle drops.
+async fn start_signer() -> (String, Running) {
+    let running = spawn_on_loopback(SignerService::new(SEED, TOKEN).unwrap())
         .await
         .unwrap();
-    });
-    (url, tx)
+    (running.url.clone(), running)
 }
 
 /// Durable (SQLite) storage in a fresh data directory, the remote signer at `url`.

@@ -135,6 +135,34 @@ pub async fn serve(
         .await
 }
 
+/// A service serving on a loopback port in the background (tests, embedders running the
+/// signer in-process next to a test server); it stops when dropped.
+#[derive(Debug)]
+pub struct Running {
+    /// `http://127.0.0.1:<port>`, the URL to give [`RemoteSigner`](crate::RemoteSigner).
+    pub url: String,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+/// Serves `service` on `127.0.0.1:<a free port>` in a background task.
+pub async fn spawn_on_loopback(service: SignerService) -> Result<Running, Error> {
+    let listener = bind(SocketAddr::from(([127, 0, 0, 1], 0)), false).await?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::Config(format!("listen: {e}")))?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = serve(listener, &service, async {
+            let _ = rx.await;
+        })
+        .await;
+    });
+    Ok(Running {
+        url: format!("http://{addr}"),
+        _stop: tx,
+    })
+}
+
 fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

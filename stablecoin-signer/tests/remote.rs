@@ -1,7 +1,10 @@
 //! The remote signer against the real signing service on a loopback port: the same keys
 //! and valid signatures as the local signer, authentication, error mapping, and an
-//! engine flow on the simulated EVM chain with keys held only by the service.
+//! engine flow on the simulated EVM chain with keys held only by the service; and the
+//! key derivation written in docs/signer-protocol.md.
 
+use hmac::{Hmac, Mac};
+use sha2::{Sha256, Sha512};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::otp::CodeKey;
 use stablecoin_core::domain::phone::Phone;
@@ -17,27 +20,19 @@ use stablecoin_signer::protocol::{
     AuthKey, DERIVE_KEY_PATH, OTP_CODE_KEY_LABEL, SIGN_PATH, SIGNATURE_HEADER, TIMESTAMP_HEADER,
     WEBHOOK_SECRET_KEY_LABEL,
 };
-use stablecoin_signer::service::{SignerService, bind, serve};
+use stablecoin_signer::service::{Running, SignerService, spawn_on_loopback};
 use std::sync::Arc;
 use std::time::Duration;
 
 const SEED: [u8; 32] = [0x42; 32];
 const TOKEN: &str = "a-shared-token-of-at-least-32-characters";
 
-/// The service on 127.0.0.1:<free port>; it stops when the returned sender drops.
-async fn start_service() -> (String, tokio::sync::oneshot::Sender<()>) {
-    let service = SignerService::new(SEED, TOKEN).unwrap();
-    let listener = bind("127.0.0.1:0".parse().unwrap(), false).await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        serve(listener, &service, async {
-            let _ = rx.await;
-        })
+/// The service on 127.0.0.1:<free port>; it stops when the returned handle drops.
+async fn start_service() -> (String, Running) {
+    let running = spawn_on_loopback(SignerService::new(SEED, TOKEN).unwrap())
         .await
         .unwrap();
-    });
-    (url, tx)
+    (running.url.clone(), running)
 }
 
 fn remote(url: &str, token: &str) -> RemoteSigner {
@@ -385,4 +380,58 @@ async fn an_engine_with_the_remote_signer_funds_and_settles_a_transfer_on_the_si
         let op = engine.operation(&t, id).await.unwrap();
         assert_eq!(op.status.as_str(), "SETTLED", "{id}");
     }
+}
+
+fn documented(seed: &[u8; 32], msg: &str) -> [u8; 32] {
+    let mut mac = <Hmac<Sha512> as Mac>::new_from_slice(seed).unwrap();
+    mac.update(msg.as_bytes());
+    mac.finalize().into_bytes()[..32].try_into().unwrap()
+}
+
+#[tokio::test]
+/// The derivation written in docs/signer-protocol.md is the one the signer uses: a KMS
+/// adapter or an auditor following the document gets the same keys.
+async fn keys_follow_the_documented_derivation() {
+    let seed = [0x42; 32];
+    let local = LocalSigner::from_seed(seed);
+    for p in purposes() {
+        let path = p.path();
+        // Counter 0 is a valid scalar for these (the retry is a 2^-128 event).
+        let secp = documented(&seed, &format!("stablecoin/v1/secp256k1/{path}/0"));
+        assert_eq!(local.secp256k1_secret(&p), secp, "{path}");
+        let pk = k256::ecdsa::SigningKey::from_bytes(&secp.into())
+            .unwrap()
+            .verifying_key()
+            .to_encoded_point(true)
+            .as_bytes()
+            .to_vec();
+        assert_eq!(
+            local.public_key(&p, Curve::Secp256k1).await.unwrap().bytes,
+            pk
+        );
+
+        let ed = documented(&seed, &format!("stablecoin/v1/ed25519/{path}/0"));
+        assert_eq!(local.ed25519_secret(&p), ed, "{path}");
+        let pk = ed25519_dalek::SigningKey::from_bytes(&ed)
+            .verifying_key()
+            .to_bytes();
+        assert_eq!(
+            local.public_key(&p, Curve::Ed25519).await.unwrap().bytes,
+            pk
+        );
+    }
+    assert_eq!(
+        KeyPurpose::Treasury.path(),
+        "service/treasury",
+        "the example in the document"
+    );
+
+    // The symmetric keys: HMAC-SHA256(seed, label).
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&seed).unwrap();
+    mac.update(stablecoin_signer::protocol::OTP_CODE_KEY_LABEL.as_bytes());
+    let otp: [u8; 32] = mac.finalize().into_bytes().into();
+    assert_eq!(
+        stablecoin_core::domain::otp::CodeKey::new(otp),
+        stablecoin_core::domain::otp::CodeKey::from_master_seed(&seed)
+    );
 }
