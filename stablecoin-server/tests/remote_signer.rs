@@ -5,6 +5,8 @@ mod common;
 
 use common::*;
 use serde_json::json;
+use stablecoin_core::domain::money::Token;
+use stablecoin_core::ports::{ChainAddress, RailId};
 use stablecoin_server::config::{Secret, SignerSettings};
 use stablecoin_server::custody::Custody;
 use stablecoin_server::{App, Config};
@@ -74,6 +76,44 @@ async fn a_server_with_the_remote_signer_holds_no_seed_and_settles_a_transfer() 
         .get(key, "/v1/users/balance?phone_number=%2B2250700000002")
         .await;
     assert_eq!(b.json()["balance_usdc"], "24.925000");
+
+    // Ed25519 through the service: a transfer on the simulated Solana chain, which
+    // verifies every signature.
+    let mut addresses = Vec::new();
+    for phone in [alice, bob] {
+        let r = s
+            .post(
+                key,
+                "/v1/solana/users/provision",
+                &json!({"phone_number": phone}).to_string(),
+            )
+            .await;
+        r.expect(200);
+        addresses.push(ChainAddress(r.json()["address"].as_str().unwrap().into()));
+    }
+    let solana = s.app.sim_rail(RailId::Solana).unwrap().clone();
+    solana.mint(&addresses[0], Token::Usdc, m("8")).unwrap();
+    s.settle().await;
+    let r = s
+        .post(
+            key,
+            "/v1/solana/transfers/send",
+            &json!({"from_phone_number": alice, "to_phone_number": bob, "token": "USDC",
+                "quote_id": "DIRECT_CRYPTO:USDC:5"})
+            .to_string(),
+        )
+        .await;
+    r.expect(202);
+    s.settle().await;
+    let tr = s.get(key, &r.header("location").unwrap()).await;
+    assert_eq!(tr.json()["status"], "SETTLED", "{}", tr.text());
+    let b = s
+        .get(
+            key,
+            "/v1/solana/users/balance?phone_number=%2B2250700000002",
+        )
+        .await;
+    assert_eq!(b.json()["balance_usdc"], "5.000000", "{}", b.text());
 
     // The data directory holds the database and nothing that derives a key.
     let files = files_in(&dir);
