@@ -435,3 +435,15 @@ async fn keys_follow_the_documented_derivation() {
         stablecoin_core::domain::otp::CodeKey::from_master_seed(&seed)
     );
 }
+
+#[test]
+fn debug_output_never_shows_the_token_or_the_seed() {
+    let r = remote("http://127.0.0.1:1", TOKEN);
+    let service = SignerService::new(SEED, TOKEN).unwrap();
+    let key = AuthKey::from_token(TOKEN).unwrap();
+    for shown in [format!("{r:?}"), format!("{service:?}"), format!("{key:?}")] {
+        assert!(!shown.contains(TOKEN), "{shown}");
+        assert!(!shown.contains("4242"), "{shown}");
+        assert!(shown.contains("redacted"), "{shown}");
+    }
+}
