@@ -15,9 +15,7 @@ use stablecoin_rails::evm::JsonRpc;
 use stablecoin_rails::evm::abi::{self, Abi};
 use stablecoin_rails::evm::testkit::{World, find_anvil, owner_of, shared_anvil};
 use stablecoin_server::App;
-use stablecoin_server::config::{
-    EvmChainSettings, Secret, SignerSettings, StorageConfig, TokenSettings, Wei,
-};
+use stablecoin_server::config::{EvmChainSettings, Secret, StorageConfig, TokenSettings, Wei};
 use stablecoin_signer::service::{SignerService, spawn_on_loopback};
 use std::sync::Arc;
 
@@ -316,17 +314,7 @@ async fn a_server_with_the_remote_signer_settles_on_a_real_evm_chain_and_holds_n
         .unwrap();
     let dir = temp_dir("evm-remote-signer");
     let mut config = test_config();
-    config.master_seed = None;
-    config.data_dir = dir.clone();
-    config.storage = StorageConfig::Sqlite {
-        path: None,
-        max_background: 4,
-    };
-    config.signer = SignerSettings::Remote {
-        url: signer.url.clone(),
-        token: Secret::new(TOKEN),
-        timeout_ms: 10_000,
-    };
+    common::use_remote_signer(&mut config, &signer.url, TOKEN, &dir);
     config.rails.evm_chains = vec![137];
     config.rails.evm.insert("137".into(), settings(&w, &url));
     let s = serve(App::build(config).await.expect("app builds")).await;
@@ -387,12 +375,7 @@ async fn a_server_with_the_remote_signer_settles_on_a_real_evm_chain_and_holds_n
     assert_eq!(w.usdc_of(&addr_b).await, received);
     assert_eq!(w.usdc_of(&addr_a).await, 10_000_000);
 
-    let files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(files.iter().any(|f| f == "stablecoin.db"), "{files:?}");
-    assert!(!files.iter().any(|f| f.contains("seed")), "{files:?}");
+    common::assert_database_and_no_seed(&dir);
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

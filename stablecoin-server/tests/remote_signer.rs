@@ -26,24 +26,8 @@ async fn start_signer() -> (String, Running) {
 /// Durable (SQLite) storage in a fresh data directory, the remote signer at `url`.
 fn remote_config(url: &str, dir: &std::path::Path) -> Config {
     let mut c = test_config();
-    c.master_seed = None;
-    c.storage = Config::default().storage;
-    c.data_dir = dir.to_path_buf();
-    c.signer = SignerSettings::Remote {
-        url: url.into(),
-        token: Secret::new(TOKEN),
-        timeout_ms: 5_000,
-    };
+    use_remote_signer(&mut c, url, TOKEN, dir);
     c
-}
-
-fn files_in(dir: &std::path::Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -116,12 +100,7 @@ async fn a_server_with_the_remote_signer_holds_no_seed_and_settles_a_transfer() 
     assert_eq!(b.json()["balance_usdc"], "5.000000", "{}", b.text());
 
     // The data directory holds the database and nothing that derives a key.
-    let files = files_in(&dir);
-    assert!(files.iter().any(|f| f == "stablecoin.db"), "{files:?}");
-    assert!(
-        !files.iter().any(|f| f.contains("seed")),
-        "no seed file: {files:?}"
-    );
+    assert_database_and_no_seed(&dir);
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -186,7 +186,6 @@ async fn the_server_runs_the_real_tron_rail_configured_by_its_operator() {
 /// "remote"`) over loopback HTTP, and the data directory holds no seed.
 #[tokio::test]
 async fn a_server_with_the_remote_signer_settles_on_the_real_tron_rail_and_holds_no_seed() {
-    use stablecoin_server::config::SignerSettings;
     use stablecoin_signer::service::{SignerService, spawn_on_loopback};
     const REMOTE_SEED: [u8; 32] = [0x8e; 32];
     const TOKEN: &str = "the-signer-token-of-the-tron-live-test";
@@ -210,17 +209,7 @@ async fn a_server_with_the_remote_signer_settles_on_the_real_tron_rail_and_holds
 
     let dir = temp_dir("tron-remote-signer");
     let mut config = test_config();
-    config.master_seed = None;
-    config.data_dir = dir.clone();
-    config.storage = StorageConfig::Sqlite {
-        path: None,
-        max_background: 4,
-    };
-    config.signer = SignerSettings::Remote {
-        url: service.url.clone(),
-        token: Secret::new(TOKEN),
-        timeout_ms: 10_000,
-    };
+    common::use_remote_signer(&mut config, &service.url, TOKEN, &dir);
     config.rails.tron_node = Some(settings(node.url(), &usdt));
     let s = serve(App::build(config).await.expect("app builds")).await;
     let ready = s
@@ -265,12 +254,7 @@ async fn a_server_with_the_remote_signer_settles_on_the_real_tron_rail_and_holds
     assert_eq!(node.usdt_balance(addr_a.as_bytes()).await, 15_000_000);
     assert_eq!(node.usdt_balance(addr_b.as_bytes()).await, 10_000_000);
 
-    let files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(files.iter().any(|f| f == "stablecoin.db"), "{files:?}");
-    assert!(!files.iter().any(|f| f.contains("seed")), "{files:?}");
+    common::assert_database_and_no_seed(&dir);
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
