@@ -9,6 +9,8 @@ pub use stablecoin_escrow as escrow;
 pub use stablecoin_rails as rails;
 #[cfg(feature = "server")]
 pub use stablecoin_server as server;
+#[cfg(feature = "signer")]
+pub use stablecoin_signer as signer;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use stablecoin_store as store;
 #[cfg(feature = "webhooks")]

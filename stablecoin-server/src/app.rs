@@ -1,15 +1,11 @@
 //! Wiring: storage, signer, rails and engine from a [`Config`], the demo tenant, the
-//! background workers and the HTTP server with graceful shutdown.
-//!
-//! Master seed: `master_seed` / `STABLECOIN_MASTER_SEED` when set. Otherwise, on durable
-//! storage, it is read from `<data_dir>/master_seed.hex`, which is generated once
-//! (32 random bytes, file mode 0600) on first start, so every key derives the same after a
-//! restart; keep that file with the database and back it up. On memory storage nothing
-//! survives a restart anyway, so an ephemeral seed is generated in memory and no file is
-//! written. The seed is never logged.
+//! background workers and the HTTP server with graceful shutdown. Where keys come from
+//! (the master seed, or the signing service) is [`crate::custody`].
 
 use crate::api;
-use crate::config::{Config, ConfigError, PayoutSettings, parse_seed};
+use crate::config::{Config, ConfigError, PayoutSettings};
+use crate::custody::Custody;
+pub use crate::custody::load_master_seed;
 use crate::idempotency::InFlight;
 use crate::metrics::Metrics;
 use crate::rails::{LiveRail, Rails};
@@ -19,10 +15,9 @@ use serde::{Deserialize, Serialize};
 use stablecoin_core::CoreError;
 use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::domain::money::{Micros, Token};
-use stablecoin_core::domain::otp::CodeKey;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::engine::{Engine, EngineConfig, KeyKind, KeyMode, Ports};
-use stablecoin_core::memory::{LocalSigner, MemoryNotifier, MemoryPayouts, OsEntropy, SystemClock};
+use stablecoin_core::memory::{MemoryNotifier, MemoryPayouts, OsEntropy, SystemClock};
 use stablecoin_core::ports::{
     Batch, Payout, PayoutError, PayoutProvider, PayoutStatus, RailId, Record, get_record,
 };
@@ -35,7 +30,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::ops::Deref;
-use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -52,6 +46,10 @@ pub enum StartupError {
     /// private (mode 0600).
     #[error("master seed: {0}")]
     Seed(String),
+    /// The remote signer (`signer.kind = "remote"`) could not be set up or did not give
+    /// the keys this process needs at start.
+    #[error("signer: {0}")]
+    Signer(String),
     /// An engine call at start-up failed (creating or reusing the demo tenant).
     #[error("start-up: {0}")]
     Engine(#[from] CoreError),
@@ -177,12 +175,12 @@ pub struct BuildOptions {
 }
 
 /// The webhook deliverer: the SSRF allow-list and budget of `[webhooks]`, secrets sealed
-/// under a key derived from the master seed.
+/// under `secret_key` (derived from the master seed, here or in the signing service).
 fn webhook_deliverer(
     config: &Config,
     ports: &Ports,
     engine: &EngineConfig,
-    seed: &[u8; 32],
+    secret_key: SecretKey,
     options: BuildOptions,
 ) -> Result<Deliverer, StartupError> {
     let w = &config.webhooks;
@@ -196,7 +194,7 @@ fn webhook_deliverer(
         tenant_concurrency: w.tenant_concurrency,
         poll_interval: std::time::Duration::from_millis(config.worker_interval_ms),
         allow_networks: config.webhooks_allow_list()?,
-        secret_key: Some(SecretKey::from_master_seed(seed)),
+        secret_key: Some(secret_key),
     };
     let resolver = options
         .webhook_resolver
@@ -228,54 +226,6 @@ impl fmt::Debug for App {
     }
 }
 
-fn random_bytes<const N: usize>() -> Result<[u8; N], StartupError> {
-    let mut b = [0u8; N];
-    getrandom::fill(&mut b).map_err(|e| StartupError::Seed(format!("OS random source: {e}")))?;
-    Ok(b)
-}
-
-/// The master seed (see the module documentation for where it comes from).
-pub fn load_master_seed(config: &Config, durable: bool) -> Result<[u8; 32], StartupError> {
-    if let Some(s) = &config.master_seed {
-        return parse_seed(s.expose()).map_err(StartupError::Seed);
-    }
-    if !durable {
-        tracing::info!("memory storage: using an ephemeral master seed (nothing is persisted)");
-        return random_bytes::<32>();
-    }
-    seed_file(&config.data_dir)
-}
-
-fn seed_file(dir: &Path) -> Result<[u8; 32], StartupError> {
-    let path = dir.join("master_seed.hex");
-    let err = |e: std::io::Error| StartupError::Seed(format!("{}: {e}", path.display()));
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            crate::file_modes::require_private_file(&path).map_err(StartupError::Seed)?;
-            parse_seed(&text).map_err(|e| StartupError::Seed(format!("{}: {e}", path.display())))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            crate::file_modes::ensure_private_dir(dir).map_err(err)?;
-            let seed = random_bytes::<32>()?;
-            let mut opts = std::fs::OpenOptions::new();
-            opts.write(true).create_new(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                opts.mode(0o600);
-            }
-            use std::io::Write;
-            let mut f = opts.open(&path).map_err(err)?;
-            f.write_all(format!("{}\n", crate::config::hex(&seed)).as_bytes())
-                .map_err(err)?;
-            f.sync_all().map_err(err)?;
-            tracing::info!(path = %path.display(), "generated a new master seed; back this file up with the database");
-            Ok(seed)
-        }
-        Err(e) => Err(err(e)),
-    }
-}
-
 impl App {
     /// Opens storage, derives keys, starts the simulated rails, builds the engine and (when
     /// enabled) creates or reuses the demo tenant. Does not listen yet: see [`App::serve`].
@@ -287,9 +237,11 @@ impl App {
     pub async fn build_with(config: Config, options: BuildOptions) -> Result<App, StartupError> {
         config.validate()?;
         let storage = open_storage(&config.storage, &config.data_dir).await?;
-        let seed = load_master_seed(&config, storage.durable)?;
-        let signer = Arc::new(LocalSigner::from_seed(seed));
-        let code_key = CodeKey::from_master_seed(&seed);
+        let Custody {
+            signer,
+            code_key,
+            webhook_key,
+        } = Custody::build(&config, storage.durable).await?;
         let clock: Arc<SystemClock> = Arc::new(SystemClock);
         let rails = Rails::build(
             &config,
@@ -371,7 +323,7 @@ impl App {
             }
             None => None,
         };
-        let webhooks = webhook_deliverer(&config, &ports, &engine_config, &seed, options)?;
+        let webhooks = webhook_deliverer(&config, &ports, &engine_config, webhook_key, options)?;
         let engine = Engine::new(ports, rails.all(), engine_config);
         let rate_limiter = Arc::new(crate::rate_limit::RateLimiter::new(
             config.rate_limits.limits(),
@@ -721,36 +673,5 @@ mod tests {
             || true,
         );
         assert_eq!(rounds.load(Ordering::SeqCst), 1);
-    }
-
-    #[test]
-    fn seed_file_is_generated_once_and_reused() {
-        let dir = std::env::temp_dir().join(format!("scseed-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let a = seed_file(&dir).unwrap();
-        let b = seed_file(&dir).unwrap();
-        assert_eq!(a, b);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(dir.join("master_seed.hex"))
-                .unwrap()
-                .permissions()
-                .mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
-        std::fs::remove_dir_all(&dir).ok();
-    }
-
-    #[test]
-    fn configured_seed_wins_and_memory_writes_no_file() {
-        let mut c = Config {
-            data_dir: std::env::temp_dir().join(format!("scseed2-{}", std::process::id())),
-            ..Default::default()
-        };
-        load_master_seed(&c, false).unwrap();
-        assert!(!c.data_dir.exists());
-        c.master_seed = Some(crate::config::Secret::new("11".repeat(32)));
-        assert_eq!(load_master_seed(&c, true).unwrap(), [0x11; 32]);
     }
 }

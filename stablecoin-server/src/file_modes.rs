@@ -70,28 +70,9 @@ pub fn private_database_file(db: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Refuses a secret file that group or others may read.
-pub fn require_private_file(path: &Path) -> Result<(), String> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?
-            .permissions()
-            .mode();
-        if mode & GROUP_OR_OTHER != 0 {
-            return Err(format!(
-                "{} is readable by other users (mode {:o}); run: chmod 600 {}",
-                path.display(),
-                mode & 0o777,
-                path.display()
-            ));
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
-}
+/// Refuses a secret file that group or others may read (shared with the signing
+/// service, which refuses its seed and token files the same way).
+pub use stablecoin_signer::files::require_private_file;
 
 #[cfg(all(test, unix))]
 mod tests {

@@ -6,6 +6,7 @@ pub mod auth;
 mod banner;
 pub mod cli;
 pub mod config;
+pub mod custody;
 pub mod error;
 pub mod extract;
 pub mod file_modes;

@@ -12,8 +12,9 @@
 use crate::app::StartupError;
 use crate::config::Config;
 use stablecoin_core::domain::money::{Micros, Token};
-use stablecoin_core::memory::LocalSigner;
-use stablecoin_core::ports::{Clock, KeyPurpose, Rail, RailId, RailJournal, Store, StoreJournal};
+use stablecoin_core::ports::{
+    Clock, KeyPurpose, Rail, RailId, RailJournal, Signer, Store, StoreJournal,
+};
 use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -46,7 +47,7 @@ impl Rails {
     /// and reported by `/health/ready`.
     pub async fn build(
         config: &Config,
-        signer: Arc<LocalSigner>,
+        signer: Arc<dyn Signer>,
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
     ) -> Result<Rails, StartupError> {
@@ -77,7 +78,7 @@ impl Rails {
 
 async fn build_sim(
     config: &Config,
-    signer: Arc<LocalSigner>,
+    signer: Arc<dyn Signer>,
     clock: Arc<dyn Clock>,
     is_live: impl Fn(RailId) -> bool,
 ) -> Result<BTreeMap<RailId, Arc<SimRail>>, StartupError> {
@@ -123,7 +124,7 @@ async fn build_sim(
 #[cfg(not(feature = "evm"))]
 async fn build_live(
     config: &Config,
-    _signer: Arc<LocalSigner>,
+    _signer: Arc<dyn Signer>,
     _journal: Arc<dyn RailJournal>,
 ) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
     if !config.rails.evm.is_empty() {
@@ -137,7 +138,7 @@ async fn build_live(
 #[cfg(feature = "evm")]
 async fn build_live(
     config: &Config,
-    signer: Arc<LocalSigner>,
+    signer: Arc<dyn Signer>,
     journal: Arc<dyn RailJournal>,
 ) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
     use stablecoin_rails::evm::{EvmRail, HttpJsonRpc, SelfBundler};
@@ -190,7 +191,7 @@ async fn build_live(
 #[cfg(not(feature = "tron"))]
 async fn build_live_tron(
     config: &Config,
-    _signer: Arc<LocalSigner>,
+    _signer: Arc<dyn Signer>,
     _journal: Arc<dyn RailJournal>,
 ) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
     if config.rails.tron_node.is_some() {
@@ -204,7 +205,7 @@ async fn build_live_tron(
 #[cfg(feature = "tron")]
 async fn build_live_tron(
     config: &Config,
-    signer: Arc<LocalSigner>,
+    signer: Arc<dyn Signer>,
     journal: Arc<dyn RailJournal>,
 ) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
     use stablecoin_rails::tron::{HttpTronApi, TronRail};

@@ -16,6 +16,7 @@ use stablecoin_rails::evm::abi::{self, Abi};
 use stablecoin_rails::evm::testkit::{World, find_anvil, owner_of, shared_anvil};
 use stablecoin_server::App;
 use stablecoin_server::config::{EvmChainSettings, Secret, StorageConfig, TokenSettings, Wei};
+use stablecoin_signer::service::{SignerService, spawn_on_loopback};
 use std::sync::Arc;
 
 const SEED: u8 = 0x5e;
@@ -285,5 +286,96 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
     assert_eq!(again["address"], pa["address"]);
     s.settle().await;
     assert_eq!(usdc_balance(&s, &t.live, B).await, received + 3_000_000);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Key custody out of the API process on the real chain: the server signs through the
+/// signing service (`signer.kind = "remote"`) over loopback HTTP; user operations,
+/// sponsorships and bundles all verify on chain, and the data directory holds no seed.
+#[tokio::test]
+async fn a_server_with_the_remote_signer_settles_on_a_real_evm_chain_and_holds_no_seed() {
+    if find_anvil().is_none() {
+        assert!(
+            std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
+            "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
+        );
+        eprintln!("SKIPPED: no anvil binary");
+        return;
+    }
+    const REMOTE_SEED: [u8; 32] = [0x6e; 32];
+    const TOKEN: &str = "the-signer-token-of-the-evm-live-test";
+    let url = shared_anvil(137).to_string();
+    // The operator's tooling deploys the contracts for the seed's sponsor key; the server
+    // itself never sees the seed.
+    let operator = Arc::new(LocalSigner::from_seed(REMOTE_SEED));
+    let w = World::deploy_for(&url, 137, true, operator.clone(), |_| {}).await;
+    let signer = spawn_on_loopback(SignerService::new(REMOTE_SEED, TOKEN).unwrap())
+        .await
+        .unwrap();
+    let dir = temp_dir("evm-remote-signer");
+    let mut config = test_config();
+    common::use_remote_signer(&mut config, &signer.url, TOKEN, &dir);
+    config.rails.evm_chains = vec![137];
+    config.rails.evm.insert("137".into(), settings(&w, &url));
+    let s = serve(App::build(config).await.expect("app builds")).await;
+    let ready = s
+        .send(reqwest::Method::GET, "/health/ready", None, None, &[])
+        .await;
+    assert_eq!(ready.json()["polygon"], "READY", "{}", ready.text());
+
+    let t = s.tenant("Acme", "100").await;
+    let treasury = w.account(&KeyPurpose::Treasury).await;
+    w.mint(w.usdc, &treasury, 100_000_000).await;
+    let pa = s.provision(&t.live, A).await;
+    let pb = s.provision(&t.live, B).await;
+    let addr_a: stablecoin_rails::evm::EvmAddress =
+        pa["address"].as_str().unwrap().parse().unwrap();
+    let addr_b: stablecoin_rails::evm::EvmAddress =
+        pb["address"].as_str().unwrap().parse().unwrap();
+    // The address is the one the seed's key owns: the service signs for the seed.
+    let owner = owner_of(
+        &*operator,
+        &KeyPurpose::Wallet(pa["wallet_id"].as_str().unwrap().into()),
+    )
+    .await;
+    assert_eq!(
+        pa["address"].as_str().unwrap().to_lowercase(),
+        factory_address(&w, &owner.to_string()).await.to_lowercase()
+    );
+
+    let r = s
+        .post(
+            &t.live,
+            "/v1/users/fund",
+            &json!({"phone_number": A, "token": "USDC", "amount": "20"}).to_string(),
+        )
+        .await;
+    r.expect(202);
+    let fund_loc = r.header("location").unwrap();
+    s.settle().await;
+    let f = op_status(&s, &t.live, &fund_loc).await;
+    assert_eq!(f["status"], "SETTLED", "{f}");
+    assert_eq!(w.usdc_of(&addr_a).await, 20_000_000);
+
+    let r = s
+        .post(
+            &t.live,
+            "/v1/transfers/send",
+            &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC",
+                    "quote_id": "DIRECT_CRYPTO:USDC:10"})
+            .to_string(),
+        )
+        .await;
+    r.expect(202);
+    let received = m(r.json()["recipient_amount"].as_str().unwrap()).0 as u128;
+    let send_loc = r.header("location").unwrap();
+    s.settle().await;
+    let tr = op_status(&s, &t.live, &send_loc).await;
+    assert_eq!(tr["status"], "SETTLED", "{tr}");
+    assert_eq!(w.usdc_of(&addr_b).await, received);
+    assert_eq!(w.usdc_of(&addr_a).await, 10_000_000);
+
+    common::assert_database_and_no_seed(&dir);
+    drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

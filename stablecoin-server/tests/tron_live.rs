@@ -180,3 +180,81 @@ async fn the_server_runs_the_real_tron_rail_configured_by_its_operator() {
         .expect_err(422, "INSUFFICIENT_FUNDS");
     assert_eq!(m("15"), m(&balance(A).await));
 }
+
+/// Key custody out of the API process on the real TRON rail: activation, delegations
+/// and the TRC-20 transfer are signed by the signing service (`signer.kind =
+/// "remote"`) over loopback HTTP, and the data directory holds no seed.
+#[tokio::test]
+async fn a_server_with_the_remote_signer_settles_on_the_real_tron_rail_and_holds_no_seed() {
+    use stablecoin_signer::service::{SignerService, spawn_on_loopback};
+    const REMOTE_SEED: [u8; 32] = [0x8e; 32];
+    const TOKEN: &str = "the-signer-token-of-the-tron-live-test";
+    let node = TronNode::start(NodeConfig {
+        backend: backend_from_env(),
+        block_per_head_read: true,
+        ..NodeConfig::default()
+    })
+    .await;
+    let usdt = TronAddress::from_bytes(&node.chain().await.config.usdt_contract).unwrap();
+    let service = spawn_on_loopback(SignerService::new(REMOTE_SEED, TOKEN).unwrap())
+        .await
+        .unwrap();
+    // What the operator computes from the seed to fund the sponsor (outside the server).
+    let operator = LocalSigner::from_seed(REMOTE_SEED);
+    let sponsor = address_of(&operator, &KeyPurpose::Sponsor).await;
+    node.create_account(sponsor.as_bytes(), 1_000 * TRX).await;
+    node.freeze(sponsor.as_bytes(), ENERGY, 100_000 * TRX).await;
+    node.freeze(sponsor.as_bytes(), BANDWIDTH, 10_000 * TRX)
+        .await;
+
+    let dir = temp_dir("tron-remote-signer");
+    let mut config = test_config();
+    common::use_remote_signer(&mut config, &service.url, TOKEN, &dir);
+    config.rails.tron_node = Some(settings(node.url(), &usdt));
+    let s = serve(App::build(config).await.expect("app builds")).await;
+    let ready = s
+        .send(reqwest::Method::GET, "/health/ready", None, None, &[])
+        .await;
+    assert_eq!(ready.json()["tron"], "READY", "{}", ready.text());
+
+    let t = s.tenant("Acme", "100").await;
+    let mut addresses = Vec::new();
+    for phone in [A, B] {
+        let r = s
+            .post(
+                &t.live,
+                "/v1/tron/users/provision",
+                &json!({"phone_number": phone}).to_string(),
+            )
+            .await;
+        r.expect(200);
+        addresses.push(TronAddress::parse(r.json()["address"].as_str().unwrap()).unwrap());
+    }
+    let (addr_a, addr_b) = (&addresses[0], &addresses[1]);
+    node.mint_usdt(addr_a.as_bytes(), 25_000_000).await;
+    s.settle().await;
+
+    let r = s
+        .post(
+            &t.live,
+            "/v1/tron/transfers/send",
+            &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDT",
+                "quote_id": "DIRECT_CRYPTO:USDT:10"})
+            .to_string(),
+        )
+        .await;
+    r.expect(202);
+    let loc = r.header("location").unwrap();
+    s.settle().await;
+    let done = s.get(&t.live, &loc).await;
+    done.expect(200);
+    assert_eq!(done.json()["status"], "SETTLED", "{}", done.text());
+    let tx = done.json()["tx_hash"].as_str().unwrap().to_string();
+    assert_eq!(node.contract_ret(&tx).await.as_deref(), Some("SUCCESS"));
+    assert_eq!(node.usdt_balance(addr_a.as_bytes()).await, 15_000_000);
+    assert_eq!(node.usdt_balance(addr_b.as_bytes()).await, 10_000_000);
+
+    common::assert_database_and_no_seed(&dir);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

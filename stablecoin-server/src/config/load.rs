@@ -56,6 +56,17 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Int,
     ),
     ("STABLECOIN_SIGNER", &["signer", "kind"], EnvKind::Str),
+    ("STABLECOIN_SIGNER_URL", &["signer", "url"], EnvKind::Str),
+    (
+        "STABLECOIN_SIGNER_TOKEN",
+        &["signer", "token"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_SIGNER_TIMEOUT_MS",
+        &["signer", "timeout_ms"],
+        EnvKind::Int,
+    ),
     ("STABLECOIN_PAYOUTS", &["payouts", "kind"], EnvKind::Str),
     ("STABLECOIN_DATA_DIR", &["data_dir"], EnvKind::Str),
     ("STABLECOIN_MASTER_SEED", &["master_seed"], EnvKind::Str),

@@ -16,11 +16,14 @@
 //! | `rates.spread_bps` (http) | `STABLECOIN_RATES_SPREAD_BPS` | `0` (applied in the service's favour; below 10000) |
 //! | `rates.timeout_ms` (http) | `STABLECOIN_RATES_TIMEOUT_MS` | `5000` (then 503 RATE_SOURCE_ERROR) |
 //! | `rates.decimals` (http; `{ NGN = 4 }`) | file only | each currency's ISO minor unit |
-//! | `signer.kind` (`local`) | `STABLECOIN_SIGNER` | `local` (keys derived in this process; development only) |
+//! | `signer.kind` (`local`/`remote`) | `STABLECOIN_SIGNER` | `local` (keys derived in this process; development only) |
+//! | `signer.url` (remote) | `STABLECOIN_SIGNER_URL` | none (required): the signing service, e.g. `http://10.0.0.5:7300` |
+//! | `signer.token` (remote) | `STABLECOIN_SIGNER_TOKEN` | none (required, at least 32 characters; never printed) |
+//! | `signer.timeout_ms` (remote) | `STABLECOIN_SIGNER_TIMEOUT_MS` | `5000` |
 //! | `payouts.kind` (`simulated`/`disabled`) | `STABLECOIN_PAYOUTS` | `simulated` (development only; `disabled` refuses withdrawals with 503 WITHDRAWALS_UNAVAILABLE) |
 //! | `listen` | `STABLECOIN_LISTEN` | `127.0.0.1:8080` |
 //! | `data_dir` | `STABLECOIN_DATA_DIR` | `stablecoin-data` |
-//! | `master_seed` (64 hex) | `STABLECOIN_MASTER_SEED` | see [`crate::app`] (seed file or ephemeral) |
+//! | `master_seed` (64 hex) | `STABLECOIN_MASTER_SEED` | see [`crate::custody`] (seed file or ephemeral; refused with `signer.kind = "remote"`) |
 //! | `body_limit_bytes` | `STABLECOIN_BODY_LIMIT_BYTES` | `65536` |
 //! | `worker_interval_ms` | `STABLECOIN_WORKER_INTERVAL_MS` | `250` |
 //! | `run_workers` | `STABLECOIN_RUN_WORKERS` | `true` (false: API only, e.g. extra API nodes) |

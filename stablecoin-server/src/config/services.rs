@@ -185,6 +185,23 @@ pub enum SignerSettings {
     /// Keys derived in this process from the master seed (development only).
     #[default]
     Local,
+    /// Keys held by the signing service (`stablecoin-signer serve`): this process holds
+    /// no key material and never reads or writes a seed file. See
+    /// `docs/signer-protocol.md`.
+    Remote {
+        /// The service's base URL on a loopback or private address
+        /// (`http://10.0.0.5:7300`).
+        url: String,
+        /// The shared token (at least 32 characters) requests are authenticated with.
+        token: Secret,
+        /// How long one call may take before the signer counts as unavailable.
+        #[serde(default = "default_signer_timeout_ms")]
+        timeout_ms: u64,
+    },
+}
+
+fn default_signer_timeout_ms() -> u64 {
+    5_000
 }
 
 impl SignerSettings {
@@ -192,7 +209,31 @@ impl SignerSettings {
     pub fn kind(&self) -> &'static str {
         match self {
             SignerSettings::Local => "local",
+            SignerSettings::Remote { .. } => "remote",
         }
+    }
+
+    /// Checks the fields of the `remote` kind: an http(s) URL, a token of at least 32
+    /// characters, a timeout between 1 ms and 60 s.
+    pub fn validate(&self) -> Result<(), String> {
+        let SignerSettings::Remote {
+            url,
+            token,
+            timeout_ms,
+        } = self
+        else {
+            return Ok(());
+        };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err("signer.url must start with http:// or https://".into());
+        }
+        if token.expose().len() < 32 {
+            return Err("signer.token must be at least 32 characters".into());
+        }
+        if !(1..=60_000).contains(timeout_ms) {
+            return Err("signer.timeout_ms must be between 1 and 60000".into());
+        }
+        Ok(())
     }
 
     /// True when this process holds the master seed.

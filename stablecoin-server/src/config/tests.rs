@@ -313,3 +313,62 @@ fn an_http_rate_feed_takes_defaults_and_refuses_bad_values_by_name() {
     .to_string();
     assert!(e.contains("rate_pointer"), "{e}");
 }
+
+#[test]
+fn a_remote_signer_comes_from_the_environment_and_its_fields_are_checked() {
+    let token = "t".repeat(32);
+    let c = Config::load(
+        None,
+        env(&[
+            ("STABLECOIN_SIGNER", "remote"),
+            ("STABLECOIN_SIGNER_URL", "http://10.0.0.5:7300"),
+            ("STABLECOIN_SIGNER_TOKEN", &token),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(
+        c.signer,
+        SignerSettings::Remote {
+            url: "http://10.0.0.5:7300".into(),
+            token: Secret::new(token.clone()),
+            timeout_ms: 5_000,
+        }
+    );
+    assert_eq!(c.signer.kind(), "remote");
+    assert!(!c.signer.is_local());
+    // The token never prints.
+    assert!(!format!("{c:?}").contains(&token));
+
+    let invalid = |pairs: &[(&str, &str)]| match Config::load(None, env(pairs)) {
+        Err(ConfigError::Invalid(m)) => m,
+        other => panic!("{other:?}"),
+    };
+    let base = [
+        ("STABLECOIN_SIGNER", "remote"),
+        ("STABLECOIN_SIGNER_URL", "http://10.0.0.5:7300"),
+    ];
+    let m = invalid(&[base[0], base[1], ("STABLECOIN_SIGNER_TOKEN", "short")]);
+    assert!(m.contains("signer.token"), "{m}");
+    let m = invalid(&[
+        base[0],
+        ("STABLECOIN_SIGNER_URL", "10.0.0.5:7300"),
+        ("STABLECOIN_SIGNER_TOKEN", &token),
+    ]);
+    assert!(m.contains("signer.url"), "{m}");
+    let m = invalid(&[
+        base[0],
+        base[1],
+        ("STABLECOIN_SIGNER_TOKEN", &token),
+        ("STABLECOIN_SIGNER_TIMEOUT_MS", "0"),
+    ]);
+    assert!(m.contains("signer.timeout_ms"), "{m}");
+    // A seed in this process contradicts a remote signer.
+    let seed = "11".repeat(32);
+    let m = invalid(&[
+        base[0],
+        base[1],
+        ("STABLECOIN_SIGNER_TOKEN", &token),
+        ("STABLECOIN_MASTER_SEED", &seed),
+    ]);
+    assert!(m.contains("master_seed"), "{m}");
+}

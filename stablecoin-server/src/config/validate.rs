@@ -112,6 +112,14 @@ impl Config {
         if let Some(seed) = &self.master_seed {
             parse_seed(seed.expose()).map_err(ConfigError::Invalid)?;
         }
+        self.signer.validate().map_err(ConfigError::Invalid)?;
+        if !self.signer.is_local() && self.master_seed.is_some() {
+            return bad(
+                "master_seed must not be set with signer.kind = \"remote\": the signing \
+                 service holds the seed, this process none"
+                    .into(),
+            );
+        }
         for (name, v) in [
             ("sim.treasury_float", &self.sim.treasury_float),
             ("demo.treasury_credit", &self.demo.treasury_credit),

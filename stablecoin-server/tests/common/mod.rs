@@ -98,6 +98,43 @@ pub fn test_config() -> Config {
     c
 }
 
+/// Points `c` at the signing service at `url` (`signer.kind = "remote"`): no seed in this
+/// process, and durable (SQLite) storage in `dir`, where a local seed file would go.
+pub fn use_remote_signer(c: &mut Config, url: &str, token: &str, dir: &std::path::Path) {
+    c.master_seed = None;
+    c.data_dir = dir.to_path_buf();
+    c.storage = stablecoin_server::config::StorageConfig::Sqlite {
+        path: None,
+        max_background: 4,
+    };
+    c.signer = stablecoin_server::config::SignerSettings::Remote {
+        url: url.into(),
+        token: stablecoin_server::config::Secret::new(token),
+        timeout_ms: 10_000,
+    };
+}
+
+/// The names of the files in `dir` (none when it does not exist).
+pub fn files_in(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `dir` holds the database and no seed file.
+#[track_caller]
+pub fn assert_database_and_no_seed(dir: &std::path::Path) {
+    let files = files_in(dir);
+    assert!(files.iter().any(|f| f == "stablecoin.db"), "{files:?}");
+    assert!(
+        !files.iter().any(|f| f.contains("seed")),
+        "no seed file: {files:?}"
+    );
+}
+
 /// A fresh, empty directory under the system temp dir, unique per call.
 pub fn temp_dir(tag: &str) -> std::path::PathBuf {
     use std::sync::atomic::{AtomicU32, Ordering};
