@@ -188,6 +188,9 @@ impl Config {
 mod tests {
     use super::super::{Config, Mode, PayoutSettings, StorageConfig};
 
+    const RATE_FEED: &str = "kind = \"http\"\nurl = \"https://fx.example/{currency}/{token}\"\nrate_pointer = \"/rate\"";
+    const REMOTE_SIGNER: &str = "kind = \"remote\"\nurl = \"http://10.0.0.5:7300\"\ntoken = \"0123456789abcdef0123456789abcdef\"";
+
     /// Production mode with every default, memory storage and a seed in the
     /// configuration: every refusal applies.
     fn production() -> Config {
@@ -257,13 +260,21 @@ mod tests {
         Some(|c| c.storage = StorageConfig::default())
     );
     refusal!(the_in_memory_sms_gateway_is_refused, "sms.kind", None);
-    refusal!(the_demo_rate_table_is_refused, "rates.kind", None);
+    refusal!(
+        the_demo_rate_table_is_refused,
+        "rates.kind",
+        Some(|c| c.rates = toml::from_str(RATE_FEED).unwrap())
+    );
     refusal!(
         the_simulated_payout_provider_is_refused,
         "payouts.kind",
         Some(|c| c.payouts = PayoutSettings::Disabled)
     );
-    refusal!(a_local_signer_is_refused, "signer.kind", None);
+    refusal!(
+        a_local_signer_is_refused,
+        "signer.kind",
+        Some(|c| c.signer = toml::from_str(REMOTE_SIGNER).unwrap())
+    );
     refusal!(
         a_master_seed_in_the_configuration_is_refused,
         "master_seed",
