@@ -14,6 +14,7 @@ mod operation_reads;
 mod operations;
 mod read_cache;
 mod sandbox;
+mod sms;
 mod tenants;
 mod wallets;
 mod withdrawals;
@@ -23,6 +24,7 @@ pub use idempotency::validate_idempotency_key;
 pub use ledger_accounts::accounts;
 pub use operations::{FundRequest, Operation, OperationView, PayoutLeg, SendRequest, SendView};
 pub use sandbox::Sandbox;
+pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};
 pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
 pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView};
 pub use withdrawals::WithdrawRequest;
@@ -115,6 +117,9 @@ pub struct EngineConfig {
     /// Rent-paying wallet preparations (Solana provisionings) one tenant may ask for
     /// per window.
     pub rent_quota: RentQuota,
+    /// The SMS outbox: retries with backoff, and the per-country USSD instructions of
+    /// the "you received money" message.
+    pub sms: SmsPolicy,
 }
 
 impl Default for EngineConfig {
@@ -136,6 +141,7 @@ impl Default for EngineConfig {
             readiness_cache_ms: 2_000,
             min_send: MinSend::default(),
             rent_quota: RentQuota::default(),
+            sms: SmsPolicy::default(),
         }
     }
 }

@@ -13,5 +13,6 @@ mod harness;
 mod journey;
 mod money_safety;
 mod quotes;
+mod sms_outbox;
 mod withdrawal_safety;
 mod workers;
