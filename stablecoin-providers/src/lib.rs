@@ -1,1 +1,16 @@
 #![doc = include_str!("../README.md")]
+
+pub mod error;
+pub use error::ProviderError;
+
+#[cfg(any(feature = "africastalking", feature = "twilio"))]
+mod http;
+
+#[cfg(feature = "africastalking")]
+pub mod africastalking;
+
+#[cfg(feature = "twilio")]
+pub mod twilio;
+
+#[cfg(feature = "testkit")]
+pub mod testkit;
