@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod rails;
 pub mod rate_limit;
 pub mod sandbox;
+pub mod sms;
 pub mod storage;
 
 pub use api::{API_VERSION, build_router, openapi};

@@ -5,7 +5,14 @@
 //! | TOML key | environment variable | default |
 //! |---|---|---|
 //! | `mode` (`development`/`production`) | `STABLECOIN_MODE` | `development` |
-//! | `sms.kind` (`memory`) | `STABLECOIN_SMS` | `memory` (development only) |
+//! | `sms.kind` (`memory`/`africastalking`/`twilio`) | `STABLECOIN_SMS` | `memory` (development only) |
+//! | `sms.base_url` (africastalking, twilio) | `STABLECOIN_SMS_BASE_URL` | the provider's live API |
+//! | `sms.username`, `sms.api_key` (africastalking, required; the key is a secret) | `STABLECOIN_SMS_USERNAME`, `STABLECOIN_SMS_API_KEY` | none |
+//! | `sms.account_sid`, `sms.auth_token` (twilio, required; the token is a secret) | `STABLECOIN_SMS_ACCOUNT_SID`, `STABLECOIN_SMS_AUTH_TOKEN` | none |
+//! | `sms.from` (africastalking: optional sender id; twilio: one of it and `messaging_service_sid`) | `STABLECOIN_SMS_FROM` | none |
+//! | `sms.messaging_service_sid` (twilio) | `STABLECOIN_SMS_MESSAGING_SERVICE_SID` | none |
+//! | `sms.status_callback_url` (twilio: the public URL of `/v1/callbacks/sms/twilio`) | `STABLECOIN_SMS_STATUS_CALLBACK_URL` | none (no delivery reports) |
+//! | `sms.timeout_ms` (africastalking, twilio) | `STABLECOIN_SMS_TIMEOUT_MS` | `10000` |
 //! | `rates.kind` (`fixed`) | `STABLECOIN_RATES` | `fixed` (the demo table; development only) |
 //! | `signer.kind` (`local`) | `STABLECOIN_SIGNER` | `local` (keys derived in this process; development only) |
 //! | `payouts.kind` (`simulated`) | `STABLECOIN_PAYOUTS` | `simulated` (development only) |

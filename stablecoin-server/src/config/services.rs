@@ -5,6 +5,7 @@
 //! `local`, `simulated`) are the zero-configuration defaults of `development` mode;
 //! `production` mode refuses them (see `validate.rs`).
 
+use super::Secret;
 use serde::Deserialize;
 
 /// `mode`: what the deployment is for.
@@ -36,6 +37,62 @@ pub enum SmsSettings {
     /// Messages stay in the process (development only: nothing reaches a phone).
     #[default]
     Memory,
+    /// Africa's Talking messaging. Its delivery reports are posted (unsigned) to
+    /// `POST /v1/callbacks/sms/africastalking`, set as the delivery-report URL in its
+    /// dashboard.
+    #[serde(rename = "africastalking")]
+    AfricasTalking {
+        /// API base (default `https://api.africastalking.com`; the sandbox is
+        /// `https://api.sandbox.africastalking.com`).
+        #[serde(default = "at_base_url")]
+        base_url: String,
+        /// The application's username (`sandbox` on the sandbox).
+        username: String,
+        /// The application's API key.
+        api_key: Secret,
+        /// Sender id or short code; the account's default when absent.
+        #[serde(default)]
+        from: Option<String>,
+        /// Time limit of one send, in milliseconds (default 10000).
+        #[serde(default = "sms_timeout_ms")]
+        timeout_ms: u64,
+    },
+    /// Twilio Messages. Status callbacks are verified with `X-Twilio-Signature` at
+    /// `POST /v1/callbacks/sms/twilio`.
+    Twilio {
+        /// API base (default `https://api.twilio.com`).
+        #[serde(default = "twilio_base_url")]
+        base_url: String,
+        /// The account SID (`AC...`).
+        account_sid: String,
+        /// The auth token (Basic-auth password, and the key callbacks are signed with).
+        auth_token: Secret,
+        /// The sender number or id; exactly one of `from` and `messaging_service_sid`.
+        #[serde(default)]
+        from: Option<String>,
+        /// The Messaging Service (`MG...`) that picks the sender.
+        #[serde(default)]
+        messaging_service_sid: Option<String>,
+        /// The full public URL of this server's `/v1/callbacks/sms/twilio`, as Twilio
+        /// will call it (signatures cover it); no delivery reports when absent.
+        #[serde(default)]
+        status_callback_url: Option<String>,
+        /// Time limit of one send, in milliseconds (default 10000).
+        #[serde(default = "sms_timeout_ms")]
+        timeout_ms: u64,
+    },
+}
+
+fn at_base_url() -> String {
+    "https://api.africastalking.com".into()
+}
+
+fn twilio_base_url() -> String {
+    "https://api.twilio.com".into()
+}
+
+fn sms_timeout_ms() -> u64 {
+    10_000
 }
 
 impl SmsSettings {
@@ -43,12 +100,77 @@ impl SmsSettings {
     pub fn kind(&self) -> &'static str {
         match self {
             SmsSettings::Memory => "memory",
+            SmsSettings::AfricasTalking { .. } => "africastalking",
+            SmsSettings::Twilio { .. } => "twilio",
         }
     }
 
     /// True when messages never leave the process.
     pub fn is_in_memory(&self) -> bool {
         matches!(self, SmsSettings::Memory)
+    }
+
+    /// Checks the gateway's fields; the error names the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        let url = |key: &str, u: &str| {
+            if u.starts_with("https://") || u.starts_with("http://") {
+                Ok(())
+            } else {
+                Err(format!("sms.{key} must be an http(s) URL"))
+            }
+        };
+        let timeout = |t: u64| {
+            if (100..=120_000).contains(&t) {
+                Ok(())
+            } else {
+                Err("sms.timeout_ms must be between 100 and 120000".to_string())
+            }
+        };
+        match self {
+            SmsSettings::Memory => Ok(()),
+            SmsSettings::AfricasTalking {
+                base_url,
+                username,
+                api_key,
+                timeout_ms,
+                ..
+            } => {
+                url("base_url", base_url)?;
+                if username.trim().is_empty() {
+                    return Err("sms.username must not be empty".into());
+                }
+                if api_key.expose().trim().is_empty() {
+                    return Err("sms.api_key must not be empty".into());
+                }
+                timeout(*timeout_ms)
+            }
+            SmsSettings::Twilio {
+                base_url,
+                account_sid,
+                auth_token,
+                from,
+                messaging_service_sid,
+                status_callback_url,
+                timeout_ms,
+            } => {
+                url("base_url", base_url)?;
+                if account_sid.trim().is_empty() {
+                    return Err("sms.account_sid must not be empty".into());
+                }
+                if auth_token.expose().trim().is_empty() {
+                    return Err("sms.auth_token must not be empty".into());
+                }
+                if from.is_some() == messaging_service_sid.is_some() {
+                    return Err(
+                        "sms: set exactly one of sms.from and sms.messaging_service_sid".into(),
+                    );
+                }
+                if let Some(u) = status_callback_url {
+                    url("status_callback_url", u)?;
+                }
+                timeout(*timeout_ms)
+            }
+        }
     }
 }
 
