@@ -1,11 +1,12 @@
 //! A fake of Africa's Talking's messaging API and delivery reports.
 
-use super::{Behaviour, FakeSms, Server, Shared, hang, post_later};
+use super::{Behaviour, FakeSms, Recorder, Server, hang, post_later};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use std::collections::BTreeMap;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct FakeAfricasTalking {
     server: Server,
-    shared: Arc<Shared>,
+    shared: Arc<Recorder>,
     state: Arc<AtState>,
 }
 
@@ -24,7 +25,7 @@ pub struct FakeAfricasTalking {
 struct AtState {
     api_key: String,
     username: String,
-    shared: Arc<Shared>,
+    shared: Arc<Recorder>,
     /// Per-number recipient status codes other than 101.
     refusals: Mutex<BTreeMap<String, (u16, String)>>,
     next: Mutex<u64>,
@@ -33,7 +34,7 @@ struct AtState {
 impl FakeAfricasTalking {
     /// Starts the fake; it accepts `api_key` for `username` only.
     pub async fn start(username: &str, api_key: &str) -> std::io::Result<Self> {
-        let shared = Shared::new();
+        let shared = Recorder::new();
         let state = Arc::new(AtState {
             api_key: api_key.into(),
             username: username.into(),
@@ -56,34 +57,12 @@ impl FakeAfricasTalking {
         &self.server.base_url
     }
 
-    /// How the next sends are answered.
-    pub fn set_behaviour(&self, b: Behaviour) {
-        if let Ok(mut g) = self.shared.behaviour.lock() {
-            *g = b;
-        }
-    }
-
     /// Sends to `number` get this recipient `statusCode` and `status` (e.g. 403
     /// `InvalidPhoneNumber`) instead of 101.
     pub fn refuse_number(&self, number: &str, code: u16, status: &str) {
         if let Ok(mut m) = self.state.refusals.lock() {
             m.insert(number.into(), (code, status.into()));
         }
-    }
-
-    /// Every message accepted so far, oldest first.
-    pub fn sent(&self) -> Vec<FakeSms> {
-        self.shared.sent()
-    }
-
-    /// Requests received so far (accepted or not).
-    pub fn requests(&self) -> usize {
-        self.shared.requests.lock().map(|n| *n).unwrap_or(0)
-    }
-
-    /// The newest one-time code (6 digits) the fake received for `to` (E.164).
-    pub fn last_code_to(&self, to: &str) -> Option<String> {
-        self.shared.last_code_to(to)
     }
 
     /// Posts a delivery report of `message_id` to `callback_url` after `delay`, `times`
@@ -190,4 +169,12 @@ async fn messaging(
         }
     });
     (StatusCode::CREATED, axum::Json(body)).into_response()
+}
+
+/// The recorder's reads and controls (`sent`, `last_code_to`, `set_behaviour`, ...).
+impl Deref for FakeAfricasTalking {
+    type Target = Recorder;
+    fn deref(&self) -> &Recorder {
+        &self.shared
+    }
 }

@@ -46,21 +46,34 @@ pub struct FakeSms {
     pub text: String,
 }
 
-/// What a fake shares between its handle and its server task.
+/// What a fake received and how it answers, shared between its handle (each fake
+/// derefs to it) and its server task.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub struct Recorder {
     pub(crate) behaviour: Mutex<Behaviour>,
     pub(crate) sent: Mutex<Vec<FakeSms>>,
     pub(crate) requests: Mutex<usize>,
 }
 
-impl Shared {
+impl Recorder {
     pub(crate) fn new() -> Arc<Self> {
-        Arc::new(Shared {
+        Arc::new(Recorder {
             behaviour: Mutex::new(Behaviour::Normal),
             sent: Mutex::new(Vec::new()),
             requests: Mutex::new(0),
         })
+    }
+
+    /// How the next sends are answered.
+    pub fn set_behaviour(&self, b: Behaviour) {
+        if let Ok(mut g) = self.behaviour.lock() {
+            *g = b;
+        }
+    }
+
+    /// Requests received so far (accepted or not).
+    pub fn requests(&self) -> usize {
+        self.requests.lock().map(|n| *n).unwrap_or(0)
     }
 
     pub(crate) fn behaviour(&self) -> Behaviour {
@@ -82,12 +95,13 @@ impl Shared {
         }
     }
 
-    pub(crate) fn sent(&self) -> Vec<FakeSms> {
+    /// Every message accepted so far, oldest first.
+    pub fn sent(&self) -> Vec<FakeSms> {
         self.sent.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
-    /// The newest 6-digit code in a message to `to`.
-    pub(crate) fn last_code_to(&self, to: &str) -> Option<String> {
+    /// The newest one-time code (6 digits) the fake received for `to` (E.164).
+    pub fn last_code_to(&self, to: &str) -> Option<String> {
         self.sent()
             .into_iter()
             .rev()

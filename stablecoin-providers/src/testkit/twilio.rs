@@ -1,6 +1,6 @@
 //! A fake of Twilio's Messages API and its signed status callbacks.
 
-use super::{Behaviour, FakeSms, Server, Shared, hang, post_later};
+use super::{Behaviour, FakeSms, Recorder, Server, hang, post_later};
 use crate::twilio::signature;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use base64::Engine as _;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct FakeTwilio {
     server: Server,
-    shared: Arc<Shared>,
+    shared: Arc<Recorder>,
     state: Arc<TwState>,
 }
 
@@ -26,7 +27,7 @@ pub struct FakeTwilio {
 struct TwState {
     account_sid: String,
     auth_token: String,
-    shared: Arc<Shared>,
+    shared: Arc<Recorder>,
     invalid: Mutex<BTreeSet<String>>,
     callbacks: Mutex<BTreeMap<String, String>>,
     next: Mutex<u64>,
@@ -35,7 +36,7 @@ struct TwState {
 impl FakeTwilio {
     /// Starts the fake for one account.
     pub async fn start(account_sid: &str, auth_token: &str) -> std::io::Result<Self> {
-        let shared = Shared::new();
+        let shared = Recorder::new();
         let state = Arc::new(TwState {
             account_sid: account_sid.into(),
             auth_token: auth_token.into(),
@@ -59,33 +60,11 @@ impl FakeTwilio {
         &self.server.base_url
     }
 
-    /// How the next sends are answered.
-    pub fn set_behaviour(&self, b: Behaviour) {
-        if let Ok(mut g) = self.shared.behaviour.lock() {
-            *g = b;
-        }
-    }
-
     /// Sends to `number` are refused with 400, code 21211 (invalid `To`).
     pub fn refuse_number(&self, number: &str) {
         if let Ok(mut s) = self.state.invalid.lock() {
             s.insert(number.into());
         }
-    }
-
-    /// Every message accepted so far, oldest first.
-    pub fn sent(&self) -> Vec<FakeSms> {
-        self.shared.sent()
-    }
-
-    /// Requests received so far (accepted or not).
-    pub fn requests(&self) -> usize {
-        self.shared.requests.lock().map(|n| *n).unwrap_or(0)
-    }
-
-    /// The newest one-time code (6 digits) the fake received for `to` (E.164).
-    pub fn last_code_to(&self, to: &str) -> Option<String> {
-        self.shared.last_code_to(to)
     }
 
     /// Posts a status callback of message `sid` to the `StatusCallback` it was sent
@@ -217,4 +196,12 @@ async fn messages(
         "num_segments": "1", "direction": "outbound-api", "api_version": "2010-04-01",
     });
     (StatusCode::CREATED, axum::Json(body)).into_response()
+}
+
+/// The recorder's reads and controls (`sent`, `last_code_to`, `set_behaviour`, ...).
+impl Deref for FakeTwilio {
+    type Target = Recorder;
+    fn deref(&self) -> &Recorder {
+        &self.shared
+    }
 }
