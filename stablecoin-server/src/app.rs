@@ -336,6 +336,7 @@ impl App {
                 .min_send()
                 .map_err(|e| StartupError::Config(crate::config::ConfigError::Invalid(e)))?,
             rent_quota: config.limits.rent_quota(),
+            sms: config.notices.sms_policy(),
             ..EngineConfig::default()
         };
         let escrow = match rails.get(RailId::Tron) {

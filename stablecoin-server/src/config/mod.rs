@@ -13,6 +13,8 @@
 //! | `sms.messaging_service_sid` (twilio) | `STABLECOIN_SMS_MESSAGING_SERVICE_SID` | none |
 //! | `sms.status_callback_url` (twilio: the public URL of `/v1/callbacks/sms/twilio`) | `STABLECOIN_SMS_STATUS_CALLBACK_URL` | none (no delivery reports) |
 //! | `sms.timeout_ms` (africastalking, twilio) | `STABLECOIN_SMS_TIMEOUT_MS` | `10000` |
+//! | `notices.ussd_instructions` (calling code -> text of "you received money") | | none |
+//! | `notices.ussd_instructions_default` | | `Dial *144# to open your wallet and see your balance.` |
 //! | `rates.kind` (`fixed`) | `STABLECOIN_RATES` | `fixed` (the demo table; development only) |
 //! | `signer.kind` (`local`) | `STABLECOIN_SIGNER` | `local` (keys derived in this process; development only) |
 //! | `payouts.kind` (`simulated`) | `STABLECOIN_PAYOUTS` | `simulated` (development only) |
@@ -148,7 +150,9 @@ pub use rails::{
 };
 pub(crate) use secrets::hex;
 pub use secrets::{Secret, parse_seed};
-pub use services::{Mode, PayoutSettings, RatesSettings, SignerSettings, SmsSettings};
+pub use services::{
+    Mode, NoticeSettings, PayoutSettings, RatesSettings, SignerSettings, SmsSettings,
+};
 pub use settings::{DemoConfig, EngineSettings, LogConfig, LogFormat};
 pub use storage::StorageConfig;
 pub use webhooks::WebhookSettings;
@@ -248,6 +252,8 @@ pub struct Config {
     pub mode: Mode,
     /// `[sms]`: the SMS gateway.
     pub sms: SmsSettings,
+    /// `[notices]`: the per-country text of the "you received money" SMS.
+    pub notices: NoticeSettings,
     /// `[rates]`: the FX rate source.
     pub rates: RatesSettings,
     /// `[signer]`: key custody.
@@ -281,6 +287,7 @@ impl Default for Config {
             limits: SponsorshipSettings::default(),
             mode: Mode::default(),
             sms: SmsSettings::default(),
+            notices: NoticeSettings::default(),
             rates: RatesSettings::default(),
             signer: SignerSettings::default(),
             payouts: PayoutSettings::default(),

@@ -243,3 +243,57 @@ impl PayoutSettings {
         matches!(self, PayoutSettings::Simulated)
     }
 }
+
+/// `[notices]`: the text of the "you received money" SMS, sent to a recipient no tenant
+/// serves (`stablecoin_core::engine::SmsPolicy`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct NoticeSettings {
+    /// USSD access instructions per country, keyed by E.164 calling code without `+`
+    /// (`"225" = "Composez le *144# ..."`); the longest code prefixing the number wins.
+    pub ussd_instructions: std::collections::BTreeMap<String, String>,
+    /// The instructions for every other number; the engine's English default when
+    /// absent.
+    pub ussd_instructions_default: Option<String>,
+}
+
+/// The longest instructions text: the notice must stay one SMS (160 GSM characters)
+/// after "You received <amount> <token>. ".
+const USSD_TEXT_MAX: usize = 110;
+
+impl NoticeSettings {
+    /// The engine's SMS policy with these texts.
+    pub fn sms_policy(&self) -> stablecoin_core::engine::SmsPolicy {
+        let mut p = stablecoin_core::engine::SmsPolicy {
+            ussd_instructions: self.ussd_instructions.clone(),
+            ..Default::default()
+        };
+        if let Some(d) = &self.ussd_instructions_default {
+            p.ussd_instructions_default = d.clone();
+        }
+        p
+    }
+
+    /// Checks the calling codes (1 to 4 digits) and texts (1 to 110 characters).
+    pub fn validate(&self) -> Result<(), String> {
+        let text_ok = |t: &str| !t.trim().is_empty() && t.chars().count() <= USSD_TEXT_MAX;
+        for (code, text) in &self.ussd_instructions {
+            if code.is_empty() || code.len() > 4 || !code.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(format!(
+                    "notices.ussd_instructions: {code:?} is not a calling code (1 to 4 digits, no +)"
+                ));
+            }
+            if !text_ok(text) {
+                return Err(format!(
+                    "notices.ussd_instructions.{code} must be 1 to {USSD_TEXT_MAX} characters"
+                ));
+            }
+        }
+        match &self.ussd_instructions_default {
+            Some(t) if !text_ok(t) => Err(format!(
+                "notices.ussd_instructions_default must be 1 to {USSD_TEXT_MAX} characters"
+            )),
+            _ => Ok(()),
+        }
+    }
+}

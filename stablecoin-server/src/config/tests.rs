@@ -328,3 +328,29 @@ fn an_incomplete_or_stray_sms_setting_is_refused_naming_it() {
         assert!(e.contains(names), "{text}: {e}");
     }
 }
+
+#[test]
+fn notices_set_the_ussd_instructions_per_country() {
+    let c = load_text(
+        "notices",
+        "[notices]\nussd_instructions = { \"225\" = \"Composez le *133#.\" }\n",
+    )
+    .unwrap();
+    let p = c.notices.sms_policy();
+    let ph = |s: &str| stablecoin_core::domain::phone::Phone::parse(s).unwrap();
+    assert_eq!(p.ussd_for(&ph("+2250700000001")), "Composez le *133#.");
+    assert!(p.ussd_for(&ph("+254700000001")).contains("*144#"));
+    for (i, bad) in [
+        "[notices]\nussd_instructions = { \"+225\" = \"x\" }\n",
+        "[notices]\nussd_instructions = { \"225\" = \"\" }\n",
+        "[notices]\nussd_instructions_default = \" \"\n",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let e = load_text(&format!("notices-bad-{i}"), bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("notices.ussd_instructions"), "{bad}: {e}");
+    }
+}
