@@ -1,22 +1,30 @@
-//! The crate's one error enum, with stable codes.
+//! The crate's one error type, with stable codes.
 
 use thiserror::Error;
 
-/// Why an adapter of this crate could not be built.
+/// Why an adapter could not be built or a provider's callback was refused. Sending
+/// errors are the ports' own (`NotifyError`); this is for what the host handles.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum ProviderError {
-    /// A setting of an adapter is missing or wrong; the text names it. Never carries a
-    /// secret.
-    #[error("invalid provider configuration: {0}")]
-    InvalidConfig(String),
+    /// The adapter's settings are unusable (an empty credential, a bad base URL).
+    #[error("provider configuration: {0}")]
+    Config(String),
+    /// A callback body is not the provider's documented shape (a field missing).
+    #[error("malformed provider callback: {0}")]
+    BadCallback(String),
+    /// A callback's signature is missing or does not verify.
+    #[error("provider callback signature does not verify")]
+    BadSignature,
 }
 
 impl ProviderError {
-    /// The stable machine code of this error.
+    /// The stable machine code (`PROVIDER_CONFIG`, `BAD_CALLBACK`, `BAD_SIGNATURE`).
     pub fn code(&self) -> &'static str {
         match self {
-            ProviderError::InvalidConfig(_) => "INVALID_CONFIG",
+            ProviderError::Config(_) => "PROVIDER_CONFIG",
+            ProviderError::BadCallback(_) => "BAD_CALLBACK",
+            ProviderError::BadSignature => "BAD_SIGNATURE",
         }
     }
 }

@@ -1,9 +1,19 @@
 #![doc = include_str!("../README.md")]
 
-#[cfg(feature = "rate-feed")]
 pub mod error;
+pub use error::ProviderError;
+
+#[cfg(any(feature = "africastalking", feature = "twilio"))]
+mod http;
+
+#[cfg(feature = "africastalking")]
+pub mod africastalking;
+
+#[cfg(feature = "twilio")]
+pub mod twilio;
+
 #[cfg(feature = "rate-feed")]
 pub mod rate_feed;
 
-#[cfg(feature = "rate-feed")]
-pub use error::ProviderError;
+#[cfg(feature = "testkit")]
+pub mod testkit;

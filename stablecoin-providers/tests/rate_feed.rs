@@ -228,7 +228,7 @@ fn bad_settings_are_refused_by_name() {
         let mut c = ok.clone();
         change(&mut c);
         let e = c.validate().unwrap_err();
-        assert_eq!(e.code(), "INVALID_CONFIG");
+        assert_eq!(e.code(), "PROVIDER_CONFIG");
         assert!(e.to_string().contains(named), "{named}: {e}");
     }
     let mut secret = ok.clone();

@@ -75,8 +75,8 @@ pub struct AppInner {
     pub sim_rails: BTreeMap<RailId, Arc<SimRail>>,
     /// The real chains (configured `[rails.evm.<chain id>]`).
     pub live_rails: BTreeMap<RailId, LiveRail>,
-    /// Where SMS (one-time codes, "you received money") go: no gateway is wired, so they
-    /// are kept in memory (tests read the codes here).
+    /// The in-memory SMS gateway of `sms.kind = "memory"` (tests read the codes here);
+    /// empty when a real gateway is configured (`crate::sms`).
     pub notifier: Arc<MemoryNotifier>,
     /// The simulated mobile-money payout provider withdrawals are paid through.
     pub payouts: Arc<SimPayouts>,
@@ -256,7 +256,7 @@ impl App {
             store: storage.store.clone(),
             ledger: storage.ledger.clone(),
             signer,
-            notifier: notifier.clone(),
+            notifier: crate::sms::notifier(&config.sms, notifier.clone())?,
             rates: config
                 .rates
                 .rate_source(clock.clone())
@@ -289,6 +289,7 @@ impl App {
                 .map_err(|e| StartupError::Config(ConfigError::Invalid(e)))?,
             rent_quota: config.limits.rent_quota(),
             withdrawals_enabled: !matches!(config.payouts, PayoutSettings::Disabled),
+            sms: config.notices.sms_policy(),
             ..EngineConfig::default()
         };
         let escrow = match rails.get(RailId::Tron) {

@@ -285,6 +285,11 @@ pub fn at(field: &str) -> impl Fn(CoreError) -> ApiError + '_ {
 pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     // request decoding (server)
     ("MALFORMED_JSON", 400, "The body is not a JSON object."),
+    (
+        "MALFORMED_CALLBACK",
+        400,
+        "A provider's callback (an SMS delivery report) is not in the provider's documented form.",
+    ),
     // escrow
     ("UNSUPPORTED_TOKEN", 400, "Escrow moves only TRON USDT."),
     (
@@ -392,6 +397,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "SANDBOX_UNSUPPORTED",
         403,
         "A test key on a mutation that has no sandbox simulation.",
+    ),
+    (
+        "INVALID_SIGNATURE",
+        403,
+        "A provider's callback is not signed with the configured credentials.",
     ),
     // not found
     (

@@ -17,6 +17,7 @@ pub mod rails;
 pub mod rate_limit;
 pub mod retention;
 pub mod sandbox;
+pub mod sms;
 pub mod storage;
 
 pub use api::{API_VERSION, build_router, openapi};

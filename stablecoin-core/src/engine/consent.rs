@@ -9,6 +9,7 @@
 //! subject is locked out.
 
 use super::Engine;
+use super::sms::{Attempt, SmsStatus};
 use super::wallets::{ChallengeView, ProvisionView};
 use crate::domain::consent::{Challenge, ChallengePurpose, Wallet, code_from_random};
 use crate::domain::events::DomainEvent;
@@ -17,6 +18,7 @@ use crate::domain::otp::{GuardScope, OtpGuard};
 use crate::domain::phone::Phone;
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
+use crate::ports::claim::hold_through_side_effect;
 use crate::ports::record::{Record, Versioned, get_record, get_record_by_unique};
 use crate::ports::services::{SmsKind, SmsMessage};
 use crate::ports::store::{Batch, Put};
@@ -100,8 +102,9 @@ impl Engine {
     /// Opens a challenge, replacing any open one of the same (purpose, tenant, wallet),
     /// and sends its code. Refused while the subject is locked out, and past the request
     /// limits per subject, per destination phone and per tenant (nothing is counted or
-    /// sent then). The SMS goes out only after the challenge is durable, so a code that
-    /// reaches a phone can always be confirmed.
+    /// sent then). The SMS is an outbox record of the challenge's own commit
+    /// (`engine::sms`), sent right after it, so a code that reaches a phone can always
+    /// be confirmed and a crash after the commit delays the SMS without losing it.
     async fn open_challenge(
         &self,
         tenant: &TenantId,
@@ -112,8 +115,18 @@ impl Engine {
     ) -> CoreResult<ChallengeView> {
         let policy = &self.config.otp;
         let code = self.random_code();
+        let text = match sms_kind {
+            SmsKind::PhoneChangeCode => {
+                format!(
+                    "Your code to move your wallet to this number is {code}. It expires in 10 minutes."
+                )
+            }
+            _ => format!(
+                "Your code to link your wallet is {code}. It expires in 10 minutes. Never share it."
+            ),
+        };
         let mut tries = 0;
-        let challenge = loop {
+        let (challenge, sms) = loop {
             let now = self.now();
             let mut subject = self
                 .guard(Self::subject(purpose.kind(), tenant, &wallet.id), now)
@@ -165,38 +178,50 @@ impl Engine {
                 puts.push(o.update(old.version)?);
             }
             puts.push(challenge.insert()?);
+            // The SMS is a record of the same commit, held for this request to send
+            // (no worker claims it before one lease has passed): a crash after the
+            // commit leaves it queued, and a worker sends it then.
+            let (sms, sms_put) = self.queue_sms(
+                send_to,
+                SmsMessage {
+                    kind: sms_kind,
+                    text: text.clone(),
+                },
+                Some(tenant.0.clone()),
+                Some(&challenge.id),
+                hold_through_side_effect(now, self.config.claim_lease_ms),
+            )?;
+            puts.push(sms_put);
             let batch = Batch {
                 puts,
                 ..Default::default()
             };
             match self.commit(batch).await {
-                Ok(_) => break challenge,
+                Ok(_) => break (challenge, sms),
                 // A concurrent request took the open key or moved a guard: count again.
                 Err(CoreError::Conflict { .. }) if tries < MAX_RACE_RETRIES => tries += 1,
                 Err(e) => return Err(e),
             }
         };
-        let text = match sms_kind {
-            SmsKind::PhoneChangeCode => {
-                format!(
-                    "Your code to move your wallet to this number is {code}. It expires in 10 minutes."
-                )
-            }
-            _ => format!(
-                "Your code to link your wallet is {code}. It expires in 10 minutes. Never share it."
-            ),
-        };
-        self.ports
-            .notifier
-            .send_sms(
-                send_to,
-                &SmsMessage {
-                    kind: sms_kind,
-                    text,
+        // A gateway that fails for now leaves the message queued: the worker retries it
+        // with backoff and the request still answers (the code is on its way). Only a
+        // message that will never be sent (refused for good) fails the request. An
+        // outcome that could not be recorded leaves it queued too: the worker resolves
+        // it once the hold has passed.
+        let sent = self
+            .deliver_sms(
+                Versioned {
+                    record: sms,
+                    version: 1,
                 },
+                false,
             )
-            .await
-            .map_err(|e| CoreError::Notifier(e.0))?;
+            .await;
+        if let Ok(Attempt::Ended(SmsStatus::GaveUp)) = sent {
+            return Err(CoreError::Notifier(
+                "the SMS gateway refused the message".into(),
+            ));
+        }
         Ok(ChallengeView {
             challenge_id: challenge.id.0,
             sent_to: send_to.masked(),

@@ -15,6 +15,7 @@ mod operations;
 mod read_cache;
 mod retention;
 mod sandbox;
+mod sms;
 mod tenants;
 mod wallets;
 mod withdrawals;
@@ -25,6 +26,7 @@ pub use ledger_accounts::accounts;
 pub use operations::{FundRequest, Operation, OperationView, PayoutLeg, SendRequest, SendView};
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
+pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};
 pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
 pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView};
 pub use withdrawals::WithdrawRequest;
@@ -121,6 +123,9 @@ pub struct EngineConfig {
     /// provider: a withdrawal is then refused (WITHDRAWALS_UNAVAILABLE) before anything
     /// is read or held, rather than accepted and refunded later.
     pub withdrawals_enabled: bool,
+    /// The SMS outbox: retries with backoff, and the per-country USSD instructions of
+    /// the "you received money" message.
+    pub sms: SmsPolicy,
 }
 
 impl Default for EngineConfig {
@@ -143,6 +148,7 @@ impl Default for EngineConfig {
             min_send: MinSend::default(),
             rent_quota: RentQuota::default(),
             withdrawals_enabled: true,
+            sms: SmsPolicy::default(),
         }
     }
 }

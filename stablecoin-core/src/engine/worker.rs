@@ -45,6 +45,8 @@ pub struct TickReport {
     pub deposits: usize,
     /// Submitted operations polled and deposits seen, still below confirmation depth.
     pub polled: usize,
+    /// SMS of the outbox a gateway accepted.
+    pub sms_sent: usize,
     /// Errors met (each left its record due for a later tick).
     pub errors: Vec<String>,
     /// The claim came back full (`batch_limit` operations): more are probably due, so
@@ -56,7 +58,13 @@ impl TickReport {
     /// Whether the tick moved nothing (errors and `more_due` aside), so a worker loop may
     /// sleep its interval.
     pub fn is_idle(&self) -> bool {
-        self.submitted + self.settled + self.failed + self.unknown + self.deposits + self.polled
+        self.submitted
+            + self.settled
+            + self.failed
+            + self.unknown
+            + self.deposits
+            + self.polled
+            + self.sms_sent
             == 0
     }
 
@@ -68,6 +76,7 @@ impl TickReport {
         self.unknown += other.unknown;
         self.deposits += other.deposits;
         self.polled += other.polled;
+        self.sms_sent += other.sms_sent;
         self.errors.extend(other.errors);
         self.more_due |= other.more_due;
     }
@@ -222,6 +231,10 @@ impl Engine {
             Err(e) => report.errors.push(e.to_string()),
         }
         self.scan_inbound(&mut report).await;
+        // After the operations: a settlement of this tick queues its SMS due now.
+        let (sent, more) = self.send_due_sms(&mut report.errors).await;
+        report.sms_sent += sent;
+        report.more_due |= more;
         report
     }
 
@@ -414,7 +427,7 @@ impl Engine {
             })
             .collect();
         let mut outbox: Vec<OutboxEvent> = Vec::new();
-        let mut sms_to = None;
+        let mut puts = Vec::new();
         if op.kind == OpKind::Transfer {
             outbox.push(self.event(
                 &op.tenant,
@@ -451,7 +464,20 @@ impl Engine {
                     )?);
                 }
                 if w.members.is_empty() {
-                    sms_to = Some((w.phone.clone(), received));
+                    // Best effort toward settlement (never blocks it), durable once
+                    // decided: an outbox record of this commit, sent by the SMS step.
+                    let text = self.money_received_sms(&w.phone, received, op.token);
+                    let (_, put) = self.queue_sms(
+                        &w.phone,
+                        SmsMessage {
+                            kind: SmsKind::MoneyReceived,
+                            text,
+                        },
+                        None,
+                        None,
+                        now,
+                    )?;
+                    puts.push(put);
                 }
             }
         }
@@ -459,6 +485,7 @@ impl Engine {
             &op,
             version,
             Batch {
+                puts,
                 ledger,
                 outbox,
                 ..Default::default()
@@ -466,25 +493,6 @@ impl Engine {
         )
         .await?;
         report.settled += 1;
-        if let Some((phone, amount)) = sms_to {
-            // Best effort: settlement already happened and is never blocked by a message.
-            let text = format!(
-                "You received {} {}. Dial *144# to open your wallet and see your balance.",
-                amount.to_decimal_string(),
-                op.token
-            );
-            let _ = self
-                .ports
-                .notifier
-                .send_sms(
-                    &phone,
-                    &SmsMessage {
-                        kind: SmsKind::MoneyReceived,
-                        text,
-                    },
-                )
-                .await;
-        }
         Ok(())
     }
 

@@ -58,14 +58,22 @@ impl MemoryNotifier {
 
 #[async_trait]
 impl Notifier for MemoryNotifier {
-    async fn send_sms(&self, to: &Phone, message: &SmsMessage) -> Result<(), NotifyError> {
+    async fn send_sms(&self, to: &Phone, message: &SmsMessage) -> Result<SmsAccepted, NotifyError> {
         if self.fail.load(Ordering::SeqCst) {
-            return Err(NotifyError("injected failure".into()));
+            return Err(NotifyError::retryable("injected failure"));
         }
+        // Random ids: a process restarted over the same store must not hand out an id
+        // an earlier process gave (they are unique keys of the delivery records).
+        let mut id = [0u8; 12];
+        getrandom::fill(&mut id).map_err(|e| NotifyError::retryable(e.to_string()))?;
+        let message_id = format!(
+            "mem-{}",
+            id.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
         if let Ok(mut v) = self.sent.lock() {
             v.push((to.clone(), message.clone()));
         }
-        Ok(())
+        Ok(SmsAccepted { message_id })
     }
 }
 

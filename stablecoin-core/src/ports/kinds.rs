@@ -33,6 +33,8 @@ pub mod kind {
     pub const OTP_GUARD: &str = "otp_guard";
     /// Core: a tenant's count of rent-paying wallet preparations (`domain::limits`).
     pub const TENANT_QUOTA: &str = "tenant_quota";
+    /// Core: one SMS of the durable outbox and its delivery record (`engine::sms`).
+    pub const SMS: &str = "sms";
     /// Escrow: a deal.
     pub const ESCROW: &str = "escrow";
     /// Escrow: one entry of a deal's history.
@@ -69,6 +71,7 @@ pub mod kind {
         CHALLENGE,
         OTP_GUARD,
         TENANT_QUOTA,
+        SMS,
         ESCROW,
         ESCROW_EVENT,
         ESCROW_DEPOSIT,
@@ -97,6 +100,8 @@ pub mod namespace {
     pub const OPERATION_TX: &str = "optx";
     /// An escrow deal's address: no two deals share one.
     pub const ESCROW_ADDR: &str = "escrow_addr";
+    /// An SMS gateway's message id: finds the delivery record its reports name.
+    pub const SMS_GATEWAY_ID: &str = "sms_gateway_id";
 
     /// Every namespace above.
     pub const ALL: &[&str] = &[
@@ -106,6 +111,7 @@ pub mod namespace {
         API_KEY,
         OPERATION_TX,
         ESCROW_ADDR,
+        SMS_GATEWAY_ID,
     ];
 }
 

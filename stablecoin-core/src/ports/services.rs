@@ -21,7 +21,10 @@ pub enum SmsKind {
 }
 
 /// One SMS the engine asks a [`Notifier`] to send.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Its `Debug` shows the kind and the length of the text, never the text: a code
+/// message carries the one-time code itself.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmsMessage {
     /// Why it is sent (a gateway may use its own template per kind).
     pub kind: SmsKind,
@@ -30,17 +33,65 @@ pub struct SmsMessage {
     pub text: String,
 }
 
-/// The SMS could not be sent; the engine answers NOTIFIER_ERROR where the message is
-/// required (a consent code) and ignores it where it is a courtesy.
+impl std::fmt::Debug for SmsMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmsMessage")
+            .field("kind", &self.kind)
+            .field(
+                "text",
+                &format_args!("<{} chars redacted>", self.text.chars().count()),
+            )
+            .finish()
+    }
+}
+
+/// A gateway's acceptance of one SMS: accepted for delivery, not delivered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SmsAccepted {
+    /// The gateway's id of the message (Africa's Talking `ATXid_...`, Twilio `SM...`):
+    /// what its delivery reports name, so [`crate::engine::Engine::record_sms_report`] finds the
+    /// message by it. Unique per gateway.
+    pub message_id: String,
+}
+
+/// The SMS could not be sent. The engine keeps the message queued and tries again with
+/// backoff while `retryable`; a permanent refusal (an invalid number, a blacklisted
+/// recipient) ends it at once. A code request whose SMS is refused for good answers
+/// NOTIFIER_ERROR.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("notification failed: {0}")]
-pub struct NotifyError(pub String);
+#[error("notification failed: {reason}")]
+pub struct NotifyError {
+    /// What went wrong, for logs and the message's delivery record (never the text).
+    pub reason: String,
+    /// Whether the same message may succeed later (timeouts, 429, 5xx, a gateway
+    /// outage, credentials an operator can fix).
+    pub retryable: bool,
+}
+
+impl NotifyError {
+    /// A failure that may pass: the message is tried again later.
+    pub fn retryable(reason: impl Into<String>) -> Self {
+        NotifyError {
+            reason: reason.into(),
+            retryable: true,
+        }
+    }
+
+    /// A refusal that will not pass for this message: it is not tried again.
+    pub fn permanent(reason: impl Into<String>) -> Self {
+        NotifyError {
+            reason: reason.into(),
+            retryable: false,
+        }
+    }
+}
 
 /// An SMS gateway.
 #[async_trait]
 pub trait Notifier: Send + Sync {
-    /// Sends `message` to `to`. `Ok` means accepted by the gateway, not delivered.
-    async fn send_sms(&self, to: &Phone, message: &SmsMessage) -> Result<(), NotifyError>;
+    /// Sends `message` to `to`. `Ok` means accepted by the gateway, not delivered; it
+    /// carries the gateway's message id, which its delivery reports name.
+    async fn send_sms(&self, to: &Phone, message: &SmsMessage) -> Result<SmsAccepted, NotifyError>;
 }
 
 /// Why no usable rate could be had; the engine quotes nothing and answers with a code

@@ -14,5 +14,6 @@ mod journey;
 mod money_safety;
 mod quotes;
 mod retention;
+mod sms_outbox;
 mod withdrawal_safety;
 mod workers;

@@ -106,7 +106,7 @@ impl RateFeedConfig {
 
     /// Every problem with the settings, named (never with the secret or the URL).
     pub fn validate(&self) -> Result<(), ProviderError> {
-        let bad = |why: String| Err(ProviderError::InvalidConfig(why));
+        let bad = |why: String| Err(ProviderError::Config(why));
         let lower = self.url.to_ascii_lowercase();
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
             return bad("rate feed url must start with http:// or https://".into());
@@ -193,9 +193,7 @@ impl HttpRateFeed {
             // A redirect could carry the credential to another host: not followed.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| {
-                ProviderError::InvalidConfig(format!("http client: {}", e.without_url()))
-            })?;
+            .map_err(|e| ProviderError::Config(format!("http client: {}", e.without_url())))?;
         Ok(HttpRateFeed {
             config,
             client,

@@ -232,6 +232,16 @@ pub fn build_router(state: AppState) -> Router {
     let limit = state.config.body_limit_bytes;
     let metrics = state.metrics.clone();
     router
+        // Provider-facing (the SMS gateways' delivery reports), outside the tenant API
+        // and its OpenAPI document: no API key, each authenticated its own way.
+        .route(
+            crate::sms::TWILIO_CALLBACK_PATH,
+            axum::routing::post(crate::sms::twilio_callback),
+        )
+        .route(
+            crate::sms::AFRICASTALKING_CALLBACK_PATH,
+            axum::routing::post(crate::sms::africastalking_callback),
+        )
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::Extension(OpenApiJson(Arc::new(json))))

@@ -18,6 +18,43 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
     ("STABLECOIN_LISTEN", &["listen"], EnvKind::Str),
     ("STABLECOIN_MODE", &["mode"], EnvKind::Str),
     ("STABLECOIN_SMS", &["sms", "kind"], EnvKind::Str),
+    (
+        "STABLECOIN_SMS_BASE_URL",
+        &["sms", "base_url"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_SMS_USERNAME",
+        &["sms", "username"],
+        EnvKind::Str,
+    ),
+    ("STABLECOIN_SMS_API_KEY", &["sms", "api_key"], EnvKind::Str),
+    (
+        "STABLECOIN_SMS_ACCOUNT_SID",
+        &["sms", "account_sid"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_SMS_AUTH_TOKEN",
+        &["sms", "auth_token"],
+        EnvKind::Str,
+    ),
+    ("STABLECOIN_SMS_FROM", &["sms", "from"], EnvKind::Str),
+    (
+        "STABLECOIN_SMS_MESSAGING_SERVICE_SID",
+        &["sms", "messaging_service_sid"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_SMS_STATUS_CALLBACK_URL",
+        &["sms", "status_callback_url"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_SMS_TIMEOUT_MS",
+        &["sms", "timeout_ms"],
+        EnvKind::Int,
+    ),
     ("STABLECOIN_RATES", &["rates", "kind"], EnvKind::Str),
     ("STABLECOIN_RATES_URL", &["rates", "url"], EnvKind::Str),
     (

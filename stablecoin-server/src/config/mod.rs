@@ -5,7 +5,16 @@
 //! | TOML key | environment variable | default |
 //! |---|---|---|
 //! | `mode` (`development`/`production`) | `STABLECOIN_MODE` | `development` |
-//! | `sms.kind` (`memory`) | `STABLECOIN_SMS` | `memory` (development only) |
+//! | `sms.kind` (`memory`/`africastalking`/`twilio`) | `STABLECOIN_SMS` | `memory` (development only) |
+//! | `sms.base_url` (africastalking, twilio) | `STABLECOIN_SMS_BASE_URL` | the provider's live API |
+//! | `sms.username`, `sms.api_key` (africastalking, required; the key is a secret) | `STABLECOIN_SMS_USERNAME`, `STABLECOIN_SMS_API_KEY` | none |
+//! | `sms.account_sid`, `sms.auth_token` (twilio, required; the token is a secret) | `STABLECOIN_SMS_ACCOUNT_SID`, `STABLECOIN_SMS_AUTH_TOKEN` | none |
+//! | `sms.from` (africastalking: optional sender id; twilio: one of it and `messaging_service_sid`) | `STABLECOIN_SMS_FROM` | none |
+//! | `sms.messaging_service_sid` (twilio) | `STABLECOIN_SMS_MESSAGING_SERVICE_SID` | none |
+//! | `sms.status_callback_url` (twilio: the public URL of `/v1/callbacks/sms/twilio`) | `STABLECOIN_SMS_STATUS_CALLBACK_URL` | none (no delivery reports) |
+//! | `sms.timeout_ms` (africastalking, twilio) | `STABLECOIN_SMS_TIMEOUT_MS` | `10000` |
+//! | `notices.ussd_instructions` (calling code -> text of "you received money") | | none |
+//! | `notices.ussd_instructions_default` | | `Dial *144# to open your wallet and see your balance.` |
 //! | `rates.kind` (`fixed`/`http`) | `STABLECOIN_RATES` | `fixed` (the demo table; development only) |
 //! | `rates.url` (http; `{currency}`, `{token}` replaced) | `STABLECOIN_RATES_URL` | none (required; a secret: never logged) |
 //! | `rates.auth_header` (http) | `STABLECOIN_RATES_AUTH_HEADER` | none (no credential sent) |
@@ -162,7 +171,9 @@ pub use rails::{
 pub use retention::RetentionSettings;
 pub(crate) use secrets::hex;
 pub use secrets::{Secret, parse_seed};
-pub use services::{Mode, PayoutSettings, RatesSettings, SignerSettings, SmsSettings};
+pub use services::{
+    Mode, NoticeSettings, PayoutSettings, RatesSettings, SignerSettings, SmsSettings,
+};
 pub use settings::{DemoConfig, EngineSettings, LogConfig, LogFormat};
 pub use storage::StorageConfig;
 pub use webhooks::WebhookSettings;
@@ -262,6 +273,8 @@ pub struct Config {
     pub mode: Mode,
     /// `[sms]`: the SMS gateway.
     pub sms: SmsSettings,
+    /// `[notices]`: the per-country text of the "you received money" SMS.
+    pub notices: NoticeSettings,
     /// `[rates]`: the FX rate source.
     pub rates: RatesSettings,
     /// `[signer]`: key custody.
@@ -298,6 +311,7 @@ impl Default for Config {
             limits: SponsorshipSettings::default(),
             mode: Mode::default(),
             sms: SmsSettings::default(),
+            notices: NoticeSettings::default(),
             rates: RatesSettings::default(),
             signer: SignerSettings::default(),
             payouts: PayoutSettings::default(),

@@ -372,3 +372,110 @@ fn a_remote_signer_comes_from_the_environment_and_its_fields_are_checked() {
     ]);
     assert!(m.contains("master_seed"), "{m}");
 }
+
+#[test]
+fn sms_gateways_are_configured_in_toml_and_env_with_secrets_hidden() {
+    let c = load_text(
+        "sms-at",
+        "[sms]\nkind = \"africastalking\"\nusername = \"sandbox\"\napi_key = \"atsk_1\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.sms.kind(), "africastalking");
+    assert!(!c.sms.is_in_memory());
+    let SmsSettings::AfricasTalking {
+        base_url,
+        timeout_ms,
+        ..
+    } = &c.sms
+    else {
+        panic!("{:?}", c.sms)
+    };
+    assert_eq!(
+        (base_url.as_str(), *timeout_ms),
+        ("https://api.africastalking.com", 10_000)
+    );
+    assert!(!format!("{c:?}").contains("atsk_1"), "the key never prints");
+
+    let c = Config::load(
+        None,
+        env(&[
+            ("STABLECOIN_SMS", "twilio"),
+            ("STABLECOIN_SMS_ACCOUNT_SID", "AC1"),
+            ("STABLECOIN_SMS_AUTH_TOKEN", "tw_secret"),
+            ("STABLECOIN_SMS_MESSAGING_SERVICE_SID", "MG1"),
+            (
+                "STABLECOIN_SMS_STATUS_CALLBACK_URL",
+                "https://api.example.com/v1/callbacks/sms/twilio",
+            ),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.sms.kind(), "twilio");
+    assert!(!format!("{c:?}").contains("tw_secret"));
+}
+
+#[test]
+fn an_incomplete_or_stray_sms_setting_is_refused_naming_it() {
+    let cases = [
+        (
+            "[sms]\nkind = \"africastalking\"\nusername = \"u\"\n",
+            "api_key",
+        ),
+        (
+            "[sms]\nkind = \"africastalking\"\nusername = \" \"\napi_key = \"k\"\n",
+            "sms.username",
+        ),
+        (
+            "[sms]\nkind = \"africastalking\"\nusername = \"u\"\napi_key = \"k\"\naccount_sid = \"AC\"\n",
+            "account_sid",
+        ),
+        (
+            "[sms]\nkind = \"twilio\"\naccount_sid = \"AC\"\nauth_token = \"t\"\n",
+            "messaging_service_sid",
+        ),
+        (
+            "[sms]\nkind = \"twilio\"\naccount_sid = \"AC\"\nauth_token = \"t\"\nfrom = \"+1\"\nmessaging_service_sid = \"MG\"\n",
+            "messaging_service_sid",
+        ),
+        (
+            "[sms]\nkind = \"twilio\"\naccount_sid = \"AC\"\nauth_token = \"t\"\nfrom = \"+1\"\nstatus_callback_url = \"ftp://x\"\n",
+            "sms.status_callback_url",
+        ),
+        (
+            "[sms]\nkind = \"africastalking\"\nusername = \"u\"\napi_key = \"k\"\ntimeout_ms = 5\n",
+            "sms.timeout_ms",
+        ),
+    ];
+    for (i, (text, names)) in cases.iter().enumerate() {
+        let e = load_text(&format!("sms-bad-{i}"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(names), "{text}: {e}");
+    }
+}
+
+#[test]
+fn notices_set_the_ussd_instructions_per_country() {
+    let c = load_text(
+        "notices",
+        "[notices]\nussd_instructions = { \"225\" = \"Composez le *133#.\" }\n",
+    )
+    .unwrap();
+    let p = c.notices.sms_policy();
+    let ph = |s: &str| stablecoin_core::domain::phone::Phone::parse(s).unwrap();
+    assert_eq!(p.ussd_for(&ph("+2250700000001")), "Composez le *133#.");
+    assert!(p.ussd_for(&ph("+254700000001")).contains("*144#"));
+    for (i, bad) in [
+        "[notices]\nussd_instructions = { \"+225\" = \"x\" }\n",
+        "[notices]\nussd_instructions = { \"225\" = \"\" }\n",
+        "[notices]\nussd_instructions_default = \" \"\n",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let e = load_text(&format!("notices-bad-{i}"), bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("notices.ussd_instructions"), "{bad}: {e}");
+    }
+}

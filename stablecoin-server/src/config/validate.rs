@@ -44,6 +44,8 @@ impl Config {
             .map_err(ConfigError::Invalid)?;
         self.otp.policy().validate().map_err(ConfigError::Invalid)?;
         self.rates.validate().map_err(ConfigError::Invalid)?;
+        self.sms.validate().map_err(ConfigError::Invalid)?;
+        self.notices.validate().map_err(ConfigError::Invalid)?;
         self.limits.min_send().map_err(ConfigError::Invalid)?;
         self.limits
             .rent_quota()

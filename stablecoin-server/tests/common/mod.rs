@@ -159,6 +159,12 @@ pub async fn start_with(config: Config) -> Server {
 
 pub async fn serve(app: App) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    serve_on(app, listener).await
+}
+
+/// Serves `app` on a listener bound beforehand (a test that must put the server's own
+/// URL in its configuration, such as an SMS gateway's callback URL).
+pub async fn serve_on(app: App, listener: tokio::net::TcpListener) -> Server {
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = oneshot::channel::<()>();
     let a = app.clone();
