@@ -11,11 +11,16 @@ use common::{m, serve, temp_dir, test_config};
 use serde_json::{Value, json};
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::KeyPurpose;
+use stablecoin_providers::rate_feed::fake::{FakeRateFeed, now_secs};
+use stablecoin_providers::testkit::FakeAfricasTalking;
 use stablecoin_rails::evm::JsonRpc;
 use stablecoin_rails::evm::abi::{self, Abi};
 use stablecoin_rails::evm::testkit::{World, find_anvil, owner_of, shared_anvil};
 use stablecoin_server::App;
-use stablecoin_server::config::{EvmChainSettings, Secret, StorageConfig, TokenSettings, Wei};
+use stablecoin_server::config::{
+    EvmChainSettings, Mode, PayoutSettings, RatesSettings, Secret, SmsSettings, StorageConfig,
+    TokenSettings, Wei,
+};
 use stablecoin_signer::service::{SignerService, spawn_on_loopback};
 use std::sync::Arc;
 
@@ -289,11 +294,14 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Key custody out of the API process on the real chain: the server signs through the
-/// signing service (`signer.kind = "remote"`) over loopback HTTP; user operations,
-/// sponsorships and bundles all verify on chain, and the data directory holds no seed.
+/// Production mode on the real chain: key custody out of the API process (the server
+/// signs through the signing service, `signer.kind = "remote"`, over loopback HTTP), a
+/// real SMS gateway and rate feed (their fakes, separate HTTP servers), SQLite, no demo
+/// tenant, no simulated chain, payouts disabled. User operations, sponsorships and
+/// bundles all verify on chain, and the data directory holds no seed.
 #[tokio::test]
-async fn a_server_with_the_remote_signer_settles_on_a_real_evm_chain_and_holds_no_seed() {
+async fn a_production_server_with_the_remote_signer_settles_on_a_real_evm_chain_and_holds_no_seed()
+{
     if find_anvil().is_none() {
         assert!(
             std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
@@ -317,11 +325,40 @@ async fn a_server_with_the_remote_signer_settles_on_a_real_evm_chain_and_holds_n
     common::use_remote_signer(&mut config, &signer.url, TOKEN, &dir);
     config.rails.evm_chains = vec![137];
     config.rails.evm.insert("137".into(), settings(&w, &url));
+    let sms = FakeAfricasTalking::start("prod", "at-key").await.unwrap();
+    let feed = FakeRateFeed::start().await.unwrap();
+    feed.set_rate("XOF", "USDC", "600", now_secs());
+    config.mode = Mode::Production;
+    config.rails.tron = false;
+    config.rails.solana = false;
+    config.payouts = PayoutSettings::Disabled;
+    config.sms = SmsSettings::AfricasTalking {
+        base_url: sms.base_url().into(),
+        username: "prod".into(),
+        api_key: Secret::new("at-key"),
+        from: None,
+        timeout_ms: 5_000,
+    };
+    config.rates = RatesSettings::Http {
+        url: Secret::new(feed.pair_url()),
+        auth_header: None,
+        auth_value: None,
+        rate_pointer: "/data/rate".into(),
+        timestamp_pointer: Some("/data/timestamp".into()),
+        max_age_ms: 60_000,
+        spread_bps: 100,
+        timeout_ms: 5_000,
+        decimals: Default::default(),
+    };
+    assert_eq!(config.production_refusals(), Vec::<String>::new());
     let s = serve(App::build(config).await.expect("app builds")).await;
     let ready = s
         .send(reqwest::Method::GET, "/health/ready", None, None, &[])
         .await;
     assert_eq!(ready.json()["polygon"], "READY", "{}", ready.text());
+    assert_eq!(ready.json()["mode"], "production");
+    assert_eq!(ready.json()["rails"]["polygon"]["simulated"], false);
+    assert_eq!(ready.json()["tron"], "DISABLED");
 
     let t = s.tenant("Acme", "100").await;
     let treasury = w.account(&KeyPurpose::Treasury).await;
@@ -373,6 +410,28 @@ async fn a_server_with_the_remote_signer_settles_on_a_real_evm_chain_and_holds_n
     let tr = op_status(&s, &t.live, &send_loc).await;
     assert_eq!(tr["status"], "SETTLED", "{tr}");
     assert_eq!(w.usdc_of(&addr_b).await, received);
+    assert_eq!(w.usdc_of(&addr_a).await, 10_000_000);
+
+    // Quotes come from the feed, with the spread: 600 XOF x 1.01 = 606.
+    let q = s
+        .post(
+            &t.live,
+            "/api/v1/fx/quote",
+            r#"{"fiat_amount":"6060","local_currency":"XOF","target_token":"USDC"}"#,
+        )
+        .await;
+    q.expect(200);
+    assert_eq!(q.json()["rate"], "606", "{}", q.text());
+    // No payout provider: a withdrawal is refused before anything is held.
+    let r = s
+        .post(
+            &t.live,
+            "/v1/users/withdraw",
+            &json!({"phone_number": A, "token": "USDC", "amount": "1", "payout_currency": "XOF"})
+                .to_string(),
+        )
+        .await;
+    r.expect_err(503, "WITHDRAWALS_UNAVAILABLE");
     assert_eq!(w.usdc_of(&addr_a).await, 10_000_000);
 
     common::assert_database_and_no_seed(&dir);

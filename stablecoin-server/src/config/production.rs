@@ -188,6 +188,7 @@ impl Config {
 mod tests {
     use super::super::{Config, Mode, PayoutSettings, StorageConfig};
 
+    const SMS_GATEWAY: &str = "kind = \"africastalking\"\nusername = \"u\"\napi_key = \"k\"";
     const RATE_FEED: &str = "kind = \"http\"\nurl = \"https://fx.example/{currency}/{token}\"\nrate_pointer = \"/rate\"";
     const REMOTE_SIGNER: &str = "kind = \"remote\"\nurl = \"http://10.0.0.5:7300\"\ntoken = \"0123456789abcdef0123456789abcdef\"";
 
@@ -259,7 +260,11 @@ mod tests {
         "storage.kind",
         Some(|c| c.storage = StorageConfig::default())
     );
-    refusal!(the_in_memory_sms_gateway_is_refused, "sms.kind", None);
+    refusal!(
+        the_in_memory_sms_gateway_is_refused,
+        "sms.kind",
+        Some(|c| c.sms = toml::from_str(SMS_GATEWAY).unwrap())
+    );
     refusal!(
         the_demo_rate_table_is_refused,
         "rates.kind",
@@ -287,6 +292,29 @@ mod tests {
         assert_eq!(c.mode, Mode::Development);
         assert!(c.production_refusals().is_empty());
         assert!(c.validate().is_ok());
+    }
+
+    /// The example every operator starts from is a valid production configuration, and
+    /// `check-config` would summarise it with nothing simulated.
+    #[test]
+    fn the_production_example_is_valid_and_refuses_nothing() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/config/production.toml");
+        let c = Config::load(Some(&path), |_| None).expect("examples/config/production.toml");
+        assert_eq!(c.mode, Mode::Production);
+        assert!(c.production_refusals().is_empty());
+        let summary = c.summary();
+        assert!(!summary.contains("simulated"), "{summary}");
+        for part in [
+            "sms: africastalking",
+            "rates: http",
+            "signer: remote",
+            "payouts: disabled",
+        ] {
+            assert!(summary.contains(part), "{part}: {summary}");
+        }
+        // Secrets of the example never print.
+        assert!(!format!("{c:?}").contains("replace-me-with-the-signing-service-token"));
     }
 
     #[test]
