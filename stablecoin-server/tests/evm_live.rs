@@ -11,16 +11,11 @@ use common::{m, serve, temp_dir, test_config};
 use serde_json::{Value, json};
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::KeyPurpose;
-use stablecoin_providers::rate_feed::fake::{FakeRateFeed, now_secs};
-use stablecoin_providers::testkit::FakeAfricasTalking;
 use stablecoin_rails::evm::JsonRpc;
 use stablecoin_rails::evm::abi::{self, Abi};
 use stablecoin_rails::evm::testkit::{World, find_anvil, owner_of, shared_anvil};
 use stablecoin_server::App;
-use stablecoin_server::config::{
-    EvmChainSettings, Mode, PayoutSettings, RatesSettings, Secret, SmsSettings, StorageConfig,
-    TokenSettings, Wei,
-};
+use stablecoin_server::config::{EvmChainSettings, Secret, StorageConfig};
 use stablecoin_signer::service::{SignerService, spawn_on_loopback};
 use std::sync::Arc;
 
@@ -29,26 +24,7 @@ const A: &str = "+2250700000701";
 const B: &str = "+2250700000702";
 
 fn settings(w: &World, url: &str) -> EvmChainSettings {
-    EvmChainSettings {
-        rpc_url: Secret::new(url),
-        entry_point: w.config.entry_point.to_string(),
-        factory: w.config.factory.to_string(),
-        paymaster: w.config.paymaster.to_string(),
-        usdc: Some(TokenSettings {
-            address: w.usdc.to_string(),
-            decimals: 6,
-        }),
-        usdt: Some(TokenSettings {
-            address: w.usdt.to_string(),
-            decimals: 6,
-        }),
-        min_paymaster_deposit_wei: Wei(10u128.pow(17)),
-        min_bundler_balance_wei: Wei(10u128.pow(17)),
-        confirmations: 1,
-        scan_start_block: 0,
-        rpc_timeout_ms: 10_000,
-        max_scan_blocks: None,
-    }
+    common::production::evm_chain(w, url)
 }
 
 async fn factory_address(w: &World, owner: &str) -> String {
@@ -325,32 +301,8 @@ async fn a_production_server_with_the_remote_signer_settles_on_a_real_evm_chain_
     common::use_remote_signer(&mut config, &signer.url, TOKEN, &dir);
     config.rails.evm_chains = vec![137];
     config.rails.evm.insert("137".into(), settings(&w, &url));
-    let sms = FakeAfricasTalking::start("prod", "at-key").await.unwrap();
-    let feed = FakeRateFeed::start().await.unwrap();
-    feed.set_rate("XOF", "USDC", "600", now_secs());
-    config.mode = Mode::Production;
     config.rails.tron = false;
-    config.rails.solana = false;
-    config.payouts = PayoutSettings::Disabled;
-    config.sms = SmsSettings::AfricasTalking {
-        base_url: sms.base_url().into(),
-        username: "prod".into(),
-        api_key: Secret::new("at-key"),
-        from: None,
-        timeout_ms: 5_000,
-    };
-    config.rates = RatesSettings::Http {
-        url: Secret::new(feed.pair_url()),
-        auth_header: None,
-        auth_value: None,
-        rate_pointer: "/data/rate".into(),
-        timestamp_pointer: Some("/data/timestamp".into()),
-        max_age_ms: 60_000,
-        spread_bps: 100,
-        timeout_ms: 5_000,
-        decimals: Default::default(),
-    };
-    assert_eq!(config.production_refusals(), Vec::<String>::new());
+    let _providers = common::production::production(&mut config).await;
     let s = serve(App::build(config).await.expect("app builds")).await;
     let ready = s
         .send(reqwest::Method::GET, "/health/ready", None, None, &[])

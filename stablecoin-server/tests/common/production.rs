@@ -1,0 +1,75 @@
+//! Production mode for the real-chain tests: a real SMS gateway and rate feed (their
+//! fakes, separate HTTP servers on loopback), no demo tenant, no simulated chain,
+//! payouts disabled. With `use_remote_signer` this is a configuration production mode
+//! accepts.
+
+use stablecoin_providers::rate_feed::fake::{FakeRateFeed, now_secs};
+use stablecoin_providers::testkit::FakeAfricasTalking;
+use stablecoin_rails::evm::testkit::World;
+use stablecoin_server::Config;
+use stablecoin_server::config::{
+    EvmChainSettings, Mode, PayoutSettings, RatesSettings, Secret, SmsSettings, TokenSettings, Wei,
+};
+
+/// The outside services a production server talks to in these tests.
+pub struct Providers {
+    /// The SMS gateway (codes are read from what it received).
+    pub sms: FakeAfricasTalking,
+    /// The FX rate feed: XOF per USDC at 600.
+    pub feed: FakeRateFeed,
+}
+
+/// `[rails.evm.<id>]` for the contracts `w` deployed on the node at `url`.
+pub fn evm_chain(w: &World, url: &str) -> EvmChainSettings {
+    EvmChainSettings {
+        rpc_url: Secret::new(url),
+        entry_point: w.config.entry_point.to_string(),
+        factory: w.config.factory.to_string(),
+        paymaster: w.config.paymaster.to_string(),
+        usdc: Some(TokenSettings {
+            address: w.usdc.to_string(),
+            decimals: 6,
+        }),
+        usdt: Some(TokenSettings {
+            address: w.usdt.to_string(),
+            decimals: 6,
+        }),
+        min_paymaster_deposit_wei: Wei(10u128.pow(17)),
+        min_bundler_balance_wei: Wei(10u128.pow(17)),
+        confirmations: 1,
+        scan_start_block: 0,
+        rpc_timeout_ms: 10_000,
+        max_scan_blocks: None,
+    }
+}
+
+/// Turns `config` (with its chains and signer already set) into production mode over
+/// fake providers, and checks that production mode refuses nothing in it.
+pub async fn production(config: &mut Config) -> Providers {
+    let sms = FakeAfricasTalking::start("prod", "at-key").await.unwrap();
+    let feed = FakeRateFeed::start().await.unwrap();
+    feed.set_rate("XOF", "USDC", "600", now_secs());
+    config.mode = Mode::Production;
+    config.rails.solana = false;
+    config.payouts = PayoutSettings::Disabled;
+    config.sms = SmsSettings::AfricasTalking {
+        base_url: sms.base_url().into(),
+        username: "prod".into(),
+        api_key: Secret::new("at-key"),
+        from: None,
+        timeout_ms: 5_000,
+    };
+    config.rates = RatesSettings::Http {
+        url: Secret::new(feed.pair_url()),
+        auth_header: None,
+        auth_value: None,
+        rate_pointer: "/data/rate".into(),
+        timestamp_pointer: Some("/data/timestamp".into()),
+        max_age_ms: 60_000,
+        spread_bps: 100,
+        timeout_ms: 5_000,
+        decimals: Default::default(),
+    };
+    assert_eq!(config.production_refusals(), Vec::<String>::new());
+    Providers { sms, feed }
+}
