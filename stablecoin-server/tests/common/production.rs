@@ -50,7 +50,10 @@ pub async fn production(config: &mut Config) -> Providers {
     let feed = FakeRateFeed::start().await.unwrap();
     feed.set_rate("XOF", "USDC", "600", now_secs());
     config.mode = Mode::Production;
-    config.rails.solana = false;
+    // Solana stays on only where the test configured the real rail.
+    if config.rails.solana_node.is_none() {
+        config.rails.solana = false;
+    }
     config.payouts = PayoutSettings::Disabled;
     config.sms = SmsSettings::AfricasTalking {
         base_url: sms.base_url().into(),
