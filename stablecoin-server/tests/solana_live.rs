@@ -128,7 +128,7 @@ async fn a_production_server_with_the_remote_signer_settles_on_the_real_solana_r
     assert_eq!(ready.json()["polygon"], "READY", "{}", ready.text());
     assert_eq!(ready.json()["mode"], "production");
     assert_eq!(ready.json()["rails"]["solana"]["simulated"], false);
-    assert!(ready.json()["tron"].is_null(), "{}", ready.text());
+    assert_eq!(ready.json()["tron"], "DISABLED", "{}", ready.text());
 
     let t = s.tenant("Acme", "100").await;
     // Provisioning returns once both ATAs are finalized, rent and fee paid by the
