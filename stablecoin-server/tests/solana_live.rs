@@ -54,15 +54,8 @@ fn ata(owner: &Pubkey, mint: &Pubkey) -> Pubkey {
 #[tokio::test]
 async fn a_production_server_with_the_remote_signer_settles_on_the_real_solana_rail_over_json_rpc()
 {
-    use stablecoin_rails::evm::testkit::{World, find_anvil, shared_anvil};
     use stablecoin_signer::service::{SignerService, spawn_on_loopback};
-    if find_anvil().is_none() {
-        assert!(
-            std::env::var_os("EVM_REQUIRE_ANVIL").is_none()
-                && std::env::var_os("SOLANA_REQUIRE_ANVIL").is_none(),
-            "*_REQUIRE_ANVIL is set but no anvil binary was found"
-        );
-        eprintln!("SKIPPED: no anvil binary (production mode needs a real EVM chain too)");
+    if !common::production::anvil_or_skip(&["EVM_REQUIRE_ANVIL", "SOLANA_REQUIRE_ANVIL"]) {
         return;
     }
     let kit = Arc::new(LiteSvmRpc::new());
@@ -87,20 +80,7 @@ async fn a_production_server_with_the_remote_signer_settles_on_the_real_solana_r
     config.rails.tron = false;
     config.rails.solana = true;
     config.rails.solana_node = Some(settings(&rpc.url()));
-    let anvil = shared_anvil(137).to_string();
-    let world = World::deploy_for(
-        &anvil,
-        137,
-        true,
-        Arc::new(LocalSigner::from_seed(REMOTE_SEED)),
-        |_| {},
-    )
-    .await;
-    config.rails.evm_chains = vec![137];
-    config
-        .rails
-        .evm
-        .insert("137".into(), common::production::evm_chain(&world, &anvil));
+    common::production::real_polygon(&mut config, REMOTE_SEED).await;
     let _providers = common::production::production(&mut config).await;
     assert!(
         config.rails.solana,
