@@ -49,8 +49,14 @@ impl App {
         }
         s.push('\n');
         for l in self.state.live_rails.values() {
+            // What the sponsor key does on this chain, so the operator knows what to fund.
+            let role = match l.rail {
+                RailId::Solana => "fee and rent payer; needs SOL",
+                RailId::Tron => "activations, Energy and Bandwidth; needs TRX and stake",
+                _ => "paymaster signer, bundler; needs native coin",
+            };
             s.push_str(&format!(
-                "  {}: sponsor (paymaster signer, bundler; needs native coin) {}, treasury account (pays fundings) {}\n",
+                "  {}: sponsor ({role}) {}, treasury account (pays fundings) {}\n",
                 l.rail.name(),
                 l.sponsor,
                 l.treasury

@@ -2,8 +2,10 @@
 //! rail, except those configured as real: EVM chains with a `[rails.evm.<chain id>]`
 //! table (feature `evm`) run [`EvmRail`](stablecoin_rails::evm::EvmRail) over JSON-RPC,
 //! TRON with a `[rails.tron_node]` table (feature `tron`) runs
-//! [`TronRail`](stablecoin_rails::tron::TronRail) over java-tron's HTTP API; both keep
-//! their send journal in the server's store.
+//! [`TronRail`](stablecoin_rails::tron::TronRail) over java-tron's HTTP API, Solana with
+//! a `[rails.solana_node]` table (feature `solana`) runs
+//! [`SolanaRail`](stablecoin_rails::solana::SolanaRail) over a validator's JSON-RPC API;
+//! all keep their send journal in the server's store.
 //!
 //! Sends are gated on readiness by the engine (`Engine::require_ready`): a rail that is
 //! not READY answers 503 RAIL_NOT_READY before anything is accepted, so a chain whose
@@ -18,16 +20,17 @@ use stablecoin_core::ports::{
 use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-#[cfg(any(feature = "evm", feature = "tron"))]
+#[cfg(any(feature = "evm", feature = "tron", feature = "solana"))]
 use std::time::Duration;
 
 /// A real chain, as the start-up banner describes it.
 #[derive(Clone, Debug)]
 pub struct LiveRail {
-    /// Which chain (an EVM chain or TRON).
+    /// Which chain (an EVM chain, TRON or Solana).
     pub rail: RailId,
-    /// The key that signs sponsorships (the paymaster's verifying signer) and pays for
-    /// bundles: it needs native coin.
+    /// The key that pays for the chain's fees and needs native coin: on EVM the
+    /// paymaster's verifying signer and the bundler, on TRON the activator and resource
+    /// delegator, on Solana the fee and rent payer.
     pub sponsor: String,
     /// The service treasury's account: fundings are paid from it.
     pub treasury: String,
@@ -53,7 +56,8 @@ impl Rails {
     ) -> Result<Rails, StartupError> {
         let journal: Arc<dyn RailJournal> = Arc::new(StoreJournal::new(store, clock.clone()));
         let mut live = build_live(config, signer.clone(), journal.clone()).await?;
-        live.extend(build_live_tron(config, signer.clone(), journal).await?);
+        live.extend(build_live_tron(config, signer.clone(), journal.clone()).await?);
+        live.extend(build_live_solana(config, signer.clone(), journal).await?);
         let sim = build_sim(config, signer, clock, |id| live.contains_key(&id)).await?;
         Ok(Rails { sim, live })
     }
@@ -250,6 +254,103 @@ async fn build_live_tron(
     Ok(out)
 }
 
+#[cfg(not(feature = "solana"))]
+async fn build_live_solana(
+    config: &Config,
+    _signer: Arc<dyn Signer>,
+    _journal: Arc<dyn RailJournal>,
+) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
+    if config.rails.solana_node.is_some() {
+        return Err(StartupError::Rails(
+            "rails.solana_node: this server was built without the `solana` feature".into(),
+        ));
+    }
+    Ok(BTreeMap::new())
+}
+
+#[cfg(feature = "solana")]
+async fn build_live_solana(
+    config: &Config,
+    signer: Arc<dyn Signer>,
+    journal: Arc<dyn RailJournal>,
+) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
+    use stablecoin_rails::solana::{JsonRpcClient, SolanaRail};
+    let mut out = BTreeMap::new();
+    let Some(settings) = &config.rails.solana_node else {
+        return Ok(out);
+    };
+    let fail = |e: String| StartupError::Rails(format!("rails.solana_node: {e}"));
+    let solana_config = solana_config(settings).map_err(fail)?;
+    let rpc = JsonRpcClient::new(
+        settings.rpc_url.expose(),
+        Duration::from_millis(settings.timeout_ms),
+    )
+    .map_err(|e| fail(e.to_string()))?;
+    let rail = SolanaRail::new(Arc::new(rpc), signer, solana_config).with_journal(journal);
+    // Both keys derive offline (no node contact): the fee payer and the treasury wallet.
+    let fee_payer = rail
+        .fee_payer()
+        .await
+        .map_err(|e| fail(format!("fee payer key: {e}")))?;
+    let treasury = rail
+        .address_for(&KeyPurpose::Treasury)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    let readiness = rail.readiness().await;
+    tracing::info!(
+        rail = "solana",
+        status = ?readiness.status,
+        reasons = %readiness.reasons.join("; "),
+        fee_payer = %fee_payer,
+        treasury = %treasury,
+        "real Solana rail"
+    );
+    let info = LiveRail {
+        rail: RailId::Solana,
+        sponsor: fee_payer.to_string(),
+        treasury: treasury.0,
+    };
+    out.insert(RailId::Solana, (Arc::new(rail) as Arc<dyn Rail>, info));
+    Ok(out)
+}
+
+/// The Solana rail's settings: mints and token program parsed (a bad one is refused by
+/// its setting's name), the fee payer the `Sponsor` key.
+#[cfg(feature = "solana")]
+pub fn solana_config(
+    s: &crate::config::SolanaNodeSettings,
+) -> Result<stablecoin_rails::solana::SolanaConfig, String> {
+    use stablecoin_rails::solana::{SolanaConfig, codec};
+    let key = |name: &str, v: &str| {
+        codec::parse_address(v.trim()).map_err(|e| format!("{name} {v:?}: {e}"))
+    };
+    let c = SolanaConfig {
+        usdc_mint: key("usdc_mint", &s.usdc_mint)?,
+        usdt_mint: key("usdt_mint", &s.usdt_mint)?,
+        token_program: key("token_program", &s.token_program)?,
+        decimals: s.decimals,
+        fee_payer: KeyPurpose::Sponsor,
+        scan_enabled: s.scan_enabled,
+        sends_enabled: s.sends_enabled,
+        min_fee_payer_lamports_for_sends: s.min_fee_payer_lamports_for_sends,
+        finality_timeout_ms: s.finality_timeout_ms,
+        poll_interval_ms: s.poll_interval_ms,
+        scan_start_slot: s.scan_start_slot,
+        scan_page_size: s.scan_page_size,
+    };
+    if c.usdc_mint == c.usdt_mint {
+        return Err("usdc_mint and usdt_mint must differ".into());
+    }
+    for (name, mint) in [("usdc_mint", c.usdc_mint), ("usdt_mint", c.usdt_mint)] {
+        if mint == codec::NATIVE_MINT || mint == codec::SYSTEM_PROGRAM_ID {
+            return Err(format!(
+                "{name} {mint} is native SOL, not a stablecoin mint"
+            ));
+        }
+    }
+    Ok(c)
+}
+
 /// The TRON rail's settings: contracts parsed (a bad `T...` is refused with its reason).
 #[cfg(feature = "tron")]
 pub fn tron_config(
@@ -387,5 +488,33 @@ mod tests {
         let mut s = settings();
         s.usdt.as_mut().unwrap().decimals = 2;
         assert!(evm_config(137, &s).unwrap_err().contains("decimals"));
+    }
+}
+
+#[cfg(all(test, feature = "solana"))]
+mod solana_tests {
+    use super::*;
+    use crate::config::{Secret, SolanaNodeSettings};
+    use stablecoin_rails::solana::SolanaConfig;
+
+    #[test]
+    fn the_default_solana_profile_is_mainnet_with_the_operators_switches() {
+        let mut s = SolanaNodeSettings::new(Secret::new("http://127.0.0.1:1"), 42);
+        assert_eq!(
+            solana_config(&s).unwrap(),
+            SolanaConfig {
+                scan_start_slot: 42,
+                ..SolanaConfig::mainnet()
+            },
+            "the defaults are the rail's mainnet mints, program, decimals and thresholds"
+        );
+        s.scan_enabled = true;
+        s.sends_enabled = true;
+        s.poll_interval_ms = 7;
+        s.scan_page_size = 9;
+        let c = solana_config(&s).unwrap();
+        assert!(c.scan_enabled && c.sends_enabled);
+        assert_eq!((c.poll_interval_ms, c.scan_page_size), (7, 9));
+        assert_eq!(c.fee_payer, KeyPurpose::Sponsor);
     }
 }

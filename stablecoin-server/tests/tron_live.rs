@@ -189,15 +189,8 @@ async fn the_server_runs_the_real_tron_rail_configured_by_its_operator() {
 #[tokio::test]
 async fn a_production_server_with_the_remote_signer_settles_on_the_real_tron_rail_and_holds_no_seed()
  {
-    use stablecoin_rails::evm::testkit::{World, find_anvil, shared_anvil};
     use stablecoin_signer::service::{SignerService, spawn_on_loopback};
-    if find_anvil().is_none() {
-        assert!(
-            std::env::var_os("EVM_REQUIRE_ANVIL").is_none()
-                && std::env::var_os("TRON_REQUIRE_ANVIL").is_none(),
-            "*_REQUIRE_ANVIL is set but no anvil binary was found"
-        );
-        eprintln!("SKIPPED: no anvil binary (production mode needs a real EVM chain too)");
+    if !common::production::anvil_or_skip(&["EVM_REQUIRE_ANVIL", "TRON_REQUIRE_ANVIL"]) {
         return;
     }
     const REMOTE_SEED: [u8; 32] = [0x8e; 32];
@@ -224,20 +217,7 @@ async fn a_production_server_with_the_remote_signer_settles_on_the_real_tron_rai
     let mut config = test_config();
     common::use_remote_signer(&mut config, &service.url, TOKEN, &dir);
     config.rails.tron_node = Some(settings(node.url(), &usdt));
-    let anvil = shared_anvil(137).to_string();
-    let world = World::deploy_for(
-        &anvil,
-        137,
-        true,
-        std::sync::Arc::new(LocalSigner::from_seed(REMOTE_SEED)),
-        |_| {},
-    )
-    .await;
-    config.rails.evm_chains = vec![137];
-    config
-        .rails
-        .evm
-        .insert("137".into(), common::production::evm_chain(&world, &anvil));
+    common::production::real_polygon(&mut config, REMOTE_SEED).await;
     let _providers = common::production::production(&mut config).await;
     let s = serve(App::build(config).await.expect("app builds")).await;
     let ready = s

@@ -182,6 +182,21 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
     ),
     ("STABLECOIN_RAILS_TRON", &["rails", "tron"], EnvKind::Bool),
     (
+        "STABLECOIN_SOLANA_RPC_URL",
+        &["rails", "solana_node", "rpc_url"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_SOLANA_SCAN_ENABLED",
+        &["rails", "solana_node", "scan_enabled"],
+        EnvKind::Bool,
+    ),
+    (
+        "STABLECOIN_SOLANA_SENDS_ENABLED",
+        &["rails", "solana_node", "sends_enabled"],
+        EnvKind::Bool,
+    ),
+    (
         "STABLECOIN_RAILS_SOLANA",
         &["rails", "solana"],
         EnvKind::Bool,

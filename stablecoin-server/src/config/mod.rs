@@ -61,6 +61,10 @@
 //! | `rails.solana` | `STABLECOIN_RAILS_SOLANA` | `true` |
 //! | `rails.evm.<chain id>` (a table) | file only | none: every chain simulated |
 //! | `rails.tron_node` (a table) | file only | none: TRON simulated |
+//! | `rails.solana_node` (a table) | file only, except: | none: Solana simulated |
+//! | `rails.solana_node.rpc_url` | `STABLECOIN_SOLANA_RPC_URL` | none (required; a secret: never logged) |
+//! | `rails.solana_node.scan_enabled` | `STABLECOIN_SOLANA_SCAN_ENABLED` | `false` (receipt monitoring off: readiness DEGRADED) |
+//! | `rails.solana_node.sends_enabled` | `STABLECOIN_SOLANA_SENDS_ENABLED` | `false` (sponsored sends off: readiness INBOUND_READY) |
 //! | `sim.treasury_float` | `STABLECOIN_SIM_TREASURY_FLOAT` | `1000000` (USDC and USDT) |
 //! | `demo.enabled` | `STABLECOIN_DEMO` | `true` |
 //! | `demo.tenant_name` | `STABLECOIN_DEMO_TENANT_NAME` | `Demo Fintech` |
@@ -137,6 +141,25 @@
 //! # max_scan_blocks = 100
 //! ```
 //!
+//! Likewise `rails.solana = true` runs the simulated Solana chain unless a
+//! `[rails.solana_node]` table makes it the real Solana rail (feature `solana`, on by
+//! default) over a validator's JSON-RPC API, the `Sponsor` key paying every fee and rent
+//! (deposits and provisioning are read at `finalized`; there is no commitment setting).
+//! Any of the three `STABLECOIN_SOLANA_*` variables creates the table (then `rpc_url`
+//! and `scan_start_slot` must be given too):
+//!
+//! ```toml
+//! [rails.solana_node]
+//! rpc_url = "https://api.mainnet-beta.solana.com"   # a secret: never logged
+//! scan_start_slot = 300000000                       # required: where the scanner starts
+//! scan_enabled = true                               # receipt monitoring (default false)
+//! sends_enabled = true                              # sponsored sends (default false)
+//! # optional: usdc_mint, usdt_mint (base58; default mainnet USDC and USDT),
+//! # token_program (default SPL Token), decimals = 6,
+//! # min_fee_payer_lamports_for_sends = 50000000, timeout_ms = 10000,
+//! # finality_timeout_ms = 60000, poll_interval_ms = 500, scan_page_size = 1000
+//! ```
+//!
 //! The start-up banner prints each real chain's sponsor address (the paymaster's signer
 //! and the bundler, which needs native coin) and the treasury account (which needs the
 //! tokens that fundings pay out).
@@ -166,7 +189,8 @@ mod webhooks;
 pub use limits::{HttpSettings, OtpSettings, RateLimitSettings, SponsorshipSettings};
 pub use load::env_var_names;
 pub use rails::{
-    EvmChainSettings, RailsConfig, RailsMode, SimSettings, TokenSettings, TronNodeSettings, Wei,
+    EvmChainSettings, RailsConfig, RailsMode, SimSettings, SolanaNodeSettings, TokenSettings,
+    TronNodeSettings, Wei,
 };
 pub use retention::RetentionSettings;
 pub(crate) use secrets::hex;

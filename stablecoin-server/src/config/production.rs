@@ -3,8 +3,8 @@
 //!
 //! What is refused, and why:
 //! - a simulated chain (an enabled EVM chain without its `[rails.evm.<id>]` table, TRON
-//!   without `[rails.tron_node]`, Solana, which the server can only simulate today): its
-//!   balances are made up, so real and simulated money would mix;
+//!   without `[rails.tron_node]`, Solana without `[rails.solana_node]`): its balances are
+//!   made up, so real and simulated money would mix;
 //! - the demo tenant: its treasury credit is backed by no fiat;
 //! - memory storage: everything is lost at exit;
 //! - the in-memory SMS gateway, the demo FX table and the simulated payout provider:
@@ -40,8 +40,10 @@ impl Config {
                 "rails.tron: no [rails.tron_node] table, so TRON would be simulated (configure it or set rails.tron = false)".into(),
             );
         }
-        if self.rails.solana {
-            out.push("rails.solana: the server simulates Solana (set rails.solana = false)".into());
+        if self.rails.solana && self.rails.solana_node.is_none() {
+            out.push(
+                "rails.solana: no [rails.solana_node] table, so Solana would be simulated (configure it or set rails.solana = false)".into(),
+            );
         }
         if self.demo.enabled {
             out.push(
@@ -143,7 +145,12 @@ impl Config {
             rails.push(format!("tron ({how})"));
         }
         if self.rails.solana {
-            rails.push("solana (simulated)".into());
+            let how = if self.rails.solana_node.is_some() {
+                "real"
+            } else {
+                "simulated"
+            };
+            rails.push(format!("solana ({how})"));
         }
         let storage = match &self.storage {
             StorageConfig::Memory => "memory",
@@ -248,6 +255,16 @@ mod tests {
     refusal!(
         a_simulated_solana_is_refused,
         "rails.solana",
+        Some(|c| {
+            c.rails.solana_node = Some(super::super::SolanaNodeSettings::new(
+                super::super::Secret::new("https://solana.example.invalid"),
+                1,
+            ))
+        })
+    );
+    refusal!(
+        a_simulated_solana_is_refused_unless_solana_is_off,
+        "rails.solana",
         Some(|c| c.rails.solana = false)
     );
     refusal!(
@@ -306,6 +323,9 @@ mod tests {
         let summary = c.summary();
         assert!(!summary.contains("simulated"), "{summary}");
         for part in [
+            "evm 137 (real)",
+            "tron (real)",
+            "solana (real)",
             "sms: africastalking",
             "rates: http",
             "signer: remote",

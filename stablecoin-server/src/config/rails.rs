@@ -13,8 +13,8 @@ pub enum RailsMode {
     Sim,
 }
 
-/// `[rails]`: which chains run, and which of them are real (a `[rails.evm.<id>]` or
-/// `[rails.tron_node]` table) rather than simulated.
+/// `[rails]`: which chains run, and which of them are real (a `[rails.evm.<id>]`,
+/// `[rails.tron_node]` or `[rails.solana_node]` table) rather than simulated.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RailsConfig {
@@ -26,13 +26,113 @@ pub struct RailsConfig {
     pub primary_evm_chain: Option<u64>,
     /// Run the TRON rail (`/v1/tron/*`, escrow); simulated unless `tron_node` is set.
     pub tron: bool,
-    /// Run the simulated Solana rail (`/v1/solana/*`).
+    /// Run the Solana rail (`/v1/solana/*`); simulated unless `solana_node` is set.
     pub solana: bool,
     /// Real EVM chains by chain id (`[rails.evm.137]`); a chain of `evm_chains` without
     /// one is simulated.
     pub evm: BTreeMap<String, EvmChainSettings>,
     /// The real TRON rail; without it (and with `tron`) TRON is simulated.
     pub tron_node: Option<TronNodeSettings>,
+    /// The real Solana rail; without it (and with `solana`) Solana is simulated.
+    pub solana_node: Option<SolanaNodeSettings>,
+}
+
+/// The real Solana rail (a validator's JSON-RPC API, e.g. an RPC provider or an own
+/// node): SPL USDC and USDT, the service's `Sponsor` key paying every fee and rent.
+/// Reads of deposits and provisioning are at `finalized` commitment, fixed by the rail
+/// (spec 1.5), so there is no commitment setting.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SolanaNodeSettings {
+    /// The JSON-RPC endpoint; often carries an API key, so never printed.
+    pub rpc_url: Secret,
+    /// Where the deposit scanner starts on a fresh database (a slot).
+    pub scan_start_slot: u64,
+    /// The USDC mint, base58 (default: mainnet USDC).
+    #[serde(default = "default_solana_usdc_mint")]
+    pub usdc_mint: String,
+    /// The USDT mint, base58 (default: mainnet USDT).
+    #[serde(default = "default_solana_usdt_mint")]
+    pub usdt_mint: String,
+    /// The token program of both mints, base58 (default: SPL Token).
+    #[serde(default = "default_solana_token_program")]
+    pub token_program: String,
+    /// Decimals of both mints (default 6); readiness checks them against the mints.
+    #[serde(default = "default_solana_decimals")]
+    pub decimals: u8,
+    /// Receipt monitoring (deposits credited by the scanner). Off (the default, as spec
+    /// 1.5's `SOLANA_SCAN_ENABLED`), readiness is DEGRADED.
+    #[serde(default)]
+    pub scan_enabled: bool,
+    /// Sponsored sends. Off (the default), readiness tops out at INBOUND_READY.
+    #[serde(default)]
+    pub sends_enabled: bool,
+    /// Fee-payer lamports below which sends stop (INBOUND_READY; default 0.05 SOL).
+    #[serde(default = "default_min_fee_payer_lamports")]
+    pub min_fee_payer_lamports_for_sends: u64,
+    /// Timeout of one JSON-RPC request, in milliseconds (default 10 000).
+    #[serde(default = "default_rpc_timeout_ms")]
+    pub timeout_ms: u64,
+    /// How long provisioning waits for its transaction to finalize, in milliseconds
+    /// (default 60 000).
+    #[serde(default = "default_finality_timeout_ms")]
+    pub finality_timeout_ms: u64,
+    /// Delay between signature-status polls while waiting, in milliseconds (default 500).
+    #[serde(default = "default_poll_interval_ms")]
+    pub poll_interval_ms: u64,
+    /// Signatures per `getSignaturesForAddress` page while scanning (default and most
+    /// 1000).
+    #[serde(default = "default_scan_page_size")]
+    pub scan_page_size: usize,
+}
+
+impl SolanaNodeSettings {
+    /// The settings with every default and `rpc_url`, `scan_start_slot` as given.
+    pub fn new(rpc_url: Secret, scan_start_slot: u64) -> Self {
+        SolanaNodeSettings {
+            rpc_url,
+            scan_start_slot,
+            usdc_mint: default_solana_usdc_mint(),
+            usdt_mint: default_solana_usdt_mint(),
+            token_program: default_solana_token_program(),
+            decimals: default_solana_decimals(),
+            scan_enabled: false,
+            sends_enabled: false,
+            min_fee_payer_lamports_for_sends: default_min_fee_payer_lamports(),
+            timeout_ms: default_rpc_timeout_ms(),
+            finality_timeout_ms: default_finality_timeout_ms(),
+            poll_interval_ms: default_poll_interval_ms(),
+            scan_page_size: default_scan_page_size(),
+        }
+    }
+}
+
+/// Mainnet USDC (`stablecoin_rails::solana::codec::MAINNET_USDC_MINT`).
+fn default_solana_usdc_mint() -> String {
+    "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v".into()
+}
+/// Mainnet USDT (`stablecoin_rails::solana::codec::MAINNET_USDT_MINT`).
+fn default_solana_usdt_mint() -> String {
+    "Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB".into()
+}
+/// SPL Token (`stablecoin_rails::solana::codec::TOKEN_PROGRAM_ID`).
+fn default_solana_token_program() -> String {
+    "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA".into()
+}
+fn default_solana_decimals() -> u8 {
+    6
+}
+fn default_min_fee_payer_lamports() -> u64 {
+    50_000_000
+}
+fn default_finality_timeout_ms() -> u64 {
+    60_000
+}
+fn default_poll_interval_ms() -> u64 {
+    500
+}
+fn default_scan_page_size() -> usize {
+    1000
 }
 
 /// The real TRON rail (java-tron's HTTP API, e.g. TronGrid or an own full node).
@@ -110,6 +210,7 @@ impl Default for RailsConfig {
             solana: true,
             evm: BTreeMap::new(),
             tron_node: None,
+            solana_node: None,
         }
     }
 }

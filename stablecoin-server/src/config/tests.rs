@@ -163,6 +163,120 @@ fn the_real_tron_rail_takes_defaults_except_where_it_starts_scanning() {
     assert!(e.contains("energy"), "{e}");
 }
 
+const SOLANA: &str = r#"
+[rails.solana_node]
+rpc_url = "https://solana.example/?api-key=sol-secret-key"
+scan_start_slot = 300000000
+"#;
+
+#[test]
+fn the_real_solana_rail_takes_defaults_except_its_endpoint_and_start_slot() {
+    let c = load_text("solana", SOLANA).unwrap();
+    let s = c.rails.solana_node.as_ref().unwrap();
+    assert_eq!(s.scan_start_slot, 300_000_000);
+    assert_eq!(s.usdc_mint, "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
+    assert_eq!(s.usdt_mint, "Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB");
+    assert_eq!(
+        s.token_program,
+        "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"
+    );
+    assert_eq!(s.decimals, 6);
+    // Monitoring and sends stay off until the operator turns them on (spec 1.5).
+    assert!(!s.scan_enabled && !s.sends_enabled);
+    assert_eq!(s.min_fee_payer_lamports_for_sends, 50_000_000);
+    assert_eq!((s.timeout_ms, s.scan_page_size), (10_000, 1000));
+    assert_eq!(s, &SolanaNodeSettings::new(s.rpc_url.clone(), 300_000_000));
+    assert!(!format!("{c:?}").contains("sol-secret-key"), "redacted");
+    assert!(c.summary().contains("solana (real)"), "{}", c.summary());
+
+    let e = load_text(
+        "solana-missing",
+        &SOLANA.replace("scan_start_slot = 300000000\n", ""),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("scan_start_slot"), "{e}");
+    let e = load_text("solana-off", &format!("[rails]\nsolana = false\n{SOLANA}"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rails.solana is false"), "{e}");
+    let e = load_text(
+        "solana-typo",
+        &format!("{SOLANA}commitment = \"finalized\"\n"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("commitment"), "{e}");
+    let e = load_text("solana-page", &format!("{SOLANA}scan_page_size = 1001\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("scan_page_size"), "{e}");
+}
+
+#[cfg(feature = "solana")]
+#[test]
+fn a_bad_solana_mint_is_refused_by_name() {
+    for (tag, line, name) in [
+        (
+            "usdc",
+            "usdc_mint = \"EPjFWdd5AufqSSqeM2qN1xzybap\"\n",
+            "usdc_mint",
+        ),
+        ("usdt", "usdt_mint = \"not base58 0OIl\"\n", "usdt_mint"),
+        ("program", "token_program = \"\"\n", "token_program"),
+        // The same mint for both tokens would credit one as the other.
+        (
+            "same",
+            "usdt_mint = \"EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v\"\n",
+            "usdc_mint and usdt_mint must differ",
+        ),
+        (
+            "native",
+            "usdt_mint = \"So11111111111111111111111111111111111111112\"\n",
+            "native SOL",
+        ),
+    ] {
+        let e = load_text(&format!("solana-{tag}"), &format!("{SOLANA}{line}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("rails.solana_node") && e.contains(name),
+            "{tag}: {e}"
+        );
+    }
+}
+
+#[test]
+fn the_solana_environment_variables_fill_the_node_table() {
+    let dir = std::env::temp_dir().join(format!("scfg-solenv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("c.toml");
+    std::fs::write(
+        &path,
+        "[rails.solana_node]\nrpc_url = \"http://file\"\nscan_start_slot = 7\n",
+    )
+    .unwrap();
+    let c = Config::load(
+        Some(&path),
+        env(&[
+            ("STABLECOIN_SOLANA_RPC_URL", "http://from-env"),
+            ("STABLECOIN_SOLANA_SCAN_ENABLED", "true"),
+            ("STABLECOIN_SOLANA_SENDS_ENABLED", "1"),
+        ]),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let s = c.rails.solana_node.unwrap();
+    assert_eq!(s.rpc_url.expose(), "http://from-env");
+    assert!(s.scan_enabled && s.sends_enabled);
+    assert_eq!(s.scan_start_slot, 7);
+    // Without a start slot the table the variable creates is incomplete, and says so.
+    let e = Config::load(None, env(&[("STABLECOIN_SOLANA_RPC_URL", "http://x")]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("scan_start_slot"), "{e}");
+}
+
 #[test]
 fn a_real_evm_chain_is_configured_in_full() {
     let c = load_text("evm", CHAIN).unwrap();

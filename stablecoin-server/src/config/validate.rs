@@ -111,6 +111,28 @@ impl Config {
                 return bad("rails.tron_node: fee_limit_sun must be positive".into());
             }
         }
+        if let Some(s) = &self.rails.solana_node {
+            if !self.rails.solana {
+                return bad("rails.solana_node is configured but rails.solana is false".into());
+            }
+            if s.timeout_ms == 0 || s.finality_timeout_ms == 0 {
+                return bad(
+                    "rails.solana_node: timeout_ms and finality_timeout_ms must be at least 1"
+                        .into(),
+                );
+            }
+            if !(1..=1000).contains(&s.scan_page_size) {
+                return bad("rails.solana_node: scan_page_size must be between 1 and 1000".into());
+            }
+            if !(6..=18).contains(&s.decimals) {
+                return bad("rails.solana_node: decimals must be between 6 and 18".into());
+            }
+            // The mints and the token program parse (each bad one named), so
+            // `check-config` catches them before a start does.
+            #[cfg(feature = "solana")]
+            crate::rails::solana_config(s)
+                .map_err(|e| ConfigError::Invalid(format!("rails.solana_node: {e}")))?;
+        }
         if let Some(seed) = &self.master_seed {
             parse_seed(seed.expose()).map_err(ConfigError::Invalid)?;
         }

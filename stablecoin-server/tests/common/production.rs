@@ -50,7 +50,10 @@ pub async fn production(config: &mut Config) -> Providers {
     let feed = FakeRateFeed::start().await.unwrap();
     feed.set_rate("XOF", "USDC", "600", now_secs());
     config.mode = Mode::Production;
-    config.rails.solana = false;
+    // Solana stays on only where the test configured the real rail.
+    if config.rails.solana_node.is_none() {
+        config.rails.solana = false;
+    }
     config.payouts = PayoutSettings::Disabled;
     config.sms = SmsSettings::AfricasTalking {
         base_url: sms.base_url().into(),
@@ -72,4 +75,39 @@ pub async fn production(config: &mut Config) -> Providers {
     };
     assert_eq!(config.production_refusals(), Vec::<String>::new());
     Providers { sms, feed }
+}
+
+/// Whether an anvil binary exists for production mode's real EVM chain. Without one the
+/// caller skips (prints SKIPPED), unless one of `require` (e.g. `EVM_REQUIRE_ANVIL`) is
+/// set, which fails the test instead.
+pub fn anvil_or_skip(require: &[&str]) -> bool {
+    if stablecoin_rails::evm::testkit::find_anvil().is_some() {
+        return true;
+    }
+    assert!(
+        require.iter().all(|v| std::env::var_os(v).is_none()),
+        "{require:?}: set, but no anvil binary was found"
+    );
+    eprintln!("SKIPPED: no anvil binary (production mode needs a real EVM chain too)");
+    false
+}
+
+/// Makes chain 137 of `config` real: the ERC-4337 contracts deployed on the shared Anvil
+/// with the sponsor key of `seed` (the signing service's), and its `[rails.evm.137]`.
+pub async fn real_polygon(config: &mut Config, seed: [u8; 32]) {
+    use stablecoin_rails::evm::testkit::shared_anvil;
+    let anvil = shared_anvil(137).to_string();
+    let world = World::deploy_for(
+        &anvil,
+        137,
+        true,
+        std::sync::Arc::new(stablecoin_core::memory::LocalSigner::from_seed(seed)),
+        |_| {},
+    )
+    .await;
+    config.rails.evm_chains = vec![137];
+    config
+        .rails
+        .evm
+        .insert("137".into(), evm_chain(&world, &anvil));
 }
