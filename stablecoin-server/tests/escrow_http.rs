@@ -82,6 +82,9 @@ async fn create_fund_release_read_and_history() {
     assert_eq!(e["amount"], "150000000", "responses carry base units");
     assert_eq!(e["token"], "USDT");
     assert_eq!(e["rail"], "tron");
+    // The TRON chain here is simulated: never "mainnet" (issue #27).
+    assert_eq!(e["network"], "simulated");
+    assert_eq!(e["chain_id"], 0);
     assert!(e["escrow_address"].as_str().unwrap().starts_with('T'));
 
     // Another tenant never sees it; no key is 401.
