@@ -294,29 +294,23 @@ impl App {
         };
         let escrow = match rails.get(RailId::Tron) {
             Some(tron) => {
-                // A simulated TRON is never "mainnet" in a deal's view.
-                let simulated = rails.sim.contains_key(&RailId::Tron);
-                let escrow_config = EscrowConfig {
-                    network: if simulated {
-                        "simulated".into()
-                    } else {
-                        EscrowConfig::default().network
-                    },
-                    chain_id: if simulated {
-                        0
-                    } else {
-                        EscrowConfig::default().chain_id
-                    },
+                let defaults = EscrowConfig::default();
+                let mut escrow_config = EscrowConfig {
                     claim_lease_ms: engine_config.claim_lease_ms,
                     poll_interval_ms: engine_config.poll_interval_ms,
                     // Longer than a TRON transaction's expiry, whatever the engine uses.
                     unknown_grace_ms: engine_config
                         .unknown_grace_ms
-                        .max(EscrowConfig::default().unknown_grace_ms),
+                        .max(defaults.unknown_grace_ms),
                     batch_limit: engine_config.batch_limit,
                     worker_id: format!("{}-escrow", engine_config.worker_id),
-                    ..EscrowConfig::default()
+                    ..defaults
                 };
+                // A simulated TRON is never "mainnet" in a deal's view.
+                if rails.sim.contains_key(&RailId::Tron) {
+                    escrow_config.network = "simulated".into();
+                    escrow_config.chain_id = 0;
+                }
                 Some(
                     EscrowEngine::new(&ports, tron, escrow_config)
                         .map_err(|e| StartupError::Rails(format!("escrow: {e}")))?,

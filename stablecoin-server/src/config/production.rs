@@ -15,7 +15,37 @@
 
 use super::{Config, ConfigError, Mode, StorageConfig};
 
+/// An enabled chain, as the configuration names it.
+enum Chain {
+    Evm(u64),
+    Tron,
+    Solana,
+}
+
 impl Config {
+    /// Every enabled chain and whether it is real (its table is configured) or would be
+    /// simulated: what both the production refusals and `check-config` report.
+    fn enabled_chains(&self) -> Vec<(Chain, bool)> {
+        let live_evm: Vec<u64> = self
+            .rails
+            .live_evm()
+            .map(|m| m.keys().copied().collect())
+            .unwrap_or_default();
+        let mut out: Vec<(Chain, bool)> = self
+            .rails
+            .evm_chains
+            .iter()
+            .map(|id| (Chain::Evm(*id), live_evm.contains(id)))
+            .collect();
+        if self.rails.tron {
+            out.push((Chain::Tron, self.rails.tron_node.is_some()));
+        }
+        if self.rails.solana {
+            out.push((Chain::Solana, self.rails.solana_node.is_some()));
+        }
+        out
+    }
+
     /// Every setting `production` mode refuses, each as `"<setting>: <why>"`; empty in
     /// development mode and for a configuration fit for production.
     pub fn production_refusals(&self) -> Vec<String> {
@@ -23,27 +53,17 @@ impl Config {
             return Vec::new();
         }
         let mut out = Vec::new();
-        let live_evm: Vec<u64> = self
-            .rails
-            .live_evm()
-            .map(|m| m.keys().copied().collect())
-            .unwrap_or_default();
-        for id in &self.rails.evm_chains {
-            if !live_evm.contains(id) {
-                out.push(format!(
-                    "rails.evm_chains: chain {id} has no [rails.evm.{id}] table, so it would be simulated"
-                ));
+        for (chain, real) in self.enabled_chains() {
+            if real {
+                continue;
             }
-        }
-        if self.rails.tron && self.rails.tron_node.is_none() {
-            out.push(
-                "rails.tron: no [rails.tron_node] table, so TRON would be simulated (configure it or set rails.tron = false)".into(),
-            );
-        }
-        if self.rails.solana && self.rails.solana_node.is_none() {
-            out.push(
-                "rails.solana: no [rails.solana_node] table, so Solana would be simulated (configure it or set rails.solana = false)".into(),
-            );
+            out.push(match chain {
+                Chain::Evm(id) => format!(
+                    "rails.evm_chains: chain {id} has no [rails.evm.{id}] table, so it would be simulated"
+                ),
+                Chain::Tron => "rails.tron: no [rails.tron_node] table, so TRON would be simulated (configure it or set rails.tron = false)".into(),
+                Chain::Solana => "rails.solana: no [rails.solana_node] table, so Solana would be simulated (configure it or set rails.solana = false)".into(),
+            });
         }
         if self.demo.enabled {
             out.push(
@@ -118,40 +138,18 @@ impl Config {
     /// What `check-config` prints for a valid configuration: the mode, the storage, the
     /// rails (real or simulated) and the services, one per line. No secret appears.
     pub fn summary(&self) -> String {
-        let live_evm: Vec<u64> = self
-            .rails
-            .live_evm()
-            .map(|m| m.keys().copied().collect())
-            .unwrap_or_default();
-        let mut rails: Vec<String> = self
-            .rails
-            .evm_chains
-            .iter()
-            .map(|id| {
-                let how = if live_evm.contains(id) {
-                    "real"
-                } else {
-                    "simulated"
-                };
-                format!("evm {id} ({how})")
+        let rails: Vec<String> = self
+            .enabled_chains()
+            .into_iter()
+            .map(|(chain, real)| {
+                let how = if real { "real" } else { "simulated" };
+                match chain {
+                    Chain::Evm(id) => format!("evm {id} ({how})"),
+                    Chain::Tron => format!("tron ({how})"),
+                    Chain::Solana => format!("solana ({how})"),
+                }
             })
             .collect();
-        if self.rails.tron {
-            let how = if self.rails.tron_node.is_some() {
-                "real"
-            } else {
-                "simulated"
-            };
-            rails.push(format!("tron ({how})"));
-        }
-        if self.rails.solana {
-            let how = if self.rails.solana_node.is_some() {
-                "real"
-            } else {
-                "simulated"
-            };
-            rails.push(format!("solana ({how})"));
-        }
         let storage = match &self.storage {
             StorageConfig::Memory => "memory",
             StorageConfig::Sqlite { .. } => "sqlite",

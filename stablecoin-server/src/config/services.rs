@@ -14,6 +14,12 @@ use stablecoin_providers::rate_feed::{HttpRateFeed, RateFeedConfig};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// True for an `http://` or `https://` URL: the endpoints of the outside services
+/// (gateways, the signing service) are checked with it.
+fn is_http_url(u: &str) -> bool {
+    u.starts_with("https://") || u.starts_with("http://")
+}
+
 /// `mode`: what the deployment is for.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -119,7 +125,7 @@ impl SmsSettings {
     /// Checks the gateway's fields; the error names the setting.
     pub fn validate(&self) -> Result<(), String> {
         let url = |key: &str, u: &str| {
-            if u.starts_with("https://") || u.starts_with("http://") {
+            if is_http_url(u) {
                 Ok(())
             } else {
                 Err(format!("sms.{key} must be an http(s) URL"))
@@ -345,7 +351,7 @@ impl SignerSettings {
         else {
             return Ok(());
         };
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
+        if !is_http_url(url) {
             return Err("signer.url must start with http:// or https://".into());
         }
         if token.expose().len() < 32 {
