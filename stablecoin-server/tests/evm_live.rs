@@ -71,6 +71,50 @@ async fn op_status(s: &common::Server, key: &str, loc: &str) -> Value {
     r.json()
 }
 
+/// Funds `phone` with `amount` USDC from the treasury and settles it; the settled
+/// funding.
+async fn fund_settled(s: &common::Server, key: &str, phone: &str, amount: &str) -> Value {
+    let r = s
+        .post(
+            key,
+            "/v1/users/fund",
+            &json!({"phone_number": phone, "token": "USDC", "amount": amount}).to_string(),
+        )
+        .await;
+    r.expect(202);
+    let loc = r.header("location").unwrap();
+    s.settle().await;
+    let f = op_status(s, key, &loc).await;
+    assert_eq!(f["status"], "SETTLED", "{f}");
+    f
+}
+
+/// Sends `amount` USDC from `from` to `to` and settles it; the accepted answer (with
+/// its fees) and the settled transfer.
+async fn send_settled(
+    s: &common::Server,
+    key: &str,
+    from: &str,
+    to: &str,
+    amount: &str,
+) -> (Value, Value) {
+    let r = s
+        .post(
+            key,
+            "/v1/transfers/send",
+            &json!({"from_phone_number": from, "to_phone_number": to, "token": "USDC",
+                    "quote_id": format!("DIRECT_CRYPTO:USDC:{amount}")})
+            .to_string(),
+        )
+        .await;
+    r.expect(202);
+    let loc = r.header("location").unwrap();
+    s.settle().await;
+    let tr = op_status(s, key, &loc).await;
+    assert_eq!(tr["status"], "SETTLED", "{tr}");
+    (r.json(), tr)
+}
+
 #[tokio::test]
 async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
     if find_anvil().is_none() {
@@ -149,18 +193,7 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
         pb["address"].as_str().unwrap().parse().unwrap();
 
     // Fund A on chain.
-    let r = s
-        .post(
-            &t.live,
-            "/v1/users/fund",
-            &json!({"phone_number": A, "token": "USDC", "amount": "20"}).to_string(),
-        )
-        .await;
-    r.expect(202);
-    let fund_loc = r.header("location").unwrap();
-    s.settle().await;
-    let f = op_status(&s, &t.live, &fund_loc).await;
-    assert_eq!(f["status"], "SETTLED", "{f}");
+    let f = fund_settled(&s, &t.live, A, "20").await;
     assert_eq!(w.usdc_of(&addr_a).await, 20_000_000);
     // tx_hash is the bundle transaction: a handleOps call to the EntryPoint.
     let tx = f["tx_hash"].as_str().unwrap();
@@ -176,21 +209,7 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
     );
 
     // P2P with the service fee (0.30%) and the tenant's flat fee in one bundle.
-    let r = s
-        .post(
-            &t.live,
-            "/v1/transfers/send",
-            &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC",
-                    "quote_id": "DIRECT_CRYPTO:USDC:10"})
-            .to_string(),
-        )
-        .await;
-    r.expect(202);
-    let sent = r.json();
-    let send_loc = r.header("location").unwrap();
-    s.settle().await;
-    let tr = op_status(&s, &t.live, &send_loc).await;
-    assert_eq!(tr["status"], "SETTLED", "{tr}");
+    let (sent, _) = send_settled(&s, &t.live, A, B, "10").await;
     let service_fee = m(sent["service_fee"].as_str().unwrap()).0 as u128;
     let tenant_fee = m(sent["tenant_fee"].as_str().unwrap()).0 as u128;
     let received = m(sent["recipient_amount"].as_str().unwrap()).0 as u128;
@@ -332,35 +351,11 @@ async fn a_production_server_with_the_remote_signer_settles_on_a_real_evm_chain_
         factory_address(&w, &owner.to_string()).await.to_lowercase()
     );
 
-    let r = s
-        .post(
-            &t.live,
-            "/v1/users/fund",
-            &json!({"phone_number": A, "token": "USDC", "amount": "20"}).to_string(),
-        )
-        .await;
-    r.expect(202);
-    let fund_loc = r.header("location").unwrap();
-    s.settle().await;
-    let f = op_status(&s, &t.live, &fund_loc).await;
-    assert_eq!(f["status"], "SETTLED", "{f}");
+    fund_settled(&s, &t.live, A, "20").await;
     assert_eq!(w.usdc_of(&addr_a).await, 20_000_000);
 
-    let r = s
-        .post(
-            &t.live,
-            "/v1/transfers/send",
-            &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC",
-                    "quote_id": "DIRECT_CRYPTO:USDC:10"})
-            .to_string(),
-        )
-        .await;
-    r.expect(202);
-    let received = m(r.json()["recipient_amount"].as_str().unwrap()).0 as u128;
-    let send_loc = r.header("location").unwrap();
-    s.settle().await;
-    let tr = op_status(&s, &t.live, &send_loc).await;
-    assert_eq!(tr["status"], "SETTLED", "{tr}");
+    let (sent, _) = send_settled(&s, &t.live, A, B, "10").await;
+    let received = m(sent["recipient_amount"].as_str().unwrap()).0 as u128;
     assert_eq!(w.usdc_of(&addr_b).await, received);
     assert_eq!(w.usdc_of(&addr_a).await, 10_000_000);
 
