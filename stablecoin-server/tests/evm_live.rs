@@ -71,24 +71,6 @@ async fn op_status(s: &common::Server, key: &str, loc: &str) -> Value {
     r.json()
 }
 
-/// Funds `phone` with `amount` USDC from the treasury and settles it; the settled
-/// funding.
-async fn fund_settled(s: &common::Server, key: &str, phone: &str, amount: &str) -> Value {
-    let r = s
-        .post(
-            key,
-            "/v1/users/fund",
-            &json!({"phone_number": phone, "token": "USDC", "amount": amount}).to_string(),
-        )
-        .await;
-    r.expect(202);
-    let loc = r.header("location").unwrap();
-    s.settle().await;
-    let f = op_status(s, key, &loc).await;
-    assert_eq!(f["status"], "SETTLED", "{f}");
-    f
-}
-
 /// Sends `amount` USDC from `from` to `to` and settles it; the accepted answer (with
 /// its fees) and the settled transfer.
 async fn send_settled(
@@ -193,7 +175,8 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
         pb["address"].as_str().unwrap().parse().unwrap();
 
     // Fund A on chain.
-    let f = fund_settled(&s, &t.live, A, "20").await;
+    let f = s.fund_settled(&t.live, A, "20").await;
+    assert_eq!(f["status"], "SETTLED", "{f}");
     assert_eq!(w.usdc_of(&addr_a).await, 20_000_000);
     // tx_hash is the bundle transaction: a handleOps call to the EntryPoint.
     let tx = f["tx_hash"].as_str().unwrap();
@@ -351,7 +334,8 @@ async fn a_production_server_with_the_remote_signer_settles_on_a_real_evm_chain_
         factory_address(&w, &owner.to_string()).await.to_lowercase()
     );
 
-    fund_settled(&s, &t.live, A, "20").await;
+    let f = s.fund_settled(&t.live, A, "20").await;
+    assert_eq!(f["status"], "SETTLED", "{f}");
     assert_eq!(w.usdc_of(&addr_a).await, 20_000_000);
 
     let (sent, _) = send_settled(&s, &t.live, A, B, "10").await;

@@ -113,20 +113,7 @@ async fn a_production_server_with_the_remote_signer_settles_on_the_real_solana_r
     let t = s.tenant("Acme", "100").await;
     // Provisioning returns once both ATAs are finalized, rent and fee paid by the
     // service: the customer holds no SOL.
-    let provision = |phone: &'static str| {
-        let (s, key) = (&s, t.live.clone());
-        async move {
-            let r = s
-                .post(
-                    &key,
-                    "/v1/solana/users/provision",
-                    &json!({"phone_number": phone}).to_string(),
-                )
-                .await;
-            r.expect(200);
-            r.json()
-        }
-    };
+    let provision = |phone: &'static str| s.provision_on(&t.live, "solana", phone);
     let pa = provision(A).await;
     assert_eq!(pa["outcome"], "PROVISIONED", "{pa}");
     let a = key(&pa["address"]);

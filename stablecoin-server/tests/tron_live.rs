@@ -83,20 +83,7 @@ async fn the_server_runs_the_real_tron_rail_configured_by_its_operator() {
     // A tenant fee on EVM transfers does not apply on TRON (spec 8.4).
     s.flat_tenant_fee(&t, 250_000, "0x00000000000000000000000000000000000000fe")
         .await;
-    let provision = |phone: &'static str| {
-        let (s, key) = (&s, t.live.clone());
-        async move {
-            let r = s
-                .post(
-                    &key,
-                    "/v1/tron/users/provision",
-                    &json!({"phone_number": phone}).to_string(),
-                )
-                .await;
-            r.expect(200);
-            r.json()
-        }
-    };
+    let provision = |phone: &'static str| s.provision_on(&t.live, "tron", phone);
     let pa = provision(A).await;
     let pb = provision(B).await;
     let addr_a = address_of(

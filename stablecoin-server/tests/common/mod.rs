@@ -300,19 +300,26 @@ impl Server {
     }
 
     pub async fn provision(&self, key: &str, phone: &str) -> Value {
+        self.provision_at(key, "/v1/users/provision", phone).await
+    }
+
+    /// Provisions `phone` on `rail` (`tron`, `solana`): `POST /v1/<rail>/users/provision`.
+    pub async fn provision_on(&self, key: &str, rail: &str, phone: &str) -> Value {
+        self.provision_at(key, &format!("/v1/{rail}/users/provision"), phone)
+            .await
+    }
+
+    async fn provision_at(&self, key: &str, path: &str, phone: &str) -> Value {
         let r = self
-            .post(
-                key,
-                "/v1/users/provision",
-                &format!("{{\"phone_number\":\"{phone}\"}}"),
-            )
+            .post(key, path, &format!("{{\"phone_number\":\"{phone}\"}}"))
             .await;
         r.expect(200);
         r.json()
     }
 
-    /// Funds a wallet and drives the engine until it settles.
-    pub async fn fund_settled(&self, key: &str, phone: &str, amount: &str) {
+    /// Funds a wallet and drives the engine until it settles; the funding as read
+    /// afterwards (its status says whether it settled).
+    pub async fn fund_settled(&self, key: &str, phone: &str, amount: &str) -> Value {
         let r = self
             .post(
                 key,
@@ -323,7 +330,11 @@ impl Server {
             )
             .await;
         r.expect(202);
+        let loc = r.header("location").unwrap();
         self.settle().await;
+        let op = self.get(key, &loc).await;
+        op.expect(200);
+        op.json()
     }
 
     pub async fn settle(&self) {
