@@ -2,6 +2,8 @@
 //! Facade crate: re-exports the workspace crates behind features (the `stablecoin` row
 //! of the workspace table above).
 
+#[cfg(feature = "checkout")]
+pub use stablecoin_checkout as checkout;
 pub use stablecoin_core as core;
 #[cfg(feature = "escrow")]
 pub use stablecoin_escrow as escrow;

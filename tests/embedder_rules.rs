@@ -526,6 +526,7 @@ async fn the_sandbox_refuses_what_it_cannot_simulate_after_the_live_checks() {
         key_id: stablecoin::core::domain::ids::ApiKeyId("key_1".into()),
         kind: KeyKind::Tenant,
         mode,
+        business: None,
     };
     fails(
         key(KeyMode::Test).require_live("webhook replay"),

@@ -121,6 +121,11 @@ pub struct ApiKey {
     pub created_at: Timestamp,
     /// When it was revoked; a revoked key never authenticates again.
     pub revoked_at: Option<Timestamp>,
+    /// The checkout business (`biz_...`) a business key belongs to; `None` for tenant
+    /// keys and for business keys issued before businesses existed, which act for the
+    /// tenant's default business.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub business: Option<String>,
 }
 
 impl ApiKey {
@@ -185,6 +190,9 @@ pub struct AuthContext {
     pub kind: KeyKind,
     /// Live or sandbox: decides whether a mutation runs or is simulated.
     pub mode: KeyMode,
+    /// The checkout business of a business key ([`ApiKey::business`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub business: Option<String>,
 }
 
 impl AuthContext {
@@ -262,11 +270,29 @@ impl Engine {
         mode: KeyMode,
     ) -> CoreResult<IssuedKey> {
         self.tenant(tenant).await?;
+        let issued = self.new_api_key(tenant, kind, mode, None);
+        self.commit(Batch {
+            puts: vec![issued.key.insert()?],
+            ..Default::default()
+        })
+        .await?;
+        Ok(issued)
+    }
+
+    /// A new key, not stored: for a caller that commits it in its own batch (a checkout
+    /// business and its keys are one commit). `business` scopes a business key to one
+    /// checkout business.
+    pub fn new_api_key(
+        &self,
+        tenant: &TenantId,
+        kind: KeyKind,
+        mode: KeyMode,
+        business: Option<String>,
+    ) -> IssuedKey {
         let mut raw = [0u8; 20];
         self.ports.entropy.fill(&mut raw);
         let body = base32_lower(&raw);
         let secret = format!("{}{}", kind.prefix(mode), body);
-        let now = self.now();
         let key = ApiKey {
             id: ApiKeyId(self.new_id(ApiKeyId::PREFIX)),
             tenant: tenant.clone(),
@@ -274,15 +300,11 @@ impl Engine {
             mode,
             hash: sha256_hex(&secret),
             hint: format!("{}{}...", kind.prefix(mode), &body[..4]),
-            created_at: now,
+            created_at: self.now(),
             revoked_at: None,
+            business,
         };
-        self.commit(Batch {
-            puts: vec![key.insert()?],
-            ..Default::default()
-        })
-        .await?;
-        Ok(IssuedKey { key, secret })
+        IssuedKey { key, secret }
     }
 
     /// Revokes a key of `tenant`; revoking twice is harmless.
@@ -341,6 +363,7 @@ impl Engine {
             key_id: v.record.id,
             kind,
             mode,
+            business: v.record.business,
         };
         self.auth_cache.put(hash, ctx.clone(), now);
         Ok(ctx)

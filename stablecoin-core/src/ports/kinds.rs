@@ -55,8 +55,14 @@ pub mod kind {
     pub const WEBHOOK_CURSOR: &str = "webhook_cursor";
     /// Server: deployment facts (the readiness probe row, the seed fingerprint).
     pub const SERVER_META: &str = "server_meta";
-    /// Server: a checkout payment session.
+    /// Checkout: a payment session.
     pub const PAYMENT_SESSION: &str = "payment_session";
+    /// Checkout: a business, the tenant's checkout identity.
+    pub const CHECKOUT_BUSINESS: &str = "checkout_business";
+    /// Checkout: a deposit into a session's address, recorded once per `deposit_id`.
+    pub const CHECKOUT_DEPOSIT: &str = "checkout_deposit";
+    /// Checkout: a rail's session-address scan position.
+    pub const CHECKOUT_SCAN_CURSOR: &str = "checkout_scan_cursor";
 
     /// Every kind above.
     pub const ALL: &[&str] = &[
@@ -83,6 +89,9 @@ pub mod kind {
         WEBHOOK_CURSOR,
         SERVER_META,
         PAYMENT_SESSION,
+        CHECKOUT_BUSINESS,
+        CHECKOUT_DEPOSIT,
+        CHECKOUT_SCAN_CURSOR,
     ];
 }
 
@@ -102,6 +111,8 @@ pub mod namespace {
     pub const ESCROW_ADDR: &str = "escrow_addr";
     /// An SMS gateway's message id: finds the delivery record its reports name.
     pub const SMS_GATEWAY_ID: &str = "sms_gateway_id";
+    /// A checkout session's deposit address on one rail: no two sessions share one.
+    pub const CHECKOUT_ADDR: &str = "checkout_addr";
 
     /// Every namespace above.
     pub const ALL: &[&str] = &[
@@ -112,6 +123,7 @@ pub mod namespace {
         OPERATION_TX,
         ESCROW_ADDR,
         SMS_GATEWAY_ID,
+        CHECKOUT_ADDR,
     ];
 }
 

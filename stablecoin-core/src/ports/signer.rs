@@ -16,6 +16,9 @@ pub enum KeyPurpose {
     PhoneWallet(String),
     /// A per-deal escrow address.
     EscrowDeal(String),
+    /// A checkout payment session's deposit address (by session id): one per session,
+    /// never reused.
+    CheckoutSession(String),
     /// The service treasury that funds customer wallets.
     Treasury,
     /// The account that sponsors gas / fees.
@@ -32,6 +35,7 @@ impl KeyPurpose {
             KeyPurpose::Wallet(id) => format!("wallet/{id}"),
             KeyPurpose::PhoneWallet(p) => format!("phone/{p}"),
             KeyPurpose::EscrowDeal(id) => format!("escrow/{id}"),
+            KeyPurpose::CheckoutSession(id) => format!("checkout/{id}"),
             KeyPurpose::Treasury => "service/treasury".into(),
             KeyPurpose::Sponsor => "service/sponsor".into(),
             KeyPurpose::ServiceFees => "service/fees".into(),

@@ -1,0 +1,220 @@
+//! The one error enum of `stablecoin-checkout`, with a stable machine code per variant.
+//!
+//! Codes are part of the public contract (the server returns them verbatim and maps them
+//! to HTTP in one place); a variant may gain fields but its code never changes.
+//!
+//! | code | class | when |
+//! |---|---|---|
+//! | `INVALID_AMOUNT` | bad input | amount not a positive decimal with at most 6 places, or above the limit |
+//! | `UNKNOWN_TOKEN` | bad input | a token or currency the checkout does not take |
+//! | `UNSUPPORTED_NETWORK` | bad input | a network that is not configured, or that carries none of the session's tokens |
+//! | `INVALID_PARAMETER` | bad input | a field is out of bounds (lengths, expiry, e-mail, metadata, `limit`, `page`, `status`) |
+//! | `MISSING_PARAMETER` | bad input | a required field is absent or blank |
+//! | `INVALID_IDEMPOTENCY_KEY` | bad input | not 1-255 printable ASCII characters |
+//! | `KEY_KIND_NOT_ALLOWED` | authority | a tenant key on a business route, or the reverse |
+//! | `SANDBOX_ONLY` | authority | a live key asked for a simulated payment |
+//! | `NOT_FOUND` | not found | no such session for this business and mode (also another business's) |
+//! | `INVALID_STATE` | state conflict | the action is not permitted from the session's status |
+//! | `CONFLICT` | state conflict (retryable) | concurrent updates kept colliding |
+//! | `IDEMPOTENCY_KEY_REUSED` | semantic | same key, other request |
+//! | `IDEMPOTENCY_KEY_IN_USE` | state conflict (retryable) | same key, first request still running |
+//! | `RAIL_ERROR` / `STORAGE_ERROR` | internal | a dependency failed |
+
+use stablecoin_core::CoreError;
+use thiserror::Error;
+
+/// Every failure of the checkout API; [`CheckoutError::code`] is the stable machine code.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum CheckoutError {
+    /// `INVALID_AMOUNT`.
+    #[error("invalid amount: {reason}")]
+    InvalidAmount {
+        /// Why it was refused, for humans.
+        reason: String,
+    },
+    /// `UNKNOWN_TOKEN`.
+    #[error("unknown token or currency {token:?}: expected USDC, USDT or USD")]
+    UnknownToken {
+        /// The token as the caller sent it (truncated).
+        token: String,
+    },
+    /// `UNSUPPORTED_NETWORK`.
+    #[error("network {network:?} is not available for this session")]
+    UnsupportedNetwork {
+        /// The network as the caller sent it (truncated).
+        network: String,
+    },
+    /// `INVALID_PARAMETER`.
+    #[error("invalid {field}: {reason}")]
+    InvalidParameter {
+        /// The request field at fault.
+        field: &'static str,
+        /// The bound it broke, for humans.
+        reason: String,
+    },
+    /// `MISSING_PARAMETER`.
+    #[error("{field} is required")]
+    MissingParameter {
+        /// The request field that is absent.
+        field: &'static str,
+    },
+    /// `INVALID_IDEMPOTENCY_KEY`.
+    #[error("invalid Idempotency-Key: {reason}")]
+    InvalidIdempotencyKey {
+        /// Why it was refused.
+        reason: String,
+    },
+    /// `KEY_KIND_NOT_ALLOWED`: checkout sessions take a business key (`live_sk_` /
+    /// `test_sk_`); businesses are managed with a tenant key.
+    #[error("this call needs a {expected}")]
+    WrongKeyKind {
+        /// The kind of key the call needs, for humans.
+        expected: &'static str,
+    },
+    /// `SANDBOX_ONLY`: simulated payments exist only for test-mode sessions.
+    #[error("only a test key (test_sk_) can simulate a payment")]
+    SandboxOnly,
+    /// `NOT_FOUND`.
+    #[error("{kind} {id} not found")]
+    NotFound {
+        /// What was looked for (`session`, `business`).
+        kind: &'static str,
+        /// The id as asked (truncated).
+        id: String,
+    },
+    /// `INVALID_STATE`.
+    #[error("not permitted while the session is {status}")]
+    InvalidState {
+        /// The session's status.
+        status: String,
+    },
+    /// `CONFLICT`.
+    #[error("concurrent update of {what}; retry")]
+    Conflict {
+        /// What kept colliding.
+        what: String,
+    },
+    /// `IDEMPOTENCY_KEY_REUSED`.
+    #[error("this Idempotency-Key was used with another request")]
+    IdempotencyKeyReused,
+    /// `IDEMPOTENCY_KEY_IN_USE`.
+    #[error("a request with this Idempotency-Key is still running")]
+    IdempotencyKeyInUse,
+    /// `RAIL_ERROR`.
+    #[error("rail: {0}")]
+    Rail(String),
+    /// `STORAGE_ERROR`.
+    #[error("storage: {0}")]
+    Storage(String),
+}
+
+/// `Result` of this crate.
+pub type CheckoutResult<T> = Result<T, CheckoutError>;
+
+impl CheckoutError {
+    /// The stable machine code.
+    pub fn code(&self) -> &'static str {
+        use CheckoutError::*;
+        match self {
+            InvalidAmount { .. } => "INVALID_AMOUNT",
+            UnknownToken { .. } => "UNKNOWN_TOKEN",
+            UnsupportedNetwork { .. } => "UNSUPPORTED_NETWORK",
+            InvalidParameter { .. } => "INVALID_PARAMETER",
+            MissingParameter { .. } => "MISSING_PARAMETER",
+            InvalidIdempotencyKey { .. } => "INVALID_IDEMPOTENCY_KEY",
+            WrongKeyKind { .. } => "KEY_KIND_NOT_ALLOWED",
+            SandboxOnly => "SANDBOX_ONLY",
+            NotFound { .. } => "NOT_FOUND",
+            InvalidState { .. } => "INVALID_STATE",
+            Conflict { .. } => "CONFLICT",
+            IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
+            IdempotencyKeyInUse => "IDEMPOTENCY_KEY_IN_USE",
+            Rail(_) => "RAIL_ERROR",
+            Storage(_) => "STORAGE_ERROR",
+        }
+    }
+
+    /// The request field at fault, when there is one.
+    pub fn param(&self) -> Option<&'static str> {
+        use CheckoutError::*;
+        match self {
+            InvalidAmount { .. } => Some("amount"),
+            UnknownToken { .. } => Some("currency"),
+            UnsupportedNetwork { .. } => Some("networks"),
+            InvalidParameter { field, .. } | MissingParameter { field } => Some(field),
+            _ => None,
+        }
+    }
+}
+
+/// A core error met inside a checkout call.
+impl From<CoreError> for CheckoutError {
+    fn from(e: CoreError) -> Self {
+        match e {
+            CoreError::Conflict { what, .. } => CheckoutError::Conflict { what },
+            CoreError::InvalidIdempotencyKey { reason } => {
+                CheckoutError::InvalidIdempotencyKey { reason }
+            }
+            CoreError::IdempotencyKeyReused => CheckoutError::IdempotencyKeyReused,
+            CoreError::IdempotencyKeyInUse => CheckoutError::IdempotencyKeyInUse,
+            CoreError::Rail(r) => CheckoutError::Rail(r),
+            CoreError::UnknownToken { token } => CheckoutError::UnknownToken { token },
+            other => CheckoutError::Storage(other.to_string()),
+        }
+    }
+}
+
+pub(crate) fn store_err(e: stablecoin_core::ports::StoreError) -> CheckoutError {
+    match e {
+        stablecoin_core::ports::StoreError::VersionConflict { kind, id, .. } => {
+            CheckoutError::Conflict {
+                what: format!("{kind} {id}"),
+            }
+        }
+        stablecoin_core::ports::StoreError::UniqueViolation { key } => {
+            CheckoutError::Conflict { what: key }
+        }
+        other => CheckoutError::Storage(other.to_string()),
+    }
+}
+
+pub(crate) fn rail_err(e: stablecoin_core::ports::RailError) -> CheckoutError {
+    CheckoutError::Rail(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct() {
+        let all = [
+            CheckoutError::InvalidAmount { reason: "".into() },
+            CheckoutError::UnknownToken { token: "".into() },
+            CheckoutError::UnsupportedNetwork { network: "".into() },
+            CheckoutError::InvalidParameter {
+                field: "x",
+                reason: "".into(),
+            },
+            CheckoutError::MissingParameter { field: "x" },
+            CheckoutError::InvalidIdempotencyKey { reason: "".into() },
+            CheckoutError::WrongKeyKind { expected: "" },
+            CheckoutError::SandboxOnly,
+            CheckoutError::NotFound {
+                kind: "session",
+                id: "".into(),
+            },
+            CheckoutError::InvalidState { status: "".into() },
+            CheckoutError::Conflict { what: "".into() },
+            CheckoutError::IdempotencyKeyReused,
+            CheckoutError::IdempotencyKeyInUse,
+            CheckoutError::Rail("".into()),
+            CheckoutError::Storage("".into()),
+        ];
+        let mut codes: Vec<_> = all.iter().map(|e| e.code()).collect();
+        codes.sort();
+        codes.dedup();
+        assert_eq!(codes.len(), all.len());
+    }
+}

@@ -1,0 +1,18 @@
+#![doc = include_str!("../README.md")]
+
+pub mod engine;
+pub mod error;
+pub mod events;
+pub mod model;
+pub mod state;
+pub mod views;
+pub mod worker;
+
+pub use engine::{
+    CheckoutConfig, CheckoutEngine, DepositFact, DepositOutcome, DepositStage, is_session_id,
+};
+pub use error::{CheckoutError, CheckoutResult};
+pub use model::{Business, DEFAULT_BUSINESS, Mode, PayOption, Session, SessionDeposit};
+pub use state::SessionStatus;
+pub use views::*;
+pub use worker::CheckoutTickReport;

@@ -1,0 +1,421 @@
+//! Stored records of the checkout: businesses, payment sessions, session deposits, the
+//! scan cursor; and the ledger accounts checkout money moves through.
+
+use crate::state::SessionStatus;
+use serde::{Deserialize, Serialize};
+use stablecoin_core::domain::ids::TenantId;
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::ports::kinds::{self, kind, namespace};
+use stablecoin_core::ports::{ChainAddress, Record};
+use std::collections::BTreeMap;
+
+/// The id of the business a business key issued before businesses existed acts for: the
+/// tenant's default business.
+pub const DEFAULT_BUSINESS: &str = "biz_default";
+
+/// Live (`live_sk_`: real chains, real money) or test (`test_sk_`: sessions paid only by
+/// simulated deposits). A key of one mode never sees or creates the other's sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Real deposits, credited to the ledger.
+    Live,
+    /// Simulated deposits only; nothing reaches the ledger.
+    Test,
+}
+
+impl Mode {
+    /// `live` or `test`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Live => "live",
+            Mode::Test => "test",
+        }
+    }
+}
+
+/// A business: the tenant's checkout identity. Its keys see only its own sessions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Business {
+    /// `biz_...`.
+    pub id: String,
+    /// The owning tenant.
+    pub tenant: TenantId,
+    /// Shown to payers on the hosted payment page.
+    pub name: String,
+    /// When it was created.
+    pub created_at: Timestamp,
+}
+
+impl Record for Business {
+    const KIND: &'static str = kind::CHECKOUT_BUSINESS;
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+    fn tenant(&self) -> Option<String> {
+        Some(self.tenant.0.clone())
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+}
+
+/// One way to pay a session: a token on a network, to the session's own address there.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayOption {
+    /// The rail's name (`polygon`, `tron`, `solana`, ...), the `network` of the API.
+    pub network: String,
+    /// The token accepted there.
+    pub token: Token,
+    /// The session's deposit address on that network (derived from
+    /// `KeyPurpose::CheckoutSession(id)`; this session's alone).
+    pub address: String,
+}
+
+/// A payment session as stored.
+///
+/// Amounts are micro-units. USDC and USDT count at par toward a session in `USD`;
+/// otherwise the session takes the one token its currency names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    /// `cs_...`: the public, unguessable id (also in the payment page's URL).
+    pub id: String,
+    /// The numeric `id` of the spec's list item: the first 53 bits of SHA-256 of the
+    /// session id (a JSON-safe integer, the same in every process).
+    pub number: i64,
+    /// The owning tenant.
+    pub tenant: TenantId,
+    /// The owning business (`biz_...`, or [`DEFAULT_BUSINESS`]).
+    pub business: String,
+    /// Live or test.
+    pub mode: Mode,
+    /// Amount due, in micro-units of `currency`.
+    pub amount: Micros,
+    /// `USDC`, `USDT` or `USD` (either stablecoin at par).
+    pub currency: String,
+    /// The ways to pay it.
+    pub options: Vec<PayOption>,
+    /// The business's own reference (an order number).
+    pub reference: String,
+    /// What is bought, shown to the payer.
+    pub description: String,
+    /// The payer's name, as the business gave it.
+    pub customer_name: String,
+    /// The payer's e-mail, as the business gave it.
+    pub customer_email: String,
+    /// The business's own customer id (the `customer_id` of the deposit webhooks; the
+    /// session id when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customer_id: Option<String>,
+    /// The business's key/value metadata, echoed in `payment.*` webhooks.
+    #[serde(default)]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// pending, paid, expired or failed.
+    pub status: SessionStatus,
+    /// Why it failed (`cancelled`, `underpaid: ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    /// Until when a payment counts; later deposits are recorded as late.
+    pub expires_at: Timestamp,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+    /// When the confirmed deposits first covered the amount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paid_at: Option<Timestamp>,
+    /// The network and transaction of the deposit that completed the payment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paid_network: Option<String>,
+    /// See `paid_network`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paid_tx_hash: Option<String>,
+    /// Confirmed, credited deposits toward the amount (at most `amount`), by token.
+    #[serde(default)]
+    pub applied: BTreeMap<Token, Micros>,
+    /// Every confirmed, credited micro-unit, whatever it counted for.
+    #[serde(default)]
+    pub received: Micros,
+    /// Detected deposits not yet confirmed.
+    #[serde(default)]
+    pub pending: Micros,
+    /// Confirmed money beyond the amount while the session was open or paid.
+    #[serde(default)]
+    pub excess: Micros,
+    /// Confirmed money that arrived after expiry, or after the session failed.
+    #[serde(default)]
+    pub late: Micros,
+    /// Money the business owes back to payers: `excess + late`, plus the applied part
+    /// of a session that failed or expired unpaid.
+    #[serde(default)]
+    pub refundable: Micros,
+    /// Deposits recorded (detected or confirmed).
+    #[serde(default)]
+    pub deposit_count: u32,
+    /// When the expiry worker next looks at it; `None` once nothing is left to decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<Timestamp>,
+}
+
+impl Session {
+    /// The store subkind that partitions sessions by business and mode, so a list runs
+    /// on one index range per (business, mode).
+    pub fn scope(business: &str, mode: Mode) -> String {
+        format!("{business}:{}", mode.as_str())
+    }
+
+    /// The unique key of a deposit address on a network: one session per address.
+    pub fn address_key(network: &str, address: &str) -> String {
+        kinds::key(namespace::CHECKOUT_ADDR, format!("{network}:{address}"))
+    }
+
+    /// The applied amount of all tokens.
+    pub fn applied_total(&self) -> Micros {
+        self.applied
+            .values()
+            .fold(Micros::ZERO, |a, b| a.checked_add(*b).unwrap_or(a))
+    }
+
+    /// Whether `token` counts toward this session.
+    pub fn accepts(&self, token: Token) -> bool {
+        self.options.iter().any(|o| o.token == token)
+    }
+}
+
+impl Record for Session {
+    const KIND: &'static str = kind::PAYMENT_SESSION;
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+    fn tenant(&self) -> Option<String> {
+        Some(self.tenant.0.clone())
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+    fn status(&self) -> Option<String> {
+        Some(self.status.as_str().into())
+    }
+    fn subkind(&self) -> Option<String> {
+        Some(Session::scope(&self.business, self.mode))
+    }
+    fn due_at(&self) -> Option<Timestamp> {
+        self.due_at
+    }
+    fn unique_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .options
+            .iter()
+            .map(|o| Session::address_key(&o.network, &o.address))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}
+
+/// Where a session deposit stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DepositState {
+    /// Seen, not confirmed: counted as pending, credits nothing.
+    Detected,
+    /// Reported confirmed but not safe to credit: still credits nothing.
+    ConfirmedUnsafe,
+    /// Confirmed and safe to credit: credited once, in the commit that set this state.
+    Credited,
+}
+
+impl DepositState {
+    /// The stored status word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DepositState::Detected => "detected",
+            DepositState::ConfirmedUnsafe => "confirmed_unsafe",
+            DepositState::Credited => "credited",
+        }
+    }
+}
+
+/// One deposit into a session's address, recorded once per `deposit_id`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionDeposit {
+    /// The integer idempotency key of the deposit webhooks.
+    pub deposit_id: u64,
+    /// The session paid.
+    pub session: String,
+    /// Owner of the session.
+    pub tenant: TenantId,
+    /// The network it arrived on.
+    pub network: String,
+    /// The session address that received it.
+    pub address: String,
+    /// Which stablecoin.
+    pub token: Token,
+    /// Micro-units.
+    pub amount: Micros,
+    /// The real transaction hash, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_hash: Option<String>,
+    /// `pending_<unix seconds>_<address prefix>`: the `tx_hash` of the webhooks while the
+    /// real hash is unknown.
+    pub placeholder: String,
+    /// Confirmations last reported.
+    pub confirmations: u64,
+    /// Where it stands.
+    pub state: DepositState,
+    /// The part that paid the amount (set when credited).
+    #[serde(default)]
+    pub applied: Micros,
+    /// The part beyond the amount (set when credited, not late).
+    #[serde(default)]
+    pub excess: Micros,
+    /// True when it arrived after expiry or after the session ended.
+    #[serde(default)]
+    pub late: bool,
+    /// Who saw it: `checkout-scanner-<network>`, `simulator`, or the external scanner's
+    /// name.
+    pub detected_by: String,
+    /// When first seen (links detected, confirmed and hash_resolved).
+    pub detected_at: Timestamp,
+    /// When credited (or reported confirmed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed_at: Option<Timestamp>,
+}
+
+impl SessionDeposit {
+    /// The record id: the decimal `deposit_id`.
+    pub fn record_id(deposit_id: u64) -> String {
+        deposit_id.to_string()
+    }
+
+    /// The `tx_hash` the webhooks carry: the real one once known, else the placeholder.
+    pub fn wire_hash(&self) -> &str {
+        self.tx_hash.as_deref().unwrap_or(&self.placeholder)
+    }
+}
+
+impl Record for SessionDeposit {
+    const KIND: &'static str = kind::CHECKOUT_DEPOSIT;
+    fn id(&self) -> String {
+        SessionDeposit::record_id(self.deposit_id)
+    }
+    fn tenant(&self) -> Option<String> {
+        Some(self.tenant.0.clone())
+    }
+    fn created_at(&self) -> Timestamp {
+        self.detected_at
+    }
+    fn status(&self) -> Option<String> {
+        Some(self.state.as_str().into())
+    }
+    /// Listed per session.
+    fn subkind(&self) -> Option<String> {
+        Some(self.session.clone())
+    }
+}
+
+/// Persisted scan position of the session-address scanner on one network.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ScanCursor {
+    pub network: String,
+    pub cursor: String,
+    pub created_at: Timestamp,
+}
+
+impl Record for ScanCursor {
+    const KIND: &'static str = kind::CHECKOUT_SCAN_CURSOR;
+    fn id(&self) -> String {
+        self.network.clone()
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+}
+
+/// The ledger accounts checkout money moves through (live sessions only; test sessions
+/// never touch the ledger).
+///
+/// - A credited deposit's applied part goes from `chain_in:<network>:<token>` to the
+///   session's **held** account; its excess or late part goes to the business's
+///   **refundable** account.
+/// - When the session is paid, its held balance moves to the tenant's **treasury**.
+/// - When it fails or expires with something applied, its held balance moves to
+///   **refundable**: the business refunds the payer from there.
+pub mod accounts {
+    use stablecoin_core::domain::ids::TenantId;
+    use stablecoin_core::domain::money::Token;
+    use stablecoin_core::ports::LedgerAccount;
+
+    /// Money toward one session, until it is paid or ends unpaid.
+    pub fn held(session: &str, token: Token) -> LedgerAccount {
+        LedgerAccount {
+            id: format!("checkout_held:{session}:{token}"),
+            allow_negative: false,
+        }
+    }
+
+    /// Money a business owes back to payers (over, late and unpaid payments).
+    pub fn refundable(tenant: &TenantId, business: &str, token: Token) -> LedgerAccount {
+        LedgerAccount {
+            id: format!("checkout_refundable:{tenant}:{business}:{token}"),
+            allow_negative: false,
+        }
+    }
+
+    /// Where deposits on `network` come from (the core engine's account).
+    pub fn chain_in(network: &str, token: Token) -> LedgerAccount {
+        stablecoin_core::engine::accounts::chain_in(network, token)
+    }
+
+    /// The tenant's treasury (the core engine's account).
+    pub fn treasury(tenant: &TenantId, token: Token) -> LedgerAccount {
+        stablecoin_core::engine::accounts::treasury(tenant, token)
+    }
+}
+
+/// The placeholder hash of a deposit whose real hash is not known yet (spec 6.2 rule 4).
+pub fn placeholder_hash(detected_at: Timestamp, address: &ChainAddress) -> String {
+    let prefix: String = address.0.chars().take(10).collect();
+    format!("pending_{}_{prefix}", detected_at.unix_secs())
+}
+
+/// A JSON-safe integer (< 2^53) from SHA-256 of `parts`: deterministic, so every process
+/// and every rescan gives the same id.
+pub fn integer_id(parts: &[&str]) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0u8]);
+    }
+    let d = h.finalize();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    (u64::from_be_bytes(b) & ((1u64 << 53) - 1)).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_ids_are_stable_json_safe_and_spread() {
+        let a = integer_id(&["polygon", "0xabc", "0"]);
+        assert_eq!(a, integer_id(&["polygon", "0xabc", "0"]));
+        assert!(a < (1 << 53) && a > 0);
+        assert_ne!(a, integer_id(&["polygon", "0xabc", "1"]));
+        // The separator keeps ("ab","c") and ("a","bc") apart.
+        assert_ne!(integer_id(&["ab", "c"]), integer_id(&["a", "bc"]));
+    }
+
+    #[test]
+    fn the_placeholder_has_the_spec_form() {
+        let p = placeholder_hash(
+            Timestamp::from_secs(1_700_000_000),
+            &ChainAddress("0x1234567890abcdef".into()),
+        );
+        assert_eq!(p, "pending_1700000000_0x12345678");
+    }
+}
