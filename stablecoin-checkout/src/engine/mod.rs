@@ -98,6 +98,11 @@ impl CheckoutEngine {
         Ok(CheckoutEngine { core, config })
     }
 
+    /// The core engine it runs on (its ports, rails and keys).
+    pub fn core_engine(&self) -> &Engine {
+        &self.core
+    }
+
     /// The settings it was built with.
     pub fn config(&self) -> &CheckoutConfig {
         &self.config
