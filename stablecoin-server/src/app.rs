@@ -12,6 +12,7 @@ use crate::rails::{LiveRail, Rails};
 use crate::storage::{Storage, StorageError, open_storage};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use stablecoin_checkout::{CheckoutConfig, CheckoutEngine};
 use stablecoin_core::CoreError;
 use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::domain::money::{Micros, Token};
@@ -83,6 +84,11 @@ pub struct AppInner {
     /// The escrow engine over the TRON rail; `None` when TRON is disabled (every escrow
     /// route then answers `ESCROW_UNAVAILABLE`).
     pub escrow: Option<EscrowEngine>,
+    /// The checkout gateway: businesses, payment sessions, deposit monitoring.
+    pub checkout: CheckoutEngine,
+    /// The shared secret a separately deployed deposit scanner signs its reports with
+    /// (`[checkout] intake_secret`); `None` turns the intake route off.
+    pub intake_secret: Option<String>,
     /// Wallet-service webhook endpoints and their delivery worker.
     pub webhooks: Deliverer,
     /// Per-API-key request budgets (`[rate_limits]`).
@@ -319,7 +325,16 @@ impl App {
             None => None,
         };
         let webhooks = webhook_deliverer(&config, &ports, &engine_config, webhook_key, options)?;
+        let checkout_config = CheckoutConfig {
+            batch_limit: engine_config.batch_limit,
+            claim_lease_ms: engine_config.claim_lease_ms,
+            worker_id: format!("{}-checkout", engine_config.worker_id),
+            ..config.checkout.engine_config()
+        };
         let engine = Engine::new(ports, rails.all(), engine_config);
+        let checkout = CheckoutEngine::new(engine.clone(), checkout_config)
+            .map_err(|e| StartupError::Config(ConfigError::Invalid(format!("checkout: {e}"))))?;
+        let intake_secret = config.checkout.intake_secret.clone();
         let rate_limiter = Arc::new(crate::rate_limit::RateLimiter::new(
             config.rate_limits.limits(),
         ));
@@ -334,6 +349,8 @@ impl App {
             notifier,
             payouts,
             escrow,
+            checkout,
+            intake_secret,
             webhooks,
             rate_limiter,
         }));
@@ -543,6 +560,9 @@ async fn run_workers(state: AppState, mut stop: watch::Receiver<bool>) {
             for e in escrow.tick().await.errors {
                 tracing::warn!(error = %e, "escrow worker");
             }
+        }
+        for e in state.checkout.tick().await.errors {
+            tracing::warn!(error = %e, "checkout worker");
         }
         if report.more_due {
             // The claim came back full: a backlog is waiting, so no pause.

@@ -9,6 +9,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use stablecoin_checkout::CheckoutError;
 use stablecoin_core::CoreError;
 use stablecoin_escrow::EscrowError;
 use utoipa::ToSchema;
@@ -269,6 +270,47 @@ impl From<EscrowError> for ApiError {
     }
 }
 
+/// The HTTP status of every checkout error (same classes as the core's).
+pub fn checkout_status_of(e: &CheckoutError) -> StatusCode {
+    use CheckoutError::*;
+    match e {
+        InvalidAmount { .. }
+        | UnknownToken { .. }
+        | UnsupportedNetwork { .. }
+        | InvalidParameter { .. }
+        | MissingParameter { .. }
+        | InvalidIdempotencyKey { .. } => StatusCode::BAD_REQUEST,
+        WrongKeyKind { .. } | SandboxOnly => StatusCode::FORBIDDEN,
+        NotFound { .. } => StatusCode::NOT_FOUND,
+        InvalidState { .. } | Conflict { .. } | IdempotencyKeyInUse => StatusCode::CONFLICT,
+        IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+        Rail(_) => StatusCode::BAD_GATEWAY,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl From<CheckoutError> for ApiError {
+    fn from(e: CheckoutError) -> Self {
+        let status = checkout_status_of(&e);
+        let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
+            tracing::error!(code = e.code(), error = %e, "internal checkout error");
+            "internal error; the request may be retried".into()
+        } else if matches!(e, CheckoutError::Rail(_)) {
+            tracing::warn!(code = e.code(), error = %e, "dependency failed");
+            "the blockchain rail failed; the request may be retried".into()
+        } else {
+            stablecoin_core::domain::redact::urls(&e.to_string())
+        };
+        ApiError {
+            status,
+            code: e.code(),
+            message,
+            param: e.param().map(str::to_string),
+            retry_after_secs: None,
+        }
+    }
+}
+
 /// A core error whose `param` names another request field (e.g. `to_phone_number`).
 pub fn at(field: &str) -> impl Fn(CoreError) -> ApiError + '_ {
     move |e| {
@@ -289,6 +331,27 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "MALFORMED_CALLBACK",
         400,
         "A provider's callback (an SMS delivery report) is not in the provider's documented form.",
+    ),
+    // checkout
+    (
+        "UNSUPPORTED_NETWORK",
+        400,
+        "A checkout network that is not configured or carries none of the session's tokens.",
+    ),
+    (
+        "SANDBOX_ONLY",
+        403,
+        "Only a test business key (test_sk_) can simulate a payment.",
+    ),
+    (
+        "INTAKE_DISABLED",
+        404,
+        "The deposit intake is not configured ([checkout] intake_secret).",
+    ),
+    (
+        "INVALID_SIGNATURE",
+        401,
+        "A deposit report's X-Webhook-Signature is missing or does not verify.",
     ),
     // escrow
     ("UNSUPPORTED_TOKEN", 400, "Escrow moves only TRON USDT."),

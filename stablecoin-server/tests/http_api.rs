@@ -11,8 +11,6 @@ use stablecoin_core::domain::money::Token;
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::{Batch, ChainAddress, KeyPurpose, Rail, RailId, Record};
-use stablecoin_server::api::checkout::StoredPaymentSession;
-use stablecoin_server::api::types::PaymentSession;
 
 const A: &str = "+2250700000001";
 const B: &str = "+2250700000002";
@@ -998,89 +996,6 @@ async fn tron_send_is_503_when_tron_is_not_configured() {
     )
     .await
     .expect_err(503, "RAIL_NOT_READY");
-}
-
-#[tokio::test]
-async fn checkout_list_over_the_session_store() {
-    let s = start().await;
-    let acme = s.tenant("Acme", "0").await;
-    let beta = s.tenant("Beta", "0").await;
-    let r = s.get(&acme.business_live, "/api/v1/checkout/list").await;
-    r.expect(200);
-    assert_eq!(
-        r.json(),
-        json!({"limit": 20, "page": 1, "total": 0, "payments": []})
-    );
-    // The list reads the real store: sessions written there show up, per business, filtered.
-    let now = s.app.engine().ports().clock.now();
-    let mut puts = Vec::new();
-    for (i, status) in ["pending", "paid", "paid"].iter().enumerate() {
-        let rec = StoredPaymentSession {
-            tenant: acme.id.0.clone(),
-            created_at: now.plus_millis(i as i64),
-            session: PaymentSession {
-                id: i as i64 + 1,
-                session_id: format!("cs_{i}"),
-                reference: format!("order-{i}"),
-                amount: serde_json::Number::from(10 + i as i64),
-                currency: "USDC".into(),
-                status: status.to_string(),
-                payment_method: "crypto".into(),
-                network: "polygon".into(),
-                description: "test".into(),
-                customer_name: "Ada".into(),
-                customer_email: "ada@example.invalid".into(),
-                paid_at: None,
-            },
-        };
-        puts.push(rec.insert().unwrap());
-    }
-    s.app
-        .engine()
-        .ports()
-        .store
-        .commit(Batch {
-            puts,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let r = s
-        .get(&acme.business_test, "/api/v1/checkout/list?status=paid")
-        .await;
-    r.expect(200);
-    assert_eq!(r.json()["total"], 2);
-    assert_eq!(
-        r.json()["payments"][0]["session_id"],
-        "cs_2",
-        "newest first"
-    );
-    let r = s
-        .get(&acme.business_live, "/api/v1/checkout/list?limit=1&page=3")
-        .await;
-    assert_eq!(r.json()["total"], 3);
-    assert_eq!(r.json()["payments"][0]["session_id"], "cs_0");
-    assert_eq!(
-        s.get(&beta.business_live, "/api/v1/checkout/list")
-            .await
-            .json()["total"],
-        0
-    );
-    // Tenant keys do not open it; bad filters are 400.
-    s.get(&acme.live, "/api/v1/checkout/list")
-        .await
-        .expect_err(403, "KEY_KIND_NOT_ALLOWED");
-    let r = s
-        .get(&acme.business_live, "/api/v1/checkout/list?status=refunded")
-        .await;
-    r.expect_err(400, "INVALID_PARAMETER");
-    assert_eq!(r.param().as_deref(), Some("status"));
-    s.get(&acme.business_live, "/api/v1/checkout/list?limit=1000")
-        .await
-        .expect_err(400, "INVALID_PARAMETER");
-    s.get(&acme.business_live, "/api/v1/checkout/list?state=paid")
-        .await
-        .expect_err(400, "INVALID_QUERY");
 }
 
 #[tokio::test]

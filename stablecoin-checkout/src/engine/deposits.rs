@@ -65,7 +65,8 @@ pub enum DepositOutcome {
     HashResolved,
     /// Nothing new: this `deposit_id` was already recorded at this stage.
     AlreadyRecorded,
-    /// The address is no session's, or the session is of the other mode.
+    /// The address is no session's, the session is of the other mode, or a first report
+    /// lacks the amount: nothing recorded.
     UnknownAddress,
 }
 
@@ -85,6 +86,8 @@ impl CheckoutEngine {
                     .await?;
             let session_id = match &existing {
                 Some(d) => d.record.session.clone(),
+                // A first report must say what arrived: a partial one cannot be recorded.
+                None if fact.amount.is_zero() => return Ok(DepositOutcome::UnknownAddress),
                 None => match get_record_by_unique::<Session>(
                     store,
                     &Session::address_key(&fact.network, &fact.address),

@@ -1,102 +1,236 @@
-//! `GET /api/v1/checkout/list` (spec 2.5, 4.4) over a real payment-session store.
-//!
-//! Payment sessions are records of kind `payment_session` in the configured `Store`,
-//! owned by the business's tenant and filterable by status. Nothing creates sessions yet
-//! (the checkout gateway is not part of this server), so the list is empty until a
-//! session writer exists; the query, filters and paging are real.
+//! The checkout gateway over HTTP: business keys (`live_sk_` / `test_sk_`) create, read,
+//! cancel and list payment sessions under `/api/v1/checkout/...` (spec 2.5, 4.4), and a
+//! test key simulates payments; tenant keys manage businesses at `/v1/businesses`. Every
+//! rule is the checkout engine's; a handler maps HTTP to one engine call.
 
-use super::paging;
-use super::types::*;
+use super::types::CheckoutListQuery;
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::ApiQuery;
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::idempotency::ReplayBody;
 use axum::Json;
 use axum::extract::State;
-use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::ports::{ListQuery, Record};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use stablecoin_checkout::{
+    BusinessView, CreateSessionRequest, NewBusiness, SessionList, SessionView,
+    SimulatePaymentRequest,
+};
+use utoipa::ToSchema;
 
-/// Session statuses (spec 3.3).
+/// Session statuses (spec 3.3), the values of the list's `status` filter.
 pub const SESSION_STATUSES: [&str; 4] = ["pending", "paid", "expired", "failed"];
 
-/// A stored payment session: the spec 2.5 item plus ownership and time.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct StoredPaymentSession {
-    /// The owning tenant's id (`ten_...`): the business key's tenant, the only one that
-    /// lists it.
-    pub tenant: String,
-    /// When the session was stored; the list is newest first by it.
-    pub created_at: Timestamp,
-    /// The session as `GET /api/v1/checkout/list` returns it.
-    pub session: PaymentSession,
-}
-
-impl Record for StoredPaymentSession {
-    const KIND: &'static str = stablecoin_core::ports::kinds::kind::PAYMENT_SESSION;
-    fn id(&self) -> String {
-        self.session.session_id.clone()
-    }
-    fn tenant(&self) -> Option<String> {
-        Some(self.tenant.clone())
-    }
-    fn created_at(&self) -> Timestamp {
-        self.created_at
-    }
-    fn status(&self) -> Option<String> {
-        Some(self.session.status.clone())
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    match headers.get(crate::idempotency::HEADER) {
+        None => Ok(None),
+        Some(v) => v.to_str().map(Some).map_err(|_| {
+            ApiError::bad_request(
+                "INVALID_IDEMPOTENCY_KEY",
+                "Idempotency-Key must be 1 to 255 printable ASCII characters",
+            )
+        }),
     }
 }
 
-/// List the business's payment sessions, newest first.
+fn number(v: Option<&str>, name: &str) -> Result<Option<u32>, ApiError> {
+    match v {
+        None => Ok(None),
+        Some(s) => s.trim().parse::<u32>().map(Some).map_err(|_| {
+            ApiError::bad_request(
+                "INVALID_PARAMETER",
+                format!("{name} must be a positive integer"),
+            )
+            .with_param(name)
+        }),
+    }
+}
+
+/// List the business's payment sessions of the key's mode, newest first.
 ///
-/// Business keys only (`live_sk_` / `test_sk_`). `status` filters by pending, paid,
-/// expired or failed; `limit` 1-100 (default 20), `page` from 1. No session writer
-/// exists yet, so the list is empty.
+/// `status`: pending, paid, expired or failed. `limit`: 1-100, default 20. `page`: from
+/// 1, default 1; a page past the end is empty and still carries the total.
 #[utoipa::path(get, path = "/api/v1/checkout/list", tag = "checkout",
     params(CheckoutListQuery),
     responses(
-        (status = 200, description = "A page of payment sessions", body = CheckoutList),
-        (status = 400, description = "Bad status, limit or page", body = ErrorBody)),
+        (status = 200, description = "A page of payment sessions", body = SessionList),
+        (status = 400, description = "Bad status, limit or page", body = ErrorBody),
+        (status = 401, description = "Missing or unknown key", body = ErrorBody),
+        (status = 403, description = "Not a business key", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody)),
     security(("business_key" = [])))]
 pub async fn list(
     State(app): State<AppState>,
     caller: Caller,
     ApiQuery(q): ApiQuery<CheckoutListQuery>,
-) -> Result<Json<CheckoutList>, ApiError> {
-    let p = paging(q.limit.as_deref(), q.page.as_deref())?;
-    let status = match q.status.as_deref() {
-        None => None,
-        Some(s) if SESSION_STATUSES.contains(&s) => Some(s.to_string()),
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "INVALID_PARAMETER",
-                "status must be one of pending, paid, expired, failed",
-            )
-            .with_param("status"));
-        }
-    };
-    let (skip, take) = p.window();
-    let (records, total) = app
-        .storage
-        .store
-        .list(&ListQuery {
-            kind: StoredPaymentSession::KIND.into(),
-            tenant: caller.tenant().0.clone(),
-            subkind: None,
-            status,
-            limit: take,
-            offset: skip,
-        })
-        .await
-        .map_err(|e| stablecoin_core::CoreError::Storage(e.to_string()))?;
-    let payments = records
-        .iter()
-        .map(|r| StoredPaymentSession::from_stored(r).map(|s| s.session))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Json(CheckoutList {
-        limit: p.limit,
-        page: p.page,
-        total,
-        payments,
+) -> Result<Json<SessionList>, ApiError> {
+    let limit = number(q.limit.as_deref(), "limit")?;
+    let page = number(q.page.as_deref(), "page")?;
+    Ok(Json(
+        app.checkout
+            .list_sessions(&caller.0, q.status.as_deref(), limit, page)
+            .await?,
+    ))
+}
+
+/// Create a payment session: a fresh deposit address on each accepted network.
+///
+/// Accepts `Idempotency-Key`: the same key and body answer the first session; the same
+/// key with another body is 422 `IDEMPOTENCY_KEY_REUSED`.
+#[utoipa::path(post, path = "/api/v1/checkout/sessions", tag = "checkout",
+    request_body = CreateSessionRequest,
+    responses(
+        (status = 201, description = "The session", body = SessionView),
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 401, description = "Missing or unknown key", body = ErrorBody),
+        (status = 403, description = "Not a business key", body = ErrorBody),
+        (status = 409, description = "The same key is still running", body = ErrorBody),
+        (status = 422, description = "Key reused with another body", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+        (status = 502, description = "A rail failed deriving an address", body = ErrorBody)),
+    security(("business_key" = [])))]
+pub async fn create_session(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<CreateSessionRequest>,
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
+    let view = app.checkout.create_session(&caller.0, &req, key).await?;
+    let location = format!("/api/v1/checkout/sessions/{}", view.session_id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(view),
+    )
+        .into_response())
+}
+
+/// Read one session, with its deposits and every partial, over and late amount.
+#[utoipa::path(get, path = "/api/v1/checkout/sessions/{session_id}", tag = "checkout",
+    params(("session_id" = String, Path, description = "cs_...")),
+    responses(
+        (status = 200, description = "The session", body = SessionView),
+        (status = 401, description = "Missing or unknown key", body = ErrorBody),
+        (status = 403, description = "Not a business key", body = ErrorBody),
+        (status = 404, description = "No such session for this business and mode", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody)),
+    security(("business_key" = [])))]
+pub async fn get_session(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath,
+) -> Result<Json<SessionView>, ApiError> {
+    Ok(Json(app.checkout.get_session(&caller.0, &id).await?))
+}
+
+/// Cancel a pending session: it fails with reason `cancelled`; anything it received
+/// becomes refundable.
+#[utoipa::path(post, path = "/api/v1/checkout/sessions/{session_id}/cancel", tag = "checkout",
+    params(("session_id" = String, Path, description = "cs_...")),
+    responses(
+        (status = 200, description = "The cancelled session", body = SessionView),
+        (status = 401, description = "Missing or unknown key", body = ErrorBody),
+        (status = 403, description = "Not a business key", body = ErrorBody),
+        (status = 404, description = "No such session for this business and mode", body = ErrorBody),
+        (status = 409, description = "Not pending", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody)),
+    security(("business_key" = [])))]
+pub async fn cancel_session(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath,
+) -> Result<Json<SessionView>, ApiError> {
+    Ok(Json(app.checkout.cancel_session(&caller.0, &id).await?))
+}
+
+/// Test mode: a simulated deposit into a test session, recorded exactly as a real one
+/// (webhooks included). `confirmed: false` leaves it detected; a later call without an
+/// amount confirms it.
+#[utoipa::path(post, path = "/api/v1/checkout/sessions/{session_id}/simulate-payment", tag = "checkout",
+    params(("session_id" = String, Path, description = "cs_...")),
+    request_body = SimulatePaymentRequest,
+    responses(
+        (status = 200, description = "The session after the deposit", body = SessionView),
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 401, description = "Missing or unknown key", body = ErrorBody),
+        (status = 403, description = "Not a test business key", body = ErrorBody),
+        (status = 404, description = "No such session for this business and mode", body = ErrorBody),
+        (status = 409, description = "Concurrent update", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody)),
+    security(("business_key" = [])))]
+pub async fn simulate_payment(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath,
+    ApiJson(req): ApiJson<SimulatePaymentRequest>,
+) -> Result<Json<SessionView>, ApiError> {
+    Ok(Json(
+        app.checkout.simulate_payment(&caller.0, &id, &req).await?,
+    ))
+}
+
+/// `POST /v1/businesses`.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateBusinessRequest {
+    /// Shown to payers on the payment page: 1 to 100 characters.
+    #[schema(min_length = 1, max_length = 100)]
+    pub name: String,
+}
+
+/// The tenant's businesses.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+pub struct BusinessList {
+    /// Newest first (at most 100).
+    pub businesses: Vec<BusinessView>,
+}
+
+/// Create a business (the tenant's checkout identity) with a live and a test key,
+/// shown in this answer only. An idempotent replay answers the business without keys.
+#[utoipa::path(post, path = "/v1/businesses", tag = "checkout",
+    request_body = CreateBusinessRequest,
+    responses(
+        (status = 201, description = "The business and its keys (shown once)", body = NewBusiness),
+        (status = 400, description = "Bad name", body = ErrorBody),
+        (status = 401, description = "Missing or unknown key", body = ErrorBody),
+        (status = 403, description = "Not a live tenant key", body = ErrorBody),
+        (status = 409, description = "The same key is still running", body = ErrorBody),
+        (status = 422, description = "Key reused with another body", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn create_business(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<CreateBusinessRequest>,
+) -> Result<Response, ApiError> {
+    caller.0.require_live("business creation")?;
+    let created = app
+        .checkout
+        .create_business(caller.tenant(), &req.name)
+        .await?;
+    let without =
+        serde_json::to_vec(&serde_json::json!({"business": created.business})).unwrap_or_default();
+    let mut res = (StatusCode::CREATED, Json(created)).into_response();
+    res.extensions_mut().insert(ReplayBody(without.into()));
+    Ok(res)
+}
+
+/// List the tenant's businesses.
+#[utoipa::path(get, path = "/v1/businesses", tag = "checkout",
+    responses(
+        (status = 200, description = "The businesses", body = BusinessList),
+        (status = 401, description = "Missing or unknown key", body = ErrorBody),
+        (status = 403, description = "Not a tenant key", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn list_businesses(
+    State(app): State<AppState>,
+    caller: Caller,
+) -> Result<Json<BusinessList>, ApiError> {
+    Ok(Json(BusinessList {
+        businesses: app.checkout.list_businesses(caller.tenant()).await?,
     }))
 }

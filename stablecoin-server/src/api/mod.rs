@@ -7,6 +7,7 @@ mod document;
 pub mod escrow;
 pub mod fx;
 pub mod health;
+pub mod intake;
 pub mod schemas;
 pub mod transfers;
 pub mod types;
@@ -41,7 +42,7 @@ pub const API_VERSION: &str = "1.0.1";
     info(
         title = "Stablecoin wallet, escrow and payments API",
         version = "1.0.1",
-        description = "Reference server of the stablecoin SDK. Authenticate with `X-API-Key`: tenant keys `svc_sk_live_` (live) / `svc_sk_test_` (sandbox: supported mutations are simulated and marked `\"simulated\": true`, others answer SANDBOX_UNSUPPORTED); business keys `live_sk_` / `test_sk_` open only the checkout list. Every POST accepts `Idempotency-Key`. Errors are `{\"error\":{\"code\",\"message\",\"param\"?}}`.",
+        description = "Reference server of the stablecoin SDK. Authenticate with `X-API-Key`: tenant keys `svc_sk_live_` (live) / `svc_sk_test_` (sandbox: supported mutations are simulated and marked `\"simulated\": true`, others answer SANDBOX_UNSUPPORTED); business keys `live_sk_` / `test_sk_` open only the checkout (`/api/v1/checkout/...`): a test key sees and creates only test sessions, paid by simulated deposits; a live key only live ones. Every POST accepts `Idempotency-Key`. Errors are `{\"error\":{\"code\",\"message\",\"param\"?}}`.",
         license(name = "Apache-2.0")
     ),
     components(schemas(ErrorBody, ErrorDetail)),
@@ -169,6 +170,10 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(webhooks::replay_webhook_event))
         .routes(routes!(webhooks::replay_failed_webhooks))
         .routes(routes!(webhooks::list_webhook_deliveries))
+        .routes(routes!(
+            checkout::create_business,
+            checkout::list_businesses
+        ))
         .route_layer(from_fn_with_state(state.clone(), idempotency::idempotency))
         .route_layer(from_fn_with_state(limiter.clone(), rate_limit::enforce))
         .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key));
@@ -183,6 +188,10 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key));
     let business = OpenApiRouter::new()
         .routes(routes!(checkout::list))
+        .routes(routes!(checkout::create_session))
+        .routes(routes!(checkout::get_session))
+        .routes(routes!(checkout::cancel_session))
+        .routes(routes!(checkout::simulate_payment))
         .route_layer(from_fn_with_state(limiter, rate_limit::enforce))
         .route_layer(from_fn_with_state(
             state.clone(),
@@ -192,7 +201,8 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(health::live))
         .routes(routes!(health::ready))
         .routes(routes!(health::metrics))
-        .routes(routes!(health::openapi));
+        .routes(routes!(health::openapi))
+        .routes(routes!(intake::deposit_events));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(tenant)
         .merge(escrow_actions)

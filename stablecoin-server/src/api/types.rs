@@ -524,50 +524,6 @@ pub struct TransferList {
     pub transfers: Vec<OperationResponse>,
 }
 
-/// One payment session (spec 2.5).
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-pub struct PaymentSession {
-    /// The session's numeric id (spec 2.5); records and webhooks key on `session_id`.
-    pub id: i64,
-    /// The session's string id: its record key, and `session_id` in `payment.*` webhooks.
-    pub session_id: String,
-    /// The business's own reference (an order number).
-    pub reference: String,
-    /// Amount due, a JSON number in `currency`'s major unit.
-    #[schema(value_type = f64)]
-    pub amount: serde_json::Number,
-    /// Currency or token code of `amount`.
-    pub currency: String,
-    /// pending, paid, expired or failed.
-    pub status: String,
-    /// How the customer pays (`crypto`, ...).
-    pub payment_method: String,
-    /// The chain paid on (`polygon`, `tron`, ...); empty when not applicable.
-    pub network: String,
-    /// What is bought, as shown to the customer.
-    pub description: String,
-    /// The paying customer's name.
-    pub customer_name: String,
-    /// The paying customer's e-mail address.
-    pub customer_email: String,
-    /// RFC 3339, when the session was paid; absent until `paid`.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub paid_at: Option<String>,
-}
-
-/// The checkout list envelope (spec 2.5).
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct CheckoutList {
-    /// Page size used (1-100).
-    pub limit: u32,
-    /// 1-based page number.
-    pub page: u32,
-    /// Matching sessions across all pages.
-    pub total: u64,
-    /// This page's sessions, newest first.
-    pub payments: Vec<PaymentSession>,
-}
-
 /// Readiness of one rail.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct RailReadiness {

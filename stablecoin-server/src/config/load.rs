@@ -329,6 +329,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Int,
     ),
     (
+        "STABLECOIN_CHECKOUT_INTAKE_SECRET",
+        &["checkout", "intake_secret"],
+        EnvKind::Str,
+    ),
+    (
         "STABLECOIN_RETENTION",
         &["retention", "enabled"],
         EnvKind::Bool,

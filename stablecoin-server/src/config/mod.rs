@@ -172,6 +172,7 @@
 //! the simulated chains' `sim` settings), `settings` (log, engine, demo), `webhooks` and
 //! `secrets`.
 
+mod checkout;
 mod limits;
 mod load;
 mod production;
@@ -186,6 +187,7 @@ mod tests;
 mod validate;
 mod webhooks;
 
+pub use checkout::CheckoutSettings;
 pub use limits::{HttpSettings, OtpSettings, RateLimitSettings, SponsorshipSettings};
 pub use load::env_var_names;
 pub use rails::{
@@ -308,6 +310,8 @@ pub struct Config {
     /// How long idempotency records, quotes, challenges and webhook records are kept,
     /// and how often the purge job runs.
     pub retention: RetentionSettings,
+    /// `[checkout]`: session bounds and the deposit-intake secret.
+    pub checkout: CheckoutSettings,
 }
 
 impl Default for Config {
@@ -340,6 +344,7 @@ impl Default for Config {
             signer: SignerSettings::default(),
             payouts: PayoutSettings::default(),
             retention: RetentionSettings::default(),
+            checkout: CheckoutSettings::default(),
         }
     }
 }

@@ -1,0 +1,54 @@
+//! `[checkout]`: the checkout gateway's session bounds and the deposit-intake secret.
+
+use serde::Deserialize;
+use stablecoin_checkout::CheckoutConfig;
+use std::fmt;
+
+/// `[checkout]`.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckoutSettings {
+    /// Expiry of a session created without `expires_in_secs`.
+    pub default_expiry_secs: u64,
+    /// How long after expiry deposits seen in time may still confirm and pay the session.
+    pub confirm_grace_ms: i64,
+    /// The shared secret a separately deployed deposit scanner signs its reports to
+    /// `POST /v1/scanner/deposit-events` with (`X-Webhook-Signature`, the payments
+    /// family's scheme). Absent: the intake route answers 404 `INTAKE_DISABLED`.
+    pub intake_secret: Option<String>,
+}
+
+impl Default for CheckoutSettings {
+    fn default() -> Self {
+        let d = CheckoutConfig::default();
+        CheckoutSettings {
+            default_expiry_secs: d.default_expiry_secs,
+            confirm_grace_ms: d.confirm_grace_ms,
+            intake_secret: None,
+        }
+    }
+}
+
+impl fmt::Debug for CheckoutSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CheckoutSettings")
+            .field("default_expiry_secs", &self.default_expiry_secs)
+            .field("confirm_grace_ms", &self.confirm_grace_ms)
+            .field(
+                "intake_secret",
+                &self.intake_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+impl CheckoutSettings {
+    /// The engine's settings (the host fills in the worker's batch, lease and name).
+    pub fn engine_config(&self) -> CheckoutConfig {
+        CheckoutConfig {
+            default_expiry_secs: self.default_expiry_secs,
+            confirm_grace_ms: self.confirm_grace_ms,
+            ..CheckoutConfig::default()
+        }
+    }
+}
