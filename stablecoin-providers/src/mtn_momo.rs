@@ -131,10 +131,7 @@ impl MomoTransfer {
                 None => PayoutStatus::Pending,
             },
             "FAILED" => PayoutStatus::Failed {
-                reason: format!(
-                    "MTN MoMo: {}",
-                    self.reason.as_deref().unwrap_or("FAILED")
-                ),
+                reason: format!("MTN MoMo: {}", self.reason.as_deref().unwrap_or("FAILED")),
             },
             _ => PayoutStatus::Pending,
         }

@@ -128,10 +128,7 @@ mod tests {
             usable_for(Duration::from_secs(3_599)),
             Duration::from_secs(3_539)
         );
-        assert_eq!(
-            usable_for(Duration::from_secs(10)),
-            Duration::from_secs(8)
-        );
+        assert_eq!(usable_for(Duration::from_secs(10)), Duration::from_secs(8));
         assert_eq!(usable_for(Duration::ZERO), Duration::ZERO);
     }
 
@@ -140,9 +137,10 @@ mod tests {
         let a: TokenAnswer =
             serde_json::from_str(r#"{"access_token":"t","expires_in":"3599"}"#).unwrap();
         assert_eq!(a.into_parts().1, Duration::from_secs(3_599));
-        let b: TokenAnswer =
-            serde_json::from_str(r#"{"access_token":"t","token_type":"access_token","expires_in":60}"#)
-                .unwrap();
+        let b: TokenAnswer = serde_json::from_str(
+            r#"{"access_token":"t","token_type":"access_token","expires_in":60}"#,
+        )
+        .unwrap();
         assert_eq!(b.into_parts().1, Duration::from_secs(60));
         let c: TokenAnswer = serde_json::from_str(r#"{"access_token":"t"}"#).unwrap();
         assert_eq!(c.into_parts().1, Duration::from_secs(3_600));

@@ -80,7 +80,9 @@ fn config(fake: &FakeMpesa, host: &Host) -> MpesaConfig {
 }
 
 async fn setup() -> (FakeMpesa, Host, MpesaB2c) {
-    let fake = FakeMpesa::start("ck", "cs", "testapi", "ENC==").await.unwrap();
+    let fake = FakeMpesa::start("ck", "cs", "testapi", "ENC==")
+        .await
+        .unwrap();
     let host = Host::start().await;
     let a = MpesaB2c::new(config(&fake, &host), host.results.clone()).unwrap();
     (fake, host, a)
@@ -173,7 +175,10 @@ async fn rate_limits_server_errors_and_hangs_are_unknown_and_status_resolves_the
             matches!(&e, PayoutError::Unknown(r) if r.contains(&code.to_string())),
             "{e:?}"
         );
-        assert!(matches!(a.status("wd_r").await, Err(PayoutError::Unknown(_))));
+        assert!(matches!(
+            a.status("wd_r").await,
+            Err(PayoutError::Unknown(_))
+        ));
     }
     fake.set_behaviour(Behaviour::Hang);
     let started = Instant::now();
@@ -264,7 +269,11 @@ async fn payment_callbacks_late_twice_missing_or_forged_do_not_change_the_status
     assert_ne!(reference, "FAKE1");
     assert_eq!(host.payment_callbacks("wd_h"), 1, "not yet arrived");
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(host.payment_callbacks("wd_h"), 3, "both late callbacks arrived");
+    assert_eq!(
+        host.payment_callbacks("wd_h"),
+        3,
+        "both late callbacks arrived"
+    );
     assert_eq!(delivered(&a.status("wd_h").await.unwrap()), reference);
     assert_eq!(fake.paid_count("wd_h"), 1);
 }
@@ -285,7 +294,11 @@ async fn a_missing_or_late_query_result_is_pending_until_it_arrives() {
     fake.set_query_results(0, Duration::ZERO);
     let requests = fake.requests();
     delivered(&a.status("wd_q").await.unwrap());
-    assert_eq!(fake.requests(), requests, "a final result is not asked again");
+    assert_eq!(
+        fake.requests(),
+        requests,
+        "a final result is not asked again"
+    );
 }
 
 #[tokio::test]
@@ -300,7 +313,10 @@ async fn wrong_credentials_are_unknown_and_pay_nothing() {
         "{e:?}"
     );
     assert!(!format!("{e:?}").contains("wrong"));
-    assert!(matches!(b.status("wd_w").await, Err(PayoutError::Unknown(_))));
+    assert!(matches!(
+        b.status("wd_w").await,
+        Err(PayoutError::Unknown(_))
+    ));
     assert!(fake.payments().is_empty());
     assert_eq!(fake.requests(), 0, "no payment request without a token");
 }
@@ -333,7 +349,11 @@ async fn one_token_serves_many_calls_and_is_refreshed_on_expiry_and_on_401() {
     assert_eq!(fake.token_requests(), 3);
     tokio::time::sleep(Duration::from_millis(900)).await;
     b.submit(&payout("wd_t7", "10")).await.unwrap();
-    assert_eq!(fake.token_requests(), 4, "refreshed at 0.8 s, before the 401");
+    assert_eq!(
+        fake.token_requests(),
+        4,
+        "refreshed at 0.8 s, before the 401"
+    );
     assert_eq!(fake.payments().len(), 8);
     assert!((0..8).all(|i| fake.paid_count(&format!("wd_t{i}")) == 1));
 }

@@ -122,7 +122,10 @@ async fn rate_limits_server_errors_and_hangs_are_unknown_and_status_resolves_the
             matches!(&e, PayoutError::Unknown(r) if r.contains(&code.to_string())),
             "{e:?}"
         );
-        assert!(matches!(a.status("wd_r").await, Err(PayoutError::Unknown(_))));
+        assert!(matches!(
+            a.status("wd_r").await,
+            Err(PayoutError::Unknown(_))
+        ));
     }
     fake.set_behaviour(Behaviour::Hang);
     let started = Instant::now();
@@ -201,7 +204,10 @@ async fn callbacks_late_twice_missing_or_forged_do_not_change_the_status() {
         .status();
     assert_eq!(code, 200);
     let hint = MtnMomoDisbursement::parse_callback(forged.as_bytes()).unwrap();
-    assert!(matches!(hint.payout_status(), PayoutStatus::Delivered { .. }));
+    assert!(matches!(
+        hint.payout_status(),
+        PayoutStatus::Delivered { .. }
+    ));
     assert_eq!(a.status("wd_h").await.unwrap(), PayoutStatus::Pending);
     // Paid; callbacks late and twice: the GET knows first, and they agree with it.
     fake.complete_held();
@@ -249,7 +255,10 @@ async fn wrong_credentials_or_environment_are_unknown_and_pay_nothing() {
             "{e:?}"
         );
         assert!(!format!("{e:?}").contains("wrong"));
-        assert!(matches!(b.status("wd_w").await, Err(PayoutError::Unknown(_))));
+        assert!(matches!(
+            b.status("wd_w").await,
+            Err(PayoutError::Unknown(_))
+        ));
     }
     assert!(fake.transfers().is_empty());
 }
@@ -279,6 +288,10 @@ async fn one_token_serves_many_calls_and_is_refreshed_on_expiry_and_on_401() {
     assert_eq!(fake.token_requests(), 3);
     tokio::time::sleep(Duration::from_millis(900)).await;
     b.submit(&payout("wd_t7", PHONE, "1")).await.unwrap();
-    assert_eq!(fake.token_requests(), 4, "refreshed at 0.8 s, before the 401");
+    assert_eq!(
+        fake.token_requests(),
+        4,
+        "refreshed at 0.8 s, before the 401"
+    );
     assert!((0..8).all(|i| fake.paid_count(&format!("wd_t{i}")) == 1));
 }

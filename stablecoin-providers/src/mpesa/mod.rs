@@ -222,11 +222,17 @@ impl MpesaB2c {
     }
 
     async fn fetch_token(&self) -> Result<(String, Duration), PayoutError> {
-        let url = format!("{}/oauth/v1/generate?grant_type=client_credentials", self.base);
+        let url = format!(
+            "{}/oauth/v1/generate?grant_type=client_credentials",
+            self.base
+        );
         let res = self
             .http
             .get(url)
-            .basic_auth(&self.config.consumer_key, Some(&self.config.consumer_secret))
+            .basic_auth(
+                &self.config.consumer_key,
+                Some(&self.config.consumer_secret),
+            )
             .send()
             .await
             .map_err(|e| transport(PROVIDER, &e))?;
@@ -291,7 +297,10 @@ impl MpesaB2c {
                 clip(&payout.currency, 8)
             )));
         }
-        if !payout.amount.is_integer() || !payout.amount.is_sign_positive() || payout.amount.is_zero() {
+        if !payout.amount.is_integer()
+            || !payout.amount.is_sign_positive()
+            || payout.amount.is_zero()
+        {
             return Err(PayoutError::Rejected(format!(
                 "M-Pesa B2C pays whole shillings: {} KES is not a positive whole amount",
                 payout.amount
@@ -389,8 +398,13 @@ impl PayoutProvider for MpesaB2c {
             "Remarks": self.config.remarks,
             "Occasion": self.config.occasion,
         });
-        match self.post("/mpesa/transactionstatus/v1/query", &body).await? {
-            Answer::Ok(ack) if Self::response_code(&ack) == "0" && !ack.conversation_id.is_empty() => {
+        match self
+            .post("/mpesa/transactionstatus/v1/query", &body)
+            .await?
+        {
+            Answer::Ok(ack)
+                if Self::response_code(&ack) == "0" && !ack.conversation_id.is_empty() =>
+            {
                 self.results.query_sent(payout_id, &ack.conversation_id);
             }
             Answer::Ok(ack) => {

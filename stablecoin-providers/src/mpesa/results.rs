@@ -341,8 +341,10 @@ impl MpesaResults {
             ) {
                 g.outcomes.remove(payout_id);
             }
-            g.conversations
-                .insert(conversation_id.to_string(), (payout_id.to_string(), Kind::Query));
+            g.conversations.insert(
+                conversation_id.to_string(),
+                (payout_id.to_string(), Kind::Query),
+            );
             g.adopt(conversation_id, &self.not_found);
         }
     }

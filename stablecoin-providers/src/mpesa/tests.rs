@@ -19,7 +19,11 @@ fn a_b2c_result_parses_without_floats() {
     assert_eq!(r.result_type.as_deref(), Some("0"));
     assert_eq!(r.originator_conversation_id, "wd_1");
     assert_eq!(r.conversation_id, "AG_20240101_0000aaaa");
-    assert_eq!(r.parameter("TransactionAmount"), Some("10.50"), "as written");
+    assert_eq!(
+        r.parameter("TransactionAmount"),
+        Some("10.50"),
+        "as written"
+    );
     assert_eq!(r.receipt(), Some("NLJ41HAY6Q"));
     assert_eq!(
         r.parameter("ReceiverPartyPublicName"),
@@ -36,7 +40,11 @@ fn a_failure_and_a_string_code_and_a_single_parameter_parse() {
     let r = MpesaB2c::parse_result(fail).unwrap();
     assert!(!r.is_success());
     assert_eq!(r.result_code, "2001");
-    assert_eq!(r.receipt(), None, "a placeholder TransactionID is no receipt");
+    assert_eq!(
+        r.receipt(),
+        None,
+        "a placeholder TransactionID is no receipt"
+    );
     let s = br#"{"Result":{"ResultCode":"SFC_IC0003","ResultDesc":"Receiver party is invalid",
       "ConversationID":"AG_3","ResultParameters":{"ResultParameter":{"Key":"A","Value":"b"}}}}"#;
     let r = MpesaB2c::parse_result(s).unwrap();

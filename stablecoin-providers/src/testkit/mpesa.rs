@@ -243,10 +243,18 @@ async fn token(
     let mut g = st.lock();
     g.token_requests += 1;
     if q.get("grant_type").map(String::as_str) != Some("client_credentials") {
-        return daraja_error(StatusCode::BAD_REQUEST, "400.008.02", "Invalid grant type passed");
+        return daraja_error(
+            StatusCode::BAD_REQUEST,
+            "400.008.02",
+            "Invalid grant type passed",
+        );
     }
     if !basic_is(&headers, &st.consumer_key, &st.consumer_secret) {
-        return daraja_error(StatusCode::UNAUTHORIZED, "400.008.01", "Invalid Authentication passed");
+        return daraja_error(
+            StatusCode::UNAUTHORIZED,
+            "400.008.01",
+            "Invalid Authentication passed",
+        );
     }
     let n = g.next();
     let token = format!("mpesa_tok_{n}");
@@ -264,7 +272,13 @@ fn refuse_token(st: &MpState, headers: &HeaderMap) -> Option<Response> {
             .get(&t)
             .is_some_and(|until| Instant::now() < *until)
     });
-    (!ok).then(|| daraja_error(StatusCode::UNAUTHORIZED, "404.001.04", "Invalid Access Token"))
+    (!ok).then(|| {
+        daraja_error(
+            StatusCode::UNAUTHORIZED,
+            "404.001.04",
+            "Invalid Access Token",
+        )
+    })
 }
 
 /// The behaviour's answer, if it is not [`Behaviour::Normal`].
@@ -277,7 +291,11 @@ async fn misbehave(st: &MpState) -> Option<Response> {
         }
         Behaviour::Status(code) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            Some(daraja_error(status, &format!("{code}.003.02"), "Spike arrest violation"))
+            Some(daraja_error(
+                status,
+                &format!("{code}.003.02"),
+                "Spike arrest violation",
+            ))
         }
     }
 }
@@ -317,7 +335,13 @@ fn post_payment_result(g: &Inner, id: &str) {
         }),
     };
     let body = json!({ "Result": result }).to_string();
-    send_json_later(p.result_url.clone(), reqwest::Method::POST, body, delay, times);
+    send_json_later(
+        p.result_url.clone(),
+        reqwest::Method::POST,
+        body,
+        delay,
+        times,
+    );
 }
 
 fn valid_party_b(p: &str) -> bool {
@@ -337,7 +361,11 @@ async fn payment(
         return r;
     }
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
-        return daraja_error(StatusCode::BAD_REQUEST, "400.002.05", "Invalid Request Payload");
+        return daraja_error(
+            StatusCode::BAD_REQUEST,
+            "400.002.05",
+            "Invalid Request Payload",
+        );
     };
     let id = text(&body, "OriginatorConversationID");
     let amount = text(&body, "Amount");
@@ -346,7 +374,8 @@ async fn payment(
     let result_url = text(&body, "ResultURL");
     let invalid = if id.is_empty() {
         Some("OriginatorConversationID")
-    } else if !["BusinessPayment", "SalaryPayment", "PromotionPayment"].contains(&command.as_str()) {
+    } else if !["BusinessPayment", "SalaryPayment", "PromotionPayment"].contains(&command.as_str())
+    {
         Some("CommandID")
     } else if amount.is_empty() || !amount.bytes().all(|b| b.is_ascii_digit()) || amount == "0" {
         Some("Amount")
@@ -354,25 +383,37 @@ async fn payment(
         Some("PartyB")
     } else if text(&body, "PartyA").is_empty() {
         Some("PartyA")
-    } else if !result_url.starts_with("http") || !text(&body, "QueueTimeOutURL").starts_with("http") {
+    } else if !result_url.starts_with("http") || !text(&body, "QueueTimeOutURL").starts_with("http")
+    {
         Some("ResultURL")
     } else {
         None
     };
     if let Some(field) = invalid {
-        return daraja_error(StatusCode::BAD_REQUEST, "400.002.02", &format!("Bad Request - Invalid {field}"));
+        return daraja_error(
+            StatusCode::BAD_REQUEST,
+            "400.002.02",
+            &format!("Bad Request - Invalid {field}"),
+        );
     }
     let lose = {
         let mut g = st.lock();
         if g.payments.contains_key(&id) {
-            return daraja_error(StatusCode::CONFLICT, "409.001.01", "Duplicate OriginatorConversationID");
+            return daraja_error(
+                StatusCode::CONFLICT,
+                "409.001.01",
+                "Duplicate OriginatorConversationID",
+            );
         }
         let n = g.next();
         let conversation_id = format!("AG_20250101_{n:020x}");
         let state = if text(&body, "InitiatorName") != st.initiator
             || text(&body, "SecurityCredential") != st.credential
         {
-            PayState::Failed("2001".into(), "The initiator information is invalid.".into())
+            PayState::Failed(
+                "2001".into(),
+                "The initiator information is invalid.".into(),
+            )
         } else if let Some((code, desc)) = g.failures.get(&party_b) {
             PayState::Failed(code.clone(), desc.clone())
         } else if g.hold {
@@ -385,7 +426,13 @@ async fn payment(
         }
         g.payments.insert(
             id.clone(),
-            Payment { party_b, amount, conversation_id: conversation_id.clone(), result_url, state },
+            Payment {
+                party_b,
+                amount,
+                conversation_id: conversation_id.clone(),
+                result_url,
+                state,
+            },
         );
         post_payment_result(&g, &id);
         g.lose_answers.then_some(()).ok_or(conversation_id)
@@ -418,7 +465,11 @@ async fn query(
         return r;
     }
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
-        return daraja_error(StatusCode::BAD_REQUEST, "400.002.05", "Invalid Request Payload");
+        return daraja_error(
+            StatusCode::BAD_REQUEST,
+            "400.002.05",
+            "Invalid Request Payload",
+        );
     };
     let target = text(&body, "OriginatorConversationID");
     let result_url = text(&body, "ResultURL");
@@ -427,7 +478,11 @@ async fn query(
         || (target.is_empty() && text(&body, "TransactionID").is_empty())
         || !result_url.starts_with("http")
     {
-        return daraja_error(StatusCode::BAD_REQUEST, "400.002.02", "Bad Request - Invalid Request");
+        return daraja_error(
+            StatusCode::BAD_REQUEST,
+            "400.002.02",
+            "Bad Request - Invalid Request",
+        );
     }
     let mut g = st.lock();
     let n = g.next();
@@ -447,8 +502,15 @@ async fn query(
             PayState::Paid(r) => ("Completed", r.clone(), String::new()),
             PayState::Failed(code, desc) => ("Failed", String::new(), format!("{code} {desc}")),
         };
-        let mut r = head(json!(0), "The service request has been accepted successsfully.");
-        r["TransactionID"] = json!(if receipt.is_empty() { "MAS0000000" } else { receipt.as_str() });
+        let mut r = head(
+            json!(0),
+            "The service request has been accepted successsfully.",
+        );
+        r["TransactionID"] = json!(if receipt.is_empty() {
+            "MAS0000000"
+        } else {
+            receipt.as_str()
+        });
         r["ResultParameters"] = json!({"ResultParameter": [
             {"Key": "DebitPartyName", "Value": "600000 - Fake Shortcode"},
             {"Key": "CreditPartyName", "Value": format!("{} - Fake Payee", p.party_b)},

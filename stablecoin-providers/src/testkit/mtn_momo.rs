@@ -16,7 +16,11 @@ const SANDBOX_FAILURES: &[(&str, &str, &str)] = &[
     ("46733123450", "PAYEE_FAILED", "Payee failed"),
     ("46733123455", "NOT_ENOUGH_FUNDS", "Not enough funds"),
     ("46733123457", "PAYEE_NOT_FOUND", "Payee does not exist"),
-    ("46733123462", "INTERNAL_PROCESSING_ERROR", "Internal processing error"),
+    (
+        "46733123462",
+        "INTERNAL_PROCESSING_ERROR",
+        "Internal processing error",
+    ),
 ];
 
 /// MTN MoMo Disbursement as the adapter sees it:
@@ -70,7 +74,11 @@ impl MomoState {
 }
 
 fn momo_error(status: StatusCode, code: &str, message: &str) -> Response {
-    (status, axum::Json(json!({"code": code, "message": message}))).into_response()
+    (
+        status,
+        axum::Json(json!({"code": code, "message": message})),
+    )
+        .into_response()
 }
 
 impl FakeMtnMomo {
@@ -214,7 +222,10 @@ async fn token(State(st): State<Arc<MomoState>>, headers: HeaderMap) -> Response
     let mut g = st.lock();
     g.token_requests += 1;
     if !subscription_ok(&st, &headers) || !basic_is(&headers, &st.api_user, &st.api_key) {
-        return (StatusCode::UNAUTHORIZED, axum::Json(json!({"error": "login_failed"})))
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"error": "login_failed"})),
+        )
             .into_response();
     }
     g.next += 1;
@@ -241,7 +252,11 @@ async fn refuse(st: &MomoState, headers: &HeaderMap) -> Option<Response> {
             "Access denied due to invalid subscription key or token.",
         ));
     }
-    if headers.get("X-Target-Environment").and_then(|v| v.to_str().ok()) != Some("sandbox") {
+    if headers
+        .get("X-Target-Environment")
+        .and_then(|v| v.to_str().ok())
+        != Some("sandbox")
+    {
         return Some(momo_error(
             StatusCode::FORBIDDEN,
             "NOT_ALLOWED_TARGET_ENVIRONMENT",
@@ -256,7 +271,11 @@ async fn refuse(st: &MomoState, headers: &HeaderMap) -> Option<Response> {
         }
         Behaviour::Status(code) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            Some(momo_error(status, "INTERNAL_PROCESSING_ERROR", "An internal error occurred."))
+            Some(momo_error(
+                status,
+                "INTERNAL_PROCESSING_ERROR",
+                "An internal error occurred.",
+            ))
         }
     }
 }
@@ -281,7 +300,13 @@ fn send_callback(g: &Inner, reference: &str) {
         return;
     };
     let (times, delay) = g.callbacks;
-    send_json_later(url.clone(), reqwest::Method::PUT, body.to_string(), delay, times);
+    send_json_later(
+        url.clone(),
+        reqwest::Method::PUT,
+        body.to_string(),
+        delay,
+        times,
+    );
 }
 
 async fn transfer(
@@ -293,22 +318,43 @@ async fn transfer(
     if let Some(r) = refuse(&st, &headers).await {
         return r;
     }
-    let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let header = |n: &str| {
+        headers
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
     let reference = header("X-Reference-Id").unwrap_or_default();
     if !is_uuid(&reference) {
-        return momo_error(StatusCode::BAD_REQUEST, "INVALID_REFERENCE_ID", "Reference id is not a UUID.");
+        return momo_error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_REFERENCE_ID",
+            "Reference id is not a UUID.",
+        );
     }
     let Ok(b) = serde_json::from_slice::<Value>(&body) else {
-        return momo_error(StatusCode::BAD_REQUEST, "INVALID_BODY", "Request body is malformed.");
+        return momo_error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_BODY",
+            "Request body is malformed.",
+        );
     };
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
     let (amount, currency, external) = (s(&b["amount"]), s(&b["currency"]), s(&b["externalId"]));
     let party = s(&b["payee"]["partyId"]);
     if !is_amount(&amount) || b["payee"]["partyIdType"] != "MSISDN" || party.is_empty() {
-        return momo_error(StatusCode::BAD_REQUEST, "INVALID_BODY", "Invalid amount or payee.");
+        return momo_error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_BODY",
+            "Invalid amount or payee.",
+        );
     }
     if currency != "EUR" {
-        return momo_error(StatusCode::BAD_REQUEST, "INVALID_CURRENCY", "Currency not supported.");
+        return momo_error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_CURRENCY",
+            "Currency not supported.",
+        );
     }
     let lose = {
         let mut g = st.lock();
