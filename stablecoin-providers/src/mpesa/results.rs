@@ -226,17 +226,17 @@ const ORPHANS: usize = 256;
 
 impl Inner {
     /// Files `r` under the request its `ConversationID` names, if known.
-    fn file(&mut self, r: MpesaResult, not_found: &[String]) -> Result<Recorded, MpesaResult> {
+    fn file(&mut self, r: &MpesaResult, not_found: &[String]) -> Option<Recorded> {
         match self.conversations.get(&r.conversation_id).cloned() {
             Some((id, Kind::Query)) => {
-                self.outcomes.insert(id.clone(), classify(&r, not_found));
-                Ok(Recorded::StatusQuery { payout_id: id })
+                self.outcomes.insert(id.clone(), classify(r, not_found));
+                Some(Recorded::StatusQuery { payout_id: id })
             }
             Some((id, Kind::Payment)) => {
-                self.hints.insert(id.clone(), r);
-                Ok(Recorded::Payment { payout_id: id })
+                self.hints.insert(id.clone(), r.clone());
+                Some(Recorded::Payment { payout_id: id })
             }
-            None => Err(r),
+            None => None,
         }
     }
 
@@ -247,7 +247,7 @@ impl Inner {
             .partition(|r| r.conversation_id == conversation_id);
         self.orphans = rest;
         for r in mine {
-            let _ = self.file(r, not_found);
+            let _ = self.file(&r, not_found);
         }
     }
 }
@@ -289,10 +289,9 @@ impl MpesaResults {
         let Ok(mut g) = self.inner.lock() else {
             return Ok(Recorded::Unmatched);
         };
-        let r = match g.file(r, &self.not_found) {
-            Ok(recorded) => return Ok(recorded),
-            Err(r) => r,
-        };
+        if let Some(recorded) = g.file(&r, &self.not_found) {
+            return Ok(recorded);
+        }
         // The payment's acknowledgement was lost (or is still in flight): its result
         // names our payout id. A hint, as every B2C result is.
         let hinted = g
@@ -378,7 +377,7 @@ pub(crate) fn classify(r: &MpesaResult, not_found: &[String]) -> QueryOutcome {
         let unknown = if not_found.is_empty() {
             DEFAULT_NOT_FOUND_CODES.contains(&r.result_code.as_str())
         } else {
-            not_found.iter().any(|c| *c == r.result_code)
+            not_found.contains(&r.result_code)
         };
         return if unknown {
             QueryOutcome::NotFound

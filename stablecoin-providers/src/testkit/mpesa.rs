@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// The status-query result code the fake answers for an unknown
 /// `OriginatorConversationID` (the adapter's default "not found" code).
-pub const NOT_FOUND_CODE: &str = "R000002";
+const NOT_FOUND_CODE: &str = "R000002";
 
 /// Daraja as the adapter sees it:
 ///
@@ -28,7 +28,8 @@ pub const NOT_FOUND_CODE: &str = "R000002";
 ///   result is POSTed to the `ResultURL` (see [`FakeMpesa::set_payment_callbacks`]).
 /// - `POST /mpesa/transactionstatus/v1/query`: acknowledged at once; its result, POSTed
 ///   to the query's `ResultURL`, carries `TransactionStatus` and `ReceiptNo`, or
-///   [`NOT_FOUND_CODE`] for an unknown id.
+///   the code `R000002` for an unknown id (the adapter's default "not found" code,
+///   `mpesa::DEFAULT_NOT_FOUND_CODES`).
 ///
 /// [`Behaviour`] applies to the payment and query routes (never to the token's).
 #[derive(Debug)]
