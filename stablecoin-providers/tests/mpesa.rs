@@ -51,9 +51,18 @@ impl Host {
     }
 
     fn payment_callbacks(&self, id: &str) -> usize {
-        let want = Recorded::Payment {
+        self.count(Recorded::Payment {
             payout_id: id.into(),
-        };
+        })
+    }
+
+    fn query_results(&self, id: &str) -> usize {
+        self.count(Recorded::StatusQuery {
+            payout_id: id.into(),
+        })
+    }
+
+    fn count(&self, want: Recorded) -> usize {
         self.recorded
             .lock()
             .unwrap()
@@ -98,6 +107,15 @@ fn payout(id: &str, amount: &str) -> Payout {
     }
 }
 
+/// Waits up to 5 s for `cond` (callbacks arrive on their own time on a busy machine).
+async fn eventually(cond: impl Fn() -> bool) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    while !cond() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cond()
+}
+
 fn delivered(s: &PayoutStatus) -> String {
     match s {
         PayoutStatus::Delivered { reference } => reference.clone(),
@@ -123,7 +141,7 @@ async fn a_payout_is_paid_once_and_the_status_query_shows_its_receipt() {
     a.submit(&payout("wd_1", "1500")).await.unwrap();
     assert_eq!(fake.paid_count("wd_1"), 1);
     assert_eq!(delivered(&a.status("wd_1").await.unwrap()), reference);
-    settle().await;
+    assert!(eventually(|| host.results.hint("wd_1").is_some()).await);
     let hint = host.results.hint("wd_1").expect("the B2C result arrived");
     assert_eq!(hint.receipt(), Some(reference.as_str()));
     // An id never submitted is NotFound, not a failure.
@@ -247,7 +265,7 @@ async fn payment_callbacks_late_twice_missing_or_forged_do_not_change_the_status
     assert_eq!(host.results.hint("wd_m"), None);
     // Held: pending until paid, whatever a forged callback says.
     fake.set_hold(true);
-    fake.set_payment_callbacks(2, Duration::from_millis(400));
+    fake.set_payment_callbacks(2, Duration::from_millis(1_000));
     a.submit(&payout("wd_h", "100")).await.unwrap();
     assert_eq!(a.status("wd_h").await.unwrap(), PayoutStatus::Pending);
     let forged = r#"{"Result":{"ResultType":0,"ResultCode":0,"ResultDesc":"ok",
@@ -268,10 +286,8 @@ async fn payment_callbacks_late_twice_missing_or_forged_do_not_change_the_status
     let reference = delivered(&a.status("wd_h").await.unwrap());
     assert_ne!(reference, "FAKE1");
     assert_eq!(host.payment_callbacks("wd_h"), 1, "not yet arrived");
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(
-        host.payment_callbacks("wd_h"),
-        3,
+    assert!(
+        eventually(|| host.payment_callbacks("wd_h") == 3).await,
         "both late callbacks arrived"
     );
     assert_eq!(delivered(&a.status("wd_h").await.unwrap()), reference);
@@ -280,7 +296,7 @@ async fn payment_callbacks_late_twice_missing_or_forged_do_not_change_the_status
 
 #[tokio::test]
 async fn a_missing_or_late_query_result_is_pending_until_it_arrives() {
-    let (fake, _host, a) = setup().await;
+    let (fake, host, a) = setup().await;
     fake.set_query_results(0, Duration::ZERO);
     a.submit(&payout("wd_q", "100")).await.unwrap();
     assert_eq!(a.status("wd_q").await.unwrap(), PayoutStatus::Pending);
@@ -290,7 +306,10 @@ async fn a_missing_or_late_query_result_is_pending_until_it_arrives() {
         PayoutStatus::Pending,
         "not within the result wait"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        eventually(|| host.query_results("wd_q") == 1).await,
+        "the late result arrived"
+    );
     fake.set_query_results(0, Duration::ZERO);
     let requests = fake.requests();
     delivered(&a.status("wd_q").await.unwrap());
