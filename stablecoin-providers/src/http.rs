@@ -1,7 +1,8 @@
-//! What the SMS adapters share: the HTTP client, form bodies, and how a transport
-//! failure maps to a retryable `NotifyError`.
+//! What the adapters share: the HTTP client and base URLs; for the SMS adapters, form
+//! bodies and how a transport failure maps to a retryable `NotifyError`.
 
 use crate::ProviderError;
+#[cfg(any(feature = "africastalking", feature = "twilio"))]
 use stablecoin_core::ports::NotifyError;
 use std::time::Duration;
 
@@ -28,6 +29,7 @@ pub(crate) fn base_url(url: &str) -> Result<String, ProviderError> {
 
 /// A transport failure (no answer): the message may be tried again. The text names
 /// the kind of failure, never the request (its body holds the message).
+#[cfg(any(feature = "africastalking", feature = "twilio"))]
 pub(crate) fn transport(provider: &str, e: &reqwest::Error) -> NotifyError {
     let what = if e.is_timeout() {
         "timed out"
@@ -42,6 +44,7 @@ pub(crate) fn transport(provider: &str, e: &reqwest::Error) -> NotifyError {
 /// An HTTP error status: 429 and 5xx pass with time, 401/403 once an operator fixes the
 /// credentials (both retryable, bounded by the outbox's attempts); any other 4xx is a
 /// refusal of this message.
+#[cfg(any(feature = "africastalking", feature = "twilio"))]
 pub(crate) fn status_error(provider: &str, status: u16, detail: &str) -> NotifyError {
     let reason = format!("{provider}: HTTP {status}{detail}");
     if status == 429 || status >= 500 || status == 401 || status == 403 {
@@ -52,6 +55,7 @@ pub(crate) fn status_error(provider: &str, status: u16, detail: &str) -> NotifyE
 }
 
 /// The pairs of a form-encoded body, in order.
+#[cfg(any(feature = "africastalking", feature = "twilio"))]
 pub(crate) fn form_pairs(body: &[u8]) -> Vec<(String, String)> {
     form_urlencoded::parse(body)
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
@@ -59,6 +63,7 @@ pub(crate) fn form_pairs(body: &[u8]) -> Vec<(String, String)> {
 }
 
 /// The first value of `name` in `pairs`.
+#[cfg(any(feature = "africastalking", feature = "twilio"))]
 pub(crate) fn field<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
     pairs
         .iter()

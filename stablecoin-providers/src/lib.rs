@@ -3,8 +3,22 @@
 pub mod error;
 pub use error::ProviderError;
 
-#[cfg(any(feature = "africastalking", feature = "twilio"))]
+#[cfg(any(
+    feature = "africastalking",
+    feature = "twilio",
+    feature = "mpesa",
+    feature = "mtn-momo"
+))]
 mod http;
+
+#[cfg(any(feature = "mpesa", feature = "mtn-momo"))]
+mod token;
+
+#[cfg(feature = "mpesa")]
+pub mod mpesa;
+
+#[cfg(feature = "mtn-momo")]
+pub mod mtn_momo;
 
 #[cfg(feature = "africastalking")]
 pub mod africastalking;

@@ -3,7 +3,7 @@
 //! provider's documented shapes, errors and callbacks. Not mocks: the adapters talk to
 //! them over HTTP exactly as to the provider.
 
-// With no provider feature on there is no fake: the shared parts go unused.
+// With no SMS feature on there is no SMS fake: their shared parts go unused.
 #![cfg_attr(
     not(any(feature = "africastalking", feature = "twilio")),
     allow(dead_code)
@@ -21,6 +21,16 @@ pub use africastalking::FakeAfricasTalking;
 mod twilio;
 #[cfg(feature = "twilio")]
 pub use twilio::FakeTwilio;
+
+#[cfg(feature = "mpesa")]
+mod mpesa;
+#[cfg(feature = "mpesa")]
+pub use mpesa::FakeMpesa;
+
+#[cfg(feature = "mtn-momo")]
+mod mtn_momo;
+#[cfg(feature = "mtn-momo")]
+pub use mtn_momo::FakeMtnMomo;
 
 /// How a fake answers its next sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,4 +204,54 @@ async fn post_form(url: &str, body: &str, headers: &[(String, String)]) -> Optio
         req = req.header(k.as_str(), v.as_str());
     }
     req.send().await.ok().map(|r| r.status().as_u16())
+}
+
+/// Sends `body` (JSON) to `url` by `method` after `delay`, `times` times, in the
+/// background (a payout provider's result callback: late, repeated, or with `times`
+/// 0, never). The task's result is the status of each answer (0: no answer).
+#[cfg(any(feature = "mpesa", feature = "mtn-momo"))]
+pub(crate) fn send_json_later(
+    url: String,
+    method: reqwest::Method,
+    body: String,
+    delay: Duration,
+    times: usize,
+) -> tokio::task::JoinHandle<Vec<u16>> {
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        let mut statuses = Vec::new();
+        for _ in 0..times {
+            let res = reqwest::Client::new()
+                .request(method.clone(), &url)
+                .header("Content-Type", "application/json")
+                .body(body.clone())
+                .send()
+                .await;
+            statuses.push(res.map(|r| r.status().as_u16()).unwrap_or(0));
+        }
+        statuses
+    })
+}
+
+/// The token of an `Authorization: Bearer` header.
+#[cfg(any(feature = "mpesa", feature = "mtn-momo"))]
+pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get("Authorization")?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::to_string)
+}
+
+/// Whether an `Authorization: Basic` header carries `user:password`.
+#[cfg(any(feature = "mpesa", feature = "mtn-momo"))]
+pub(crate) fn basic_is(headers: &axum::http::HeaderMap, user: &str, password: &str) -> bool {
+    use base64::Engine as _;
+    let expected = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    headers
+        .get("Authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+        .is_some_and(|v| v.trim() == expected)
 }

@@ -1,0 +1,148 @@
+//! What the payout adapters share: a cached OAuth access token, the token answer's
+//! shape, and how a transport failure maps to `PayoutError::Unknown`.
+
+use serde::Deserialize;
+use stablecoin_core::ports::PayoutError;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// An access token and when to stop using it.
+struct Cached {
+    token: String,
+    until: Instant,
+}
+
+/// One access token shared by every call, fetched once and used until shortly before
+/// it expires. The lock is held while fetching, so concurrent calls wait for one fetch
+/// instead of each asking for a token. `Debug` never shows the token.
+pub(crate) struct TokenCache {
+    slot: tokio::sync::Mutex<Option<Cached>>,
+    fetches: AtomicUsize,
+}
+
+impl std::fmt::Debug for TokenCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenCache")
+            .field("token", &"<redacted>")
+            .field("fetches", &self.fetches.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl TokenCache {
+    pub(crate) fn new() -> Self {
+        TokenCache {
+            slot: tokio::sync::Mutex::new(None),
+            fetches: AtomicUsize::new(0),
+        }
+    }
+
+    /// The cached token, or a new one from `fetch` (the token and its lifetime) when
+    /// there is none or it is about to expire.
+    pub(crate) async fn get<F, Fut>(&self, fetch: F) -> Result<String, PayoutError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<(String, Duration), PayoutError>>,
+    {
+        let mut slot = self.slot.lock().await;
+        if let Some(c) = slot.as_ref()
+            && Instant::now() < c.until
+        {
+            return Ok(c.token.clone());
+        }
+        self.fetches.fetch_add(1, Ordering::Relaxed);
+        let (token, lifetime) = fetch().await?;
+        *slot = Some(Cached {
+            token: token.clone(),
+            until: Instant::now() + usable_for(lifetime),
+        });
+        Ok(token)
+    }
+
+    /// Drops `token` (refused by the provider) so the next `get` fetches a new one. A
+    /// token another call has already replaced is left alone.
+    pub(crate) async fn invalidate(&self, token: &str) {
+        let mut slot = self.slot.lock().await;
+        if slot.as_ref().is_some_and(|c| c.token == token) {
+            *slot = None;
+        }
+    }
+}
+
+/// How long a token living `lifetime` is used: until a fifth of its life (at most a
+/// minute) before it expires, so a call never starts with a token about to lapse.
+fn usable_for(lifetime: Duration) -> Duration {
+    lifetime.saturating_sub((lifetime / 5).min(Duration::from_secs(60)))
+}
+
+/// `{access_token, expires_in}`: both providers' token answer. `expires_in` is seconds,
+/// a string in Daraja's answers and a number in MTN's; both are read.
+#[derive(Deserialize)]
+pub(crate) struct TokenAnswer {
+    pub(crate) access_token: String,
+    #[serde(default)]
+    expires_in: Option<serde_json::Value>,
+}
+
+impl TokenAnswer {
+    /// The token and its lifetime (an hour when the answer does not say).
+    pub(crate) fn into_parts(self) -> (String, Duration) {
+        let secs = match &self.expires_in {
+            Some(serde_json::Value::String(s)) => s.trim().parse::<u64>().ok(),
+            Some(serde_json::Value::Number(n)) => n.as_u64(),
+            _ => None,
+        };
+        (
+            self.access_token,
+            Duration::from_secs(secs.unwrap_or(3_600)),
+        )
+    }
+}
+
+/// A transport failure (no answer, or a cut-off one): the request may or may not have
+/// been processed. The text names the kind of failure, never the request.
+pub(crate) fn transport(provider: &str, e: &reqwest::Error) -> PayoutError {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection failed"
+    } else {
+        "request failed"
+    };
+    PayoutError::Unknown(format!("{provider}: {what}"))
+}
+
+/// At most `n` characters of a provider's text, for an error message.
+pub(crate) fn clip(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_used_until_shortly_before_it_expires() {
+        assert_eq!(
+            usable_for(Duration::from_secs(3_599)),
+            Duration::from_secs(3_539)
+        );
+        assert_eq!(usable_for(Duration::from_secs(10)), Duration::from_secs(8));
+        assert_eq!(usable_for(Duration::ZERO), Duration::ZERO);
+    }
+
+    #[test]
+    fn expires_in_is_read_as_a_string_or_a_number() {
+        let a: TokenAnswer =
+            serde_json::from_str(r#"{"access_token":"t","expires_in":"3599"}"#).unwrap();
+        assert_eq!(a.into_parts().1, Duration::from_secs(3_599));
+        let b: TokenAnswer = serde_json::from_str(
+            r#"{"access_token":"t","token_type":"access_token","expires_in":60}"#,
+        )
+        .unwrap();
+        assert_eq!(b.into_parts().1, Duration::from_secs(60));
+        let c: TokenAnswer = serde_json::from_str(r#"{"access_token":"t"}"#).unwrap();
+        assert_eq!(c.into_parts().1, Duration::from_secs(3_600));
+    }
+}
