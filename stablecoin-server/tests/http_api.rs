@@ -10,7 +10,7 @@ use serde_json::json;
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::ports::{Batch, ChainAddress, KeyPurpose, Rail, RailId, Record};
+use stablecoin_core::ports::{ChainAddress, KeyPurpose, Rail, RailId};
 
 const A: &str = "+2250700000001";
 const B: &str = "+2250700000002";
