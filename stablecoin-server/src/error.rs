@@ -348,11 +348,6 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         404,
         "The deposit intake is not configured ([checkout] intake_secret).",
     ),
-    (
-        "INVALID_SIGNATURE",
-        401,
-        "A deposit report's X-Webhook-Signature is missing or does not verify.",
-    ),
     // escrow
     ("UNSUPPORTED_TOKEN", 400, "Escrow moves only TRON USDT."),
     (
@@ -464,7 +459,7 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     (
         "INVALID_SIGNATURE",
         403,
-        "A provider's callback is not signed with the configured credentials.",
+        "A provider's callback, or a scanner's deposit report, is not signed with the configured credentials.",
     ),
     // not found
     (

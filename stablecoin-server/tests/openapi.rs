@@ -51,6 +51,16 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/webhook-events/replay-failed"),
     ("GET", "/v1/webhook-deliveries"),
     ("GET", "/api/v1/checkout/list"),
+    ("POST", "/api/v1/checkout/sessions"),
+    ("GET", "/api/v1/checkout/sessions/{session_id}"),
+    ("POST", "/api/v1/checkout/sessions/{session_id}/cancel"),
+    (
+        "POST",
+        "/api/v1/checkout/sessions/{session_id}/simulate-payment",
+    ),
+    ("POST", "/v1/businesses"),
+    ("GET", "/v1/businesses"),
+    ("POST", "/v1/scanner/deposit-events"),
     ("GET", "/health/live"),
     ("GET", "/health/ready"),
     ("GET", "/metrics"),
@@ -82,7 +92,7 @@ fn operations(doc: &Value) -> Vec<Op> {
 }
 
 fn concrete(path: &str) -> String {
-    path.replace("{id}", "x_1")
+    path.replace("{id}", "x_1").replace("{session_id}", "cs_x")
 }
 
 fn resolve<'a>(doc: &'a Value, r: &str) -> Option<&'a Value> {
@@ -175,7 +185,8 @@ async fn document_is_valid_openapi_3_1() {
         }
         if method == "POST" && op["security"].is_array() {
             let idem = params.iter().any(|p| p["name"] == "Idempotency-Key");
-            let escrow_action = path.starts_with("/v1/escrows/{id}/");
+            let escrow_action = path.starts_with("/v1/escrows/{id}/")
+                || path.starts_with("/api/v1/checkout/sessions/{session_id}/");
             assert_eq!(idem, !escrow_action, "{method} {path}: Idempotency-Key");
         }
         if op.get("requestBody").is_some() {
@@ -314,8 +325,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 4,
-        "all but health, metrics, openapi"
+        ROUTES.len() - 5,
+        "all but health, metrics, openapi and the signed deposit intake"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

@@ -22,7 +22,7 @@ pub const MAX_LIMIT: u32 = 100;
 /// Page size when `limit` is absent.
 pub const DEFAULT_LIMIT: u32 = 20;
 /// Highest page number accepted (bounds the offset).
-pub const MAX_PAGE: u32 = 100_000;
+pub const MAX_PAGE: u32 = 1_000_000;
 
 fn bad(field: &'static str, reason: &str) -> CheckoutError {
     CheckoutError::InvalidParameter {
@@ -334,7 +334,7 @@ impl CheckoutEngine {
         }
         let page = page.unwrap_or(1);
         if !(1..=MAX_PAGE).contains(&page) {
-            return Err(bad("page", "between 1 and 100000"));
+            return Err(bad("page", "between 1 and 1000000"));
         }
         let status = match status {
             None => None,

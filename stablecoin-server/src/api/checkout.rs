@@ -200,7 +200,7 @@ pub struct BusinessList {
         (status = 409, description = "The same key is still running", body = ErrorBody),
         (status = 422, description = "Key reused with another body", body = ErrorBody),
         (status = 429, description = "Rate limited", body = ErrorBody)),
-    security(("api_key" = [])))]
+    security(("tenant_key" = [])))]
 pub async fn create_business(
     State(app): State<AppState>,
     caller: Caller,
@@ -225,7 +225,7 @@ pub async fn create_business(
         (status = 401, description = "Missing or unknown key", body = ErrorBody),
         (status = 403, description = "Not a tenant key", body = ErrorBody),
         (status = 429, description = "Rate limited", body = ErrorBody)),
-    security(("api_key" = [])))]
+    security(("tenant_key" = [])))]
 pub async fn list_businesses(
     State(app): State<AppState>,
     caller: Caller,

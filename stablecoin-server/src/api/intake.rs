@@ -82,7 +82,7 @@ fn ack_of(outcome: DepositOutcome) -> Ack {
     responses(
         (status = 200, description = "Recorded, or acknowledged (re-deliveries and partial events included)", body = IntakeAck),
         (status = 400, description = "The body is not a JSON object", body = ErrorBody),
-        (status = 401, description = "Missing or wrong signature", body = ErrorBody),
+        (status = 403, description = "Missing or wrong signature", body = ErrorBody),
         (status = 404, description = "The intake is not configured", body = ErrorBody),
         (status = 409, description = "Concurrent update; retry", body = ErrorBody)))]
 pub async fn deposit_events(
@@ -102,7 +102,7 @@ pub async fn deposit_events(
         .and_then(|v| v.to_str().ok());
     verify_payments(secret, &body, signature).map_err(|_| {
         ApiError::new(
-            StatusCode::UNAUTHORIZED,
+            StatusCode::FORBIDDEN,
             "INVALID_SIGNATURE",
             "X-Webhook-Signature is missing or does not verify over the body",
         )
