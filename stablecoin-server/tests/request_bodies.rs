@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 const PHONE: &str = r#""phone_number":"+2250700000001""#;
 const SEND: &str = r#""from_phone_number":"+2250700000001","to_phone_number":"+2250700000002","token":"USDT","quote_id":"DIRECT_CRYPTO:USDT:1""#;
 const ESCROW_ID: &str = "esc_01JD0000000000000000000000";
+const SESSION_ID: &str = "cs_01JD0000000000000000000000";
 
 /// (operation as the document names it, concrete path, a valid body's fields).
 const BODIES: &[(&str, &str, &str)] = &[
@@ -109,6 +110,17 @@ const BODIES: &[(&str, &str, &str)] = &[
         "/v1/webhook-events/replay-failed",
         r#""from":"2026-01-01T00:00:00Z","to":"2026-01-02T00:00:00Z""#,
     ),
+    (
+        "POST /api/v1/checkout/sessions",
+        "/api/v1/checkout/sessions",
+        r#""amount":"1","currency":"USDC""#,
+    ),
+    (
+        "POST /api/v1/checkout/sessions/{session_id}/simulate-payment",
+        "/api/v1/checkout/sessions/{session_id}/simulate-payment",
+        r#""confirmed":true"#,
+    ),
+    ("POST /v1/businesses", "/v1/businesses", r#""name":"Shop""#),
 ];
 
 /// Sends the body of `operation` with one stray field and checks the refusal.
@@ -119,9 +131,17 @@ async fn refuses_a_stray_field(operation: &str) {
         .unwrap_or_else(|| panic!("{operation} is not in BODIES"));
     let s = start().await;
     let t = s.tenant("Acme", "100").await;
-    let path = path.replace("{id}", ESCROW_ID);
+    let path = path
+        .replace("{id}", ESCROW_ID)
+        .replace("{session_id}", SESSION_ID);
+    // Checkout session routes take a business key (the test one: it may simulate).
+    let key = if path.starts_with("/api/v1/checkout/") {
+        &t.business_test
+    } else {
+        &t.live
+    };
     // The valid body passes decoding (whatever the engine then says of it) ...
-    let ok = s.post(&t.live, &path, &format!("{{{fields}}}")).await;
+    let ok = s.post(key, &path, &format!("{{{fields}}}")).await;
     assert!(
         !(ok.status == 400 && ok.code() == "UNKNOWN_FIELD"),
         "{operation}: {}",
@@ -136,7 +156,7 @@ async fn refuses_a_stray_field(operation: &str) {
             format!(r#"{{"idempotency_key":"k",{fields}}}"#),
         ),
     ] {
-        let r = s.post(&t.live, &path, &body).await;
+        let r = s.post(key, &path, &body).await;
         r.expect_err(400, "UNKNOWN_FIELD");
         assert_eq!(r.param().as_deref(), Some(stray), "{operation}");
     }
@@ -181,7 +201,15 @@ body_tests! {
     escrow_cancel_refuses_unknown_fields => "POST /v1/escrows/{id}/cancel",
     webhook_endpoint_create_refuses_unknown_fields => "POST /v1/webhook-endpoints",
     webhook_replay_failed_refuses_unknown_fields => "POST /v1/webhook-events/replay-failed",
+    checkout_session_create_refuses_unknown_fields => "POST /api/v1/checkout/sessions",
+    checkout_simulate_refuses_unknown_fields => "POST /api/v1/checkout/sessions/{session_id}/simulate-payment",
+    business_create_refuses_unknown_fields => "POST /v1/businesses",
 }
+
+/// The deposit intake is a webhook receiver, not a request API: spec 6.2 makes it take
+/// partial and extended events (a receiver never answers 400 to a field it does not
+/// know), so its body is open by design.
+const OPEN_BODIES: &[&str] = &["POST /v1/scanner/deposit-events"];
 
 /// Every schema a request body may take is closed (`additionalProperties: false`),
 /// following `$ref`s and `oneOf` branches.
@@ -210,6 +238,9 @@ async fn every_body_of_the_document_is_closed_and_tested() {
                 continue;
             };
             let name = format!("{} {path}", method.to_uppercase());
+            if OPEN_BODIES.contains(&name.as_str()) {
+                continue;
+            }
             let schema = &body["content"]["application/json"]["schema"];
             assert!(closed(&doc, schema), "{name}: body schema is not closed");
             with_body.insert(name);
