@@ -177,7 +177,9 @@ impl CheckoutEngine {
         };
         let tokens: Vec<Token> = match &req.tokens {
             None => allowed.clone(),
-            Some(list) if list.is_empty() => return Err(bad("tokens", "at least one token")),
+            Some(list) if list.is_empty() || list.len() > 2 => {
+                return Err(bad("tokens", "one or two tokens"));
+            }
             Some(list) => {
                 let mut out = Vec::new();
                 for t in list {
