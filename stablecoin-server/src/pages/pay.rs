@@ -57,7 +57,10 @@ type Source = State<Arc<dyn PaySource>>;
 
 /// The session's view, when `id` is a session id's shape, the source knows it, and the
 /// view it answered is of that session (never another one's).
-async fn lookup(source: &dyn PaySource, id: Result<Path<String>, PathRejection>) -> Option<PayView> {
+async fn lookup(
+    source: &dyn PaySource,
+    id: Result<Path<String>, PathRejection>,
+) -> Option<PayView> {
     let Path(id) = id.ok()?;
     if !is_session_id(&id) {
         return None;
@@ -68,7 +71,11 @@ async fn lookup(source: &dyn PaySource, id: Result<Path<String>, PathRejection>)
 
 async fn page(State(source): Source, id: Result<Path<String>, PathRejection>) -> Response {
     match lookup(source.as_ref(), id).await {
-        Some(view) => secured(StatusCode::OK, "text/html; charset=utf-8", render_pay_page(&view)),
+        Some(view) => secured(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            render_pay_page(&view),
+        ),
         None => secured(
             StatusCode::NOT_FOUND,
             "text/html; charset=utf-8",
@@ -170,7 +177,10 @@ fn head(title: &str, refresh: bool) -> String {
 /// True for the statuses after which nothing changes (no more polling or refresh).
 fn is_final(view: &PayView) -> bool {
     matches!(view.status.as_str(), "paid" | "expired" | "failed")
-        && matches!(view.phase.as_str(), "paid" | "overpaid" | "expired" | "failed")
+        && matches!(
+            view.phase.as_str(),
+            "paid" | "overpaid" | "expired" | "failed"
+        )
 }
 
 /// `"0.000000"`, `"0"`, `""`: nothing.
@@ -283,7 +293,10 @@ pub fn render_pay_page(view: &PayView) -> String {
     let e = escape_html;
     let token = e(&view.currency);
     let final_state = is_final(view);
-    let title = format!("Pay {} {} \u{2014} {}", view.amount, view.currency, view.business_name);
+    let title = format!(
+        "Pay {} {} \u{2014} {}",
+        view.amount, view.currency, view.business_name
+    );
     let mut o = head(&title, !final_state);
     if view.sandbox {
         o.push_str(concat!(
@@ -311,10 +324,18 @@ pub fn render_pay_page(view: &PayView) -> String {
     if view.description.is_some() || view.reference.is_some() {
         o.push_str("<dl class=\"meta\">\n");
         if let Some(d) = &view.description {
-            let _ = writeln!(o, "<div><dt>For</dt><dd class=\"description\">{}</dd></div>", e(d));
+            let _ = writeln!(
+                o,
+                "<div><dt>For</dt><dd class=\"description\">{}</dd></div>",
+                e(d)
+            );
         }
         if let Some(r) = &view.reference {
-            let _ = writeln!(o, "<div><dt>Reference</dt><dd class=\"reference\">{}</dd></div>", e(r));
+            let _ = writeln!(
+                o,
+                "<div><dt>Reference</dt><dd class=\"reference\">{}</dd></div>",
+                e(r)
+            );
         }
         o.push_str("</dl>\n");
     }
@@ -368,7 +389,11 @@ fn render_status(o: &mut String, view: &PayView) {
         ("Overpaid by", "excess", &view.excess, true),
     ];
     for (label, field, value, hide_zero) in rows {
-        let hidden = if hide_zero && is_zero(value) { " hidden" } else { "" };
+        let hidden = if hide_zero && is_zero(value) {
+            " hidden"
+        } else {
+            ""
+        };
         let hide_attr = if hide_zero { " data-hide-zero" } else { "" };
         let _ = writeln!(
             o,
@@ -390,7 +415,9 @@ fn render_options(o: &mut String, view: &PayView) {
         if pending { "" } else { " hidden" }
     );
     if view.options.len() > 1 {
-        o.push_str("<nav class=\"networks\" aria-label=\"Networks\"><p>Pay on one network:</p><ul>\n");
+        o.push_str(
+            "<nav class=\"networks\" aria-label=\"Networks\"><p>Pay on one network:</p><ul>\n",
+        );
         for (i, opt) in view.options.iter().enumerate() {
             let _ = writeln!(
                 o,
@@ -454,7 +481,11 @@ fn render_deposits(o: &mut String, deposits: &[PayDeposit]) {
         o.push_str("<li>");
         o.push_str(&escape_html(&deposit_words(d)));
         if let Some(tx) = &d.tx_hash {
-            let _ = write!(o, " <span class=\"tx\">Transaction <code>{}</code></span>", escape_html(tx));
+            let _ = write!(
+                o,
+                " <span class=\"tx\">Transaction <code>{}</code></span>",
+                escape_html(tx)
+            );
         }
         o.push_str("</li>\n");
     }
@@ -465,7 +496,11 @@ fn render_deposits(o: &mut String, deposits: &[PayDeposit]) {
 fn deposit_words(d: &PayDeposit) -> String {
     let n = d.confirmations;
     let s = if n == 1 { "" } else { "s" };
-    let state = if d.status == "confirmed" { "confirmed" } else { "confirming" };
+    let state = if d.status == "confirmed" {
+        "confirmed"
+    } else {
+        "confirming"
+    };
     format!(
         "{} {} on {} \u{2014} {state} ({n} confirmation{s})",
         d.amount,

@@ -46,7 +46,9 @@ fn deposit(amount: &str, status: &str, confirmations: u64) -> PayDeposit {
 fn the_page_shows_amount_token_network_address_qr_and_countdown() {
     let html = render_pay_page(&view());
     assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
-    assert!(html.contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"));
+    assert!(
+        html.contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
+    );
     assert!(html.contains("<noscript><meta http-equiv=\"refresh\" content=\"10\"></noscript>"));
     assert!(html.contains("<main id=\"pay\""));
     assert!(html.contains("<h1 id=\"amount-heading\">Pay <span class=\"amount\" data-field=\"amount\">25.000000</span> USDC</h1>"));
@@ -60,7 +62,13 @@ fn the_page_shows_amount_token_network_address_qr_and_countdown() {
     assert!(html.contains("<button type=\"button\" class=\"copy\" data-copy=\"addr-0\" hidden>"));
     assert!(html.contains("No payment detected yet."));
     assert!(!html.contains("TEST MODE"));
-    assert!(render_pay_page(&PayView { sandbox: true, ..view() }).contains("TEST MODE"));
+    assert!(
+        render_pay_page(&PayView {
+            sandbox: true,
+            ..view()
+        })
+        .contains("TEST MODE")
+    );
 }
 
 #[test]
@@ -115,9 +123,15 @@ fn every_phase_has_its_words() {
     assert_eq!(phase_words(&v), "Awaiting payment");
     let mut c = with("confirming", "pending");
     c.deposits = vec![deposit("25.000000", "detected", 3)];
-    assert_eq!(phase_words(&c), "Payment received, confirming (3 confirmations)");
+    assert_eq!(
+        phase_words(&c),
+        "Payment received, confirming (3 confirmations)"
+    );
     c.deposits = vec![deposit("25.000000", "detected", 1)];
-    assert_eq!(phase_words(&c), "Payment received, confirming (1 confirmation)");
+    assert_eq!(
+        phase_words(&c),
+        "Payment received, confirming (1 confirmation)"
+    );
     let mut u = with("underpaid", "pending");
     u.amount_due = "5.000000".into();
     assert_eq!(phase_words(&u), "Underpaid: 5.000000 USDC still due");
@@ -126,10 +140,16 @@ fn every_phase_has_its_words() {
     o.excess = "1.500000".into();
     assert_eq!(phase_words(&o), "Paid \u{2014} overpaid by 1.500000 USDC");
     assert_eq!(phase_words(&with("expired", "expired")), "Expired");
-    let late = PayView { late: true, ..with("expired", "expired") };
+    let late = PayView {
+        late: true,
+        ..with("expired", "expired")
+    };
     assert_eq!(phase_words(&late), "Expired \u{2014} late payment received");
     assert_eq!(phase_words(&with("failed", "failed")), "Failed");
-    let f = PayView { failure_reason: Some("chain halted".into()), ..with("failed", "failed") };
+    let f = PayView {
+        failure_reason: Some("chain halted".into()),
+        ..with("failed", "failed")
+    };
     assert_eq!(phase_words(&f), "Failed: chain halted");
 }
 
@@ -173,7 +193,10 @@ struct One(PayView);
 #[async_trait::async_trait]
 impl PaySource for One {
     async fn pay_view(&self, session_id: &str) -> Option<PayView> {
-        assert!(is_session_id(session_id), "only well-formed ids reach the source");
+        assert!(
+            is_session_id(session_id),
+            "only well-formed ids reach the source"
+        );
         (session_id == self.0.session_id || session_id == "cs_liar").then(|| self.0.clone())
     }
 }
@@ -197,7 +220,9 @@ async fn routes_serve_the_page_status_and_assets_with_strict_headers() {
     assert_eq!(h["cache-control"], "no-store");
     assert!(page.text().await.unwrap().contains("25.000000"));
 
-    let status = get("/pay/cs_01HX3Y4Z5A6B7C8D9E0F1G2H3J/status").await.unwrap();
+    let status = get("/pay/cs_01HX3Y4Z5A6B7C8D9E0F1G2H3J/status")
+        .await
+        .unwrap();
     assert_eq!(status.status(), 200);
     assert_eq!(status.headers()["content-type"], "application/json");
     let got: PayView = status.json().await.unwrap();
@@ -205,7 +230,14 @@ async fn routes_serve_the_page_status_and_assets_with_strict_headers() {
 
     // Unknown, malformed, and a source answering for another session: the same 404.
     let mut bodies = vec![];
-    for id in ["cs_unknown", "cs_liar", "nope", "cs_%3Cscript%3E", "cs_a-b", "assets"] {
+    for id in [
+        "cs_unknown",
+        "cs_liar",
+        "nope",
+        "cs_%3Cscript%3E",
+        "cs_a-b",
+        "assets",
+    ] {
         let r = get(&format!("/pay/{id}")).await.unwrap();
         assert_eq!(r.status(), 404, "{id}");
         assert_eq!(r.headers()["content-security-policy"], CSP);
@@ -221,7 +253,10 @@ async fn routes_serve_the_page_status_and_assets_with_strict_headers() {
     assert_eq!(css.headers()["content-type"], "text/css; charset=utf-8");
     assert_eq!(css.text().await.unwrap(), PAY_CSS);
     let js = get("/pay/assets/pay.js").await.unwrap();
-    assert_eq!(js.headers()["content-type"], "text/javascript; charset=utf-8");
+    assert_eq!(
+        js.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
     assert_eq!(js.headers()["x-content-type-options"], "nosniff");
     assert_eq!(js.text().await.unwrap(), PAY_JS);
     server.abort();
