@@ -348,9 +348,14 @@ pub fn render_pay_page(view: &PayView) -> String {
     render_deposits(&mut o, &view.deposits);
     let _ = write!(
         o,
-        "<footer><p>Payment session <code class=\"session\">{}</code>. \
-         This page updates by itself.</p></footer>\n</main>\n</body>\n</html>\n",
-        e(&view.session_id)
+        "<footer><p>Payment session <code class=\"session\">{}</code>.{}</p></footer>\n\
+         </main>\n</body>\n</html>\n",
+        e(&view.session_id),
+        if final_state {
+            ""
+        } else {
+            " This page updates by itself."
+        }
     );
     o
 }
