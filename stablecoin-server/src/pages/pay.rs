@@ -165,7 +165,7 @@ fn head(title: &str, refresh: bool) -> String {
     if refresh {
         out.push_str("<noscript><meta http-equiv=\"refresh\" content=\"10\"></noscript>\n");
     }
-    let _ = write!(out, "<title>{}</title>\n", escape_html(title));
+    let _ = writeln!(out, "<title>{}</title>", escape_html(title));
     out.push_str(concat!(
         "<link rel=\"stylesheet\" href=\"/pay/assets/pay.css\">\n",
         "<script src=\"/pay/assets/pay.js\" defer></script>\n",
@@ -304,10 +304,10 @@ pub fn render_pay_page(view: &PayView) -> String {
             "\u{2014} a sandbox session: send no real funds.</p>\n"
         ));
     }
-    let _ = write!(
+    let _ = writeln!(
         o,
         "<main id=\"pay\" class=\"card\" data-session=\"{}\" data-status=\"{}\" \
-         data-phase=\"{}\" data-expires-in=\"{}\" data-currency=\"{token}\">\n",
+         data-phase=\"{}\" data-expires-in=\"{}\" data-currency=\"{token}\">",
         e(&view.session_id),
         e(&view.status),
         e(&view.phase),
