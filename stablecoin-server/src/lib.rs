@@ -13,6 +13,7 @@ pub mod file_modes;
 pub mod idempotency;
 pub mod listener;
 pub mod metrics;
+pub mod pages;
 pub mod rails;
 pub mod rate_limit;
 pub mod retention;

@@ -1,6 +1,7 @@
 //! A real server on a loopback port, and a small client for it.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod production;
 pub mod webhook_receiver;
 
