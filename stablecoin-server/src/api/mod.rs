@@ -252,6 +252,10 @@ pub fn build_router(state: AppState) -> Router {
             crate::sms::AFRICASTALKING_CALLBACK_PATH,
             axum::routing::post(crate::sms::africastalking_callback),
         )
+        // The payer's hosted payment page (HTML, outside the JSON API and its document).
+        .merge(crate::pages::pay_routes(Arc::new(
+            crate::pages::source::CheckoutPages(state.checkout.clone()),
+        )))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::Extension(OpenApiJson(Arc::new(json))))

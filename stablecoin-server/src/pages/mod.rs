@@ -11,6 +11,7 @@
 //! a page shows, and the page shows nothing else.
 
 pub mod pay;
+pub mod source;
 
 pub use pay::{pay_routes, render_not_found_page, render_pay_page};
 
