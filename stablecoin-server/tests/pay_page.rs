@@ -163,6 +163,11 @@ async fn pay_page_goes_live_through_every_phase_in_chromium() {
         "{t}"
     );
     assert!(t.contains("Confirming"), "{t}");
+    // While it confirms, the page does not ask for the money again.
+    assert_eq!(
+        b.eval("document.getElementById('options').hidden").await,
+        true
+    );
     same_page(&mut b, &mark).await;
     b.shot("confirming").await;
 
@@ -185,6 +190,10 @@ async fn pay_page_goes_live_through_every_phase_in_chromium() {
     assert!(
         t.contains("Still due\n5.000000 USDC") || t.contains("Still due\t5.000000 USDC"),
         "{t}"
+    );
+    assert_eq!(
+        b.eval("document.getElementById('options').hidden").await,
+        false
     );
     assert_eq!(
         b.eval("document.querySelector('#opt-0 [data-field=amount_due]').textContent")

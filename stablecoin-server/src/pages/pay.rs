@@ -410,14 +410,19 @@ fn render_status(o: &mut String, view: &PayView) {
     o.push_str("</dl>\n</section>\n");
 }
 
-/// One section per way to pay; shown while the session is pending only.
+/// True while the page asks for (more) money: pending, and no payment confirming (the
+/// payer should wait for it rather than send again). `assets/pay.js` decides the same.
+fn offers_payment(view: &PayView) -> bool {
+    view.status == "pending" && view.phase != "confirming"
+}
+
+/// One section per way to pay; shown only while [`offers_payment`].
 fn render_options(o: &mut String, view: &PayView) {
     let e = escape_html;
-    let pending = view.status == "pending";
     let _ = writeln!(
         o,
         "<div id=\"options\"{}>",
-        if pending { "" } else { " hidden" }
+        if offers_payment(view) { "" } else { " hidden" }
     );
     if view.options.len() > 1 {
         o.push_str(

@@ -176,6 +176,16 @@ fn a_final_page_neither_refreshes_nor_offers_addresses() {
     assert!(html.contains("27.000000 USDC on Polygon \u{2014} confirmed (12 confirmations)"));
     assert!(html.contains("<p id=\"no-deposits\" hidden>"));
     assert!(html.contains("data-row=\"excess\" data-hide-zero><dt>"));
+    let confirming = PayView {
+        phase: "confirming".into(),
+        ..view()
+    };
+    let html = render_pay_page(&confirming);
+    assert!(
+        html.contains("<div id=\"options\" hidden>"),
+        "no address while confirming"
+    );
+    assert!(html.contains("http-equiv=\"refresh\""));
 }
 
 #[test]

@@ -117,8 +117,9 @@
     if (statusEl) { statusEl.className = 'status status-' + kind(v); }
     if (phaseEl) { phaseEl.textContent = words; }
     var pending = v.status === 'pending';
+    // Addresses only while money is asked for: not while a payment is confirming.
     var options = document.getElementById('options');
-    if (options) { options.hidden = !pending; }
+    if (options) { options.hidden = !pending || v.phase === 'confirming'; }
     var line = document.getElementById('countdown-line');
     if (line) { line.hidden = !pending; }
     deadline = Date.now() + Math.max(0, Number(v.expires_in_secs) || 0) * 1000;
