@@ -10,6 +10,8 @@ use std::fmt;
 pub struct CheckoutSettings {
     /// Expiry of a session created without `expires_in_secs`.
     pub default_expiry_secs: u64,
+    /// The shortest `expires_in_secs` a session may ask for (default 60).
+    pub min_expiry_secs: u64,
     /// How long after expiry deposits seen in time may still confirm and pay the session.
     pub confirm_grace_ms: i64,
     /// The shared secret a separately deployed deposit scanner signs its reports to
@@ -23,6 +25,7 @@ impl Default for CheckoutSettings {
         let d = CheckoutConfig::default();
         CheckoutSettings {
             default_expiry_secs: d.default_expiry_secs,
+            min_expiry_secs: d.min_expiry_secs,
             confirm_grace_ms: d.confirm_grace_ms,
             intake_secret: None,
         }
@@ -33,6 +36,7 @@ impl fmt::Debug for CheckoutSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CheckoutSettings")
             .field("default_expiry_secs", &self.default_expiry_secs)
+            .field("min_expiry_secs", &self.min_expiry_secs)
             .field("confirm_grace_ms", &self.confirm_grace_ms)
             .field(
                 "intake_secret",
@@ -47,6 +51,7 @@ impl CheckoutSettings {
     pub fn engine_config(&self) -> CheckoutConfig {
         CheckoutConfig {
             default_expiry_secs: self.default_expiry_secs,
+            min_expiry_secs: self.min_expiry_secs,
             confirm_grace_ms: self.confirm_grace_ms,
             ..CheckoutConfig::default()
         }
