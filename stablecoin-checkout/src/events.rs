@@ -13,6 +13,7 @@
 
 use crate::model::{Session, SessionDeposit};
 use serde_json::{Map, Value, json};
+use stablecoin_core::domain::payments_events::{DepositFields, deposit_payload};
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::OutboxEvent;
 
@@ -20,12 +21,9 @@ use stablecoin_core::ports::OutboxEvent;
 pub const PAYMENT_CONFIRMED: &str = "payment.confirmed";
 /// `payment.failed`.
 pub const PAYMENT_FAILED: &str = "payment.failed";
-/// `wallet.deposit.detected`.
-pub const DEPOSIT_DETECTED: &str = "wallet.deposit.detected";
-/// `wallet.deposit.confirmed`.
-pub const DEPOSIT_CONFIRMED: &str = "wallet.deposit.confirmed";
-/// `wallet.deposit.hash_resolved`.
-pub const DEPOSIT_HASH_RESOLVED: &str = "wallet.deposit.hash_resolved";
+pub use stablecoin_core::domain::payments_events::{
+    DEPOSIT_CONFIRMED, DEPOSIT_DETECTED, DEPOSIT_HASH_RESOLVED,
+};
 
 /// The `payment_method` of every checkout session.
 pub const PAYMENT_METHOD: &str = "crypto";
@@ -80,22 +78,11 @@ pub fn payment_event(id: String, session: &Session, at: Timestamp) -> OutboxEven
     outbox(id, session, event, at, Value::Object(p))
 }
 
-/// Which deposit event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DepositEventKind {
-    /// Seen; credits nothing.
-    Detected,
-    /// Confirmations reached; the crediting event when `safe_to_credit`.
-    Confirmed {
-        /// Whether the deposit was credited by this event.
-        safe_to_credit: bool,
-    },
-    /// The real hash of a deposit first reported without one.
-    HashResolved,
-}
+pub use stablecoin_core::domain::payments_events::DepositEventKind;
 
-/// A `wallet.deposit.*` event of a session deposit. `customer_id` is the session's
-/// `customer_id`, or the session id when the business gave none.
+/// A `wallet.deposit.*` event of a session deposit, built by the core's one builder of
+/// the payments wallet facts. `customer_id` is the session's `customer_id`, or the
+/// session id when the business gave none.
 pub fn deposit_event(
     id: String,
     session: &Session,
@@ -103,54 +90,23 @@ pub fn deposit_event(
     kind: DepositEventKind,
     at: Timestamp,
 ) -> OutboxEvent {
-    let customer = session
-        .customer_id
-        .clone()
-        .unwrap_or_else(|| session.id.clone());
-    let mut d = Map::new();
-    d.insert("customer_id".into(), json!(customer));
-    d.insert("deposit_id".into(), json!(dep.deposit_id));
-    let common = |d: &mut Map<String, Value>| {
-        d.insert("address".into(), json!(dep.address));
-        d.insert("network".into(), json!(dep.network));
-        d.insert("currency".into(), json!(dep.token.as_str()));
-        d.insert("amount".into(), json!(dep.amount.to_decimal_string()));
-        d.insert("tx_hash".into(), json!(dep.wire_hash()));
+    let fields = DepositFields {
+        customer_id: session
+            .customer_id
+            .clone()
+            .unwrap_or_else(|| session.id.clone()),
+        deposit_id: dep.deposit_id,
+        address: dep.address.clone(),
+        network: dep.network.clone(),
+        token: dep.token,
+        amount: dep.amount,
+        tx_hash: dep.tx_hash.clone(),
+        placeholder: dep.placeholder.clone(),
+        confirmations: dep.confirmations,
+        detected_at: dep.detected_at,
+        confirmed_at: Some(dep.confirmed_at.unwrap_or(at)),
+        detected_by: dep.detected_by.clone(),
     };
-    let confirmations = json!(dep.confirmations.min(u32::MAX as u64));
-    let event = match kind {
-        DepositEventKind::HashResolved => {
-            d.insert("tx_hash".into(), json!(dep.wire_hash()));
-            d.insert("detected_at".into(), json!(dep.detected_at.to_rfc3339()));
-            DEPOSIT_HASH_RESOLVED
-        }
-        DepositEventKind::Detected => {
-            common(&mut d);
-            d.insert("hash_pending".into(), json!(dep.tx_hash.is_none()));
-            d.insert("confirmations".into(), confirmations);
-            d.insert("status".into(), json!("detected"));
-            d.insert("detected_at".into(), json!(dep.detected_at.to_rfc3339()));
-            d.insert("detected_by".into(), json!(dep.detected_by));
-            DEPOSIT_DETECTED
-        }
-        DepositEventKind::Confirmed { safe_to_credit } => {
-            common(&mut d);
-            d.insert("confirmations".into(), confirmations);
-            d.insert("status".into(), json!("confirmed"));
-            d.insert("safe_to_credit".into(), json!(safe_to_credit));
-            d.insert("detected_at".into(), json!(dep.detected_at.to_rfc3339()));
-            d.insert(
-                "confirmed_at".into(),
-                json!(dep.confirmed_at.unwrap_or(at).to_rfc3339()),
-            );
-            DEPOSIT_CONFIRMED
-        }
-    };
-    outbox(
-        id,
-        session,
-        event,
-        at,
-        json!({"event": event, "data": Value::Object(d)}),
-    )
+    let (event, payload) = deposit_payload(kind, &fields);
+    outbox(id, session, event, at, payload)
 }

@@ -375,40 +375,16 @@ pub mod accounts {
     }
 }
 
+pub use stablecoin_core::domain::payments_events::integer_id;
+
 /// The placeholder hash of a deposit whose real hash is not known yet (spec 6.2 rule 4).
 pub fn placeholder_hash(detected_at: Timestamp, address: &ChainAddress) -> String {
-    let prefix: String = address.0.chars().take(10).collect();
-    format!("pending_{}_{prefix}", detected_at.unix_secs())
-}
-
-/// A JSON-safe integer (< 2^53) from SHA-256 of `parts`: deterministic, so every process
-/// and every rescan gives the same id.
-pub fn integer_id(parts: &[&str]) -> u64 {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update(p.as_bytes());
-        h.update([0u8]);
-    }
-    let d = h.finalize();
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&d[..8]);
-    (u64::from_be_bytes(b) & ((1u64 << 53) - 1)).max(1)
+    stablecoin_core::domain::payments_events::placeholder_hash(detected_at, &address.0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn integer_ids_are_stable_json_safe_and_spread() {
-        let a = integer_id(&["polygon", "0xabc", "0"]);
-        assert_eq!(a, integer_id(&["polygon", "0xabc", "0"]));
-        assert!(a < (1 << 53) && a > 0);
-        assert_ne!(a, integer_id(&["polygon", "0xabc", "1"]));
-        // The separator keeps ("ab","c") and ("a","bc") apart.
-        assert_ne!(integer_id(&["ab", "c"]), integer_id(&["a", "bc"]));
-    }
 
     #[test]
     fn the_placeholder_has_the_spec_form() {

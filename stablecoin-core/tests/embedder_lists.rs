@@ -97,6 +97,7 @@ fn operation(id: &str, tenant: &str, kind: OpKind, status: OpStatus, created_ms:
         settled_at: None,
         payout: None,
         created_recipient_account: false,
+        from_customer: None,
     }
 }
 

@@ -533,3 +533,113 @@ async fn the_intake_follows_the_receiver_rules() {
         .await;
     r.expect(400);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wallet_deposits_and_transfers_feed_the_payments_family_with_the_customer_id() {
+    let mut c = test_config();
+    c.webhooks_allow_loopback_http = true;
+    let s = start_with(c).await;
+    let acme = s.tenant("Acme", "100").await;
+    let (url, got) = recording_receiver().await;
+    let r = s
+        .post(
+            &acme.live,
+            "/v1/webhook-endpoints",
+            &json!({"family": "payments", "url": url, "events": ["wallet.deposit.detected",
+                "wallet.deposit.confirmed", "wallet.transfer.confirmed"]})
+            .to_string(),
+        )
+        .await;
+    r.expect(201);
+    let secret = r.json()["secret"].as_str().unwrap().to_string();
+    let (a, b) = ("+2250700000031", "+2250700000032");
+    let pa = s
+        .post(
+            &acme.live,
+            "/v1/users/provision",
+            &json!({"phone_number": a, "customer_id": "cus-A"}).to_string(),
+        )
+        .await;
+    pa.expect(200);
+    let pb = s.provision(&acme.live, b).await;
+    let addr_a = pa.json()["address"].as_str().unwrap().to_string();
+    let addr_b = pb["address"].as_str().unwrap().to_string();
+    // A bad customer id is a 400 that writes nothing.
+    let before = s.commits();
+    s.post(
+        &acme.live,
+        "/v1/users/provision",
+        &json!({"phone_number": a, "customer_id": ""}).to_string(),
+    )
+    .await
+    .expect_err(400, "INVALID_PARAMETER");
+    assert_eq!(s.commits(), before);
+
+    // An outside deposit into A: detected, then confirmed.
+    let chain = s.app.sim_rail(RailId::Evm(137)).unwrap();
+    let tx = chain
+        .mint(&ChainAddress(addr_a.clone()), Token::Usdc, m("7.5"))
+        .unwrap();
+    chain.mine(1);
+    s.settle().await;
+    for _ in 0..4 {
+        chain.mine(1);
+        s.settle().await;
+    }
+    // A send from A to B, settled.
+    let r = s
+        .post(
+            &acme.live,
+            "/v1/transfers/send",
+            &json!({"from_phone_number": a, "to_phone_number": b, "token": "USDC",
+                "quote_id": "DIRECT_CRYPTO:USDC:5"})
+            .to_string(),
+        )
+        .await;
+    r.expect(202);
+    for _ in 0..6 {
+        s.settle().await;
+        chain.mine(1);
+    }
+    s.settle().await;
+    let tr = s
+        .get(&acme.live, r.header("location").unwrap().as_str())
+        .await
+        .json();
+    assert_eq!(tr["status"], "SETTLED", "{tr}");
+
+    s.app.state().webhooks.round().await.unwrap();
+    let received = got.lock().unwrap().clone();
+    let mut by_name: std::collections::BTreeMap<String, Value> = Default::default();
+    for (headers, body) in &received {
+        let sig = headers["x-webhook-signature"].to_str().unwrap();
+        Family::Payments.verify(&secret, body, Some(sig)).unwrap();
+        let v: Value = serde_json::from_slice(body).unwrap();
+        by_name.insert(v["event"].as_str().unwrap().to_string(), v);
+    }
+    let detected = &by_name["wallet.deposit.detected"]["data"];
+    let confirmed = &by_name["wallet.deposit.confirmed"]["data"];
+    assert_eq!(detected["customer_id"], "cus-A");
+    assert_eq!(detected["status"], "detected");
+    assert_eq!(detected["amount"], "7.500000");
+    assert_eq!(detected["tx_hash"], tx.as_str());
+    assert!(detected["deposit_id"].is_u64());
+    assert_eq!(detected["deposit_id"], confirmed["deposit_id"]);
+    assert_eq!(confirmed["safe_to_credit"], true);
+    assert_eq!(confirmed["customer_id"], "cus-A");
+    let transfer = &by_name["wallet.transfer.confirmed"]["data"];
+    assert_eq!(transfer["customer_id"], "cus-A");
+    assert_eq!(transfer["status"], "confirmed");
+    assert_eq!(transfer["amount"], "5.000000");
+    assert_eq!(transfer["gas_fee"], "0.000000");
+    assert_eq!(
+        transfer["from_address"].as_str().unwrap().to_lowercase(),
+        addr_a.to_lowercase()
+    );
+    assert_eq!(
+        transfer["to_address"].as_str().unwrap().to_lowercase(),
+        addr_b.to_lowercase()
+    );
+    assert_eq!(transfer["tx_hash"], tr["tx_hash"]);
+    assert!(transfer["block_number"].is_u64(), "{transfer}");
+}

@@ -69,9 +69,21 @@ pub struct Wallet {
     pub created_at: Timestamp,
     /// Last change of members or phone.
     pub updated_at: Timestamp,
+    /// Each member tenant's own customer id for this wallet (tenant id -> customer id),
+    /// attached at provisioning: the `customer_id` of the payments webhooks. A member
+    /// without one is reported under the wallet id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub customer_ids: BTreeMap<String, String>,
 }
 
 impl Wallet {
+    /// `tenant`'s customer id of this wallet, or the wallet id when it attached none.
+    pub fn customer_id_for(&self, tenant: &TenantId) -> String {
+        self.customer_ids
+            .get(&tenant.0)
+            .cloned()
+            .unwrap_or_else(|| self.id.0.clone())
+    }
     /// The unique key that finds a wallet by phone (one wallet per phone).
     pub fn phone_key(phone: &Phone) -> String {
         crate::ports::kinds::key(crate::ports::kinds::namespace::WALLET_PHONE, phone)
@@ -304,6 +316,7 @@ mod tests {
             created_by: None,
             created_at: Timestamp(0),
             updated_at: Timestamp(0),
+            customer_ids: BTreeMap::new(),
         }
     }
 

@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod limits;
 pub mod money;
 pub mod otp;
+pub mod payments_events;
 pub mod phone;
 pub mod redact;
 pub mod state;

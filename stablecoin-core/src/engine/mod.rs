@@ -15,6 +15,7 @@ mod operations;
 mod read_cache;
 mod retention;
 mod sandbox;
+mod scanner;
 mod sms;
 mod tenants;
 mod wallets;

@@ -85,6 +85,11 @@ pub struct Operation {
     /// by the service (Solana's `created_recipient_ata`, spec 1.5).
     #[serde(default)]
     pub created_recipient_account: bool,
+    /// Transfers: the initiating tenant's customer id of the sending wallet, taken when
+    /// the send is accepted, for the `wallet.transfer.*` webhooks (no wallet read at
+    /// settlement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_customer: Option<String>,
 }
 
 /// The fiat leg of a withdrawal (spec 3.2: CRYPTO_RECEIVED -> PAYOUT_SUBMITTING ->
@@ -355,6 +360,7 @@ impl Engine {
             settled_at: None,
             payout: None,
             created_recipient_account: false,
+            from_customer: None,
         }
     }
 
@@ -685,6 +691,7 @@ impl Engine {
             );
             op.fees = Some(fees);
             op.from_wallet = Some(sender.id.clone());
+            op.from_customer = Some(sender.customer_id_for(tenant));
             op.to_wallet = Some(recipient.id.clone());
             op.from_phone = Some(sender.phone.clone());
             op.to_phone = Some(recipient.phone.clone());

@@ -160,27 +160,69 @@ impl Engine {
             created_by: member.cloned(),
             created_at: now,
             updated_at: now,
+            customer_ids: BTreeMap::new(),
         })
     }
 
     /// `POST /v1/users/provision`: offline, no gas (spec 1, 4.5).
     pub async fn provision(&self, tenant: &TenantId, phone: &Phone) -> CoreResult<ProvisionView> {
+        self.provision_for_customer(tenant, phone, None).await
+    }
+
+    /// [`Engine::provision`], attaching the tenant's own `customer_id` to the wallet
+    /// (1 to 128 printable characters): the `customer_id` of the payments webhooks
+    /// (`wallet.deposit.*`, `wallet.transfer.*`). Attached for a member only (PROVISIONED,
+    /// ADOPTED, ALREADY_EXISTS, where a new id replaces the old); LINK_REQUIRED attaches
+    /// nothing.
+    pub async fn provision_for_customer(
+        &self,
+        tenant: &TenantId,
+        phone: &Phone,
+        customer_id: Option<&str>,
+    ) -> CoreResult<ProvisionView> {
+        if let Some(c) = customer_id
+            && (c.is_empty() || c.chars().count() > 128 || c.chars().any(char::is_control))
+        {
+            return Err(CoreError::InvalidParameter {
+                field: "customer_id",
+                reason: "1 to 128 characters, no control characters".into(),
+            });
+        }
         let rail = self.evm_rail()?.id().name();
+        let attach = |w: &mut Wallet| match customer_id {
+            Some(c) if w.customer_ids.get(&tenant.0).map(String::as_str) != Some(c) => {
+                w.customer_ids.insert(tenant.0.clone(), c.to_string());
+                true
+            }
+            _ => false,
+        };
         for _ in 0..3 {
             let existing = self.wallet_by_phone(phone).await?;
             let outcome = provision_outcome(existing.as_ref().map(|v| &v.record), tenant);
             let (wallet, put) = match (outcome, existing) {
                 (ProvisionOutcome::Provisioned, _) => {
-                    let w = self.new_wallet(phone, Some(tenant)).await?;
+                    let mut w = self.new_wallet(phone, Some(tenant)).await?;
+                    attach(&mut w);
                     let put = w.insert()?;
                     (w, Some(put))
                 }
                 (ProvisionOutcome::Adopted, Some(v)) => {
                     let mut w = v.record;
                     w.members.push(tenant.clone());
+                    attach(&mut w);
                     w.updated_at = self.now();
                     let put = w.update(v.version)?;
                     (w, Some(put))
+                }
+                (ProvisionOutcome::AlreadyExists, Some(v)) => {
+                    let mut w = v.record;
+                    if attach(&mut w) {
+                        w.updated_at = self.now();
+                        let put = w.update(v.version)?;
+                        (w, Some(put))
+                    } else {
+                        (w, None)
+                    }
                 }
                 (_, Some(v)) => (v.record, None),
                 (_, None) => unreachable!("only PROVISIONED has no existing wallet"),
@@ -428,6 +470,23 @@ impl Engine {
                 kind: "wallet",
                 id: id.0.clone(),
             })
+    }
+
+    /// An outbox event whose payload is already in its wire shape (the payments family's
+    /// wallet facts, `domain::payments_events`).
+    pub(crate) fn raw_event(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        payload: serde_json::Value,
+    ) -> OutboxEvent {
+        OutboxEvent {
+            id: self.new_id(EventId::PREFIX),
+            tenant: tenant.0.clone(),
+            event_type: name.to_string(),
+            occurred_at: self.now(),
+            payload,
+        }
     }
 
     pub(crate) fn event(&self, tenant: &TenantId, event: DomainEvent) -> CoreResult<OutboxEvent> {

@@ -13,18 +13,16 @@
 //! ([`RailPayment::past_deadline`](crate::ports::RailPayment::past_deadline)), when no
 //! rail can include it any more.
 
-use super::{Engine, Operation, accounts, store_err};
-use crate::domain::consent::Wallet;
+use super::{Engine, Operation};
 use crate::domain::events::DomainEvent;
 use crate::domain::state::{OpEvent, OpKind, OpStatus, transition};
 use crate::domain::time::Timestamp;
-use crate::error::{CoreError, CoreResult};
+use crate::error::CoreResult;
 use crate::ports::claim::hold_through_side_effect;
 use crate::ports::ledger::{LedgerTransfer, Phase};
 use crate::ports::rail::{RailError, SubmissionStatus};
-use crate::ports::record::{Record, Versioned, get_record, get_record_by_unique};
+use crate::ports::record::{Record, Versioned};
 use crate::ports::services::{SmsKind, SmsMessage};
-use crate::ports::signer::KeyPurpose;
 use crate::ports::store::{Batch, OutboxEvent};
 use serde::{Deserialize, Serialize};
 
@@ -79,24 +77,6 @@ impl TickReport {
         self.sms_sent += other.sms_sent;
         self.errors.extend(other.errors);
         self.more_due |= other.more_due;
-    }
-}
-
-/// Persisted scan position of one rail.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct ScanCursor {
-    rail: String,
-    cursor: String,
-    created_at: Timestamp,
-}
-
-impl Record for ScanCursor {
-    const KIND: &'static str = crate::ports::kinds::kind::SCAN_CURSOR;
-    fn id(&self) -> String {
-        self.rail.clone()
-    }
-    fn created_at(&self) -> Timestamp {
-        self.created_at
     }
 }
 
@@ -177,6 +157,8 @@ impl Record for DepositRecord {
         Some(self.status.as_str().to_string())
     }
 }
+
+use crate::domain::payments_events::{WalletTransferFields, wallet_transfer_payload};
 
 impl Engine {
     /// One round of every worker. Errors on one record are reported, not fatal.
@@ -429,6 +411,7 @@ impl Engine {
         let mut outbox: Vec<OutboxEvent> = Vec::new();
         let mut puts = Vec::new();
         if op.kind == OpKind::Transfer {
+            outbox.push(self.wallet_transfer_event(&op, true, now));
             outbox.push(self.event(
                 &op.tenant,
                 DomainEvent::TransferSettled {
@@ -523,6 +506,7 @@ impl Engine {
             .collect();
         let mut outbox = Vec::new();
         if op.kind == OpKind::Transfer {
+            outbox.push(self.wallet_transfer_event(&op, false, now));
             let broadcast = op.tx_hash.is_some();
             outbox.push(self.event(
                 &op.tenant,
@@ -550,178 +534,39 @@ impl Engine {
         Ok(())
     }
 
-    /// Credits confirmed inbound deposits from outside the service to wallets, once each.
-    /// Each rail on its own: one chain's outage must not stop the others' deposits.
-    async fn scan_inbound(&self, report: &mut TickReport) {
-        for (id, rail) in self.rails.iter() {
-            if !rail.monitors_inbound() {
-                // Switched off on purpose (Solana without SOLANA_SCAN_ENABLED): its
-                // readiness says so; an error every tick would say nothing new.
-                continue;
-            }
-            if let Err(e) = self.scan_rail(*id, rail, report).await {
-                report.errors.push(format!("scan {}: {e}", id.name()));
-            }
-        }
-    }
-
-    async fn scan_rail(
+    /// `wallet.transfer.confirmed` / `.failed` of a tenant-initiated transfer, to the
+    /// initiating tenant: the sender's debit, from the sending to the recipient address,
+    /// with no gas charged (the service sponsors it).
+    fn wallet_transfer_event(
         &self,
-        id: crate::ports::rail::RailId,
-        rail: &std::sync::Arc<dyn crate::ports::rail::Rail>,
-        report: &mut TickReport,
-    ) -> CoreResult<()> {
-        let name = id.name();
-        let cur = get_record::<ScanCursor>(&*self.ports.store, &name).await?;
-        let cursor = cur
-            .as_ref()
-            .map(|v| v.record.cursor.clone())
+        op: &Operation,
+        confirmed: bool,
+        now: crate::domain::time::Timestamp,
+    ) -> OutboxEvent {
+        let to = op
+            .payment
+            .legs
+            .iter()
+            .find(|l| l.role == crate::ports::rail::LegRole::Recipient)
+            .map(|l| l.to.0.clone())
             .unwrap_or_default();
-        let batch = match rail.scan(&cursor, &[], self.config.batch_limit).await {
-            Ok(b) => b,
-            Err(e) => return Err(super::rail_err(e)),
-        };
-        let treasury = self.service_address(rail, KeyPurpose::Treasury).await?;
-        for inbound in &batch.inbound {
-            // Internal movements (fundings, P2P transfers) are settled by their own
-            // operation; crediting them here would count them twice.
-            if inbound.from == treasury
-                || get_record_by_unique::<Wallet>(
-                    &*self.ports.store,
-                    &Wallet::address_key(&name, &inbound.from),
-                )
-                .await?
-                .is_some()
-                || self
-                    .ports
-                    .store
-                    .get_by_unique(&Operation::tx_key(&id, &inbound.tx_hash))
-                    .await
-                    .map_err(store_err)?
-                    .is_some()
-            {
-                continue;
-            }
-            let Some(w) = get_record_by_unique::<Wallet>(
-                &*self.ports.store,
-                &Wallet::address_key(&name, &inbound.to),
-            )
-            .await?
-            else {
-                continue;
-            };
-            let w = w.record;
-            let dep_id = format!("{name}:{}:{}", inbound.tx_hash, inbound.index);
-            let existing = get_record::<DepositRecord>(&*self.ports.store, &dep_id).await?;
-            if existing
-                .as_ref()
-                .is_some_and(|v| v.record.status == DepositStatus::Confirmed)
-            {
-                continue;
-            }
-            let now = self.now();
-            let mut dep = match &existing {
-                Some(v) => v.record.clone(),
-                None => DepositRecord {
-                    id: dep_id.clone(),
-                    wallet: w.id.0.clone(),
-                    rail: name.clone(),
-                    address: inbound.to.0.clone(),
-                    tx_hash: inbound.tx_hash.clone(),
-                    amount: inbound.amount,
-                    token: inbound.token,
-                    status: DepositStatus::Detected,
-                    confirmations: inbound.confirmations,
-                    created_at: now,
-                    detected_at: Some(now),
-                    confirmed_at: None,
-                },
-            };
-            dep.confirmations = inbound.confirmations;
-            if !inbound.confirmed {
-                // Seen but below the confirmation depth: recorded once as DETECTED,
-                // credited on a later scan.
-                report.polled += 1;
-                if existing.is_none() {
-                    let res = self
-                        .commit(Batch {
-                            puts: vec![dep.insert()?],
-                            background: true,
-                            ..Default::default()
-                        })
-                        .await;
-                    match res {
-                        Ok(_) | Err(CoreError::Conflict { .. }) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                continue;
-            }
-            dep.status = DepositStatus::Confirmed;
-            dep.confirmed_at = Some(now);
-            let put = match &existing {
-                Some(v) => dep.update(v.version)?,
-                None => dep.insert()?,
-            };
-            let from = accounts::chain_in(&name, inbound.token);
-            let to = accounts::wallet_on(&w.id, id, inbound.token);
-            let mut outbox = Vec::new();
-            for m in &w.members {
-                outbox.push(self.event(
-                    m,
-                    DomainEvent::TransferReceived {
-                        transfer_id: format!("dep_{}", dep_id.replace(':', "_")),
-                        recipient_wallet: inbound.to.0.clone(),
-                        amount: inbound.amount,
-                        token: inbound.token,
-                        tx_hash: inbound.tx_hash.clone(),
-                        rail: name.clone(),
-                        settled_at: now,
-                    },
-                )?);
-            }
-            let res = self
-                .commit(Batch {
-                    background: true,
-                    puts: vec![put],
-                    accounts: vec![from.clone(), to.clone()],
-                    ledger: vec![LedgerTransfer {
-                        id: format!("dep:{dep_id}"),
-                        debit: from.id,
-                        credit: to.id,
-                        amount: inbound.amount,
-                        phase: Phase::Single,
-                    }],
-                    outbox,
-                    ..Default::default()
-                })
-                .await;
-            match res {
-                Ok(_) => report.deposits += 1,
-                Err(CoreError::Conflict { .. }) => {} // credited by a concurrent scanner
-                Err(e) => return Err(e),
-            }
-        }
-        if batch.cursor != cursor {
-            let now = self.now();
-            let rec = ScanCursor {
-                rail: name.clone(),
-                cursor: batch.cursor.clone(),
-                created_at: now,
-            };
-            let put = match &cur {
-                Some(v) => rec.update(v.version)?,
-                None => rec.insert()?,
-            };
-            // A lost race means another scanner advanced it: fine, deposits dedupe.
-            let _ = self
-                .commit(Batch {
-                    puts: vec![put],
-                    background: true,
-                    ..Default::default()
-                })
-                .await;
-        }
-        Ok(())
+        let (name, payload) = wallet_transfer_payload(&WalletTransferFields {
+            confirmed,
+            tx_hash: op.tx_hash.clone(),
+            customer_id: op
+                .from_customer
+                .clone()
+                .or_else(|| op.from_wallet.as_ref().map(|w| w.0.clone()))
+                .unwrap_or_default(),
+            network: op.rail.name(),
+            token: op.token,
+            from_address: op.payment.from_address.0.clone(),
+            to_address: to,
+            amount: op.amount,
+            gas_fee: crate::domain::money::Micros::ZERO,
+            confirmed_at: confirmed.then_some(now),
+            block_number: if confirmed { op.block } else { None },
+        });
+        self.raw_event(&op.tenant, name, payload)
     }
 }

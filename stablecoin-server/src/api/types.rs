@@ -26,6 +26,21 @@ pub struct PhoneBody {
     pub phone_number: String,
 }
 
+/// `POST /v1/users/provision`. Unknown fields are refused (`UNKNOWN_FIELD`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProvisionBody {
+    /// The customer's phone; it names the wallet.
+    #[schema(value_type = PhoneNumber)]
+    pub phone_number: String,
+    /// Your own id of this customer (1 to 128 characters): the `customer_id` of the
+    /// payments webhooks about this wallet (`wallet.deposit.*`, `wallet.transfer.*`).
+    /// Attached when you are a member (not on LINK_REQUIRED); a new one replaces yours.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 128)]
+    pub customer_id: Option<String>,
+}
+
 /// `POST /v1/users/fund`. Unknown fields are refused (`UNKNOWN_FIELD`).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -35,13 +35,13 @@ fn code_ok(code: &str) -> Result<&str, ApiError> {
 /// operates it) or LINK_REQUIRED (another tenant's wallet: same address, no operating
 /// rights; see link/request). Sandbox: simulated.
 #[utoipa::path(post, path = "/v1/users/provision", tag = "users",
-    request_body = PhoneBody,
+    request_body = ProvisionBody,
     responses((status = 200, description = "The wallet and the provisioning outcome", body = ProvisionResponse)),
     security(("tenant_key" = [])))]
 pub async fn provision(
     State(app): State<AppState>,
     caller: Caller,
-    ApiJson(body): ApiJson<PhoneBody>,
+    ApiJson(body): ApiJson<ProvisionBody>,
 ) -> Result<Json<ProvisionResponse>, ApiError> {
     let p = phone("phone_number", &body.phone_number)?;
     if caller.is_sandbox() {
@@ -49,7 +49,10 @@ pub async fn provision(
         return Ok(Json(simulated(&app, "/v1/users/provision", v)));
     }
     Ok(Json(
-        app.engine.provision(caller.tenant(), &p).await?.into(),
+        app.engine
+            .provision_for_customer(caller.tenant(), &p, body.customer_id.as_deref())
+            .await?
+            .into(),
     ))
 }
 
