@@ -377,10 +377,13 @@ impl BusinessView {
 pub struct NewBusiness {
     /// The business.
     pub business: BusinessView,
-    /// `live_sk_...`: live sessions (real deposits).
-    pub live_key: String,
-    /// `test_sk_...`: test sessions (simulated deposits).
-    pub test_key: String,
+    /// `live_sk_...`: live sessions (real deposits). Present in the creating answer only
+    /// (an idempotent replay of the creation answers without the keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_key: Option<String>,
+    /// `test_sk_...`: test sessions (simulated deposits); as `live_key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_key: Option<String>,
 }
 
 impl std::fmt::Debug for NewBusiness {

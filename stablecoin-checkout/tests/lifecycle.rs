@@ -60,8 +60,14 @@ async fn harness() -> H {
         .create_business(&tenant, "Corner Shop")
         .await
         .unwrap();
-    let live = core.authenticate(&b.live_key).await.unwrap();
-    let test = core.authenticate(&b.test_key).await.unwrap();
+    let live = core
+        .authenticate(b.live_key.as_deref().unwrap())
+        .await
+        .unwrap();
+    let test = core
+        .authenticate(b.test_key.as_deref().unwrap())
+        .await
+        .unwrap();
     H {
         store,
         clock,
@@ -579,7 +585,7 @@ async fn create_is_idempotent_cancel_fails_and_other_businesses_see_nothing() {
     let other_key = h
         .checkout
         .core_engine()
-        .authenticate(&other.live_key)
+        .authenticate(other.live_key.as_deref().unwrap())
         .await
         .unwrap();
     let err = h

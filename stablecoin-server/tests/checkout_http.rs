@@ -43,9 +43,23 @@ async fn businesses_and_modes_see_only_their_own_sessions_with_every_list_edge()
     let acme = s.tenant("Acme", "0").await;
     let (shop_live, shop_test) = business(&s, &acme.live, "Shop").await;
     let (cafe_live, _) = business(&s, &acme.live, "Cafe").await;
+    // A replayed creation answers the business without its keys (shown once).
+    let body = json!({"name": "Kiosk"}).to_string();
+    let first = s
+        .post_idem(&acme.live, "/v1/businesses", &body, "biz-1")
+        .await;
+    first.expect(201);
+    assert!(first.json()["live_key"].is_string());
+    let again = s
+        .post_idem(&acme.live, "/v1/businesses", &body, "biz-1")
+        .await;
+    again.expect(201);
+    assert_eq!(again.header("idempotent-replayed").as_deref(), Some("true"));
+    assert_eq!(again.json()["business"], first.json()["business"]);
+    assert!(again.json().get("live_key").is_none() && !again.text().contains("_sk_"));
     let list = s.get(&acme.live, "/v1/businesses").await;
     list.expect(200);
-    assert_eq!(list.json()["businesses"].as_array().unwrap().len(), 2);
+    assert_eq!(list.json()["businesses"].as_array().unwrap().len(), 3);
     assert!(!list.text().contains("live_sk_"), "keys are shown once");
 
     let mut ids = Vec::new();

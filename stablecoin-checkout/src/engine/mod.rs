@@ -189,8 +189,8 @@ impl CheckoutEngine {
         .await?;
         Ok(NewBusiness {
             business: BusinessView::of(&business),
-            live_key: live.secret,
-            test_key: test.secret,
+            live_key: Some(live.secret),
+            test_key: Some(test.secret),
         })
     }
 

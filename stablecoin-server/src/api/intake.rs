@@ -90,6 +90,18 @@ pub async fn deposit_events(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<IntakeAck>, ApiError> {
+    let invalid = || {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "INVALID_SIGNATURE",
+            "X-Webhook-Signature is missing or does not verify over the body",
+        )
+    };
+    // Unsigned reports are refused first, whether or not the intake is configured.
+    let signature = headers
+        .get("x-webhook-signature")
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(invalid)?;
     let Some(secret) = app.intake_secret.as_deref() else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -97,16 +109,7 @@ pub async fn deposit_events(
             "the deposit intake is not configured",
         ));
     };
-    let signature = headers
-        .get("x-webhook-signature")
-        .and_then(|v| v.to_str().ok());
-    verify_payments(secret, &body, signature).map_err(|_| {
-        ApiError::new(
-            StatusCode::FORBIDDEN,
-            "INVALID_SIGNATURE",
-            "X-Webhook-Signature is missing or does not verify over the body",
-        )
-    })?;
+    verify_payments(secret, &body, Some(signature)).map_err(|_| invalid())?;
     let event = parse_payments(&body)
         .map_err(|_| ApiError::bad_request("MALFORMED_JSON", "the body is not a JSON object"))?;
     let checkout = &app.checkout;

@@ -37,7 +37,11 @@ pub struct ProvisionBody {
     /// payments webhooks about this wallet (`wallet.deposit.*`, `wallet.transfer.*`).
     /// Attached when you are a member (not on LINK_REQUIRED); a new one replaces yours.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 128)]
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]{1,128}$"
+    )]
     pub customer_id: Option<String>,
 }
 
