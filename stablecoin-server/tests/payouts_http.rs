@@ -149,7 +149,9 @@ async fn setup(kind: Kind, failing: bool) -> Case {
     let mut c = common::test_config();
     let fake = match kind {
         Kind::Mpesa => {
-            let f = FakeMpesa::start("ck", "cs", "testapi", "ENC==").await.unwrap();
+            let f = FakeMpesa::start("ck", "cs", "testapi", "ENC==")
+                .await
+                .unwrap();
             c.payouts = PayoutSettings::Mpesa {
                 base_url: f.base_url().into(),
                 consumer_key: "ck".into(),
@@ -216,7 +218,10 @@ impl Case {
     }
 
     async fn read(&self, id: &str) -> Value {
-        let r = self.s.get(&self.key, &format!("/v1/withdrawals/{id}")).await;
+        let r = self
+            .s
+            .get(&self.key, &format!("/v1/withdrawals/{id}"))
+            .await;
         r.expect(200);
         r.json()
     }
@@ -261,7 +266,8 @@ impl Case {
     }
 
     async fn wallet_ledger(&self) -> i128 {
-        self.ledger(&format!("wallet:{}:USDC", self.wallet_id)).await
+        self.ledger(&format!("wallet:{}:USDC", self.wallet_id))
+            .await
     }
 }
 
@@ -376,9 +382,8 @@ async fn callbacks_missing_late_duplicated_or_forged_change_nothing(kind: Kind) 
     c.ticks(3).await;
     // A forged "paid" callback is acknowledged and changes nothing.
     let (path, body) = c.fake.forged_success(&id);
-    let r = c
-        .s
-        .send(
+    let r =
+        c.s.send(
             reqwest::Method::POST,
             path,
             None,
@@ -393,16 +398,14 @@ async fn callbacks_missing_late_duplicated_or_forged_change_nothing(kind: Kind) 
     assert_eq!(w["updated_at"], held["updated_at"], "untouched");
     assert_eq!(c.fake.paid_count(&id), 0);
     // Malformed and unknown callbacks: 400 and 200, nothing changes.
-    let bad = c
-        .s
-        .send(reqwest::Method::POST, path, None, Some("{not json"), &[])
-        .await;
+    let bad =
+        c.s.send(reqwest::Method::POST, path, None, Some("{not json"), &[])
+            .await;
     assert_eq!(bad.status, 400, "{}", bad.text());
     let (_, other) = c.fake.forged_success("wd_unknown");
-    let r = c
-        .s
-        .send(reqwest::Method::POST, path, None, Some(&other), &[])
-        .await;
+    let r =
+        c.s.send(reqwest::Method::POST, path, None, Some(&other), &[])
+            .await;
     assert_eq!(r.status, 200, "{}", r.text());
     // Paid: the status query completes it before the late callbacks arrive.
     c.fake.complete_held();
@@ -433,10 +436,9 @@ async fn another_currency_is_refused_and_other_routes_are_absent(kind: Kind) {
     let other = if kind == Kind::Mpesa { "EUR" } else { "KES" };
     let body = json!({"phone_number": c.phone, "token": "USDC", "amount": "10",
         "payout_currency": other});
-    let r = c
-        .s
-        .post(&c.key, "/v1/users/withdraw", &body.to_string())
-        .await;
+    let r =
+        c.s.post(&c.key, "/v1/users/withdraw", &body.to_string())
+            .await;
     r.expect_err(400, "UNKNOWN_CURRENCY");
     assert_eq!(r.param().as_deref(), Some("payout_currency"));
     assert_eq!(c.wallet_ledger().await, FIFTY as i128);
@@ -444,10 +446,9 @@ async fn another_currency_is_refused_and_other_routes_are_absent(kind: Kind) {
         Kind::Mpesa => "/v1/callbacks/payouts/mtn_momo",
         Kind::MtnMomo => "/v1/callbacks/payouts/mpesa/result",
     };
-    let r = c
-        .s
-        .send(reqwest::Method::POST, absent, None, Some("{}"), &[])
-        .await;
+    let r =
+        c.s.send(reqwest::Method::POST, absent, None, Some("{}"), &[])
+            .await;
     r.expect_err(404, "ROUTE_NOT_FOUND");
 }
 

@@ -184,9 +184,9 @@
 mod checkout;
 mod limits;
 mod load;
+mod payouts;
 mod production;
 mod rails;
-mod payouts;
 mod retention;
 mod secrets;
 mod services;
@@ -200,6 +200,7 @@ mod webhooks;
 pub use checkout::CheckoutSettings;
 pub use limits::{HttpSettings, OtpSettings, RateLimitSettings, SponsorshipSettings};
 pub use load::env_var_names;
+pub use payouts::PayoutSettings;
 pub use rails::{
     EvmChainSettings, RailsConfig, RailsMode, SimSettings, SolanaNodeSettings, TokenSettings,
     TronNodeSettings, Wei,
@@ -207,7 +208,6 @@ pub use rails::{
 pub use retention::RetentionSettings;
 pub(crate) use secrets::hex;
 pub use secrets::{Secret, parse_seed};
-pub use payouts::PayoutSettings;
 pub use services::{Mode, NoticeSettings, RatesSettings, SignerSettings, SmsSettings};
 pub use settings::{DemoConfig, EngineSettings, LogConfig, LogFormat};
 pub use storage::StorageConfig;

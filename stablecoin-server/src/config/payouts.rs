@@ -251,22 +251,60 @@ currency = "EUR"
             MPESA.replace("https://pay.example", "pay.example"),
             "payouts.callback_base_url",
         );
-        bad(
-            format!("{MPESA}command_id = \"Pay\""),
-            "payouts.command_id",
-        );
+        bad(format!("{MPESA}command_id = \"Pay\""), "payouts.command_id");
         bad(
             MPESA.replace("shortcode = \"600000\"", "shortcode = \" \""),
             "payouts.shortcode",
         );
         bad(format!("{MPESA}timeout_ms = 5"), "payouts.timeout_ms");
         bad(MTN.replace("\"EUR\"", "\"ABC\""), "payouts.currency");
-        bad(MTN.replace("https://sandbox", "ftp://sandbox"), "payouts.base_url");
+        bad(
+            MTN.replace("https://sandbox", "ftp://sandbox"),
+            "payouts.base_url",
+        );
         bad(
             MTN.replace("api_key = \"key\"", "api_key = \"\""),
             "payouts.api_key",
         );
         // A missing credential is a parse error, not a default.
         assert!(toml::from_str::<PayoutSettings>(&MTN.replace("api_user", "#")).is_err());
+    }
+
+    #[test]
+    fn production_accepts_the_providers_and_the_examples_are_valid() {
+        for text in [MPESA, MTN] {
+            let c = super::super::Config {
+                mode: super::super::Mode::Production,
+                payouts: toml::from_str(text).unwrap(),
+                ..Default::default()
+            };
+            assert!(
+                !c.production_refusals()
+                    .iter()
+                    .any(|r| r.starts_with("payouts")),
+                "{:?}",
+                c.production_refusals()
+            );
+        }
+        // The commented blocks of examples/config/production.toml, uncommented.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/config/production.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let blocks: Vec<String> = text
+            .split("# [payouts]\n")
+            .skip(1)
+            .map(|b| {
+                b.lines()
+                    .take_while(|l| l.starts_with("# "))
+                    .map(|l| &l[2..])
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .collect();
+        assert_eq!(blocks.len(), 2);
+        for b in blocks {
+            let s: PayoutSettings = toml::from_str(&b).unwrap_or_else(|e| panic!("{e}: {b}"));
+            assert_eq!(s.validate(), Ok(()), "{b}");
+        }
     }
 }
