@@ -9,7 +9,7 @@ mod common;
 
 use serde_json::{Value, json};
 use stablecoin_core::domain::money::Token;
-use stablecoin_core::ports::{KeyPurpose, Rail, RailId};
+use stablecoin_core::ports::{KeyPurpose, LedgerError, Rail, RailId};
 use stablecoin_providers::testkit::{Behaviour, FakeMpesa, FakeMtnMomo};
 use stablecoin_server::App;
 use stablecoin_server::config::{PayoutSettings, Secret};
@@ -262,7 +262,12 @@ impl Case {
 
     async fn ledger(&self, account: &str) -> i128 {
         let ledger = &self.s.app.state().storage.ledger;
-        ledger.balance(account).await.unwrap().posted()
+        match ledger.balance(account).await {
+            Ok(b) => b.posted(),
+            // Never posted to (nothing was ever paid out): zero.
+            Err(LedgerError::UnknownAccount { .. }) => 0,
+            Err(e) => panic!("{account}: {e:?}"),
+        }
     }
 
     async fn wallet_ledger(&self) -> i128 {
@@ -340,6 +345,7 @@ async fn an_unknown_submit_resolved_paid_by_the_status_query_is_paid_once(kind: 
     c.fake.set_lose_answers(true);
     let id = c.withdraw().await;
     let w = c.drive(&id, &["PAYOUT_UNKNOWN", "COMPLETED"]).await;
+    assert_eq!(w["status"], "PAYOUT_UNKNOWN", "the submit timed out: {w}");
     c.fake.set_lose_answers(false);
     assert_eq!(c.fake.paid_count(&id), 1, "processed: {w}");
     let w = c.drive(&id, &["COMPLETED", "REFUNDED", "FAILED"]).await;
@@ -365,7 +371,8 @@ async fn an_unknown_submit_then_definitively_failed_is_refunded(kind: Kind) {
     let treasury = c.chain_balance(KeyPurpose::Treasury).await;
     c.fake.set_lose_answers(true);
     let id = c.withdraw().await;
-    c.drive(&id, &["PAYOUT_UNKNOWN", "REFUNDED"]).await;
+    let w = c.drive(&id, &["PAYOUT_UNKNOWN", "REFUNDED"]).await;
+    assert_eq!(w["status"], "PAYOUT_UNKNOWN", "the submit timed out: {w}");
     c.fake.set_lose_answers(false);
     let w = c.drive(&id, &["COMPLETED", "REFUNDED", "FAILED"]).await;
     assert_refunded(&c, &id, &w, treasury).await;
