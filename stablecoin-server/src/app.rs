@@ -8,9 +8,9 @@ use crate::custody::Custody;
 pub use crate::custody::load_master_seed;
 use crate::idempotency::InFlight;
 use crate::metrics::Metrics;
+pub use crate::payouts::SimPayouts;
 use crate::rails::{LiveRail, Rails};
 use crate::storage::{Storage, StorageError, open_storage};
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use stablecoin_checkout::{CheckoutConfig, CheckoutEngine};
 use stablecoin_core::CoreError;
@@ -18,10 +18,8 @@ use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::engine::{Engine, EngineConfig, KeyKind, KeyMode, Ports};
-use stablecoin_core::memory::{MemoryNotifier, MemoryPayouts, OsEntropy, SystemClock};
-use stablecoin_core::ports::{
-    Batch, Payout, PayoutError, PayoutProvider, PayoutStatus, RailId, Record, get_record,
-};
+use stablecoin_core::memory::{MemoryNotifier, OsEntropy, SystemClock};
+use stablecoin_core::ports::{Batch, PayoutProvider, RailId, Record, get_record};
 use stablecoin_escrow::{EscrowConfig, EscrowEngine};
 use stablecoin_rails::sim::SimRail;
 use stablecoin_webhooks::secret_box::SecretKey;
@@ -79,8 +77,14 @@ pub struct AppInner {
     /// The in-memory SMS gateway of `sms.kind = "memory"` (tests read the codes here);
     /// empty when a real gateway is configured (`crate::sms`).
     pub notifier: Arc<MemoryNotifier>,
-    /// The simulated mobile-money payout provider withdrawals are paid through.
-    pub payouts: Arc<SimPayouts>,
+    /// The payout provider of `[payouts]` withdrawals are paid through.
+    pub payouts: Arc<dyn PayoutProvider>,
+    /// The simulated payout provider, when `payouts.kind` is `simulated` (or
+    /// `disabled`); `None` with a real provider.
+    pub sim_payouts: Option<Arc<SimPayouts>>,
+    /// The store of Daraja's results, when `payouts.kind = "mpesa"` (its callback route
+    /// records into it; see [`crate::payouts`]).
+    pub mpesa_results: Option<Arc<stablecoin_providers::mpesa::MpesaResults>>,
     /// The escrow engine over the TRON rail; `None` when TRON is disabled (every escrow
     /// route then answers `ESCROW_UNAVAILABLE`).
     pub escrow: Option<EscrowEngine>,
@@ -150,24 +154,6 @@ impl Record for ServerMeta {
     }
     fn created_at(&self) -> Timestamp {
         self.created_at
-    }
-}
-
-/// The mobile-money payout simulation of sim mode: `MemoryPayouts` (idempotent by payout
-/// id, as the port requires) whose payouts are delivered as soon as their status is asked
-/// (no provider callback exists in-process; a real one would only be a hint to ask). The
-/// engine settles or refunds a withdrawal on this status query alone.
-#[derive(Default)]
-pub struct SimPayouts(pub MemoryPayouts);
-
-#[async_trait]
-impl PayoutProvider for SimPayouts {
-    async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
-        self.0.submit(payout).await
-    }
-    async fn status(&self, payout_id: &str) -> Result<PayoutStatus, PayoutError> {
-        self.0.settle_all();
-        self.0.status(payout_id).await
     }
 }
 
@@ -257,7 +243,7 @@ impl App {
         )
         .await?;
         let notifier = Arc::new(MemoryNotifier::new());
-        let payouts = Arc::new(SimPayouts::default());
+        let payouts = crate::payouts::build(&config.payouts)?;
         let ports = Ports {
             store: storage.store.clone(),
             ledger: storage.ledger.clone(),
@@ -267,7 +253,7 @@ impl App {
                 .rates
                 .rate_source(clock.clone())
                 .map_err(ConfigError::Invalid)?,
-            payouts: payouts.clone(),
+            payouts: payouts.provider.clone(),
             clock,
             entropy: Arc::new(OsEntropy),
         };
@@ -347,7 +333,9 @@ impl App {
             sim_rails: rails.sim,
             live_rails: rails.live.into_values().map(|(_, i)| (i.rail, i)).collect(),
             notifier,
-            payouts,
+            payouts: payouts.provider,
+            sim_payouts: payouts.simulated,
+            mpesa_results: payouts.mpesa_results,
             escrow,
             checkout,
             intake_secret,

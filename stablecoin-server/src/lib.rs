@@ -14,6 +14,7 @@ pub mod idempotency;
 pub mod listener;
 pub mod metrics;
 pub mod pages;
+pub mod payouts;
 pub mod rails;
 pub mod rate_limit;
 pub mod retention;

@@ -242,7 +242,7 @@ pub fn build_router(state: AppState) -> Router {
     let limit = state.config.body_limit_bytes;
     let metrics = state.metrics.clone();
     router
-        // Provider-facing (the SMS gateways' delivery reports), outside the tenant API
+        // Provider-facing (the SMS gateways' delivery reports, payout callbacks), outside the tenant API
         // and its OpenAPI document: no API key, each authenticated its own way.
         .route(
             crate::sms::TWILIO_CALLBACK_PATH,
@@ -251,6 +251,20 @@ pub fn build_router(state: AppState) -> Router {
         .route(
             crate::sms::AFRICASTALKING_CALLBACK_PATH,
             axum::routing::post(crate::sms::africastalking_callback),
+        )
+        // The payout providers' callbacks: hints only (`crate::payouts`).
+        .route(
+            crate::payouts::MPESA_RESULT_PATH,
+            axum::routing::post(crate::payouts::mpesa_result),
+        )
+        .route(
+            crate::payouts::MPESA_TIMEOUT_PATH,
+            axum::routing::post(crate::payouts::mpesa_timeout),
+        )
+        .route(
+            crate::payouts::MTN_MOMO_CALLBACK_PATH,
+            axum::routing::put(crate::payouts::mtn_momo_callback)
+                .post(crate::payouts::mtn_momo_callback),
         )
         // The payer's hosted payment page (HTML, outside the JSON API and its document).
         .merge(crate::pages::pay_routes(Arc::new(

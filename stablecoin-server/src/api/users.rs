@@ -161,6 +161,18 @@ pub async fn withdraw(
     };
     stablecoin_core::domain::money::Currency::parse(&req.payout_currency)
         .map_err(at("payout_currency"))?;
+    // A provider paying one currency (M-Pesa: KES) would refuse any other only after
+    // the sweep: refuse it here, before anything is held.
+    if let Some(pays) = app.config.payouts.currency()
+        && !caller.is_sandbox()
+        && req.payout_currency != pays
+    {
+        return Err(ApiError::bad_request(
+            "UNKNOWN_CURRENCY",
+            format!("the payout provider pays {pays} only"),
+        )
+        .with_param("payout_currency"));
+    }
     if caller.is_sandbox() {
         let v = app.engine.sandbox().withdraw(caller.tenant(), &req).await?;
         return Ok(accepted(simulated(&app, "/v1/users/withdraw", v), None));

@@ -105,6 +105,81 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Int,
     ),
     ("STABLECOIN_PAYOUTS", &["payouts", "kind"], EnvKind::Str),
+    (
+        "STABLECOIN_PAYOUTS_BASE_URL",
+        &["payouts", "base_url"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_CONSUMER_KEY",
+        &["payouts", "consumer_key"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_CONSUMER_SECRET",
+        &["payouts", "consumer_secret"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_INITIATOR_NAME",
+        &["payouts", "initiator_name"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_SECURITY_CREDENTIAL",
+        &["payouts", "security_credential"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_SHORTCODE",
+        &["payouts", "shortcode"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_COMMAND_ID",
+        &["payouts", "command_id"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_API_USER",
+        &["payouts", "api_user"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_API_KEY",
+        &["payouts", "api_key"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_SUBSCRIPTION_KEY",
+        &["payouts", "subscription_key"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_TARGET_ENVIRONMENT",
+        &["payouts", "target_environment"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_CURRENCY",
+        &["payouts", "currency"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_CALLBACK_BASE_URL",
+        &["payouts", "callback_base_url"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_TIMEOUT_MS",
+        &["payouts", "timeout_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_PAYOUTS_RESULT_WAIT_MS",
+        &["payouts", "result_wait_ms"],
+        EnvKind::Int,
+    ),
     ("STABLECOIN_DATA_DIR", &["data_dir"], EnvKind::Str),
     ("STABLECOIN_MASTER_SEED", &["master_seed"], EnvKind::Str),
     (

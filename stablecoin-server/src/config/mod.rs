@@ -29,7 +29,16 @@
 //! | `signer.url` (remote) | `STABLECOIN_SIGNER_URL` | none (required): the signing service, e.g. `http://10.0.0.5:7300` |
 //! | `signer.token` (remote) | `STABLECOIN_SIGNER_TOKEN` | none (required, at least 32 characters; never printed) |
 //! | `signer.timeout_ms` (remote) | `STABLECOIN_SIGNER_TIMEOUT_MS` | `5000` |
-//! | `payouts.kind` (`simulated`/`disabled`) | `STABLECOIN_PAYOUTS` | `simulated` (development only; `disabled` refuses withdrawals with 503 WITHDRAWALS_UNAVAILABLE) |
+//! | `payouts.kind` (`simulated`/`disabled`/`mpesa`/`mtn_momo`) | `STABLECOIN_PAYOUTS` | `simulated` (development only; `disabled` refuses withdrawals with 503 WITHDRAWALS_UNAVAILABLE) |
+//! | `payouts.base_url` (mpesa, mtn_momo) | `STABLECOIN_PAYOUTS_BASE_URL` | mpesa: `https://api.safaricom.co.ke`; mtn_momo: none (required) |
+//! | `payouts.consumer_key`, `payouts.consumer_secret` (mpesa, required; the secret is a secret) | `STABLECOIN_PAYOUTS_CONSUMER_KEY`, `STABLECOIN_PAYOUTS_CONSUMER_SECRET` | none |
+//! | `payouts.initiator_name`, `payouts.security_credential` (mpesa, required; the credential is a secret) | `STABLECOIN_PAYOUTS_INITIATOR_NAME`, `STABLECOIN_PAYOUTS_SECURITY_CREDENTIAL` | none |
+//! | `payouts.shortcode` (mpesa, required) | `STABLECOIN_PAYOUTS_SHORTCODE` | none |
+//! | `payouts.command_id` (mpesa) | `STABLECOIN_PAYOUTS_COMMAND_ID` | `BusinessPayment` |
+//! | `payouts.api_user`, `payouts.api_key`, `payouts.subscription_key` (mtn_momo, required; the keys are secrets) | `STABLECOIN_PAYOUTS_API_USER`, `STABLECOIN_PAYOUTS_API_KEY`, `STABLECOIN_PAYOUTS_SUBSCRIPTION_KEY` | none |
+//! | `payouts.target_environment`, `payouts.currency` (mtn_momo, required) | `STABLECOIN_PAYOUTS_TARGET_ENVIRONMENT`, `STABLECOIN_PAYOUTS_CURRENCY` | none |
+//! | `payouts.callback_base_url` (this server's public URL; mpesa: required) | `STABLECOIN_PAYOUTS_CALLBACK_BASE_URL` | none (mtn_momo: no callbacks) |
+//! | `payouts.timeout_ms`, `payouts.result_wait_ms` (mpesa) | `STABLECOIN_PAYOUTS_TIMEOUT_MS`, `STABLECOIN_PAYOUTS_RESULT_WAIT_MS` | `10000`, `2000` |
 //! | `listen` | `STABLECOIN_LISTEN` | `127.0.0.1:8080` |
 //! | `data_dir` | `STABLECOIN_DATA_DIR` | `stablecoin-data` |
 //! | `master_seed` (64 hex) | `STABLECOIN_MASTER_SEED` | see [`crate::custody`] (seed file or ephemeral; refused with `signer.kind = "remote"`) |
@@ -175,6 +184,7 @@
 mod checkout;
 mod limits;
 mod load;
+mod payouts;
 mod production;
 mod rails;
 mod retention;
@@ -190,6 +200,7 @@ mod webhooks;
 pub use checkout::CheckoutSettings;
 pub use limits::{HttpSettings, OtpSettings, RateLimitSettings, SponsorshipSettings};
 pub use load::env_var_names;
+pub use payouts::PayoutSettings;
 pub use rails::{
     EvmChainSettings, RailsConfig, RailsMode, SimSettings, SolanaNodeSettings, TokenSettings,
     TronNodeSettings, Wei,
@@ -197,9 +208,7 @@ pub use rails::{
 pub use retention::RetentionSettings;
 pub(crate) use secrets::hex;
 pub use secrets::{Secret, parse_seed};
-pub use services::{
-    Mode, NoticeSettings, PayoutSettings, RatesSettings, SignerSettings, SmsSettings,
-};
+pub use services::{Mode, NoticeSettings, RatesSettings, SignerSettings, SmsSettings};
 pub use settings::{DemoConfig, EngineSettings, LogConfig, LogFormat};
 pub use storage::StorageConfig;
 pub use webhooks::WebhookSettings;

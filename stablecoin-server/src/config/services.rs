@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// True for an `http://` or `https://` URL: the endpoints of the outside services
 /// (gateways, the signing service) are checked with it.
-fn is_http_url(u: &str) -> bool {
+pub(crate) fn is_http_url(u: &str) -> bool {
     u.starts_with("https://") || u.starts_with("http://")
 }
 
@@ -366,34 +366,6 @@ impl SignerSettings {
     /// True when this process holds the master seed.
     pub fn is_local(&self) -> bool {
         matches!(self, SignerSettings::Local)
-    }
-}
-
-/// `[payouts]`: the mobile-money provider withdrawals pay out through
-/// (`PayoutProvider`).
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum PayoutSettings {
-    /// A simulated provider that pays every payout (development only).
-    #[default]
-    Simulated,
-    /// No provider: withdrawals are refused (503 WITHDRAWALS_UNAVAILABLE) before
-    /// anything is held. A production deployment without a payout contract uses it.
-    Disabled,
-}
-
-impl PayoutSettings {
-    /// The `kind` as written in the configuration.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            PayoutSettings::Simulated => "simulated",
-            PayoutSettings::Disabled => "disabled",
-        }
-    }
-
-    /// True for the simulated provider.
-    pub fn is_simulated(&self) -> bool {
-        matches!(self, PayoutSettings::Simulated)
     }
 }
 

@@ -45,6 +45,7 @@ impl Config {
         self.otp.policy().validate().map_err(ConfigError::Invalid)?;
         self.rates.validate().map_err(ConfigError::Invalid)?;
         self.sms.validate().map_err(ConfigError::Invalid)?;
+        self.payouts.validate().map_err(ConfigError::Invalid)?;
         self.notices.validate().map_err(ConfigError::Invalid)?;
         self.limits.min_send().map_err(ConfigError::Invalid)?;
         self.limits
