@@ -5,6 +5,7 @@ pub mod error;
 pub mod events;
 pub mod model;
 pub mod state;
+pub mod sweep;
 pub mod views;
 pub mod worker;
 

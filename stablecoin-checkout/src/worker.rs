@@ -16,6 +16,8 @@ pub struct CheckoutTickReport {
     pub deposits: usize,
     /// Sessions ended by their expiry (expired or failed underpaid).
     pub closed: usize,
+    /// Sweeps that reached the treasury.
+    pub swept: usize,
     /// Errors met (the tick goes on with the next item).
     pub errors: Vec<String>,
 }
@@ -38,6 +40,9 @@ impl CheckoutEngine {
         if let Err(e) = self.expire_due(&mut report).await {
             report.errors.push(format!("expiry: {e}"));
         }
+        if let Err(e) = self.sweep_due(&mut report).await {
+            report.errors.push(format!("sweeps: {e}"));
+        }
         report
     }
 
@@ -46,9 +51,10 @@ impl CheckoutEngine {
         let mut total = CheckoutTickReport::default();
         for _ in 0..max_rounds {
             let r = self.tick().await;
-            let idle = r.deposits == 0 && r.closed == 0;
+            let idle = r.deposits == 0 && r.closed == 0 && r.swept == 0;
             total.deposits += r.deposits;
             total.closed += r.closed;
+            total.swept += r.swept;
             total.errors.extend(r.errors);
             if idle {
                 break;

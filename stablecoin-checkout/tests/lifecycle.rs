@@ -633,3 +633,53 @@ async fn create_is_idempotent_cancel_fails_and_other_businesses_see_nothing() {
         assert_eq!(e.code(), "INVALID_PARAMETER");
     }
 }
+
+#[tokio::test]
+async fn credited_deposits_are_swept_to_the_treasury_address_once() {
+    let h = harness().await;
+    let treasury = h
+        .chain
+        .address_for(&stablecoin_core::ports::KeyPurpose::Treasury)
+        .await
+        .unwrap();
+    let before = h.chain.balance(&treasury, Token::Usdc).await.unwrap();
+    let s = h.open("25").await;
+    h.pay(&s, "30").await;
+    h.blocks(3).await;
+    assert_eq!(h.read(&s).await.status, "paid");
+    // The custody step: submitted, mined, polled (every 2 s) until confirmed at depth.
+    for _ in 0..8 {
+        h.clock.advance_ms(2_500);
+        h.blocks(1).await;
+    }
+    let session_addr = H::addr(&s);
+    assert_eq!(
+        h.chain.balance(&session_addr, Token::Usdc).await.unwrap(),
+        Micros::ZERO,
+        "the session address is emptied"
+    );
+    assert_eq!(
+        h.chain.balance(&treasury, Token::Usdc).await.unwrap().get() - before.get(),
+        30_000_000,
+        "the whole deposit, excess included, is on the treasury's address"
+    );
+    let (sweeps, total) = h
+        .store
+        .list(&stablecoin_core::ports::ListQuery {
+            kind: "checkout_sweep".into(),
+            tenant: h.tenant.clone(),
+            subkind: Some(s.session_id.clone()),
+            status: Some("SETTLED".into()),
+            limit: 10,
+            offset: 0,
+        })
+        .await
+        .unwrap();
+    assert_eq!((total, sweeps.len()), (1, 1));
+    // Nothing more is sent however long the worker runs; the ledger did not move.
+    let submits = h.chain.submit_count();
+    h.blocks(5).await;
+    assert_eq!(h.chain.submit_count(), submits);
+    assert_eq!(h.treasury().await, 25_000_000);
+    assert_eq!(h.refundable().await, 5_000_000);
+}

@@ -149,6 +149,7 @@ async fn checkout_sessions_are_paid_by_real_erc20_transfers_on_anvil() {
     // Exact: detected below the depth, confirmed at it, paid; credited to the treasury.
     let base = l.treasury(&t).await;
     let (exact, addr) = l.open("25", 600).await;
+    let exact_addr = addr.clone();
     let tx = l.w.mint(l.w.usdc, &addr, 25_000_000).await;
     l.blocks(1).await;
     let r = l.read(&exact).await;
@@ -251,6 +252,30 @@ async fn checkout_sessions_are_paid_by_real_erc20_transfers_on_anvil() {
         (Some("pending"), Some("0.000000"))
     );
     assert_eq!(l.treasury(&t).await, base + 40_000_000);
+
+    // Custody: the credited deposits are swept from the session addresses to the
+    // treasury's address by sponsored user operations (no ledger change).
+    let treasury =
+        l.w.account(&stablecoin_core::ports::KeyPurpose::Treasury)
+            .await;
+    let mut swept = false;
+    for _ in 0..40 {
+        l.w.node.mine(1).await;
+        l.s.app.state().checkout.tick().await;
+        if l.w.usdc_of(&exact_addr).await == 0 {
+            swept = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    assert!(swept, "the exact session's address was swept");
+    assert!(l.w.usdc_of(&treasury).await >= 25_000_000);
+    assert_eq!(
+        l.w.node.native_balance(&exact_addr).await,
+        0,
+        "gas sponsored"
+    );
+    assert_eq!(l.treasury(&t).await, base + 40_000_000, "custody only");
 
     // The payments webhooks, each signed; three sessions paid.
     l.s.app.state().webhooks.round().await.unwrap();

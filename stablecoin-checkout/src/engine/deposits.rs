@@ -293,6 +293,12 @@ impl CheckoutEngine {
                 batch.accounts.push(from);
                 batch.accounts.push(to);
             };
+        if live {
+            // The tokens move to the treasury's address on chain (custody only).
+            batch
+                .puts
+                .push(crate::sweep::Sweep::of_deposit(dep, now).insert()?);
+        }
         let chain_in = accounts::chain_in(&dep.network, dep.token);
         move_money(
             format!("checkout:{}:applied", dep.deposit_id),

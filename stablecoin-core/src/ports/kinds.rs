@@ -63,6 +63,8 @@ pub mod kind {
     pub const CHECKOUT_DEPOSIT: &str = "checkout_deposit";
     /// Checkout: a rail's session-address scan position.
     pub const CHECKOUT_SCAN_CURSOR: &str = "checkout_scan_cursor";
+    /// Checkout: a deposit's move from its session address to the treasury.
+    pub const CHECKOUT_SWEEP: &str = "checkout_sweep";
 
     /// Every kind above.
     pub const ALL: &[&str] = &[
@@ -92,6 +94,7 @@ pub mod kind {
         CHECKOUT_BUSINESS,
         CHECKOUT_DEPOSIT,
         CHECKOUT_SCAN_CURSOR,
+        CHECKOUT_SWEEP,
     ];
 }
 
