@@ -248,25 +248,38 @@ pub fn escrow_status_of(e: &EscrowError) -> StatusCode {
     }
 }
 
+/// The answer of a library crate's error (escrow, checkout): internals are logged and
+/// answered plainly, a rail failure says so without its detail, every other message is
+/// scrubbed of URLs.
+fn library_error(
+    status: StatusCode,
+    code: &'static str,
+    param: Option<&'static str>,
+    rail: bool,
+    error: &dyn std::fmt::Display,
+) -> ApiError {
+    let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
+        tracing::error!(code, error = %error, "internal error");
+        "internal error; the request may be retried".into()
+    } else if rail {
+        tracing::warn!(code, error = %error, "dependency failed");
+        "the blockchain rail failed; the request may be retried".into()
+    } else {
+        stablecoin_core::domain::redact::urls(&error.to_string())
+    };
+    ApiError {
+        status,
+        code,
+        message,
+        param: param.map(str::to_string),
+        retry_after_secs: None,
+    }
+}
+
 impl From<EscrowError> for ApiError {
     fn from(e: EscrowError) -> Self {
-        let status = escrow_status_of(&e);
-        let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
-            tracing::error!(code = e.code(), error = %e, "internal escrow error");
-            "internal error; the request may be retried".into()
-        } else if matches!(e, EscrowError::Rail(_)) {
-            tracing::warn!(code = e.code(), error = %e, "dependency failed");
-            "the blockchain rail failed; the request may be retried".into()
-        } else {
-            stablecoin_core::domain::redact::urls(&e.to_string())
-        };
-        ApiError {
-            status,
-            code: e.code(),
-            message,
-            param: e.param().map(str::to_string),
-            retry_after_secs: None,
-        }
+        let rail = matches!(e, EscrowError::Rail(_));
+        library_error(escrow_status_of(&e), e.code(), e.param(), rail, &e)
     }
 }
 
@@ -291,23 +304,8 @@ pub fn checkout_status_of(e: &CheckoutError) -> StatusCode {
 
 impl From<CheckoutError> for ApiError {
     fn from(e: CheckoutError) -> Self {
-        let status = checkout_status_of(&e);
-        let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
-            tracing::error!(code = e.code(), error = %e, "internal checkout error");
-            "internal error; the request may be retried".into()
-        } else if matches!(e, CheckoutError::Rail(_)) {
-            tracing::warn!(code = e.code(), error = %e, "dependency failed");
-            "the blockchain rail failed; the request may be retried".into()
-        } else {
-            stablecoin_core::domain::redact::urls(&e.to_string())
-        };
-        ApiError {
-            status,
-            code: e.code(),
-            message,
-            param: e.param().map(str::to_string),
-            retry_after_secs: None,
-        }
+        let rail = matches!(e, CheckoutError::Rail(_));
+        library_error(checkout_status_of(&e), e.code(), e.param(), rail, &e)
     }
 }
 

@@ -12,10 +12,8 @@
 mod common;
 
 use common::webhook_receiver::recording_receiver;
-use common::{Server, serve, test_config};
-use hmac::{Hmac, Mac};
+use common::{Server, hex_hmac, serve, test_config};
 use serde_json::{Value, json};
-use sha2::Sha256;
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_rails::evm::EvmAddress;
 use stablecoin_rails::evm::testkit::{World, find_anvil, shared_anvil};
@@ -26,16 +24,6 @@ use std::sync::Arc;
 
 const SEED: u8 = 0x6c;
 const INTAKE: &str = "whsec_scanner";
-
-fn hex_hmac(secret: &str, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(body);
-    mac.finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
 struct Live {
     s: Server,
@@ -149,7 +137,7 @@ async fn checkout_sessions_are_paid_by_real_erc20_transfers_on_anvil() {
     // Exact: detected below the depth, confirmed at it, paid; credited to the treasury.
     let base = l.treasury(&t).await;
     let (exact, addr) = l.open("25", 600).await;
-    let exact_addr = addr.clone();
+    let exact_addr = addr;
     let tx = l.w.mint(l.w.usdc, &addr, 25_000_000).await;
     l.blocks(1).await;
     let r = l.read(&exact).await;

@@ -7,9 +7,7 @@ mod common;
 
 use common::webhook_receiver::recording_receiver;
 use common::*;
-use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
-use sha2::Sha256;
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::ports::{ChainAddress, RailId};
 use stablecoin_webhooks::Family;
@@ -286,16 +284,6 @@ async fn create_is_idempotent_and_bad_input_is_a_clear_400_that_writes_nothing()
     )
     .await
     .expect_err(403, "SANDBOX_ONLY");
-}
-
-fn hex_hmac(secret: &str, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(body);
-    mac.finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -378,3 +378,16 @@ impl Drop for Server {
         }
     }
 }
+
+/// Hex HMAC-SHA256 of `body` under `secret`: the payments family's `X-Webhook-Signature`,
+/// computed independently of the server's code.
+pub fn hex_hmac(secret: &str, body: &[u8]) -> String {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(body);
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
