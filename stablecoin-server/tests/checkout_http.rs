@@ -518,6 +518,8 @@ async fn the_intake_follows_the_receiver_rules() {
         json!({"event": "wallet.deposit.confirmed"}),
         json!({"event": "wallet.deposit.detected", "data": {"deposit_id": "x"}}),
         json!({"event": "wallet.deposit.detected", "data": {"deposit_id": 5, "address": "0xnobody"}}),
+        json!({"event": "wallet.deposit.detected", "data": {"deposit_id": 6, "address": address,
+            "network": "polygon", "amount": "10.000000"}}),
     ] {
         let r = post(partial.clone(), true).await;
         r.expect(200);

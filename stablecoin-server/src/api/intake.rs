@@ -37,19 +37,20 @@ fn fact_of(d: &DepositData, deposit_id: u64) -> DepositFact {
         .tx_hash
         .clone()
         .filter(|h| !h.is_empty() && !h.starts_with("pending_") && d.hash_pending != Some(true));
+    // A first report must say what arrived: without a known currency its amount is
+    // taken as absent (zero), so the engine records nothing rather than guess a token.
+    // A deposit already recorded keeps its own token and amount.
+    let token = d.currency.as_deref().and_then(|c| c.parse::<Token>().ok());
     DepositFact {
         deposit_id,
         network: d.network.clone().unwrap_or_default(),
         address: d.address.clone().unwrap_or_default(),
-        token: d
-            .currency
-            .as_deref()
-            .and_then(|c| c.parse::<Token>().ok())
-            .unwrap_or(Token::Usdc),
+        token: token.unwrap_or(Token::Usdc),
         amount: d
             .amount
             .as_deref()
             .and_then(|a| Micros::parse_decimal(a).ok())
+            .filter(|_| token.is_some())
             .unwrap_or(Micros::ZERO),
         tx_hash,
         confirmations: d.confirmations.map(u64::from).unwrap_or(0),
