@@ -156,6 +156,30 @@ async fn checkout_sessions_are_paid_by_real_erc20_transfers_on_anvil() {
     );
     assert_eq!(l.treasury(&t).await, base + 25_000_000);
     let deposit_id = r["deposits"][0]["deposit_id"].as_u64().unwrap();
+    // Its payments events, in commit order: detected, confirmed, payment.confirmed.
+    let of_exact: Vec<String> =
+        l.s.app
+            .engine()
+            .ports()
+            .store
+            .outbox_after(0, 1000)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|(_, e)| {
+                e.payload["session_id"] == exact.as_str()
+                    || e.payload["data"]["customer_id"] == exact.as_str()
+            })
+            .map(|(_, e)| e.event_type)
+            .collect();
+    assert_eq!(
+        of_exact,
+        [
+            "wallet.deposit.detected",
+            "wallet.deposit.confirmed",
+            "payment.confirmed"
+        ]
+    );
 
     // A re-delivered report of the same deposit changes nothing.
     let again = l
