@@ -19,7 +19,7 @@
 
 use crate::ProviderError;
 use crate::http::{base_url, client};
-use crate::token::{TokenAnswer, TokenCache, clip, transport};
+use crate::token::{TokenCache, clip, read_token_answer, transport};
 use async_trait::async_trait;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -235,17 +235,7 @@ impl MtnMomoDisbursement {
             .send()
             .await
             .map_err(|e| transport(PROVIDER, &e))?;
-        if !res.status().is_success() {
-            return Err(PayoutError::Unknown(format!(
-                "MTN MoMo: token refused: HTTP {}",
-                res.status().as_u16()
-            )));
-        }
-        let answer: TokenAnswer = res
-            .json()
-            .await
-            .map_err(|_| PayoutError::Unknown("MTN MoMo: unreadable token answer".into()))?;
-        Ok(answer.into_parts())
+        read_token_answer(PROVIDER, res).await
     }
 
     /// Sends what `build` makes of a bearer-authorized request; on 401/403 fetches a new

@@ -85,6 +85,25 @@ pub(crate) struct TokenAnswer {
     expires_in: Option<serde_json::Value>,
 }
 
+/// Reads a provider's OAuth token answer: any other status than 2xx, or a body that is
+/// not a token, is `Unknown` (the payout is not decided by a token failure).
+pub(crate) async fn read_token_answer(
+    provider: &str,
+    res: reqwest::Response,
+) -> Result<(String, Duration), PayoutError> {
+    if !res.status().is_success() {
+        return Err(PayoutError::Unknown(format!(
+            "{provider}: token refused: HTTP {}",
+            res.status().as_u16()
+        )));
+    }
+    let answer: TokenAnswer = res
+        .json()
+        .await
+        .map_err(|_| PayoutError::Unknown(format!("{provider}: unreadable token answer")))?;
+    Ok(answer.into_parts())
+}
+
 impl TokenAnswer {
     /// The token and its lifetime (an hour when the answer does not say).
     pub(crate) fn into_parts(self) -> (String, Duration) {

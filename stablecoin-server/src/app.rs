@@ -90,9 +90,6 @@ pub struct AppInner {
     pub escrow: Option<EscrowEngine>,
     /// The checkout gateway: businesses, payment sessions, deposit monitoring.
     pub checkout: CheckoutEngine,
-    /// The shared secret a separately deployed deposit scanner signs its reports with
-    /// (`[checkout] intake_secret`); `None` turns the intake route off.
-    pub intake_secret: Option<String>,
     /// Wallet-service webhook endpoints and their delivery worker.
     pub webhooks: Deliverer,
     /// Per-API-key request budgets (`[rate_limits]`).
@@ -320,7 +317,6 @@ impl App {
         let engine = Engine::new(ports, rails.all(), engine_config);
         let checkout = CheckoutEngine::new(engine.clone(), checkout_config)
             .map_err(|e| StartupError::Config(ConfigError::Invalid(format!("checkout: {e}"))))?;
-        let intake_secret = config.checkout.intake_secret.clone();
         let rate_limiter = Arc::new(crate::rate_limit::RateLimiter::new(
             config.rate_limits.limits(),
         ));
@@ -338,7 +334,6 @@ impl App {
             mpesa_results: payouts.mpesa_results,
             escrow,
             checkout,
-            intake_secret,
             webhooks,
             rate_limiter,
         }));

@@ -84,21 +84,21 @@ impl CheckoutEngine {
             let existing =
                 get_record::<SessionDeposit>(store, &SessionDeposit::record_id(fact.deposit_id))
                     .await?;
-            let session_id = match &existing {
-                Some(d) => d.record.session.clone(),
+            // The session, read once: through the deposit already recorded, or through
+            // the store's unique index of session addresses.
+            let session = match &existing {
+                Some(d) => self.load(&d.record.session).await?,
                 // A first report must say what arrived: a partial one cannot be recorded.
-                None if fact.amount.is_zero() => return Ok(DepositOutcome::UnknownAddress),
-                None => match get_record_by_unique::<Session>(
-                    store,
-                    &Session::address_key(&fact.network, &fact.address),
-                )
-                .await?
-                {
-                    Some(s) => s.record.id,
-                    None => return Ok(DepositOutcome::UnknownAddress),
-                },
+                None if fact.amount.is_zero() => None,
+                None => {
+                    get_record_by_unique::<Session>(
+                        store,
+                        &Session::address_key(&fact.network, &fact.address),
+                    )
+                    .await?
+                }
             };
-            let Some(session) = self.load(&session_id).await? else {
+            let Some(session) = session else {
                 return Ok(DepositOutcome::UnknownAddress);
             };
             if session.record.mode != mode {

@@ -56,7 +56,7 @@ pub use results::{DEFAULT_NOT_FOUND_CODES, MpesaResult, MpesaResults, Recorded};
 
 use crate::ProviderError;
 use crate::http::{base_url, client};
-use crate::token::{TokenAnswer, TokenCache, clip, transport};
+use crate::token::{TokenCache, clip, read_token_answer, transport};
 use async_trait::async_trait;
 use results::QueryOutcome;
 use serde::Deserialize;
@@ -236,17 +236,7 @@ impl MpesaB2c {
             .send()
             .await
             .map_err(|e| transport(PROVIDER, &e))?;
-        if !res.status().is_success() {
-            return Err(PayoutError::Unknown(format!(
-                "M-Pesa: token refused: HTTP {}",
-                res.status().as_u16()
-            )));
-        }
-        let answer: TokenAnswer = res
-            .json()
-            .await
-            .map_err(|_| PayoutError::Unknown("M-Pesa: unreadable token answer".into()))?;
-        Ok(answer.into_parts())
+        read_token_answer(PROVIDER, res).await
     }
 
     /// POSTs `body` to `path` with the cached token; on 401/403 fetches a new token and

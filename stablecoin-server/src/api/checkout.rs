@@ -20,9 +20,6 @@ use stablecoin_checkout::{
 };
 use utoipa::ToSchema;
 
-/// Session statuses (spec 3.3), the values of the list's `status` filter.
-pub const SESSION_STATUSES: [&str; 4] = ["pending", "paid", "expired", "failed"];
-
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
     match headers.get(crate::idempotency::HEADER) {
         None => Ok(None),

@@ -103,7 +103,7 @@ pub async fn deposit_events(
         .get("x-webhook-signature")
         .and_then(|v| v.to_str().ok())
         .ok_or_else(invalid)?;
-    let Some(secret) = app.intake_secret.as_deref() else {
+    let Some(secret) = app.config.checkout.intake_secret.as_deref() else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "INTAKE_DISABLED",

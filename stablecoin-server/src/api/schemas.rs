@@ -282,7 +282,7 @@ named_schema!(
     /// A payment-session status.
     SessionStatus => json!({
         "type": "string",
-        "enum": super::checkout::SESSION_STATUSES,
+        "enum": stablecoin_checkout::SessionStatus::ALL.map(|s| s.as_str()),
         "description": "A payment-session status."
     })
 );
