@@ -9,6 +9,7 @@ pub mod record;
 pub mod services;
 pub mod signer;
 pub mod store;
+pub mod swap;
 
 pub use claim::*;
 pub use journal::*;
@@ -18,6 +19,7 @@ pub use record::*;
 pub use services::*;
 pub use signer::*;
 pub use store::*;
+pub use swap::*;
 
 use std::sync::Arc;
 
@@ -34,4 +36,5 @@ struct _ObjectSafe(
     Arc<dyn Clock>,
     Arc<dyn Entropy>,
     Arc<dyn RailJournal>,
+    Arc<dyn SwapVenue>,
 );
