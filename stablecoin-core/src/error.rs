@@ -234,6 +234,13 @@ pub enum CoreError {
     /// configures one.
     #[error("withdrawals to mobile money are not available on this deployment")]
     WithdrawalsUnavailable,
+    /// No swap venue serves this rail (no DEX router and no treasury venue configured).
+    /// Not retryable: it lasts until an operator configures one.
+    #[error("swaps are not available on rail {rail}")]
+    SwapsUnavailable {
+        /// The rail's name.
+        rail: String,
+    },
     /// A rail call failed; retryable.
     #[error("rail error: {0}")]
     Rail(String),
@@ -303,6 +310,7 @@ impl CoreError {
             Conflict { .. } => "CONFLICT",
             RailNotReady { .. } => "RAIL_NOT_READY",
             WithdrawalsUnavailable => "WITHDRAWALS_UNAVAILABLE",
+            SwapsUnavailable { .. } => "SWAPS_UNAVAILABLE",
             Rail(_) => "RAIL_ERROR",
             Storage(_) => "STORAGE_ERROR",
             Signer(_) => "SIGNER_ERROR",

@@ -98,6 +98,7 @@ fn operation(id: &str, tenant: &str, kind: OpKind, status: OpStatus, created_ms:
         payout: None,
         created_recipient_account: false,
         from_customer: None,
+        swap: None,
     }
 }
 

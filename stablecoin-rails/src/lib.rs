@@ -18,5 +18,9 @@ pub mod evm;
 #[cfg(feature = "solana")]
 pub mod solana;
 
+pub mod venues;
+
+pub use venues::{TreasuryRate, TreasuryVenue};
+
 #[cfg(feature = "sim")]
 pub use sim::{Fault, SimConfig, SimProfile, SimRail};

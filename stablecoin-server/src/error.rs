@@ -176,9 +176,11 @@ pub fn status_of(e: &CoreError) -> StatusCode {
         | SameWallet
         | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
         TooManyAttempts { .. } | RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-        RailNotReady { .. } | RateSource(_) | RateStale(_) | WithdrawalsUnavailable => {
-            StatusCode::SERVICE_UNAVAILABLE
-        }
+        RailNotReady { .. }
+        | RateSource(_)
+        | RateStale(_)
+        | WithdrawalsUnavailable
+        | SwapsUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
         Rail(_) | Notifier(_) => StatusCode::BAD_GATEWAY,
         Storage(_) | Signer(_) => StatusCode::INTERNAL_SERVER_ERROR,
         NotImplemented { .. } => StatusCode::NOT_IMPLEMENTED,
@@ -572,6 +574,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "WITHDRAWALS_UNAVAILABLE",
         503,
         "This deployment has no payout provider: withdrawals are turned off.",
+    ),
+    (
+        "SWAPS_UNAVAILABLE",
+        503,
+        "No swap venue (DEX router or treasury venue) serves the wallet's chain.",
     ),
     (
         "RATE_SOURCE_ERROR",

@@ -17,6 +17,7 @@ mod retention;
 mod sandbox;
 mod scanner;
 mod sms;
+mod swaps;
 mod tenants;
 mod wallets;
 mod withdrawals;
@@ -28,6 +29,9 @@ pub use operations::{FundRequest, Operation, OperationView, PayoutLeg, SendReque
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};
+pub use swaps::{
+    DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS, SwapLeg, SwapRequest, min_amount_out, venue_account,
+};
 pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
 pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView};
 pub use withdrawals::WithdrawRequest;
@@ -174,6 +178,8 @@ pub struct Engine {
     pub(crate) readiness_cache: Arc<read_cache::TtlCache<RailId, Readiness>>,
     /// FX quotes of sandbox (test-key) simulations: in memory only, never stored.
     pub(crate) sandbox_quotes: Arc<sandbox::SimQuotes>,
+    /// The swap venue of each rail that has one ([`Engine::with_swap_venue`]).
+    pub(crate) swap_venues: Arc<BTreeMap<RailId, Arc<dyn SwapVenue>>>,
 }
 
 /// Entries each read cache holds before it starts over.
@@ -211,6 +217,7 @@ impl Engine {
             wallet_cache: Arc::new(read_cache::TtlCache::new(wallet_ttl, WALLET_CACHE_ENTRIES)),
             readiness_cache: Arc::new(read_cache::TtlCache::new(readiness_ttl, RAILS_MAX)),
             sandbox_quotes: Default::default(),
+            swap_venues: Default::default(),
         }
     }
 

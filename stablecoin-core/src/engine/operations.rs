@@ -90,6 +90,10 @@ pub struct Operation {
     /// settlement).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_customer: Option<String>,
+    /// Swaps: the token bought, the venue and what came out (`token`/`amount` are what
+    /// is given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap: Option<super::swaps::SwapLeg>,
 }
 
 /// The fiat leg of a withdrawal (spec 3.2: CRYPTO_RECEIVED -> PAYOUT_SUBMITTING ->
@@ -173,6 +177,22 @@ impl Operation {
                 && self.kind == OpKind::Transfer
                 && self.block.is_some())
             .then_some(self.created_recipient_account),
+            token_in: self.swap.as_ref().map(|_| self.token.as_str().to_string()),
+            token_out: self.swap.as_ref().map(|s| s.token_out.as_str().to_string()),
+            amount_in: self.swap.as_ref().map(|_| self.amount.to_decimal_string()),
+            quoted_amount_out: self
+                .swap
+                .as_ref()
+                .map(|s| s.quoted_amount_out.to_decimal_string()),
+            min_amount_out: self
+                .swap
+                .as_ref()
+                .map(|s| s.min_amount_out.to_decimal_string()),
+            amount_out: self
+                .swap
+                .as_ref()
+                .and_then(|s| s.amount_out.map(|a| a.to_decimal_string())),
+            venue: self.swap.as_ref().map(|s| s.venue.clone()),
         }
     }
 }
@@ -276,6 +296,28 @@ pub struct OperationView {
     /// recipient's new token account (spec 1.5).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub created_recipient_ata: Option<bool>,
+    /// Swaps: the token given (the same as `token`, named as in the swap webhooks).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub token_in: Option<String>,
+    /// Swaps: the token received.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub token_out: Option<String>,
+    /// Swaps: what is given, exactly (the same as `amount`, named as in the webhooks).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub amount_in: Option<String>,
+    /// Swaps: what the venue quoted for `amount_in` when the swap was accepted.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub quoted_amount_out: Option<String>,
+    /// Swaps: the least `token_out` accepted (the quote less the slippage allowed).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub min_amount_out: Option<String>,
+    /// Swaps: what the wallet received, read from the chain once SETTLED (the
+    /// `swap.settled` webhook does not carry it, spec 6.1).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub amount_out: Option<String>,
+    /// Swaps: the venue that executed it (`uniswap_v2`, `treasury`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub venue: Option<String>,
 }
 
 /// The result of a send: the operation as accepted.
@@ -361,6 +403,7 @@ impl Engine {
             payout: None,
             created_recipient_account: false,
             from_customer: None,
+            swap: None,
         }
     }
 

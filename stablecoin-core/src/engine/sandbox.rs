@@ -279,6 +279,13 @@ impl Sandbox<'_> {
             payout_reference: None,
             refund_tx_hash: None,
             created_recipient_ata: None,
+            token_in: None,
+            token_out: None,
+            amount_in: None,
+            quoted_amount_out: None,
+            min_amount_out: None,
+            amount_out: None,
+            venue: None,
         }
     }
 }

@@ -291,7 +291,7 @@ impl Engine {
                 // (the claim rule), so no other worker takes it mid-submit.
                 op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
                 version = self.save(&op, version, Batch::default()).await?;
-                match rail.submit(&op.payment).await {
+                match self.submit_op(&rail, &op).await {
                     Ok(sub) => {
                         op.status = transition(op.kind, op.status, OpEvent::Submitted)?;
                         op.tx_hash = sub.tx_hash.or(op.tx_hash);
@@ -321,7 +321,7 @@ impl Engine {
                 Ok(())
             }
             OpStatus::Submitted | OpStatus::SubmissionUnknown => {
-                let status = match rail.status(&op.payment.id).await {
+                let status = match self.op_status(&rail, &mut op).await {
                     Ok(s) => s,
                     Err(e) => {
                         op.next_check_at = Some(now.plus_millis(self.config.poll_interval_ms));
@@ -395,7 +395,7 @@ impl Engine {
             op.next_check_at = Some(now);
         }
         let tx_hash = op.tx_hash.clone().unwrap_or_default();
-        let ledger = op
+        let ledger: Vec<LedgerTransfer> = op
             .holds
             .iter()
             .map(|h| LedgerTransfer {
@@ -410,6 +410,10 @@ impl Engine {
             .collect();
         let mut outbox: Vec<OutboxEvent> = Vec::new();
         let mut puts = Vec::new();
+        let mut batch = Batch::default();
+        if op.kind == OpKind::Swap {
+            self.swap_settlement(&op, now, &mut batch)?;
+        }
         if op.kind == OpKind::Transfer {
             outbox.push(self.wallet_transfer_event(&op, true, now));
             outbox.push(self.event(
@@ -464,17 +468,11 @@ impl Engine {
                 }
             }
         }
-        self.save(
-            &op,
-            version,
-            Batch {
-                puts,
-                ledger,
-                outbox,
-                ..Default::default()
-            },
-        )
-        .await?;
+        batch.puts.extend(puts);
+        // The holds' posts first: a swap's credit follows its debit.
+        batch.ledger.splice(0..0, ledger);
+        batch.outbox.splice(0..0, outbox);
+        self.save(&op, version, batch).await?;
         report.settled += 1;
         Ok(())
     }
@@ -505,6 +503,9 @@ impl Engine {
             })
             .collect();
         let mut outbox = Vec::new();
+        if let Some(e) = self.swap_failure_event(&op, &reason, now)? {
+            outbox.push(e);
+        }
         if op.kind == OpKind::Transfer {
             outbox.push(self.wallet_transfer_event(&op, false, now));
             let broadcast = op.tx_hash.is_some();

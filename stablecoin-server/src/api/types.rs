@@ -416,6 +416,28 @@ pub struct OperationResponse {
     /// recipient's new token account (a recipient that never held the mint, spec 1.5).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub created_recipient_ata: Option<bool>,
+    /// Swaps: the token given (as `token`, named as in the swap webhooks).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub token_in: Option<String>,
+    /// Swaps: the token received.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub token_out: Option<String>,
+    /// Swaps: what is given, exactly (as `amount`, named as in the swap webhooks).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub amount_in: Option<String>,
+    /// Swaps: what the venue quoted for `amount_in` when the swap was accepted.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub quoted_amount_out: Option<String>,
+    /// Swaps: the least `token_out` accepted (the quote less the slippage allowed).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub min_amount_out: Option<String>,
+    /// Swaps: what the wallet received, read from the chain once SETTLED (the
+    /// `swap.settled` webhook does not carry it, spec 6.1).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub amount_out: Option<String>,
+    /// Swaps: the venue that executed it (`uniswap_v2`, `treasury`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub venue: Option<String>,
     /// True on a sandbox (test-key) simulation: nothing was stored, the id cannot be read.
     #[serde(default, skip_serializing_if = "is_false")]
     pub simulated: bool,
@@ -447,6 +469,13 @@ impl From<OperationView> for OperationResponse {
             payout_reference,
             refund_tx_hash,
             created_recipient_ata,
+            token_in,
+            token_out,
+            amount_in,
+            quoted_amount_out,
+            min_amount_out,
+            amount_out,
+            venue,
         } = v;
         OperationResponse {
             id,
@@ -472,6 +501,13 @@ impl From<OperationView> for OperationResponse {
             payout_reference,
             refund_tx_hash,
             created_recipient_ata,
+            token_in,
+            token_out,
+            amount_in,
+            quoted_amount_out,
+            min_amount_out,
+            amount_out,
+            venue,
             simulated: false,
         }
     }
