@@ -11,9 +11,14 @@
 //!
 //! The venue keeps no state of its own: [`SwapVenue::status`] finds where an order
 //! stands by asking the rail about those ids, and sends the next leg when it is due, so a
-//! crash anywhere resumes from the chain. Liquidity is the treasury's balance of
-//! `token_out` on the rail, checked at the quote and again before the wallet pays: the
-//! operator keeps a float there for conversions.
+//! crash anywhere resumes from the chain.
+//!
+//! Liquidity: the treasury's tokens on chain also back the tenants' treasury balances,
+//! so the venue may not give out all of them. It trades within a float the operator
+//! dedicates to conversions: its net position in the ledger
+//! (`swap_venue:treasury:<TOKEN>`, negative once it has given more than it took) may not
+//! go below minus the float, and the treasury must hold the amount on chain. Both are
+//! checked at the quote and again before the wallet pays.
 //!
 //! Amounts are integers: the rate is in parts per million of `token_out` per `token_in`
 //! (1,000,000 = par), the spread in basis points, and every division rounds down, in the
@@ -22,7 +27,7 @@
 use async_trait::async_trait;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
-    KeyPurpose, LegRole, PaymentLeg, Rail, RailError, RailId, RailPayment, Submission,
+    KeyPurpose, Ledger, LedgerError, LegRole, PaymentLeg, Rail, RailError, RailId, RailPayment, Submission,
     SubmissionStatus, SwapOrder, SwapStatus, SwapVenue,
 };
 use std::sync::Arc;
@@ -77,13 +82,26 @@ impl TreasuryRate {
 /// The treasury venue of one rail (see the module documentation).
 pub struct TreasuryVenue {
     rail: Arc<dyn Rail>,
+    ledger: Arc<dyn Ledger>,
     rate: TreasuryRate,
+    float: Micros,
 }
 
 impl TreasuryVenue {
-    /// A venue converting on `rail` at `rate`.
-    pub fn new(rail: Arc<dyn Rail>, rate: TreasuryRate) -> Self {
-        TreasuryVenue { rail, rate }
+    /// A venue converting on `rail` at `rate`, giving out at most `float` of each token
+    /// net of what it took in (its position read from `ledger`).
+    pub fn new(
+        rail: Arc<dyn Rail>,
+        ledger: Arc<dyn Ledger>,
+        rate: TreasuryRate,
+        float: Micros,
+    ) -> Self {
+        TreasuryVenue {
+            rail,
+            ledger,
+            rate,
+            float,
+        }
     }
 
     fn rejected(reason: impl Into<String>) -> RailError {
@@ -92,8 +110,27 @@ impl TreasuryVenue {
         }
     }
 
-    /// `Rejected` unless the treasury holds `amount` of `token` on the rail.
+    /// `Rejected` unless `amount` of `token` fits the float and the treasury holds it on
+    /// the rail.
     async fn check_liquidity(&self, token: Token, amount: Micros) -> Result<(), RailError> {
+        let account = stablecoin_core::engine::venue_account(self.name(), token).id;
+        let position = match self.ledger.balance(&account).await {
+            Ok(b) => b.available(),
+            Err(LedgerError::UnknownAccount { .. }) => 0,
+            Err(e) => {
+                return Err(RailError::Unavailable {
+                    reason: format!("ledger: {e}"),
+                });
+            }
+        };
+        let room = i128::from(self.float.0) + position;
+        if room < i128::from(amount.0) {
+            return Err(Self::rejected(format!(
+                "treasury liquidity: the conversion float has {} {token} left, {} needed",
+                Micros(room.clamp(0, i128::from(u64::MAX)) as u64).to_decimal_string(),
+                amount.to_decimal_string()
+            )));
+        }
         let treasury = self.rail.address_for(&KeyPurpose::Treasury).await?;
         let held = self.rail.balance(&treasury, token).await?;
         if held < amount {

@@ -148,6 +148,16 @@ impl Engine {
                         kind: "wallet address",
                         id: name.clone(),
                     })?;
+            // The wallet first: a swap it cannot pay is refused as such, whatever the
+            // venue would say (the hold below is what enforces it).
+            let src = accounts::wallet(&wallet.id, req.token_in);
+            let available = self.available(&src.id).await?;
+            if available < req.amount_in {
+                return Err(CoreError::InsufficientFunds {
+                    available: available.to_decimal_string(),
+                    needed: req.amount_in.to_decimal_string(),
+                });
+            }
             let quoted = venue
                 .quote(req.token_in, req.token_out, req.amount_in)
                 .await
@@ -176,7 +186,6 @@ impl Engine {
                 req.amount_in,
                 payment,
             );
-            let src = accounts::wallet(&wallet.id, req.token_in);
             let dst = venue_account(venue.name(), req.token_in);
             op.holds = vec![LedgerTransfer {
                 id: format!("{id}:in"),

@@ -25,7 +25,12 @@ async fn setup(h: &H, float: &str) -> (Engine, TenantId, Phone) {
         h.sim.mint(&treasury, Token::Usdt, m(float)).unwrap();
         h.sim.mine(1);
     }
-    let venue = TreasuryVenue::new(h.sim.clone(), TreasuryRate::default());
+    let venue = TreasuryVenue::new(
+        h.sim.clone(),
+        h.store.clone(),
+        TreasuryRate::default(),
+        m("50"),
+    );
     let engine = h.engine.clone().with_swap_venue(Arc::new(venue));
     (engine, t, a)
 }
@@ -136,6 +141,30 @@ async fn a_swap_the_treasury_cannot_fill_is_refused_and_holds_nothing() {
         .unwrap();
     assert!(swaps.is_empty());
     assert_eq!(total, 0);
+}
+
+#[tokio::test]
+async fn the_venue_gives_out_no_more_than_its_float_net_of_what_it_took() {
+    let h = harness();
+    let (e, t, a) = setup(&h, "1000").await;
+    // A float of 50 USDT: 39.96 out, 10.04 left.
+    e.swap(&t, &usdc_to_usdt(&a, "40"), None).await.unwrap();
+    settle(&e).await;
+    let err = e.swap(&t, &usdc_to_usdt(&a, "20"), None).await.unwrap_err();
+    assert!(err.to_string().contains("float"), "{err}");
+    e.swap(&t, &usdc_to_usdt(&a, "10"), None).await.unwrap();
+    settle(&e).await;
+    // USDT back to USDC refills the USDT side.
+    let back = SwapRequest {
+        token_in: Token::Usdt,
+        token_out: Token::Usdc,
+        ..usdc_to_usdt(&a, "30")
+    };
+    e.swap(&t, &back, None).await.unwrap();
+    settle(&e).await;
+    e.swap(&t, &usdc_to_usdt(&a, "20"), None).await.unwrap();
+    settle(&e).await;
+    h.assert_conserved().await;
 }
 
 #[tokio::test]
