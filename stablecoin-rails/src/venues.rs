@@ -27,8 +27,8 @@
 use async_trait::async_trait;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
-    KeyPurpose, Ledger, LedgerError, LegRole, PaymentLeg, Rail, RailError, RailId, RailPayment, Submission,
-    SubmissionStatus, SwapOrder, SwapStatus, SwapVenue,
+    KeyPurpose, Ledger, LedgerError, LegRole, PaymentLeg, Rail, RailError, RailId, RailPayment,
+    Submission, SubmissionStatus, SwapOrder, SwapStatus, SwapVenue,
 };
 use std::sync::Arc;
 

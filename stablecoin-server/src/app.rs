@@ -314,7 +314,13 @@ impl App {
             worker_id: format!("{}-checkout", engine_config.worker_id),
             ..config.checkout.engine_config()
         };
-        let engine = Engine::new(ports, rails.all(), engine_config);
+        let swap_ledger = ports.ledger.clone();
+        let engine = crate::swaps::with_venue(
+            Engine::new(ports, rails.all(), engine_config),
+            &config.swaps,
+            &rails,
+            swap_ledger,
+        )?;
         let checkout = CheckoutEngine::new(engine.clone(), checkout_config)
             .map_err(|e| StartupError::Config(ConfigError::Invalid(format!("checkout: {e}"))))?;
         let rate_limiter = Arc::new(crate::rate_limit::RateLimiter::new(

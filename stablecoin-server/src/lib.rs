@@ -21,6 +21,7 @@ pub mod retention;
 pub mod sandbox;
 pub mod sms;
 pub mod storage;
+pub mod swaps;
 
 pub use api::{API_VERSION, build_router, openapi};
 pub use app::{App, AppState, BuildOptions, DemoTenant, StartupError};

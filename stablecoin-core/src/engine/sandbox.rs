@@ -244,6 +244,16 @@ impl Sandbox<'_> {
         Err(CoreError::sandbox_unsupported("a withdrawal"))
     }
 
+    /// Swaps are not simulated: a test key is refused rather than shown a trade whose
+    /// price no venue gave.
+    pub async fn swap(
+        &self,
+        _tenant: &TenantId,
+        _req: &crate::engine::SwapRequest,
+    ) -> CoreResult<OperationView> {
+        Err(CoreError::sandbox_unsupported("a swap"))
+    }
+
     fn challenge(&self, sent_to: &Phone) -> ChallengeView {
         ChallengeView {
             challenge_id: self.sim_id(ChallengeId::PREFIX),

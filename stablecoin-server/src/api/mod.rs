@@ -9,6 +9,7 @@ pub mod fx;
 pub mod health;
 pub mod intake;
 pub mod schemas;
+pub mod swaps;
 pub mod transfers;
 pub mod types;
 pub mod users;
@@ -145,6 +146,8 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(transfers::get_funding))
         .routes(routes!(transfers::get_withdrawal))
         .routes(routes!(transfers::get_swap))
+        .routes(routes!(swaps::create_swap))
+        .routes(routes!(swaps::list_swaps))
         .routes(routes!(fx::quote))
         .routes(routes!(chains::tron_provision))
         .routes(routes!(chains::tron_balance))

@@ -279,6 +279,15 @@ named_schema!(
 );
 
 named_schema!(
+    /// A swap status, as the swap list filters it.
+    SwapStatusName => json!({
+        "type": "string",
+        "enum": reachable_states(OpKind::Swap).iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        "description": "A swap status."
+    })
+);
+
+named_schema!(
     /// A payment-session status.
     SessionStatus => json!({
         "type": "string",
@@ -453,6 +462,7 @@ pub(crate) fn components() -> Vec<(String, RefOr<Schema>)> {
         one::<ListLimit>(),
         one::<ListPage>(),
         one::<TransferStatus>(),
+        one::<SwapStatusName>(),
         one::<SessionStatus>(),
         one::<EscrowStateName>(),
         one::<DeliveryStateName>(),

@@ -119,15 +119,14 @@ pub async fn get_withdrawal(
     read_operation(&app, &caller, &id, OpKind::Withdrawal).await
 }
 
-/// Read a swap (same status fields as the swap webhooks).
-///
-/// The engine does not run swaps yet, so no swap exists and every id answers 404; the
-/// read is real (it looks the id up among the tenant's operations).
+/// Read a swap: the same status fields as the swap webhooks (`id` is their `swap_id`,
+/// `error_reason` their `reason`), plus `amount_out` once SETTLED, which the webhook does
+/// not carry (spec 6.1).
 #[utoipa::path(get, path = "/v1/swaps/{id}", tag = "transfers",
     params(("id" = String, Path, description = "Swap id (`sw_...`)")),
     responses(
         (status = 200, description = "The swap", body = OperationResponse),
-        (status = 404, description = "Not found for this tenant (every id, until swaps exist)", body = ErrorBody)),
+        (status = 404, description = "Not found for this tenant", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn get_swap(
     State(app): State<AppState>,

@@ -99,6 +99,28 @@ pub struct SendBody {
     pub quote_id: String,
 }
 
+/// `POST /v1/swaps`. Unknown fields are refused.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwapBody {
+    /// The trading wallet; the caller must be a member of it.
+    #[schema(value_type = PhoneNumber)]
+    pub phone_number: String,
+    /// The token given (`USDC` or `USDT`).
+    #[schema(value_type = EvmToken)]
+    pub token_in: String,
+    /// The token received; not `token_in`.
+    #[schema(value_type = EvmToken)]
+    pub token_out: String,
+    /// What is given, exactly: a decimal string of at most 6 places, above zero.
+    #[schema(value_type = TokenAmount)]
+    pub amount_in: String,
+    /// The most the outcome may fall below the quote, in basis points (0-1000, default
+    /// 50). A venue trades nothing for less.
+    #[schema(minimum = 0, maximum = 1000)]
+    pub max_slippage_bps: Option<u32>,
+}
+
 /// `POST /v1/users/link/confirm` and `/v1/users/phone-change/confirm`. Unknown fields
 /// are refused (`UNKNOWN_FIELD`).
 #[derive(Debug, Deserialize, ToSchema)]
@@ -189,6 +211,22 @@ pub struct BalanceQuery {
 pub struct TransferListQuery {
     /// Only transfers in this status.
     #[param(value_type = TransferStatus, required = false)]
+    pub status: Option<String>,
+    /// 1-100, default 20.
+    #[param(value_type = ListLimit, required = false)]
+    pub limit: Option<String>,
+    /// 1-based, default 1.
+    #[param(value_type = ListPage, required = false)]
+    pub page: Option<String>,
+}
+
+/// `GET /v1/swaps`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SwapListQuery {
+    /// Only swaps in this status.
+    #[param(value_type = SwapStatusName, required = false)]
     pub status: Option<String>,
     /// 1-100, default 20.
     #[param(value_type = ListLimit, required = false)]
@@ -577,6 +615,19 @@ pub struct TransferList {
     pub total: u64,
     /// This page's transfers, newest first.
     pub transfers: Vec<OperationResponse>,
+}
+
+/// `GET /v1/swaps`: one page.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SwapList {
+    /// Page size used (1-100).
+    pub limit: u32,
+    /// 1-based page number.
+    pub page: u32,
+    /// Matching swaps across all pages.
+    pub total: u64,
+    /// This page's swaps, newest first.
+    pub swaps: Vec<OperationResponse>,
 }
 
 /// Readiness of one rail.

@@ -29,6 +29,10 @@
 //! | `signer.url` (remote) | `STABLECOIN_SIGNER_URL` | none (required): the signing service, e.g. `http://10.0.0.5:7300` |
 //! | `signer.token` (remote) | `STABLECOIN_SIGNER_TOKEN` | none (required, at least 32 characters; never printed) |
 //! | `signer.timeout_ms` (remote) | `STABLECOIN_SIGNER_TIMEOUT_MS` | `5000` |
+//! | `swaps.venue` (`treasury`/`uniswap_v2`/`disabled`) | file only | `treasury` (the service treasury converts; `disabled` answers 503 SWAPS_UNAVAILABLE) |
+//! | `swaps.usdt_per_usdc_ppm`, `swaps.spread_bps` (treasury) | file only | `1000000` (par), `10` |
+//! | `swaps.float` (treasury; decimal tokens) | file only | `10000` in development; production requires it |
+//! | `swaps.uniswap_v2_router` (uniswap_v2, required) | file only | none |
 //! | `payouts.kind` (`simulated`/`disabled`/`mpesa`/`mtn_momo`) | `STABLECOIN_PAYOUTS` | `simulated` (development only; `disabled` refuses withdrawals with 503 WITHDRAWALS_UNAVAILABLE) |
 //! | `payouts.base_url` (mpesa, mtn_momo) | `STABLECOIN_PAYOUTS_BASE_URL` | mpesa: `https://api.safaricom.co.ke`; mtn_momo: none (required) |
 //! | `payouts.consumer_key`, `payouts.consumer_secret` (mpesa, required; the secret is a secret) | `STABLECOIN_PAYOUTS_CONSUMER_KEY`, `STABLECOIN_PAYOUTS_CONSUMER_SECRET` | none |
@@ -192,6 +196,7 @@ mod secrets;
 mod services;
 mod settings;
 mod storage;
+mod swaps;
 #[cfg(test)]
 mod tests;
 mod validate;
@@ -211,6 +216,7 @@ pub use secrets::{Secret, parse_seed};
 pub use services::{Mode, NoticeSettings, RatesSettings, SignerSettings, SmsSettings};
 pub use settings::{DemoConfig, EngineSettings, LogConfig, LogFormat};
 pub use storage::StorageConfig;
+pub use swaps::{DEVELOPMENT_FLOAT, SwapSettings, SwapVenueKind};
 pub use webhooks::WebhookSettings;
 
 use serde::Deserialize;
@@ -321,6 +327,8 @@ pub struct Config {
     pub retention: RetentionSettings,
     /// `[checkout]`: session bounds and the deposit-intake secret.
     pub checkout: CheckoutSettings,
+    /// `[swaps]`: the venue of `POST /v1/swaps`.
+    pub swaps: SwapSettings,
 }
 
 impl Default for Config {
@@ -354,6 +362,7 @@ impl Default for Config {
             payouts: PayoutSettings::default(),
             retention: RetentionSettings::default(),
             checkout: CheckoutSettings::default(),
+            swaps: SwapSettings::default(),
         }
     }
 }

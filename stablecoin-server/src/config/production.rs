@@ -93,6 +93,11 @@ impl Config {
                 self.payouts.kind()
             ));
         }
+        if self.swaps.venue == super::SwapVenueKind::Treasury && self.swaps.float.is_none() {
+            out.push(
+                "swaps.float: the treasury venue converts from tokens that also back the tenants' balances; set how much it may give out (or swaps.venue = \"disabled\")".into(),
+            );
+        }
         if self.signer.is_local() {
             out.push(format!(
                 "signer.kind: {} keeps keys in the API process (run the signing service and use \"remote\")",

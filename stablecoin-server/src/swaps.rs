@@ -1,0 +1,47 @@
+//! The swap venue of the server's engine, from `[swaps]` (`config::SwapSettings`).
+
+use crate::app::StartupError;
+use crate::config::{ConfigError, SwapSettings, SwapVenueKind};
+use crate::rails::Rails;
+use stablecoin_core::engine::Engine;
+use stablecoin_core::ports::Ledger;
+use stablecoin_rails::TreasuryVenue;
+use std::sync::Arc;
+
+/// `engine` with the venue `settings` name on its primary EVM chain (none when swaps are
+/// disabled or no EVM chain runs: `POST /v1/swaps` then answers SWAPS_UNAVAILABLE).
+pub fn with_venue(
+    engine: Engine,
+    settings: &SwapSettings,
+    rails: &Rails,
+    ledger: Arc<dyn Ledger>,
+) -> Result<Engine, StartupError> {
+    let invalid = |e: String| StartupError::Config(ConfigError::Invalid(e));
+    let Ok(rail) = engine.evm_rail().cloned() else {
+        return Ok(engine);
+    };
+    match settings.venue {
+        SwapVenueKind::Disabled => Ok(engine),
+        SwapVenueKind::Treasury => {
+            let venue = TreasuryVenue::new(
+                rail,
+                ledger,
+                settings.rate(),
+                settings.float().map_err(invalid)?,
+            );
+            Ok(engine.with_swap_venue(Arc::new(venue)))
+        }
+        SwapVenueKind::UniswapV2 => uniswap(engine, settings, rails, rail.id()),
+    }
+}
+
+fn uniswap(
+    _engine: Engine,
+    _settings: &SwapSettings,
+    _rails: &Rails,
+    rail: stablecoin_core::ports::RailId,
+) -> Result<Engine, StartupError> {
+    Err(StartupError::Config(ConfigError::Invalid(format!(
+        "swaps.venue = \"uniswap_v2\": not available on {rail} in this build"
+    ))))
+}
