@@ -241,6 +241,12 @@ pub enum CoreError {
         /// The rail's name.
         rail: String,
     },
+    /// The swap venue cannot fill this trade now (liquidity, a pair it does not trade).
+    #[error("the swap venue cannot fill this swap: {reason}")]
+    InsufficientLiquidity {
+        /// What the venue said.
+        reason: String,
+    },
     /// A rail call failed; retryable.
     #[error("rail error: {0}")]
     Rail(String),
@@ -311,6 +317,7 @@ impl CoreError {
             RailNotReady { .. } => "RAIL_NOT_READY",
             WithdrawalsUnavailable => "WITHDRAWALS_UNAVAILABLE",
             SwapsUnavailable { .. } => "SWAPS_UNAVAILABLE",
+            InsufficientLiquidity { .. } => "INSUFFICIENT_LIQUIDITY",
             Rail(_) => "RAIL_ERROR",
             Storage(_) => "STORAGE_ERROR",
             Signer(_) => "SIGNER_ERROR",

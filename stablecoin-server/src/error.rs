@@ -174,6 +174,7 @@ pub fn status_of(e: &CoreError) -> StatusCode {
         | CodeInvalid { .. }
         | InsufficientFunds { .. }
         | SameWallet
+        | InsufficientLiquidity { .. }
         | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
         TooManyAttempts { .. } | RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         RailNotReady { .. }
@@ -574,6 +575,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "WITHDRAWALS_UNAVAILABLE",
         503,
         "This deployment has no payout provider: withdrawals are turned off.",
+    ),
+    (
+        "INSUFFICIENT_LIQUIDITY",
+        422,
+        "The swap venue cannot fill this swap now (its liquidity, or a pair it does not trade).",
     ),
     (
         "SWAPS_UNAVAILABLE",

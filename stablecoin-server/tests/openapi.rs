@@ -24,6 +24,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/fundings/{id}"),
     ("GET", "/v1/withdrawals/{id}"),
     ("GET", "/v1/swaps/{id}"),
+    ("POST", "/v1/swaps"),
+    ("GET", "/v1/swaps"),
     ("POST", "/api/v1/fx/quote"),
     ("POST", "/v1/tron/users/provision"),
     ("GET", "/v1/tron/users/balance"),

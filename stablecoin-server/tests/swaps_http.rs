@@ -169,3 +169,18 @@ async fn a_disabled_venue_answers_503() {
     writes_nothing!(s, s.post(&acme.live, "/v1/swaps", &body("1")).await)
         .expect_err(503, "SWAPS_UNAVAILABLE");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swap_beyond_the_treasury_float_is_refused_and_writes_nothing() {
+    let mut c = test_config();
+    c.swaps.float = Some("10".into());
+    let s = start_with(c).await;
+    let acme = s.tenant("Acme", "1000").await;
+    s.provision(&acme.live, A).await;
+    s.fund_settled(&acme.live, A, "100").await;
+    writes_nothing!(s, s.post(&acme.live, "/v1/swaps", &body("40")).await)
+        .expect_err(422, "INSUFFICIENT_LIQUIDITY");
+    s.post(&acme.live, "/v1/swaps", &body("5"))
+        .await
+        .expect(202);
+}

@@ -161,7 +161,7 @@ impl Engine {
             let quoted = venue
                 .quote(req.token_in, req.token_out, req.amount_in)
                 .await
-                .map_err(|e| quote_err(e, req.amount_in))?;
+                .map_err(quote_err)?;
             let min_out = min_amount_out(quoted, req.max_slippage_bps);
             if min_out.is_zero() {
                 return Err(CoreError::InvalidAmount {
@@ -347,14 +347,11 @@ impl Engine {
     }
 }
 
-/// A venue's refusal to quote is the caller's problem (no liquidity, a pair it does not
-/// trade: 422); a venue that cannot answer now is a dependency failure (503).
-fn quote_err(e: RailError, amount_in: Micros) -> CoreError {
+/// A venue's refusal to quote is INSUFFICIENT_LIQUIDITY (no liquidity, a pair it does
+/// not trade: 422); a venue that cannot answer now is a dependency failure (503).
+fn quote_err(e: RailError) -> CoreError {
     match e {
-        RailError::Rejected { reason } => CoreError::InvalidAmount {
-            input: amount_in.to_decimal_string(),
-            reason: format!("the venue cannot fill this swap: {reason}"),
-        },
+        RailError::Rejected { reason } => CoreError::InsufficientLiquidity { reason },
         other => super::rail_err(other),
     }
 }

@@ -126,7 +126,7 @@ async fn a_swap_the_treasury_cannot_fill_is_refused_and_holds_nothing() {
     let h = harness();
     let (e, t, a) = setup(&h, "10").await;
     let err = e.swap(&t, &usdc_to_usdt(&a, "40"), None).await.unwrap_err();
-    assert_eq!(err.code(), "INVALID_AMOUNT", "{err}");
+    assert_eq!(err.code(), "INSUFFICIENT_LIQUIDITY", "{err}");
     assert!(err.to_string().contains("liquidity"), "{err}");
     assert_eq!(wallet_ledger(&h, &a, Token::Usdc).await, 100_000_000);
     let (swaps, total) = e
@@ -151,6 +151,7 @@ async fn the_venue_gives_out_no_more_than_its_float_net_of_what_it_took() {
     e.swap(&t, &usdc_to_usdt(&a, "40"), None).await.unwrap();
     settle(&e).await;
     let err = e.swap(&t, &usdc_to_usdt(&a, "20"), None).await.unwrap_err();
+    assert_eq!(err.code(), "INSUFFICIENT_LIQUIDITY", "{err}");
     assert!(err.to_string().contains("float"), "{err}");
     e.swap(&t, &usdc_to_usdt(&a, "10"), None).await.unwrap();
     settle(&e).await;

@@ -31,7 +31,7 @@ use stablecoin_core::engine::{DEFAULT_SLIPPAGE_BPS, Engine, SwapRequest};
         (status = 400, description = "INVALID_PARAMETER (token_out equal to token_in, max_slippage_bps above 1000), INVALID_AMOUNT", body = ErrorBody),
         (status = 403, description = "NOT_A_MEMBER: nothing is written; SANDBOX_UNSUPPORTED for a test key", body = ErrorBody),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
-        (status = 422, description = "INSUFFICIENT_FUNDS; INVALID_AMOUNT when the venue cannot fill it (liquidity)", body = ErrorBody),
+        (status = 422, description = "INSUFFICIENT_FUNDS; INSUFFICIENT_LIQUIDITY: the venue cannot fill it now", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY; SWAPS_UNAVAILABLE: no venue serves the wallets' chain", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn create_swap(

@@ -10,6 +10,8 @@
 //! - the in-memory SMS gateway, the demo FX table and the simulated payout provider:
 //!   codes would never reach a phone, quotes would not be market rates, withdrawals
 //!   would "pay" nobody (`payouts.kind = "disabled"` turns withdrawals off instead);
+//! - the treasury swap venue without a `swaps.float`: the treasury's tokens back the
+//!   tenants' balances, so how much of them may be converted must be said;
 //! - a local signer or a `master_seed` in the configuration: in production the API
 //!   process holds no key material; keys live in the signing service.
 
@@ -299,6 +301,11 @@ mod tests {
         a_local_signer_is_refused,
         "signer.kind",
         Some(|c| c.signer = toml::from_str(REMOTE_SIGNER).unwrap())
+    );
+    refusal!(
+        a_treasury_venue_without_a_float_is_refused,
+        "swaps.float",
+        Some(|c| c.swaps.float = Some("1000".into()))
     );
     refusal!(
         a_master_seed_in_the_configuration_is_refused,
