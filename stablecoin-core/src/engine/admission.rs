@@ -103,14 +103,18 @@ impl Engine {
 
     /// The checks of a funding that read nothing (shared with the sandbox): a positive
     /// amount, of a token the EVM rail carries. Returns that rail.
-    pub(crate) fn check_fund(&self, req: &FundRequest) -> CoreResult<&Arc<dyn Rail>> {
+    pub(crate) fn check_fund(
+        &self,
+        req: &FundRequest,
+        network: Option<RailId>,
+    ) -> CoreResult<&Arc<dyn Rail>> {
         if req.amount.is_zero() {
             return Err(CoreError::InvalidAmount {
                 input: "0".into(),
                 reason: "amount must be greater than zero".into(),
             });
         }
-        let rail = self.evm_rail()?;
+        let rail = self.evm_rail_for(network)?;
         check_token(&**rail, req.token)?;
         Ok(rail)
     }

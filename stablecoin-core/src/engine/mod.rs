@@ -38,8 +38,10 @@ pub use withdrawals::WithdrawRequest;
 pub use worker::{DepositRecord, DepositStatus, TickReport};
 
 use crate::domain::consent::Wallet;
+use crate::domain::ids::WalletId;
 use crate::domain::ids::make_id;
 use crate::domain::limits::{MinSend, RentQuota};
+use crate::domain::money::Token;
 use crate::domain::otp::{CodeKey, OtpPolicy};
 use crate::error::{CoreError, CoreResult};
 use crate::ports::record::Versioned;
@@ -257,6 +259,70 @@ impl Engine {
                 rail: "evm".into(),
                 reason: "no EVM rail is configured".into(),
             })
+    }
+
+    /// The EVM chain a request names (`network`), or the primary one when it names none.
+    /// A network that is not an enabled EVM chain is INVALID_PARAMETER (`network`).
+    pub fn evm_rail_for(&self, network: Option<RailId>) -> CoreResult<&Arc<dyn Rail>> {
+        match network {
+            None => self.evm_rail(),
+            Some(id @ RailId::Evm(_)) => {
+                self.rails
+                    .get(&id)
+                    .ok_or_else(|| CoreError::InvalidParameter {
+                        field: "network",
+                        reason: format!("{} is not an enabled EVM chain here", id.name()),
+                    })
+            }
+            Some(other) => Err(CoreError::InvalidParameter {
+                field: "network",
+                reason: format!(
+                    "{} is not an EVM chain (it has its own routes)",
+                    other.name()
+                ),
+            }),
+        }
+    }
+
+    /// Every enabled EVM chain, primary first.
+    pub fn evm_rails(&self) -> Vec<&Arc<dyn Rail>> {
+        let primary = self.evm_rail().ok().map(|r| r.id());
+        let mut out: Vec<&Arc<dyn Rail>> = self
+            .rails
+            .iter()
+            .filter(|(id, _)| matches!(id, RailId::Evm(_)))
+            .map(|(_, r)| r)
+            .collect();
+        out.sort_by_key(|r| Some(r.id()) != primary);
+        out
+    }
+
+    /// The ledger account of a wallet's `token` on `rail`. The primary EVM chain keeps
+    /// the historical `wallet:<w>:<TOKEN>`; every other chain, EVM or not, has its own
+    /// `wallet:<w>:<rail>:<TOKEN>`: USDC on Base is not USDC on Polygon, and a send on
+    /// one chain must never spend what sits on another.
+    pub fn wallet_account(&self, wallet: &WalletId, rail: RailId, token: Token) -> LedgerAccount {
+        let primary = self.evm_rail().ok().map(|r| r.id());
+        if matches!(rail, RailId::Evm(_)) && Some(rail) != primary {
+            LedgerAccount {
+                id: format!("wallet:{wallet}:{}:{token}", rail.name()),
+                allow_negative: false,
+            }
+        } else {
+            accounts::wallet_on(wallet, rail, token)
+        }
+    }
+
+    /// The idempotency scope of `operation` on `rail`: the bare name on the primary EVM
+    /// chain (as before chains could be chosen), `<operation>:<rail>` elsewhere, so one
+    /// key on two chains is two requests.
+    pub(crate) fn scope_on(&self, operation: &str, rail: RailId) -> String {
+        let primary = self.evm_rail().ok().map(|r| r.id());
+        if Some(rail) == primary {
+            operation.to_string()
+        } else {
+            format!("{operation}:{}", rail.name())
+        }
     }
 
     /// The address of a service key (treasury, fees) on a rail, cached.

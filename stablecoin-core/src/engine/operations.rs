@@ -419,8 +419,21 @@ impl Engine {
         req: &FundRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<OperationView> {
-        let rail = self.check_fund(req)?.clone();
-        self.idempotent(tenant, idempotency_key, "fund", req, || async {
+        self.fund_on(tenant, None, req, idempotency_key).await
+    }
+
+    /// [`Engine::fund`] on the EVM chain `network` names (the primary one for `None`):
+    /// from the service treasury's address on that chain, to the wallet's there.
+    pub async fn fund_on(
+        &self,
+        tenant: &TenantId,
+        network: Option<RailId>,
+        req: &FundRequest,
+        idempotency_key: Option<&str>,
+    ) -> CoreResult<OperationView> {
+        let rail = self.check_fund(req, network)?.clone();
+        let scope = self.scope_on("fund", rail.id());
+        self.idempotent(tenant, idempotency_key, &scope, req, || async {
             self.require_ready(rail.id()).await?;
             let wallet = self.require_wallet(&req.phone_number).await?.record;
             let name = rail.id().name();
@@ -454,7 +467,7 @@ impl Engine {
                 payment,
             );
             let treasury = accounts::treasury(tenant, req.token);
-            let dest = accounts::wallet(&wallet.id, req.token);
+            let dest = self.wallet_account(&wallet.id, rail.id(), req.token);
             op.holds = vec![hold(format!("{id}:fund"), &treasury, &dest, req.amount)];
             op.to_wallet = Some(wallet.id.clone());
             op.to_phone = Some(wallet.phone.clone());
@@ -581,11 +594,7 @@ impl Engine {
     ) -> CoreResult<SendView> {
         let rail_id = rail.id();
         let evm = matches!(rail_id, RailId::Evm(_));
-        let scope = if evm {
-            "send".to_string()
-        } else {
-            format!("send:{}", rail_id.name())
-        };
+        let scope = self.scope_on("send", rail_id);
         self.idempotent(tenant, idempotency_key, &scope, req, || async {
             self.require_ready(rail_id).await?;
             let rail_name = rail_id.name();
@@ -677,8 +686,8 @@ impl Engine {
                 amount: fees.recipient,
                 role: LegRole::Recipient,
             }];
-            let src = accounts::wallet_on(&sender.id, rail_id, req.token);
-            let dst = accounts::wallet_on(&recipient.id, rail_id, req.token);
+            let src = self.wallet_account(&sender.id, rail_id, req.token);
+            let dst = self.wallet_account(&recipient.id, rail_id, req.token);
             let svc = accounts::service_fees(req.token);
             let tfee = accounts::tenant_fees(tenant, req.token);
             let mut holds = vec![hold(format!("{id}:recipient"), &src, &dst, fees.recipient)];

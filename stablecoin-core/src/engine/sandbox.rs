@@ -99,7 +99,7 @@ impl Sandbox<'_> {
     /// checks of the request (positive amount, a token the rail carries). The treasury
     /// and the wallet are not read.
     pub async fn fund(&self, _tenant: &TenantId, req: &FundRequest) -> CoreResult<OperationView> {
-        let rail = self.engine.check_fund(req)?.id();
+        let rail = self.engine.check_fund(req, None)?.id();
         let mut op = self.operation(OpKind::Funding, rail, req.token, req.amount);
         op.to_phone_number = Some(req.phone_number.to_string());
         Ok(op)

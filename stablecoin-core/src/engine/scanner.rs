@@ -154,7 +154,7 @@ impl Engine {
                 None => dep.insert()?,
             };
             let from = accounts::chain_in(&name, inbound.token);
-            let to = accounts::wallet_on(&w.id, id, inbound.token);
+            let to = self.wallet_account(&w.id, id, inbound.token);
             // The payments family's view of the same deposit: detected (when this scan
             // is the first to see it) then confirmed, the crediting event.
             let mut outbox = Vec::new();

@@ -16,7 +16,7 @@
 //! posts it and credits what the chain says the wallet received,
 //! `swap_venue:<v>:<OUT> -> wallet:<w>:<OUT>`; a failure voids the hold.
 
-use super::{Engine, Operation, OperationView, accounts};
+use super::{Engine, Operation, OperationView};
 use crate::domain::events::DomainEvent;
 use crate::domain::money::{Micros, Token};
 use crate::domain::phone::Phone;
@@ -113,6 +113,18 @@ impl Engine {
         req: &SwapRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<OperationView> {
+        self.swap_on(tenant, None, req, idempotency_key).await
+    }
+
+    /// [`Engine::swap`] on the EVM chain `network` names (the primary one for `None`),
+    /// at that chain's venue.
+    pub async fn swap_on(
+        &self,
+        tenant: &crate::domain::ids::TenantId,
+        network: Option<RailId>,
+        req: &SwapRequest,
+        idempotency_key: Option<&str>,
+    ) -> CoreResult<OperationView> {
         if req.amount_in.is_zero() {
             return Err(CoreError::InvalidAmount {
                 input: "0".into(),
@@ -131,11 +143,12 @@ impl Engine {
                 reason: format!("must be 0 to {MAX_SLIPPAGE_BPS}"),
             });
         }
-        let rail = self.evm_rail()?.clone();
+        let rail = self.evm_rail_for(network)?.clone();
         super::admission::check_token(&*rail, req.token_in)?;
         super::admission::check_token(&*rail, req.token_out)?;
         let venue = self.swap_venue(rail.id())?.clone();
-        self.idempotent(tenant, idempotency_key, "swap", req, || async {
+        let scope = self.scope_on("swap", rail.id());
+        self.idempotent(tenant, idempotency_key, &scope, req, || async {
             let name = rail.id().name();
             let wallet = self.require_wallet(&req.phone_number).await?.record;
             wallet.require_member(tenant)?;
@@ -150,7 +163,7 @@ impl Engine {
                     })?;
             // The wallet first: a swap it cannot pay is refused as such, whatever the
             // venue would say (the hold below is what enforces it).
-            let src = accounts::wallet(&wallet.id, req.token_in);
+            let src = self.wallet_account(&wallet.id, rail.id(), req.token_in);
             let available = self.available(&src.id).await?;
             if available < req.amount_in {
                 return Err(CoreError::InsufficientFunds {
@@ -299,7 +312,7 @@ impl Engine {
         let out = leg.amount_out.unwrap_or(Micros::ZERO);
         if !out.is_zero() {
             let from = venue_account(&leg.venue, leg.token_out);
-            let to = accounts::wallet(wallet, leg.token_out);
+            let to = self.wallet_account(wallet, op.rail, leg.token_out);
             batch.ledger.push(LedgerTransfer {
                 id: format!("{}:out", op.id),
                 debit: from.id.clone(),

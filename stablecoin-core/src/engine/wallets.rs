@@ -148,10 +148,14 @@ impl Engine {
         let now = self.now();
         let id = WalletId(self.new_id(WalletId::PREFIX));
         let mut addresses = BTreeMap::new();
-        let evm = self.evm_rail()?;
         let purpose = KeyPurpose::Wallet(id.0.clone());
-        let address = evm.address_for(&purpose).await.map_err(super::rail_err)?;
-        addresses.insert(evm.id().name(), address);
+        // Its smart-account address on every enabled EVM chain (offline derivation), so
+        // a deposit on any of them is matched from the first block.
+        self.evm_rail()?;
+        for evm in self.evm_rails() {
+            let address = evm.address_for(&purpose).await.map_err(super::rail_err)?;
+            addresses.insert(evm.id().name(), address);
+        }
         Ok(Wallet {
             id,
             phone: phone.clone(),
@@ -162,6 +166,22 @@ impl Engine {
             updated_at: now,
             customer_ids: BTreeMap::new(),
         })
+    }
+
+    /// Records the wallet's address on every enabled EVM chain it has none on yet (a
+    /// chain enabled after the wallet was created); whether any was added.
+    async fn add_evm_addresses(&self, w: &mut Wallet) -> CoreResult<bool> {
+        let purpose = KeyPurpose::Wallet(w.id.0.clone());
+        let mut added = false;
+        for evm in self.evm_rails() {
+            let name = evm.id().name();
+            if w.address(&name).is_none() {
+                let a = evm.address_for(&purpose).await.map_err(super::rail_err)?;
+                w.addresses.insert(name, a);
+                added = true;
+            }
+        }
+        Ok(added)
     }
 
     /// `POST /v1/users/provision`: offline, no gas (spec 1, 4.5).
@@ -210,13 +230,15 @@ impl Engine {
                     let mut w = v.record;
                     w.members.push(tenant.clone());
                     attach(&mut w);
+                    self.add_evm_addresses(&mut w).await?;
                     w.updated_at = self.now();
                     let put = w.update(v.version)?;
                     (w, Some(put))
                 }
                 (ProvisionOutcome::AlreadyExists, Some(v)) => {
                     let mut w = v.record;
-                    if attach(&mut w) {
+                    let added = self.add_evm_addresses(&mut w).await?;
+                    if attach(&mut w) | added {
                         w.updated_at = self.now();
                         let put = w.update(v.version)?;
                         (w, Some(put))

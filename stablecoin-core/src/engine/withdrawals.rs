@@ -85,6 +85,18 @@ impl Engine {
         req: &WithdrawRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<OperationView> {
+        self.withdraw_on(tenant, None, req, idempotency_key).await
+    }
+
+    /// [`Engine::withdraw`] from the wallet's balance on the EVM chain `network` names
+    /// (the primary one for `None`): the sweep goes to the treasury's address there.
+    pub async fn withdraw_on(
+        &self,
+        tenant: &crate::domain::ids::TenantId,
+        network: Option<crate::ports::rail::RailId>,
+        req: &WithdrawRequest,
+        idempotency_key: Option<&str>,
+    ) -> CoreResult<OperationView> {
         if !self.config.withdrawals_enabled {
             return Err(CoreError::WithdrawalsUnavailable);
         }
@@ -99,9 +111,10 @@ impl Engine {
                 field: "payout_currency",
                 reason: format!("unsupported payout currency {:?}", req.payout_currency),
             })?;
-        let rail = self.evm_rail()?.clone();
+        let rail = self.evm_rail_for(network)?.clone();
         super::admission::check_token(&*rail, req.token)?;
-        self.idempotent(tenant, idempotency_key, "withdraw", req, || async {
+        let scope = self.scope_on("withdraw", rail.id());
+        self.idempotent(tenant, idempotency_key, &scope, req, || async {
             self.require_ready(rail.id()).await?;
             let name = rail.id().name();
             let wallet = self.require_wallet(&req.phone_number).await?.record;
@@ -149,7 +162,7 @@ impl Engine {
                 req.amount,
                 payment,
             );
-            let src = super::accounts::wallet(&wallet.id, req.token);
+            let src = self.wallet_account(&wallet.id, rail.id(), req.token);
             let dst = withdrawals_account(req.token);
             op.holds = vec![LedgerTransfer {
                 id: format!("{id}:sweep"),
@@ -474,7 +487,7 @@ impl Engine {
                     .from_wallet
                     .clone()
                     .ok_or_else(|| CoreError::Storage("withdrawal without wallet".into()))?;
-                let to = super::accounts::wallet(&wallet, op.token);
+                let to = self.wallet_account(&wallet, op.rail, op.token);
                 self.close_withdrawal(&op, version, to, "refund", report)
                     .await
             }

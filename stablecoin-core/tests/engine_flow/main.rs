@@ -7,6 +7,7 @@
 //! the one `stablecoin_core` library both use, so the types line up.
 
 mod caching;
+mod chains;
 mod deposits;
 mod failures;
 mod harness;
