@@ -8,8 +8,9 @@ use stablecoin_core::ports::Ledger;
 use stablecoin_rails::TreasuryVenue;
 use std::sync::Arc;
 
-/// `engine` with the venue `settings` name on its primary EVM chain (none when swaps are
-/// disabled or no EVM chain runs: `POST /v1/swaps` then answers SWAPS_UNAVAILABLE).
+/// `engine` with the venues `settings` name: the treasury venue on every enabled EVM
+/// chain, or a Uniswap V2 router on the primary one (none when swaps are disabled or no
+/// EVM chain runs: `POST /v1/swaps` then answers SWAPS_UNAVAILABLE).
 pub fn with_venue(
     engine: Engine,
     settings: &SwapSettings,
@@ -23,13 +24,14 @@ pub fn with_venue(
     match settings.venue {
         SwapVenueKind::Disabled => Ok(engine),
         SwapVenueKind::Treasury => {
-            let venue = TreasuryVenue::new(
-                rail,
-                ledger,
-                settings.rate(),
-                settings.float().map_err(invalid)?,
-            );
-            Ok(engine.with_swap_venue(Arc::new(venue)))
+            let float = settings.float().map_err(invalid)?;
+            let chains: Vec<_> = engine.evm_rails().into_iter().cloned().collect();
+            let mut engine = engine;
+            for chain in chains {
+                let venue = TreasuryVenue::new(chain, ledger.clone(), settings.rate(), float);
+                engine = engine.with_swap_venue(Arc::new(venue));
+            }
+            Ok(engine)
         }
         SwapVenueKind::UniswapV2 => uniswap(engine, settings, rails, rail.id()),
     }

@@ -325,8 +325,8 @@ async fn list_filters_and_bounds_are_what_the_server_accepts() {
         }
     }
     assert_eq!(
-        lists, 6,
-        "transfers, checkout, escrows, webhook endpoints/events/deliveries"
+        lists, 7,
+        "transfers, swaps, checkout, escrows, webhook endpoints/events/deliveries"
     );
 }
 

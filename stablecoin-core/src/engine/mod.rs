@@ -33,7 +33,7 @@ pub use swaps::{
     DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS, SwapLeg, SwapRequest, min_amount_out, venue_account,
 };
 pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
-pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView};
+pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView, sum_balances};
 pub use withdrawals::WithdrawRequest;
 pub use worker::{DepositRecord, DepositStatus, TickReport};
 

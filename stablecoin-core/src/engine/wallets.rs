@@ -5,7 +5,7 @@ use crate::domain::consent::*;
 use crate::domain::events::DomainEvent;
 use crate::domain::ids::{EventId, TenantId, WalletId};
 use crate::domain::limits::TenantQuota;
-use crate::domain::money::Token;
+use crate::domain::money::{Micros, Token};
 use crate::domain::phone::Phone;
 use crate::error::{CoreError, CoreResult};
 use crate::ports::rail::{ChainAddress, Rail, RailId};
@@ -54,6 +54,18 @@ pub struct BalanceView {
     pub balance_usdc: String,
     /// USDT on chain, 6 decimals; zero where the rail has no USDT.
     pub balance_usdt: String,
+}
+
+/// The USDC and USDT of several chains' balances added up (`None` on overflow or a
+/// malformed amount, which no engine view produces).
+pub fn sum_balances(chains: &[BalanceView]) -> Option<(Micros, Micros)> {
+    let mut usdc = Micros::ZERO;
+    let mut usdt = Micros::ZERO;
+    for c in chains {
+        usdc = usdc.checked_add(Micros::parse_decimal(&c.balance_usdc).ok()?)?;
+        usdt = usdt.checked_add(Micros::parse_decimal(&c.balance_usdt).ok()?)?;
+    }
+    Some((usdc, usdt))
 }
 
 /// Live balances of a wallet on one rail (`GET /v1/tron/users/balance`,
@@ -428,6 +440,26 @@ impl Engine {
             address: v.address,
             rail: v.rail,
         })
+    }
+
+    /// Live USDC and USDT balances on every enabled EVM chain (primary first), members
+    /// only; a chain where the wallet has no address yet is skipped (provisioning again
+    /// records it). The sum is the caller's to take: [`sum_balances`].
+    pub async fn evm_balances(
+        &self,
+        tenant: &TenantId,
+        phone: &Phone,
+    ) -> CoreResult<Vec<BalanceView>> {
+        let w = self.require_wallet(phone).await?.record;
+        w.require_member(tenant)?;
+        let mut out = Vec::new();
+        for rail in self.evm_rails() {
+            if w.address(&rail.id().name()).is_none() {
+                continue;
+            }
+            out.push(self.usdc_usdt_balance_on(tenant, phone, rail.id()).await?);
+        }
+        Ok(out)
     }
 
     /// Live balances of the phone's wallet on `rail`, of every token the rail carries

@@ -68,6 +68,7 @@ async fn balance(
         phone_number: v.phone_number,
         address: v.address,
         rail: v.rail,
+        chains: None,
     })
     .into_response())
 }
@@ -79,6 +80,17 @@ async fn send(
     rail: RailId,
     idempotency_key: Option<&str>,
 ) -> Result<Response, ApiError> {
+    // The route names the chain; an EVM network selector here is a mistake, not a hint.
+    if body.network.is_some() {
+        return Err(ApiError::bad_request(
+            "UNKNOWN_FIELD",
+            format!(
+                "network: not accepted on /v1/{}/transfers/send",
+                rail.name()
+            ),
+        )
+        .with_param("network"));
+    }
     let req = SendRequest {
         from_phone_number: phone("from_phone_number", &body.from_phone_number)?,
         to_phone_number: phone("to_phone_number", &body.to_phone_number)?,

@@ -29,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 use health::OpenApiJson;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::phone::Phone;
+use stablecoin_core::ports::RailId;
 use std::sync::Arc;
 use types::OperationResponse;
 use utoipa::OpenApi;
@@ -69,6 +70,32 @@ pub(crate) fn phone(field: &str, s: &str) -> Result<Phone, ApiError> {
 
 pub(crate) fn token(field: &str, s: &str) -> Result<Token, ApiError> {
     s.trim().parse::<Token>().map_err(at(field))
+}
+
+/// The EVM chain a request names (`network`): `polygon`, `base`, `bsc`, `evm-<chain id>`
+/// or the bare chain id; absent is the primary chain. Whether it is enabled is the
+/// engine's to say.
+pub(crate) fn network(s: Option<&str>) -> Result<Option<RailId>, ApiError> {
+    let Some(s) = s else { return Ok(None) };
+    let t = s.trim();
+    let id = match t {
+        "polygon" => Some(137),
+        "base" => Some(8453),
+        "bsc" => Some(56),
+        _ => t
+            .strip_prefix("evm-")
+            .unwrap_or(t)
+            .parse::<u64>()
+            .ok()
+            .filter(|id| *id > 0 && t.len() <= 24),
+    };
+    id.map(|id| Some(RailId::Evm(id))).ok_or_else(|| {
+        ApiError::bad_request(
+            "INVALID_PARAMETER",
+            "network must be polygon, base, bsc, evm-<chain id> or a chain id".to_string(),
+        )
+        .with_param("network")
+    })
 }
 
 pub(crate) fn amount(s: &str) -> Result<Micros, ApiError> {

@@ -3,7 +3,7 @@
 //! engine's; this maps HTTP to it.
 
 use super::types::*;
-use super::{accepted, amount, paging, phone, token};
+use super::{accepted, amount, network, paging, phone, token};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
@@ -52,7 +52,12 @@ pub async fn create_swap(
     }
     let op = app
         .engine
-        .swap(caller.tenant(), &req, key.as_deref())
+        .swap_on(
+            caller.tenant(),
+            network(body.network.as_deref())?,
+            &req,
+            key.as_deref(),
+        )
         .await?;
     app.metrics.operation_accepted("swap");
     let loc = format!("/v1/swaps/{}", op.id);

@@ -1,7 +1,7 @@
 //! Transfers and the reads of every asynchronous operation.
 
 use super::types::*;
-use super::{accepted, paging, phone, token};
+use super::{accepted, network, paging, phone, token};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
@@ -50,9 +50,13 @@ pub async fn send(
         let v = app.engine.sandbox().send(caller.tenant(), &req).await?;
         return Ok(accepted(simulated(&app, "/v1/transfers/send", v), None));
     }
+    let rail = app
+        .engine
+        .evm_rail_for(network(body.network.as_deref())?)?
+        .id();
     let op = app
         .engine
-        .send(caller.tenant(), &req, key.as_deref())
+        .send_on(caller.tenant(), rail, &req, key.as_deref())
         .await?;
     app.metrics.operation_accepted("transfer");
     let loc = format!("/v1/transfers/{}", op.id);

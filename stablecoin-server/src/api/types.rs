@@ -59,6 +59,11 @@ pub struct FundBody {
     /// Tokens paid from the tenant's treasury to the wallet.
     #[schema(value_type = TokenAmount)]
     pub amount: String,
+    /// The EVM chain: `polygon`, `base`, `bsc`, `evm-<chain id>` or the chain id; it must
+    /// be enabled here. Absent: the primary chain.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "bsc", max_length = 24)]
+    pub network: Option<String>,
 }
 
 /// `POST /v1/users/withdraw`. Unknown fields are refused (`UNKNOWN_FIELD`).
@@ -78,6 +83,11 @@ pub struct WithdrawBody {
     /// Fiat currency of the mobile-money payout (spec 2.6).
     #[schema(value_type = CurrencyCode)]
     pub payout_currency: String,
+    /// The EVM chain: `polygon`, `base`, `bsc`, `evm-<chain id>` or the chain id; it must
+    /// be enabled here. Absent: the primary chain.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "bsc", max_length = 24)]
+    pub network: Option<String>,
 }
 
 /// `POST /v1/transfers/send` (and the TRON / Solana sends). Unknown fields are refused.
@@ -97,6 +107,12 @@ pub struct SendBody {
     /// The amount sent comes from the quote.
     #[schema(value_type = QuoteRef)]
     pub quote_id: String,
+    /// `/v1/transfers/send` only (the TRON and Solana routes refuse it): the EVM chain,
+    /// `polygon`, `base`, `bsc`, `evm-<chain id>` or the chain id, enabled here. Absent:
+    /// the primary chain.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "bsc", max_length = 24)]
+    pub network: Option<String>,
 }
 
 /// `POST /v1/swaps`. Unknown fields are refused.
@@ -119,6 +135,11 @@ pub struct SwapBody {
     /// 50). A venue trades nothing for less.
     #[schema(minimum = 0, maximum = 1000)]
     pub max_slippage_bps: Option<u32>,
+    /// The EVM chain: `polygon`, `base`, `bsc`, `evm-<chain id>` or the chain id; it must
+    /// be enabled here. Absent: the primary chain.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "bsc", max_length = 24)]
+    pub network: Option<String>,
 }
 
 /// `POST /v1/users/link/confirm` and `/v1/users/phone-change/confirm`. Unknown fields
@@ -202,6 +223,11 @@ pub struct BalanceQuery {
     /// E.164 phone number of the wallet (required).
     #[param(value_type = PhoneNumber, required = true)]
     pub phone_number: Option<String>,
+    /// The EVM chain read (`polygon`, `base`, `bsc`, `evm-<chain id>` or the chain id),
+    /// or `all`: every enabled chain, summed, with each chain in `chains`. Absent: the
+    /// primary chain.
+    #[param(value_type = Option<String>, required = false, example = "all", max_length = 24)]
+    pub network: Option<String>,
 }
 
 /// `GET /v1/transfers`.
@@ -344,6 +370,11 @@ pub struct BalanceResponse {
     /// USDT held on chain, 6 decimal places; zero where the rail has no USDT.
     #[schema(example = "0.000000")]
     pub balance_usdt: String,
+    /// `network=all`: each enabled EVM chain's balances (`rail` is then `all`, `address`
+    /// the primary chain's, and the balances their sum).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(no_recursion)]
+    pub chains: Option<Vec<BalanceResponse>>,
 }
 
 /// `GET /v1/tron/users/balance`: the live USDT balance of the wallet's TRON address.
@@ -377,6 +408,7 @@ impl From<BalanceView> for BalanceResponse {
             rail,
             balance_usdc,
             balance_usdt,
+            chains: None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `/v1/users/*`: EVM wallets keyed by phone (spec 1 "Wallet ownership and consent", 4.5).
 
 use super::types::*;
-use super::{accepted, amount, phone, token};
+use super::{accepted, amount, network, phone, token};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody, at};
@@ -88,7 +88,12 @@ pub async fn fund(
     }
     let op = app
         .engine
-        .fund(caller.tenant(), &req, key.as_deref())
+        .fund_on(
+            caller.tenant(),
+            network(body.network.as_deref())?,
+            &req,
+            key.as_deref(),
+        )
         .await?;
     app.metrics.operation_accepted("funding");
     let loc = format!("/v1/fundings/{}", op.id);
@@ -113,7 +118,33 @@ pub async fn balance(
     ApiQuery(q): ApiQuery<BalanceQuery>,
 ) -> Result<Json<BalanceResponse>, ApiError> {
     let p = required_phone(q.phone_number.as_deref())?;
-    Ok(Json(app.engine.balance(caller.tenant(), &p).await?.into()))
+    if q.network.as_deref().map(str::trim) == Some("all") {
+        let chains = app.engine.evm_balances(caller.tenant(), &p).await?;
+        let (usdc, usdt) = stablecoin_core::engine::sum_balances(&chains)
+            .ok_or_else(|| ApiError::internal("balance sum"))?;
+        let address = chains
+            .first()
+            .map(|c| c.address.clone())
+            .unwrap_or_default();
+        return Ok(Json(BalanceResponse {
+            phone_number: p.to_string(),
+            address,
+            rail: "all".into(),
+            balance_usdc: usdc.to_decimal_string(),
+            balance_usdt: usdt.to_decimal_string(),
+            chains: Some(chains.into_iter().map(Into::into).collect()),
+        }));
+    }
+    let rail = app
+        .engine
+        .evm_rail_for(network(q.network.as_deref())?)?
+        .id();
+    Ok(Json(
+        app.engine
+            .usdc_usdt_balance_on(caller.tenant(), &p, rail)
+            .await?
+            .into(),
+    ))
 }
 
 pub(crate) fn required_phone(
@@ -179,7 +210,12 @@ pub async fn withdraw(
     }
     let op = app
         .engine
-        .withdraw(caller.tenant(), &req, key.as_deref())
+        .withdraw_on(
+            caller.tenant(),
+            network(body.network.as_deref())?,
+            &req,
+            key.as_deref(),
+        )
         .await?;
     app.metrics.operation_accepted("withdrawal");
     let loc = format!("/v1/withdrawals/{}", op.id);
