@@ -140,6 +140,12 @@ impl EvmRail {
         Eth(&*self.rpc)
     }
 
+    /// `eth_call` of `data` on contract `to` at the latest block, over the rail's node:
+    /// the return data, or [`RpcError::Node`] with the revert data.
+    pub async fn eth_call(&self, to: &EvmAddress, data: &[u8]) -> Result<Vec<u8>, RpcError> {
+        self.eth().call(to, data).await
+    }
+
     /// The chain's contract of `t`; `Unsupported` when the profile does not offer it.
     pub fn token(&self, t: Token) -> Result<EvmToken, RailError> {
         match t {
