@@ -341,3 +341,119 @@ pub fn call_revert_reason(data: &[u8]) -> String {
     }
     abi::revert_reason(data)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Submitted, transfer_topic, user_op_event_topic};
+    use crate::evm::abi::{self, keccak};
+    use crate::evm::rpc::{address_topic, hex0x};
+    use crate::evm::{EvmAddress, EvmConfig, EvmRail, EvmToken, JsonRpc, RpcError, SelfBundler};
+    use serde_json::{Value, json};
+    use stablecoin_core::domain::money::{Micros, Token};
+    use stablecoin_core::memory::LocalSigner;
+    use stablecoin_core::ports::KeyPurpose;
+    use std::sync::Arc;
+
+    const ENTRY_POINT: EvmAddress = EvmAddress([0xe0; 20]);
+    const USDT: EvmAddress = EvmAddress([0x77; 20]);
+    const ACCOUNT: EvmAddress = EvmAddress([0xaa; 20]);
+    const TX: [u8; 32] = [0x42; 32];
+
+    /// A node that knows one bundle: its receipt, with the logs given.
+    struct OneReceipt(Vec<Value>);
+
+    #[async_trait::async_trait]
+    impl JsonRpc for OneReceipt {
+        async fn request(&self, method: &str, _params: Value) -> Result<Value, RpcError> {
+            assert_eq!(method, "eth_getTransactionReceipt");
+            Ok(json!({"status": "0x1", "blockNumber": "0x10", "logs": self.0}))
+        }
+    }
+
+    fn log(address: &EvmAddress, topics: &[[u8; 32]], data: &[u8], index: u64) -> Value {
+        json!({
+            "address": address.to_hex(),
+            "topics": topics.iter().map(|t| hex0x(t)).collect::<Vec<_>>(),
+            "data": hex0x(data),
+            "blockNumber": "0x10",
+            "transactionHash": hex0x(&TX),
+            "logIndex": format!("0x{index:x}"),
+        })
+    }
+
+    fn transfer(from: &EvmAddress, to: &EvmAddress, amount: u128, i: u64) -> Value {
+        let topics = [transfer_topic(), address_topic(from), address_topic(to)];
+        log(&USDT, &topics, &abi::uint_word(amount), i)
+    }
+
+    fn op_event(hash: [u8; 32], i: u64) -> Value {
+        let topics = [
+            user_op_event_topic(),
+            hash,
+            address_topic(&ACCOUNT),
+            [0; 32],
+        ];
+        log(&ENTRY_POINT, &topics, &[0; 128], i)
+    }
+
+    #[tokio::test]
+    async fn received_counts_only_the_operations_own_transfers_to_the_account() {
+        let (op_a, op_b) = ([0xa1; 32], [0xb2; 32]);
+        let pair = EvmAddress([0x99; 20]);
+        // One bundle, two operations of the same account (two nonce keys): A receives 5
+        // and 2, B receives 7; a transfer to someone else and one of another token too.
+        let logs = vec![
+            log(&ENTRY_POINT, &[keccak(b"BeforeExecution()")], &[], 0),
+            transfer(&pair, &ACCOUNT, 5, 1),
+            transfer(&pair, &EvmAddress([0x11; 20]), 100, 2),
+            log(
+                &EvmAddress([0x55; 20]),
+                &[
+                    transfer_topic(),
+                    address_topic(&pair),
+                    address_topic(&ACCOUNT),
+                ],
+                &abi::uint_word(1_000),
+                3,
+            ),
+            transfer(&pair, &ACCOUNT, 2, 4),
+            op_event(op_a, 5),
+            transfer(&pair, &ACCOUNT, 7, 6),
+            op_event(op_b, 7),
+        ];
+        let rpc: Arc<dyn JsonRpc> = Arc::new(OneReceipt(logs));
+        let signer = Arc::new(LocalSigner::from_seed([3; 32]));
+        let mut config = EvmConfig::new(137, ENTRY_POINT, EvmAddress([1; 20]), EvmAddress([2; 20]));
+        config.usdt = Some(EvmToken {
+            address: USDT,
+            decimals: 6,
+        });
+        let bundler = Arc::new(SelfBundler::new(
+            rpc.clone(),
+            signer.clone(),
+            KeyPurpose::Sponsor,
+            ENTRY_POINT,
+            137,
+        ));
+        let rail = EvmRail::new(config, rpc, signer, bundler).expect("config");
+        for (id, hash) in [("sw_a", op_a), ("sw_b", op_b), ("sw_c", [0xc3; 32])] {
+            let s = Submitted {
+                sender: ACCOUNT,
+                user_op_hash: hash,
+                tx_hash: Some(TX),
+                from_block: 1,
+                rejected: false,
+                valid_until: None,
+            };
+            rail.remember(id, s).await.expect("journal");
+        }
+        assert_eq!(rail.received_base("sw_a", &USDT).await, Ok(Some(7)));
+        assert_eq!(
+            rail.received("sw_b", Token::Usdt).await,
+            Ok(Some(Micros(7)))
+        );
+        // An operation the bundle does not carry: nothing known, not zero.
+        assert_eq!(rail.received_base("sw_c", &USDT).await, Ok(None));
+        assert_eq!(rail.received_base("sw_unknown", &USDT).await, Ok(None));
+    }
+}
