@@ -5,19 +5,32 @@
 //!    EIP-712 user-operation hash signed by the owner key (two secp256k1 signatures);
 //! 2. transfers settled per second end to end on Anvil (automine): `submit` (nonce read,
 //!    build, sponsor, sign, `eth_estimateGas`, one `handleOps` bundle per operation) until
-//!    `status` says Confirmed, for transfers from many accounts.
+//!    `status` says Confirmed, for transfers from many accounts;
+//! 3. swaps settled per second end to end on Anvil (BENCHMARKS.md, "Swaps on Anvil
+//!    (Uniswap V2)"): [`UniswapV2Venue::execute`] (the approve and
+//!    `swapExactTokensForTokens` in one sponsored `executeBatch`) until its `status` is
+//!    Confirmed with the amount received, from as many accounts as (2), against one
+//!    USDC/USDT pool; with the ratio to (2)'s rate, the ceiling of one bundle per
+//!    operation.
 //!
 //! `cargo bench -p stablecoin-rails --features evm-test --bench evm`
-//! (env `EVM_BENCH_OPS`, default 5000; `EVM_BENCH_TRANSFERS`, default 300; needs Anvil:
+//! (env `EVM_BENCH_OPS`, default 5000; `EVM_BENCH_TRANSFERS`, default 300;
+//! `EVM_BENCH_SWAPS`, default 300; needs Anvil and the Uniswap artifacts:
 //! `sh stablecoin-rails/scripts/evm/install_tools.sh`).
 
+use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::memory::LocalSigner;
-use stablecoin_core::ports::{Curve, KeyPurpose, LegRole, Rail, Signer};
-use stablecoin_rails::evm::EvmAddress;
-use stablecoin_rails::evm::testkit::{Anvil, World, confirmed_tx, find_anvil, wallet};
+use stablecoin_core::ports::{
+    ChainAddress, Curve, KeyPurpose, LegRole, Rail, Signer, SubmissionStatus, SwapOrder, SwapVenue,
+};
+use stablecoin_rails::evm::testkit::{
+    Anvil, World, confirmed_tx, find_anvil, rail_over, uniswap_artifact, wallet,
+};
 use stablecoin_rails::evm::userop::{
     AccountFactory, Call, Nonce, Sponsorship, UserOp, erc20_transfer_call, execute_batch_call,
 };
+use stablecoin_rails::evm::{EvmAddress, UniswapV2Venue};
+use std::sync::Arc;
 use std::time::Instant;
 
 fn env(name: &str, default: usize) -> usize {
@@ -107,12 +120,12 @@ async fn build_and_sign(n: usize) {
     );
 }
 
-async fn settle_on_anvil(n: usize) {
+async fn settle_on_anvil(n: usize) -> Option<f64> {
     if find_anvil().is_none() {
         println!(
             "transfers settled on Anvil: SKIPPED (no anvil; run scripts/evm/install_tools.sh)"
         );
-        return;
+        return None;
     }
     let anvil = Anvil::start(137, true);
     let w = World::deploy(&anvil.url, 137, true, |_| {}).await;
@@ -155,6 +168,85 @@ async fn settle_on_anvil(n: usize) {
         "transfers settled on Anvil    {n} transfers from {senders} accounts (the first of each deploys it): {secs:.2} s, {:.0} transfers/s",
         n as f64 / secs
     );
+    Some(n as f64 / secs)
+}
+
+async fn swaps_on_anvil(n: usize, transfers_per_sec: Option<f64>) {
+    if find_anvil().is_none() || uniswap_artifact("UniswapV2Router02").is_none() {
+        println!(
+            "swaps settled on Anvil: SKIPPED (no anvil or Uniswap artifacts; run scripts/evm/install_tools.sh)"
+        );
+        return;
+    }
+    let anvil = Anvil::start(137, true);
+    let w = World::deploy(&anvil.url, 137, true, |_| {}).await;
+    let uni = w.deploy_uniswap(1_000_000_000_000).await;
+    let venue: UniswapV2Venue = uni.venue(Arc::new(rail_over(
+        &w.config,
+        w.node.rpc.clone(),
+        w.signer.clone(),
+    )));
+    let senders = 20.min(n.max(1));
+    let mut from = Vec::new();
+    for s in 0..senders {
+        let p = wallet(&format!("swap_bench_{s}"));
+        let a = w.account(&p).await;
+        w.mint(w.usdc, &a, 1_000_000_000).await;
+        from.push((p, a));
+    }
+    let amount_in = Micros(1_000_000);
+    let started = Instant::now();
+    let mut orders = Vec::new();
+    for i in 0..n {
+        // A fresh quote per order, as the engine takes one when it accepts a swap.
+        let quote = venue
+            .quote(Token::Usdc, Token::Usdt, amount_in)
+            .await
+            .expect("quote");
+        let (p, a) = &from[i % senders];
+        let order = SwapOrder {
+            id: format!("sw_bench_{i}"),
+            from: p.clone(),
+            from_address: ChainAddress(a.to_string()),
+            token_in: Token::Usdc,
+            token_out: Token::Usdt,
+            amount_in,
+            quoted_amount_out: quote,
+            min_amount_out: Micros(quote.0 - quote.0 / 100),
+            valid_until: None,
+        };
+        venue.execute(&order).await.expect("execute");
+        orders.push(order);
+    }
+    let mut out = 0u64;
+    for order in &orders {
+        loop {
+            let s = venue.status(order).await.expect("status");
+            match s.status {
+                SubmissionStatus::Pending { .. } => {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+                SubmissionStatus::Confirmed { .. } => {
+                    out += s.amount_out.expect("amount out").0;
+                    break;
+                }
+                other => panic!("swap {} did not settle: {other:?}", order.id),
+            }
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let mut received = 0u128;
+    for (_, a) in &from {
+        received += w.node.token_balance(&w.usdt, a).await;
+    }
+    assert_eq!(received, u128::from(out), "every swap's amount out arrived");
+    let rate = n as f64 / secs;
+    let ratio = transfers_per_sec.map_or(String::new(), |t| {
+        format!(" ({:.0}% of the transfers' rate)", 100.0 * rate / t)
+    });
+    println!(
+        "swaps settled on Anvil        {n} Uniswap V2 swaps from {senders} accounts (the first of each deploys it): {secs:.2} s, {rate:.0} swaps/s{ratio}"
+    );
 }
 
 fn main() {
@@ -167,6 +259,7 @@ fn main() {
         .expect("runtime");
     rt.block_on(async {
         build_and_sign(env("EVM_BENCH_OPS", 5_000)).await;
-        settle_on_anvil(env("EVM_BENCH_TRANSFERS", 300)).await;
+        let transfers = settle_on_anvil(env("EVM_BENCH_TRANSFERS", 300)).await;
+        swaps_on_anvil(env("EVM_BENCH_SWAPS", 300), transfers).await;
     });
 }

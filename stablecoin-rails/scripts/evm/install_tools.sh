@@ -1,12 +1,23 @@
 #!/usr/bin/env sh
 # Installs what the EVM rail's tests need into scripts/evm/node_modules (ignored by git):
-# Anvil, the local node the tests start (found there by tests/evm_anvil.rs). The
-# contracts the tests deploy are committed, compiled, in tests/fixtures/evm/contracts.json;
-# build_artifacts.sh rebuilds them (it installs the contracts package and solcjs itself).
+# - Anvil, the local node the tests start (found there by tests/evm_anvil.rs);
+# - Uniswap V2's compiled contracts (`@uniswap/v2-core`: factory and pair;
+#   `@uniswap/v2-periphery`: Router02 and WETH9), deployed on Anvil by the swap tests
+#   (tests/evm_uniswap.rs) from their `build/*.json` artifacts as published, unmodified.
+#   The periphery's only published release is 1.1.0-beta.0; its router's hard-coded pair
+#   init-code hash (0x96e8ac42...845f, mainnet's) is the keccak of v2-core 1.0.1's pair
+#   bytecode, which the tests check.
+# The other contracts the tests deploy are committed, compiled, in
+# tests/fixtures/evm/contracts.json; build_artifacts.sh rebuilds them (it installs the
+# contracts package and solcjs itself).
 set -eu
 cd "$(dirname "$0")"
-if [ ! -x ./node_modules/.bin/anvil ]; then
+# One npm install for all of them: a second `--no-save` install would prune the first's.
+if [ ! -x ./node_modules/.bin/anvil ] ||
+  [ ! -f ./node_modules/@uniswap/v2-core/build/UniswapV2Factory.json ] ||
+  [ ! -f ./node_modules/@uniswap/v2-periphery/build/UniswapV2Router02.json ]; then
   npm install --no-save --no-package-lock --no-audit --no-fund --prefix . \
-    @foundry-rs/anvil-linux-amd64@1.7.1
+    @foundry-rs/anvil-linux-amd64@1.7.1 \
+    @uniswap/v2-core@1.0.1 @uniswap/v2-periphery@1.1.0-beta.0
 fi
 ./node_modules/.bin/anvil --version

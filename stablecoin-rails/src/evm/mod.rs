@@ -6,7 +6,9 @@
 //! operations, the EIP-712 user-operation hash, the paymaster hash, counterfactual
 //! accounts), checked against the contracts themselves on Anvil
 //! (`tests/evm_anvil.rs`); transport in [`rpc`] behind the [`JsonRpc`] trait; bundling
-//! behind [`Bundler`]; and [`EvmRail`], the [`Rail`](stablecoin_core::ports::Rail).
+//! behind [`Bundler`]; [`EvmRail`], the [`Rail`](stablecoin_core::ports::Rail); and
+//! [`UniswapV2Venue`], the [`SwapVenue`](stablecoin_core::ports::SwapVenue) of a Uniswap
+//! V2 router, whose approve and swap run in one sponsored `executeBatch`.
 //!
 //! Built on k256 + sha3 (already in the tree for TRON) and a small ABI/RLP codec rather
 //! than alloy: the rail needs a dozen calls, and alloy's proc-macro stack would double
@@ -17,6 +19,7 @@ pub mod address;
 pub mod bundler;
 pub mod rail;
 pub mod rpc;
+pub mod swap;
 #[cfg(feature = "evm-test")]
 pub mod testkit;
 pub mod tx;
@@ -26,3 +29,4 @@ pub use address::{AddressError, EvmAddress};
 pub use bundler::{BundleError, Bundler, SelfBundler};
 pub use rail::{ERC1967_PROXY_V08, EvmConfig, EvmRail, EvmToken, GasPolicy, Submitted};
 pub use rpc::{HttpJsonRpc, JsonRpc, RpcError};
+pub use swap::UniswapV2Venue;

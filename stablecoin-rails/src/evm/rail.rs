@@ -24,9 +24,10 @@ use super::abi::{self, Abi, keccak};
 use super::address::EvmAddress;
 use super::bundler::{BundleError, Bundler};
 use super::rpc::{Eth, JsonRpc, RpcError, address_topic, hex0x, topic_address};
-use super::userop::{AccountFactory, Nonce};
+use super::userop::{AccountFactory, Call, Nonce};
 use async_trait::async_trait;
 use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::{
     ChainAddress, Curve, Inbound, KeyPurpose, MemoryJournal, Rail, RailError, RailId, RailJournal,
     RailPayment, Readiness, ReadinessStatus, ScanBatch, Signer, Submission, SubmissionStatus,
@@ -139,7 +140,14 @@ impl EvmRail {
         Eth(&*self.rpc)
     }
 
-    fn token(&self, t: Token) -> Result<EvmToken, RailError> {
+    /// `eth_call` of `data` on contract `to` at the latest block, over the rail's node:
+    /// the return data, or [`RpcError::Node`] with the revert data.
+    pub async fn eth_call(&self, to: &EvmAddress, data: &[u8]) -> Result<Vec<u8>, RpcError> {
+        self.eth().call(to, data).await
+    }
+
+    /// The chain's contract of `t`; `Unsupported` when the profile does not offer it.
+    pub fn token(&self, t: Token) -> Result<EvmToken, RailError> {
         match t {
             Token::Usdc => self.config.usdc,
             Token::Usdt => self.config.usdt,
@@ -186,6 +194,152 @@ impl EvmRail {
         Ok(self
             .factory
             .account_address(&self.owner_of(purpose).await?, SALT))
+    }
+
+    /// Sends `calls` as ONE user operation of `from`'s account (its sponsored
+    /// `executeBatch`: every call or none), under the idempotency id `id`: the path every
+    /// payment takes ([`Rail::submit`] is this with the legs' ERC-20 transfers), open to
+    /// any calls (a DEX's approve and swap). Write-ahead journaled, nonce-keyed by `id`
+    /// (an id can only ever be one operation: a second call with it returns the first
+    /// one's submission and sends nothing), and answered by [`Rail::status`] under `id`.
+    /// `call_gas` is the operation's `callGasLimit` (see [`GasPolicy`]); `valid_until`
+    /// the deadline the sponsorship carries (the EntryPoint refuses the operation after
+    /// it). Errors as [`Rail::submit`]'s: `Rejected` proves nothing was sent.
+    pub async fn submit_calls(
+        &self,
+        id: &str,
+        from: &KeyPurpose,
+        from_address: &ChainAddress,
+        calls: &[Call],
+        call_gas: u128,
+        valid_until: Option<Timestamp>,
+    ) -> Result<Submission, RailError> {
+        if calls.is_empty() {
+            return Err(rejected("an operation needs at least one call"));
+        }
+        if let Some(s) = self.lookup(id).await?.filter(|s| !s.rejected) {
+            return Ok(Submission {
+                payment_id: id.to_string(),
+                tx_hash: s.tx_hash.map(|h| hex0x(&h)),
+            });
+        }
+        let _serial = self.send_lock.lock().await;
+        if let Some(s) = self.lookup(id).await?.filter(|s| !s.rejected) {
+            return Ok(Submission {
+                payment_id: id.to_string(),
+                tx_hash: s.tx_hash.map(|h| hex0x(&h)),
+            });
+        }
+        let owner = self.owner_of(from).await?;
+        let sender = self.factory.account_address(&owner, SALT);
+        if parse_address(from_address)? != sender {
+            return Err(rejected(format!(
+                "from_address {from_address} is not the account of {from} ({sender})"
+            )));
+        }
+        // The payment's nonce key already used: it went out in an earlier life of this
+        // process. Find it rather than send anything.
+        let key = Nonce::key_for(id);
+        let mut key_word = [0u8; 32];
+        key_word[8..].copy_from_slice(&key);
+        let nonce_word = self
+            .eth()
+            .call(
+                &self.config.entry_point,
+                &abi::call(
+                    "getNonce(address,uint192)",
+                    &[Abi::address(&sender.0), Abi::Word(key_word)],
+                ),
+            )
+            .await
+            .map_err(|e| unavailable("getNonce", e))?;
+        // getNonce answers key << 64 | sequence.
+        let seq = abi::word(&nonce_word, 0)
+            .map(|w| u64::from_be_bytes(w[24..].try_into().unwrap_or([0; 8])))
+            .ok_or_else(|| {
+                unavailable(
+                    "getNonce",
+                    RpcError::Decode {
+                        method: "eth_call".into(),
+                        detail: "getNonce answered no word".into(),
+                    },
+                )
+            })?;
+        if seq > 0 {
+            let nonce = Nonce { key, seq: 0 }.word();
+            let found = self
+                .find_event_by_nonce(&sender, &nonce)
+                .await?
+                .ok_or_else(|| RailError::Unknown {
+                    reason:
+                        "the payment's nonce key is used but its UserOperationEvent was not found"
+                            .into(),
+                })?;
+            self.remember(
+                id,
+                Submitted {
+                    sender,
+                    user_op_hash: found.topics[1],
+                    tx_hash: Some(found.tx_hash),
+                    from_block: found.block,
+                    rejected: false,
+                    valid_until: None,
+                },
+            )
+            .await?;
+            return Ok(Submission {
+                payment_id: id.to_string(),
+                tx_hash: Some(hex0x(&found.tx_hash)),
+            });
+        }
+        let mut op = self.build(id, calls, call_gas, sender, owner).await?;
+        let valid_until = operations::valid_until_secs(valid_until);
+        let user_op_hash = self.sponsor_and_sign(&mut op, from, valid_until).await?;
+        let from_block = self
+            .eth()
+            .block_number()
+            .await
+            .map_err(|e| unavailable("eth_blockNumber", e))?;
+        let deploys = !op.init_code.is_empty();
+        let mut record = Submitted {
+            sender,
+            user_op_hash,
+            tx_hash: None,
+            from_block,
+            rejected: false,
+            valid_until: (valid_until > 0).then_some(valid_until),
+        };
+        // Write-ahead: if the journal cannot take it, nothing is sent.
+        self.remember(id, record.clone()).await?;
+        match self.bundler.send(std::slice::from_ref(&op)).await {
+            Ok(tx) => {
+                record.tx_hash = Some(tx);
+                // Best effort: the entry already written finds the operation by its
+                // hash even without the bundle's.
+                let _ = self.remember(id, record).await;
+                if deploys && let Ok(mut d) = self.deploying.lock() {
+                    d.insert(sender);
+                }
+                Ok(Submission {
+                    payment_id: id.to_string(),
+                    tx_hash: Some(hex0x(&tx)),
+                })
+            }
+            Err(BundleError::Rejected(reason)) => {
+                // Definitely not sent: a later submit of this id may build it again.
+                record.rejected = true;
+                let _ = self.remember(id, record).await;
+                Err(rejected(reason))
+            }
+            Err(BundleError::Unknown { tx_hash, reason }) => {
+                record.tx_hash = tx_hash;
+                let _ = self.remember(id, record).await;
+                if deploys && let Ok(mut d) = self.deploying.lock() {
+                    d.insert(sender);
+                }
+                Err(RailError::Unknown { reason })
+            }
+        }
     }
 }
 
@@ -302,132 +456,16 @@ impl Rail for EvmRail {
     }
 
     async fn submit(&self, payment: &RailPayment) -> Result<Submission, RailError> {
-        if let Some(s) = self.lookup(&payment.id).await?.filter(|s| !s.rejected) {
-            return Ok(Submission {
-                payment_id: payment.id.clone(),
-                tx_hash: s.tx_hash.map(|h| hex0x(&h)),
-            });
-        }
-        let _serial = self.send_lock.lock().await;
-        if let Some(s) = self.lookup(&payment.id).await?.filter(|s| !s.rejected) {
-            return Ok(Submission {
-                payment_id: payment.id.clone(),
-                tx_hash: s.tx_hash.map(|h| hex0x(&h)),
-            });
-        }
-        let owner = self.owner_of(&payment.from).await?;
-        let sender = self.factory.account_address(&owner, SALT);
-        if parse_address(&payment.from_address)? != sender {
-            return Err(rejected(format!(
-                "from_address {} is not the account of {} ({sender})",
-                payment.from_address, payment.from
-            )));
-        }
-        // The payment's nonce key already used: it went out in an earlier life of this
-        // process. Find it rather than send anything.
-        let key = Nonce::key_for(&payment.id);
-        let mut key_word = [0u8; 32];
-        key_word[8..].copy_from_slice(&key);
-        let nonce_word = self
-            .eth()
-            .call(
-                &self.config.entry_point,
-                &abi::call(
-                    "getNonce(address,uint192)",
-                    &[Abi::address(&sender.0), Abi::Word(key_word)],
-                ),
-            )
-            .await
-            .map_err(|e| unavailable("getNonce", e))?;
-        // getNonce answers key << 64 | sequence.
-        let seq = abi::word(&nonce_word, 0)
-            .map(|w| u64::from_be_bytes(w[24..].try_into().unwrap_or([0; 8])))
-            .ok_or_else(|| {
-                unavailable(
-                    "getNonce",
-                    RpcError::Decode {
-                        method: "eth_call".into(),
-                        detail: "getNonce answered no word".into(),
-                    },
-                )
-            })?;
-        if seq > 0 {
-            let nonce = Nonce { key, seq: 0 }.word();
-            let found = self
-                .find_event_by_nonce(&sender, &nonce)
-                .await?
-                .ok_or_else(|| RailError::Unknown {
-                    reason:
-                        "the payment's nonce key is used but its UserOperationEvent was not found"
-                            .into(),
-                })?;
-            self.remember(
-                &payment.id,
-                Submitted {
-                    sender,
-                    user_op_hash: found.topics[1],
-                    tx_hash: Some(found.tx_hash),
-                    from_block: found.block,
-                    rejected: false,
-                    valid_until: None,
-                },
-            )
-            .await?;
-            return Ok(Submission {
-                payment_id: payment.id.clone(),
-                tx_hash: Some(hex0x(&found.tx_hash)),
-            });
-        }
-        let mut op = self.build(payment, sender, owner).await?;
-        let valid_until = operations::valid_until_secs(payment);
-        let user_op_hash = self
-            .sponsor_and_sign(&mut op, &payment.from, valid_until)
-            .await?;
-        let from_block = self
-            .eth()
-            .block_number()
-            .await
-            .map_err(|e| unavailable("eth_blockNumber", e))?;
-        let deploys = !op.init_code.is_empty();
-        let mut record = Submitted {
-            sender,
-            user_op_hash,
-            tx_hash: None,
-            from_block,
-            rejected: false,
-            valid_until: (valid_until > 0).then_some(valid_until),
-        };
-        // Write-ahead: if the journal cannot take it, nothing is sent.
-        self.remember(&payment.id, record.clone()).await?;
-        match self.bundler.send(std::slice::from_ref(&op)).await {
-            Ok(tx) => {
-                record.tx_hash = Some(tx);
-                // Best effort: the entry already written finds the operation by its
-                // hash even without the bundle's.
-                let _ = self.remember(&payment.id, record).await;
-                if deploys && let Ok(mut d) = self.deploying.lock() {
-                    d.insert(sender);
-                }
-                Ok(Submission {
-                    payment_id: payment.id.clone(),
-                    tx_hash: Some(hex0x(&tx)),
-                })
-            }
-            Err(BundleError::Rejected(reason)) => {
-                // Definitely not sent: a later submit of this id may build it again.
-                record.rejected = true;
-                let _ = self.remember(&payment.id, record).await;
-                Err(rejected(reason))
-            }
-            Err(BundleError::Unknown { tx_hash, reason }) => {
-                record.tx_hash = tx_hash;
-                let _ = self.remember(&payment.id, record).await;
-                if deploys && let Ok(mut d) = self.deploying.lock() {
-                    d.insert(sender);
-                }
-                Err(RailError::Unknown { reason })
-            }
-        }
+        let (calls, call_gas) = self.transfer_calls(payment)?;
+        self.submit_calls(
+            &payment.id,
+            &payment.from,
+            &payment.from_address,
+            &calls,
+            call_gas,
+            payment.valid_until,
+        )
+        .await
     }
 
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError> {

@@ -1,7 +1,8 @@
 //! Test support, never for production (feature `evm-test`): Anvil started and stopped
 //! by the harness, the ERC-4337 v0.8 contracts, the service paymaster and test tokens
-//! deployed from `tests/fixtures/evm/contracts.json`, and an [`EvmRail`] over them. Shared
-//! by `tests/evm_anvil.rs` and `benches/evm.rs`.
+//! deployed from `tests/fixtures/evm/contracts.json`, and an [`EvmRail`] over them; and
+//! Uniswap V2 from its npm artifacts ([`World::deploy_uniswap`]). Shared by
+//! `tests/evm_anvil.rs`, `tests/evm_uniswap.rs` and `benches/evm.rs`.
 //!
 //! Anvil is found at `$ANVIL`, `scripts/evm/node_modules/.bin/anvil` (installed by
 //! `scripts/evm/install_tools.sh`), `scripts/tron/node_modules/.bin/anvil`, or on `PATH`.
@@ -22,6 +23,12 @@ use std::io::{BufRead, BufReader};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+mod uniswap;
+pub use uniswap::{
+    Uniswap, pair_init_code_hash, uniswap_amount_out, uniswap_artifact, uniswap_dir,
+    uniswap_or_skip,
+};
 
 // ---- Anvil ----------------------------------------------------------------------------
 

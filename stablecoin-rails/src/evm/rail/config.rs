@@ -35,7 +35,8 @@ impl EvmToken {
 }
 
 /// Gas limits of the operations the rail builds. Fixed rather than estimated: the batch
-/// shapes are known and bounded, and unused gas is refunded to the paymaster.
+/// shapes are known and bounded, and unused gas is refunded to the paymaster (less the
+/// EntryPoint's 10% penalty on unused call gas above 40k, which the paymaster pays).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GasPolicy {
     /// Account validation gas of an operation from an already deployed account.
@@ -46,6 +47,12 @@ pub struct GasPolicy {
     pub call_gas_base: u128,
     /// Call gas added per ERC-20 transfer (payment leg) in the batch.
     pub call_gas_per_transfer: u128,
+    /// Call gas added for a DEX trade in the batch: the token's `approve` and one
+    /// Uniswap V2 `swapExactTokensForTokens` hop. Measured on Anvil (`eth_estimateGas`
+    /// less the transaction's 21k): about 25k for the approve, 80k for the swap, 100k
+    /// when the wallet holds none of the token bought yet; the default leaves about twice
+    /// that.
+    pub call_gas_per_swap: u128,
     /// The operation's `preVerificationGas` (bundle overhead the EntryPoint does not meter).
     pub pre_verification_gas: u128,
     /// Gas for the paymaster's validation (`paymasterVerificationGasLimit`).
@@ -59,6 +66,7 @@ impl Default for GasPolicy {
             deploy_verification_gas: 500_000,
             call_gas_base: 40_000,
             call_gas_per_transfer: 70_000,
+            call_gas_per_swap: 220_000,
             pre_verification_gas: 60_000,
             paymaster_verification_gas: 80_000,
         }

@@ -2,13 +2,16 @@
 //! back from the EntryPoint's logs (`UserOperationEvent`, the revert reason beside it).
 
 use super::{
-    SALT, parse_address, rejected, unavailable, user_op_event_topic, user_op_revert_topic,
+    SALT, parse_address, rejected, transfer_topic, unavailable, user_op_event_topic,
+    user_op_revert_topic,
 };
 use crate::evm::rpc::{Log, address_topic, hex0x};
 use crate::evm::userop::{
     Call, Nonce, Sponsorship, UserOp, erc20_transfer_call, execute_batch_call,
 };
 use crate::evm::{EvmAddress, EvmRail, abi};
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::{Curve, KeyPurpose, RailError, RailPayment, Signer, SubmissionStatus};
 
 /// A secp256k1 signature as Solidity's `ECDSA.recover` takes it (v = 27/28).
@@ -105,12 +108,13 @@ impl EvmRail {
         }
     }
 
-    pub(super) async fn build(
+    /// A payment's legs as ERC-20 transfer calls (zero legs left out), and the call gas
+    /// they need: [`GasPolicy::call_gas_base`](crate::evm::GasPolicy) plus
+    /// `call_gas_per_transfer` each.
+    pub(super) fn transfer_calls(
         &self,
         payment: &RailPayment,
-        sender: EvmAddress,
-        owner: EvmAddress,
-    ) -> Result<UserOp, RailError> {
+    ) -> Result<(Vec<Call>, u128), RailError> {
         let token = self.token(payment.token)?;
         let mut calls = Vec::new();
         for leg in payment.legs.iter().filter(|l| !l.amount.is_zero()) {
@@ -123,6 +127,21 @@ impl EvmRail {
         if calls.is_empty() {
             return Err(rejected("a payment needs at least one leg with an amount"));
         }
+        let g = self.config.gas;
+        let gas = g.call_gas_base + calls.len() as u128 * g.call_gas_per_transfer;
+        Ok((calls, gas))
+    }
+
+    /// The unsigned operation of `calls` from `sender` (deployed by its `initCode` when
+    /// not yet on chain), nonce-keyed by `id`.
+    pub(super) async fn build(
+        &self,
+        id: &str,
+        calls: &[Call],
+        call_gas: u128,
+        sender: EvmAddress,
+        owner: EvmAddress,
+    ) -> Result<UserOp, RailError> {
         let deployed = self
             .deploying
             .lock()
@@ -145,11 +164,10 @@ impl EvmRail {
             .gas_price()
             .await
             .map_err(|e| unavailable("eth_gasPrice", e))?;
-        let n = calls.len() as u128;
         Ok(UserOp {
             sender,
             nonce: Nonce {
-                key: Nonce::key_for(&payment.id),
+                key: Nonce::key_for(id),
                 seq: 0,
             },
             init_code: if deployed {
@@ -157,13 +175,13 @@ impl EvmRail {
             } else {
                 self.factory.init_code(&owner, SALT)
             },
-            call_data: execute_batch_call(&calls),
+            call_data: execute_batch_call(calls),
             verification_gas_limit: if deployed {
                 g.verification_gas
             } else {
                 g.deploy_verification_gas
             },
-            call_gas_limit: g.call_gas_base + n * g.call_gas_per_transfer,
+            call_gas_limit: call_gas,
             pre_verification_gas: g.pre_verification_gas,
             max_priority_fee_per_gas: priority,
             max_fee_per_gas: price.saturating_mul(2).saturating_add(priority),
@@ -196,6 +214,78 @@ impl EvmRail {
         op.signature = sign_for_evm(&*self.signer, purpose, &hash).await?;
         Ok(hash)
     }
+    /// How much of ERC-20 `token` (base units) the account of operation `id` received
+    /// in that operation's own execution: the token's `Transfer` logs to the account
+    /// between the operation's start (the EntryPoint's `BeforeExecution`, or the previous
+    /// operation's `UserOperationEvent`) and its own `UserOperationEvent` in the bundle's
+    /// receipt, so another operation of the same bundle never counts. `None` while no
+    /// receipt holds the operation's event (unknown id, not sent, not mined).
+    pub async fn received_base(
+        &self,
+        id: &str,
+        token: &EvmAddress,
+    ) -> Result<Option<u128>, RailError> {
+        let Some(s) = self.lookup(id).await?.filter(|s| !s.rejected) else {
+            return Ok(None);
+        };
+        let Some(tx) = s.tx_hash else {
+            return Ok(None);
+        };
+        let Some(receipt) = self
+            .eth()
+            .receipt(&tx)
+            .await
+            .map_err(|e| unavailable("eth_getTransactionReceipt", e))?
+        else {
+            return Ok(None);
+        };
+        let from_entry_point = |l: &Log, topic: [u8; 32]| {
+            l.address == self.config.entry_point && l.topics.first() == Some(&topic)
+        };
+        let Some(end) = receipt.logs.iter().position(|l| {
+            from_entry_point(l, user_op_event_topic()) && l.topics.get(1) == Some(&s.user_op_hash)
+        }) else {
+            return Ok(None);
+        };
+        let start = receipt.logs[..end]
+            .iter()
+            .rposition(|l| {
+                from_entry_point(l, user_op_event_topic())
+                    || from_entry_point(l, abi::keccak(b"BeforeExecution()"))
+            })
+            .map_or(0, |i| i + 1);
+        let to = address_topic(&s.sender);
+        let mut total: u128 = 0;
+        for l in &receipt.logs[start..end] {
+            if l.address == *token
+                && l.topics.len() == 3
+                && l.topics[0] == transfer_topic()
+                && l.topics[2] == to
+            {
+                let amount = abi::word(&l.data, 0)
+                    .and_then(|w| abi::word_u128(&w))
+                    .ok_or_else(|| rejected("a Transfer amount above 2^128"))?;
+                total = total
+                    .checked_add(amount)
+                    .ok_or_else(|| rejected("received amounts overflow 2^128"))?;
+            }
+        }
+        Ok(Some(total))
+    }
+
+    /// [`received_base`](Self::received_base) of the chain's `token`, in micro-units
+    /// rounded down.
+    pub async fn received(&self, id: &str, token: Token) -> Result<Option<Micros>, RailError> {
+        let t = self.token(token)?;
+        match self.received_base(id, &t.address).await? {
+            None => Ok(None),
+            Some(base) => t
+                .micros(base)
+                .map(Some)
+                .ok_or_else(|| rejected("the amount received does not fit in micro-units")),
+        }
+    }
+
     pub(super) async fn find_event_by_nonce(
         &self,
         sender: &EvmAddress,
@@ -226,15 +316,13 @@ impl EvmRail {
     }
 }
 
-/// A payment's deadline as a user operation's `validUntil`: Unix seconds, rounded down
+/// A deadline as a user operation's `validUntil`: Unix seconds, rounded down
 /// (so the chain's deadline is never later than the payment's), within the 48 bits the
-/// field holds; 0 (no limit) only for a payment without a deadline. A deadline at or
+/// field holds; 0 (no limit) only without a deadline. A deadline at or
 /// before the epoch becomes 1: already expired, never "no limit".
-pub fn valid_until_secs(payment: &RailPayment) -> u64 {
+pub fn valid_until_secs(valid_until: Option<Timestamp>) -> u64 {
     const MAX: i64 = (1 << 48) - 1;
-    payment
-        .valid_until
-        .map_or(0, |t| t.unix_secs().clamp(1, MAX) as u64)
+    valid_until.map_or(0, |t| t.unix_secs().clamp(1, MAX) as u64)
 }
 
 /// The reason of a reverted `executeBatch`: `ExecuteError(uint256 index, bytes error)`
@@ -252,4 +340,120 @@ pub fn call_revert_reason(data: &[u8]) -> String {
         );
     }
     abi::revert_reason(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Submitted, transfer_topic, user_op_event_topic};
+    use crate::evm::abi::{self, keccak};
+    use crate::evm::rpc::{address_topic, hex0x};
+    use crate::evm::{EvmAddress, EvmConfig, EvmRail, EvmToken, JsonRpc, RpcError, SelfBundler};
+    use serde_json::{Value, json};
+    use stablecoin_core::domain::money::{Micros, Token};
+    use stablecoin_core::memory::LocalSigner;
+    use stablecoin_core::ports::KeyPurpose;
+    use std::sync::Arc;
+
+    const ENTRY_POINT: EvmAddress = EvmAddress([0xe0; 20]);
+    const USDT: EvmAddress = EvmAddress([0x77; 20]);
+    const ACCOUNT: EvmAddress = EvmAddress([0xaa; 20]);
+    const TX: [u8; 32] = [0x42; 32];
+
+    /// A node that knows one bundle: its receipt, with the logs given.
+    struct OneReceipt(Vec<Value>);
+
+    #[async_trait::async_trait]
+    impl JsonRpc for OneReceipt {
+        async fn request(&self, method: &str, _params: Value) -> Result<Value, RpcError> {
+            assert_eq!(method, "eth_getTransactionReceipt");
+            Ok(json!({"status": "0x1", "blockNumber": "0x10", "logs": self.0}))
+        }
+    }
+
+    fn log(address: &EvmAddress, topics: &[[u8; 32]], data: &[u8], index: u64) -> Value {
+        json!({
+            "address": address.to_hex(),
+            "topics": topics.iter().map(|t| hex0x(t)).collect::<Vec<_>>(),
+            "data": hex0x(data),
+            "blockNumber": "0x10",
+            "transactionHash": hex0x(&TX),
+            "logIndex": format!("0x{index:x}"),
+        })
+    }
+
+    fn transfer(from: &EvmAddress, to: &EvmAddress, amount: u128, i: u64) -> Value {
+        let topics = [transfer_topic(), address_topic(from), address_topic(to)];
+        log(&USDT, &topics, &abi::uint_word(amount), i)
+    }
+
+    fn op_event(hash: [u8; 32], i: u64) -> Value {
+        let topics = [
+            user_op_event_topic(),
+            hash,
+            address_topic(&ACCOUNT),
+            [0; 32],
+        ];
+        log(&ENTRY_POINT, &topics, &[0; 128], i)
+    }
+
+    #[tokio::test]
+    async fn received_counts_only_the_operations_own_transfers_to_the_account() {
+        let (op_a, op_b) = ([0xa1; 32], [0xb2; 32]);
+        let pair = EvmAddress([0x99; 20]);
+        // One bundle, two operations of the same account (two nonce keys): A receives 5
+        // and 2, B receives 7; a transfer to someone else and one of another token too.
+        let logs = vec![
+            log(&ENTRY_POINT, &[keccak(b"BeforeExecution()")], &[], 0),
+            transfer(&pair, &ACCOUNT, 5, 1),
+            transfer(&pair, &EvmAddress([0x11; 20]), 100, 2),
+            log(
+                &EvmAddress([0x55; 20]),
+                &[
+                    transfer_topic(),
+                    address_topic(&pair),
+                    address_topic(&ACCOUNT),
+                ],
+                &abi::uint_word(1_000),
+                3,
+            ),
+            transfer(&pair, &ACCOUNT, 2, 4),
+            op_event(op_a, 5),
+            transfer(&pair, &ACCOUNT, 7, 6),
+            op_event(op_b, 7),
+        ];
+        let rpc: Arc<dyn JsonRpc> = Arc::new(OneReceipt(logs));
+        let signer = Arc::new(LocalSigner::from_seed([3; 32]));
+        let mut config = EvmConfig::new(137, ENTRY_POINT, EvmAddress([1; 20]), EvmAddress([2; 20]));
+        config.usdt = Some(EvmToken {
+            address: USDT,
+            decimals: 6,
+        });
+        let bundler = Arc::new(SelfBundler::new(
+            rpc.clone(),
+            signer.clone(),
+            KeyPurpose::Sponsor,
+            ENTRY_POINT,
+            137,
+        ));
+        let rail = EvmRail::new(config, rpc, signer, bundler).expect("config");
+        for (id, hash) in [("sw_a", op_a), ("sw_b", op_b), ("sw_c", [0xc3; 32])] {
+            let s = Submitted {
+                sender: ACCOUNT,
+                user_op_hash: hash,
+                tx_hash: Some(TX),
+                from_block: 1,
+                rejected: false,
+                valid_until: None,
+            };
+            rail.remember(id, s).await.expect("journal");
+        }
+        assert_eq!(rail.received_base("sw_a", &USDT).await, Ok(Some(7)));
+        assert_eq!(
+            rail.received("sw_b", Token::Usdt).await,
+            Ok(Some(Micros(7)))
+        );
+        // An operation the bundle does not carry: nothing known, not zero.
+        assert_eq!(rail.received_base("sw_c", &USDT).await, Ok(None));
+        assert_eq!(rail.received_base("sw_unknown", &USDT).await, Ok(None));
+    }
 }
