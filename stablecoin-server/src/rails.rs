@@ -15,7 +15,7 @@ use crate::app::StartupError;
 use crate::config::Config;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
-    Clock, KeyPurpose, Rail, RailId, RailJournal, Signer, Store, StoreJournal,
+    Clock, KeyPurpose, Rail, RailId, RailJournal, Signer, Store, StoreJournal, SwapVenue,
 };
 use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
 use std::collections::BTreeMap;
@@ -42,7 +42,16 @@ pub struct Rails {
     pub sim: BTreeMap<RailId, Arc<SimRail>>,
     /// The real chains.
     pub live: BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>,
+    /// Swap venues built over a real chain (`[swaps] venue = "uniswap_v2"`: the router on
+    /// the primary EVM chain).
+    pub swap_venues: Vec<Arc<dyn SwapVenue>>,
 }
+
+/// The real EVM chains and the venues built over them.
+type LiveEvm = (
+    BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>,
+    Vec<Arc<dyn SwapVenue>>,
+);
 
 impl Rails {
     /// Builds the rails of `config`. Real chains are not contacted here (an RPC outage
@@ -55,11 +64,15 @@ impl Rails {
         clock: Arc<dyn Clock>,
     ) -> Result<Rails, StartupError> {
         let journal: Arc<dyn RailJournal> = Arc::new(StoreJournal::new(store, clock.clone()));
-        let mut live = build_live(config, signer.clone(), journal.clone()).await?;
+        let (mut live, swap_venues) = build_live(config, signer.clone(), journal.clone()).await?;
         live.extend(build_live_tron(config, signer.clone(), journal.clone()).await?);
         live.extend(build_live_solana(config, signer.clone(), journal).await?);
         let sim = build_sim(config, signer, clock, |id| live.contains_key(&id)).await?;
-        Ok(Rails { sim, live })
+        Ok(Rails {
+            sim,
+            live,
+            swap_venues,
+        })
     }
 
     /// One rail, real or simulated.
@@ -130,13 +143,13 @@ async fn build_live(
     config: &Config,
     _signer: Arc<dyn Signer>,
     _journal: Arc<dyn RailJournal>,
-) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
+) -> Result<LiveEvm, StartupError> {
     if !config.rails.evm.is_empty() {
         return Err(StartupError::Rails(
             "rails.evm: this server was built without the `evm` feature".into(),
         ));
     }
-    Ok(BTreeMap::new())
+    Ok((BTreeMap::new(), Vec::new()))
 }
 
 #[cfg(feature = "evm")]
@@ -144,9 +157,10 @@ async fn build_live(
     config: &Config,
     signer: Arc<dyn Signer>,
     journal: Arc<dyn RailJournal>,
-) -> Result<BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>, StartupError> {
-    use stablecoin_rails::evm::{EvmRail, HttpJsonRpc, SelfBundler};
+) -> Result<LiveEvm, StartupError> {
+    use stablecoin_rails::evm::{EvmAddress, EvmRail, HttpJsonRpc, SelfBundler, UniswapV2Venue};
     let mut out = BTreeMap::new();
+    let mut venues: Vec<Arc<dyn SwapVenue>> = Vec::new();
     for (chain_id, settings) in config.rails.live_evm()? {
         let evm_config = evm_config(chain_id, settings)
             .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: {e}")))?;
@@ -187,9 +201,22 @@ async fn build_live(
             sponsor: sponsor.to_string(),
             treasury: treasury.to_string(),
         };
-        out.insert(id, (Arc::new(rail) as Arc<dyn Rail>, info));
+        let rail = Arc::new(rail);
+        if config.swaps.venue == crate::config::SwapVenueKind::UniswapV2
+            && config.primary_evm_chain() == Some(chain_id)
+        {
+            let router: EvmAddress = config
+                .swaps
+                .uniswap_v2_router
+                .as_deref()
+                .unwrap_or_default()
+                .parse()
+                .map_err(|e| StartupError::Rails(format!("swaps.uniswap_v2_router: {e}")))?;
+            venues.push(Arc::new(UniswapV2Venue::new(rail.clone(), router)));
+        }
+        out.insert(id, (rail as Arc<dyn Rail>, info));
     }
-    Ok(out)
+    Ok((out, venues))
 }
 
 #[cfg(not(feature = "tron"))]

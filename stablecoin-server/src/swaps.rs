@@ -33,17 +33,14 @@ pub fn with_venue(
             }
             Ok(engine)
         }
-        SwapVenueKind::UniswapV2 => uniswap(engine, settings, rails, rail.id()),
+        SwapVenueKind::UniswapV2 => {
+            match rails.swap_venues.iter().find(|v| v.rail() == rail.id()) {
+                Some(v) => Ok(engine.with_swap_venue(v.clone())),
+                None => Err(invalid(format!(
+                    "swaps.venue = \"uniswap_v2\": the primary chain {} must be a real chain ([rails.evm.<id>])",
+                    rail.id()
+                ))),
+            }
+        }
     }
-}
-
-fn uniswap(
-    _engine: Engine,
-    _settings: &SwapSettings,
-    _rails: &Rails,
-    rail: stablecoin_core::ports::RailId,
-) -> Result<Engine, StartupError> {
-    Err(StartupError::Config(ConfigError::Invalid(format!(
-        "swaps.venue = \"uniswap_v2\": not available on {rail} in this build"
-    ))))
 }
