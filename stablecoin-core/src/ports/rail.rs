@@ -431,6 +431,18 @@ pub trait Rail: Send + Sync {
     /// never sends anything new: at most the same signed bytes again.
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError>;
 
+    /// Submits several payments at once, as few chain transactions as the rail can (EVM:
+    /// the operations of many accounts in one `handleOps` bundle). One answer per
+    /// payment, in order, each meaning exactly what [`Rail::submit`]'s would; a payment
+    /// the chain refuses never fails the others. The default submits them one by one.
+    async fn submit_batch(&self, payments: &[RailPayment]) -> Vec<Result<Submission, RailError>> {
+        let mut out = Vec::with_capacity(payments.len());
+        for p in payments {
+            out.push(self.submit(p).await);
+        }
+        out
+    }
+
     /// Inbound transfers after `cursor` (empty cursor = from the rail's configured
     /// start) to the `watched` addresses, or to any address when `watched` is empty (the
     /// engine then filters by its own address index, which scales to many wallets).

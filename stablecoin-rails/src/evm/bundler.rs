@@ -20,6 +20,15 @@ pub enum BundleError {
     /// the node refused the transaction).
     #[error("bundle rejected: {0}")]
     Rejected(String),
+    /// The EntryPoint refused the operation at `index` of the bundle in simulation
+    /// (`FailedOp(opIndex, reason)`): nothing was sent, and the others may go without it.
+    #[error("operation {index} of the bundle rejected: {reason}")]
+    OpRejected {
+        /// Its position in the bundle.
+        index: usize,
+        /// The EntryPoint's reason (an `AAxx` code).
+        reason: String,
+    },
     /// May be on its way: reconcile, never resubmit. `tx_hash` when already known.
     #[error("bundle outcome unknown: {reason}")]
     Unknown {
@@ -101,8 +110,31 @@ pub fn entry_point_reason(data: &[u8]) -> String {
     abi::revert_reason(data)
 }
 
+/// The operation an EntryPoint revert names (`FailedOp` / `FailedOpWithRevert`'s first
+/// word), if it is one.
+pub fn failed_op_index(data: &[u8]) -> Option<usize> {
+    if data.len() >= 36
+        && (data[..4] == selector("FailedOp(uint256,string)")
+            || data[..4] == selector("FailedOpWithRevert(uint256,string,bytes)"))
+    {
+        let word = &data[4..36];
+        if word[..24].iter().all(|b| *b == 0) {
+            return usize::try_from(u64::from_be_bytes(word[24..].try_into().ok()?)).ok();
+        }
+    }
+    None
+}
+
 fn rejected_by_node(e: RpcError) -> BundleError {
     match e {
+        RpcError::Node {
+            data: Some(d),
+            message,
+            ..
+        } if failed_op_index(&d).is_some() => BundleError::OpRejected {
+            index: failed_op_index(&d).unwrap_or_default(),
+            reason: format!("{message}: {}", entry_point_reason(&d)),
+        },
         RpcError::Node {
             data: Some(d),
             message,

@@ -22,9 +22,9 @@
 
 use super::abi::{self, Abi, keccak};
 use super::address::EvmAddress;
-use super::bundler::{BundleError, Bundler};
+use super::bundler::Bundler;
 use super::rpc::{Eth, JsonRpc, RpcError, address_topic, hex0x, topic_address};
-use super::userop::{AccountFactory, Call, Nonce};
+use super::userop::{AccountFactory, Call};
 use async_trait::async_trait;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::time::Timestamp;
@@ -35,6 +35,7 @@ use stablecoin_core::ports::{
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
+mod batch;
 mod config;
 mod operations;
 mod submitted;
@@ -214,131 +215,25 @@ impl EvmRail {
         call_gas: u128,
         valid_until: Option<Timestamp>,
     ) -> Result<Submission, RailError> {
-        if calls.is_empty() {
-            return Err(rejected("an operation needs at least one call"));
-        }
-        if let Some(s) = self.lookup(id).await?.filter(|s| !s.rejected) {
-            return Ok(Submission {
-                payment_id: id.to_string(),
-                tx_hash: s.tx_hash.map(|h| hex0x(&h)),
-            });
+        if let Some(done) = self.journaled(id).await? {
+            return Ok(done);
         }
         let _serial = self.send_lock.lock().await;
-        if let Some(s) = self.lookup(id).await?.filter(|s| !s.rejected) {
-            return Ok(Submission {
-                payment_id: id.to_string(),
-                tx_hash: s.tx_hash.map(|h| hex0x(&h)),
-            });
-        }
-        let owner = self.owner_of(from).await?;
-        let sender = self.factory.account_address(&owner, SALT);
-        if parse_address(from_address)? != sender {
-            return Err(rejected(format!(
-                "from_address {from_address} is not the account of {from} ({sender})"
-            )));
-        }
-        // The payment's nonce key already used: it went out in an earlier life of this
-        // process. Find it rather than send anything.
-        let key = Nonce::key_for(id);
-        let mut key_word = [0u8; 32];
-        key_word[8..].copy_from_slice(&key);
-        let nonce_word = self
-            .eth()
-            .call(
-                &self.config.entry_point,
-                &abi::call(
-                    "getNonce(address,uint192)",
-                    &[Abi::address(&sender.0), Abi::Word(key_word)],
-                ),
-            )
-            .await
-            .map_err(|e| unavailable("getNonce", e))?;
-        // getNonce answers key << 64 | sequence.
-        let seq = abi::word(&nonce_word, 0)
-            .map(|w| u64::from_be_bytes(w[24..].try_into().unwrap_or([0; 8])))
-            .ok_or_else(|| {
-                unavailable(
-                    "getNonce",
-                    RpcError::Decode {
-                        method: "eth_call".into(),
-                        detail: "getNonce answered no word".into(),
-                    },
-                )
-            })?;
-        if seq > 0 {
-            let nonce = Nonce { key, seq: 0 }.word();
-            let found = self
-                .find_event_by_nonce(&sender, &nonce)
-                .await?
-                .ok_or_else(|| RailError::Unknown {
-                    reason:
-                        "the payment's nonce key is used but its UserOperationEvent was not found"
-                            .into(),
-                })?;
-            self.remember(
-                id,
-                Submitted {
-                    sender,
-                    user_op_hash: found.topics[1],
-                    tx_hash: Some(found.tx_hash),
-                    from_block: found.block,
-                    rejected: false,
-                    valid_until: None,
-                },
-            )
-            .await?;
-            return Ok(Submission {
-                payment_id: id.to_string(),
-                tx_hash: Some(hex0x(&found.tx_hash)),
-            });
-        }
-        let mut op = self.build(id, calls, call_gas, sender, owner).await?;
-        let valid_until = operations::valid_until_secs(valid_until);
-        let user_op_hash = self.sponsor_and_sign(&mut op, from, valid_until).await?;
-        let from_block = self
-            .eth()
-            .block_number()
-            .await
-            .map_err(|e| unavailable("eth_blockNumber", e))?;
-        let deploys = !op.init_code.is_empty();
-        let mut record = Submitted {
-            sender,
-            user_op_hash,
-            tx_hash: None,
-            from_block,
-            rejected: false,
-            valid_until: (valid_until > 0).then_some(valid_until),
+        let order = batch::Order {
+            id,
+            from,
+            from_address,
+            calls,
+            call_gas,
+            valid_until,
         };
-        // Write-ahead: if the journal cannot take it, nothing is sent.
-        self.remember(id, record.clone()).await?;
-        match self.bundler.send(std::slice::from_ref(&op)).await {
-            Ok(tx) => {
-                record.tx_hash = Some(tx);
-                // Best effort: the entry already written finds the operation by its
-                // hash even without the bundle's.
-                let _ = self.remember(id, record).await;
-                if deploys && let Ok(mut d) = self.deploying.lock() {
-                    d.insert(sender);
-                }
-                Ok(Submission {
-                    payment_id: id.to_string(),
-                    tx_hash: Some(hex0x(&tx)),
-                })
-            }
-            Err(BundleError::Rejected(reason)) => {
-                // Definitely not sent: a later submit of this id may build it again.
-                record.rejected = true;
-                let _ = self.remember(id, record).await;
-                Err(rejected(reason))
-            }
-            Err(BundleError::Unknown { tx_hash, reason }) => {
-                record.tx_hash = tx_hash;
-                let _ = self.remember(id, record).await;
-                if deploys && let Ok(mut d) = self.deploying.lock() {
-                    d.insert(sender);
-                }
-                Err(RailError::Unknown { reason })
-            }
+        match self.prepare(&order).await? {
+            batch::Prepared::Done(s) => Ok(s),
+            batch::Prepared::Ready(r) => self
+                .dispatch(vec![r])
+                .await
+                .pop()
+                .unwrap_or_else(|| Err(rejected("nothing was dispatched"))),
         }
     }
 }
@@ -466,6 +361,10 @@ impl Rail for EvmRail {
             payment.valid_until,
         )
         .await
+    }
+
+    async fn submit_batch(&self, payments: &[RailPayment]) -> Vec<Result<Submission, RailError>> {
+        self.submit_payments(payments).await
     }
 
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError> {

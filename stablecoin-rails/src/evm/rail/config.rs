@@ -105,6 +105,12 @@ pub struct EvmConfig {
     pub max_scan_blocks: u64,
     /// Gas limits of the operations the rail builds.
     pub gas: GasPolicy,
+    /// The most user operations one `handleOps` bundle carries (the self-bundler packs
+    /// the due payments of many accounts into one transaction up to this).
+    pub max_ops_per_bundle: usize,
+    /// The most gas the operations of one bundle may ask for together (their call,
+    /// verification, pre-verification and paymaster limits), well under a block.
+    pub max_bundle_gas: u128,
 }
 
 impl EvmConfig {
@@ -131,6 +137,8 @@ impl EvmConfig {
             scan_start_block: 0,
             max_scan_blocks: 2_000,
             gas: GasPolicy::default(),
+            max_ops_per_bundle: 32,
+            max_bundle_gas: 12_000_000,
         }
     }
 
