@@ -17,6 +17,7 @@ mod retention;
 mod sandbox;
 mod scanner;
 mod sms;
+mod submissions;
 mod swaps;
 mod tenants;
 mod wallets;

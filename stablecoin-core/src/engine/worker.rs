@@ -197,7 +197,34 @@ impl Engine {
                         Err(e) => report.errors.push(format!("{}: {e}", rec.id)),
                     }
                 }
-                let done = futures_util::future::join_all(ops.into_iter().map(|v| async move {
+                // First submissions go to their rail in batches (one per rail, when it
+                // has more than one); everything else advances one by one, side by side.
+                let mut groups: std::collections::BTreeMap<_, Vec<Versioned<Operation>>> =
+                    Default::default();
+                let mut single = Vec::with_capacity(ops.len());
+                for v in ops {
+                    if Self::batch_submittable(&v.record) && self.rails.contains_key(&v.record.rail)
+                    {
+                        groups.entry(v.record.rail).or_default().push(v);
+                    } else {
+                        single.push(v);
+                    }
+                }
+                for (rail, group) in groups {
+                    if group.len() == 1 {
+                        single.extend(group);
+                        continue;
+                    }
+                    let Ok(r) = self.rail(rail).cloned() else {
+                        continue;
+                    };
+                    if let Err(e) = self.submit_group(&r, group, &mut report).await {
+                        report
+                            .errors
+                            .push(format!("submit batch on {}: {e}", rail.name()));
+                    }
+                }
+                let done = futures_util::future::join_all(single.into_iter().map(|v| async move {
                     let mut r = TickReport::default();
                     let id = v.record.id.0.clone();
                     if let Err(e) = self.advance(v, &mut r).await {
@@ -477,7 +504,7 @@ impl Engine {
         Ok(())
     }
 
-    async fn fail(
+    pub(crate) async fn fail(
         &self,
         mut op: Operation,
         version: u64,

@@ -434,13 +434,10 @@ pub trait Rail: Send + Sync {
     /// Submits several payments at once, as few chain transactions as the rail can (EVM:
     /// the operations of many accounts in one `handleOps` bundle). One answer per
     /// payment, in order, each meaning exactly what [`Rail::submit`]'s would; a payment
-    /// the chain refuses never fails the others. The default submits them one by one.
+    /// the chain refuses never fails the others. The default makes one [`Rail::submit`]
+    /// per payment, side by side.
     async fn submit_batch(&self, payments: &[RailPayment]) -> Vec<Result<Submission, RailError>> {
-        let mut out = Vec::with_capacity(payments.len());
-        for p in payments {
-            out.push(self.submit(p).await);
-        }
-        out
+        futures_util::future::join_all(payments.iter().map(|p| self.submit(p))).await
     }
 
     /// Inbound transfers after `cursor` (empty cursor = from the rail's configured
