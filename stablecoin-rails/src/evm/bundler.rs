@@ -125,6 +125,28 @@ pub fn failed_op_index(data: &[u8]) -> Option<usize> {
     None
 }
 
+/// The gas a bundle of `ops` may need: every operation's limits (call, verification,
+/// pre-verification, and the paymaster's validation and post-op packed in
+/// `paymasterAndData`), plus the EntryPoint's own overhead.
+pub fn bundle_gas_limit(ops: &[UserOp]) -> u128 {
+    let word = |b: &[u8]| -> u128 { b.try_into().map(u128::from_be_bytes).unwrap_or(0) };
+    ops.iter()
+        .map(|op| {
+            let pm = &op.paymaster_and_data;
+            let paymaster = if pm.len() >= 52 {
+                word(&pm[20..36]).saturating_add(word(&pm[36..52]))
+            } else {
+                0
+            };
+            op.call_gas_limit
+                .saturating_add(op.verification_gas_limit)
+                .saturating_add(op.pre_verification_gas)
+                .saturating_add(paymaster)
+                .saturating_add(10_000)
+        })
+        .fold(60_000u128, u128::saturating_add)
+}
+
 fn rejected_by_node(e: RpcError) -> BundleError {
     match e {
         RpcError::Node {
@@ -157,11 +179,23 @@ impl Bundler for SelfBundler {
         let me = self.address().await.map_err(BundleError::Rejected)?;
         let data = handle_ops_call(ops, &me);
         // Simulation first: an operation the EntryPoint would refuse (bad signature,
-        // unfunded paymaster) never costs the bundler gas.
-        let estimate = eth
-            .estimate_gas(&me, &self.entry_point, &data)
-            .await
-            .map_err(rejected_by_node)?;
+        // unfunded paymaster) never costs the bundler gas. One operation: estimated (the
+        // tightest limit). Several: the operations' own limits add up to the bundle's,
+        // and one `eth_call` at that limit simulates it (an estimate's search would run
+        // the whole bundle a dozen times).
+        let gas_limit = if ops.len() == 1 {
+            let estimate = eth
+                .estimate_gas(&me, &self.entry_point, &data)
+                .await
+                .map_err(rejected_by_node)?;
+            u128::from(estimate).saturating_mul(6) / 5 + 20_000
+        } else {
+            let limit = bundle_gas_limit(ops);
+            eth.call_from(&me, &self.entry_point, &data, limit)
+                .await
+                .map_err(rejected_by_node)?;
+            limit
+        };
         let priority = eth.max_priority_fee().await.map_err(rejected_by_node)?;
         let price = eth.gas_price().await.map_err(rejected_by_node)?;
         let mut next = self.next_nonce.lock().await;
@@ -174,7 +208,7 @@ impl Bundler for SelfBundler {
             nonce,
             max_priority_fee_per_gas: priority,
             max_fee_per_gas: price.saturating_mul(2).saturating_add(priority),
-            gas_limit: estimate.saturating_mul(6) / 5 + 20_000,
+            gas_limit: gas_limit.try_into().unwrap_or(u64::MAX),
             to: self.entry_point,
             value: 0,
             data,

@@ -38,6 +38,7 @@ use std::sync::{Arc, Mutex};
 mod batch;
 mod config;
 mod operations;
+mod reads;
 mod submitted;
 
 pub use config::{ERC1967_PROXY_V08, EvmConfig, EvmToken, GasPolicy};
@@ -60,6 +61,8 @@ pub struct EvmRail {
     /// Building and sending are serialized per rail so that an account's `initCode` goes
     /// with exactly one operation.
     send_lock: tokio::sync::Mutex<()>,
+    /// Head and receipts shared by concurrent status polls.
+    reads: reads::ReadCache,
 }
 
 const SALT: u128 = 0;
@@ -122,6 +125,7 @@ impl EvmRail {
             durable: Arc::new(MemoryJournal::new()),
             deploying: Mutex::new(HashSet::new()),
             send_lock: tokio::sync::Mutex::new(()),
+            reads: Default::default(),
         })
     }
 
@@ -371,17 +375,9 @@ impl Rail for EvmRail {
         let Some(s) = self.lookup(payment_id).await?.filter(|s| !s.rejected) else {
             return Ok(SubmissionStatus::NotFound);
         };
-        let head = self
-            .eth()
-            .block_number()
-            .await
-            .map_err(|e| unavailable("eth_blockNumber", e))?;
+        let head = self.head_block().await?;
         if let Some(tx) = s.tx_hash
-            && let Some(receipt) = self
-                .eth()
-                .receipt(&tx)
-                .await
-                .map_err(|e| unavailable("eth_getTransactionReceipt", e))?
+            && let Some(receipt) = self.bundle_receipt(&tx).await?
         {
             if !receipt.success {
                 return Ok(SubmissionStatus::Failed {
@@ -400,7 +396,13 @@ impl Rail for EvmRail {
             }
         }
         // No receipt (lost, or another bundler carried the operation): the EntryPoint's
-        // log is the truth.
+        // log is the truth, read up to the current head (never a reused one: whether the
+        // chain is past the operation's deadline is decided on it).
+        let head = self
+            .eth()
+            .block_number()
+            .await
+            .map_err(|e| unavailable("eth_blockNumber", e))?;
         match self
             .find_event((1, s.user_op_hash), s.from_block, head)
             .await?

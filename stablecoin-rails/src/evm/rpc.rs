@@ -226,6 +226,26 @@ impl Eth<'_> {
         data_of("eth_call", &v)
     }
 
+    /// `eth_call` from `from` with a gas limit: a transaction's simulation, one execution
+    /// (where `eth_estimateGas` searches over many).
+    pub async fn call_from(
+        &self,
+        from: &EvmAddress,
+        to: &EvmAddress,
+        data: &[u8],
+        gas: u128,
+    ) -> Result<Vec<u8>, RpcError> {
+        let v = self
+            .0
+            .request(
+                "eth_call",
+                json!([{"from": from.to_hex(), "to": to.to_hex(), "data": hex0x(data),
+                    "gas": format!("0x{gas:x}")}, "latest"]),
+            )
+            .await?;
+        data_of("eth_call", &v)
+    }
+
     /// A view returning one word, read as an unsigned integer below 2^128.
     pub async fn call_uint(&self, to: &EvmAddress, data: &[u8]) -> Result<u128, RpcError> {
         let out = self.call(to, data).await?;

@@ -327,37 +327,58 @@ impl EvmRail {
     ) -> Vec<Result<Submission, RailError>> {
         let mut answers: Vec<Option<Result<Submission, RailError>>> =
             (0..payments.len()).map(|_| None).collect();
+        let _serial = self.send_lock.lock().await;
+        // Prepared side by side (each is a few node round trips), except that one
+        // account's payments go in order: its first one carries the deploying `initCode`,
+        // which the next ones must then leave out.
+        let mut by_sender: Vec<(&KeyPurpose, Vec<usize>)> = Vec::new();
+        for (i, p) in payments.iter().enumerate() {
+            match by_sender.iter_mut().find(|(k, _)| *k == &p.from) {
+                Some((_, v)) => v.push(i),
+                None => by_sender.push((&p.from, vec![i])),
+            }
+        }
+        let prepared =
+            futures_util::future::join_all(by_sender.into_iter().map(|(_, indexes)| async move {
+                let mut out = Vec::with_capacity(indexes.len());
+                for i in indexes {
+                    let p = &payments[i];
+                    let r = match self.transfer_calls(p) {
+                        Ok((calls, call_gas)) => {
+                            self.prepare(&Order {
+                                id: &p.id,
+                                from: &p.from,
+                                from_address: &p.from_address,
+                                calls: &calls,
+                                call_gas,
+                                valid_until: p.valid_until,
+                            })
+                            .await
+                        }
+                        Err(e) => Err(e),
+                    };
+                    out.push((i, r));
+                }
+                out
+            }))
+            .await;
+        let mut prepared: Vec<(usize, Result<Prepared, RailError>)> =
+            prepared.into_iter().flatten().collect();
+        prepared.sort_by_key(|(i, _)| *i);
         let mut ready = Vec::new();
         let mut slots = Vec::new();
-        {
-            let _serial = self.send_lock.lock().await;
-            for (i, p) in payments.iter().enumerate() {
-                let prepared = match self.transfer_calls(p) {
-                    Ok((calls, call_gas)) => {
-                        self.prepare(&Order {
-                            id: &p.id,
-                            from: &p.from,
-                            from_address: &p.from_address,
-                            calls: &calls,
-                            call_gas,
-                            valid_until: p.valid_until,
-                        })
-                        .await
-                    }
-                    Err(e) => Err(e),
-                };
-                match prepared {
-                    Ok(Prepared::Done(s)) => answers[i] = Some(Ok(s)),
-                    Ok(Prepared::Ready(r)) => {
-                        slots.push(i);
-                        ready.push(r);
-                    }
-                    Err(e) => answers[i] = Some(Err(e)),
+        for (i, r) in prepared {
+            match r {
+                Ok(Prepared::Done(s)) => answers[i] = Some(Ok(s)),
+                Ok(Prepared::Ready(r)) => {
+                    slots.push(i);
+                    ready.push(r);
                 }
+                Err(e) => answers[i] = Some(Err(e)),
             }
-            for (i, a) in slots.into_iter().zip(self.dispatch(ready).await) {
-                answers[i] = Some(a);
-            }
+        }
+        for (i, a) in slots.into_iter().zip(self.dispatch(ready).await) {
+            answers[i] = Some(a);
         }
         answers
             .into_iter()

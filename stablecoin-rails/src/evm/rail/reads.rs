@@ -1,0 +1,74 @@
+//! Coalesced chain reads for [`EvmRail::status`]. A worker polls hundreds of payments at
+//! once, and with multi-op bundles many of them share one bundle transaction: asking the
+//! node for the head and for that receipt once per payment is most of a poll's cost.
+//! - The head is read single-flight: a poll reuses a head whose read began after the
+//!   poll itself began (so it is never older than the question), and starts a read
+//!   otherwise. Concurrent polls share one read; a later poll always reads anew.
+//! - A mined receipt is reused for [`RECEIPT_TTL`]: a receipt changes only with a
+//!   reorg, which the confirmation depth is there to outlast (the head it is judged
+//!   against is never reused). A receipt not yet mined is asked again every time.
+
+use super::super::rpc::Receipt;
+use super::{EvmRail, unavailable};
+use stablecoin_core::ports::RailError;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a mined receipt is reused.
+const RECEIPT_TTL: Duration = Duration::from_secs(1);
+/// Receipts kept at most; the cache starts over beyond it.
+const RECEIPTS_MAX: usize = 4_096;
+
+/// The reads [`EvmRail::status`] shares between concurrent polls.
+#[derive(Default)]
+pub(super) struct ReadCache {
+    /// The last head read and when that read began.
+    head: tokio::sync::Mutex<Option<(Instant, u64)>>,
+    receipts: Mutex<HashMap<[u8; 32], (Instant, Receipt)>>,
+}
+
+impl EvmRail {
+    /// The head block number, read no earlier than this call began.
+    pub(super) async fn head_block(&self) -> Result<u64, RailError> {
+        let asked = Instant::now();
+        let mut h = self.reads.head.lock().await;
+        if let Some((read_at, n)) = *h
+            && read_at >= asked
+        {
+            return Ok(n);
+        }
+        let read_at = Instant::now();
+        let n = self
+            .eth()
+            .block_number()
+            .await
+            .map_err(|e| unavailable("eth_blockNumber", e))?;
+        *h = Some((read_at, n));
+        Ok(n)
+    }
+
+    /// The receipt of a bundle transaction, a mined one reused for [`RECEIPT_TTL`].
+    pub(super) async fn bundle_receipt(&self, tx: &[u8; 32]) -> Result<Option<Receipt>, RailError> {
+        if let Ok(r) = self.reads.receipts.lock()
+            && let Some((at, receipt)) = r.get(tx)
+            && at.elapsed() < RECEIPT_TTL
+        {
+            return Ok(Some(receipt.clone()));
+        }
+        let receipt = self
+            .eth()
+            .receipt(tx)
+            .await
+            .map_err(|e| unavailable("eth_getTransactionReceipt", e))?;
+        if let Some(r) = &receipt
+            && let Ok(mut m) = self.reads.receipts.lock()
+        {
+            if m.len() >= RECEIPTS_MAX {
+                m.clear();
+            }
+            m.insert(*tx, (Instant::now(), r.clone()));
+        }
+        Ok(receipt)
+    }
+}
