@@ -61,6 +61,18 @@ impl Fake {
         }
     }
 
+    /// Payments made under any id (a payout paid again under another id shows here).
+    fn paid_total(&self) -> usize {
+        match self {
+            Fake::Mpesa(f) => f.payments().iter().map(|(id, _, _)| f.paid_count(id)).sum(),
+            Fake::MtnMomo(f) => f
+                .transfers()
+                .iter()
+                .filter_map(|(_, t)| t["externalId"].as_str().map(|id| f.paid_count(id)))
+                .sum(),
+        }
+    }
+
     fn set_lose_answers(&self, lose: bool) {
         match self {
             Fake::Mpesa(f) => f.set_lose_answers(lose),
@@ -511,6 +523,11 @@ impl Case {
         let o = self.op().await;
         assert_eq!(o.status.as_str(), status, "{o:?}");
         assert_eq!(self.paid(), paid, "{:?}: paid {paid} times", self.kind);
+        assert_eq!(
+            self.fake.paid_total(),
+            paid,
+            "nothing paid under another id"
+        );
         let left = FUNDED - moved;
         assert_eq!(self.wallet_balances().await, (left, left), "wallet");
         assert_eq!(
@@ -518,7 +535,11 @@ impl Case {
             self.treasury_chain_before + moved,
             "service treasury on chain"
         );
-        assert_eq!(self.ledger("withdrawals:USDC").await, 0, "nothing in flight");
+        assert_eq!(
+            self.ledger("withdrawals:USDC").await,
+            0,
+            "nothing in flight"
+        );
         assert_eq!(self.ledger("fiat_out:USDC").await, moved, "paid out");
         assert_eq!(
             self.ledger(&self.treasury_account()).await,
@@ -567,7 +588,11 @@ async fn a_crash_before_the_sweep_reaches_the_chain_fails_it_after_its_deadline(
     let w2 = c.successor("worker-2");
     let o = c.drive(&w2, &["SUBMISSION_UNKNOWN"]).await;
     c.ticks(&w2, 3).await;
-    assert_eq!(c.status().await, "SUBMISSION_UNKNOWN", "not before its deadline");
+    assert_eq!(
+        c.status().await,
+        "SUBMISSION_UNKNOWN",
+        "not before its deadline"
+    );
     c.clock
         .set(o.payment.valid_until.expect("a deadline").plus_millis(1));
     c.drive(&w2, FINAL).await;
