@@ -4,8 +4,9 @@
 //!
 //! A crash is an engine killed mid-step: its ticks run in a task until a gated chain or
 //! provider call stalls, before or after the call went through, and the task is aborted
-//! there. A successor engine (another worker id, as a restarted process would be) over
-//! the same store, chain and provider takes over once the dead worker's hold has lapsed.
+//! there. A successor engine (another worker id and a new instance of the adapter, as
+//! a restarted process would have: its M-Pesa results store starts empty) over the same
+//! store, chain and provider takes over once the dead worker's hold has lapsed.
 //!
 //! After each case the withdrawal is final and the money is where it must be: on the
 //! simulated chain (wallet and service treasury), in the ledger (`wallet:<id>:USDC`,
@@ -118,15 +119,40 @@ async fn mpesa_result_host(results: Arc<MpesaResults>) -> String {
     base
 }
 
-/// The fake of `kind`, the real adapter pointing at it, and the payee to use: one the
-/// provider pays, or (`failing`) one it definitively fails.
-async fn provider(kind: Kind, failing: bool) -> (Fake, Arc<dyn PayoutProvider>, &'static str) {
+/// The fake of `kind` and the payee to use: one the provider pays, or (`failing`) one
+/// it definitively fails.
+async fn provider(kind: Kind, failing: bool) -> (Fake, &'static str) {
     match kind {
         Kind::Mpesa => {
             let fake = FakeMpesa::start("ck", "cs", "testapi", "ENC==")
                 .await
                 .unwrap();
             fake.fail_party("254711000001", "2040", "The receiver is not registered");
+            let phone = if failing {
+                "+254711000001"
+            } else {
+                "+254708374149"
+            };
+            (Fake::Mpesa(fake), phone)
+        }
+        Kind::MtnMomo => {
+            let fake = FakeMtnMomo::start(MTN_USER, "key", "sub").await.unwrap();
+            // The sandbox's failing payee ("PAYEE_FAILED").
+            let phone = if failing {
+                "+46733123450"
+            } else {
+                "+46733123453"
+            };
+            (Fake::MtnMomo(fake), phone)
+        }
+    }
+}
+
+/// A new instance of the real adapter pointing at `fake`, as a (re)started process
+/// builds it: its own token cache and, for M-Pesa, its own results store and route.
+async fn adapter(fake: &Fake) -> Arc<dyn PayoutProvider> {
+    match fake {
+        Fake::Mpesa(fake) => {
             let results = Arc::new(MpesaResults::new());
             let host = mpesa_result_host(results.clone()).await;
             let config = MpesaConfig {
@@ -142,16 +168,9 @@ async fn provider(kind: Kind, failing: bool) -> (Fake, Arc<dyn PayoutProvider>, 
                 result_wait: Duration::from_secs(1),
                 ..MpesaConfig::default()
             };
-            let adapter = Arc::new(MpesaB2c::new(config, results).unwrap());
-            let phone = if failing {
-                "+254711000001"
-            } else {
-                "+254708374149"
-            };
-            (Fake::Mpesa(fake), adapter, phone)
+            Arc::new(MpesaB2c::new(config, results).unwrap())
         }
-        Kind::MtnMomo => {
-            let fake = FakeMtnMomo::start(MTN_USER, "key", "sub").await.unwrap();
+        Fake::MtnMomo(fake) => {
             let config = MtnMomoConfig {
                 base_url: fake.base_url().into(),
                 api_user: MTN_USER.into(),
@@ -163,14 +182,7 @@ async fn provider(kind: Kind, failing: bool) -> (Fake, Arc<dyn PayoutProvider>, 
                 payee_note: "Withdrawal".into(),
                 timeout: Duration::from_millis(500),
             };
-            let adapter = Arc::new(MtnMomoDisbursement::new(config).unwrap());
-            // The sandbox's failing payee ("PAYEE_FAILED").
-            let phone = if failing {
-                "+46733123450"
-            } else {
-                "+46733123453"
-            };
-            (Fake::MtnMomo(fake), adapter, phone)
+            Arc::new(MtnMomoDisbursement::new(config).unwrap())
         }
     }
 }
@@ -312,6 +324,8 @@ struct Case {
     sim: Arc<SimRail>,
     clock: Arc<ManualClock>,
     gate: Arc<Gate>,
+    /// Sets the case up and reads the withdrawal; never ticks after the setup.
+    reader: Engine,
     tenant: TenantId,
     wallet: WalletId,
     address: ChainAddress,
@@ -324,7 +338,7 @@ struct Case {
 }
 
 async fn setup(kind: Kind, failing: bool) -> Case {
-    let (fake, payouts, phone) = provider(kind, failing).await;
+    let (fake, phone) = provider(kind, failing).await;
     let store = Arc::new(MemoryStore::new());
     let signer = Arc::new(LocalSigner::from_seed([7; 32]));
     let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_795_341_600)));
@@ -344,7 +358,7 @@ async fn setup(kind: Kind, failing: bool) -> Case {
         notifier: Arc::new(MemoryNotifier::new()),
         rates: Arc::new(FixedRates::demo()),
         payouts: Arc::new(GatedPayouts {
-            inner: payouts,
+            inner: adapter(&fake).await,
             gate: gate.clone(),
         }),
         clock: clock.clone(),
@@ -360,6 +374,7 @@ async fn setup(kind: Kind, failing: bool) -> Case {
         unknown_grace_ms: 0,
         ..EngineConfig::default()
     };
+    let reader = Engine::new(ports.clone(), rails.clone(), config.clone());
     let mut c = Case {
         kind,
         fake,
@@ -370,6 +385,7 @@ async fn setup(kind: Kind, failing: bool) -> Case {
         sim,
         clock,
         gate,
+        reader,
         tenant: TenantId(String::new()),
         wallet: WalletId(String::new()),
         address: ChainAddress(String::new()),
@@ -378,7 +394,7 @@ async fn setup(kind: Kind, failing: bool) -> Case {
         treasury_ledger_before: 0,
         id: String::new(),
     };
-    let e = c.engine("setup");
+    let e = c.reader.clone();
     let t = e.create_tenant("Acme").await.unwrap().id;
     c.treasury = c.sim.address_for(&KeyPurpose::Treasury).await.unwrap();
     let thousand = Micros(1_000_000_000);
@@ -414,19 +430,25 @@ async fn setup(kind: Kind, failing: bool) -> Case {
 }
 
 impl Case {
-    /// An engine (a process) over the case's store, chain and provider.
-    fn engine(&self, worker: &str) -> Engine {
+    /// An engine (a process) over the case's store, chain and provider, with a new
+    /// instance of the provider's adapter (its calls through the gate).
+    async fn engine(&self, worker: &str) -> Engine {
         let config = EngineConfig {
             worker_id: worker.into(),
             ..self.config.clone()
         };
-        Engine::new(self.ports.clone(), self.rails.clone(), config)
+        let mut ports = self.ports.clone();
+        ports.payouts = Arc::new(GatedPayouts {
+            inner: adapter(&self.fake).await,
+            gate: self.gate.clone(),
+        });
+        Engine::new(ports, self.rails.clone(), config)
     }
 
     /// Worker `worker` runs until the armed call stalls, and is killed there.
     async fn crash(&self, worker: &str, key: String, after: bool) {
         self.gate.arm(key.clone(), after);
-        let w = self.engine(worker);
+        let w = self.engine(worker).await;
         let task = tokio::spawn(async move {
             loop {
                 w.tick().await;
@@ -446,16 +468,13 @@ impl Case {
     }
 
     /// The process that takes over once the dead worker's hold has lapsed.
-    fn successor(&self, worker: &str) -> Engine {
+    async fn successor(&self, worker: &str) -> Engine {
         self.lapse();
-        self.engine(worker)
+        self.engine(worker).await
     }
 
     async fn op(&self) -> Operation {
-        self.engine("reader")
-            .operation(&self.tenant, &self.id)
-            .await
-            .unwrap()
+        self.reader.operation(&self.tenant, &self.id).await.unwrap()
     }
 
     async fn status(&self) -> String {
@@ -585,7 +604,7 @@ async fn a_crash_before_the_sweep_reaches_the_chain_fails_it_after_its_deadline(
     c.crash("worker-1", format!("rail.submit {}", c.id), false)
         .await;
     assert_eq!(c.status().await, "SUBMITTING");
-    let w2 = c.successor("worker-2");
+    let w2 = c.successor("worker-2").await;
     let o = c.drive(&w2, &["SUBMISSION_UNKNOWN"]).await;
     c.ticks(&w2, 3).await;
     assert_eq!(
@@ -607,7 +626,7 @@ async fn a_crash_after_the_sweep_was_sent_completes_it(kind: Kind) {
     c.crash("worker-1", format!("rail.submit {}", c.id), true)
         .await;
     assert_eq!(c.status().await, "SUBMITTING");
-    let w2 = c.successor("worker-2");
+    let w2 = c.successor("worker-2").await;
     c.drive(&w2, FINAL).await;
     let o = c.assert_final("COMPLETED", WITHDRAWN, 1).await;
     c.assert_stays(&w2, &o).await;
@@ -621,7 +640,7 @@ async fn a_crash_before_the_payout_reaches_the_provider_pays_it_once(kind: Kind)
         .await;
     assert_eq!(c.status().await, "PAYOUT_SUBMITTING");
     assert_eq!(c.paid(), 0, "never reached the provider");
-    let w2 = c.successor("worker-2");
+    let w2 = c.successor("worker-2").await;
     c.drive(&w2, FINAL).await;
     let o = c.assert_final("COMPLETED", WITHDRAWN, 1).await;
     c.assert_stays(&w2, &o).await;
@@ -636,7 +655,7 @@ async fn a_crash_after_the_provider_received_the_payout_pays_it_once(kind: Kind)
     c.crash("worker-1", format!("payout.submit {}", c.id), true)
         .await;
     assert_eq!(c.status().await, "PAYOUT_SUBMITTING");
-    let w2 = c.successor("worker-2");
+    let w2 = c.successor("worker-2").await;
     c.ticks(&w2, 5).await;
     let o = c.op().await;
     assert_eq!(o.status.as_str(), "PAYOUT_SUBMITTING", "pending: it waits");
@@ -658,7 +677,7 @@ async fn a_crash_in_payout_unknown_is_resolved_by_the_status_query(kind: Kind, a
         .await;
     assert_eq!(c.status().await, "PAYOUT_UNKNOWN");
     assert_eq!(c.paid(), 1, "processed, its answer lost");
-    let w2 = c.successor("worker-2");
+    let w2 = c.successor("worker-2").await;
     c.drive(&w2, FINAL).await;
     let o = c.assert_final("COMPLETED", WITHDRAWN, 1).await;
     c.assert_stays(&w2, &o).await;
@@ -693,7 +712,7 @@ async fn a_crash_at_the_refund_refunds_once(kind: Kind, after: bool) {
     if !after {
         assert_eq!(c.chain(&c.address).await, FUNDED - WITHDRAWN, "not sent");
     }
-    let w2 = c.successor("worker-2");
+    let w2 = c.successor("worker-2").await;
     c.drive(&w2, FINAL).await;
     let o = c.assert_final("REFUNDED", 0, 0).await;
     assert_eq!(o.payout.as_ref().unwrap().refund_attempts, 1, "one attempt");
@@ -725,7 +744,7 @@ async fn a_crash_at_every_step_of_a_completed_withdrawal_pays_once(kind: Kind) {
     c.lapse();
     c.crash("worker-3", format!("payout.status {}", c.id), true)
         .await;
-    let w4 = c.successor("worker-4");
+    let w4 = c.successor("worker-4").await;
     c.drive(&w4, FINAL).await;
     let o = c.assert_final("COMPLETED", WITHDRAWN, 1).await;
     c.assert_stays(&w4, &o).await;
@@ -745,7 +764,7 @@ async fn unknown_then_failed_then_refunded_with_a_crash_at_each_step(kind: Kind)
     c.crash("worker-2", format!("rail.submit {}-refund", c.id), true)
         .await;
     assert_eq!(c.status().await, "PAYOUT_UNKNOWN", "refund under way");
-    let w3 = c.successor("worker-3");
+    let w3 = c.successor("worker-3").await;
     c.drive(&w3, FINAL).await;
     let o = c.assert_final("REFUNDED", 0, 0).await;
     assert_eq!(o.payout.as_ref().unwrap().refund_attempts, 1);

@@ -68,6 +68,14 @@ impl Fake {
         }
     }
 
+    /// Payment and status requests the provider received (any payout).
+    fn requests(&self) -> usize {
+        match self {
+            Fake::Mpesa(f) => f.requests(),
+            Fake::MtnMomo(f) => f.requests(),
+        }
+    }
+
     fn set_behaviour(&self, b: Behaviour) {
         match self {
             Fake::Mpesa(f) => f.set_behaviour(b),
@@ -367,6 +375,7 @@ async fn a_sweep_the_chain_rejects_or_reverts_fails_and_nothing_leaves(kind: Kin
         c.ticks(3).await;
         assert_eq!(c.read(&id).await, w, "{fault:?}");
         assert_eq!(c.fake.paid_count(&id), 0);
+        assert_eq!(c.fake.requests(), 0, "the provider was never asked");
     }
 }
 
