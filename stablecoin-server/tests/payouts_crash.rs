@@ -699,7 +699,12 @@ async fn a_crash_at_the_refund_refunds_once(kind: Kind, after: bool) {
     c.crash("worker-1", format!("rail.submit {}-refund", c.id), after)
         .await;
     let o = c.op().await;
-    assert_eq!(o.status.as_str(), "PAYOUT_SUBMITTING", "{o:?}");
+    // PAYOUT_UNKNOWN only if the payout's submit outlasted the adapter's timeout (a
+    // loaded machine); either way not final, the refund under way.
+    assert!(
+        ["PAYOUT_SUBMITTING", "PAYOUT_UNKNOWN"].contains(&o.status.as_str()),
+        "{o:?}"
+    );
     let payout = o.payout.unwrap();
     let refund = payout.refund.expect("recorded before it is sent");
     assert!(payout.failure.is_some(), "the provider's word");
