@@ -3,7 +3,10 @@
 //! back to this server's callback routes. Every case runs for both providers. A
 //! withdrawal completes or is refunded only on the provider's status query: lost
 //! answers, 5xx and callbacks that are missing, late, duplicated or forged never pay
-//! twice and never move a withdrawal by themselves.
+//! twice and never move a withdrawal by themselves. A sweep the chain refuses or
+//! reverts fails the withdrawal with nothing moved and nothing paid.
+//!
+//! The crashes between the steps are in `payouts_crash.rs`.
 
 mod common;
 
@@ -11,6 +14,7 @@ use serde_json::{Value, json};
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::ports::{KeyPurpose, LedgerError, Rail, RailId};
 use stablecoin_providers::testkit::{Behaviour, FakeMpesa, FakeMtnMomo};
+use stablecoin_rails::sim::Fault;
 use stablecoin_server::App;
 use stablecoin_server::config::{PayoutSettings, Secret};
 use std::time::Duration;
@@ -61,6 +65,14 @@ impl Fake {
         match self {
             Fake::Mpesa(f) => f.paid_count(id),
             Fake::MtnMomo(f) => f.paid_count(id),
+        }
+    }
+
+    /// Payment and status requests the provider received (any payout).
+    fn requests(&self) -> usize {
+        match self {
+            Fake::Mpesa(f) => f.requests(),
+            Fake::MtnMomo(f) => f.requests(),
         }
     }
 
@@ -274,6 +286,19 @@ impl Case {
         self.ledger(&format!("wallet:{}:USDC", self.wallet_id))
             .await
     }
+
+    /// The wallet's ledger balance net of its pending holds.
+    async fn wallet_available(&self) -> i128 {
+        let ledger = &self.s.app.state().storage.ledger;
+        let account = format!("wallet:{}:USDC", self.wallet_id);
+        ledger.balance(&account).await.unwrap().available()
+    }
+
+    /// The next submit the simulated EVM chain receives meets `fault`.
+    fn inject_chain_fault(&self, fault: Fault) {
+        let rail = RailId::Evm(self.s.app.config().primary_evm_chain().unwrap());
+        self.s.app.sim_rail(rail).unwrap().inject(fault);
+    }
 }
 
 const TEN: u64 = 10_000_000;
@@ -311,6 +336,47 @@ async fn assert_refunded(c: &Case, id: &str, w: &Value, treasury_before: u64) {
     assert_eq!(c.chain_balance(KeyPurpose::Treasury).await, treasury_before);
     assert_eq!(c.wallet_ledger().await, FIFTY as i128);
     assert_eq!(c.ledger("fiat_out:USDC").await, 0);
+}
+
+/// FAILED: the sweep never moved the tokens, so nothing left the wallet (on chain, in
+/// the ledger, no hold left), nothing reached the treasury and nothing was paid out.
+async fn assert_failed(c: &Case, id: &str, w: &Value, treasury_before: u64) {
+    assert_eq!(w["status"], "FAILED", "{w}");
+    assert!(
+        w["error_reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{w}"
+    );
+    assert!(w.get("payout_reference").is_none(), "{w}");
+    assert!(w.get("refund_tx_hash").is_none(), "{w}");
+    assert_eq!(c.fake.paid_count(id), 0, "nothing paid out");
+    assert_eq!(c.wallet_on_chain().await, FIFTY);
+    assert_eq!(c.chain_balance(KeyPurpose::Treasury).await, treasury_before);
+    assert_eq!(c.wallet_ledger().await, FIFTY as i128);
+    assert_eq!(c.wallet_available().await, FIFTY as i128, "the hold voided");
+    assert_eq!(c.ledger("withdrawals:USDC").await, 0);
+    assert_eq!(c.ledger("fiat_out:USDC").await, 0);
+}
+
+async fn a_sweep_the_chain_rejects_or_reverts_fails_and_nothing_leaves(kind: Kind) {
+    let c = setup(kind, false).await;
+    let treasury = c.chain_balance(KeyPurpose::Treasury).await;
+    // Refused by the node at submit, then accepted and reverted at execution.
+    for fault in [Fault::Reject, Fault::Revert] {
+        c.inject_chain_fault(fault);
+        let id = c.withdraw().await;
+        assert_eq!(
+            c.wallet_available().await,
+            (FIFTY - TEN) as i128,
+            "held while the sweep runs"
+        );
+        let w = c.drive(&id, &["COMPLETED", "REFUNDED", "FAILED"]).await;
+        assert_failed(&c, &id, &w, treasury).await;
+        // Final: more ticks change nothing and never reach the provider.
+        c.ticks(3).await;
+        assert_eq!(c.read(&id).await, w, "{fault:?}");
+        assert_eq!(c.fake.paid_count(&id), 0);
+        assert_eq!(c.fake.requests(), 0, "the provider was never asked");
+    }
 }
 
 async fn a_withdrawal_completes_with_the_providers_reference(kind: Kind) {
@@ -476,6 +542,7 @@ macro_rules! both {
 }
 
 both!(a_withdrawal_completes_with_the_providers_reference);
+both!(a_sweep_the_chain_rejects_or_reverts_fails_and_nothing_leaves);
 both!(a_definitively_failed_payout_is_refunded);
 both!(an_unknown_submit_resolved_paid_by_the_status_query_is_paid_once);
 both!(an_unknown_submit_then_definitively_failed_is_refunded);
