@@ -18,6 +18,7 @@ mod sandbox;
 mod scanner;
 mod sms;
 mod tenants;
+mod topups;
 mod wallets;
 mod withdrawals;
 mod worker;
@@ -28,6 +29,7 @@ pub use operations::{FundRequest, Operation, OperationView, PayoutLeg, SendReque
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};
+pub use topups::topup_transfer_id;
 pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
 pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView};
 pub use withdrawals::WithdrawRequest;
@@ -127,6 +129,9 @@ pub struct EngineConfig {
     /// The SMS outbox: retries with backoff, and the per-country USSD instructions of
     /// the "you received money" message.
     pub sms: SmsPolicy,
+    /// How long a top-up quote can be confirmed by staff after it was asked for
+    /// (default [`crate::domain::topup::TOPUP_TTL_MS`], 24 hours).
+    pub topup_ttl_ms: i64,
 }
 
 impl Default for EngineConfig {
@@ -150,6 +155,7 @@ impl Default for EngineConfig {
             rent_quota: RentQuota::default(),
             withdrawals_enabled: true,
             sms: SmsPolicy::default(),
+            topup_ttl_ms: crate::domain::topup::TOPUP_TTL_MS,
         }
     }
 }
