@@ -15,5 +15,6 @@ mod money_safety;
 mod quotes;
 mod retention;
 mod sms_outbox;
+mod topups;
 mod withdrawal_safety;
 mod workers;
