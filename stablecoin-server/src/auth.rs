@@ -144,8 +144,8 @@ fn admin_token_matches(given: &str, token: &str) -> bool {
 }
 
 /// Requires the admin token of `[admin]` (`Authorization: Bearer <token>`) on the staff
-/// routes (`/admin/v1/...`). Without a configured token they do not exist: 404
-/// ROUTE_NOT_FOUND. A missing or wrong token is 401 ADMIN_TOKEN_REQUIRED; a tenant or
+/// routes (`/admin/v1/...`). Without a configured token they are closed: 404
+/// ADMIN_DISABLED. A missing or wrong token is 401 ADMIN_TOKEN_REQUIRED; a tenant or
 /// business key instead of it is 403 KEY_KIND_NOT_ALLOWED (API-CONVENTIONS: admin
 /// endpoints take an admin token, never a tenant key).
 pub async fn require_admin_token(
@@ -154,7 +154,12 @@ pub async fn require_admin_token(
     next: Next,
 ) -> Response {
     let Some(token) = app.config.admin.token.as_ref() else {
-        return ApiError::route_not_found().into_response();
+        return ApiError::new(
+            StatusCode::NOT_FOUND,
+            "ADMIN_DISABLED",
+            "this server has no admin token ([admin] token): staff routes are closed",
+        )
+        .into_response();
     };
     let given = req
         .headers()

@@ -474,6 +474,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     ),
     ("ROUTE_NOT_FOUND", 404, "No such endpoint."),
     (
+        "ADMIN_DISABLED",
+        404,
+        "A staff route on a server without an admin token ([admin] token).",
+    ),
+    (
         "METHOD_NOT_ALLOWED",
         405,
         "The endpoint exists but not with this method.",

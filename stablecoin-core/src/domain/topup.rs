@@ -169,7 +169,7 @@ fn clean(field: &'static str, s: &str, max: usize, required: bool) -> CoreResult
             reason: "must not be empty".into(),
         });
     }
-    if t.chars().count() > max {
+    if s.chars().count() > max {
         return Err(CoreError::InvalidParameter {
             field,
             reason: format!("must be at most {max} characters"),
@@ -299,6 +299,7 @@ impl TopUp {
             updated_at: self.updated_at.to_rfc3339(),
             confirmed_at: self.confirmed_at.map(|t| t.to_rfc3339()),
             fiat_reference: self.fiat_reference.clone(),
+            tenant_id: None,
             confirmed_by: None,
             note: None,
         }
@@ -307,6 +308,7 @@ impl TopUp {
     /// The staff's view at `now`: the tenant's plus who confirmed it and the note.
     pub fn staff_view(&self, now: Timestamp) -> TopUpView {
         TopUpView {
+            tenant_id: Some(self.tenant.to_string()),
             confirmed_by: self.confirmed_by.clone(),
             note: self.note.clone(),
             ..self.view(now)
@@ -345,6 +347,9 @@ pub struct TopUpView {
     /// The fiat receipt's reference, once credited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fiat_reference: Option<String>,
+    /// Staff views only: the tenant whose treasury it credits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<String>,
     /// Staff views only: who confirmed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmed_by: Option<String>,
@@ -501,11 +506,13 @@ mod tests {
         t.confirm(&c, Timestamp::from_millis(2_000)).unwrap();
         let v = t.view(Timestamp::from_millis(2_000));
         assert_eq!(v.confirmed_by, None);
+        assert_eq!(v.tenant_id, None);
         assert_eq!(v.note, None);
         assert_eq!(v.fiat_reference.as_deref(), Some("BANK-1"));
         let s = t.staff_view(Timestamp::from_millis(2_000));
         assert_eq!(s.confirmed_by.as_deref(), Some("alice"));
         assert_eq!(s.note.as_deref(), Some("wire matched"));
+        assert_eq!(s.tenant_id.as_deref(), Some("ten_a"));
         assert_eq!(t.unique_keys(), vec!["topup_ref:BANK-1".to_string()]);
     }
 }

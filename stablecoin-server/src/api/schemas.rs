@@ -92,6 +92,9 @@ fn payments_event_pattern() -> String {
 pub const FREE_TEXT_PATTERN: &str = r"^[^\u0000-\u0009\u000B-\u001F\u007F-\u009F]*$";
 /// Free text that must not be blank once trimmed (a dispute's reason, a reference).
 pub const NON_BLANK_TEXT_PATTERN: &str = r"^[^\u0000-\u0009\u000B-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u0009\u000B-\u001F\u007F-\u009F]*$";
+/// A top-up's fiat reference (`TopUpConfirmation::checked`): one line (no control
+/// character at all), not blank once trimmed.
+pub const FIAT_REFERENCE_PATTERN: &str = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$";
 /// An escrow reference's length limit (characters).
 pub const ESCROW_REFERENCE_MAX: usize = 200;
 /// A dispute reason's (or any action reason's) length limit (characters).
@@ -279,6 +282,15 @@ named_schema!(
 );
 
 named_schema!(
+    /// A top-up status.
+    TopUpStatusName => json!({
+        "type": "string",
+        "enum": stablecoin_core::domain::topup::TopUpStatus::ALL.map(|s| s.as_str()),
+        "description": "A top-up status."
+    })
+);
+
+named_schema!(
     /// A payment-session status.
     SessionStatus => json!({
         "type": "string",
@@ -380,6 +392,40 @@ impl utoipa::ToSchema for super::webhooks::CreateEndpointBody {
     }
 }
 
+impl utoipa::PartialSchema for super::topups::ConfirmTopUpBody {
+    fn schema() -> RefOr<Schema> {
+        use stablecoin_core::domain::topup::{FIAT_REFERENCE_MAX, NOTE_MAX};
+        from_json(json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["fiat_reference"],
+            "description": "`POST /admin/v1/topups/{id}/confirm`. Unknown fields are refused (`UNKNOWN_FIELD`).",
+            "properties": {
+                "fiat_reference": {
+                    "type": "string",
+                    "pattern": FIAT_REFERENCE_PATTERN,
+                    "minLength": 1,
+                    "maxLength": FIAT_REFERENCE_MAX,
+                    "description": "The fiat receipt's reference (bank or mobile-money transaction id): one line, not blank. One reference confirms one top-up (else 409 FIAT_REFERENCE_USED).",
+                    "example": "BANK-2026-0001"
+                },
+                "note": {
+                    "type": ["string", "null"],
+                    "pattern": FREE_TEXT_PATTERN,
+                    "maxLength": NOTE_MAX,
+                    "description": "A note for the audit trail."
+                }
+            }
+        }))
+    }
+}
+
+impl utoipa::ToSchema for super::topups::ConfirmTopUpBody {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("ConfirmTopUpBody")
+    }
+}
+
 impl utoipa::PartialSchema for super::types::FiatAmount {
     fn schema() -> RefOr<Schema> {
         AnyOfBuilder::new()
@@ -453,6 +499,7 @@ pub(crate) fn components() -> Vec<(String, RefOr<Schema>)> {
         one::<ListLimit>(),
         one::<ListPage>(),
         one::<TransferStatus>(),
+        one::<TopUpStatusName>(),
         one::<SessionStatus>(),
         one::<EscrowStateName>(),
         one::<DeliveryStateName>(),
