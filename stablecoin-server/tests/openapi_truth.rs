@@ -81,6 +81,21 @@ proptest! {
         prop_assert!(escrow_text_ok(&non_blank), "{:?}", non_blank);
     }
 
+    #[test]
+    fn a_documented_fiat_reference_and_note_are_accepted(
+        reference in unanchored(FIAT_REFERENCE_PATTERN),
+        note in unanchored(FREE_TEXT_PATTERN),
+    ) {
+        use stablecoin_core::domain::topup::TopUpConfirmation;
+        prop_assume!(reference.chars().count() <= 200 && note.chars().count() <= 1000);
+        let c = TopUpConfirmation {
+            fiat_reference: reference.clone(),
+            staff: "admin-token".into(),
+            note: Some(note.clone()),
+        };
+        prop_assert!(c.checked().is_ok(), "{:?} {:?}", reference, note);
+    }
+
     // Accepted => documented (in its canonical form), where the input space is small
     // enough to draw from.
 
@@ -212,6 +227,24 @@ fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
     match schema["$ref"].as_str() {
         Some(r) => &doc["components"]["schemas"][r.trim_start_matches("#/components/schemas/")],
         None => schema,
+    }
+}
+
+#[test]
+fn the_fiat_reference_pattern_refuses_what_the_confirmation_refuses() {
+    use stablecoin_core::domain::topup::TopUpConfirmation;
+    let p = re(FIAT_REFERENCE_PATTERN);
+    for bad in ["", "   ", "a\nb", "a\tb", "\u{7f}", "\u{85}x"] {
+        assert!(!p.is_match(bad), "{bad:?}");
+        let c = TopUpConfirmation {
+            fiat_reference: bad.into(),
+            staff: "s".into(),
+            note: None,
+        };
+        assert!(c.checked().is_err(), "{bad:?}");
+    }
+    for ok in ["BANK-1", " x ", "réf 2026/11"] {
+        assert!(p.is_match(ok), "{ok:?}");
     }
 }
 

@@ -77,7 +77,10 @@ async fn a_topup_is_quoted_confirmed_by_staff_and_credited_once() {
         .expect_err(404, "NOT_FOUND");
     let l = s.get(&t.live, "/v1/treasury/topups?limit=1").await;
     let l = l.expect(200).json();
-    assert_eq!((l["limit"].as_u64(), l["page"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (l["limit"].as_u64(), l["page"].as_u64()),
+        (Some(1), Some(1))
+    );
     assert_eq!(l["total"], 1);
     assert_eq!(l["topups"][0]["id"], id.as_str());
     let l = s.get(&other.live, "/v1/treasury/topups").await.json();
@@ -90,9 +93,14 @@ async fn a_topup_is_quoted_confirmed_by_staff_and_credited_once() {
     confirm(&s, &id, None, body)
         .await
         .expect_err(401, "ADMIN_TOKEN_REQUIRED");
-    confirm(&s, &id, Some("wrong-token-0123456789abcdef0123456789"), body)
-        .await
-        .expect_err(401, "ADMIN_TOKEN_REQUIRED");
+    confirm(
+        &s,
+        &id,
+        Some("wrong-token-0123456789abcdef0123456789"),
+        body,
+    )
+    .await
+    .expect_err(401, "ADMIN_TOKEN_REQUIRED");
     let with_key = s
         .send(
             Method::POST,
@@ -114,7 +122,11 @@ async fn a_topup_is_quoted_confirmed_by_staff_and_credited_once() {
     assert_eq!(c["note"], "wire matched");
     assert_eq!(c["tenant_id"], t.id.0.as_str());
     assert_eq!(s.treasury(&t).await, m("1000"));
-    assert_eq!(outbox_len(&s).await, events + 1, "one treasury.topup.credited");
+    assert_eq!(
+        outbox_len(&s).await,
+        events + 1,
+        "one treasury.topup.credited"
+    );
 
     // The tenant sees it credited (without the staff fields), and can spend it.
     let r = s.get(&t.live, &format!("/v1/treasury/topups/{id}")).await;
@@ -153,9 +165,7 @@ async fn a_topup_is_quoted_confirmed_by_staff_and_credited_once() {
     confirm(&s, "tu_01M83CMTGWWC1YF2WCE6WEYC11", Some(ADMIN), body)
         .await
         .expect_err(404, "NOT_FOUND");
-    let e = s
-        .engine_treasury(&t, Token::Usdt)
-        .await;
+    let e = s.engine_treasury(&t, Token::Usdt).await;
     assert_eq!(e, 0, "nothing credited in USDT");
 }
 
@@ -247,8 +257,12 @@ async fn topup_requests_are_checked_idempotent_and_live_only() {
     .expect_err(403, "SANDBOX_UNSUPPORTED");
     // Idempotency-Key: the same key replays the same quote.
     let body = r#"{"currency_code":"XOF","fiat_amount":"6000.5","token":"USDC"}"#;
-    let a = s.post_idem(&t.live, "/v1/treasury/topups", body, "k-1").await;
-    let b = s.post_idem(&t.live, "/v1/treasury/topups", body, "k-1").await;
+    let a = s
+        .post_idem(&t.live, "/v1/treasury/topups", body, "k-1")
+        .await;
+    let b = s
+        .post_idem(&t.live, "/v1/treasury/topups", body, "k-1")
+        .await;
     assert_eq!(a.expect(201).bytes, b.expect(201).bytes);
     assert_eq!(b.header("idempotent-replayed").as_deref(), Some("true"));
     assert_eq!(a.json()["fiat_amount"], "6000.50");

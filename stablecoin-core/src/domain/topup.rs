@@ -175,7 +175,7 @@ fn clean(field: &'static str, s: &str, max: usize, required: bool) -> CoreResult
             reason: format!("must be at most {max} characters"),
         });
     }
-    if t.chars().any(|c| c.is_control() && c != '\n') {
+    if s.chars().any(|c| c.is_control() && c != '\n') {
         return Err(CoreError::InvalidParameter {
             field,
             reason: "must not contain control characters".into(),
@@ -185,21 +185,23 @@ fn clean(field: &'static str, s: &str, max: usize, required: bool) -> CoreResult
 }
 
 impl TopUpConfirmation {
-    /// The confirmation with its fields trimmed and checked: INVALID_PARAMETER on
-    /// `fiat_reference`, `note` or `staff`. A reference has no line feed either.
+    /// The confirmation with its fields checked, then trimmed: INVALID_PARAMETER on
+    /// `fiat_reference`, `note` or `staff`. The checks read the fields as given (a
+    /// control character is refused even where trimming would remove it), as the
+    /// OpenAPI patterns state them; a reference has no line feed either.
     pub fn checked(self) -> CoreResult<TopUpConfirmation> {
+        if self.fiat_reference.contains('\n') {
+            return Err(CoreError::InvalidParameter {
+                field: "fiat_reference",
+                reason: "must be one line".into(),
+            });
+        }
         let fiat_reference = clean(
             "fiat_reference",
             &self.fiat_reference,
             FIAT_REFERENCE_MAX,
             true,
         )?;
-        if fiat_reference.contains('\n') {
-            return Err(CoreError::InvalidParameter {
-                field: "fiat_reference",
-                reason: "must be one line".into(),
-            });
-        }
         let staff = clean("staff", &self.staff, STAFF_MAX, true)?;
         let note = match self.note {
             Some(n) => Some(clean("note", &n, NOTE_MAX, false)?).filter(|n| !n.is_empty()),
@@ -376,9 +378,7 @@ impl Record for TopUp {
     fn unique_keys(&self) -> Vec<String> {
         self.fiat_reference
             .iter()
-            .map(|r| {
-                crate::ports::kinds::key(crate::ports::kinds::namespace::TOPUP_REFERENCE, r)
-            })
+            .map(|r| crate::ports::kinds::key(crate::ports::kinds::namespace::TOPUP_REFERENCE, r))
             .collect()
     }
 }
@@ -484,7 +484,7 @@ mod tests {
     fn confirmation_fields_are_checked() {
         let ok = conf("  BANK-1 ").checked().unwrap();
         assert_eq!(ok.fiat_reference, "BANK-1");
-        for bad in ["", "   ", "a\nb", "a\u{0}b"] {
+        for bad in ["", "   ", "a\nb", "a\u{0}b", "x\n", "\u{85}x"] {
             assert!(conf(bad).checked().is_err(), "{bad:?}");
         }
         assert!(conf(&"x".repeat(201)).checked().is_err());

@@ -29,8 +29,8 @@ pub use operations::{FundRequest, Operation, OperationView, PayoutLeg, SendReque
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};
-pub use topups::topup_transfer_id;
 pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
+pub use topups::topup_transfer_id;
 pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView};
 pub use withdrawals::WithdrawRequest;
 pub use worker::{DepositRecord, DepositStatus, TickReport};

@@ -154,9 +154,7 @@ impl Engine {
                 Ok(_) => return Ok(t.staff_view(now)),
                 // Another confirmation landed between the read and the commit: decide
                 // again on what it wrote (ALREADY_CONFIRMED).
-                Err(e) if e.lost_race_on(TopUp::KIND) && tries < MAX_RACE_RETRIES => {
-                    tries += 1
-                }
+                Err(e) if e.lost_race_on(TopUp::KIND) && tries < MAX_RACE_RETRIES => tries += 1,
                 // The only unique key a top-up claims is its fiat reference.
                 Err(CoreError::Conflict { record: None, .. }) => {
                     return Err(CoreError::FiatReferenceUsed {

@@ -42,7 +42,10 @@ async fn a_topup_quote_confirmed_credits_the_treasury_once() {
     assert_eq!(q.token_amount, "1000.000000");
     assert_eq!(q.currency_pair, "XOF_USDC");
     // Nothing is credited by a quote.
-    assert_eq!(h.engine.treasury_balance(&t, Token::Usdc).await.unwrap().0, 0);
+    assert_eq!(
+        h.engine.treasury_balance(&t, Token::Usdc).await.unwrap().0,
+        0
+    );
     let events_before = outbox(&h).await.len();
 
     let v = h.engine.confirm_topup(&q.id, conf("BANK-1")).await.unwrap();
@@ -127,14 +130,20 @@ async fn an_expired_topup_quote_is_refused() {
     let e = h.engine.confirm_topup(&q.id, conf("BANK-1")).await;
     assert_eq!(e.unwrap_err().code(), "QUOTE_EXPIRED");
     assert_eq!(h.store.commit_count(), commits);
-    assert_eq!(h.engine.treasury_balance(&t, Token::Usdc).await.unwrap().0, 0);
+    assert_eq!(
+        h.engine.treasury_balance(&t, Token::Usdc).await.unwrap().0,
+        0
+    );
     // The reference stays free for a top-up that is still alive.
     let q2 = h
         .engine
         .create_topup(&t, "6000".parse().unwrap(), xof, Token::Usdc)
         .await
         .unwrap();
-    h.engine.confirm_topup(&q2.id, conf("BANK-1")).await.unwrap();
+    h.engine
+        .confirm_topup(&q2.id, conf("BANK-1"))
+        .await
+        .unwrap();
     assert_eq!(
         h.engine.treasury_balance(&t, Token::Usdc).await.unwrap().0,
         10_000_000
@@ -161,7 +170,10 @@ async fn one_fiat_reference_confirms_one_topup() {
     let e = e.unwrap_err();
     assert_eq!(e.code(), "FIAT_REFERENCE_USED");
     assert_eq!(e.param(), Some("fiat_reference"));
-    assert_eq!(h.engine.topup(&t, &b.id).await.unwrap().status, "AWAITING_FUNDS");
+    assert_eq!(
+        h.engine.topup(&t, &b.id).await.unwrap().status,
+        "AWAITING_FUNDS"
+    );
     assert_eq!(
         h.engine.treasury_balance(&t, Token::Usdc).await.unwrap().0,
         10_000_000
@@ -194,12 +206,19 @@ async fn a_tenant_reads_and_lists_only_its_own_topups() {
     assert_eq!(h.engine.list_topups(&a, 2, 2).await.unwrap().0.len(), 1);
     // Ids that are not top-up ids are never looked up.
     for bad in ["fx_01M83CMTGWWC1YF2WCE6WEYC11", "tu_short", ""] {
-        assert_eq!(h.engine.topup(&a, bad).await.unwrap_err().code(), "NOT_FOUND");
+        assert_eq!(
+            h.engine.topup(&a, bad).await.unwrap_err().code(),
+            "NOT_FOUND"
+        );
         let e = h.engine.confirm_topup(bad, conf("R")).await.unwrap_err();
         assert_eq!(e.code(), "NOT_FOUND");
     }
     // Bad confirmation fields are refused before anything is read.
-    let e = h.engine.confirm_topup(&ids[0], conf("  ")).await.unwrap_err();
+    let e = h
+        .engine
+        .confirm_topup(&ids[0], conf("  "))
+        .await
+        .unwrap_err();
     assert_eq!(e.param(), Some("fiat_reference"));
     // Bad amounts are refused as FX quotes refuse them.
     let e = h
