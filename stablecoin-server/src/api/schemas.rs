@@ -371,7 +371,7 @@ impl utoipa::PartialSchema for super::webhooks::CreateEndpointBody {
     /// Two shapes, one per family: the event names must be of the endpoint's family.
     fn schema() -> RefOr<Schema> {
         OneOfBuilder::new()
-            .description(Some("Register an endpoint. `family` `wallet` (the default: spec 6.1, `X-Svc-Signature`) subscribes to wallet-service events (`transfer.received`, `transfer.settled`, `transfer.failed`, `swap.settled`, `swap.failed`, `user.linked`, `user.phone_changed`, `escrow.*`); `payments` (spec 6.2, `X-Webhook-Signature`, `whsec_` secret) to `payment.confirmed`, `payment.failed`, `wallet.deposit.detected`, `wallet.deposit.confirmed`, `wallet.deposit.hash_resolved` and `wallet.transfer.<status>`. Unknown fields are refused (`UNKNOWN_FIELD`)."))
+            .description(Some("Register an endpoint. `family` `wallet` (the default: spec 6.1, `X-Svc-Signature`) subscribes to wallet-service events (`transfer.received`, `transfer.settled`, `transfer.failed`, `swap.settled`, `swap.failed`, `user.linked`, `user.phone_changed`, `treasury.topup.credited`, `escrow.*`); `payments` (spec 6.2, `X-Webhook-Signature`, `whsec_` secret) to `payment.confirmed`, `payment.failed`, `wallet.deposit.detected`, `wallet.deposit.confirmed`, `wallet.deposit.hash_resolved` and `wallet.transfer.<status>`. Unknown fields are refused (`UNKNOWN_FIELD`)."))
             .item(from_json(endpoint_variant(
                 json!({"type": ["string", "null"], "enum": ["wallet", null]}),
                 wallet_event_pattern(),
