@@ -120,11 +120,28 @@ pub enum CoreError {
     },
 
     // ---- state (409 / 410 / 422) ----
-    /// The FX quote's 60 seconds have passed: ask for a new quote.
+    /// The FX quote's 60 seconds have passed, or a top-up quote's lifetime did before
+    /// staff confirmed it: ask for a new quote.
     #[error("quote {quote_id} has expired")]
     QuoteExpired {
-        /// `fx_...`.
+        /// `fx_...`, or `tu_...` for a top-up quote.
         quote_id: String,
+    },
+    /// A confirmation of a top-up that was already confirmed (the treasury was credited
+    /// once; a replay changes nothing).
+    #[error("top-up {id} was already confirmed (fiat reference {fiat_reference:?})")]
+    AlreadyConfirmed {
+        /// `tu_...`.
+        id: String,
+        /// The reference it was confirmed with.
+        fiat_reference: String,
+    },
+    /// A fiat reference that already confirmed another top-up: one receipt funds one
+    /// top-up.
+    #[error("fiat reference {fiat_reference:?} already confirmed another top-up")]
+    FiatReferenceUsed {
+        /// The reference given (at most 200 characters).
+        fiat_reference: String,
     },
     /// The FX quote was redeemed by an earlier transfer (that transfer happened: do not
     /// pay again).
@@ -300,6 +317,8 @@ impl CoreError {
             NotFound { .. } => "NOT_FOUND",
             QuoteExpired { .. } => "QUOTE_EXPIRED",
             QuoteAlreadyUsed { .. } => "QUOTE_ALREADY_USED",
+            AlreadyConfirmed { .. } => "ALREADY_CONFIRMED",
+            FiatReferenceUsed { .. } => "FIAT_REFERENCE_USED",
             QuoteTokenMismatch { .. } => "QUOTE_TOKEN_MISMATCH",
             CodeExpired => "CODE_EXPIRED",
             CodeInvalid { .. } => "CODE_INVALID",
@@ -337,6 +356,7 @@ impl CoreError {
             UnknownToken { .. } | TokenNotCarried { .. } => Some("token"),
             UnknownCurrency { .. } => Some("local_currency"),
             InvalidQuoteId { .. } | QuoteTokenMismatch { .. } => Some("quote_id"),
+            FiatReferenceUsed { .. } => Some("fiat_reference"),
             InvalidParameter { field, .. } => Some(field),
             CodeInvalid { .. } | CodeExpired | CodeAlreadyUsed | TooManyAttempts { .. } => {
                 Some("code")

@@ -279,6 +279,7 @@ impl App {
             rent_quota: config.limits.rent_quota(),
             withdrawals_enabled: !matches!(config.payouts, PayoutSettings::Disabled),
             sms: config.notices.sms_policy(),
+            topup_ttl_ms: config.admin.topup_ttl_ms(),
             ..EngineConfig::default()
         };
         let escrow = match rails.get(RailId::Tron) {

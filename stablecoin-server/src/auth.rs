@@ -124,3 +124,77 @@ pub async fn require_business_key(
         Err(e) => e.into_response(),
     }
 }
+
+/// The staff identity recorded for a confirmation made with the admin token (there are no
+/// staff accounts yet).
+pub const ADMIN_TOKEN_STAFF: &str = "admin-token";
+
+/// Marks a request authenticated by the admin token.
+#[derive(Clone, Copy, Debug)]
+pub struct Staff;
+
+/// True when `given` is the configured token, in constant time: both sides are hashed
+/// first, so neither the content nor the length of the token shows in the timing.
+fn admin_token_matches(given: &str, token: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    use subtle::ConstantTimeEq;
+    let a = Sha256::digest(given.as_bytes());
+    let b = Sha256::digest(token.as_bytes());
+    a.as_slice().ct_eq(b.as_slice()).into()
+}
+
+/// Requires the admin token of `[admin]` (`Authorization: Bearer <token>`) on the staff
+/// routes (`/admin/v1/...`). Without a configured token they are closed: 404
+/// ADMIN_DISABLED. A missing or wrong token is 401 ADMIN_TOKEN_REQUIRED; a tenant or
+/// business key instead of it is 403 KEY_KIND_NOT_ALLOWED (API-CONVENTIONS: admin
+/// endpoints take an admin token, never a tenant key).
+pub async fn require_admin_token(
+    State(app): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = app.config.admin.token.as_ref() else {
+        return ApiError::new(
+            StatusCode::NOT_FOUND,
+            "ADMIN_DISABLED",
+            "this server has no admin token ([admin] token): staff routes are closed",
+        )
+        .into_response();
+    };
+    let given = req
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    match given {
+        Some(g) if admin_token_matches(g, token.expose().trim()) => {
+            req.extensions_mut().insert(Staff);
+            next.run(req).await
+        }
+        None if req.headers().contains_key(API_KEY_HEADER) => wrong_kind(
+            "admin token (Authorization: Bearer <admin.token>); API keys do not open staff routes",
+        )
+        .into_response(),
+        _ => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "ADMIN_TOKEN_REQUIRED",
+            "this staff route needs Authorization: Bearer <admin.token>",
+        )
+        .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod admin_tests {
+    use super::admin_token_matches;
+
+    #[test]
+    fn the_admin_token_matches_only_itself() {
+        let t = "0123456789abcdef0123456789abcdef";
+        assert!(admin_token_matches(t, t));
+        assert!(!admin_token_matches("0123456789abcdef0123456789abcdeX", t));
+        assert!(!admin_token_matches("", t));
+        assert!(!admin_token_matches(&format!("{t}x"), t));
+    }
+}

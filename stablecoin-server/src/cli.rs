@@ -9,6 +9,7 @@ use stablecoin_core::CoreError;
 use stablecoin_core::domain::fees::TenantPricing;
 use stablecoin_core::domain::ids::{ApiKeyId, TenantId};
 use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::topup::TopUpConfirmation;
 use stablecoin_core::engine::{Engine, KeyKind, KeyMode};
 use stablecoin_core::ports::ChainAddress;
 use std::path::PathBuf;
@@ -51,6 +52,9 @@ pub enum Command {
     /// Tenant treasuries.
     #[command(subcommand)]
     Treasury(TreasuryCommand),
+    /// Top-ups (money in): staff confirmation that a top-up's fiat arrived.
+    #[command(subcommand)]
+    Topup(TopupCommand),
     /// Tenant pricing (the tenant's own transfer fee).
     #[command(subcommand)]
     Pricing(PricingCommand),
@@ -150,6 +154,31 @@ pub struct CreditArgs {
     /// The fiat receipt's reference (crediting it twice moves value once).
     #[arg(long)]
     pub reference: String,
+}
+
+/// `topup ...`: top-up administration by service staff.
+#[derive(Debug, Subcommand)]
+pub enum TopupCommand {
+    /// Confirm that a top-up's fiat arrived: credits the tenant's treasury with the
+    /// quoted token amount, once (a second confirmation is refused: ALREADY_CONFIRMED).
+    Confirm(TopupConfirmArgs),
+}
+
+/// Arguments of `topup confirm`.
+#[derive(Debug, Args)]
+pub struct TopupConfirmArgs {
+    /// The top-up (tu_...).
+    pub id: String,
+    /// The fiat receipt's reference (bank or mobile-money transaction id); one
+    /// reference confirms one top-up.
+    #[arg(long)]
+    pub reference: String,
+    /// Who confirms, recorded on the top-up for the audit trail.
+    #[arg(long)]
+    pub staff: String,
+    /// An optional note for the audit trail.
+    #[arg(long)]
+    pub note: Option<String>,
 }
 
 /// `pricing ...`: tenant pricing administration.
@@ -258,6 +287,25 @@ pub async fn run_admin(engine: &Engine, cmd: &Command) -> Result<serde_json::Val
                 "tenant_id": t.0,
                 "token": token,
                 "credited": amount.to_decimal_string(),
+                "treasury_balance": balance.to_decimal_string(),
+            }))
+        }
+        Command::Topup(TopupCommand::Confirm(a)) => {
+            let v = engine
+                .confirm_topup(
+                    a.id.trim(),
+                    TopUpConfirmation {
+                        fiat_reference: a.reference.clone(),
+                        staff: a.staff.clone(),
+                        note: a.note.clone(),
+                    },
+                )
+                .await?;
+            let token: Token = v.token.parse()?;
+            let tenant = tenant_id(v.tenant_id.as_deref().unwrap_or_default())?;
+            let balance = engine.treasury_balance(&tenant, token).await?;
+            Ok(json!({
+                "topup": v,
                 "treasury_balance": balance.to_decimal_string(),
             }))
         }

@@ -164,6 +164,8 @@ pub fn status_of(e: &CoreError) -> StatusCode {
         NotFound { .. } => StatusCode::NOT_FOUND,
         QuoteExpired { .. } | CodeExpired => StatusCode::GONE,
         QuoteAlreadyUsed { .. }
+        | AlreadyConfirmed { .. }
+        | FiatReferenceUsed { .. }
         | CodeAlreadyUsed
         | AlreadyAMember
         | PhoneInUse { .. }
@@ -443,9 +445,14 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     ("INVALID_API_KEY", 401, "The key is unknown."),
     ("API_KEY_REVOKED", 401, "The key has been revoked."),
     (
+        "ADMIN_TOKEN_REQUIRED",
+        401,
+        "A staff route (/admin/v1/...) without the admin bearer token, or with a wrong one.",
+    ),
+    (
         "KEY_KIND_NOT_ALLOWED",
         403,
-        "A business key (live_sk_/test_sk_) on a tenant endpoint, or a tenant key on the checkout list.",
+        "A business key (live_sk_/test_sk_) on a tenant endpoint, a tenant key on the checkout list, or an API key on a staff route.",
     ),
     (
         "NOT_A_MEMBER",
@@ -470,6 +477,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     ),
     ("ROUTE_NOT_FOUND", 404, "No such endpoint."),
     (
+        "ADMIN_DISABLED",
+        404,
+        "A staff route on a server without an admin token ([admin] token).",
+    ),
+    (
         "METHOD_NOT_ALLOWED",
         405,
         "The endpoint exists but not with this method.",
@@ -478,13 +490,23 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     (
         "QUOTE_EXPIRED",
         410,
-        "The FX quote is older than 60 seconds.",
+        "The FX quote is older than 60 seconds, or the top-up quote's lifetime (24 hours by default) passed before staff confirmed it.",
     ),
     ("CODE_EXPIRED", 410, "The one-time code has expired."),
     (
         "QUOTE_ALREADY_USED",
         409,
         "The FX quote was already redeemed.",
+    ),
+    (
+        "ALREADY_CONFIRMED",
+        409,
+        "The top-up was already confirmed and its treasury credited; a replay changes nothing.",
+    ),
+    (
+        "FIAT_REFERENCE_USED",
+        409,
+        "The fiat reference already confirmed another top-up (one receipt funds one top-up).",
     ),
     (
         "CODE_ALREADY_USED",
@@ -657,6 +679,13 @@ mod tests {
             },
             QuoteAlreadyUsed {
                 quote_id: "q".into(),
+            },
+            AlreadyConfirmed {
+                id: "tu".into(),
+                fiat_reference: "r".into(),
+            },
+            FiatReferenceUsed {
+                fiat_reference: "r".into(),
             },
             QuoteTokenMismatch {
                 quote_token: "a".into(),

@@ -81,6 +81,21 @@ proptest! {
         prop_assert!(escrow_text_ok(&non_blank), "{:?}", non_blank);
     }
 
+    #[test]
+    fn a_documented_fiat_reference_and_note_are_accepted(
+        reference in unanchored(FIAT_REFERENCE_PATTERN),
+        note in unanchored(FREE_TEXT_PATTERN),
+    ) {
+        use stablecoin_core::domain::topup::TopUpConfirmation;
+        prop_assume!(reference.chars().count() <= 200 && note.chars().count() <= 1000);
+        let c = TopUpConfirmation {
+            fiat_reference: reference.clone(),
+            staff: "admin-token".into(),
+            note: Some(note.clone()),
+        };
+        prop_assert!(c.checked().is_ok(), "{:?} {:?}", reference, note);
+    }
+
     // Accepted => documented (in its canonical form), where the input space is small
     // enough to draw from.
 
@@ -215,6 +230,24 @@ fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
     }
 }
 
+#[test]
+fn the_fiat_reference_pattern_refuses_what_the_confirmation_refuses() {
+    use stablecoin_core::domain::topup::TopUpConfirmation;
+    let p = re(FIAT_REFERENCE_PATTERN);
+    for bad in ["", "   ", "a\nb", "a\tb", "\u{7f}", "\u{85}x"] {
+        assert!(!p.is_match(bad), "{bad:?}");
+        let c = TopUpConfirmation {
+            fiat_reference: bad.into(),
+            staff: "s".into(),
+            note: None,
+        };
+        assert!(c.checked().is_err(), "{bad:?}");
+    }
+    for ok in ["BANK-1", " x ", "réf 2026/11"] {
+        assert!(p.is_match(ok), "{ok:?}");
+    }
+}
+
 #[tokio::test]
 async fn every_operation_documents_the_layers_around_its_handler() {
     let s = start().await;
@@ -226,7 +259,8 @@ async fn every_operation_documents_the_layers_around_its_handler() {
             for status in ["408", "500"] {
                 assert!(responses.contains_key(status), "{name}: {status}");
             }
-            let authenticated = op["security"].is_array();
+            // Staff routes (admin token) have no per-key rate limit.
+            let authenticated = op["security"].is_array() && !path.starts_with("/admin/");
             if authenticated {
                 let limited = &responses["429"];
                 assert!(
@@ -325,8 +359,8 @@ async fn list_filters_and_bounds_are_what_the_server_accepts() {
         }
     }
     assert_eq!(
-        lists, 7,
-        "transfers, swaps, checkout, escrows, webhook endpoints/events/deliveries"
+        lists, 8,
+        "transfers, swaps, top-ups, checkout, escrows, webhook endpoints/events/deliveries"
     );
 }
 

@@ -121,7 +121,21 @@ const BODIES: &[(&str, &str, &str)] = &[
         r#""confirmed":true"#,
     ),
     ("POST /v1/businesses", "/v1/businesses", r#""name":"Shop""#),
+    (
+        "POST /v1/treasury/topups",
+        "/v1/treasury/topups",
+        r#""currency_code":"XOF","fiat_amount":6000,"token":"USDC""#,
+    ),
+    (
+        "POST /admin/v1/topups/{id}/confirm",
+        "/admin/v1/topups/{id}/confirm",
+        r#""fiat_reference":"BANK-1","note":"n""#,
+    ),
 ];
+
+/// The staff routes' bearer token in these tests.
+const ADMIN_TOKEN: &str = "admin-token-0123456789abcdef-0123456789";
+const TOPUP_ID: &str = "tu_01JD0000000000000000000000";
 
 /// Sends the body of `operation` with one stray field and checks the refusal.
 async fn refuses_a_stray_field(operation: &str) {
@@ -129,19 +143,42 @@ async fn refuses_a_stray_field(operation: &str) {
         .iter()
         .find(|(op, _, _)| *op == operation)
         .unwrap_or_else(|| panic!("{operation} is not in BODIES"));
-    let s = start().await;
+    // Staff routes take the admin token (a server with one), not an API key.
+    let admin = path.starts_with("/admin/");
+    let s = if admin {
+        let mut c = test_config();
+        c.admin.token = Some(stablecoin_server::config::Secret::new(ADMIN_TOKEN));
+        start_with(c).await
+    } else {
+        start().await
+    };
     let t = s.tenant("Acme", "100").await;
     let path = path
-        .replace("{id}", ESCROW_ID)
+        .replace("{id}", if admin { TOPUP_ID } else { ESCROW_ID })
         .replace("{session_id}", SESSION_ID);
-    // Checkout session routes take a business key (the test one: it may simulate).
-    let key = if path.starts_with("/api/v1/checkout/") {
-        &t.business_test
-    } else {
-        &t.live
+    let bearer = format!("Bearer {ADMIN_TOKEN}");
+    let post = |body: String| {
+        let (s, path, key, bearer) = (&s, &path, &t, &bearer);
+        async move {
+            if admin {
+                s.send(
+                    Method::POST,
+                    path,
+                    None,
+                    Some(&body),
+                    &[("Authorization", bearer.as_str())],
+                )
+                .await
+            } else if path.starts_with("/api/v1/checkout/") {
+                s.post(&key.business_test, path, &body).await
+            } else {
+                s.post(&key.live, path, &body).await
+            }
+        }
     };
+    // Checkout session routes take a business key (the test one: it may simulate).
     // The valid body passes decoding (whatever the engine then says of it) ...
-    let ok = s.post(key, &path, &format!("{{{fields}}}")).await;
+    let ok = post(format!("{{{fields}}}")).await;
     assert!(
         !(ok.status == 400 && ok.code() == "UNKNOWN_FIELD"),
         "{operation}: {}",
@@ -156,7 +193,7 @@ async fn refuses_a_stray_field(operation: &str) {
             format!(r#"{{"idempotency_key":"k",{fields}}}"#),
         ),
     ] {
-        let r = s.post(key, &path, &body).await;
+        let r = post(body).await;
         r.expect_err(400, "UNKNOWN_FIELD");
         assert_eq!(r.param().as_deref(), Some(stray), "{operation}");
     }
@@ -204,6 +241,8 @@ body_tests! {
     checkout_session_create_refuses_unknown_fields => "POST /api/v1/checkout/sessions",
     checkout_simulate_refuses_unknown_fields => "POST /api/v1/checkout/sessions/{session_id}/simulate-payment",
     business_create_refuses_unknown_fields => "POST /v1/businesses",
+    topup_create_refuses_unknown_fields => "POST /v1/treasury/topups",
+    topup_confirm_refuses_unknown_fields => "POST /admin/v1/topups/{id}/confirm",
 }
 
 /// The deposit intake is a webhook receiver, not a request API: spec 6.2 makes it take

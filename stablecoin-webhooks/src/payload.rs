@@ -134,6 +134,30 @@ pub enum WalletPayload {
         /// When the change code was confirmed (RFC 3339 UTC).
         changed_at: String,
     },
+    /// `treasury.topup.credited`, to the tenant whose treasury a staff-confirmed top-up
+    /// credited ([`DomainEvent::TreasuryTopupCredited`]). Not in spec 6.1's table (top-ups
+    /// are spec 1 item 3's "credits the tenant's stablecoin balance after confirming
+    /// receipt"); it follows the family's conventions.
+    TreasuryTopupCredited {
+        /// The event name, first field of every body.
+        event: &'static str,
+        /// The top-up's id (`tu_...`).
+        topup_id: String,
+        /// Always `CREDITED`.
+        status: &'static str,
+        /// Tokens credited to the treasury: decimal string, 6 places.
+        token_amount: String,
+        /// `USDC` or `USDT`.
+        token: &'static str,
+        /// The fiat received: decimal string, 2 places.
+        fiat_amount: String,
+        /// ISO 4217 code of the fiat.
+        currency_code: String,
+        /// The fiat receipt's reference staff confirmed.
+        fiat_reference: String,
+        /// When the credit was recorded (RFC 3339 UTC).
+        credited_at: String,
+    },
 }
 
 fn non_empty(s: &Option<String>) -> Option<String> {
@@ -247,6 +271,25 @@ impl WalletPayload {
                 wallet_address: wallet_address.clone(),
                 changed_by_merchant_id: changed_by_merchant_id.clone(),
                 changed_at: changed_at.to_rfc3339(),
+            },
+            DomainEvent::TreasuryTopupCredited {
+                topup_id,
+                amount,
+                token,
+                fiat_amount,
+                currency_code,
+                fiat_reference,
+                credited_at,
+            } => WalletPayload::TreasuryTopupCredited {
+                event,
+                topup_id: topup_id.clone(),
+                status: "CREDITED",
+                token_amount: amount.to_decimal_string(),
+                token: token.as_str(),
+                fiat_amount: fiat_amount.clone(),
+                currency_code: currency_code.clone(),
+                fiat_reference: fiat_reference.clone(),
+                credited_at: credited_at.to_rfc3339(),
             },
         }
     }

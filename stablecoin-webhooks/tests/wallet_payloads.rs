@@ -112,6 +112,18 @@ fn every_wallet_event_matches_its_golden_file() {
             changed_at: T18.plus_secs(3),
         },
     );
+    check(
+        "treasury.topup.credited",
+        DomainEvent::TreasuryTopupCredited {
+            topup_id: "tu_01M83CMTGWWC1YF2WCE6WEYC11".into(),
+            amount: Micros(1_000_000_000),
+            token: Token::Usdc,
+            fiat_amount: "600000.00".into(),
+            currency_code: "XOF".into(),
+            fiat_reference: "BANK-2026-0001".into(),
+            credited_at: T18.plus_secs(4),
+        },
+    );
 }
 
 #[test]

@@ -117,6 +117,24 @@ pub enum DomainEvent {
         /// When the code was confirmed.
         changed_at: Timestamp,
     },
+    /// Staff confirmed a top-up's fiat and the tenant's treasury was credited (once).
+    #[serde(rename = "treasury.topup.credited")]
+    TreasuryTopupCredited {
+        /// The top-up (`tu_...`).
+        topup_id: String,
+        /// Tokens credited to the treasury.
+        amount: Micros,
+        /// Token credited.
+        token: Token,
+        /// The fiat received, two decimals (`"600000.00"`).
+        fiat_amount: String,
+        /// ISO 4217 code of the fiat.
+        currency_code: String,
+        /// The fiat receipt's reference.
+        fiat_reference: String,
+        /// When the confirmation was recorded.
+        credited_at: Timestamp,
+    },
 }
 
 impl DomainEvent {
@@ -131,6 +149,7 @@ impl DomainEvent {
             DomainEvent::SwapFailed { .. } => "swap.failed",
             DomainEvent::UserLinked { .. } => "user.linked",
             DomainEvent::UserPhoneChanged { .. } => "user.phone_changed",
+            DomainEvent::TreasuryTopupCredited { .. } => "treasury.topup.credited",
         }
     }
 }

@@ -14,3 +14,4 @@ pub mod phone;
 pub mod redact;
 pub mod state;
 pub mod time;
+pub mod topup;

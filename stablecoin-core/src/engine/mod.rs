@@ -20,6 +20,7 @@ mod sms;
 mod submissions;
 mod swaps;
 mod tenants;
+mod topups;
 mod wallets;
 mod withdrawals;
 mod worker;
@@ -34,6 +35,7 @@ pub use swaps::{
     DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS, SwapLeg, SwapRequest, min_amount_out, venue_account,
 };
 pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
+pub use topups::topup_transfer_id;
 pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView, sum_balances};
 pub use withdrawals::WithdrawRequest;
 pub use worker::{DepositRecord, DepositStatus, TickReport};
@@ -134,6 +136,9 @@ pub struct EngineConfig {
     /// The SMS outbox: retries with backoff, and the per-country USSD instructions of
     /// the "you received money" message.
     pub sms: SmsPolicy,
+    /// How long a top-up quote can be confirmed by staff after it was asked for
+    /// (default [`crate::domain::topup::TOPUP_TTL_MS`], 24 hours).
+    pub topup_ttl_ms: i64,
 }
 
 impl Default for EngineConfig {
@@ -157,6 +162,7 @@ impl Default for EngineConfig {
             rent_quota: RentQuota::default(),
             withdrawals_enabled: true,
             sms: SmsPolicy::default(),
+            topup_ttl_ms: crate::domain::topup::TOPUP_TTL_MS,
         }
     }
 }

@@ -65,6 +65,8 @@ pub mod kind {
     pub const CHECKOUT_SCAN_CURSOR: &str = "checkout_scan_cursor";
     /// Checkout: a deposit's move from its session address to the treasury.
     pub const CHECKOUT_SWEEP: &str = "checkout_sweep";
+    /// Core: a tenant's top-up (money in: a quote, then its staff confirmation).
+    pub const TOPUP: &str = "topup";
 
     /// Every kind above.
     pub const ALL: &[&str] = &[
@@ -95,6 +97,7 @@ pub mod kind {
         CHECKOUT_DEPOSIT,
         CHECKOUT_SCAN_CURSOR,
         CHECKOUT_SWEEP,
+        TOPUP,
     ];
 }
 
@@ -116,6 +119,8 @@ pub mod namespace {
     pub const SMS_GATEWAY_ID: &str = "sms_gateway_id";
     /// A checkout session's deposit address on one rail: no two sessions share one.
     pub const CHECKOUT_ADDR: &str = "checkout_addr";
+    /// A fiat receipt's reference: it confirms at most one top-up.
+    pub const TOPUP_REFERENCE: &str = "topup_ref";
 
     /// Every namespace above.
     pub const ALL: &[&str] = &[
@@ -127,6 +132,7 @@ pub mod namespace {
         ESCROW_ADDR,
         SMS_GATEWAY_ID,
         CHECKOUT_ADDR,
+        TOPUP_REFERENCE,
     ];
 }
 

@@ -17,5 +17,6 @@ mod quotes;
 mod retention;
 mod sms_outbox;
 mod swaps;
+mod topups;
 mod withdrawal_safety;
 mod workers;

@@ -19,7 +19,7 @@ use stablecoin_core::ports::RailId;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Required, Response, ResponseBuilder};
 
 /// The shared error responses, by status, with the codes each one carries.
@@ -162,6 +162,12 @@ fn is_escrow_action(path: &str) -> bool {
         || (path.starts_with("/api/v1/checkout/sessions/{session_id}/"))
 }
 
+/// Staff routes: the admin token, not an API key; no rate limit, no `Idempotency-Key`
+/// (a confirmation is refused when replayed). Their 401/403/404 are their handlers' own.
+fn is_admin(path: &str) -> bool {
+    path.starts_with("/admin/")
+}
+
 fn security_schemes(doc: &mut OpenApi) {
     let components = doc.components.get_or_insert_with(Default::default);
     components.add_security_scheme(
@@ -170,6 +176,17 @@ fn security_schemes(doc: &mut OpenApi) {
             "X-API-Key",
             "Tenant key: svc_sk_live_... (live) or svc_sk_test_... (sandbox)",
         ))),
+    );
+    components.add_security_scheme(
+        "admin_token",
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .description(Some(
+                    "Service staff: `Authorization: Bearer <admin.token>` (the server's `[admin] token`; without one, staff routes answer 404 ADMIN_DISABLED)",
+                ))
+                .build(),
+        ),
     );
     components.add_security_scheme(
         "business_key",
@@ -234,7 +251,8 @@ pub(super) fn finish(doc: &mut OpenApi, state: &AppState) {
         ];
         for (is_post, op) in ops {
             let Some(op) = op else { continue };
-            let authenticated = op.security.is_some();
+            let admin = is_admin(path);
+            let authenticated = op.security.is_some() && !admin;
             let idempotent = is_post && authenticated && !is_escrow_action(path);
             if authenticated {
                 add_response(op, "401");

@@ -10,6 +10,7 @@ pub mod health;
 pub mod intake;
 pub mod schemas;
 pub mod swaps;
+pub mod topups;
 pub mod transfers;
 pub mod types;
 pub mod users;
@@ -52,11 +53,13 @@ pub const API_VERSION: &str = "1.0.1";
         (name = "users", description = "EVM wallets keyed by phone number"),
         (name = "transfers", description = "Transfers and the reads of asynchronous operations"),
         (name = "fx", description = "FX quotes"),
+        (name = "treasury", description = "Top-ups: money in to the tenant's treasury"),
         (name = "tron", description = "Native TRON USDT rail"),
         (name = "solana", description = "Solana SPL rail"),
         (name = "escrows", description = "Embedded escrow over per-deal TRON USDT addresses"),
         (name = "webhooks", description = "Webhook endpoints of both families, events, deliveries and replay"),
         (name = "checkout", description = "Checkout payment sessions (business keys)"),
+        (name = "admin", description = "Service staff routes (admin bearer token; 404 ADMIN_DISABLED when the server has none)"),
         (name = "health", description = "Health, metrics and this document")
     )
 )]
@@ -176,6 +179,8 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(swaps::create_swap))
         .routes(routes!(swaps::list_swaps))
         .routes(routes!(fx::quote))
+        .routes(routes!(topups::create_topup, topups::list_topups))
+        .routes(routes!(topups::get_topup))
         .routes(routes!(chains::tron_provision))
         .routes(routes!(chains::tron_balance))
         .routes(routes!(chains::tron_send))
@@ -227,6 +232,11 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
             state.clone(),
             auth::require_business_key,
         ));
+    // Service staff: the admin token of `[admin]`, no API key, no idempotency key (a
+    // confirmation's state rules make it safe to retry: a replay is ALREADY_CONFIRMED).
+    let admin = OpenApiRouter::new()
+        .routes(routes!(topups::confirm_topup))
+        .route_layer(from_fn_with_state(state.clone(), auth::require_admin_token));
     let public = OpenApiRouter::new()
         .routes(routes!(health::live))
         .routes(routes!(health::ready))
@@ -237,6 +247,7 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .merge(tenant)
         .merge(escrow_actions)
         .merge(business)
+        .merge(admin)
         .merge(public)
 }
 

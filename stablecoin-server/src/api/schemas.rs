@@ -92,6 +92,9 @@ fn payments_event_pattern() -> String {
 pub const FREE_TEXT_PATTERN: &str = r"^[^\u0000-\u0009\u000B-\u001F\u007F-\u009F]*$";
 /// Free text that must not be blank once trimmed (a dispute's reason, a reference).
 pub const NON_BLANK_TEXT_PATTERN: &str = r"^[^\u0000-\u0009\u000B-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u0009\u000B-\u001F\u007F-\u009F]*$";
+/// A top-up's fiat reference (`TopUpConfirmation::checked`): one line (no control
+/// character at all), not blank once trimmed.
+pub const FIAT_REFERENCE_PATTERN: &str = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$";
 /// An escrow reference's length limit (characters).
 pub const ESCROW_REFERENCE_MAX: usize = 200;
 /// A dispute reason's (or any action reason's) length limit (characters).
@@ -288,6 +291,15 @@ named_schema!(
 );
 
 named_schema!(
+    /// A top-up status.
+    TopUpStatusName => json!({
+        "type": "string",
+        "enum": stablecoin_core::domain::topup::TopUpStatus::ALL.map(|s| s.as_str()),
+        "description": "A top-up status."
+    })
+);
+
+named_schema!(
     /// A payment-session status.
     SessionStatus => json!({
         "type": "string",
@@ -368,7 +380,7 @@ impl utoipa::PartialSchema for super::webhooks::CreateEndpointBody {
     /// Two shapes, one per family: the event names must be of the endpoint's family.
     fn schema() -> RefOr<Schema> {
         OneOfBuilder::new()
-            .description(Some("Register an endpoint. `family` `wallet` (the default: spec 6.1, `X-Svc-Signature`) subscribes to wallet-service events (`transfer.received`, `transfer.settled`, `transfer.failed`, `swap.settled`, `swap.failed`, `user.linked`, `user.phone_changed`, `escrow.*`); `payments` (spec 6.2, `X-Webhook-Signature`, `whsec_` secret) to `payment.confirmed`, `payment.failed`, `wallet.deposit.detected`, `wallet.deposit.confirmed`, `wallet.deposit.hash_resolved` and `wallet.transfer.<status>`. Unknown fields are refused (`UNKNOWN_FIELD`)."))
+            .description(Some("Register an endpoint. `family` `wallet` (the default: spec 6.1, `X-Svc-Signature`) subscribes to wallet-service events (`transfer.received`, `transfer.settled`, `transfer.failed`, `swap.settled`, `swap.failed`, `user.linked`, `user.phone_changed`, `treasury.topup.credited`, `escrow.*`); `payments` (spec 6.2, `X-Webhook-Signature`, `whsec_` secret) to `payment.confirmed`, `payment.failed`, `wallet.deposit.detected`, `wallet.deposit.confirmed`, `wallet.deposit.hash_resolved` and `wallet.transfer.<status>`. Unknown fields are refused (`UNKNOWN_FIELD`)."))
             .item(from_json(endpoint_variant(
                 json!({"type": ["string", "null"], "enum": ["wallet", null]}),
                 wallet_event_pattern(),
@@ -386,6 +398,40 @@ impl utoipa::PartialSchema for super::webhooks::CreateEndpointBody {
 impl utoipa::ToSchema for super::webhooks::CreateEndpointBody {
     fn name() -> Cow<'static, str> {
         Cow::Borrowed("CreateEndpointBody")
+    }
+}
+
+impl utoipa::PartialSchema for super::topups::ConfirmTopUpBody {
+    fn schema() -> RefOr<Schema> {
+        use stablecoin_core::domain::topup::{FIAT_REFERENCE_MAX, NOTE_MAX};
+        from_json(json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["fiat_reference"],
+            "description": "`POST /admin/v1/topups/{id}/confirm`. Unknown fields are refused (`UNKNOWN_FIELD`).",
+            "properties": {
+                "fiat_reference": {
+                    "type": "string",
+                    "pattern": FIAT_REFERENCE_PATTERN,
+                    "minLength": 1,
+                    "maxLength": FIAT_REFERENCE_MAX,
+                    "description": "The fiat receipt's reference (bank or mobile-money transaction id): one line, not blank. One reference confirms one top-up (else 409 FIAT_REFERENCE_USED).",
+                    "example": "BANK-2026-0001"
+                },
+                "note": {
+                    "type": ["string", "null"],
+                    "pattern": FREE_TEXT_PATTERN,
+                    "maxLength": NOTE_MAX,
+                    "description": "A note for the audit trail."
+                }
+            }
+        }))
+    }
+}
+
+impl utoipa::ToSchema for super::topups::ConfirmTopUpBody {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("ConfirmTopUpBody")
     }
 }
 
@@ -463,6 +509,7 @@ pub(crate) fn components() -> Vec<(String, RefOr<Schema>)> {
         one::<ListPage>(),
         one::<TransferStatus>(),
         one::<SwapStatusName>(),
+        one::<TopUpStatusName>(),
         one::<SessionStatus>(),
         one::<EscrowStateName>(),
         one::<DeliveryStateName>(),

@@ -82,7 +82,7 @@ pub struct CreateEndpointBody {
     pub url: String,
     /// Subscribed event types. Wallet family: `transfer.received`, `transfer.settled`,
     /// `transfer.failed`, `swap.settled`, `swap.failed`, `user.linked`,
-    /// `user.phone_changed`, `escrow.*`. Payments family: `payment.confirmed`,
+    /// `user.phone_changed`, `treasury.topup.credited`, `escrow.*`. Payments family: `payment.confirmed`,
     /// `payment.failed`, `wallet.deposit.detected`, `wallet.deposit.confirmed`,
     /// `wallet.deposit.hash_resolved`, `wallet.transfer.<status>`.
     pub events: Vec<String>,

@@ -288,6 +288,12 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Bool,
     ),
     ("STABLECOIN_METRICS_TOKEN", &["metrics_token"], EnvKind::Str),
+    ("STABLECOIN_ADMIN_TOKEN", &["admin", "token"], EnvKind::Str),
+    (
+        "STABLECOIN_ADMIN_TOPUP_TTL_HOURS",
+        &["admin", "topup_ttl_hours"],
+        EnvKind::Int,
+    ),
     (
         "STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS",
         &["http", "header_read_timeout_ms"],

@@ -82,6 +82,8 @@
 //! | `demo.enabled` | `STABLECOIN_DEMO` | `true` |
 //! | `demo.tenant_name` | `STABLECOIN_DEMO_TENANT_NAME` | `Demo Fintech` |
 //! | `demo.treasury_credit` | `STABLECOIN_DEMO_TREASURY_CREDIT` | `10000` (USDC and USDT) |
+//! | `admin.token` | `STABLECOIN_ADMIN_TOKEN` | none: the staff routes (`/admin/v1/...`) answer 404 (set it, at least 32 characters, to open them with `Authorization: Bearer <token>`) |
+//! | `admin.topup_ttl_hours` (1-720) | `STABLECOIN_ADMIN_TOPUP_TTL_HOURS` | `24` (how long a top-up quote can be confirmed) |
 //! | `metrics_token` | `STABLECOIN_METRICS_TOKEN` | none: `/metrics` is public (set it to require `Authorization: Bearer <token>`) |
 //! | `http.header_read_timeout_ms` | `STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS` | `10000` |
 //! | `http.request_timeout_ms` | `STABLECOIN_HTTP_REQUEST_TIMEOUT_MS` | `30000` (then 408 REQUEST_TIMEOUT) |
@@ -185,6 +187,7 @@
 //! the simulated chains' `sim` settings), `settings` (log, engine, demo), `webhooks` and
 //! `secrets`.
 
+mod admin;
 mod checkout;
 mod limits;
 mod load;
@@ -202,6 +205,7 @@ mod tests;
 mod validate;
 mod webhooks;
 
+pub use admin::AdminSettings;
 pub use checkout::CheckoutSettings;
 pub use limits::{HttpSettings, OtpSettings, RateLimitSettings, SponsorshipSettings};
 pub use load::env_var_names;
@@ -329,6 +333,9 @@ pub struct Config {
     pub checkout: CheckoutSettings,
     /// `[swaps]`: the venue of `POST /v1/swaps`.
     pub swaps: SwapSettings,
+    /// `[admin]`: the staff routes' bearer token (absent: they answer 404) and the
+    /// top-up lifetime.
+    pub admin: AdminSettings,
 }
 
 impl Default for Config {
@@ -363,6 +370,7 @@ impl Default for Config {
             retention: RetentionSettings::default(),
             checkout: CheckoutSettings::default(),
             swaps: SwapSettings::default(),
+            admin: AdminSettings::default(),
         }
     }
 }

@@ -72,6 +72,9 @@ impl Config {
         {
             return bad("metrics_token must be at least 16 characters".into());
         }
+        if let Some(problem) = self.admin.problem() {
+            return bad(problem);
+        }
         if self.rails.evm_chains.is_empty() {
             return bad("rails.evm_chains must name at least one EVM chain (e.g. [137])".into());
         }

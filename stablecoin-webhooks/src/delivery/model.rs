@@ -102,6 +102,7 @@ pub const WALLET_EVENT_TYPES: &[&str] = &[
     "swap.failed",
     "user.linked",
     "user.phone_changed",
+    "treasury.topup.credited",
 ];
 
 /// Escrow event types (wallet-service family) are accepted with this prefix
