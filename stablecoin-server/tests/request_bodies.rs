@@ -51,6 +51,11 @@ const BODIES: &[(&str, &str, &str)] = &[
     ),
     ("POST /v1/transfers/send", "/v1/transfers/send", SEND),
     (
+        "POST /v1/swaps",
+        "/v1/swaps",
+        r#""phone_number":"+2250700000001","token_in":"USDC","token_out":"USDT","amount_in":"1""#,
+    ),
+    (
         "POST /v1/tron/transfers/send",
         "/v1/tron/transfers/send",
         SEND,
@@ -226,6 +231,7 @@ body_tests! {
     phone_change_request_refuses_unknown_fields => "POST /v1/users/phone-change/request",
     phone_change_confirm_refuses_unknown_fields => "POST /v1/users/phone-change/confirm",
     send_refuses_unknown_fields => "POST /v1/transfers/send",
+    swap_refuses_unknown_fields => "POST /v1/swaps",
     tron_send_refuses_unknown_fields => "POST /v1/tron/transfers/send",
     solana_send_refuses_unknown_fields => "POST /v1/solana/transfers/send",
     fx_quote_refuses_unknown_fields => "POST /api/v1/fx/quote",

@@ -73,6 +73,8 @@ pub async fn production(config: &mut Config) -> Providers {
         timeout_ms: 5_000,
         decimals: Default::default(),
     };
+    // The treasury venue's conversion float, which production makes the operator state.
+    config.swaps.float = Some("1000".into());
     assert_eq!(config.production_refusals(), Vec::<String>::new());
     Providers { sms, feed }
 }
