@@ -22,7 +22,7 @@
 
 use super::abi::{self, Abi, keccak};
 use super::address::EvmAddress;
-use super::bundler::{BundleError, Bundler};
+use super::bundler::{BundleError, Bundler, BundlerView};
 use super::rpc::{Eth, JsonRpc, RpcError, address_topic, hex0x, topic_address};
 use super::userop::{AccountFactory, Call, Nonce};
 use async_trait::async_trait;
@@ -283,6 +283,7 @@ impl EvmRail {
                     tx_hash: Some(found.tx_hash),
                     from_block: found.block,
                     rejected: false,
+                    sent: true,
                     valid_until: None,
                 },
             )
@@ -307,13 +308,16 @@ impl EvmRail {
             tx_hash: None,
             from_block,
             rejected: false,
+            sent: false,
             valid_until: (valid_until > 0).then_some(valid_until),
         };
         // Write-ahead: if the journal cannot take it, nothing is sent.
         self.remember(id, record.clone()).await?;
         match self.bundler.send(std::slice::from_ref(&op)).await {
             Ok(tx) => {
-                record.tx_hash = Some(tx);
+                // `None` from an external bundler: accepted, its bundle comes later.
+                record.tx_hash = tx;
+                record.sent = true;
                 // Best effort: the entry already written finds the operation by its
                 // hash even without the bundle's.
                 let _ = self.remember(id, record).await;
@@ -322,7 +326,7 @@ impl EvmRail {
                 }
                 Ok(Submission {
                     payment_id: id.to_string(),
-                    tx_hash: Some(hex0x(&tx)),
+                    tx_hash: tx.map(|t| hex0x(&t)),
                 })
             }
             Err(BundleError::Rejected(reason)) => {
@@ -411,6 +415,7 @@ impl Rail for EvmRail {
             )),
             Err(e) => sponsor.push(format!("paymaster deposit: {e}")),
         }
+        sponsor.extend(self.bundler.problems().await);
         if let Some(bundler) = self.bundler.account().await {
             match eth.balance(&bundler).await {
                 Ok(b) if b >= self.config.min_bundler_balance_wei => {}
@@ -469,9 +474,23 @@ impl Rail for EvmRail {
     }
 
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError> {
-        let Some(s) = self.lookup(payment_id).await?.filter(|s| !s.rejected) else {
+        let Some(mut s) = self.lookup(payment_id).await?.filter(|s| !s.rejected) else {
             return Ok(SubmissionStatus::NotFound);
         };
+        // An external bundler's answer carries no bundle hash: ask it (never a second
+        // send) which bundle carried the operation, or whether it still holds it.
+        let mut in_mempool = false;
+        if s.tx_hash.is_none() {
+            match self.bundler.view(&s.user_op_hash).await {
+                BundlerView::Included(tx) => {
+                    s.tx_hash = Some(tx);
+                    s.sent = true;
+                    let _ = self.remember(payment_id, s.clone()).await;
+                }
+                BundlerView::Pending => in_mempool = true,
+                BundlerView::Unknown => {}
+            }
+        }
         let head = self
             .eth()
             .block_number()
@@ -520,9 +539,11 @@ impl Rail for EvmRail {
                 Ok(status)
             }
             // Journaled but no bundle was ever sent (a crash between the journal and the
-            // send, or the bundler refused before sending): the engine fails it once its
-            // deadline has passed.
-            None if s.tx_hash.is_none() => Ok(SubmissionStatus::NotFound),
+            // send, or the bundler refused before sending) and no bundler holds it: the
+            // engine fails it once its deadline has passed.
+            None if s.tx_hash.is_none() && !s.sent && !in_mempool => {
+                Ok(SubmissionStatus::NotFound)
+            }
             // Sent, not in any block up to the head, and the head is past its
             // `validUntil`: the EntryPoint refuses it in every later block, so it can
             // never land (its bundle was dropped, or reverted for another operation).
