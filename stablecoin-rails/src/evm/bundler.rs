@@ -64,6 +64,15 @@ pub trait Bundler: Send + Sync {
         BundlerView::Unknown
     }
 
+    /// Whether an operation whose hand-over ended in [`BundleError::Unknown`] without a
+    /// bundle hash may still be on its way: `true` for an external bundler (its answer,
+    /// not the operation, may be what was lost; the rail then waits for the operation's
+    /// `UserOperationEvent` until its `validUntil`), `false` for [`SelfBundler`] (no hash
+    /// means no transaction was signed).
+    fn accepts_before_bundling(&self) -> bool {
+        false
+    }
+
     /// Why the bundler cannot take operations now (unreachable, does not serve the
     /// rail's EntryPoint); empty when it can. Empty by default.
     async fn problems(&self) -> Vec<String> {

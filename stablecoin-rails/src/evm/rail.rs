@@ -336,6 +336,9 @@ impl EvmRail {
                 Err(rejected(reason))
             }
             Err(BundleError::Unknown { tx_hash, reason }) => {
+                // An external bundler may hold it though its answer was lost: it is
+                // reconciled by its hash (the bundler's receipt, the EntryPoint's log).
+                record.sent = tx_hash.is_none() && self.bundler.accepts_before_bundling();
                 record.tx_hash = tx_hash;
                 let _ = self.remember(id, record).await;
                 if deploys && let Ok(mut d) = self.deploying.lock() {
@@ -541,9 +544,7 @@ impl Rail for EvmRail {
             // Journaled but no bundle was ever sent (a crash between the journal and the
             // send, or the bundler refused before sending) and no bundler holds it: the
             // engine fails it once its deadline has passed.
-            None if s.tx_hash.is_none() && !s.sent && !in_mempool => {
-                Ok(SubmissionStatus::NotFound)
-            }
+            None if s.tx_hash.is_none() && !s.sent && !in_mempool => Ok(SubmissionStatus::NotFound),
             // Sent, not in any block up to the head, and the head is past its
             // `validUntil`: the EntryPoint refuses it in every later block, so it can
             // never land (its bundle was dropped, or reverted for another operation).

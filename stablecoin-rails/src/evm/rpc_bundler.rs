@@ -69,7 +69,10 @@ pub fn user_op_json(op: &UserOp) -> Value {
         m.insert("factoryData".into(), json!(hex0x(&op.init_code[20..])));
     }
     m.insert("callData".into(), json!(hex0x(&op.call_data)));
-    m.insert("callGasLimit".into(), json!(quantity_u128(op.call_gas_limit)));
+    m.insert(
+        "callGasLimit".into(),
+        json!(quantity_u128(op.call_gas_limit)),
+    );
     m.insert(
         "verificationGasLimit".into(),
         json!(quantity_u128(op.verification_gas_limit)),
@@ -78,7 +81,10 @@ pub fn user_op_json(op: &UserOp) -> Value {
         "preVerificationGas".into(),
         json!(quantity_u128(op.pre_verification_gas)),
     );
-    m.insert("maxFeePerGas".into(), json!(quantity_u128(op.max_fee_per_gas)));
+    m.insert(
+        "maxFeePerGas".into(),
+        json!(quantity_u128(op.max_fee_per_gas)),
+    );
     m.insert(
         "maxPriorityFeePerGas".into(),
         json!(quantity_u128(op.max_priority_fee_per_gas)),
@@ -115,9 +121,9 @@ fn classify(e: RpcError) -> Result<(), BundleError> {
                 reason: format!("bundler error {code}: {message}"),
             })
         }
-        RpcError::Node { code, message, .. } => {
-            Err(BundleError::Rejected(format!("bundler error {code}: {message}")))
-        }
+        RpcError::Node { code, message, .. } => Err(BundleError::Rejected(format!(
+            "bundler error {code}: {message}"
+        ))),
         RpcError::Transport(t) => Err(BundleError::Unknown {
             tx_hash: None,
             reason: format!("bundler transport: {t}"),
@@ -193,7 +199,10 @@ impl RpcBundler {
     }
 
     /// `eth_getUserOperationReceipt`: `None` while the operation is in no mined bundle.
-    pub async fn receipt(&self, user_op_hash: &[u8; 32]) -> Result<Option<UserOpReceipt>, RpcError> {
+    pub async fn receipt(
+        &self,
+        user_op_hash: &[u8; 32],
+    ) -> Result<Option<UserOpReceipt>, RpcError> {
         let m = "eth_getUserOperationReceipt";
         let v = self.rpc.request(m, json!([hex0x(user_op_hash)])).await?;
         if v.is_null() {
@@ -212,7 +221,10 @@ impl RpcBundler {
     /// `eth_getUserOperationByHash`: `None` when the bundler does not know the operation;
     /// `Some(None)` while it is known but not in a mined bundle; `Some(Some(tx))` once it
     /// is.
-    pub async fn by_hash(&self, user_op_hash: &[u8; 32]) -> Result<Option<Option<[u8; 32]>>, RpcError> {
+    pub async fn by_hash(
+        &self,
+        user_op_hash: &[u8; 32],
+    ) -> Result<Option<Option<[u8; 32]>>, RpcError> {
         let m = "eth_getUserOperationByHash";
         let v = self.rpc.request(m, json!([hex0x(user_op_hash)])).await?;
         if v.is_null() {
@@ -239,6 +251,10 @@ impl Bundler for RpcBundler {
     async fn account(&self) -> Option<EvmAddress> {
         // The bundler pays its bundles from its own accounts.
         None
+    }
+
+    fn accepts_before_bundling(&self) -> bool {
+        true
     }
 
     async fn view(&self, user_op_hash: &[u8; 32]) -> BundlerView {
@@ -367,7 +383,9 @@ mod tests {
         };
         let refused = node(-32500, "AA24 signature error");
         let b = RpcBundler::new(stub(move |_| Err(refused.clone())), EP);
-        assert!(matches!(b.send(&[op(false)]).await, Err(BundleError::Rejected(r)) if r.contains("AA24")));
+        assert!(
+            matches!(b.send(&[op(false)]).await, Err(BundleError::Rejected(r)) if r.contains("AA24"))
+        );
         let b = RpcBundler::new(stub(|_| Err(RpcError::Transport("timed out".into()))), EP);
         assert!(matches!(
             b.send(&[op(false)]).await,
@@ -375,7 +393,10 @@ mod tests {
         ));
         let internal = node(-32603, "internal error");
         let b = RpcBundler::new(stub(move |_| Err(internal.clone())), EP);
-        assert!(matches!(b.send(&[op(false)]).await, Err(BundleError::Unknown { .. })));
+        assert!(matches!(
+            b.send(&[op(false)]).await,
+            Err(BundleError::Unknown { .. })
+        ));
         let known = node(-32602, "Already known");
         let b = RpcBundler::new(stub(move |_| Err(known.clone())), EP);
         assert_eq!(b.send(&[op(false)]).await, Ok(None));
@@ -399,7 +420,9 @@ mod tests {
         let b = RpcBundler::new(
             stub(|m| {
                 Ok(match m {
-                    "eth_getUserOperationByHash" => json!({"userOperation": {}, "transactionHash": null}),
+                    "eth_getUserOperationByHash" => {
+                        json!({"userOperation": {}, "transactionHash": null})
+                    }
                     _ => Value::Null,
                 })
             }),
