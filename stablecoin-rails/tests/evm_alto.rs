@@ -285,3 +285,76 @@ async fn a_lost_alto_answer_is_reconciled_by_user_op_hash_without_a_second_send(
     assert_eq!(w.usdc_of(&bob).await, w.base(5_000_000));
     assert_eq!(w.usdc_of(&alice).await, w.base(15_000_000));
 }
+
+/// Sends `n` one-leg transfers from 20 accounts (deployed by a warm-up transfer each,
+/// not timed) through `rail`, then polls each until Confirmed; transfers per second.
+async fn transfers_per_sec(w: &World, rail: &EvmRail, tag: &str, n: usize) -> f64 {
+    let senders = 20.min(n.max(1));
+    let mut from = Vec::new();
+    let to = w.account(&wallet(&format!("{tag}_to"))).await;
+    for s in 0..senders {
+        let p = wallet(&format!("{tag}_{s}"));
+        let a = w.account(&p).await;
+        w.mint(w.usdc, &a, 1_000_000_000).await;
+        let warm = w
+            .payment(
+                &format!("{tag}_warm_{s}"),
+                &p,
+                vec![(to, 1, LegRole::Recipient)],
+            )
+            .await;
+        rail.submit(&warm).await.expect("warm-up submit");
+        from.push(p);
+    }
+    for s in 0..senders {
+        confirmed_tx(&w.settle(rail, &format!("{tag}_warm_{s}")).await);
+    }
+    let before = w.usdc_of(&to).await;
+    let started = std::time::Instant::now();
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let id = format!("{tag}_op_{i}");
+        let p = w
+            .payment(
+                &id,
+                &from[i % senders],
+                vec![(to, 1_000_000, LegRole::Recipient)],
+            )
+            .await;
+        rail.submit(&p).await.expect("submit");
+        ids.push(id);
+    }
+    for id in &ids {
+        confirmed_tx(&w.settle(rail, id).await);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    assert_eq!(
+        w.usdc_of(&to).await - before,
+        w.base(1_000_000 * n as u64),
+        "every transfer arrived, once"
+    );
+    n as f64 / secs
+}
+
+/// BENCHMARKS.md, "EVM rail": transfers settled per second through Alto, beside the
+/// self-bundled rate on the same kind of Anvil in the same run.
+/// `cargo test -p stablecoin-rails --features evm-test --test evm_alto -- --ignored
+/// --nocapture` (env `EVM_BENCH_TRANSFERS`, default 300).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run on purpose"]
+async fn bench_transfers_settled_through_alto() {
+    require_alto!();
+    let n = std::env::var("EVM_BENCH_TRANSFERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let (_anvil, w, _alto, bundler) = setup(73).await;
+    let through_alto = transfers_per_sec(&w, &rail(&w, bundler), "alto_bench", n).await;
+    let own = Anvil::start(137, true);
+    let w2 = World::deploy(&own.url, 137, true, |_| {}).await;
+    let self_bundled = transfers_per_sec(&w2, &w2.rail, "self_bench", n).await;
+    println!(
+        "transfers settled on Anvil, {n} from 20 accounts: through Alto {through_alto:.1}/s, \
+         self-bundled {self_bundled:.1}/s"
+    );
+}

@@ -135,7 +135,8 @@ impl Alto {
         let args = format!(
             "'{}' --entrypoints {} --executor-private-keys {} --utility-private-key {} \
              --rpc-url {rpc_url} --port {port} --safe-mode false --block-time 100 \
-             --min-bundle-interval 10 --max-bundle-interval 50 --log-level warn",
+             --min-bundle-interval 10 --max-bundle-interval 50 --mempool-max-parallel-ops 100 \
+             --log-level warn",
             bin.display(),
             ENTRY_POINT_V08.to_hex(),
             hex0x(&executor_key),
