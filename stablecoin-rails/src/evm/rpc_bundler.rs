@@ -287,10 +287,12 @@ mod tests {
     use crate::evm::userop::{Nonce, Sponsorship};
     use std::sync::Mutex;
 
+    type Script = Box<dyn Fn(&str) -> Result<Value, RpcError> + Send + Sync>;
+
     /// A bundler stub: records each request, answers from a script.
     struct Stub {
         seen: Mutex<Vec<(String, Value)>>,
-        answer: Box<dyn Fn(&str) -> Result<Value, RpcError> + Send + Sync>,
+        answer: Script,
     }
 
     #[async_trait]
