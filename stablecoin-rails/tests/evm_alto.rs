@@ -4,8 +4,9 @@
 //! through the deterministic CREATE2 deployer with the published salt), the service's
 //! VerifyingPaymaster and SimpleAccountFactory as in `tests/evm_anvil.rs`.
 //!
-//! Every test starts its own Anvil and Alto (`--safe-mode false`); both stop when the test
-//! ends. Without them every test prints SKIPPED and passes, unless `EVM_REQUIRE_ANVIL` is
+//! Every test starts its own Anvil (chain id 8453, Base: on Polygon's 137 Alto asks
+//! Polygon's public gas station for prices) and Alto (`--safe-mode false`); both stop when
+//! the test ends. Without them every test prints SKIPPED and passes, unless `EVM_REQUIRE_ANVIL` is
 //! set (as `scripts/test` does).
 #![cfg(feature = "evm-test")]
 
@@ -35,12 +36,17 @@ macro_rules! require_alto {
     };
 }
 
+/// Base's chain id. Not Polygon's 137: on 137 Alto prices gas from Polygon's public gas
+/// station (an HTTPS request off the machine, and mainnet prices on a machine that
+/// reaches it).
+const CHAIN: u64 = 8453;
+
 /// An Anvil of its own, the contracts with the EntryPoint at its canonical address, Alto
 /// over them, and the RPC bundler of that Alto.
 async fn setup(seed: u8) -> (Anvil, World, Alto, Arc<RpcBundler>) {
-    let anvil = Anvil::start(137, true);
+    let anvil = Anvil::start(CHAIN, true);
     let signer = Arc::new(LocalSigner::from_seed([seed; 32]));
-    let w = World::deploy_canonical(&anvil.url, 137, signer, |_| {}).await;
+    let w = World::deploy_canonical(&anvil.url, CHAIN, signer, |_| {}).await;
     assert_eq!(w.config.entry_point, ENTRY_POINT_V08);
     let alto = Alto::start(&w.node, &anvil.url).await;
     let bundler = Arc::new(RpcBundler::http(
@@ -350,8 +356,8 @@ async fn bench_transfers_settled_through_alto() {
         .unwrap_or(300);
     let (_anvil, w, _alto, bundler) = setup(73).await;
     let through_alto = transfers_per_sec(&w, &rail(&w, bundler), "alto_bench", n).await;
-    let own = Anvil::start(137, true);
-    let w2 = World::deploy(&own.url, 137, true, |_| {}).await;
+    let own = Anvil::start(CHAIN, true);
+    let w2 = World::deploy(&own.url, CHAIN, true, |_| {}).await;
     let self_bundled = transfers_per_sec(&w2, &w2.rail, "self_bench", n).await;
     println!(
         "transfers settled on Anvil, {n} from 20 accounts: through Alto {through_alto:.1}/s, \

@@ -1,7 +1,8 @@
 //! The reference server on a real EVM chain bundled by an external ERC-4337 bundler:
-//! Anvil (chain id 137) with EntryPoint v0.8 at its canonical address, Alto
-//! (`@pimlico/alto`, listening on 127.0.0.1 only) in front of it, and `[rails.evm.137]`
-//! naming Alto as its `bundler_url`, on SQLite, over loopback HTTP.
+//! Anvil (chain id 8453, Base) with EntryPoint v0.8 at its canonical address, Alto
+//! (`@pimlico/alto`, listening on 127.0.0.1 only) in front of it, and `[rails.evm.8453]`
+//! naming Alto as its `bundler_url`, on SQLite, over loopback HTTP. Base, not Polygon:
+//! on chain 137 Alto prices gas from Polygon's public gas station, off the machine.
 //!
 //! Without Anvil and Alto the test prints SKIPPED and passes, unless `EVM_REQUIRE_ANVIL`
 //! is set (as `scripts/test` does).
@@ -67,9 +68,9 @@ async fn the_server_settles_fund_and_send_with_fees_through_an_external_bundler(
     if !alto_or_skip() {
         return;
     }
-    let anvil = Anvil::start(137, true);
+    let anvil = Anvil::start(8453, true);
     let signer = Arc::new(LocalSigner::from_seed([SEED; 32]));
-    let w = World::deploy_canonical(&anvil.url, 137, signer.clone(), |_| {}).await;
+    let w = World::deploy_canonical(&anvil.url, 8453, signer.clone(), |_| {}).await;
     let alto = Alto::start(&w.node, &anvil.url).await;
     let dir = temp_dir("evm-alto-live");
     let mut config = test_config();
@@ -78,10 +79,10 @@ async fn the_server_settles_fund_and_send_with_fees_through_an_external_bundler(
         path: Some(dir.join("db.sqlite")),
         max_background: 4,
     };
-    config.rails.evm_chains = vec![137];
+    config.rails.evm_chains = vec![8453];
     let mut chain = common::production::evm_chain(&w, &anvil.url);
     chain.bundler_url = Some(Secret::new(alto.url.clone()));
-    config.rails.evm.insert("137".into(), chain);
+    config.rails.evm.insert("8453".into(), chain);
     let app = App::build(config).await.expect("app builds");
     assert!(
         !app.banner("127.0.0.1:8080".parse().unwrap())
@@ -93,7 +94,7 @@ async fn the_server_settles_fund_and_send_with_fees_through_an_external_bundler(
     let ready = s
         .send(reqwest::Method::GET, "/health/ready", None, None, &[])
         .await;
-    assert_eq!(ready.json()["polygon"], "READY", "{}", ready.text());
+    assert_eq!(ready.json()["base"], "READY", "{}", ready.text());
 
     let sponsor = stablecoin_rails::evm::testkit::owner_of(&*signer, &KeyPurpose::Sponsor).await;
     // The service's own key pays for no bundle: leave it nothing to pay with.

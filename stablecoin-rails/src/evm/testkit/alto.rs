@@ -4,6 +4,8 @@
 //! it (it infers the EntryPoint's version from the address).
 //!
 //! Alto runs under `sh` like Anvil: killed when its handle drops or this process ends.
+//! Start it on a chain id other than 137: on Polygon's id Alto prices gas from Polygon's
+//! public gas station over the internet (mainnet prices wherever that is reachable).
 
 use super::{ETH, Node, code};
 use crate::evm::rpc::hex0x;
