@@ -33,4 +33,9 @@ if ! grep -q 'host: "127.0.0.1"' "$alto_server" || grep -q '0\.0\.0\.0' "$alto_s
   exit 1
 fi
 ./node_modules/.bin/anvil --version
-node --version
+# Alto needs a Node.js with import attributes (20 or later): fail here, not in a test.
+if ! ./node_modules/.bin/alto --help >/dev/null 2>&1; then
+  echo "Alto does not run on this Node.js ($(node --version)); it needs Node.js 20 or later" >&2
+  exit 1
+fi
+echo "alto $(node -p "require('./node_modules/@pimlico/alto/package.json').version") on node $(node --version)"
