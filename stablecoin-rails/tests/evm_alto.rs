@@ -14,13 +14,17 @@ use serde_json::{Value, json};
 use stablecoin_core::domain::fees::{TenantPricing, split_fees};
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::memory::LocalSigner;
-use stablecoin_core::ports::{KeyPurpose, LegRole, Rail, RailError, ReadinessStatus};
+use stablecoin_core::ports::{
+    Curve, KeyPurpose, LegRole, Rail, RailError, ReadinessStatus, Signer,
+};
 use stablecoin_rails::evm::abi::keccak;
 use stablecoin_rails::evm::rpc::hex0x;
 use stablecoin_rails::evm::testkit::{
     Alto, Anvil, ENTRY_POINT_V08, World, alto_or_skip, confirmed_tx, rail_with_bundler, wallet,
 };
-use stablecoin_rails::evm::userop::UserOp;
+use stablecoin_rails::evm::userop::{
+    Call, Nonce, Sponsorship, UserOp, erc20_transfer_call, execute_batch_call,
+};
 use stablecoin_rails::evm::{
     BundleError, Bundler, BundlerView, EvmAddress, EvmRail, JsonRpc, RpcBundler,
 };
@@ -202,6 +206,73 @@ async fn alto_settles_funding_and_a_send_with_fees_under_the_real_bundle_hash() 
     for a in [treasury, alice, bob, fees, tenant] {
         assert_eq!(w.node.native_balance(&a).await, 0, "{a}");
     }
+
+    // Alto estimates a signed, sponsored operation of alice's (now deployed) account.
+    let op = signed_op(&w, &alice_p, alice, bob).await;
+    let e = bundler
+        .estimate(&op)
+        .await
+        .expect("eth_estimateUserOperationGas");
+    assert!(
+        e.call_gas_limit > 0 && e.verification_gas_limit > 0,
+        "{e:?}"
+    );
+    assert!(e.pre_verification_gas > 0, "{e:?}");
+    assert!(
+        e.paymaster_verification_gas_limit.is_some_and(|g| g > 0),
+        "{e:?}"
+    );
+}
+
+/// A 65-byte signature of `digest` by `signer`'s key `p`, v = 27/28.
+async fn sign(w: &World, p: &KeyPurpose, digest: &[u8; 32]) -> Vec<u8> {
+    let mut sig = w
+        .signer
+        .sign(p, Curve::Secp256k1, digest)
+        .await
+        .expect("sign")
+        .0;
+    if sig[64] < 27 {
+        sig[64] += 27;
+    }
+    sig
+}
+
+/// A 1-USDC transfer from `from`'s deployed account, sponsored and signed as the rail
+/// does (never sent).
+async fn signed_op(w: &World, p: &KeyPurpose, from: EvmAddress, to: EvmAddress) -> UserOp {
+    let g = w.config.gas;
+    let mut op = UserOp {
+        sender: from,
+        nonce: Nonce {
+            key: Nonce::key_for("alto_estimate"),
+            seq: 0,
+        },
+        init_code: Vec::new(),
+        call_data: execute_batch_call(&[Call {
+            target: w.usdc,
+            data: erc20_transfer_call(&to, w.base(1_000_000)),
+        }]),
+        verification_gas_limit: g.verification_gas,
+        call_gas_limit: g.call_gas_base + g.call_gas_per_transfer,
+        pre_verification_gas: g.pre_verification_gas,
+        max_priority_fee_per_gas: 1_000_000_000,
+        max_fee_per_gas: 10_000_000_000,
+        paymaster_and_data: Vec::new(),
+        signature: Vec::new(),
+    };
+    let sponsorship = Sponsorship {
+        paymaster: w.config.paymaster,
+        verification_gas_limit: g.paymaster_verification_gas,
+        post_op_gas_limit: 0,
+        valid_until: 0,
+        valid_after: 0,
+    };
+    let digest = op.paymaster_digest(&sponsorship, CHAIN);
+    op.paymaster_and_data = sponsorship.encode(&sign(w, &KeyPurpose::Sponsor, &digest).await);
+    let hash = op.hash(&w.config.entry_point, CHAIN);
+    op.signature = sign(w, p, &hash).await;
+    op
 }
 
 /// Hands the operation to Alto, then loses Alto's answer.
