@@ -158,7 +158,9 @@ async fn build_live(
     signer: Arc<dyn Signer>,
     journal: Arc<dyn RailJournal>,
 ) -> Result<LiveEvm, StartupError> {
-    use stablecoin_rails::evm::{EvmAddress, EvmRail, HttpJsonRpc, SelfBundler, UniswapV2Venue};
+    use stablecoin_rails::evm::{
+        Bundler, EvmAddress, EvmRail, HttpJsonRpc, RpcBundler, SelfBundler, UniswapV2Venue,
+    };
     let mut out = BTreeMap::new();
     let mut venues: Vec<Arc<dyn SwapVenue>> = Vec::new();
     for (chain_id, settings) in config.rails.live_evm()? {
@@ -168,17 +170,26 @@ async fn build_live(
             settings.rpc_url.expose(),
             Duration::from_millis(settings.rpc_timeout_ms),
         ));
-        let bundler = Arc::new(SelfBundler::new(
+        let self_bundler = SelfBundler::new(
             rpc.clone(),
             signer.clone(),
             KeyPurpose::Sponsor,
             evm_config.entry_point,
             chain_id,
-        ));
-        let sponsor = bundler
+        );
+        // The sponsor key signs every sponsorship whoever bundles.
+        let sponsor = self_bundler
             .address()
             .await
             .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: sponsor key: {e}")))?;
+        let bundler: Arc<dyn Bundler> = match &settings.bundler_url {
+            Some(url) => Arc::new(RpcBundler::http(
+                url.expose(),
+                evm_config.entry_point,
+                Duration::from_millis(settings.rpc_timeout_ms),
+            )),
+            None => Arc::new(self_bundler),
+        };
         let rail = EvmRail::new(evm_config, rpc, signer.clone(), bundler)
             .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: {e}")))?
             .with_journal(journal.clone());
@@ -194,6 +205,7 @@ async fn build_live(
             reasons = %readiness.reasons.join("; "),
             sponsor = %sponsor,
             treasury = %treasury,
+            bundler = if settings.bundler_url.is_some() { "external" } else { "self" },
             "real EVM chain"
         );
         let info = LiveRail {
@@ -467,6 +479,7 @@ mod tests {
             scan_start_block: 4,
             rpc_timeout_ms: 5,
             max_scan_blocks: Some(0),
+            bundler_url: None,
         }
     }
 

@@ -163,6 +163,7 @@ async fn a_node_url_and_its_key_never_reach_a_client() {
             scan_start_block: 0,
             rpc_timeout_ms: 500,
             max_scan_blocks: None,
+            bundler_url: None,
         },
     );
     let s = common::start_with(config).await;

@@ -1,6 +1,8 @@
 //! Getting user operations on chain. [`Bundler`] is the seam: [`SelfBundler`] is the
 //! service submitting `handleOps` itself from its own key (spec 1.3: the service sponsors
-//! and bundles); an external ERC-4337 bundler (`eth_sendUserOperation`) can replace it.
+//! and bundles); [`RpcBundler`](super::rpc_bundler::RpcBundler) hands them to an external
+//! ERC-4337 bundler (`eth_sendUserOperation`), which answers with the user-operation hash
+//! and puts the bundle on chain later.
 
 use super::abi::{self, selector};
 use super::address::EvmAddress;
@@ -39,15 +41,52 @@ pub enum BundleError {
     },
 }
 
+/// What a bundler knows of one user operation (by its hash), for reconciling it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BundlerView {
+    /// It does not know the operation (or cannot be asked: [`SelfBundler`] keeps no
+    /// mempool): the chain's logs decide.
+    Unknown,
+    /// Accepted and waiting in its mempool: on its way, no bundle yet.
+    Pending,
+    /// Carried by the bundle transaction of this hash.
+    Included([u8; 32]),
+}
+
 /// Puts signed, sponsored user operations on chain: [`SelfBundler`], or an external
-/// ERC-4337 bundler behind the same seam.
+/// ERC-4337 bundler behind the same seam
+/// ([`RpcBundler`](super::rpc_bundler::RpcBundler)).
 #[async_trait]
 pub trait Bundler: Send + Sync {
-    /// Puts `ops` on chain in one bundle; returns the bundle transaction's hash.
-    async fn send(&self, ops: &[UserOp]) -> Result<[u8; 32], BundleError>;
+    /// Hands `ops` over to be put on chain. `Ok(Some(hash))`: the bundle transaction is
+    /// sent and this is its hash ([`SelfBundler`]); `Ok(None)`: accepted, the bundle comes
+    /// later (an external bundler's mempool) and is found by [`Bundler::view`] or the
+    /// EntryPoint's `UserOperationEvent`.
+    async fn send(&self, ops: &[UserOp]) -> Result<Option<[u8; 32]>, BundleError>;
 
     /// The account that pays the bundles' gas, when it is the service's own.
     async fn account(&self) -> Option<EvmAddress>;
+
+    /// What the bundler knows of the operation of `user_op_hash`. Asking never sends
+    /// anything. [`BundlerView::Unknown`] by default (and on any error).
+    async fn view(&self, _user_op_hash: &[u8; 32]) -> BundlerView {
+        BundlerView::Unknown
+    }
+
+    /// Whether an operation whose hand-over ended in [`BundleError::Unknown`] without a
+    /// bundle hash may still be on its way: `true` for an external bundler (its answer,
+    /// not the operation, may be what was lost; the rail then waits for the operation's
+    /// `UserOperationEvent` until its `validUntil`), `false` for [`SelfBundler`] (no hash
+    /// means no transaction was signed).
+    fn accepts_before_bundling(&self) -> bool {
+        false
+    }
+
+    /// Why the bundler cannot take operations now (unreachable, does not serve the
+    /// rail's EntryPoint); empty when it can. Empty by default.
+    async fn problems(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The service as its own bundler: `handleOps` in an EIP-1559 transaction signed by the
@@ -174,7 +213,7 @@ fn rejected_by_node(e: RpcError) -> BundleError {
 
 #[async_trait]
 impl Bundler for SelfBundler {
-    async fn send(&self, ops: &[UserOp]) -> Result<[u8; 32], BundleError> {
+    async fn send(&self, ops: &[UserOp]) -> Result<Option<[u8; 32]>, BundleError> {
         let eth = Eth(&*self.rpc);
         let me = self.address().await.map_err(BundleError::Rejected)?;
         let data = handle_ops_call(ops, &me);
@@ -224,7 +263,7 @@ impl Bundler for SelfBundler {
         match eth.send_raw(&raw).await {
             Ok(_) => {
                 *next = Some(nonce + 1);
-                Ok(hash)
+                Ok(Some(hash))
             }
             Err(RpcError::Node { message, .. }) => {
                 *next = None;

@@ -22,7 +22,7 @@
 
 use super::abi::{self, Abi, keccak};
 use super::address::EvmAddress;
-use super::bundler::Bundler;
+use super::bundler::{Bundler, BundlerView};
 use super::rpc::{Eth, JsonRpc, RpcError, address_topic, hex0x, topic_address};
 use super::userop::{AccountFactory, Call};
 use async_trait::async_trait;
@@ -310,6 +310,7 @@ impl Rail for EvmRail {
             )),
             Err(e) => sponsor.push(format!("paymaster deposit: {e}")),
         }
+        sponsor.extend(self.bundler.problems().await);
         if let Some(bundler) = self.bundler.account().await {
             match eth.balance(&bundler).await {
                 Ok(b) if b >= self.config.min_bundler_balance_wei => {}
@@ -372,9 +373,23 @@ impl Rail for EvmRail {
     }
 
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError> {
-        let Some(s) = self.lookup(payment_id).await?.filter(|s| !s.rejected) else {
+        let Some(mut s) = self.lookup(payment_id).await?.filter(|s| !s.rejected) else {
             return Ok(SubmissionStatus::NotFound);
         };
+        // An external bundler's answer carries no bundle hash: ask it (never a second
+        // send) which bundle carried the operation, or whether it still holds it.
+        let mut in_mempool = false;
+        if s.tx_hash.is_none() {
+            match self.bundler.view(&s.user_op_hash).await {
+                BundlerView::Included(tx) => {
+                    s.tx_hash = Some(tx);
+                    s.sent = true;
+                    let _ = self.remember(payment_id, s.clone()).await;
+                }
+                BundlerView::Pending => in_mempool = true,
+                BundlerView::Unknown => {}
+            }
+        }
         let head = self.head_block().await?;
         if let Some(tx) = s.tx_hash
             && let Some(receipt) = self.bundle_receipt(&tx).await?
@@ -421,9 +436,9 @@ impl Rail for EvmRail {
                 Ok(status)
             }
             // Journaled but no bundle was ever sent (a crash between the journal and the
-            // send, or the bundler refused before sending): the engine fails it once its
-            // deadline has passed.
-            None if s.tx_hash.is_none() => Ok(SubmissionStatus::NotFound),
+            // send, or the bundler refused before sending) and no bundler holds it: the
+            // engine fails it once its deadline has passed.
+            None if s.tx_hash.is_none() && !s.sent && !in_mempool => Ok(SubmissionStatus::NotFound),
             // Sent, not in any block up to the head, and the head is past its
             // `validUntil`: the EntryPoint refuses it in every later block, so it can
             // never land (its bundle was dropped, or reverted for another operation).

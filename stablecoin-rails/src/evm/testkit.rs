@@ -1,7 +1,9 @@
 //! Test support, never for production (feature `evm-test`): Anvil started and stopped
 //! by the harness, the ERC-4337 v0.8 contracts, the service paymaster and test tokens
 //! deployed from `tests/fixtures/evm/contracts.json`, and an [`EvmRail`] over them; and
-//! Uniswap V2 from its npm artifacts ([`World::deploy_uniswap`]). Shared by
+//! Uniswap V2 from its npm artifacts ([`World::deploy_uniswap`]); Alto, an external
+//! ERC-4337 bundler, over EntryPoint v0.8 at its canonical address ([`Alto`],
+//! [`World::deploy_canonical`]). Shared by
 //! `tests/evm_anvil.rs`, `tests/evm_uniswap.rs` and `benches/evm.rs`.
 //!
 //! Anvil is found at `$ANVIL`, `scripts/evm/node_modules/.bin/anvil` (installed by
@@ -10,9 +12,11 @@
 //! outlives the process that started it.
 #![allow(clippy::missing_panics_doc)]
 
+#[cfg(doc)]
+use super::RpcBundler;
 use super::abi::{self, Abi};
 use super::rpc::{Eth, hex0x};
-use super::{EvmAddress, EvmConfig, EvmRail, EvmToken, HttpJsonRpc, JsonRpc, SelfBundler};
+use super::{Bundler, EvmAddress, EvmConfig, EvmRail, EvmToken, HttpJsonRpc, JsonRpc, SelfBundler};
 use serde_json::{Value, json};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::memory::LocalSigner;
@@ -24,7 +28,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+mod alto;
 mod uniswap;
+pub use alto::{
+    Alto, DETERMINISTIC_DEPLOYER, ENTRY_POINT_V08, ENTRY_POINT_V08_SALT, alto_or_skip,
+    deploy_canonical_entry_point, entry_point_create2_address, find_alto,
+};
 pub use uniswap::{
     Uniswap, pair_init_code_hash, uniswap_amount_out, uniswap_artifact, uniswap_dir,
     uniswap_or_skip,
@@ -322,11 +331,38 @@ impl World {
         signer: Arc<LocalSigner>,
         tune: impl FnOnce(&mut EvmConfig),
     ) -> World {
+        World::deploy_over(url, chain_id, automine, signer, false, tune).await
+    }
+
+    /// [`World::deploy_for`] with EntryPoint v0.8 at its canonical address
+    /// ([`ENTRY_POINT_V08`], deployed through the CREATE2 deployer unless already there),
+    /// where an external bundler such as [`Alto`] finds it. Automining.
+    pub async fn deploy_canonical(
+        url: &str,
+        chain_id: u64,
+        signer: Arc<LocalSigner>,
+        tune: impl FnOnce(&mut EvmConfig),
+    ) -> World {
+        World::deploy_over(url, chain_id, true, signer, true, tune).await
+    }
+
+    async fn deploy_over(
+        url: &str,
+        chain_id: u64,
+        automine: bool,
+        signer: Arc<LocalSigner>,
+        canonical_entry_point: bool,
+        tune: impl FnOnce(&mut EvmConfig),
+    ) -> World {
         let deployer = owner_of(&*signer, &KeyPurpose::Wallet("test_deployer".into())).await;
         let node = Node::new(url, automine, deployer).await;
         let sponsor = owner_of(&*signer, &KeyPurpose::Sponsor).await;
         let decimals = if chain_id == 56 { 18 } else { 6 };
-        let entry_point = node.deploy("entry_point", &[]).await;
+        let entry_point = if canonical_entry_point {
+            deploy_canonical_entry_point(&node).await
+        } else {
+            node.deploy("entry_point", &[]).await
+        };
         let factory = node
             .deploy("simple_account_factory", &[Abi::address(&entry_point.0)])
             .await;
@@ -464,6 +500,17 @@ pub fn rail_over(config: &EvmConfig, rpc: Arc<dyn JsonRpc>, signer: Arc<LocalSig
         config.entry_point,
         config.chain_id,
     ));
+    EvmRail::new(config.clone(), rpc, signer, bundler).expect("complete config")
+}
+
+/// An [`EvmRail`] for `config` over `rpc`, bundled by `bundler` (an [`RpcBundler`] of an
+/// [`Alto`], or a wrapper of one). Panics when `config` is incomplete.
+pub fn rail_with_bundler(
+    config: &EvmConfig,
+    rpc: Arc<dyn JsonRpc>,
+    signer: Arc<LocalSigner>,
+    bundler: Arc<dyn Bundler>,
+) -> EvmRail {
     EvmRail::new(config.clone(), rpc, signer, bundler).expect("complete config")
 }
 

@@ -261,6 +261,11 @@ pub struct EvmChainSettings {
     /// Blocks read per scan at most (default 2000; some providers cap `eth_getLogs`).
     #[serde(default)]
     pub max_scan_blocks: Option<u64>,
+    /// An external ERC-4337 bundler's JSON-RPC endpoint (`eth_sendUserOperation`; may
+    /// carry an API key, so never printed). Absent: the service bundles itself, its
+    /// sponsor key sending `handleOps`.
+    #[serde(default)]
+    pub bundler_url: Option<Secret>,
 }
 
 fn default_rpc_timeout_ms() -> u64 {

@@ -286,10 +286,29 @@ fn a_real_evm_chain_is_configured_in_full() {
     assert_eq!(bsc.min_paymaster_deposit_wei, Wei(10u128.pow(20)));
     assert_eq!(bsc.min_bundler_balance_wei, Wei(10u128.pow(17)));
     assert_eq!(bsc.rpc_timeout_ms, 10_000);
+    assert!(bsc.bundler_url.is_none(), "self-bundling by default");
     assert!(!live.contains_key(&137), "137 stays simulated");
     assert!(
         !format!("{c:?}").contains("apikey"),
         "the RPC URL is redacted"
+    );
+}
+
+#[test]
+fn an_evm_chain_may_name_an_external_bundler_which_stays_secret() {
+    let text = CHAIN.replace(
+        "confirmations = 12\n",
+        "confirmations = 12\nbundler_url = \"https://bundler.example/rpc?apikey=bndkey\"\n",
+    );
+    let c = load_text("evm-bundler", &text).unwrap();
+    let bsc = c.rails.live_evm().unwrap()[&56];
+    assert_eq!(
+        bsc.bundler_url.as_ref().map(|u| u.expose()),
+        Some("https://bundler.example/rpc?apikey=bndkey")
+    );
+    assert!(
+        !format!("{c:?}").contains("bndkey"),
+        "the bundler URL is redacted"
     );
 }
 

@@ -40,6 +40,7 @@ pub fn evm_chain(w: &World, url: &str) -> EvmChainSettings {
         scan_start_block: 0,
         rpc_timeout_ms: 10_000,
         max_scan_blocks: None,
+        bundler_url: None,
     }
 }
 

@@ -102,6 +102,7 @@ impl EvmRail {
                     tx_hash: Some(found.tx_hash),
                     from_block: found.block,
                     rejected: false,
+                    sent: true,
                     valid_until: None,
                 },
             )
@@ -125,6 +126,7 @@ impl EvmRail {
             tx_hash: None,
             from_block,
             rejected: false,
+            sent: false,
             valid_until: (valid_until > 0).then_some(valid_until),
         };
         // Write-ahead: if the journal cannot take it, nothing is sent.
@@ -245,7 +247,7 @@ impl EvmRail {
     async fn settle_sent(
         &self,
         chunk: Vec<Box<Ready>>,
-        result: Result<[u8; 32], BundleError>,
+        result: Result<Option<[u8; 32]>, BundleError>,
     ) -> Vec<(String, Result<Submission, RailError>)> {
         let mut out = Vec::with_capacity(chunk.len());
         for r in chunk {
@@ -257,10 +259,12 @@ impl EvmRail {
             } = *r;
             let answer = match &result {
                 Ok(tx) => {
-                    record.tx_hash = Some(*tx);
+                    // `None` from an external bundler: accepted, its bundle comes later.
+                    record.tx_hash = *tx;
+                    record.sent = true;
                     Ok(Submission {
                         payment_id: id.clone(),
-                        tx_hash: Some(hex0x(tx)),
+                        tx_hash: tx.map(|t| hex0x(&t)),
                     })
                 }
                 Err(BundleError::Rejected(reason))
@@ -270,6 +274,9 @@ impl EvmRail {
                     Err(rejected(reason.clone()))
                 }
                 Err(BundleError::Unknown { tx_hash, reason }) => {
+                    // An external bundler may hold it though its answer was lost: it is
+                    // reconciled by its hash (the bundler's receipt, the EntryPoint's log).
+                    record.sent = tx_hash.is_none() && self.bundler.accepts_before_bundling();
                     record.tx_hash = *tx_hash;
                     Err(RailError::Unknown {
                         reason: reason.clone(),

@@ -443,6 +443,7 @@ mod tests {
                 tx_hash: Some(TX),
                 from_block: 1,
                 rejected: false,
+                sent: true,
                 valid_until: None,
             };
             rail.remember(id, s).await.expect("journal");

@@ -22,6 +22,9 @@ pub struct Submitted {
     pub from_block: u64,
     /// The bundler refused it before sending: nothing is on its way.
     pub rejected: bool,
+    /// The bundler accepted it (an external bundler answers before any bundle exists, so
+    /// `tx_hash` may still be `None`): it is on its way.
+    pub sent: bool,
     /// The operation's `validUntil` (Unix seconds), when it has one: once the chain's
     /// head is past it without its `UserOperationEvent`, it can never land.
     pub valid_until: Option<u64>,
@@ -35,6 +38,7 @@ impl Submitted {
             "tx_hash": self.tx_hash.map(|h| hex0x(&h)),
             "from_block": self.from_block,
             "rejected": self.rejected,
+            "sent": self.sent,
             "valid_until": self.valid_until,
         })
     }
@@ -55,10 +59,20 @@ impl Submitted {
             },
             from_block: v.get("from_block")?.as_u64()?,
             rejected: v.get("rejected")?.as_bool()?,
+            // Entries written before external bundlers existed: sent when a bundle
+            // hash was recorded.
+            sent: v
+                .get("sent")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(tx_hash_present(v)),
             // Entries written before deadlines existed have none.
             valid_until: v.get("valid_until").and_then(serde_json::Value::as_u64),
         })
     }
+}
+
+fn tx_hash_present(v: &serde_json::Value) -> bool {
+    v.get("tx_hash").is_some_and(|t| !t.is_null())
 }
 
 impl EvmRail {

@@ -1,0 +1,171 @@
+//! The reference server on a real EVM chain bundled by an external ERC-4337 bundler:
+//! Anvil (chain id 8453, Base) with EntryPoint v0.8 at its canonical address, Alto
+//! (`@pimlico/alto`, listening on 127.0.0.1 only) in front of it, and `[rails.evm.8453]`
+//! naming Alto as its `bundler_url`, on SQLite, over loopback HTTP. Base, not Polygon:
+//! on chain 137 Alto prices gas from Polygon's public gas station, off the machine.
+//!
+//! Without Anvil and Alto the test prints SKIPPED and passes, unless `EVM_REQUIRE_ANVIL`
+//! is set (as `scripts/test` does).
+
+mod common;
+
+use common::{m, serve, temp_dir, test_config};
+use serde_json::{Value, json};
+use stablecoin_core::memory::LocalSigner;
+use stablecoin_core::ports::KeyPurpose;
+use stablecoin_rails::evm::testkit::{Alto, Anvil, ENTRY_POINT_V08, World, alto_or_skip};
+use stablecoin_rails::evm::{EvmAddress, JsonRpc};
+use stablecoin_server::App;
+use stablecoin_server::config::{Secret, StorageConfig};
+use std::sync::Arc;
+use std::time::Duration;
+
+const SEED: u8 = 0x7a;
+const A: &str = "+2250700000801";
+const B: &str = "+2250700000802";
+
+/// Runs the workers until the operation at `loc` is final (an external bundler mines
+/// its bundle a moment after accepting the operation); its final state.
+async fn settled(s: &common::Server, key: &str, loc: &str) -> Value {
+    for _ in 0..300 {
+        s.settle().await;
+        let r = s.get(key, loc).await;
+        r.expect(200);
+        let v = r.json();
+        if ["SETTLED", "COMPLETED", "REFUNDED", "FAILED"]
+            .contains(&v["status"].as_str().unwrap_or(""))
+        {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{loc} never settled");
+}
+
+/// The bundle transaction `tx`: a successful `handleOps` to the canonical EntryPoint,
+/// sent by Alto's executor, not by the service's sponsor key.
+async fn assert_bundled_by_alto(w: &World, alto: &Alto, sponsor: &EvmAddress, tx: &str) {
+    let t = w
+        .node
+        .rpc
+        .request("eth_getTransactionByHash", json!([tx]))
+        .await
+        .unwrap();
+    assert_eq!(t["to"], json!(ENTRY_POINT_V08.to_hex()), "{t}");
+    assert_eq!(t["from"], json!(alto.executor.to_hex()), "{t}");
+    assert_ne!(t["from"], json!(sponsor.to_hex()));
+    let r = w
+        .node
+        .rpc
+        .request("eth_getTransactionReceipt", json!([tx]))
+        .await
+        .unwrap();
+    assert_eq!(r["status"], "0x1");
+}
+
+#[tokio::test]
+async fn the_server_settles_fund_and_send_with_fees_through_an_external_bundler() {
+    if !alto_or_skip() {
+        return;
+    }
+    let anvil = Anvil::start(8453, true);
+    let signer = Arc::new(LocalSigner::from_seed([SEED; 32]));
+    let w = World::deploy_canonical(&anvil.url, 8453, signer.clone(), |_| {}).await;
+    let alto = Alto::start(&w.node, &anvil.url).await;
+    let dir = temp_dir("evm-alto-live");
+    let mut config = test_config();
+    config.master_seed = Some(Secret::new(format!("{SEED:02x}").repeat(32)));
+    config.storage = StorageConfig::Sqlite {
+        path: Some(dir.join("db.sqlite")),
+        max_background: 4,
+    };
+    config.rails.evm_chains = vec![8453];
+    let mut chain = common::production::evm_chain(&w, &anvil.url);
+    chain.bundler_url = Some(Secret::new(alto.url.clone()));
+    config.rails.evm.insert("8453".into(), chain);
+    let app = App::build(config).await.expect("app builds");
+    assert!(
+        !app.banner("127.0.0.1:8080".parse().unwrap())
+            .contains(&alto.url),
+        "the bundler URL is a secret"
+    );
+    let s = serve(app).await;
+    // Ready: the bundler serves the chain's EntryPoint.
+    let ready = s
+        .send(reqwest::Method::GET, "/health/ready", None, None, &[])
+        .await;
+    assert_eq!(ready.json()["base"], "READY", "{}", ready.text());
+
+    let sponsor = stablecoin_rails::evm::testkit::owner_of(&*signer, &KeyPurpose::Sponsor).await;
+    // The service's own key pays for no bundle: leave it nothing to pay with.
+    w.node.set_balance(&sponsor, 0).await;
+    let t = s.tenant("Acme", "100").await;
+    let fee_account = w
+        .account(&KeyPurpose::Wallet("tenant_fee_acme".into()))
+        .await;
+    s.flat_tenant_fee(&t, 250_000, &fee_account.to_string())
+        .await;
+    let treasury = w.account(&KeyPurpose::Treasury).await;
+    w.mint(w.usdc, &treasury, 100_000_000).await;
+    let pa = s.provision(&t.live, A).await;
+    let pb = s.provision(&t.live, B).await;
+    let addr_a: EvmAddress = pa["address"].as_str().unwrap().parse().unwrap();
+    let addr_b: EvmAddress = pb["address"].as_str().unwrap().parse().unwrap();
+
+    // Fund A through Alto.
+    let r = s
+        .post(
+            &t.live,
+            "/v1/users/fund",
+            &json!({"phone_number": A, "token": "USDC", "amount": "20"}).to_string(),
+        )
+        .await;
+    r.expect(202);
+    let f = settled(&s, &t.live, &r.header("location").unwrap()).await;
+    assert_eq!(f["status"], "SETTLED", "{f}");
+    assert_eq!(w.usdc_of(&addr_a).await, 20_000_000);
+    assert_eq!(w.usdc_of(&treasury).await, 80_000_000);
+    assert_bundled_by_alto(&w, &alto, &sponsor, f["tx_hash"].as_str().unwrap()).await;
+
+    // A -> B with the service fee (0.30%) and the tenant's flat fee, in one operation.
+    let r = s
+        .post(
+            &t.live,
+            "/v1/transfers/send",
+            &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC",
+                    "quote_id": "DIRECT_CRYPTO:USDC:10"})
+            .to_string(),
+        )
+        .await;
+    r.expect(202);
+    let sent = r.json();
+    let tr = settled(&s, &t.live, &r.header("location").unwrap()).await;
+    assert_eq!(tr["status"], "SETTLED", "{tr}");
+    let tx = tr["tx_hash"].as_str().unwrap();
+    assert_ne!(tx, f["tx_hash"].as_str().unwrap());
+    assert_bundled_by_alto(&w, &alto, &sponsor, tx).await;
+    let service_fee = m(sent["service_fee"].as_str().unwrap()).0 as u128;
+    let tenant_fee = m(sent["tenant_fee"].as_str().unwrap()).0 as u128;
+    let received = m(sent["recipient_amount"].as_str().unwrap()).0 as u128;
+    assert_eq!((service_fee, tenant_fee), (30_000, 250_000));
+    assert_eq!(received + service_fee + tenant_fee, 10_000_000);
+    let fees = w.account(&KeyPurpose::ServiceFees).await;
+    assert_eq!(w.usdc_of(&addr_a).await, 10_000_000);
+    assert_eq!(w.usdc_of(&addr_b).await, received);
+    assert_eq!(w.usdc_of(&fees).await, service_fee);
+    assert_eq!(w.usdc_of(&fee_account).await, tenant_fee);
+    let bal = s
+        .get(
+            &t.live,
+            &format!("/v1/users/balance?phone_number=%2B{}", &A[1..]),
+        )
+        .await;
+    bal.expect(200);
+    assert_eq!(bal.json()["balance_usdc"], "10.000000", "{}", bal.text());
+    // Sponsored: neither account nor the service's key spent native coin.
+    assert_eq!(w.node.native_balance(&addr_a).await, 0);
+    assert_eq!(w.node.native_balance(&addr_b).await, 0);
+    assert_eq!(w.node.native_balance(&sponsor).await, 0);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
