@@ -234,7 +234,7 @@ impl EvmRail {
         match self.prepare(&order).await? {
             batch::Prepared::Done(s) => Ok(s),
             batch::Prepared::Ready(r) => self
-                .dispatch(vec![r])
+                .dispatch(vec![*r])
                 .await
                 .pop()
                 .unwrap_or_else(|| Err(rejected("nothing was dispatched"))),

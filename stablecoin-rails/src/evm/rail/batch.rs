@@ -182,10 +182,7 @@ impl EvmRail {
     /// Step two: the prepared operations on chain, as few bundles as the limits allow;
     /// one answer per operation, in order. A refused bundle of several is sent again one
     /// operation per bundle, so only the failing one is refused.
-    pub(super) async fn dispatch(
-        &self,
-        ready: Vec<Box<Ready>>,
-    ) -> Vec<Result<Submission, RailError>> {
+    pub(super) async fn dispatch(&self, ready: Vec<Ready>) -> Vec<Result<Submission, RailError>> {
         let ids: Vec<String> = ready.iter().map(|r| r.id.clone()).collect();
         let mut answers: std::collections::HashMap<String, Result<Submission, RailError>> =
             std::collections::HashMap::new();
@@ -234,10 +231,7 @@ impl EvmRail {
     }
 
     /// One bundle of `chunk`, and each operation's answer.
-    async fn send_bundle(
-        &self,
-        chunk: Vec<Box<Ready>>,
-    ) -> Vec<(String, Result<Submission, RailError>)> {
+    async fn send_bundle(&self, chunk: Vec<Ready>) -> Vec<(String, Result<Submission, RailError>)> {
         let ops: Vec<UserOp> = chunk.iter().map(|r| r.op.clone()).collect();
         let result = self.bundler.send(&ops).await;
         self.settle_sent(chunk, result).await
@@ -246,7 +240,7 @@ impl EvmRail {
     /// Records a bundle's outcome in every operation's journal entry and answers for each.
     async fn settle_sent(
         &self,
-        chunk: Vec<Box<Ready>>,
+        chunk: Vec<Ready>,
         result: Result<Option<[u8; 32]>, BundleError>,
     ) -> Vec<(String, Result<Submission, RailError>)> {
         let mut out = Vec::with_capacity(chunk.len());
@@ -256,7 +250,7 @@ impl EvmRail {
                 mut record,
                 deploys,
                 ..
-            } = *r;
+            } = r;
             let answer = match &result {
                 Ok(tx) => {
                     // `None` from an external bundler: accepted, its bundle comes later.
@@ -303,10 +297,10 @@ impl EvmRail {
     /// EntryPoint takes them in any order. An account deployed by one of them is
     /// deployed by that one only (the others were built against its `initCode` already
     /// being sent), so it goes in the first bundle with its deploying operation.
-    fn pack(&self, ready: Vec<Box<Ready>>) -> Vec<Vec<Box<Ready>>> {
+    fn pack(&self, ready: Vec<Ready>) -> Vec<Vec<Ready>> {
         let max_ops = self.config.max_ops_per_bundle.max(1);
         let max_gas = self.config.max_bundle_gas;
-        let mut out: Vec<Vec<Box<Ready>>> = Vec::new();
+        let mut out: Vec<Vec<Ready>> = Vec::new();
         let mut gas = 0u128;
         for r in ready {
             let g = r.gas;
@@ -379,7 +373,7 @@ impl EvmRail {
                 Ok(Prepared::Done(s)) => answers[i] = Some(Ok(s)),
                 Ok(Prepared::Ready(r)) => {
                     slots.push(i);
-                    ready.push(r);
+                    ready.push(*r);
                 }
                 Err(e) => answers[i] = Some(Err(e)),
             }

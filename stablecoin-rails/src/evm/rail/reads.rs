@@ -1,9 +1,10 @@
 //! Coalesced chain reads for [`EvmRail::status`]. A worker polls hundreds of payments at
 //! once, and with multi-op bundles many of them share one bundle transaction: asking the
 //! node for the head and for that receipt once per payment is most of a poll's cost.
-//! - The head is read single-flight: a poll reuses a head whose read began after the
-//!   poll itself began (so it is never older than the question), and starts a read
-//!   otherwise. Concurrent polls share one read; a later poll always reads anew.
+//! - The head is read single-flight: a poll that arrives while a read is in flight waits
+//!   for it and takes its answer (older than the question by less than one round trip);
+//!   a poll that arrives when none is in flight reads anew. Concurrent polls share one
+//!   read; a later poll never gets an earlier poll's head.
 //! - A mined receipt is reused for [`RECEIPT_TTL`]: a receipt changes only with a
 //!   reorg, which the confirmation depth is there to outlast (the head it is judged
 //!   against is never reused). A receipt not yet mined is asked again every time.
@@ -23,28 +24,27 @@ const RECEIPTS_MAX: usize = 4_096;
 /// The reads [`EvmRail::status`] shares between concurrent polls.
 #[derive(Default)]
 pub(super) struct ReadCache {
-    /// The last head read and when that read began.
+    /// The last head read and when its answer arrived.
     head: tokio::sync::Mutex<Option<(Instant, u64)>>,
     receipts: Mutex<HashMap<[u8; 32], (Instant, Receipt)>>,
 }
 
 impl EvmRail {
-    /// The head block number, read no earlier than this call began.
+    /// The head block number, from a read that answered after this call began.
     pub(super) async fn head_block(&self) -> Result<u64, RailError> {
         let asked = Instant::now();
         let mut h = self.reads.head.lock().await;
-        if let Some((read_at, n)) = *h
-            && read_at >= asked
+        if let Some((answered_at, n)) = *h
+            && answered_at >= asked
         {
             return Ok(n);
         }
-        let read_at = Instant::now();
         let n = self
             .eth()
             .block_number()
             .await
             .map_err(|e| unavailable("eth_blockNumber", e))?;
-        *h = Some((read_at, n));
+        *h = Some((Instant::now(), n));
         Ok(n)
     }
 
