@@ -171,6 +171,45 @@ async fn polygon_and_bsc_run_side_by_side_each_to_its_base_unit() {
     let all = balance(&s, &t.live, A, "all").await;
     assert_eq!(all["balance_usdc"], "13.000000", "{all}");
     assert_eq!(all["chains"].as_array().unwrap().len(), 2);
+    // Polygon, the primary chain, moves on its own: funded (no network named), a send,
+    // and an outside deposit, none of which touches BSC.
+    let f = s.fund_settled(&t.live, A, "5").await;
+    assert_eq!(
+        (f["status"].as_str(), f["rail"].as_str()),
+        (Some("SETTLED"), Some("polygon")),
+        "{f}"
+    );
+    let r = s
+        .post(
+            &t.live,
+            "/v1/transfers/send",
+            &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC",
+                "quote_id": "DIRECT_CRYPTO:USDC:2"})
+            .to_string(),
+        )
+        .await;
+    r.expect(202);
+    s.settle().await;
+    s.settle().await;
+    let tr = s.get(&t.live, &r.header("location").unwrap()).await.json();
+    assert_eq!(
+        (tr["status"].as_str(), tr["rail"].as_str()),
+        (Some("SETTLED"), Some("polygon")),
+        "{tr}"
+    );
+    polygon.mint(polygon.usdc, &a_polygon, 1_000_000).await;
+    s.settle().await;
+    s.settle().await;
+    assert_eq!(polygon.usdc_of(&a_polygon).await, 4_000_000);
+    assert_eq!(
+        balance(&s, &t.live, A, "polygon").await["balance_usdc"],
+        "4.000000"
+    );
+    assert_eq!(
+        balance(&s, &t.live, A, "bsc").await["balance_usdc"],
+        "13.000000"
+    );
+    assert_eq!(bsc.usdc_of(&a_bsc).await, 13 * 10u128.pow(18));
     // The ledger agrees, per chain.
     let e = s.app.engine();
     let id = stablecoin_core::domain::ids::WalletId(pa["wallet_id"].as_str().unwrap().into());
@@ -195,6 +234,6 @@ async fn polygon_and_bsc_run_side_by_side_each_to_its_base_unit() {
             .await
             .map(|b| b.available())
             .unwrap_or(0),
-        0
+        4_000_000
     );
 }
