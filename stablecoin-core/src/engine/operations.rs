@@ -222,7 +222,16 @@ impl Record for Operation {
             self.next_check_at
         }
     }
+    /// Its transaction, so the deposit scanner can tell the service's own payments from
+    /// deposits. Not on an EVM chain, except for a swap: there one bundle transaction
+    /// carries the operations of many payments (multi-op `handleOps`), so a hash is not
+    /// one operation's; and none is needed, since every leg of those payments comes from
+    /// a wallet or the treasury, which the scanner skips by sender. A swap's tokens come
+    /// from a DEX pool, so its (single-operation) bundle keeps the key.
     fn unique_keys(&self) -> Vec<String> {
+        if matches!(self.rail, RailId::Evm(_)) && self.kind != OpKind::Swap {
+            return Vec::new();
+        }
         self.tx_hash
             .iter()
             .map(|h| Operation::tx_key(&self.rail, h))
