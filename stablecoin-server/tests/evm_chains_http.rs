@@ -163,6 +163,9 @@ async fn a_network_that_is_not_an_enabled_evm_chain_is_refused() {
         ("base", "INVALID_PARAMETER"),
         ("tron", "INVALID_PARAMETER"),
         ("0", "INVALID_PARAMETER"),
+        ("0056", "INVALID_PARAMETER"),
+        ("evm-", "INVALID_PARAMETER"),
+        ("56 ", "INVALID_PARAMETER"),
     ] {
         let before = s.commits();
         let r = s

@@ -80,17 +80,22 @@ pub(crate) fn token(field: &str, s: &str) -> Result<Token, ApiError> {
 /// engine's to say.
 pub(crate) fn network(s: Option<&str>) -> Result<Option<RailId>, ApiError> {
     let Some(s) = s else { return Ok(None) };
-    let t = s.trim();
-    let id = match t {
+    // Exactly the documented pattern: `polygon|base|bsc|(evm-)?[1-9][0-9]{0,18}`.
+    let digits = |d: &str| {
+        (1..=19).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()) && !d.starts_with('0')
+    };
+    let id = match s {
         "polygon" => Some(137),
         "base" => Some(8453),
         "bsc" => Some(56),
-        _ => t
-            .strip_prefix("evm-")
-            .unwrap_or(t)
-            .parse::<u64>()
-            .ok()
-            .filter(|id| *id > 0 && t.len() <= 24),
+        _ => {
+            let d = s.strip_prefix("evm-").unwrap_or(s);
+            if digits(d) {
+                d.parse::<u64>().ok()
+            } else {
+                None
+            }
+        }
     };
     id.map(|id| Some(RailId::Evm(id))).ok_or_else(|| {
         ApiError::bad_request(

@@ -62,7 +62,7 @@ pub struct FundBody {
     /// The EVM chain: `polygon`, `base`, `bsc`, `evm-<chain id>` or the chain id; it must
     /// be enabled here. Absent: the primary chain.
     #[serde(default)]
-    #[schema(value_type = Option<String>, example = "bsc", max_length = 24)]
+    #[schema(value_type = Option<String>, example = "bsc", pattern = r"^(polygon|base|bsc|(evm-)?[1-9][0-9]{0,18})$")]
     pub network: Option<String>,
 }
 
@@ -86,7 +86,7 @@ pub struct WithdrawBody {
     /// The EVM chain: `polygon`, `base`, `bsc`, `evm-<chain id>` or the chain id; it must
     /// be enabled here. Absent: the primary chain.
     #[serde(default)]
-    #[schema(value_type = Option<String>, example = "bsc", max_length = 24)]
+    #[schema(value_type = Option<String>, example = "bsc", pattern = r"^(polygon|base|bsc|(evm-)?[1-9][0-9]{0,18})$")]
     pub network: Option<String>,
 }
 
@@ -111,7 +111,7 @@ pub struct SendBody {
     /// `polygon`, `base`, `bsc`, `evm-<chain id>` or the chain id, enabled here. Absent:
     /// the primary chain.
     #[serde(default)]
-    #[schema(value_type = Option<String>, example = "bsc", max_length = 24)]
+    #[schema(value_type = Option<String>, example = "bsc", pattern = r"^(polygon|base|bsc|(evm-)?[1-9][0-9]{0,18})$")]
     pub network: Option<String>,
 }
 
@@ -138,7 +138,7 @@ pub struct SwapBody {
     /// The EVM chain: `polygon`, `base`, `bsc`, `evm-<chain id>` or the chain id; it must
     /// be enabled here. Absent: the primary chain.
     #[serde(default)]
-    #[schema(value_type = Option<String>, example = "bsc", max_length = 24)]
+    #[schema(value_type = Option<String>, example = "bsc", pattern = r"^(polygon|base|bsc|(evm-)?[1-9][0-9]{0,18})$")]
     pub network: Option<String>,
 }
 
@@ -223,10 +223,20 @@ pub struct BalanceQuery {
     /// E.164 phone number of the wallet (required).
     #[param(value_type = PhoneNumber, required = true)]
     pub phone_number: Option<String>,
+}
+
+/// `GET /v1/users/balance`: the wallet and the EVM chain read.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct EvmBalanceQuery {
+    /// E.164 phone number of the wallet (required).
+    #[param(value_type = PhoneNumber, required = true)]
+    pub phone_number: Option<String>,
     /// The EVM chain read (`polygon`, `base`, `bsc`, `evm-<chain id>` or the chain id),
     /// or `all`: every enabled chain, summed, with each chain in `chains`. Absent: the
     /// primary chain.
-    #[param(value_type = Option<String>, required = false, example = "all", max_length = 24)]
+    #[param(value_type = Option<String>, required = false, example = "all", pattern = r"^(all|polygon|base|bsc|(evm-)?[1-9][0-9]{0,18})$")]
     pub network: Option<String>,
 }
 

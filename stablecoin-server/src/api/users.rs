@@ -104,7 +104,7 @@ pub async fn fund(
 ///
 /// Members only (403 NOT_A_MEMBER otherwise): a balance is the customer's private data.
 #[utoipa::path(get, path = "/v1/users/balance", tag = "users",
-    params(BalanceQuery),
+    params(EvmBalanceQuery),
     responses(
         (status = 200, description = "Live balances", body = BalanceResponse),
         (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
@@ -115,7 +115,7 @@ pub async fn fund(
 pub async fn balance(
     State(app): State<AppState>,
     caller: Caller,
-    ApiQuery(q): ApiQuery<BalanceQuery>,
+    ApiQuery(q): ApiQuery<EvmBalanceQuery>,
 ) -> Result<Json<BalanceResponse>, ApiError> {
     let p = required_phone(q.phone_number.as_deref())?;
     if q.network.as_deref().map(str::trim) == Some("all") {
