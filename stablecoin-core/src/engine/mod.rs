@@ -11,6 +11,7 @@ mod consent;
 mod idempotency;
 mod ledger_accounts;
 mod operation_reads;
+mod operation_view;
 mod operations;
 mod read_cache;
 mod retention;
