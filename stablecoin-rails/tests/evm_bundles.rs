@@ -6,7 +6,8 @@
 
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::{KeyPurpose, LegRole, Rail, RailPayment, SubmissionStatus};
-use stablecoin_rails::evm::testkit::{World, anvil_or_skip, confirmed_tx, wallet};
+use stablecoin_rails::evm::testkit::{World, anvil_or_skip, confirmed_tx, rail_over, wallet};
+use stablecoin_rails::evm::{JsonRpc, RpcError};
 use std::collections::BTreeSet;
 
 #[tokio::test]
@@ -135,4 +136,70 @@ async fn without_a_failure_the_whole_batch_is_one_bundle() {
         confirmed_tx(&w.settle(&w.rail, &p.id).await);
     }
     assert_eq!(w.usdc_of(&recipient).await, w.base(15_000_000));
+}
+
+/// Counts the receipt reads that reach the node.
+struct CountingRpc {
+    inner: std::sync::Arc<dyn JsonRpc>,
+    receipts: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl JsonRpc for CountingRpc {
+    async fn request(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, RpcError> {
+        if method == "eth_getTransactionReceipt" {
+            self.receipts
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.inner.request(method, params).await
+    }
+}
+
+#[tokio::test]
+async fn the_polls_of_one_bundle_share_one_receipt_read() {
+    if !anvil_or_skip() {
+        return;
+    }
+    let w = World::on_shared(137).await;
+    let rpc = std::sync::Arc::new(CountingRpc {
+        inner: w.node.rpc.clone(),
+        receipts: Default::default(),
+    });
+    let rail = rail_over(&w.config, rpc.clone(), w.signer.clone());
+    let recipient = w.account(&KeyPurpose::Treasury).await;
+    let mut payments = Vec::new();
+    for i in 0..8 {
+        let from = wallet(&format!("one-receipt-{i}"));
+        w.mint(w.usdc, &w.account(&from).await, 1_000_000).await;
+        payments.push(
+            w.payment(
+                &format!("one-receipt-{i}"),
+                &from,
+                vec![(recipient, 1_000_000, LegRole::Recipient)],
+            )
+            .await,
+        );
+    }
+    let answers = rail.submit_batch(&payments).await;
+    let hashes: BTreeSet<String> = answers
+        .iter()
+        .map(|a| a.as_ref().unwrap().tx_hash.clone().unwrap())
+        .collect();
+    assert_eq!(hashes.len(), 1, "one bundle: {hashes:?}");
+    rpc.receipts.store(0, std::sync::atomic::Ordering::SeqCst);
+    // Eight polls side by side, as the worker polls its claimed operations.
+    let statuses =
+        futures_util::future::join_all(payments.iter().map(|p| rail.status(&p.id))).await;
+    for s in statuses {
+        confirmed_tx(&s.expect("status"));
+    }
+    assert_eq!(
+        rpc.receipts.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the eight polls of one bundle read its receipt once"
+    );
 }

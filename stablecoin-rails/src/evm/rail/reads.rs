@@ -5,15 +5,18 @@
 //!   for it and takes its answer (older than the question by less than one round trip);
 //!   a poll that arrives when none is in flight reads anew. Concurrent polls share one
 //!   read; a later poll never gets an earlier poll's head.
-//! - A mined receipt is reused for [`RECEIPT_TTL`]: a receipt changes only with a
-//!   reorg, which the confirmation depth is there to outlast (the head it is judged
-//!   against is never reused). A receipt not yet mined is asked again every time.
+//! - A bundle's receipt is read single-flight too, per transaction: the polls of a
+//!   32-operation bundle share one `eth_getTransactionReceipt` (a large answer, one log
+//!   set per operation) instead of racing 32 of them. A mined receipt is then reused for
+//!   [`RECEIPT_TTL`]: a receipt changes only with a reorg, which the confirmation depth
+//!   is there to outlast (the head it is judged against is never reused). A receipt not
+//!   yet mined is reused only by polls that asked before it answered.
 
 use super::super::rpc::Receipt;
 use super::{EvmRail, unavailable};
 use stablecoin_core::ports::RailError;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long a mined receipt is reused.
@@ -26,8 +29,11 @@ const RECEIPTS_MAX: usize = 4_096;
 pub(super) struct ReadCache {
     /// The last head read and when its answer arrived.
     head: tokio::sync::Mutex<Option<(Instant, u64)>>,
-    receipts: Mutex<HashMap<[u8; 32], (Instant, Receipt)>>,
+    receipts: Mutex<HashMap<[u8; 32], Arc<ReceiptSlot>>>,
 }
+
+/// One bundle transaction's last receipt read: when it answered, and what.
+type ReceiptSlot = tokio::sync::Mutex<Option<(Instant, Option<Receipt>)>>;
 
 impl EvmRail {
     /// The head block number, from a read that answered after this call began.
@@ -48,27 +54,38 @@ impl EvmRail {
         Ok(n)
     }
 
-    /// The receipt of a bundle transaction, a mined one reused for [`RECEIPT_TTL`].
+    /// The receipt of a bundle transaction: from a read that answered after this call
+    /// began, or a mined one read less than [`RECEIPT_TTL`] ago.
     pub(super) async fn bundle_receipt(&self, tx: &[u8; 32]) -> Result<Option<Receipt>, RailError> {
-        if let Ok(r) = self.reads.receipts.lock()
-            && let Some((at, receipt)) = r.get(tx)
-            && at.elapsed() < RECEIPT_TTL
-        {
-            return Ok(Some(receipt.clone()));
+        let asked = Instant::now();
+        let slot = {
+            let Ok(mut m) = self.reads.receipts.lock() else {
+                return self.read_receipt(tx).await;
+            };
+            if m.len() >= RECEIPTS_MAX {
+                m.retain(|_, s| Arc::strong_count(s) > 1);
+            }
+            m.entry(*tx).or_default().clone()
+        };
+        let mut last = slot.lock().await;
+        if let Some((answered_at, receipt)) = &*last {
+            let fresh = match receipt {
+                Some(_) => answered_at.elapsed() < RECEIPT_TTL,
+                None => *answered_at >= asked,
+            };
+            if fresh {
+                return Ok(receipt.clone());
+            }
         }
-        let receipt = self
-            .eth()
+        let receipt = self.read_receipt(tx).await?;
+        *last = Some((Instant::now(), receipt.clone()));
+        Ok(receipt)
+    }
+
+    async fn read_receipt(&self, tx: &[u8; 32]) -> Result<Option<Receipt>, RailError> {
+        self.eth()
             .receipt(tx)
             .await
-            .map_err(|e| unavailable("eth_getTransactionReceipt", e))?;
-        if let Some(r) = &receipt
-            && let Ok(mut m) = self.reads.receipts.lock()
-        {
-            if m.len() >= RECEIPTS_MAX {
-                m.clear();
-            }
-            m.insert(*tx, (Instant::now(), r.clone()));
-        }
-        Ok(receipt)
+            .map_err(|e| unavailable("eth_getTransactionReceipt", e))
     }
 }
