@@ -1,7 +1,8 @@
 //! The reference server on a real EVM chain bundled by an external ERC-4337 bundler:
 //! Anvil (chain id 8453, Base) with EntryPoint v0.8 at its canonical address, Alto
 //! (`@pimlico/alto`, listening on 127.0.0.1 only) in front of it, and `[rails.evm.8453]`
-//! naming Alto as its `bundler_url`, on SQLite, over loopback HTTP. Base, not Polygon:
+//! naming Alto as its `bundler_url`, on SQLite, over loopback HTTP; then a send whose
+//! `eth_sendUserOperation` reply is lost, reconciled by its user-operation hash. Base, not Polygon:
 //! on chain 137 Alto prices gas from Polygon's public gas station, off the machine.
 //!
 //! Without Anvil and Alto the test prints SKIPPED and passes, unless `EVM_REQUIRE_ANVIL`
@@ -63,6 +64,86 @@ async fn assert_bundled_by_alto(w: &World, alto: &Alto, sponsor: &EvmAddress, tx
     assert_eq!(r["status"], "0x1");
 }
 
+/// A loopback HTTP hop in front of Alto that can lose an answer: when armed, it forwards
+/// the next `eth_sendUserOperation` to Alto (which takes it) and then closes the
+/// connection without a word, as a network that drops the reply would. It counts every
+/// `eth_sendUserOperation` it forwards.
+struct LossyHop {
+    url: String,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+    sends: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl LossyHop {
+    async fn start(upstream: &str) -> LossyHop {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sends = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (a, n, upstream) = (armed.clone(), sends.clone(), upstream.to_string());
+        let http = reqwest::Client::new();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let (a, n, upstream, http) = (a.clone(), n.clone(), upstream.clone(), http.clone());
+                tokio::spawn(async move {
+                    // One request per connection (answered with `Connection: close`).
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 8192];
+                    let body = loop {
+                        let Ok(k) = conn.read(&mut chunk).await else {
+                            return;
+                        };
+                        if k == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..k]);
+                        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                            continue;
+                        };
+                        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        if buf.len() >= end + 4 + len {
+                            break buf[end + 4..end + 4 + len].to_vec();
+                        }
+                    };
+                    let is_send = serde_json::from_slice::<Value>(&body)
+                        .is_ok_and(|v| v["method"] == "eth_sendUserOperation");
+                    if is_send {
+                        n.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let answer = http
+                        .post(&upstream)
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                        .await;
+                    let Ok(answer) = answer else { return };
+                    let status = answer.status().as_u16();
+                    let Ok(text) = answer.bytes().await else {
+                        return;
+                    };
+                    if is_send && a.swap(false, Ordering::SeqCst) {
+                        return; // Alto took it; the reply is lost.
+                    }
+                    let head = format!(
+                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        text.len()
+                    );
+                    let _ = conn.write_all(head.as_bytes()).await;
+                    let _ = conn.write_all(&text).await;
+                });
+            }
+        });
+        LossyHop { url, armed, sends }
+    }
+}
+
 #[tokio::test]
 async fn the_server_settles_fund_and_send_with_fees_through_an_external_bundler() {
     if !alto_or_skip() {
@@ -81,12 +162,14 @@ async fn the_server_settles_fund_and_send_with_fees_through_an_external_bundler(
     };
     config.rails.evm_chains = vec![8453];
     let mut chain = common::production::evm_chain(&w, &anvil.url);
-    chain.bundler_url = Some(Secret::new(alto.url.clone()));
+    // Alto behind a hop that can lose a reply (the last part of the test).
+    let hop = LossyHop::start(&alto.url).await;
+    chain.bundler_url = Some(Secret::new(hop.url.clone()));
     config.rails.evm.insert("8453".into(), chain);
     let app = App::build(config).await.expect("app builds");
     assert!(
         !app.banner("127.0.0.1:8080".parse().unwrap())
-            .contains(&alto.url),
+            .contains(&hop.url),
         "the bundler URL is a secret"
     );
     let s = serve(app).await;
@@ -166,6 +249,41 @@ async fn the_server_settles_fund_and_send_with_fees_through_an_external_bundler(
     assert_eq!(w.node.native_balance(&addr_a).await, 0);
     assert_eq!(w.node.native_balance(&addr_b).await, 0);
     assert_eq!(w.node.native_balance(&sponsor).await, 0);
+
+    // Lost response: Alto takes B -> A but its reply never arrives. The operation is
+    // found by its user-operation hash (Alto's receipt), never sent a second time.
+    let before = hop.sends.load(std::sync::atomic::Ordering::SeqCst);
+    hop.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = s
+        .post(
+            &t.live,
+            "/v1/transfers/send",
+            &json!({"from_phone_number": B, "to_phone_number": A, "token": "USDC",
+                    "quote_id": "DIRECT_CRYPTO:USDC:1"})
+            .to_string(),
+        )
+        .await;
+    r.expect(202);
+    let back = r.json();
+    let lost = settled(&s, &t.live, &r.header("location").unwrap()).await;
+    assert!(
+        !hop.armed.load(std::sync::atomic::Ordering::SeqCst),
+        "the reply to the send was dropped"
+    );
+    assert_eq!(lost["status"], "SETTLED", "{lost}");
+    assert_eq!(
+        hop.sends.load(std::sync::atomic::Ordering::SeqCst) - before,
+        1,
+        "one eth_sendUserOperation: reconciled by hash, never sent again"
+    );
+    assert_bundled_by_alto(&w, &alto, &sponsor, lost["tx_hash"].as_str().unwrap()).await;
+    let back_received = m(back["recipient_amount"].as_str().unwrap()).0 as u128;
+    assert_eq!(w.usdc_of(&addr_a).await, 10_000_000 + back_received);
+    assert_eq!(
+        w.usdc_of(&addr_b).await,
+        received - 1_000_000,
+        "B paid the whole 1 USDC (fees come out of it)"
+    );
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
