@@ -612,6 +612,7 @@ impl Store for CountingStore {
     async fn claim_due(
         &self,
         kind: &str,
+        lane: u8,
         worker: &str,
         now: Timestamp,
         lease_ms: i64,
@@ -619,7 +620,7 @@ impl Store for CountingStore {
     ) -> Result<Vec<StoredRecord>, StoreError> {
         self.read();
         self.inner
-            .claim_due(kind, worker, now, lease_ms, limit)
+            .claim_due(kind, lane, worker, now, lease_ms, limit)
             .await
     }
     async fn outbox_after(

@@ -151,6 +151,7 @@ impl CheckoutEngine {
             .store
             .claim_due(
                 Sweep::KIND,
+                0,
                 &self.config.worker_id,
                 now,
                 self.config.claim_lease_ms,

@@ -155,6 +155,7 @@ impl CheckoutEngine {
             .store
             .claim_due(
                 Session::KIND,
+                0,
                 &self.config.worker_id,
                 now,
                 self.config.claim_lease_ms,

@@ -106,6 +106,7 @@ impl EscrowEngine {
             .store
             .claim_due(
                 Deal::KIND,
+                0,
                 &cfg.worker_id,
                 self.now(),
                 cfg.claim_lease_ms,
@@ -141,6 +142,7 @@ impl EscrowEngine {
             .store
             .claim_due(
                 PayoutRecord::KIND,
+                0,
                 &cfg.worker_id,
                 self.now(),
                 cfg.claim_lease_ms,

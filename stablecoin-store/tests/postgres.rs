@@ -83,6 +83,7 @@ fn record(kind: &str, id: &str, due: Option<i64>) -> StoredRecord {
         status: None,
         subkind: None,
         due_at: due.map(Timestamp::from_millis),
+        lane: 0,
         unique_keys: vec![],
         body: json!({ "id": id }).into(),
     }
@@ -226,6 +227,7 @@ async fn postgres_concurrent_claimers_on_two_stores_never_share_a_record() {
                 let got = store
                     .claim_due(
                         "job",
+                        0,
                         &format!("w{w}"),
                         Timestamp::from_millis(10_000),
                         60_000,

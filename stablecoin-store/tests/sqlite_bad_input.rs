@@ -40,6 +40,7 @@ fn record(id: &str, keys: &[&str]) -> StoredRecord {
         status: Some("open".into()),
         subkind: None,
         due_at: Some(Timestamp::from_millis(7)),
+        lane: 0,
         unique_keys: keys.iter().map(|k| k.to_string()).collect(),
         body: json!({ "id": id }).into(),
     }

@@ -32,6 +32,7 @@ fn record(kind: &str, id: &str, due: Option<i64>) -> StoredRecord {
         status: None,
         subkind: None,
         due_at: due.map(Timestamp::from_millis),
+        lane: 0,
         unique_keys: vec![],
         body: json!({ "id": id }).into(),
     }
@@ -230,6 +231,7 @@ async fn sqlite_concurrent_claimers_never_get_the_same_record() {
                 let got = store
                     .claim_due(
                         "job",
+                        0,
                         &format!("w{w}"),
                         Timestamp::from_millis(10_000),
                         60_000,

@@ -51,6 +51,7 @@ fn batch_for(id: &str, background: bool) -> Batch {
                 status: Some("done".into()),
                 subkind: None,
                 due_at: None,
+                lane: 0,
                 unique_keys: vec![format!("crash:{id}")],
                 body: json!({ "id": id }).into(),
             },

@@ -28,7 +28,10 @@ mod worker;
 
 pub use idempotency::validate_idempotency_key;
 pub use ledger_accounts::accounts;
-pub use operations::{FundRequest, Operation, OperationView, PayoutLeg, SendRequest, SendView};
+pub use operations::{
+    FundRequest, LANE_ADVANCE, LANE_SUBMIT, Operation, OperationView, PayoutLeg, SendRequest,
+    SendView,
+};
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};

@@ -199,6 +199,11 @@ impl Operation {
     }
 }
 
+/// The claim lane of operations due for their first submission.
+pub const LANE_SUBMIT: u8 = 0;
+/// The claim lane of operations already submitted (polls, reconciliation, payouts).
+pub const LANE_ADVANCE: u8 = 1;
+
 impl Record for Operation {
     const KIND: &'static str = crate::ports::kinds::kind::OPERATION;
     fn id(&self) -> String {
@@ -222,6 +227,16 @@ impl Record for Operation {
             None
         } else {
             self.next_check_at
+        }
+    }
+    /// Its claim lane: due for its first submission ([`LANE_SUBMIT`]), or anything after
+    /// it ([`LANE_ADVANCE`]: polls, reconciliation, payouts), so the worker claims the
+    /// two apart and a queue of new submissions never starves confirmations.
+    fn lane(&self) -> u8 {
+        if matches!(self.status, OpStatus::Queued | OpStatus::Pending) {
+            LANE_SUBMIT
+        } else {
+            LANE_ADVANCE
         }
     }
     /// Its transaction, so the deposit scanner can tell the service's own payments from

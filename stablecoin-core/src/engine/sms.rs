@@ -378,6 +378,7 @@ impl Engine {
             .store
             .claim_due(
                 SmsRecord::KIND,
+                0,
                 &self.config.worker_id,
                 self.now(),
                 self.config.claim_lease_ms,

@@ -13,7 +13,7 @@
 //! ([`RailPayment::past_deadline`](crate::ports::RailPayment::past_deadline)), when no
 //! rail can include it any more.
 
-use super::{Engine, Operation};
+use super::{Engine, LANE_ADVANCE, LANE_SUBMIT, Operation};
 use crate::domain::events::DomainEvent;
 use crate::domain::state::{OpEvent, OpKind, OpStatus, transition};
 use crate::domain::time::Timestamp;
@@ -171,73 +171,67 @@ impl Engine {
     /// account's submissions does so itself ([`crate::ports::Rail::submit`]).
     pub async fn tick(&self) -> TickReport {
         let mut report = TickReport::default();
-        let now = self.now();
-        match self
-            .ports
-            .store
-            .claim_due(
-                Operation::KIND,
-                &self.config.worker_id,
-                now,
-                self.config.claim_lease_ms,
-                self.config.batch_limit,
-            )
-            .await
-        {
-            Ok(claimed) => {
-                report.more_due =
-                    self.config.batch_limit > 0 && claimed.len() >= self.config.batch_limit;
-                let mut ops = Vec::with_capacity(claimed.len());
-                for rec in claimed {
-                    match Operation::from_stored(&rec) {
-                        Ok(op) => ops.push(Versioned {
-                            record: op,
-                            version: rec.version,
-                        }),
-                        Err(e) => report.errors.push(format!("{}: {e}", rec.id)),
-                    }
-                }
-                // First submissions go to their rail in batches (one per rail, when it
-                // has more than one); everything else advances one by one, side by side.
-                let mut groups: std::collections::BTreeMap<_, Vec<Versioned<Operation>>> =
-                    Default::default();
-                let mut single = Vec::with_capacity(ops.len());
-                for v in ops {
-                    if Self::batch_submittable(&v.record) && self.rails.contains_key(&v.record.rail)
-                    {
-                        groups.entry(v.record.rail).or_default().push(v);
-                    } else {
-                        single.push(v);
-                    }
-                }
-                for (rail, group) in groups {
-                    if group.len() == 1 {
-                        single.extend(group);
-                        continue;
-                    }
-                    let Ok(r) = self.rail(rail).cloned() else {
-                        continue;
-                    };
-                    if let Err(e) = self.submit_group(&r, group, &mut report).await {
-                        report
-                            .errors
-                            .push(format!("submit batch on {}: {e}", rail.name()));
-                    }
-                }
-                let done = futures_util::future::join_all(single.into_iter().map(|v| async move {
-                    let mut r = TickReport::default();
-                    let id = v.record.id.0.clone();
-                    if let Err(e) = self.advance(v, &mut r).await {
-                        r.errors.push(format!("{id}: {e}"));
-                    }
-                    r
-                }))
+        // Two lanes, claimed apart: first submissions, and everything after them. Under
+        // load the submissions queue is long; claimed in one queue oldest-due first, it
+        // would keep the polls (whose money is already on its way) waiting behind it.
+        let (submit, advance) =
+            futures_util::future::join(self.claim_lane(LANE_SUBMIT), self.claim_lane(LANE_ADVANCE))
                 .await;
-                for r in done {
-                    report.absorb(r);
+        let mut claimed = Vec::new();
+        for lane in [submit, advance] {
+            match lane {
+                Ok((ops, full, errors)) => {
+                    report.more_due |= full;
+                    report.errors.extend(errors);
+                    claimed.extend(ops);
                 }
+                Err(e) => report.errors.push(e),
             }
-            Err(e) => report.errors.push(e.to_string()),
+        }
+        // First submissions go to their rail in batches (one per rail, when it has more
+        // than one); everything else advances one by one; all of it side by side.
+        let mut groups: std::collections::BTreeMap<_, Vec<Versioned<Operation>>> =
+            Default::default();
+        let mut single = Vec::with_capacity(claimed.len());
+        for v in claimed {
+            if Self::batch_submittable(&v.record) && self.rails.contains_key(&v.record.rail) {
+                groups.entry(v.record.rail).or_default().push(v);
+            } else {
+                single.push(v);
+            }
+        }
+        let batched =
+            futures_util::future::join_all(groups.into_iter().map(|(rail, group)| async move {
+                let mut r = TickReport::default();
+                if group.len() == 1 {
+                    for v in group {
+                        let id = v.record.id.0.clone();
+                        if let Err(e) = self.advance(v, &mut r).await {
+                            r.errors.push(format!("{id}: {e}"));
+                        }
+                    }
+                    return r;
+                }
+                let Ok(rail_port) = self.rail(rail).cloned() else {
+                    return r;
+                };
+                if let Err(e) = self.submit_group(&rail_port, group, &mut r).await {
+                    r.errors
+                        .push(format!("submit batch on {}: {e}", rail.name()));
+                }
+                r
+            }));
+        let singles = futures_util::future::join_all(single.into_iter().map(|v| async move {
+            let mut r = TickReport::default();
+            let id = v.record.id.0.clone();
+            if let Err(e) = self.advance(v, &mut r).await {
+                r.errors.push(format!("{id}: {e}"));
+            }
+            r
+        }));
+        let (batched, singles) = futures_util::future::join(batched, singles).await;
+        for r in batched.into_iter().chain(singles) {
+            report.absorb(r);
         }
         self.scan_inbound(&mut report).await;
         // After the operations: a settlement of this tick queues its SMS due now.
@@ -245,6 +239,41 @@ impl Engine {
         report.sms_sent += sent;
         report.more_due |= more;
         report
+    }
+
+    /// Claims up to `batch_limit` due operations of one lane: the decoded ones, whether
+    /// the claim came back full (more are probably due), and the records that did not
+    /// decode.
+    async fn claim_lane(
+        &self,
+        lane: u8,
+    ) -> Result<(Vec<Versioned<Operation>>, bool, Vec<String>), String> {
+        let claimed = self
+            .ports
+            .store
+            .claim_due(
+                Operation::KIND,
+                lane,
+                &self.config.worker_id,
+                self.now(),
+                self.config.claim_lease_ms,
+                self.config.batch_limit,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let full = self.config.batch_limit > 0 && claimed.len() >= self.config.batch_limit;
+        let mut ops = Vec::with_capacity(claimed.len());
+        let mut errors = Vec::new();
+        for rec in claimed {
+            match Operation::from_stored(&rec) {
+                Ok(op) => ops.push(Versioned {
+                    record: op,
+                    version: rec.version,
+                }),
+                Err(e) => errors.push(format!("{}: {e}", rec.id)),
+            }
+        }
+        Ok((ops, full, errors))
     }
 
     /// Ticks until a round does nothing (or `max_rounds`), for tests and examples.

@@ -71,8 +71,8 @@ struct KindTable {
     lists: HashMap<ListKey, ListIndex>,
     /// ((tenant, subkind), status) -> its records in that status.
     by_status: HashMap<(ListKey, String), ListIndex>,
-    /// (due_at, id) of records with a due time.
-    due: BTreeSet<(Timestamp, String)>,
+    /// (lane, due_at, id) of records with a due time.
+    due: BTreeSet<(u8, Timestamp, String)>,
     /// (created_at, id) of every record: what a purge walks.
     created: BTreeSet<(Timestamp, String)>,
     /// id -> live or lapsed claim.
@@ -247,7 +247,7 @@ impl Records {
             table.unlist(old);
             table.created.remove(&(old.created_at, id.to_string()));
             if let Some(due) = old.due_at {
-                table.due.remove(&(due, id.to_string()));
+                table.due.remove(&(old.lane, due, id.to_string()));
             }
             for key in &old.unique_keys {
                 if self
@@ -263,7 +263,7 @@ impl Records {
             table.list(rec);
             table.created.insert((rec.created_at, id.to_string()));
             if let Some(due) = rec.due_at {
-                table.due.insert((due, id.to_string()));
+                table.due.insert((rec.lane, due, id.to_string()));
             }
             for key in &rec.unique_keys {
                 self.unique
@@ -333,6 +333,12 @@ impl Records {
             expected_version,
         } = put;
         let current = self.record(&record.kind, &record.id).map(|r| r.version);
+        // Fixed at insert (`Store::commit`): an update keeps the stored ones.
+        if let Some(old) = self.record(&record.kind, &record.id) {
+            record.tenant = old.tenant.clone();
+            record.created_at = old.created_at;
+            record.subkind = old.subkind.clone();
+        }
         let conflict = || StoreError::VersionConflict {
             kind: record.kind.clone(),
             id: record.id.clone(),
@@ -565,6 +571,7 @@ impl Store for MemoryStore {
     async fn claim_due(
         &self,
         kind: &str,
+        lane: u8,
         worker: &str,
         now: Timestamp,
         lease_ms: i64,
@@ -575,8 +582,9 @@ impl Store for MemoryStore {
             return Ok(Vec::new());
         };
         let mut claimed = Vec::new();
-        for (due, id) in &table.due {
-            if claimed.len() >= limit || *due > now {
+        let lane_start = (lane, Timestamp(i64::MIN), String::new());
+        for (l, due, id) in table.due.range(lane_start..) {
+            if *l != lane || claimed.len() >= limit || *due > now {
                 break;
             }
             if table.claims.get(id).is_some_and(|c| c.until > now) {

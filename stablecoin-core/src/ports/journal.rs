@@ -124,6 +124,7 @@ impl RailJournal for StoreJournal {
                     status: None,
                     subkind: None,
                     due_at: None,
+                    lane: 0,
                     unique_keys: Vec::new(),
                     body: JsonText::from(entry),
                 },

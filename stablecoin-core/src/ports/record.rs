@@ -34,6 +34,11 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
     fn due_at(&self) -> Option<crate::domain::time::Timestamp> {
         None
     }
+    /// The claim lane it is due in (`Store::claim_due`): 0, the default, for a kind
+    /// whose due work is one queue.
+    fn lane(&self) -> u8 {
+        0
+    }
     /// Globally unique index keys (`"wallet_phone:+225..."`); a commit giving one key to
     /// two records fails.
     fn unique_keys(&self) -> Vec<String> {
@@ -51,6 +56,7 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
             status: self.status(),
             subkind: self.subkind(),
             due_at: self.due_at(),
+            lane: self.lane(),
             unique_keys: self.unique_keys(),
             body: JsonText::encode(self)
                 .map_err(|e| CoreError::Storage(format!("encode {}: {e}", Self::KIND)))?,

@@ -32,6 +32,8 @@ pub struct StoredRecord {
     pub subkind: Option<String>,
     /// When a background worker should next look at it; `None` = not due.
     pub due_at: Option<Timestamp>,
+    /// The claim queue it is due in ([`Store::claim_due`]): 0 for kinds without stages.
+    pub lane: u8,
     /// Globally unique index entries (`"wallet_phone:+225..."`). A commit that would give
     /// one key to two records fails with `UniqueViolation`.
     pub unique_keys: Vec<String>,
@@ -405,6 +407,10 @@ pub trait Store: Send + Sync {
     /// error: nothing of the batch is visible afterwards. `Ok` means durable; a store may group-commit
     /// concurrent callers but acknowledges each only after its transaction is durable.
     /// A commit also releases any worker claim on the records it puts.
+    ///
+    /// A record's kind, id, tenant, `created_at` and subkind are fixed when it is
+    /// inserted: an update writes its version, status, due time, lane, unique keys and
+    /// body, and keeps the others as stored (no index that leads with them is rewritten).
     async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError>;
 
     /// The record of `kind` with `id`; `None` if there is none.
@@ -425,13 +431,20 @@ pub trait Store: Send + Sync {
         key: &str,
     ) -> Result<Option<IdempotencyRecord>, StoreError>;
 
-    /// Claims up to `limit` records of `kind` whose `due_at <= now` and that no live claim
-    /// holds, for `lease_ms`. No two workers (even in two processes on one database) hold
-    /// one record at once; a claim lapses when its lease ends (the worker died) or when a
-    /// commit puts the record.
+    /// Claims up to `limit` records of `kind` in `lane` whose `due_at <= now` and that no
+    /// live claim holds, for `lease_ms`, oldest due first. No two workers (even in two
+    /// processes on one database) hold one record at once; a claim lapses when its lease
+    /// ends (the worker died) or when a commit puts the record.
+    ///
+    /// Lanes ([`StoredRecord::lane`]) split one kind's due work into queues claimed
+    /// separately, so a long queue of one stage never starves another: the engine claims
+    /// operations due for their first submission (lane 0) apart from those it polls
+    /// (lane 1). Kinds without stages keep every record in lane 0. Served from an index
+    /// on (kind, lane, due_at), never by a scan of other lanes.
     async fn claim_due(
         &self,
         kind: &str,
+        lane: u8,
         worker: &str,
         now: Timestamp,
         lease_ms: i64,

@@ -32,6 +32,7 @@ pub(super) fn record(id: &str, tenant: &str, created_ms: i64) -> StoredRecord {
         status: None,
         subkind: None,
         due_at: None,
+        lane: 0,
         unique_keys: Vec::new(),
         body: json!({ "id": id }).into(),
     }

@@ -84,6 +84,8 @@ where
         case_failed_transfer_rolls_back_batch,
         case_outbox_sequence,
         case_claim_due,
+        case_claim_lanes,
+        case_concurrent_lane_claims,
         case_concurrent_debits,
         case_concurrent_claims,
         case_purge,

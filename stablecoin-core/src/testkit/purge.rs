@@ -97,7 +97,7 @@ pub async fn case_purge<S: Store + Ledger + ?Sized>(store: Arc<S>) {
         commit_ok(s, batch, "an idempotency record").await;
     }
     let claimed = store
-        .claim_due(KIND, "worker-a", ts(1_000), 60_000, 10)
+        .claim_due(KIND, 0, "worker-a", ts(1_000), 60_000, 10)
         .await
         .expect("claim_due");
     assert_eq!(
@@ -155,7 +155,7 @@ pub async fn case_purge<S: Store + Ledger + ?Sized>(store: Arc<S>) {
     assert_eq!(store.get_by_unique("purge:a").await.unwrap(), None);
     assert_eq!(store.get_by_unique("purge:c").await.unwrap(), None);
     let again = store
-        .claim_due(KIND, "worker-b", ts(1_000), 60_000, 10)
+        .claim_due(KIND, 0, "worker-b", ts(1_000), 60_000, 10)
         .await
         .expect("claim_due");
     assert!(

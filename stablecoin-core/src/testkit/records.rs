@@ -82,7 +82,7 @@ pub async fn case_many_puts_in_one_batch<S: Store + Ledger + ?Sized>(store: Arc<
         assert_eq!(got.due_at, put.record.due_at);
     }
     let claimed = store
-        .claim_due(KIND, "w1", ts(1_000), 60_000, 100)
+        .claim_due(KIND, 0, "w1", ts(1_000), 60_000, 100)
         .await
         .unwrap();
     assert_eq!(claimed.len(), n / 2, "the due half");
@@ -106,7 +106,7 @@ pub async fn case_many_puts_in_one_batch<S: Store + Ledger + ?Sized>(store: Arc<
         assert_eq!(got.due_at, put.record.due_at);
     }
     let again = store
-        .claim_due(KIND, "w2", ts(1_000), 60_000, 100)
+        .claim_due(KIND, 0, "w2", ts(1_000), 60_000, 100)
         .await
         .unwrap();
     assert_eq!(again.len(), 10, "claims released by the update");

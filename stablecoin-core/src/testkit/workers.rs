@@ -93,7 +93,7 @@ pub async fn case_claim_due<S: Store + Ledger + ?Sized>(store: Arc<S>) {
         let store = store.clone();
         async move {
             let mut ids: Vec<String> = store
-                .claim_due(KIND, worker, ts(at), lease, limit)
+                .claim_due(KIND, 0, worker, ts(at), lease, limit)
                 .await
                 .expect("claim_due")
                 .into_iter()
@@ -152,13 +152,13 @@ pub async fn case_claim_due<S: Store + Ledger + ?Sized>(store: Arc<S>) {
         "a failed commit must not release claims"
     );
     let gadgets = store
-        .claim_due("gadget", "w1", ts(now), 1_000, 10)
+        .claim_due("gadget", 0, "w1", ts(now), 1_000, 10)
         .await
         .unwrap();
     assert_eq!(gadgets.len(), 1, "claims are per kind");
     assert!(
         store
-            .claim_due("none", "w1", ts(now), 1_000, 10)
+            .claim_due("none", 0, "w1", ts(now), 1_000, 10)
             .await
             .unwrap()
             .is_empty()
@@ -262,7 +262,7 @@ pub async fn case_concurrent_claims<S: Store + Ledger + ?Sized + 'static>(store:
             let mut mine = Vec::new();
             loop {
                 let got = store
-                    .claim_due(KIND, &worker, ts(1_000), 60_000, 3)
+                    .claim_due(KIND, 0, &worker, ts(1_000), 60_000, 3)
                     .await
                     .expect("claim_due");
                 if got.is_empty() {
@@ -283,4 +283,140 @@ pub async fn case_concurrent_claims<S: Store + Ledger + ?Sized + 'static>(store:
         }
     }
     assert_eq!(seen.len(), RECORDS, "every due record is claimed once");
+}
+
+/// Lanes split one kind's due records into queues claimed apart: a claim of one lane
+/// never returns another's records, however much older they are due; a put that moves
+/// a record to another lane makes it due there only; records read back carry their lane;
+/// and an update keeps the tenant, creation time and subkind of the insert.
+pub async fn case_claim_lanes<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    let in_lane = |id: &str, due: i64, lane: u8| {
+        let mut r = with_due(record(id, "t1", due), Some(due));
+        r.lane = lane;
+        insert(r)
+    };
+    let batch = puts(vec![
+        in_lane("new-1", 1, 0),
+        in_lane("new-2", 2, 0),
+        in_lane("new-3", 3, 0),
+        in_lane("sent-1", 50, 1),
+        in_lane("sent-2", 60, 1),
+    ]);
+    commit_ok(s, batch, "lane fixtures").await;
+    let claim = |lane: u8, worker: &'static str, limit: usize| {
+        let store = store.clone();
+        async move {
+            store
+                .claim_due(KIND, lane, worker, ts(100), 1_000, limit)
+                .await
+                .expect("claim_due")
+                .into_iter()
+                .map(|r| (r.id, r.lane))
+                .collect::<Vec<_>>()
+        }
+    };
+    // The oldest due records are lane 0's; lane 1's claim skips them.
+    assert_eq!(
+        claim(1, "poller", 1).await,
+        [("sent-1".to_string(), 1)],
+        "lane 1 is claimed apart from the older lane 0"
+    );
+    assert_eq!(
+        claim(0, "submitter", 10)
+            .await
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect::<Vec<_>>(),
+        ["new-1", "new-2", "new-3"],
+        "lane 0 holds only its own, oldest due first"
+    );
+    assert_eq!(claim(2, "nobody", 10).await, [], "an empty lane");
+    // new-1 is submitted: its put moves it to lane 1 (and releases its claim).
+    let new1 = get(s, "new-1").await.expect("new-1");
+    assert_eq!(new1.lane, 0, "get reads the lane");
+    let mut moved = new1.clone();
+    moved.lane = 1;
+    moved.due_at = Some(ts(70));
+    // An update cannot move a record's fixed fields.
+    moved.tenant = Some("t2".to_string());
+    moved.created_at = ts(999);
+    moved.subkind = Some("other".to_string());
+    commit_ok(
+        s,
+        puts(vec![update(moved, new1.version)]),
+        "new-1 submitted",
+    )
+    .await;
+    let back = get(s, "new-1").await.expect("new-1 again");
+    assert_eq!(back.lane, 1, "the put moved it to lane 1");
+    assert_eq!(
+        (
+            back.tenant.as_deref(),
+            back.created_at,
+            back.subkind.as_deref()
+        ),
+        (Some("t1"), ts(1), None),
+        "tenant, created_at and subkind are fixed at insert"
+    );
+    assert_eq!(
+        claim(0, "submitter-2", 10).await,
+        [],
+        "not in lane 0 any more"
+    );
+    assert_eq!(
+        claim(1, "poller-2", 10).await,
+        [("sent-2".to_string(), 1), ("new-1".to_string(), 1)],
+        "due in lane 1 now (sent-1 is still leased)"
+    );
+}
+
+/// Two workers per lane race on one store: every due record of each lane is claimed
+/// exactly once, and only by a worker of its lane.
+pub async fn case_concurrent_lane_claims<S: Store + Ledger + ?Sized + 'static>(store: Arc<S>) {
+    const PER_LANE: usize = 30;
+    let mut all = Vec::new();
+    for lane in 0..2u8 {
+        for i in 0..PER_LANE {
+            let mut r = with_due(
+                record(&format!("lane{lane}-{i:02}"), "t1", i as i64),
+                Some(i as i64),
+            );
+            r.lane = lane;
+            all.push(insert(r));
+        }
+    }
+    commit_ok(&*store, puts(all), "jobs in two lanes").await;
+    let barrier = Arc::new(tokio::sync::Barrier::new(4));
+    let mut handles = Vec::new();
+    for w in 0..4u8 {
+        let lane = w % 2;
+        let store = store.clone();
+        let barrier = barrier.clone();
+        handles.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let worker = format!("worker-{w}");
+            let mut mine = Vec::new();
+            loop {
+                let got = store
+                    .claim_due(KIND, lane, &worker, ts(1_000), 60_000, 4)
+                    .await
+                    .expect("claim_due");
+                if got.is_empty() {
+                    break (lane, mine);
+                }
+                mine.extend(got.into_iter().map(|r| (r.id, r.lane)));
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    let mut seen = HashSet::new();
+    for handle in handles {
+        let (lane, got) = handle.await.expect("worker panicked");
+        for (id, record_lane) in got {
+            assert_eq!(record_lane, lane, "{id} claimed from another lane");
+            assert!(seen.insert(id.clone()), "{id} was claimed twice");
+        }
+    }
+    assert_eq!(seen.len(), 2 * PER_LANE, "every due record claimed once");
 }

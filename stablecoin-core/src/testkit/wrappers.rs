@@ -123,16 +123,20 @@ pub trait StoreOverride: Send + Sync {
     }
 
     /// Replaces [`Store::claim_due`]; the default forwards to `inner`.
+    #[allow(clippy::too_many_arguments)] // the port's six, and `inner`
     async fn claim_due(
         &self,
         inner: &dyn Store,
         kind: &str,
+        lane: u8,
         worker: &str,
         now: Timestamp,
         lease_ms: i64,
         limit: usize,
     ) -> Result<Vec<StoredRecord>, StoreError> {
-        inner.claim_due(kind, worker, now, lease_ms, limit).await
+        inner
+            .claim_due(kind, lane, worker, now, lease_ms, limit)
+            .await
     }
 
     /// Replaces [`Store::outbox_after`]; the default forwards to `inner`.
@@ -206,13 +210,14 @@ impl<O: StoreOverride> Store for DelegatingStore<O> {
     async fn claim_due(
         &self,
         kind: &str,
+        lane: u8,
         worker: &str,
         now: Timestamp,
         lease_ms: i64,
         limit: usize,
     ) -> Result<Vec<StoredRecord>, StoreError> {
         self.overrides
-            .claim_due(&*self.inner, kind, worker, now, lease_ms, limit)
+            .claim_due(&*self.inner, kind, lane, worker, now, lease_ms, limit)
             .await
     }
 

@@ -154,3 +154,58 @@ async fn a_full_claim_reports_more_due() {
     assert_eq!(h.chain_balance(&to).await, m("65"));
     h.assert_conserved().await;
 }
+
+/// Polls are claimed from their own lane: a queue of first submissions older than a
+/// poll's due time (more than a whole claim of them) does not keep the poll waiting. In
+/// one queue, oldest due first, this tick would claim only fundings and the submitted
+/// payment would wait for the queue to drain.
+#[tokio::test]
+async fn a_queue_of_submissions_never_starves_the_polls() {
+    use stablecoin_core::domain::state::OpStatus;
+    use stablecoin_core::ports::Clock;
+    let h = harness();
+    let acme = h.tenant("Acme", "1000").await;
+    let to = phone("+2250700000198");
+    h.engine.provision(&acme, &to).await.unwrap();
+    let fund = |key: String| {
+        let (h, acme, to) = (&h, &acme, &to);
+        async move {
+            h.engine
+                .fund(
+                    acme,
+                    &FundRequest {
+                        phone_number: to.clone(),
+                        token: Token::Usdc,
+                        amount: m("1"),
+                    },
+                    Some(&key),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    let first = fund("first".into()).await;
+    let r = h.engine.tick().await;
+    assert_eq!(r.submitted, 1, "{r:?}");
+    // A whole claim of fundings, due a second before the first one's poll.
+    let t0 = h.clock.now();
+    h.clock.set(t0.plus_millis(-1_000));
+    let limit = h.engine.config().batch_limit;
+    for i in 0..limit + 5 {
+        fund(format!("queued-{i}")).await;
+    }
+    h.clock.set(t0);
+    let r = h.engine.tick().await;
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.submitted, limit, "one claim of submissions");
+    assert!(r.more_due);
+    assert_eq!(
+        r.polled + r.settled,
+        1,
+        "the submitted payment was polled beside the full claim of submissions: {r:?}"
+    );
+    let op = h.engine.operation(&acme, &first.id).await.unwrap();
+    assert_ne!(op.status, OpStatus::Queued);
+    h.settle().await;
+    h.assert_conserved().await;
+}

@@ -249,33 +249,41 @@ pub(super) async fn commit_in(
 async fn put_record(conn: &mut PgConnection, put: &Put) -> Result<(), Attempt> {
     let rec = &put.record;
     let keys = dedup_keys(&rec.unique_keys);
+    let lane = i16::from(rec.lane);
     let query = match put.expected_version {
         None => sqlx::query(
             "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
-               lease_owner, lease_until, unique_keys, body, subkind) \
-             VALUES ($1, $2, $3, 1, $4, $5, $6, NULL, NULL, $7, $8, $9) \
+               lease_owner, lease_until, unique_keys, body, subkind, lane) \
+             VALUES ($1, $2, $3, 1, $4, $5, $6, NULL, NULL, $7, $8, $9, $10) \
              ON CONFLICT (kind, id) DO NOTHING",
-        ),
-        Some(_) => sqlx::query(
-            "UPDATE records SET tenant = $3, version = version + 1, created_at = $4, \
-               status = $5, due_at = $6, lease_owner = NULL, lease_until = NULL, \
-               unique_keys = $7, body = $8, subkind = $9 \
-             WHERE kind = $1 AND id = $2 AND version = $10",
-        ),
-    }
-    .bind(&rec.kind)
-    .bind(&rec.id)
-    .bind(&rec.tenant)
-    .bind(rec.created_at.0)
-    .bind(&rec.status)
-    .bind(rec.due_at.map(|t| t.0))
-    .bind(keys_to_db(&keys))
-    .bind(rec.body.as_str())
-    .bind(&rec.subkind);
-    let query = match put.expected_version {
+        )
+        .bind(&rec.kind)
+        .bind(&rec.id)
+        .bind(&rec.tenant)
+        .bind(rec.created_at.0)
+        .bind(&rec.status)
+        .bind(rec.due_at.map(|t| t.0))
+        .bind(keys_to_db(&keys))
+        .bind(rec.body.as_str())
+        .bind(&rec.subkind)
+        .bind(lane),
+        // Only what a record's life changes: its tenant, creation time and subkind are
+        // fixed at insert (`Store::commit`), as in the SQLite store.
+        Some(v) => sqlx::query(
+            "UPDATE records SET version = version + 1, status = $3, due_at = $4, \
+               lane = $5, lease_owner = NULL, lease_until = NULL, unique_keys = $6, \
+               body = $7 \
+             WHERE kind = $1 AND id = $2 AND version = $8",
+        )
+        .bind(&rec.kind)
+        .bind(&rec.id)
+        .bind(&rec.status)
+        .bind(rec.due_at.map(|t| t.0))
+        .bind(lane)
+        .bind(keys_to_db(&keys))
+        .bind(rec.body.as_str())
         // A version beyond i64 cannot be stored, so it can never match: -1 never does.
-        Some(v) => query.bind(i64::try_from(v).unwrap_or(-1)),
-        None => query,
+        .bind(i64::try_from(v).unwrap_or(-1)),
     };
     let written = query.execute(&mut *conn).await.map_err(classify)?;
     if written.rows_affected() == 0 {

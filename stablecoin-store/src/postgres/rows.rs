@@ -11,7 +11,7 @@ use stablecoin_core::ports::ledger::{Balance, LedgerTransfer};
 use stablecoin_core::ports::store::{JsonText, StoreError, StoredRecord};
 
 pub(super) const RECORD_COLS: &str =
-    "kind, id, tenant, version, created_at, status, due_at, unique_keys, body, subkind";
+    "kind, id, tenant, version, created_at, status, due_at, unique_keys, body, subkind, lane";
 
 pub(super) fn record_from_row(row: &PgRow) -> Result<StoredRecord, StoreError> {
     let decode = || -> Result<StoredRecord, String> {
@@ -28,6 +28,8 @@ pub(super) fn record_from_row(row: &PgRow) -> Result<StoredRecord, StoreError> {
             status: row.try_get(5).map_err(s)?,
             subkind: row.try_get(9).map_err(s)?,
             due_at: row.try_get::<Option<i64>, _>(6).map_err(s)?.map(Timestamp),
+            lane: u8::try_from(row.try_get::<i16, _>(10).map_err(s)?)
+                .map_err(|_| "lane out of range".to_string())?,
             unique_keys: keys_from_db(&keys)?,
             body: JsonText::from_stored_text(body),
         })

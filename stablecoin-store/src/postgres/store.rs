@@ -120,7 +120,7 @@ impl Store for PgStore {
     async fn get_by_unique(&self, key: &str) -> Result<Option<StoredRecord>, StoreError> {
         let row = sqlx::query(
             "SELECT r.kind, r.id, r.tenant, r.version, r.created_at, r.status, r.due_at, \
-             r.unique_keys, r.body, r.subkind FROM unique_keys u \
+             r.unique_keys, r.body, r.subkind, r.lane FROM unique_keys u \
              JOIN records r ON r.kind = u.kind AND r.id = u.id WHERE u.key = $1",
         )
         .bind(key)
@@ -197,6 +197,7 @@ impl Store for PgStore {
     async fn claim_due(
         &self,
         kind: &str,
+        lane: u8,
         worker: &str,
         now: Timestamp,
         lease_ms: i64,
@@ -208,18 +209,19 @@ impl Store for PgStore {
         let rows = sqlx::query(
             "UPDATE records r SET lease_owner = $1, lease_until = $2 \
              FROM (SELECT kind, id FROM records \
-                   WHERE kind = $3 AND due_at IS NOT NULL AND due_at <= $4 \
+                   WHERE kind = $3 AND lane = $6 AND due_at IS NOT NULL AND due_at <= $4 \
                      AND (lease_until IS NULL OR lease_until <= $4) \
                    ORDER BY due_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) c \
              WHERE r.kind = c.kind AND r.id = c.id \
              RETURNING r.kind, r.id, r.tenant, r.version, r.created_at, r.status, r.due_at, \
-               r.unique_keys, r.body, r.subkind",
+               r.unique_keys, r.body, r.subkind, r.lane",
         )
         .bind(worker)
         .bind(now.plus_millis(lease_ms).0)
         .bind(kind)
         .bind(now.0)
         .bind(sql_count(limit))
+        .bind(i16::from(lane))
         .fetch_all(&self.pool)
         .await
         .map_err(backend)?;

@@ -8,7 +8,7 @@ use stablecoin_core::ports::store::{JsonText, StoreError, StoredRecord};
 
 macro_rules! record_cols {
     () => {
-        "kind, id, tenant, version, created_at, status, due_at, unique_keys, body, subkind"
+        "kind, id, tenant, version, created_at, status, due_at, unique_keys, body, subkind, lane"
     };
 }
 pub(crate) use record_cols;
@@ -29,6 +29,7 @@ pub(crate) fn record_from_row(
     let keys: String = row.get(7)?;
     let body: String = row.get(8)?;
     let subkind: Option<String> = row.get(9)?;
+    let lane: i64 = row.get(10)?;
     let (kind, id, tenant, created_at, status, due_at) = (
         row.get(0)?,
         row.get(1)?,
@@ -47,6 +48,7 @@ pub(crate) fn record_from_row(
             status,
             subkind,
             due_at: due_at.map(Timestamp),
+            lane: u8::try_from(lane).map_err(|_| format!("lane {lane} out of range"))?,
             unique_keys: keys_from_db(&keys)?,
             body: JsonText::from_stored_text(body),
         })

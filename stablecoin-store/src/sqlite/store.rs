@@ -63,7 +63,7 @@ impl Store for SqliteStore {
             .with(|conn| {
                 conn.prepare_cached(
                     "SELECT r.kind, r.id, r.tenant, r.version, r.created_at, r.status, \
-                     r.due_at, r.unique_keys, r.body, r.subkind FROM unique_keys u \
+                     r.due_at, r.unique_keys, r.body, r.subkind, r.lane FROM unique_keys u \
                      JOIN records r ON r.kind = u.kind AND r.id = u.id WHERE u.key = ?1",
                 )?
                 .query_row([key], record_from_row)
@@ -154,6 +154,7 @@ impl Store for SqliteStore {
     async fn claim_due(
         &self,
         kind: &str,
+        lane: u8,
         worker: &str,
         now: Timestamp,
         lease_ms: i64,
@@ -164,6 +165,7 @@ impl Store for SqliteStore {
         }
         let claim = writer::Claim {
             kind: kind.to_string(),
+            lane,
             worker: worker.to_string(),
             now,
             until: now.plus_millis(lease_ms),
@@ -267,6 +269,26 @@ mod tests {
             assert!(!plan.contains("TEMP B-TREE"), "no sort: {plan}");
             assert!(!plan.contains("SCAN"), "no scan: {plan}");
         }
+        store.close().await;
+    }
+
+    /// A claim walks its lane of the due index in order: no scan, no sort, and never
+    /// the rows of another lane (a long submission queue is not read by a poll claim).
+    #[tokio::test]
+    async fn the_claim_is_an_index_range_of_one_lane() {
+        let store = SqliteStore::open_in_memory().await.unwrap();
+        let select = writer::records::CLAIM_DUE
+            .split_once("IN ( ")
+            .and_then(|(_, rest)| rest.rsplit_once(')'))
+            .map(|(inner, _)| inner.to_string())
+            .unwrap_or_default();
+        let plan = query_plan(&store, &select);
+        assert!(
+            plan.contains("INDEX records_due (kind=? AND lane=? AND due_at>? AND due_at<?)"),
+            "{plan}"
+        );
+        assert!(!plan.contains("TEMP B-TREE"), "no sort: {plan}");
+        assert!(!plan.contains("SCAN"), "no scan: {plan}");
         store.close().await;
     }
 

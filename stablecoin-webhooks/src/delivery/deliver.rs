@@ -112,6 +112,7 @@ impl Deliverer {
         self.store
             .claim_due(
                 Delivery::KIND,
+                0,
                 &self.config.worker_id,
                 self.clock.now(),
                 self.config.lease_ms,

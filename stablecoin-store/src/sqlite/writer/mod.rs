@@ -45,7 +45,7 @@
 mod group;
 mod prepared;
 pub(crate) mod purge;
-mod records;
+pub(crate) mod records;
 
 use super::backend;
 use super::schedule::Schedule;
@@ -60,6 +60,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub(crate) struct Claim {
     pub kind: String,
+    pub lane: u8,
     pub worker: String,
     pub now: Timestamp,
     pub until: Timestamp,

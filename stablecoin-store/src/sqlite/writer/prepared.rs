@@ -34,6 +34,7 @@ pub(super) struct PreparedPut {
     pub(super) status: Option<String>,
     pub(super) subkind: Option<String>,
     pub(super) due_at: Option<i64>,
+    pub(super) lane: u8,
     pub(super) expected_version: Option<u64>,
     /// The keys to check, as given.
     pub(super) unique_keys: Vec<String>,
@@ -80,6 +81,7 @@ impl Prepared {
                         status: r.status,
                         subkind: r.subkind,
                         due_at: r.due_at.map(|t| t.0),
+                        lane: r.lane,
                         expected_version: p.expected_version,
                         unique_keys: r.unique_keys,
                     }
