@@ -13,6 +13,7 @@ mod ledger_accounts;
 mod operation_reads;
 mod operation_view;
 mod operations;
+mod polls;
 mod read_cache;
 mod retention;
 mod sandbox;

@@ -20,7 +20,7 @@ use crate::domain::time::Timestamp;
 use crate::error::CoreResult;
 use crate::ports::claim::hold_through_side_effect;
 use crate::ports::ledger::{LedgerTransfer, Phase};
-use crate::ports::rail::{RailError, SubmissionStatus};
+use crate::ports::rail::RailError;
 use crate::ports::record::{Record, Versioned};
 use crate::ports::services::{SmsKind, SmsMessage};
 use crate::ports::store::{Batch, OutboxEvent};
@@ -193,9 +193,13 @@ impl Engine {
         let mut groups: std::collections::BTreeMap<_, Vec<Versioned<Operation>>> =
             Default::default();
         let mut single = Vec::with_capacity(claimed.len());
+        let mut polls = Vec::new();
         for v in claimed {
-            if Self::batch_submittable(&v.record) && self.rails.contains_key(&v.record.rail) {
+            let known_rail = self.rails.contains_key(&v.record.rail);
+            if Self::batch_submittable(&v.record) && known_rail {
                 groups.entry(v.record.rail).or_default().push(v);
+            } else if Self::pollable(&v.record) && known_rail {
+                polls.push(v);
             } else {
                 single.push(v);
             }
@@ -229,10 +233,13 @@ impl Engine {
             }
             r
         }));
-        let (batched, singles) = futures_util::future::join(batched, singles).await;
+        // Polls: side by side, every decision in one commit (`polls.rs`).
+        let (batched, singles, polled) =
+            futures_util::future::join3(batched, singles, self.poll_all(polls)).await;
         for r in batched.into_iter().chain(singles) {
             report.absorb(r);
         }
+        report.absorb(polled);
         self.scan_inbound(&mut report).await;
         // After the operations: a settlement of this tick queues its SMS due now.
         let (sent, more) = self.send_due_sms(&mut report.errors).await;
@@ -377,54 +384,10 @@ impl Engine {
                 Ok(())
             }
             OpStatus::Submitted | OpStatus::SubmissionUnknown => {
-                let status = match self.op_status(&rail, &mut op).await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        op.next_check_at = Some(now.plus_millis(self.config.poll_interval_ms));
-                        self.save(&op, version, Batch::default()).await?;
-                        return Err(super::rail_err(e));
-                    }
-                };
-                match status {
-                    SubmissionStatus::Confirmed {
-                        tx_hash,
-                        block,
-                        created_recipient_account,
-                    } => {
-                        op.tx_hash = Some(tx_hash);
-                        op.block = Some(block);
-                        op.created_recipient_account = created_recipient_account;
-                        self.settle(op, version, report).await
-                    }
-                    SubmissionStatus::Failed { reason, tx_hash } => {
-                        op.tx_hash = tx_hash.or(op.tx_hash);
-                        self.fail(op, version, reason, report).await
-                    }
-                    SubmissionStatus::Pending { tx_hash } => {
-                        report.polled += 1;
-                        op.tx_hash = tx_hash.or(op.tx_hash);
-                        op.next_check_at = Some(now.plus_millis(self.config.poll_interval_ms));
-                        self.save(&op, version, Batch::default()).await?;
-                        Ok(())
-                    }
-                    SubmissionStatus::NotFound => {
-                        // A proof only after the deadline: until then the payment may
-                        // still be on its way (another worker inside `submit`, a node
-                        // that has not seen it). Never on a timer alone: a payment
-                        // without a deadline (recorded before deadlines existed) is
-                        // never failed here.
-                        if op.payment.past_deadline(now, self.config.unknown_grace_ms) {
-                            let reason = "the payment never reached the network before its \
-                                          deadline"
-                                .to_string();
-                            self.fail(op, version, reason, report).await
-                        } else {
-                            op.next_check_at = Some(now.plus_millis(self.config.poll_interval_ms));
-                            self.save(&op, version, Batch::default()).await?;
-                            Ok(())
-                        }
-                    }
-                }
+                let step = self.poll_step(&rail, op, version).await?;
+                self.commit(step.batch).await?;
+                report.absorb(step.report);
+                Ok(())
             }
             OpStatus::CryptoReceived | OpStatus::PayoutSubmitting | OpStatus::PayoutUnknown => {
                 self.advance_payout(op, version, report).await
@@ -434,12 +397,9 @@ impl Engine {
         }
     }
 
-    async fn settle(
-        &self,
-        mut op: Operation,
-        version: u64,
-        report: &mut TickReport,
-    ) -> CoreResult<()> {
+    /// The commit that settles `op` (read at `version`), not yet committed: its update,
+    /// the posts of its holds, its events and SMS.
+    pub(crate) async fn settlement(&self, mut op: Operation, version: u64) -> CoreResult<Batch> {
         let now = self.now();
         op.status = transition(op.kind, op.status, OpEvent::Confirmed)?;
         op.updated_at = now;
@@ -528,18 +488,32 @@ impl Engine {
         // The holds' posts first: a swap's credit follows its debit.
         batch.ledger.splice(0..0, ledger);
         batch.outbox.splice(0..0, outbox);
-        self.save(&op, version, batch).await?;
-        report.settled += 1;
-        Ok(())
+        batch.puts.insert(0, op.update(version)?);
+        batch.background = true;
+        Ok(batch)
     }
 
     pub(crate) async fn fail(
         &self,
-        mut op: Operation,
+        op: Operation,
         version: u64,
         reason: String,
         report: &mut TickReport,
     ) -> CoreResult<()> {
+        let batch = self.failure(op, version, reason)?;
+        self.commit(batch).await?;
+        report.failed += 1;
+        Ok(())
+    }
+
+    /// The commit that fails `op` (read at `version`), not yet committed: its update, the
+    /// voids of its holds, and its events.
+    pub(crate) fn failure(
+        &self,
+        mut op: Operation,
+        version: u64,
+        reason: String,
+    ) -> CoreResult<Batch> {
         let now = self.now();
         op.status = transition(op.kind, op.status, OpEvent::Failed)?;
         op.error_reason = Some(reason.clone());
@@ -577,18 +551,13 @@ impl Engine {
                 },
             )?);
         }
-        self.save(
-            &op,
-            version,
-            Batch {
-                ledger,
-                outbox,
-                ..Default::default()
-            },
-        )
-        .await?;
-        report.failed += 1;
-        Ok(())
+        Ok(Batch {
+            puts: vec![op.update(version)?],
+            ledger,
+            outbox,
+            background: true,
+            ..Default::default()
+        })
     }
 
     /// `wallet.transfer.confirmed` / `.failed` of a tenant-initiated transfer, to the

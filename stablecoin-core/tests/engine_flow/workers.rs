@@ -209,3 +209,113 @@ async fn a_queue_of_submissions_never_starves_the_polls() {
     h.settle().await;
     h.assert_conserved().await;
 }
+
+/// Records, per commit, how many holds it posts (settlements); with `refuse_merged`, it
+/// refuses any commit posting the holds of more than one operation, as a store would
+/// refuse a merged commit one of whose decisions is faulty.
+#[derive(Default)]
+struct PostsPerCommit {
+    refuse_merged: bool,
+    posts: std::sync::Mutex<Vec<usize>>,
+}
+
+#[async_trait::async_trait]
+impl stablecoin_core::testkit::StoreOverride for PostsPerCommit {
+    async fn commit(
+        &self,
+        inner: &dyn stablecoin_core::ports::Store,
+        batch: stablecoin_core::ports::Batch,
+    ) -> Result<stablecoin_core::ports::CommitReceipt, stablecoin_core::ports::StoreError> {
+        let posts = batch
+            .ledger
+            .iter()
+            .filter(|t| matches!(t.phase, stablecoin_core::ports::Phase::Post { .. }))
+            .count();
+        if self.refuse_merged && posts > 1 {
+            return Err(stablecoin_core::ports::StoreError::Backend(
+                "refused (injected)".into(),
+            ));
+        }
+        let receipt = inner.commit(batch).await?;
+        if posts > 0 {
+            self.posts.lock().unwrap().push(posts);
+        }
+        Ok(receipt)
+    }
+}
+
+async fn settle_five_fundings(refuse_merged: bool) -> Vec<usize> {
+    let probe = Arc::new(PostsPerCommit {
+        refuse_merged,
+        ..Default::default()
+    });
+    let p = probe.clone();
+    let h = harness_with(
+        |sim| sim,
+        move |inner| {
+            Arc::new(stablecoin_core::testkit::DelegatingStore::new(
+                inner,
+                SharedProbe(p),
+            ))
+        },
+    );
+    let acme = h.tenant("Acme", "1000").await;
+    for i in 0..5 {
+        let to = phone(&format!("+22507000003{i:02}"));
+        h.engine.provision(&acme, &to).await.unwrap();
+        h.engine
+            .fund(
+                &acme,
+                &FundRequest {
+                    phone_number: to,
+                    token: Token::Usdc,
+                    amount: m("2"),
+                },
+                Some(&format!("poll-{i}")),
+            )
+            .await
+            .unwrap();
+    }
+    let r = h.engine.settle_all(50).await;
+    assert_eq!((r.submitted, r.settled, r.failed), (5, 5, 0), "{r:?}");
+    h.assert_conserved().await;
+    for i in 0..5 {
+        assert_eq!(
+            h.chain_balance(&phone(&format!("+22507000003{i:02}")))
+                .await,
+            m("2")
+        );
+    }
+    probe.posts.lock().unwrap().clone()
+}
+
+/// Forwards to a shared [`PostsPerCommit`].
+struct SharedProbe(Arc<PostsPerCommit>);
+
+#[async_trait::async_trait]
+impl stablecoin_core::testkit::StoreOverride for SharedProbe {
+    async fn commit(
+        &self,
+        inner: &dyn stablecoin_core::ports::Store,
+        batch: stablecoin_core::ports::Batch,
+    ) -> Result<stablecoin_core::ports::CommitReceipt, stablecoin_core::ports::StoreError> {
+        stablecoin_core::testkit::StoreOverride::commit(&*self.0, inner, batch).await
+    }
+}
+
+/// The payments a tick finds confirmed settle in one commit (their holds posted
+/// together); when the store refuses that merged commit, each settles in its own and
+/// nothing is lost or posted twice.
+#[tokio::test]
+async fn the_polls_of_a_tick_settle_in_one_commit_or_one_each_if_refused() {
+    // The simulated chain mines a block per status call, so the five may reach their
+    // depth across two ticks: fewer commits than settlements, each posting several.
+    let merged = settle_five_fundings(false).await;
+    assert_eq!(merged.iter().sum::<usize>(), 5, "{merged:?}");
+    assert!(
+        merged.len() < 5 && merged.iter().any(|&n| n > 1),
+        "settlements share commits: {merged:?}"
+    );
+    let apart = settle_five_fundings(true).await;
+    assert_eq!(apart, [1, 1, 1, 1, 1], "refused together: one commit each");
+}
