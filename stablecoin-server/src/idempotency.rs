@@ -5,21 +5,29 @@
 //! 1. While a request with the key runs in this process, another one gets
 //!    `409 IDEMPOTENCY_KEY_IN_USE` (an in-process in-flight set).
 //! 2. The first successful (2xx) response (status, `Location` and the exact body bytes) is
-//!    stored through the `Store` as an `IdempotencyRecord` under the tenant, keyed
-//!    `"http\u{1f}" + key` (the separator cannot occur in a client key, so it never meets
-//!    the engine's own record for the same key). Later requests with the same key and the
-//!    same request (method, path, JSON body compared after canonicalisation) get it
-//!    replayed byte for byte with `Idempotent-Replayed: true`; with another request,
-//!    `422 IDEMPOTENCY_KEY_REUSED`.
+//!    stored through the `Store` as an `IdempotencyRecord` under the tenant and the key:
+//!    the same record space as the engine's records of the money routes (point 4), so
+//!    a key belongs to the first request that used it, whichever route. Later requests
+//!    with the same key and the same request (method, path, JSON body compared after
+//!    canonicalisation) get it replayed byte for byte with `Idempotent-Replayed: true`;
+//!    with another request (another route's record among them), `422
+//!    IDEMPOTENCY_KEY_REUSED`. Records stored by earlier versions under
+//!    `"http\u{1f}" + key` are still found (until retention purges them).
 //! 3. Errors are not stored: a failed request changed nothing (engine batches are atomic),
 //!    so retrying it with the same key runs it again.
-//! 4. The money endpoints (fund, send, withdraw) also pass the key to the engine, whose
-//!    idempotency record is committed in the SAME batch as the operation. That is what
-//!    makes duplicates safe across processes: on several nodes sharing one database the
-//!    in-flight set does not see the other node, but the second commit fails on the
-//!    engine's record and replays the first result, so money moves once. The HTTP record
-//!    is written just after the handler; a crash in between is healed by that engine
-//!    replay (same body; only the `Idempotent-Replayed` header is missing).
+//! 4. The money endpoints ([`crate::rate_limit::MONEY_PATHS`]: fund, send on every
+//!    chain, withdraw, swap) keep no HTTP record: they pass the key to the engine, whose
+//!    idempotency record is committed in the SAME batch as the operation, and that record
+//!    alone answers duplicates. One commit per keyed request (not a second one for the
+//!    HTTP record after it), and one request fingerprint: the engine's, over the
+//!    operation's scope (kind and chain) and its typed request. So `"amount": "10"` and
+//!    `"amount": "10.00"` are the same request, and a key used on two money routes is
+//!    `IDEMPOTENCY_KEY_REUSED`. A replay is the handler's answer built from the first
+//!    result (same status, `Location` and body) with `Idempotent-Replayed: true`
+//!    ([`stablecoin_core::engine::observe_replay`]). It is also what makes duplicates
+//!    safe across processes: on several nodes sharing one database the in-flight set does
+//!    not see the other node, but the second commit fails on the engine's record and
+//!    replays the first result, so money moves once.
 //! 5. Sandbox (test-key) requests store nothing (spec 1: no sandbox store), so they are
 //!    protected against concurrent duplicates but not replayed.
 //! 6. A response that carries a secret (webhook endpoint create and rotate) is never
@@ -92,7 +100,8 @@ impl Drop for InFlightGuard {
     }
 }
 
-fn store_key(key: &str) -> String {
+/// Where earlier versions stored the HTTP record of `key` (apart from the engine's).
+fn legacy_key(key: &str) -> String {
     format!("http\u{1f}{key}")
 }
 
@@ -161,9 +170,29 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
         return ApiError::from(stablecoin_core::CoreError::IdempotencyKeyInUse).into_response();
     };
     let sandbox = caller.is_sandbox();
+    if !sandbox && crate::rate_limit::MONEY_PATHS.contains(&parts.uri.path()) {
+        // The engine records the key in the operation's own commit (point 4).
+        let req = Request::from_parts(parts, Body::from(bytes));
+        let (res, replayed) = stablecoin_core::engine::observe_replay(next.run(req)).await;
+        let (mut rparts, rbody) = res.into_parts();
+        if rparts.status.is_success() {
+            if replayed {
+                app.metrics.replay();
+            }
+            rparts.headers.insert(
+                REPLAYED_HEADER,
+                HeaderValue::from_static(if replayed { "true" } else { "false" }),
+            );
+        }
+        return Response::from_parts(rparts, rbody);
+    }
     let store = &app.storage.store;
     if !sandbox {
-        match store.idempotency(&tenant, &store_key(&key)).await {
+        let found = match store.idempotency(&tenant, &key).await {
+            Ok(None) => store.idempotency(&tenant, &legacy_key(&key)).await,
+            other => other,
+        };
+        match found {
             Ok(Some(rec)) if rec.request_hash == print => {
                 if let Some(res) = replay(&rec) {
                     app.metrics.replay();
@@ -212,7 +241,7 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
         }
         let record = IdempotencyRecord {
             tenant: tenant.clone(),
-            key: store_key(&key),
+            key: key.clone(),
             request_hash: print,
             response,
             created_at: app.engine.ports().clock.now(),

@@ -51,23 +51,27 @@ impl Class {
         if method == Method::GET || method == Method::HEAD {
             return Class::Read;
         }
-        const MONEY: &[&str] = &[
-            "/v1/transfers/send",
-            "/v1/users/fund",
-            "/v1/users/withdraw",
-            "/v1/tron/transfers/send",
-            "/v1/solana/transfers/send",
-            "/v1/swaps",
-        ];
         let escrow_payout = path.starts_with("/v1/escrows/")
             && (path.ends_with("/release") || path.ends_with("/refund"));
-        if MONEY.contains(&path) || escrow_payout {
+        if MONEY_PATHS.contains(&path) || escrow_payout {
             Class::Money
         } else {
             Class::Write
         }
     }
 }
+
+/// The POST routes that move money through an engine operation: the money rate class,
+/// and the routes whose `Idempotency-Key` the engine alone records, in the commit of the
+/// operation itself (`crate::idempotency`).
+pub const MONEY_PATHS: &[&str] = &[
+    "/v1/transfers/send",
+    "/v1/users/fund",
+    "/v1/users/withdraw",
+    "/v1/tron/transfers/send",
+    "/v1/solana/transfers/send",
+    "/v1/swaps",
+];
 
 /// `quota` requests per `window_s` seconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

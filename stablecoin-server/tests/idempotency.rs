@@ -228,3 +228,62 @@ async fn concurrent_duplicates_across_the_http_layer_still_move_money_once() {
     assert_eq!(r1.unwrap().id, r2.unwrap().id);
     assert_eq!(s.treasury(&t).await, m("90"));
 }
+
+/// A keyed money request is one commit: the engine's idempotency record goes in the
+/// operation's own batch and no HTTP record follows it. The key belongs to the first
+/// request that used it, whichever route: a money route after another route, or the
+/// other way round, is `IDEMPOTENCY_KEY_REUSED`.
+#[tokio::test]
+async fn a_keyed_money_request_is_one_commit_and_a_key_has_one_owner() {
+    let s = start().await;
+    let t = s.tenant("Acme", "100").await;
+    s.provision(&t.live, A).await;
+    s.provision(&t.live, B).await;
+    let fund = json!({"phone_number": A, "token": "USDC", "amount": "30"}).to_string();
+    let before = s.commits();
+    let first = s.post_idem(&t.live, "/v1/users/fund", &fund, "one-1").await;
+    first.expect(202);
+    assert_eq!(
+        s.commits(),
+        before + 1,
+        "the operation and its key in one commit"
+    );
+    let send = json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC",
+                      "quote_id": "DIRECT_CRYPTO:USDC:1"})
+    .to_string();
+    s.settle().await;
+    let before = s.commits();
+    let sent = s
+        .post_idem(&t.live, "/v1/transfers/send", &send, "one-2")
+        .await;
+    sent.expect(202);
+    assert_eq!(s.commits(), before + 1, "a keyed send is one commit");
+    let again = s
+        .post_idem(&t.live, "/v1/transfers/send", &send, "one-2")
+        .await;
+    assert_eq!(again.bytes, sent.bytes);
+    assert_eq!(again.header("idempotent-replayed").as_deref(), Some("true"));
+    assert_eq!(again.header("location"), sent.header("location"));
+    assert_eq!(s.commits(), before + 1, "a replay writes nothing");
+    // Another route's key on a money route, and a money route's key elsewhere.
+    s.post_idem(
+        &t.live,
+        "/v1/users/provision",
+        &json!({"phone_number": "+2250700000009"}).to_string(),
+        "one-3",
+    )
+    .await
+    .expect(200);
+    s.post_idem(&t.live, "/v1/users/fund", &fund, "one-3")
+        .await
+        .expect_err(422, "IDEMPOTENCY_KEY_REUSED");
+    s.post_idem(
+        &t.live,
+        "/v1/users/provision",
+        &json!({"phone_number": A}).to_string(),
+        "one-1",
+    )
+    .await
+    .expect_err(422, "IDEMPOTENCY_KEY_REUSED");
+    assert_eq!(s.treasury(&t).await, m("70"), "funded once");
+}

@@ -31,6 +31,24 @@ pub(crate) fn request_hash(operation: &str, request: &impl Serialize) -> CoreRes
     Ok(hex(&h.finalize()))
 }
 
+tokio::task_local! {
+    /// Set by a keyed call that answered a replay (see [`observe_replay`]).
+    static REPLAYED: std::cell::Cell<bool>;
+}
+
+/// Runs `f` and tells whether a keyed engine call inside it answered with the first
+/// result of its key (a replay) rather than running anew: what an HTTP layer reports as
+/// `Idempotent-Replayed` without storing a response record of its own next to the
+/// engine's (one commit per keyed request instead of two).
+pub async fn observe_replay<F: Future>(f: F) -> (F::Output, bool) {
+    REPLAYED
+        .scope(std::cell::Cell::new(false), async move {
+            let out = f.await;
+            (out, REPLAYED.with(std::cell::Cell::get))
+        })
+        .await
+}
+
 impl Engine {
     /// Runs `decide` under an idempotency key: a recorded key with the same request
     /// replays its result without running anything; with another request it is
@@ -97,8 +115,10 @@ impl Engine {
         if rec.request_hash != hash {
             return Err(CoreError::IdempotencyKeyReused);
         }
-        serde_json::from_value(rec.response)
-            .map(Some)
-            .map_err(|e| CoreError::Storage(format!("decode stored response: {e}")))
+        let found = serde_json::from_value(rec.response)
+            .map_err(|e| CoreError::Storage(format!("decode stored response: {e}")))?;
+        // Outside `observe_replay` there is no flag to set.
+        let _ = REPLAYED.try_with(|r| r.set(true));
+        Ok(Some(found))
     }
 }

@@ -27,7 +27,7 @@ mod wallets;
 mod withdrawals;
 mod worker;
 
-pub use idempotency::validate_idempotency_key;
+pub use idempotency::{observe_replay, validate_idempotency_key};
 pub use ledger_accounts::accounts;
 pub use operations::{
     FundRequest, LANE_ADVANCE, LANE_SUBMIT, Operation, OperationView, PayoutLeg, SendRequest,
