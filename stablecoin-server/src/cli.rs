@@ -477,14 +477,13 @@ async fn sim_chain(config: Config, listen: std::net::SocketAddr) -> i32 {
             return 2;
         }
     };
-    let custody =
-        match crate::custody::Custody::build(&config, config.storage.is_durable()).await {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return 1;
-            }
-        };
+    let custody = match crate::custody::Custody::build(&config, config.storage.is_durable()).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
     let clock = std::sync::Arc::new(stablecoin_core::memory::SystemClock);
     let server = match crate::rails::sim_chain_server(&config, custody.signer, clock).await {
         Ok(s) => s,

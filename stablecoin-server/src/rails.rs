@@ -79,7 +79,10 @@ impl Rails {
         let is_live = |id| live.contains_key(&id);
         let (sim, remote_sim) = match &config.sim.chain_url {
             Some(url) => (BTreeMap::new(), build_remote_sim(config, url, is_live)?),
-            None => (build_sim(config, signer, clock, is_live).await?, BTreeMap::new()),
+            None => (
+                build_sim(config, signer, clock, is_live).await?,
+                BTreeMap::new(),
+            ),
         };
         Ok(Rails {
             sim,

@@ -3,7 +3,8 @@
 //!
 //! - two servers' `App`s on ONE PostgreSQL database and one shared chain: money is
 //!   funded and sent through server 1, only server 2's workers run, and every transfer
-//!   settles, each paid on the chain exactly once. Needs `STABLECOIN_TEST_PG_URL`
+//!   settles, each paid on the chain exactly once; then a send that server 1's worker
+//!   submits and server 2's confirms. Needs `STABLECOIN_TEST_PG_URL`
 //!   (`scripts/test-postgres.sh` sets it); without it the test prints SKIPPED, unless
 //!   `STABLECOIN_REQUIRE_PG` is set, when it fails;
 //! - a server on the shared chain settles and mints no float of its own (memory storage);
@@ -54,6 +55,23 @@ fn pg_url(test: &str) -> Option<String> {
     }
 }
 
+/// `url` with a schema of its own as the search path: the database outlives a run, and
+/// a server's workers settle whatever is due in it. The schema is created (and migrated)
+/// by the store, as the store's own PostgreSQL tests do.
+async fn fresh_schema(url: &str) -> String {
+    use stablecoin_store::{PgConfig, PgStore};
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros();
+    let schema = format!("t_shared_chain_{}_{micros}", std::process::id());
+    PgStore::connect(PgConfig::new(url).schema(schema.clone()))
+        .await
+        .expect("schema created");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}options=-c%20search_path%3D{schema}")
+}
+
 async fn start(config: Config) -> Server {
     serve(App::build(config).await.expect("app builds")).await
 }
@@ -81,7 +99,7 @@ async fn two_servers_on_one_database_and_one_chain_settle_each_transfer_once() {
     };
     let mut base = test_config();
     base.storage = StorageConfig::Postgres {
-        url: Secret::new(url),
+        url: Secret::new(fresh_schema(&url).await),
         connect_timeout_secs: 30,
     };
     base.sim.chain_url = Some(shared_chain(&base).await);
@@ -93,24 +111,28 @@ async fn two_servers_on_one_database_and_one_chain_settle_each_transfer_once() {
     let s1 = start(config("server-1")).await;
     let s2 = start(config("server-2")).await;
     let chain = s1.app.remote_sim_rail(RailId::Evm(137)).unwrap().clone();
-    assert!(s1.app.sim_rail(RailId::Evm(137)).is_none(), "no chain in the process");
+    assert!(
+        s1.app.sim_rail(RailId::Evm(137)).is_none(),
+        "no chain in the process"
+    );
     let accepted_before = chain.submit_count().await.unwrap();
 
     // Everything through server 1; only server 2's workers run.
     let t = s1.tenant("Shared Co", "100").await;
+    let (a, b, c) = (A, B, C);
     let mut addresses = Vec::new();
-    for phone in [A, B, C] {
+    for phone in [a, b, c] {
         let p = s1.provision(&t.live, phone).await;
         addresses.push(ChainAddress(p["address"].as_str().unwrap().to_string()));
     }
-    let funding = fund(&s1, &t.live, A, "50").await;
+    let funding = fund(&s1, &t.live, a, "50").await;
     s2.settle().await;
     let f = s1.get(&t.live, &funding).await;
     assert_eq!(f.json()["status"], "SETTLED", "{}", f.text());
     let sends = [
-        send(&s1, &t.live, A, B, "10").await,
-        send(&s1, &t.live, A, C, "5").await,
-        send(&s1, &t.live, A, B, "2").await,
+        send(&s1, &t.live, a, b, "10").await,
+        send(&s1, &t.live, a, c, "5").await,
+        send(&s1, &t.live, a, b, "2").await,
     ];
     s2.settle().await;
     // Server 1 has nothing left to do: server 2 settled it all.
@@ -131,13 +153,28 @@ async fn two_servers_on_one_database_and_one_chain_settle_each_transfer_once() {
     let received = |loc: &String| {
         let loc = loc.clone();
         let (s, key) = (&s1, t.live.clone());
-        async move { m(s.get(&key, &loc).await.json()["recipient_amount"].as_str().unwrap()) }
+        async move {
+            m(s.get(&key, &loc).await.json()["recipient_amount"]
+                .as_str()
+                .unwrap())
+        }
     };
     let to_b = received(&sends[0]).await.get() + received(&sends[2]).await.get();
     let to_c = received(&sends[1]).await.get();
     assert_eq!(balance(1).await, Micros(to_b));
     assert_eq!(balance(2).await, Micros(to_c));
     assert_eq!(balance(0).await, m("33"));
+
+    // Server 1's worker submits, server 2's confirms: only one chain seen by both
+    // settles it (on a chain of its own, server 2 would never find the payment).
+    let last = send(&s1, &t.live, a, c, "3").await;
+    let r = s1.app.engine().tick().await;
+    assert_eq!(r.submitted, 1, "{r:?}");
+    s2.settle().await;
+    let r = s1.get(&t.live, &last).await;
+    assert_eq!(r.json()["status"], "SETTLED", "{}", r.text());
+    assert_eq!(chain.submit_count().await.unwrap() - accepted_before, 5);
+    assert_eq!(balance(0).await, m("30"));
 }
 
 #[tokio::test]
@@ -152,7 +189,10 @@ async fn a_server_on_the_shared_chain_settles_and_mints_no_float_of_its_own() {
     assert!(s2.app.remote_sim_rail(RailId::Tron).is_some());
     assert!(s2.app.remote_sim_rail(RailId::Solana).is_some());
     let treasury = chain.address_for(&KeyPurpose::Treasury).await.unwrap();
-    assert_eq!(chain.balance(&treasury, Token::Usdc).await.unwrap(), m("1000"));
+    assert_eq!(
+        chain.balance(&treasury, Token::Usdc).await.unwrap(),
+        m("1000")
+    );
     let ready = s1
         .send(reqwest::Method::GET, "/health/ready", None, None, &[])
         .await;
@@ -164,7 +204,10 @@ async fn a_server_on_the_shared_chain_settles_and_mints_no_float_of_its_own() {
     let f = s1.fund_settled(&t.live, A, "25").await;
     assert_eq!(f["status"], "SETTLED", "{f}");
     assert_eq!(chain.balance(&a, Token::Usdc).await.unwrap(), m("25"));
-    assert_eq!(chain.balance(&treasury, Token::Usdc).await.unwrap(), m("975"));
+    assert_eq!(
+        chain.balance(&treasury, Token::Usdc).await.unwrap(),
+        m("975")
+    );
 }
 
 #[tokio::test]
@@ -204,7 +247,12 @@ async fn postgres_with_a_per_process_chain_refuses_to_start() {
         assert_eq!(c.shared_chain_refusal(), None);
     }
     // The chain URL must be loopback HTTP with a port.
-    for bad in ["http://0.0.0.0:9650", "https://127.0.0.1:9650", "http://127.0.0.1", "http://127.0.0.1:0"] {
+    for bad in [
+        "http://0.0.0.0:9650",
+        "https://127.0.0.1:9650",
+        "http://127.0.0.1",
+        "http://127.0.0.1:0",
+    ] {
         let mut c = test_config();
         c.sim.chain_url = Some(bad.into());
         let err = c.validate().unwrap_err().to_string();

@@ -333,7 +333,9 @@ impl Default for SimSettings {
 /// listens there only; it has no authentication).
 pub(super) fn check_chain_url(url: &str) -> Result<(), String> {
     let bad = || {
-        format!("sim.chain_url {url:?}: expected http://127.0.0.1:<port> (the shared simulated chain listens on 127.0.0.1 only)")
+        format!(
+            "sim.chain_url {url:?}: expected http://127.0.0.1:<port> (the shared simulated chain listens on 127.0.0.1 only)"
+        )
     };
     let port = url
         .strip_prefix("http://127.0.0.1:")
