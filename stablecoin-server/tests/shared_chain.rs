@@ -259,3 +259,101 @@ async fn postgres_with_a_per_process_chain_refuses_to_start() {
         assert!(err.contains("sim.chain_url"), "{bad}: {err}");
     }
 }
+
+/// The server binary with no `STABLECOIN_*` variable of the environment.
+fn bin() -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_stablecoin-server"));
+    for var in stablecoin_server::config::env_var_names().chain(["STABLECOIN_CONFIG"]) {
+        c.env_remove(var);
+    }
+    c.env("STABLECOIN_MASTER_SEED", "07".repeat(32))
+        .env("STABLECOIN_STORAGE", "memory")
+        .env("STABLECOIN_LOG", "warn")
+        // Ends with the test, whatever happens to it.
+        .kill_on_drop(true);
+    c
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_sim_chain_command_hosts_the_configured_chains_on_loopback_only() {
+    use stablecoin_rails::sim::http::RemoteSimRail;
+    use stablecoin_rails::{SimConfig, SimProfile, SimRail};
+    use tokio::io::AsyncBufReadExt;
+
+    let out = bin()
+        .args(["sim-chain", "--listen", "0.0.0.0:0"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1 only"));
+
+    let mut child = bin()
+        .env("STABLECOIN_SIM_TREASURY_FLOAT", "500")
+        .env("STABLECOIN_RAILS_SOLANA", "false")
+        .args(["sim-chain", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next_line().await.unwrap().expect("a banner");
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    let names: Vec<String> = RemoteSimRail::hosted(&url)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["polygon", "tron"]);
+    // Keyed by the configuration's seed: the treasury is where this process would put
+    // it, and holds the float, minted once.
+    let polygon = RemoteSimRail::new(&url, SimProfile::Evm(137)).unwrap();
+    let local = SimRail::new(
+        SimProfile::Evm(137),
+        Arc::new(LocalSigner::from_seed([7; 32])),
+        SimConfig::for_profile(SimProfile::Evm(137)),
+    );
+    let treasury = local.address_for(&KeyPurpose::Treasury).await.unwrap();
+    assert_eq!(
+        polygon.address_for(&KeyPurpose::Treasury).await.unwrap(),
+        treasury
+    );
+    for token in [Token::Usdc, Token::Usdt] {
+        assert_eq!(polygon.balance(&treasury, token).await.unwrap(), m("500"));
+    }
+
+    // `check-config` refuses PostgreSQL with per-process chains, accepts the shared one.
+    let pg = |c: &mut tokio::process::Command| {
+        c.env("STABLECOIN_STORAGE", "postgres")
+            .env("STABLECOIN_POSTGRES_URL", "postgres://u@127.0.0.1:1/db")
+            .arg("check-config");
+    };
+    let mut c = bin();
+    pg(&mut c);
+    let out = c.output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("chain_url"));
+    let mut c = bin();
+    pg(&mut c);
+    let out = c
+        .env("STABLECOIN_SIM_CHAIN_URL", &url)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("evm 137 (simulated, shared chain)"));
+
+    let pid = child.id().unwrap().to_string();
+    let killed = tokio::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .unwrap();
+    assert!(killed.success());
+    assert_eq!(child.wait().await.unwrap().code(), Some(0));
+}
