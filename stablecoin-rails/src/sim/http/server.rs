@@ -132,9 +132,12 @@ fn reply<T: Serialize>(r: Result<T, stablecoin_core::ports::RailError>) -> Respo
     json(&Reply::from(r))
 }
 
-fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
+/// A call that is not one: its HTTP status and why.
+type Refusal = (StatusCode, String);
+
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Refusal> {
     serde_json::from_slice(body)
-        .map_err(|e| (StatusCode::BAD_REQUEST, format!("request body: {e}")).into_response())
+        .map_err(|e| (StatusCode::BAD_REQUEST, format!("request body: {e}")))
 }
 
 async fn call(
@@ -151,11 +154,11 @@ async fn call(
     };
     dispatch(rail, &call, &body)
         .await
-        .unwrap_or_else(|refusal| refusal)
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
 /// Runs one call on `rail`; `Err` is the HTTP answer of a call that is not one.
-async fn dispatch(rail: &SimRail, call: &str, body: &[u8]) -> Result<Response, Response> {
+async fn dispatch(rail: &SimRail, call: &str, body: &[u8]) -> Result<Response, Refusal> {
     Ok(match call {
         // ---- the Rail port ----
         "readiness" => reply(Ok(rail.readiness().await)),
@@ -232,8 +235,7 @@ async fn dispatch(rail: &SimRail, call: &str, body: &[u8]) -> Result<Response, R
             return Err((
                 StatusCode::NOT_FOUND,
                 format!("no call {other:?} on a chain"),
-            )
-                .into_response());
+            ));
         }
     })
 }
