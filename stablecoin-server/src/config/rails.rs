@@ -316,7 +316,8 @@ pub struct SimSettings {
     /// every simulated rail of this server runs on it instead of in this process. Why:
     /// servers sharing one PostgreSQL database must share one chain, or one submits a
     /// payment that another polls for on a chain that never saw it. `None`: in-process
-    /// chains (refused with PostgreSQL storage, see [`Config::shared_chain_refusal`]).
+    /// chains (refused with PostgreSQL storage, see
+    /// [`Config::shared_chain_refusal`](super::Config::shared_chain_refusal)).
     pub chain_url: Option<String>,
 }
 
