@@ -1,4 +1,5 @@
-//! The server side of the wire: [`RemoteSimRail`], a [`Rail`] over a shared chain.
+//! The client side, in every server process: [`RemoteSimRail`], a [`Rail`] over the shared
+//! chain.
 
 use super::{
     BalanceReq, FaultReq, HostedChain, InfoReply, MineReq, PurposeReq, Reply, ScanReq, StatusReq,
