@@ -22,6 +22,7 @@ use stablecoin_core::memory::{MemoryNotifier, OsEntropy, SystemClock};
 use stablecoin_core::ports::{Batch, PayoutProvider, RailId, Record, get_record};
 use stablecoin_escrow::{EscrowConfig, EscrowEngine};
 use stablecoin_rails::sim::SimRail;
+use stablecoin_rails::sim::http::RemoteSimRail;
 use stablecoin_webhooks::secret_box::SecretKey;
 use stablecoin_webhooks::ssrf::{HostResolver, SystemResolver};
 use stablecoin_webhooks::{Deliverer, DeliveryConfig};
@@ -70,8 +71,12 @@ pub struct AppInner {
     pub metrics: Arc<Metrics>,
     /// Idempotency keys of requests running in this process (see [`crate::idempotency`]).
     pub inflight: Arc<InFlight>,
-    /// The simulated chains, by rail (test and demo controls: mint, faults, readiness).
+    /// The simulated chains of this process, by rail (test and demo controls: mint,
+    /// faults, readiness).
     pub sim_rails: BTreeMap<RailId, Arc<SimRail>>,
+    /// The simulated chains on the shared chain of `[sim] chain_url`, by rail (the same
+    /// controls, over HTTP).
+    pub remote_sim_rails: BTreeMap<RailId, Arc<RemoteSimRail>>,
     /// The real chains (configured `[rails.evm.<chain id>]`).
     pub live_rails: BTreeMap<RailId, LiveRail>,
     /// The in-memory SMS gateway of `sms.kind = "memory"` (tests read the codes here);
@@ -94,6 +99,20 @@ pub struct AppInner {
     pub webhooks: Deliverer,
     /// Per-API-key request budgets (`[rate_limits]`).
     pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
+}
+
+impl AppInner {
+    /// The simulated rails, in this process or on the shared chain, in order.
+    pub fn simulated_rails(&self) -> Vec<RailId> {
+        let mut ids: Vec<RailId> = self
+            .sim_rails
+            .keys()
+            .chain(self.remote_sim_rails.keys())
+            .copied()
+            .collect();
+        ids.sort();
+        ids
+    }
 }
 
 /// Cheap-to-clone handle on [`AppInner`]; the router's state.
@@ -161,6 +180,11 @@ pub struct BuildOptions {
     /// connections (default: the operating system's resolver). Whatever it answers is
     /// vetted: this decides what a name resolves to, never what may be reached.
     pub webhook_resolver: Option<Arc<dyn HostResolver>>,
+    /// Builds even when PostgreSQL storage meets a per-process simulated chain
+    /// ([`Config::shared_chain_refusal`]). For the one-shot admin commands only: they
+    /// run no workers and send nothing, so their throwaway chain harms nothing, while a
+    /// serving process would submit payments no other process can find.
+    pub allow_per_process_chains: bool,
 }
 
 /// The webhook deliverer: the SSRF allow-list and budget of `[webhooks]`, secrets sealed
@@ -225,6 +249,11 @@ impl App {
     /// [`App::build`] with parts replaced (tests: a scripted webhook resolver).
     pub async fn build_with(config: Config, options: BuildOptions) -> Result<App, StartupError> {
         config.validate()?;
+        if !options.allow_per_process_chains
+            && let Some(reason) = config.shared_chain_refusal()
+        {
+            return Err(StartupError::Config(ConfigError::Invalid(reason)));
+        }
         let storage = open_storage(&config.storage, &config.data_dir).await?;
         let Custody {
             signer,
@@ -297,7 +326,7 @@ impl App {
                     ..defaults
                 };
                 // A simulated TRON is never "mainnet" in a deal's view.
-                if rails.sim.contains_key(&RailId::Tron) {
+                if rails.is_simulated(RailId::Tron) {
                     escrow_config.network = "simulated".into();
                     escrow_config.chain_id = 0;
                 }
@@ -334,6 +363,7 @@ impl App {
             metrics: Arc::new(Metrics::default()),
             inflight: Arc::new(InFlight::default()),
             sim_rails: rails.sim,
+            remote_sim_rails: rails.remote_sim,
             live_rails: rails.live.into_values().map(|(_, i)| (i.rail, i)).collect(),
             notifier,
             payouts: payouts.provider,
@@ -377,9 +407,15 @@ impl App {
         self.demo.as_ref()
     }
 
-    /// The simulated chain of a rail.
+    /// The simulated chain of a rail, when it runs in this process.
     pub fn sim_rail(&self, id: RailId) -> Option<&Arc<SimRail>> {
         self.state.sim_rails.get(&id)
+    }
+
+    /// The simulated chain of a rail, when it runs on the shared chain (`[sim]
+    /// chain_url`).
+    pub fn remote_sim_rail(&self, id: RailId) -> Option<&Arc<RemoteSimRail>> {
+        self.state.remote_sim_rails.get(&id)
     }
 
     /// The router, ready to serve (see [`crate::build_router`]).

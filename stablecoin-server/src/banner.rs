@@ -19,12 +19,13 @@ impl App {
         let names = |ids: &mut dyn Iterator<Item = &RailId>| {
             ids.map(|r| r.name()).collect::<Vec<_>>().join(", ")
         };
+        let simulated = self.state.simulated_rails();
         let mut rails = Vec::new();
-        if !self.state.sim_rails.is_empty() {
-            rails.push(format!(
-                "simulated {}",
-                names(&mut self.state.sim_rails.keys())
-            ));
+        if !simulated.is_empty() {
+            rails.push(format!("simulated {}", names(&mut simulated.iter())));
+            if let Some(url) = &self.state.config.sim.chain_url {
+                rails.push(format!("shared simulated chain at {url}"));
+            }
         }
         if !self.state.live_rails.is_empty() {
             rails.push(format!("real {}", names(&mut self.state.live_rails.keys())));
@@ -36,13 +37,10 @@ impl App {
         );
         let stand_ins = self.state.config.stand_ins();
         s.push_str(&format!("  mode: {}", self.state.config.mode.as_str()));
-        if !stand_ins.is_empty() || !self.state.sim_rails.is_empty() {
+        if !stand_ins.is_empty() || !simulated.is_empty() {
             s.push_str(" (simulated or in-memory parts: ");
-            if !self.state.sim_rails.is_empty() {
-                s.push_str(&format!(
-                    "rails {}; ",
-                    names(&mut self.state.sim_rails.keys())
-                ));
+            if !simulated.is_empty() {
+                s.push_str(&format!("rails {}; ", names(&mut simulated.iter())));
             }
             s.push_str(&stand_ins.join("; "));
             s.push(')');

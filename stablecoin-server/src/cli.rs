@@ -43,6 +43,16 @@ pub enum Command {
     /// Validate the configuration (file and environment) without starting anything:
     /// exit 0 and a summary when it is valid, 2 and every reason when it is not.
     CheckConfig,
+    /// Host the simulated chains the configuration enables, for several servers to share
+    /// (each with `[sim] chain_url` pointing here): keyed by the configuration's master
+    /// seed (or signer), the treasury float minted once, at start. Listens on 127.0.0.1
+    /// only; stops on SIGINT or SIGTERM, and its chains (kept in memory) with it.
+    SimChain {
+        /// Where to listen: 127.0.0.1 and a port (0 picks a free one; the address is
+        /// printed).
+        #[arg(long, default_value = "127.0.0.1:9650")]
+        listen: std::net::SocketAddr,
+    },
     /// Tenants.
     #[command(subcommand)]
     Tenant(TenantCommand),
@@ -329,7 +339,7 @@ pub async fn run_admin(engine: &Engine, cmd: &Command) -> Result<serde_json::Val
                 "fee_address": t.fee_address,
             }))
         }
-        Command::Serve | Command::Migrate | Command::CheckConfig => {
+        Command::Serve | Command::Migrate | Command::CheckConfig | Command::SimChain { .. } => {
             Err(CoreError::InvalidParameter {
                 field: "command",
                 reason: "not an admin command".into(),
@@ -396,8 +406,16 @@ pub async fn main() -> i32 {
             serve(config).await
         }
         Command::CheckConfig => {
+            if let Some(reason) = config.shared_chain_refusal() {
+                eprintln!("error: invalid configuration: {reason}");
+                return 2;
+            }
             println!("{}", config.summary());
             0
+        }
+        Command::SimChain { listen } => {
+            init_logging(&config, "info");
+            sim_chain(config, listen).await
         }
         Command::Migrate => {
             init_logging(&config, "warn");
@@ -422,7 +440,11 @@ pub async fn main() -> i32 {
             }
             let mut admin_config = config.clone();
             admin_config.demo.enabled = false;
-            let app = match App::build(admin_config).await {
+            let options = crate::app::BuildOptions {
+                allow_per_process_chains: true,
+                ..Default::default()
+            };
+            let app = match App::build_with(admin_config, options).await {
                 Ok(a) => a,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -439,6 +461,55 @@ pub async fn main() -> i32 {
                     1
                 }
             }
+        }
+    }
+}
+
+/// `sim-chain`: the shared simulated chains until SIGINT or SIGTERM.
+async fn sim_chain(config: Config, listen: std::net::SocketAddr) -> i32 {
+    use stablecoin_rails::sim::http::bind_loopback;
+    // Bound first: a refused address costs nothing, and the port is taken before the
+    // float is minted.
+    let listener = match bind_loopback(listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: cannot listen on {listen}: {e}");
+            return 2;
+        }
+    };
+    let custody = match crate::custody::Custody::build(&config, config.storage.is_durable()).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    let clock = std::sync::Arc::new(stablecoin_core::memory::SystemClock);
+    let server = match crate::rails::sim_chain_server(&config, custody.signer, clock).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(listen);
+    let names: Vec<String> = server.hosted().into_iter().map(|c| c.name).collect();
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "stablecoin-server sim-chain listening on http://{bound} (chains: {}; treasury float {} of USDC and USDT minted on each)\n  servers: [sim] chain_url = \"http://{bound}\"",
+            names.join(", "),
+            config.sim.treasury_float
+        );
+        let _ = out.flush();
+    }
+    match server.serve(listener, shutdown_signal()).await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
         }
     }
 }

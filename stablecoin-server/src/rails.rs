@@ -7,6 +7,10 @@
 //! [`SolanaRail`](stablecoin_rails::solana::SolanaRail) over a validator's JSON-RPC API;
 //! all keep their send journal in the server's store.
 //!
+//! With `[sim] chain_url` every simulated rail is a
+//! [`RemoteSimRail`] on the shared chain another process hosts (the `sim-chain` command,
+//! [`sim_chain_server`]), so servers sharing one database share one chain.
+//!
 //! Sends are gated on readiness by the engine (`Engine::require_ready`): a rail that is
 //! not READY answers 503 RAIL_NOT_READY before anything is accepted, so a chain whose
 //! sponsor runs low stops taking sends before they would start failing on chain.
@@ -17,6 +21,7 @@ use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
     Clock, KeyPurpose, Rail, RailId, RailJournal, Signer, Store, StoreJournal, SwapVenue,
 };
+use stablecoin_rails::sim::http::{RemoteSimRail, SimChainServer};
 use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,8 +43,12 @@ pub struct LiveRail {
 
 /// Every rail of a server.
 pub struct Rails {
-    /// The simulated chains, by rail (test and demo controls: mint, faults, readiness).
+    /// The simulated chains of this process, by rail (test and demo controls: mint,
+    /// faults, readiness).
     pub sim: BTreeMap<RailId, Arc<SimRail>>,
+    /// The simulated chains on the shared chain of `[sim] chain_url`, by rail (the same
+    /// controls, over HTTP).
+    pub remote_sim: BTreeMap<RailId, Arc<RemoteSimRail>>,
     /// The real chains.
     pub live: BTreeMap<RailId, (Arc<dyn Rail>, LiveRail)>,
     /// Swap venues built over a real chain (`[swaps] venue = "uniswap_v2"`: the router on
@@ -67,9 +76,17 @@ impl Rails {
         let (mut live, swap_venues) = build_live(config, signer.clone(), journal.clone()).await?;
         live.extend(build_live_tron(config, signer.clone(), journal.clone()).await?);
         live.extend(build_live_solana(config, signer.clone(), journal).await?);
-        let sim = build_sim(config, signer, clock, |id| live.contains_key(&id)).await?;
+        let is_live = |id| live.contains_key(&id);
+        let (sim, remote_sim) = match &config.sim.chain_url {
+            Some(url) => (BTreeMap::new(), build_remote_sim(config, url, is_live)?),
+            None => (
+                build_sim(config, signer, clock, is_live).await?,
+                BTreeMap::new(),
+            ),
+        };
         Ok(Rails {
             sim,
+            remote_sim,
             live,
             swap_venues,
         })
@@ -79,7 +96,11 @@ impl Rails {
     pub fn get(&self, id: RailId) -> Option<Arc<dyn Rail>> {
         match self.live.get(&id) {
             Some((r, _)) => Some(r.clone()),
-            None => self.sim.get(&id).map(|r| r.clone() as Arc<dyn Rail>),
+            None => self
+                .sim
+                .get(&id)
+                .map(|r| r.clone() as Arc<dyn Rail>)
+                .or_else(|| self.remote_sim.get(&id).map(|r| r.clone() as Arc<dyn Rail>)),
         }
     }
 
@@ -88,17 +109,19 @@ impl Rails {
         self.sim
             .values()
             .map(|r| r.clone() as Arc<dyn Rail>)
+            .chain(self.remote_sim.values().map(|r| r.clone() as Arc<dyn Rail>))
             .chain(self.live.values().map(|(r, _)| r.clone()))
             .collect()
     }
+
+    /// Whether a rail is simulated (in this process or on the shared chain).
+    pub fn is_simulated(&self, id: RailId) -> bool {
+        self.sim.contains_key(&id) || self.remote_sim.contains_key(&id)
+    }
 }
 
-async fn build_sim(
-    config: &Config,
-    signer: Arc<dyn Signer>,
-    clock: Arc<dyn Clock>,
-    is_live: impl Fn(RailId) -> bool,
-) -> Result<BTreeMap<RailId, Arc<SimRail>>, StartupError> {
+/// The simulated chains `config` enables: every enabled chain that is not real.
+fn sim_profiles(config: &Config, is_live: impl Fn(RailId) -> bool) -> Vec<SimProfile> {
     let mut profiles: Vec<SimProfile> = config
         .rails
         .evm_chains
@@ -111,10 +134,21 @@ async fn build_sim(
     if config.rails.solana {
         profiles.push(SimProfile::Solana);
     }
+    profiles.retain(|p| !is_live(p.rail_id()));
+    profiles
+}
+
+/// The simulated chains of this process, each with the treasury float minted.
+async fn build_sim(
+    config: &Config,
+    signer: Arc<dyn Signer>,
+    clock: Arc<dyn Clock>,
+    is_live: impl Fn(RailId) -> bool,
+) -> Result<BTreeMap<RailId, Arc<SimRail>>, StartupError> {
     let float = Micros::parse_whole_tokens(&config.sim.treasury_float)
         .map_err(|e| StartupError::Rails(e.to_string()))?;
     let mut rails = BTreeMap::new();
-    for p in profiles.into_iter().filter(|p| !is_live(p.rail_id())) {
+    for p in sim_profiles(config, is_live) {
         // The engine's clock: payment deadlines pass on the simulated chain as on a real
         // one (a payment past its `valid_until` is never included).
         let rail = Arc::new(
@@ -122,20 +156,66 @@ async fn build_sim(
         );
         // The simulated chain lives in memory: give the service treasury its float again
         // on every start.
-        if !float.is_zero() {
-            let treasury = rail
-                .address_for(&KeyPurpose::Treasury)
-                .await
-                .map_err(|e| StartupError::Rails(e.to_string()))?;
-            for token in Token::ALL {
-                rail.mint(&treasury, token, float)
-                    .map_err(|e| StartupError::Rails(e.to_string()))?;
-            }
-            rail.mine(1);
-        }
+        mint_treasury_float(&rail, float).await?;
         rails.insert(p.rail_id(), rail);
     }
     Ok(rails)
+}
+
+/// Mints `float` of every token to the treasury and mines it in.
+async fn mint_treasury_float(rail: &SimRail, float: Micros) -> Result<(), StartupError> {
+    if float.is_zero() {
+        return Ok(());
+    }
+    let treasury = rail
+        .address_for(&KeyPurpose::Treasury)
+        .await
+        .map_err(|e| StartupError::Rails(e.to_string()))?;
+    for token in Token::ALL {
+        rail.mint(&treasury, token, float)
+            .map_err(|e| StartupError::Rails(e.to_string()))?;
+    }
+    rail.mine(1);
+    Ok(())
+}
+
+/// The simulated chains as clients of the shared chain at `url`. Contacts nothing (an
+/// unreachable chain shows in readiness, as a real node's outage does) and mints
+/// nothing: the chain process minted the float once, when it started.
+fn build_remote_sim(
+    config: &Config,
+    url: &str,
+    is_live: impl Fn(RailId) -> bool,
+) -> Result<BTreeMap<RailId, Arc<RemoteSimRail>>, StartupError> {
+    sim_profiles(config, is_live)
+        .into_iter()
+        .map(|p| {
+            let rail = RemoteSimRail::new(url, p)
+                .map_err(|e| StartupError::Rails(format!("sim.chain_url: {e}")))?;
+            Ok((p.rail_id(), Arc::new(rail)))
+        })
+        .collect()
+}
+
+/// The shared chain of the `sim-chain` command: one [`SimRail`] per simulated chain
+/// `config` enables (a chain with a real-chain table is not simulated), keyed by
+/// `signer` (the servers' keys, from the same master seed), on the system clock, each
+/// with the treasury float minted once, here.
+pub async fn sim_chain_server(
+    config: &Config,
+    signer: Arc<dyn Signer>,
+    clock: Arc<dyn Clock>,
+) -> Result<SimChainServer, StartupError> {
+    let live: Vec<RailId> = config
+        .rails
+        .live_evm()?
+        .keys()
+        .map(|id| RailId::Evm(*id))
+        .chain(config.rails.tron_node.as_ref().map(|_| RailId::Tron))
+        .chain(config.rails.solana_node.as_ref().map(|_| RailId::Solana))
+        .collect();
+    let rails = build_sim(config, signer, clock, |id| live.contains(&id)).await?;
+    Ok(SimChainServer::new(rails.into_values()))
 }
 
 #[cfg(not(feature = "evm"))]

@@ -367,6 +367,7 @@ async fn start_resolving_example_com() -> Server {
     dns.set("example.com", &["93.184.215.14".parse().unwrap()]);
     let options = stablecoin_server::BuildOptions {
         webhook_resolver: Some(Arc::new(dns)),
+        ..Default::default()
     };
     let app = stablecoin_server::App::build_with(test_config(), options)
         .await

@@ -46,6 +46,7 @@ async fn hanging_listener() -> (SocketAddr, Arc<AtomicUsize>) {
 async fn start_with_dns(config: Config, dns: Arc<StaticResolver>) -> Server {
     let options = BuildOptions {
         webhook_resolver: Some(dns),
+        ..Default::default()
     };
     serve(App::build_with(config, options).await.unwrap()).await
 }

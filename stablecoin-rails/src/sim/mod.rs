@@ -26,6 +26,8 @@
 
 mod chain;
 mod encoding;
+#[cfg(feature = "sim-http")]
+pub mod http;
 
 use async_trait::async_trait;
 use chain::{Chain, Tx};

@@ -29,7 +29,7 @@ async fn rail_readiness(app: &AppState) -> BTreeMap<String, RailReadiness> {
         .await
         .into_iter()
         .map(|(name, r)| {
-            let simulated = app.sim_rails.keys().any(|id| id.name() == name);
+            let simulated = app.simulated_rails().iter().any(|id| id.name() == name);
             (
                 name,
                 RailReadiness {

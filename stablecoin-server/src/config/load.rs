@@ -281,6 +281,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         &["sim", "treasury_float"],
         EnvKind::Str,
     ),
+    (
+        "STABLECOIN_SIM_CHAIN_URL",
+        &["sim", "chain_url"],
+        EnvKind::Str,
+    ),
     ("STABLECOIN_DEMO", &["demo", "enabled"], EnvKind::Bool),
     (
         "STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP",

@@ -78,7 +78,8 @@
 //! | `rails.solana_node.rpc_url` | `STABLECOIN_SOLANA_RPC_URL` | none (required; a secret: never logged) |
 //! | `rails.solana_node.scan_enabled` | `STABLECOIN_SOLANA_SCAN_ENABLED` | `false` (receipt monitoring off: readiness DEGRADED) |
 //! | `rails.solana_node.sends_enabled` | `STABLECOIN_SOLANA_SENDS_ENABLED` | `false` (sponsored sends off: readiness INBOUND_READY) |
-//! | `sim.treasury_float` | `STABLECOIN_SIM_TREASURY_FLOAT` | `1000000` (USDC and USDT) |
+//! | `sim.treasury_float` | `STABLECOIN_SIM_TREASURY_FLOAT` | `1000000` (USDC and USDT; minted at every start, or once by the shared chain's process) |
+//! | `sim.chain_url` (`http://127.0.0.1:<port>`) | `STABLECOIN_SIM_CHAIN_URL` | none: simulated chains run in this process (refused with `postgres` storage: every process would have its own chain; run `stablecoin-server sim-chain` and point every server at it) |
 //! | `demo.enabled` | `STABLECOIN_DEMO` | `true` |
 //! | `demo.tenant_name` | `STABLECOIN_DEMO_TENANT_NAME` | `Demo Fintech` |
 //! | `demo.treasury_credit` | `STABLECOIN_DEMO_TREASURY_CREDIT` | `10000` (USDC and USDT) |

@@ -18,16 +18,27 @@
 use super::{Config, ConfigError, Mode, StorageConfig};
 
 /// An enabled chain, as the configuration names it.
-enum Chain {
+pub(super) enum Chain {
     Evm(u64),
     Tron,
     Solana,
 }
 
+impl Chain {
+    /// The rail name (`polygon`, `evm-<id>`, `tron`, `solana`).
+    pub(super) fn name(&self) -> String {
+        match self {
+            Chain::Evm(id) => stablecoin_core::ports::RailId::Evm(*id).name(),
+            Chain::Tron => "tron".into(),
+            Chain::Solana => "solana".into(),
+        }
+    }
+}
+
 impl Config {
     /// Every enabled chain and whether it is real (its table is configured) or would be
     /// simulated: what both the production refusals and `check-config` report.
-    fn enabled_chains(&self) -> Vec<(Chain, bool)> {
+    pub(super) fn enabled_chains(&self) -> Vec<(Chain, bool)> {
         let live_evm: Vec<u64> = self
             .rails
             .live_evm()
@@ -149,7 +160,11 @@ impl Config {
             .enabled_chains()
             .into_iter()
             .map(|(chain, real)| {
-                let how = if real { "real" } else { "simulated" };
+                let how = match (real, &self.sim.chain_url) {
+                    (true, _) => "real",
+                    (false, None) => "simulated",
+                    (false, Some(_)) => "simulated, shared chain",
+                };
                 match chain {
                     Chain::Evm(id) => format!("evm {id} ({how})"),
                     Chain::Tron => format!("tron ({how})"),

@@ -309,14 +309,77 @@ impl<'de> Deserialize<'de> for Wei {
 #[serde(deny_unknown_fields, default)]
 pub struct SimSettings {
     /// Whole tokens of USDC and of USDT minted to the service treasury on every simulated
-    /// chain at start (the simulated chains live in memory).
+    /// chain at start (the simulated chains live in memory). With `chain_url`, the chain
+    /// process mints it once, when it starts, and the servers mint nothing.
     pub treasury_float: String,
+    /// The shared simulated chain (`stablecoin-server sim-chain`), `http://127.0.0.1:<port>`:
+    /// every simulated rail of this server runs on it instead of in this process. Why:
+    /// servers sharing one PostgreSQL database must share one chain, or one submits a
+    /// payment that another polls for on a chain that never saw it. `None`: in-process
+    /// chains (refused with PostgreSQL storage, see
+    /// [`Config::shared_chain_refusal`](super::Config::shared_chain_refusal)).
+    pub chain_url: Option<String>,
 }
 
 impl Default for SimSettings {
     fn default() -> Self {
         SimSettings {
             treasury_float: "1000000".into(),
+            chain_url: None,
         }
+    }
+}
+
+/// Checks a `sim.chain_url`: plain HTTP to 127.0.0.1 with a port, nothing else (the chain
+/// listens there only; it has no authentication).
+pub(super) fn check_chain_url(url: &str) -> Result<(), String> {
+    let bad = || {
+        format!(
+            "sim.chain_url {url:?}: expected http://127.0.0.1:<port> (the shared simulated chain listens on 127.0.0.1 only)"
+        )
+    };
+    let port = url
+        .strip_prefix("http://127.0.0.1:")
+        .map(|rest| rest.strip_suffix('/').unwrap_or(rest))
+        .ok_or_else(bad)?;
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 && !port.starts_with('+') => Ok(()),
+        _ => Err(bad()),
+    }
+}
+
+impl super::Config {
+    /// The enabled chains that would run on a simulated chain of this process: every
+    /// enabled chain without a real-chain table, unless `sim.chain_url` points them all
+    /// at the shared chain.
+    pub fn per_process_sim_chains(&self) -> Vec<String> {
+        if self.sim.chain_url.is_some() {
+            return Vec::new();
+        }
+        self.enabled_chains()
+            .into_iter()
+            .filter(|(_, real)| !real)
+            .map(|(chain, _)| chain.name())
+            .collect()
+    }
+
+    /// Why `serve` must not start: storage shared by several processes (PostgreSQL)
+    /// with a chain that lives in this process only. Each process would then have a
+    /// chain of its own, and a payment one submits would never be found by another's
+    /// workers. `None` when the storage is per-process or no chain is per-process.
+    pub fn shared_chain_refusal(&self) -> Option<String> {
+        let chains = self.per_process_sim_chains();
+        if !matches!(self.storage, super::StorageConfig::Postgres { .. }) || chains.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "storage.kind = \"postgres\" is shared by several server processes, but the simulated \
+             chain(s) {} would run inside this process only: a payment one process submits \
+             would never be seen by another's workers. Run one shared chain \
+             (`stablecoin-server --config <file> sim-chain --listen 127.0.0.1:9650`) and set \
+             [sim] chain_url = \"http://127.0.0.1:9650\" (STABLECOIN_SIM_CHAIN_URL) on every \
+             server, or configure those chains as real ones",
+            chains.join(", ")
+        ))
     }
 }

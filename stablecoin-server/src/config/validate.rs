@@ -156,6 +156,9 @@ impl Config {
             stablecoin_core::domain::money::Micros::parse_whole_tokens(v)
                 .map_err(|e| ConfigError::Invalid(format!("{name}: {e}")))?;
         }
+        if let Some(url) = &self.sim.chain_url {
+            super::rails::check_chain_url(url).map_err(ConfigError::Invalid)?;
+        }
         if self.demo.enabled && self.demo.tenant_name.trim().is_empty() {
             return bad("demo.tenant_name must not be empty".into());
         }
