@@ -5,6 +5,8 @@
 #
 #   scripts/test-postgres.sh [cargo test args...]     # e.g. a test-name filter
 #   scripts/test-postgres.sh --bench [criterion args] # the store bench, PostgreSQL included
+#   scripts/test-postgres.sh --run COMMAND [args]     # any command, e.g.
+#                                 NODES=2 scripts/test-postgres.sh --run scripts/bench-sustained.sh
 #
 # Installs PostgreSQL from Debian's packages when it is missing, starts a private cluster
 # as the `postgres` user (initdb in a temp dir, listening on 127.0.0.1 on a free port,
@@ -94,7 +96,12 @@ export STABLECOIN_TEST_PG_URL="postgres://postgres@127.0.0.1:$PORT/stablecoin_te
 export STABLECOIN_REQUIRE_PG=1
 echo "== PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT"
 
-if [ "${1:-}" = "--bench" ]; then
+export PG_BIN
+if [ "${1:-}" = "--run" ]; then
+  shift
+  echo "== $*"
+  "$@"
+elif [ "${1:-}" = "--bench" ]; then
   shift
   echo "== cargo bench -p stablecoin-store --features postgres --bench store -- $*"
   cargo bench -p stablecoin-store --features postgres --bench store -- "$@"

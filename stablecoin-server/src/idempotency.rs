@@ -5,14 +5,15 @@
 //! 1. While a request with the key runs in this process, another one gets
 //!    `409 IDEMPOTENCY_KEY_IN_USE` (an in-process in-flight set).
 //! 2. The first successful (2xx) response (status, `Location` and the exact body bytes) is
-//!    stored through the `Store` as an `IdempotencyRecord` under the tenant and the key:
-//!    the same record space as the engine's records of the money routes (point 4), so
-//!    a key belongs to the first request that used it, whichever route. Later requests
-//!    with the same key and the same request (method, path, JSON body compared after
-//!    canonicalisation) get it replayed byte for byte with `Idempotent-Replayed: true`;
-//!    with another request (another route's record among them), `422
-//!    IDEMPOTENCY_KEY_REUSED`. Records stored by earlier versions under
-//!    `"http\u{1f}" + key` are still found (until retention purges them).
+//!    stored through the `Store` as an `IdempotencyRecord` under the tenant, keyed
+//!    `"http\u{1f}" + key` (the separator cannot occur in a client key, so it never meets
+//!    an engine's own record for the same key: the escrow and checkout engines keep
+//!    theirs beside it). Later requests with the same key and the same request (method,
+//!    path, JSON body compared after canonicalisation) get it replayed byte for byte with
+//!    `Idempotent-Replayed: true`; with another request, `422 IDEMPOTENCY_KEY_REUSED`.
+//!    A key belongs to the first request that used it, whichever route: a key with no
+//!    HTTP record but a record of a money route (point 4) is also `422`, and so is a
+//!    money route's key that another route recorded.
 //! 3. Errors are not stored: a failed request changed nothing (engine batches are atomic),
 //!    so retrying it with the same key runs it again.
 //! 4. The money endpoints ([`crate::rate_limit::MONEY_PATHS`]: fund, send on every
@@ -100,8 +101,11 @@ impl Drop for InFlightGuard {
     }
 }
 
-/// Where earlier versions stored the HTTP record of `key` (apart from the engine's).
-fn legacy_key(key: &str) -> String {
+/// Routes (besides the money routes) whose engine records the key itself, under the bare
+/// key, in the commit of what it creates: escrow creation.
+const ENGINE_RECORDED: &[&str] = &["/v1/escrows"];
+
+fn store_key(key: &str) -> String {
     format!("http\u{1f}{key}")
 }
 
@@ -171,7 +175,24 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
     };
     let sandbox = caller.is_sandbox();
     if !sandbox && crate::rate_limit::MONEY_PATHS.contains(&parts.uri.path()) {
-        // The engine records the key in the operation's own commit (point 4).
+        // The engine records the key in the operation's own commit (point 4). Another
+        // route's record of the key (a read, not a commit) makes it someone else's.
+        match app
+            .storage
+            .store
+            .idempotency(&tenant, &store_key(&key))
+            .await
+        {
+            Ok(None) => {}
+            Ok(Some(_)) => {
+                return ApiError::from(stablecoin_core::CoreError::IdempotencyKeyReused)
+                    .into_response();
+            }
+            Err(e) => {
+                return ApiError::from(stablecoin_core::CoreError::Storage(e.to_string()))
+                    .into_response();
+            }
+        }
         let req = Request::from_parts(parts, Body::from(bytes));
         let (res, replayed) = stablecoin_core::engine::observe_replay(next.run(req)).await;
         let (mut rparts, rbody) = res.into_parts();
@@ -188,11 +209,7 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
     }
     let store = &app.storage.store;
     if !sandbox {
-        let found = match store.idempotency(&tenant, &key).await {
-            Ok(None) => store.idempotency(&tenant, &legacy_key(&key)).await,
-            other => other,
-        };
-        match found {
+        match store.idempotency(&tenant, &store_key(&key)).await {
             Ok(Some(rec)) if rec.request_hash == print => {
                 if let Some(res) = replay(&rec) {
                     app.metrics.replay();
@@ -205,7 +222,21 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
                 return ApiError::from(stablecoin_core::CoreError::IdempotencyKeyReused)
                     .into_response();
             }
-            Ok(None) => {}
+            // A money route's (the engine's record under the bare key)? Not asked on a
+            // route whose own engine records the bare key: that engine decides (it
+            // replays its record when the HTTP one was lost).
+            Ok(None) if ENGINE_RECORDED.contains(&parts.uri.path()) => {}
+            Ok(None) => match store.idempotency(&tenant, &key).await {
+                Ok(None) => {}
+                Ok(Some(_)) => {
+                    return ApiError::from(stablecoin_core::CoreError::IdempotencyKeyReused)
+                        .into_response();
+                }
+                Err(e) => {
+                    return ApiError::from(stablecoin_core::CoreError::Storage(e.to_string()))
+                        .into_response();
+                }
+            },
             Err(e) => {
                 return ApiError::from(stablecoin_core::CoreError::Storage(e.to_string()))
                     .into_response();
@@ -241,7 +272,7 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
         }
         let record = IdempotencyRecord {
             tenant: tenant.clone(),
-            key: key.clone(),
+            key: store_key(&key),
             request_hash: print,
             response,
             created_at: app.engine.ports().clock.now(),

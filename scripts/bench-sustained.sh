@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Sustained end-to-end throughput of the reference server (BENCHMARKS.md, "Sustained"):
+# the highest offered send rate at which settlement keeps pace with acceptance.
+#
+#   scripts/bench-sustained.sh                  # ceilings, max acceptance, then a ladder
+#   RATES="4000 5000 6000" scripts/bench-sustained.sh   # these offered rates only
+#   DURATION=30 scripts/bench-sustained.sh      # shorter runs (default 60 s)
+#
+# In one run, so the figures compare (this machine is shared and changes speed):
+#   1. ceilings: the plain axum hello-world (wrk, 64 connections) and the SQLite send
+#      floor (scripts/sqlite-ceiling.py send: the rows one accepted send commits, issued
+#      by SQLite's C loop with no server around them);
+#   2. maximum send acceptance on a fresh server (wrk, 64 connections, 10 s), without and
+#      with a fresh Idempotency-Key per request;
+#   3. for each offered rate, on a fresh server (zero-configuration defaults: embedded
+#      SQLite at synchronous=FULL, simulated rails, workers on): oha offers the rate for
+#      DURATION seconds (-q, latency-corrected), and every 5 s the script samples the
+#      operations accepted, settled and still in flight (the backlog). After the load
+#      it samples every second for 5 s. A rate is SUSTAINED when the backlog never
+#      exceeds 2 s of work (2 x rate) and is 0 within 5 s of the load stopping.
+#      Without RATES the ladder starts at max(4000, 0.3 x acceptance) and climbs by 0.1 x
+#      acceptance until a rate is not sustained;
+#   4. after each run, checks in the database that every 202 is an operation row and
+#      that every settled transfer posted each of its holds exactly once (and nothing
+#      else posted any).
+# Prints a summary: the highest sustained rate and its send p50/p99, beside the
+# ceilings. Needs wrk, oha and sqlite3 (installed when missing).
+#
+# Several servers on one PostgreSQL (run inside a throwaway cluster):
+#   NODES=2 scripts/test-postgres.sh --run scripts/bench-sustained.sh
+# With STABLECOIN_TEST_PG_URL set (test-postgres.sh sets it), each run starts NODES
+# server processes on that database (its schema emptied first) and one shared simulated
+# chain process (`stablecoin-server sim-chain`, [sim] chain_url), and offers rate/NODES
+# to each node. Every node runs the workers; claims are leases taken with FOR UPDATE
+# SKIP LOCKED. The checks run in PostgreSQL. Step 2 (acceptance) loads the first node.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION="${DURATION:-60}"
+EVERY=5
+DRAIN=5
+PORT="${PORT:-18095}"
+HELLO_PORT="${HELLO_PORT:-18096}"
+CHAIN_PORT="${CHAIN_PORT:-18097}"
+PG_URL="${STABLECOIN_TEST_PG_URL:-}"
+NODES="${NODES:-1}"
+SEED="$(printf '5e%.0s' $(seq 32))"
+if [ -z "$PG_URL" ] && [ "$NODES" != 1 ]; then
+  echo "NODES > 1 needs PostgreSQL: run it as scripts/test-postgres.sh --run $0" >&2
+  exit 2
+fi
+
+command -v wrk >/dev/null || { apt-get update && apt-get install -y wrk; }
+command -v oha >/dev/null || cargo install oha --locked
+command -v sqlite3 >/dev/null || { apt-get update && apt-get install -y sqlite3; }
+cargo build --release -p stablecoin-server --bin stablecoin-server --example hello
+BIN=target/release/stablecoin-server
+HELLO=target/release/examples/hello
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/stablecoin-sustained.XXXXXX")"
+stop_server() {
+  local p
+  for p in ${SERVER_PID:-} ${NODE_PIDS:-} ${CHAIN_PID:-}; do
+    kill -TERM "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  SERVER_PID=; NODE_PIDS=; CHAIN_PID=
+}
+cleanup() {
+  stop_server
+  [ -n "${HELLO_PID:-}" ] && kill "$HELLO_PID" 2>/dev/null || true
+  [ -n "${OHA_PID:-}" ] && kill $OHA_PID 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+. scripts/bench-lib.sh
+
+wrk_rate() { # url [script]: requests per second over 10 s
+  wrk -t2 -c64 -d10s ${2:+-s "$2"} "$1" | awk '/Requests\/sec/ {printf "%.0f", $2}'
+}
+
+# A fresh server in WORK/<name> with a funded sender (with PostgreSQL: NODES servers on
+# an emptied database and a shared chain; BASES lists their URLs).
+fresh() {
+  stop_server
+  mkdir -p "$WORK/$1"
+  if [ -z "$PG_URL" ]; then
+    bench_start_server "$BIN" "$WORK/$1" "$PORT"
+    BASES="$base"
+  else
+    "$PG_BIN/psql" "$PG_URL" -q -c "DROP SCHEMA public CASCADE; CREATE SCHEMA public" 2>/dev/null
+    export STABLECOIN_STORAGE=postgres STABLECOIN_POSTGRES_URL="$PG_URL" \
+      STABLECOIN_MASTER_SEED="$SEED" STABLECOIN_SIM_CHAIN_URL="http://127.0.0.1:$CHAIN_PORT"
+    STABLECOIN_LOG=warn STABLECOIN_SIM_TREASURY_FLOAT=100000000 \
+      "$BIN" sim-chain --listen "127.0.0.1:$CHAIN_PORT" > "$WORK/$1/chain.txt" 2>&1 &
+    CHAIN_PID=$!
+    sleep 1
+    bench_start_server "$BIN" "$WORK/$1" "$PORT"
+    BASES="$base"
+    local n
+    for n in $(seq 2 "$NODES"); do
+      mkdir -p "$WORK/$1/node$n"
+      STABLECOIN_LISTEN="127.0.0.1:$((PORT + 10 * n))" STABLECOIN_DATA_DIR="$WORK/$1/node$n" \
+        STABLECOIN_LOG=warn STABLECOIN_RATE_LIMITS=false STABLECOIN_MIN_SEND_EVM=0 \
+        "$BIN" serve > "$WORK/$1/node$n.txt" 2>&1 &
+      NODE_PIDS="${NODE_PIDS:-} $!"
+      BASES="$BASES http://127.0.0.1:$((PORT + 10 * n))"
+    done
+    for b in $BASES; do
+      for _ in $(seq 100); do curl -sf "$b/health/live" > /dev/null && break; sleep 0.1; done
+    done
+  fi
+  bench_fund_sender
+  DB="$WORK/$1/data/stablecoin.db"
+}
+q() {
+  if [ -z "$PG_URL" ]; then sqlite3 "$DB" "$1"; else "$PG_BIN/psql" "$PG_URL" -Atq -c "$1"; fi
+}
+# The holds of the operations matching `cond` (id, and whether a post of it exists).
+holds_posted() {
+  if [ -z "$PG_URL" ]; then
+    q "select count(*) from records r, json_each(r.body, '\$.holds') h \
+      where r.kind='operation' and $1 and $2 exists \
+      (select 1 from ledger_transfers p where p.id = json_extract(h.value, '\$.id') || ':post')"
+  else
+    q "select count(*) from records r, json_array_elements(r.body::json -> 'holds') h \
+      where r.kind='operation' and $1 and $2 exists \
+      (select 1 from ledger_transfers p where p.id = (h.value ->> 'id') || ':post')"
+  fi
+}
+accepted() { q "select count(*) - 1 from records where kind='operation'"; }
+in_flight() { q "select count(*) from records where kind='operation' and due_at is not null"; }
+settled() { q "select count(*) from records where kind='operation' and status='SETTLED'"; }
+
+echo "== ceilings"
+"$HELLO" "127.0.0.1:$HELLO_PORT" > /dev/null &
+HELLO_PID=$!
+sleep 0.5
+HELLO_RATE="$(wrk_rate "http://127.0.0.1:$HELLO_PORT/")"
+kill "$HELLO_PID"; HELLO_PID=
+FLOOR="$(python3 scripts/sqlite-ceiling.py send | awk '/sends\/s/ {gsub(",", "", $2); print $2; exit}')"
+echo "hello-world: $HELLO_RATE req/s; SQLite send floor: $FLOOR sends/s"
+
+echo "== maximum acceptance (fresh servers, wrk 64 connections, 10 s)"
+fresh accept
+bench_send_lua "$WORK/send.lua"
+ACCEPT="$(wrk_rate "$base/v1/transfers/send" "$WORK/send.lua")"
+fresh accept-keyed
+bench_send_idem_lua "$WORK/send-idem.lua"
+ACCEPT_KEYED="$(wrk_rate "$base/v1/transfers/send" "$WORK/send-idem.lua")"
+stop_server
+echo "send: $ACCEPT/s; keyed send: $ACCEPT_KEYED/s"
+
+any_alive() { local p; for p in "$@"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+
+# One offered rate: prints the samples, sets P50, P99 and SUSTAINED (1 or 0).
+run_rate() {
+  local rate="$1" limit start now backlog worst=0 t acc
+  limit=$((2 * rate))
+  fresh "rate-$rate"
+  echo "---- offered $rate sends/s for ${DURATION}s over $NODES node(s) (backlog limit $limit)"
+  local i=0 b pids=""
+  for b in $BASES; do
+    i=$((i + 1))
+    oha -z "${DURATION}s" -c $((64 / NODES)) -q $((rate / NODES)) --latency-correction --no-tui \
+      -H "X-API-Key: $KEY" -H "Content-Type: application/json" -m POST \
+      -d "{\"from_phone_number\":\"$SENDER\",\"to_phone_number\":\"$RECIPIENT\",\"token\":\"USDC\",\"quote_id\":\"DIRECT_CRYPTO:USDC:0.01\"}" \
+      "$b/v1/transfers/send" > "$WORK/oha-$rate-$i.txt" &
+    pids="$pids $!"
+  done
+  OHA_PID="$pids"
+  start=$(date +%s)
+  while any_alive $OHA_PID; do
+    sleep "$EVERY"
+    now=$(($(date +%s) - start))
+    acc="$(accepted)"; backlog="$(in_flight)"
+    [ "$backlog" -gt "$worst" ] && worst=$backlog
+    printf '%5d s  accepted %8d  settled %8d  backlog %7d\n' "$now" "$acc" "$(settled)" "$backlog"
+  done
+  wait $OHA_PID || true; OHA_PID=
+  for t in $(seq "$DRAIN"); do
+    sleep 1
+    backlog="$(in_flight)"
+    printf '  +%d s after the load  accepted %8d  settled %8d  backlog %7d\n' "$t" "$(accepted)" "$(settled)" "$backlog"
+    [ "$backlog" -eq 0 ] && break
+  done
+  # The slowest node's percentiles; the 202s and answers of all of them.
+  P50="$(cat "$WORK"/oha-"$rate"-*.txt | awk '/50.00% in/ {v = $3 * 1000; if (v > m) m = v} END {printf "%.1f", m}')"
+  P99="$(cat "$WORK"/oha-"$rate"-*.txt | awk '/99.00% in/ {v = $3 * 1000; if (v > m) m = v} END {printf "%.1f", m}')"
+  local ok202 rate_done
+  ok202="$(cat "$WORK"/oha-"$rate"-*.txt | awk '/\[202\]/ {n += $2} END {print n + 0}')"
+  rate_done="$(cat "$WORK"/oha-"$rate"-*.txt | awk '/Requests\/sec/ {n += $2} END {printf "%.0f", n}')"
+  echo "  send p50 ${P50} ms, p99 ${P99} ms; ${ok202:-0} accepted (202), $rate_done req/s answered; worst backlog $worst"
+  SUSTAINED=0
+  if [ "$worst" -le "$limit" ] && [ "$backlog" -eq 0 ]; then SUSTAINED=1; fi
+  stop_server
+  [ -z "$PG_URL" ] || unset STABLECOIN_STORAGE STABLECOIN_POSTGRES_URL STABLECOIN_MASTER_SEED STABLECOIN_SIM_CHAIN_URL
+  # Every 202 is an operation row; every settled transfer posted each hold once.
+  local rows unposted stray double
+  rows="$(accepted)"
+  [ "$rows" = "${ok202:-0}" ] || { echo "  FAIL: ${ok202:-0} accepted (202) but $rows operation rows"; exit 1; }
+  unposted="$(holds_posted "r.status='SETTLED'" "not")"
+  stray="$(holds_posted "r.status<>'SETTLED'" "")"
+  double="$(q "select count(*) from (select pending_id from ledger_transfers where phase='post' \
+    group by pending_id having count(*) > 1)")"
+  [ "$unposted$stray$double" = "000" ] ||
+    { echo "  FAIL: holds not posted $unposted, posted for unsettled $stray, posted twice $double"; exit 1; }
+  echo "  checked: $rows operation rows for $rows 202s; every settled transfer's holds posted once"
+  if [ "$SUSTAINED" = 1 ]; then echo "  SUSTAINED"; else echo "  NOT sustained"; fi
+}
+
+echo "== offered rates (fresh server each, oha latency-corrected, ${DURATION}s, samples every ${EVERY}s)"
+BEST=0; BEST_P50=; BEST_P99=
+if [ -n "${RATES:-}" ]; then
+  for r in $RATES; do
+    run_rate "$r"
+    if [ "$SUSTAINED" = 1 ] && [ "$r" -gt "$BEST" ]; then BEST=$r; BEST_P50=$P50; BEST_P99=$P99; fi
+  done
+else
+  step=$((ACCEPT / 10 / 250 * 250)); [ "$step" -ge 250 ] || step=250
+  r=$((ACCEPT * 3 / 10 / 250 * 250)); [ "$r" -ge 4000 ] || r=4000
+  while [ "$r" -le "$ACCEPT" ]; do
+    run_rate "$r"
+    [ "$SUSTAINED" = 1 ] || break
+    BEST=$r; BEST_P50=$P50; BEST_P99=$P99
+    r=$((r + step))
+  done
+fi
+
+STORAGE="SQLite FULL"; [ -z "$PG_URL" ] || STORAGE=PostgreSQL
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+echo
+echo "== summary ($(date -u +%Y-%m-%d), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), storage $STORAGE, $NODES node(s))"
+echo "hello-world ceiling            $HELLO_RATE req/s"
+echo "SQLite send floor              $FLOOR sends/s"
+echo "send acceptance (max)          $ACCEPT/s = $(ratio "$ACCEPT" "$FLOOR") x the floor (target >= 0.8)"
+echo "keyed send acceptance (max)    $ACCEPT_KEYED/s = $(ratio "$ACCEPT_KEYED" "$ACCEPT") x unkeyed (target >= 0.8)"
+echo "sustained end to end           $BEST transfers/s = $(ratio "$BEST" "$ACCEPT") x acceptance (target >= 0.4 and >= 4000/s), send p50 ${BEST_P50:-n/a} ms, p99 ${BEST_P99:-n/a} ms (target p99 <= 25 ms)"
