@@ -89,10 +89,9 @@ run_wrk provision "$base/v1/users/provision" "$WORK/provision.lua"
 run_wrk send "$base/v1/transfers/send" "$WORK/send.lua"
 run_wrk send-idem "$base/v1/transfers/send" "$WORK/send-idem.lua"
 run_wrk balance "$base/v1/users/balance?phone_number=%2B2250700000001" "$WORK/balance.lua"
-# Settlement (~2k transfers/s end to end) does not keep up with acceptance at these
-# rates (docs/performance-log.md, "Server"): the send runs leave a backlog, and the claim takes the
-# oldest due first, so polls of submitted transfers wait behind the queued ones.
-# Printed, not waited for: the later runs share the machine with that backlog.
+# Settlement does not keep up with acceptance at wrk's maximum rates: the send runs leave
+# a backlog (scripts/bench-sustained.sh finds the rate it keeps pace with). Printed, not
+# waited for: the later runs share the machine with that backlog.
 unsettled() {
   sqlite3 "$WORK/data/stablecoin.db" "select status, count(*) from records \
     where kind='operation' group by status" | tr '\n' ' '

@@ -15,16 +15,21 @@ current directory. Schemas:
 `send` workload (`python3 scripts/sqlite-ceiling.py send`): the rows the writer commits
 for one accepted `POST /v1/transfers/send` (docs/performance-log.md, Server), in groups the size the
 writer forms under load: the two `unchanged` point reads of the wallets, the operation
-record (a JSON body shaped and sized like the engine's, ~1.4 KiB, and its four indexes),
+record (a JSON body shaped and sized like the engine's, ~1.4 KiB, and its indexes),
 two pending ledger transfers (recipient and service fee, each with two history index
 entries), three account rows and the sequence counter; one `BEGIN IMMEDIATE` ... `COMMIT`
-(one WAL fsync) per group, both migrations applied. It reports sends/s on one thread and
+(one WAL fsync) per group, every migration applied. It reports sends/s on one thread and
 the CPU time per send, Python's per-statement overhead (~1-2 us a statement) included.
 Variants show what a different layout would save: a 400-byte body, no `records_list` /
 `records_list_status` / `records_due` indexes, and `synchronous=OFF` (no fsync).
 
+`update` workload (`python3 scripts/sqlite-ceiling.py update [n]`): a settlement's
+record write, the writer's UPDATE of what a record's life changes against the upsert it
+replaced (every column in its SET), on n queued transfers, 64 per transaction.
+
 Usage: python3 scripts/sqlite-ceiling.py [batches]
        python3 scripts/sqlite-ceiling.py send [groups] [group size]
+       python3 scripts/sqlite-ceiling.py update [n]
 """
 import json, os, random, sqlite3, sys, tempfile, time
 
@@ -118,9 +123,10 @@ def run_send(variant: str, groups: int, size: int) -> tuple:
     tenant = ulid(rng, "ten")
     with tempfile.TemporaryDirectory(dir=".") as d:
         # 8 MiB: the writer's page cache (WRITER_CACHE_KIB).
-        db = open_db(d, ["0001_init.sql", "0002_large_rows_in_rowid_tables.sql"], 8192)
+        db = open_db(d, sorted(os.listdir(MIGRATIONS)), 8192)
         if variant == "no record indexes":
-            db.executescript("DROP INDEX records_list; DROP INDEX records_list_status; DROP INDEX records_due;")
+            db.executescript("DROP INDEX records_list; DROP INDEX records_list_status; DROP INDEX records_due; "
+                             "DROP INDEX records_created;")
         if variant == "synchronous=OFF":
             db.execute("PRAGMA synchronous=OFF")
         accounts = ["wallet:sender:USDC", "wallet:recipient:USDC", "fees:service:USDC"]
@@ -141,8 +147,8 @@ def run_send(variant: str, groups: int, size: int) -> tuple:
                 for wallet in ("sender", "recipient"):
                     db.execute("SELECT version FROM records WHERE kind = 'wallet' AND id = ?", (wallet,)).fetchall()
                 db.execute("INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, "
-                           "lease_owner, lease_until, unique_keys, body) "
-                           "VALUES ('operation', ?, ?, 1, ?, 'QUEUED', ?, NULL, NULL, '[]', ?)",
+                           "lease_owner, lease_until, unique_keys, body, subkind, lane) "
+                           "VALUES ('operation', ?, ?, 1, ?, 'QUEUED', ?, NULL, NULL, '[]', ?, 'transfer', 0)",
                            (op, tenant, at, at, body))
                 holds.append((f"{op}:recipient", seq, accounts[0], accounts[1], 9970, "pending", None, 0))
                 holds.append((f"{op}:service_fee", seq + 1, accounts[0], accounts[2], 30, "pending", None, 0))
@@ -160,7 +166,58 @@ def run_send(variant: str, groups: int, size: int) -> tuple:
         return sends / wall, cpu / sends * 1e6
 
 
+def run_update(statement: str, n: int, size: int) -> float:
+    """Operation updates per second (a settlement's record write), in groups of `size`
+    per transaction, on n queued transfers: the writer's UPDATE of the columns a record's
+    life changes, or the upsert it replaced (whose SET named every column, so SQLite
+    rewrote the list and purge indexes too)."""
+    rng = random.Random(2)
+    tenant = ulid(rng, "ten")
+    with tempfile.TemporaryDirectory(dir=".") as d:
+        db = open_db(d, sorted(os.listdir(MIGRATIONS)), 8192)
+        ops, now = [], 1_795_000_000_000
+        db.execute("BEGIN")
+        for _ in range(n):
+            now += 1
+            op = ulid(rng, "tr", now)
+            ops.append((op, now, operation_body(rng, op, tenant, now)))
+            db.execute("INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, "
+                       "lease_owner, lease_until, unique_keys, body, subkind, lane) VALUES "
+                       "('operation', ?, ?, 1, ?, 'QUEUED', ?, NULL, NULL, '[]', ?, 'transfer', 0)",
+                       (op, tenant, now, now, ops[-1][2]))
+        db.execute("COMMIT")
+        rng.shuffle(ops)
+        start = time.perf_counter()
+        for k in range(0, n, size):
+            db.execute("BEGIN IMMEDIATE")
+            for op, at, body in ops[k:k + size]:
+                if statement == "update":
+                    db.execute("UPDATE records SET version = 2, status = 'SETTLED', due_at = NULL, lane = 1, "
+                               "lease_owner = NULL, lease_until = NULL, unique_keys = '[]', body = ? "
+                               "WHERE kind = 'operation' AND id = ?", (body, op))
+                else:
+                    db.execute("INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, "
+                               "lease_owner, lease_until, unique_keys, body, subkind, lane) VALUES "
+                               "('operation', ?, ?, 2, ?, 'SETTLED', NULL, NULL, NULL, '[]', ?, 'transfer', 1) "
+                               "ON CONFLICT (kind, id) DO UPDATE SET tenant = excluded.tenant, "
+                               "version = excluded.version, created_at = excluded.created_at, "
+                               "status = excluded.status, due_at = excluded.due_at, lease_owner = NULL, "
+                               "lease_until = NULL, unique_keys = excluded.unique_keys, "
+                               "body = excluded.body, subkind = excluded.subkind, lane = excluded.lane",
+                               (op, tenant, at, body))
+            db.execute("COMMIT")
+        rate = n / (time.perf_counter() - start)
+        db.close()
+        return rate
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "update":
+        n = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+        for statement in ("upsert", "update"):
+            print(f"{statement:>7}: {run_update(statement, n, 64):,.0f} operation updates/s "
+                  f"(groups of 64, synchronous=FULL)")
+        sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "send":
         groups = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
         size = int(sys.argv[3]) if len(sys.argv) > 3 else 20
