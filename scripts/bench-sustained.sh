@@ -18,8 +18,8 @@
 #      operations accepted, settled and still in flight (the backlog). After the load
 #      it samples every second for 5 s. A rate is SUSTAINED when the backlog never
 #      exceeds 2 s of work (2 x rate) and is 0 within 5 s of the load stopping.
-#      Without RATES the ladder starts at max(4000, 0.3 x acceptance) and climbs by 0.1 x
-#      acceptance until a rate is not sustained;
+#      Without RATES it bisects between 0 and the acceptance, starting at 0.4 x
+#      acceptance, to within 250/s (at most 5 runs);
 #   4. after each run, checks in the database that every 202 is an operation row and
 #      that every settled transfer posted each of its holds exactly once (and nothing
 #      else posted any).
@@ -197,14 +197,18 @@ run_rate() {
   # Every 202 is an operation row; every settled transfer posted each hold once.
   local rows unposted stray double
   rows="$(accepted)"
-  [ "$rows" = "${ok202:-0}" ] || { echo "  FAIL: ${ok202:-0} accepted (202) but $rows operation rows"; exit 1; }
+  # Requests still in flight when oha stopped may have committed without their 202
+  # being counted: at most one per connection more rows than 202s, never fewer.
+  if [ "$rows" -lt "${ok202:-0}" ] || [ "$rows" -gt $((${ok202:-0} + 64)) ]; then
+    echo "  FAIL: ${ok202:-0} accepted (202) but $rows operation rows"; exit 1
+  fi
   unposted="$(holds_posted "r.status='SETTLED'" "not")"
   stray="$(holds_posted "r.status<>'SETTLED'" "")"
   double="$(q "select count(*) from (select pending_id from ledger_transfers where phase='post' \
     group by pending_id having count(*) > 1)")"
   [ "$unposted$stray$double" = "000" ] ||
     { echo "  FAIL: holds not posted $unposted, posted for unsettled $stray, posted twice $double"; exit 1; }
-  echo "  checked: $rows operation rows for $rows 202s; every settled transfer's holds posted once"
+  echo "  checked: $rows operation rows for ${ok202:-0} 202s (+ in flight at the stop); every settled transfer's holds posted once"
   if [ "$SUSTAINED" = 1 ]; then echo "  SUSTAINED"; else echo "  NOT sustained"; fi
 }
 
@@ -216,13 +220,18 @@ if [ -n "${RATES:-}" ]; then
     if [ "$SUSTAINED" = 1 ] && [ "$r" -gt "$BEST" ]; then BEST=$r; BEST_P50=$P50; BEST_P99=$P99; fi
   done
 else
-  step=$((ACCEPT / 10 / 250 * 250)); [ "$step" -ge 250 ] || step=250
-  r=$((ACCEPT * 3 / 10 / 250 * 250)); [ "$r" -ge 4000 ] || r=4000
-  while [ "$r" -le "$ACCEPT" ]; do
+  # Bisection between 0 and the acceptance, first at 0.4 x acceptance (the target), to
+  # within 250/s or 5 runs.
+  lo=0; hi=$ACCEPT; r=$((ACCEPT * 4 / 10 / 250 * 250)); [ "$r" -ge 250 ] || r=250
+  for _ in 1 2 3 4 5; do
     run_rate "$r"
-    [ "$SUSTAINED" = 1 ] || break
-    BEST=$r; BEST_P50=$P50; BEST_P99=$P99
-    r=$((r + step))
+    if [ "$SUSTAINED" = 1 ]; then
+      lo=$r; BEST=$r; BEST_P50=$P50; BEST_P99=$P99
+    else
+      hi=$r
+    fi
+    [ $((hi - lo)) -gt 250 ] || break
+    r=$(((lo + hi) / 2 / 250 * 250)); [ "$r" -gt "$lo" ] || r=$((lo + 250))
   done
 fi
 
