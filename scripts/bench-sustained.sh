@@ -205,7 +205,7 @@ run_rate() {
   unposted="$(holds_posted "r.status='SETTLED'" "not")"
   stray="$(holds_posted "r.status<>'SETTLED'" "")"
   double="$(q "select count(*) from (select pending_id from ledger_transfers where phase='post' \
-    group by pending_id having count(*) > 1)")"
+    group by pending_id having count(*) > 1) twice")"
   [ "$unposted$stray$double" = "000" ] ||
     { echo "  FAIL: holds not posted $unposted, posted for unsettled $stray, posted twice $double"; exit 1; }
   echo "  checked: $rows operation rows for ${ok202:-0} 202s (+ in flight at the stop); every settled transfer's holds posted once"
