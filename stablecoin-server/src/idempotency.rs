@@ -105,6 +105,20 @@ impl Drop for InFlightGuard {
 /// key, in the commit of what it creates: escrow creation.
 const ENGINE_RECORDED: &[&str] = &["/v1/escrows"];
 
+/// The answer when a record already holds the key: `422 IDEMPOTENCY_KEY_REUSED` (another
+/// route's record), or the storage error; `None` when none does.
+fn refusal(found: Result<Option<IdempotencyRecord>, StoreError>) -> Option<Response> {
+    match found {
+        Ok(None) => None,
+        Ok(Some(_)) => {
+            Some(ApiError::from(stablecoin_core::CoreError::IdempotencyKeyReused).into_response())
+        }
+        Err(e) => {
+            Some(ApiError::from(stablecoin_core::CoreError::Storage(e.to_string())).into_response())
+        }
+    }
+}
+
 fn store_key(key: &str) -> String {
     format!("http\u{1f}{key}")
 }
@@ -169,7 +183,6 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
         Ok(b) => b,
         Err(_) => return body_error(StatusCode::PAYLOAD_TOO_LARGE).into_response(),
     };
-    let print = fingerprint(&parts.method, parts.uri.path(), &bytes);
     let Some(_guard) = app.inflight.try_acquire(&tenant, &key) else {
         return ApiError::from(stablecoin_core::CoreError::IdempotencyKeyInUse).into_response();
     };
@@ -177,21 +190,13 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
     if !sandbox && crate::rate_limit::MONEY_PATHS.contains(&parts.uri.path()) {
         // The engine records the key in the operation's own commit (point 4). Another
         // route's record of the key (a read, not a commit) makes it someone else's.
-        match app
+        let found = app
             .storage
             .store
             .idempotency(&tenant, &store_key(&key))
-            .await
-        {
-            Ok(None) => {}
-            Ok(Some(_)) => {
-                return ApiError::from(stablecoin_core::CoreError::IdempotencyKeyReused)
-                    .into_response();
-            }
-            Err(e) => {
-                return ApiError::from(stablecoin_core::CoreError::Storage(e.to_string()))
-                    .into_response();
-            }
+            .await;
+        if let Some(refused) = refusal(found) {
+            return refused;
         }
         let req = Request::from_parts(parts, Body::from(bytes));
         let (res, replayed) = stablecoin_core::engine::observe_replay(next.run(req)).await;
@@ -207,6 +212,8 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
         }
         return Response::from_parts(rparts, rbody);
     }
+    // The money routes never need it: the engine's fingerprint is theirs.
+    let print = fingerprint(&parts.method, parts.uri.path(), &bytes);
     let store = &app.storage.store;
     if !sandbox {
         match store.idempotency(&tenant, &store_key(&key)).await {
@@ -226,17 +233,11 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
             // route whose own engine records the bare key: that engine decides (it
             // replays its record when the HTTP one was lost).
             Ok(None) if ENGINE_RECORDED.contains(&parts.uri.path()) => {}
-            Ok(None) => match store.idempotency(&tenant, &key).await {
-                Ok(None) => {}
-                Ok(Some(_)) => {
-                    return ApiError::from(stablecoin_core::CoreError::IdempotencyKeyReused)
-                        .into_response();
+            Ok(None) => {
+                if let Some(refused) = refusal(store.idempotency(&tenant, &key).await) {
+                    return refused;
                 }
-                Err(e) => {
-                    return ApiError::from(stablecoin_core::CoreError::Storage(e.to_string()))
-                        .into_response();
-                }
-            },
+            }
             Err(e) => {
                 return ApiError::from(stablecoin_core::CoreError::Storage(e.to_string()))
                     .into_response();

@@ -204,18 +204,12 @@ impl Engine {
                 single.push(v);
             }
         }
+        // A batch of one is an ordinary submission.
+        let (groups, lone): (Vec<_>, Vec<_>) = groups.into_iter().partition(|(_, g)| g.len() > 1);
+        single.extend(lone.into_iter().flat_map(|(_, g)| g));
         let batched =
             futures_util::future::join_all(groups.into_iter().map(|(rail, group)| async move {
                 let mut r = TickReport::default();
-                if group.len() == 1 {
-                    for v in group {
-                        let id = v.record.id.0.clone();
-                        if let Err(e) = self.advance(v, &mut r).await {
-                            r.errors.push(format!("{id}: {e}"));
-                        }
-                    }
-                    return r;
-                }
                 let Ok(rail_port) = self.rail(rail).cloned() else {
                     return r;
                 };
