@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the PostgreSQL tests of stablecoin-store, and the server's shared-chain test (two
-# servers on one database and one shared simulated chain), against a throwaway local
-# cluster.
+# Runs the PostgreSQL tests of stablecoin-store, and the server's tests of two servers on
+# one database and one shared simulated chain (shared_chain, concurrency), against a
+# throwaway local cluster.
 #
 #   scripts/test-postgres.sh [cargo test args...]     # e.g. a test-name filter
 #   scripts/test-postgres.sh --bench [criterion args] # the store bench, PostgreSQL included
@@ -12,7 +12,7 @@
 # as the `postgres` user (initdb in a temp dir, listening on 127.0.0.1 on a free port,
 # unix socket in the temp dir, trust auth), exports STABLECOIN_TEST_PG_URL, runs
 # `cargo test -p stablecoin-store --features postgres` and
-# `cargo test -p stablecoin-server --test shared_chain`, and stops and removes the cluster
+# `cargo test -p stablecoin-server --test shared_chain --test concurrency`, and stops and removes the cluster
 # on exit, whatever happens. The cluster keeps PostgreSQL's durable defaults (fsync on,
 # synchronous_commit on), so bench numbers are honest.
 set -euo pipefail
@@ -108,6 +108,6 @@ elif [ "${1:-}" = "--bench" ]; then
 else
   echo "== cargo test -p stablecoin-store --features postgres $*"
   cargo test -p stablecoin-store --features postgres "$@"
-  echo "== cargo test -p stablecoin-server --test shared_chain $*"
-  cargo test -p stablecoin-server --test shared_chain "$@"
+  echo "== cargo test -p stablecoin-server --test shared_chain --test concurrency $*"
+  cargo test -p stablecoin-server --test shared_chain --test concurrency "$@"
 fi

@@ -17,7 +17,9 @@ use stablecoin_core::CoreError;
 use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::engine::{Engine, EngineConfig, KeyKind, KeyMode, Ports};
+use stablecoin_core::engine::{
+    Engine, EngineConfig, KeyKind, KeyMode, LANE_ADVANCE, LANE_SUBMIT, Ports,
+};
 use stablecoin_core::memory::{MemoryNotifier, OsEntropy, SystemClock};
 use stablecoin_core::ports::{Batch, PayoutProvider, RailId, Record, get_record};
 use stablecoin_escrow::{EscrowConfig, EscrowEngine};
@@ -448,29 +450,45 @@ impl App {
     }
 }
 
-/// Starts the workers on a thread of their own with a current-thread runtime, at the
-/// lower CPU priority `worker_nice`; the receiver resolves once they have stopped.
+/// Threads of the workers' runtime: the two claim lanes' loops and the webhook
+/// dispatcher advance in parallel on them (on one thread, the settlement drain was
+/// bound by that thread: ~1 core for signing, JSON and the rail calls, with the store's
+/// writer thread beside it).
+const WORKER_THREADS: usize = 2;
+
+/// The workers' runtime: [`WORKER_THREADS`] threads, each (and each blocking thread it
+/// starts) at the lower CPU priority `nice`.
+fn worker_runtime(nice: i32) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKER_THREADS)
+        .thread_name("stablecoin-worker")
+        .on_thread_start(move || lower_thread_priority(nice))
+        .enable_all()
+        .build()
+}
+
+/// Starts the workers on a runtime of their own, at the lower CPU priority
+/// `worker_nice`; the receiver resolves once they have stopped.
 ///
-/// Why not a task on the API's runtime: with a settlement backlog the workers always
+/// Why not tasks on the API's runtime: with a settlement backlog the workers always
 /// have work, and on the API's threads they took CPU from requests exactly when load is
 /// highest (measured: `POST /v1/transfers/send` p99 at a fixed 5k req/s went from 22 ms
 /// to 170 ms-1.1 s once settlement kept up with submissions). At a higher nice value
 /// the kernel gives the workers the CPU the API leaves idle, and the backlog waits
 /// instead of the caller. Everything the workers run (store reads, rail calls, JSON)
-/// runs on this thread; their commits join the API's on the SQLite writer's groups. The
-/// webhook dispatcher is a second task on this runtime, beside the engines' loop.
+/// runs on the workers' threads; their commits join the API's on the SQLite writer's
+/// groups. The webhook dispatcher and the purges are tasks on this runtime too.
 fn spawn_workers(
     state: AppState,
     stop: watch::Receiver<bool>,
 ) -> std::io::Result<tokio::sync::oneshot::Receiver<()>> {
     let (done, stopped) = tokio::sync::oneshot::channel();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let nice = state.config.worker_nice;
+    let runtime = worker_runtime(nice)?;
     std::thread::Builder::new()
         .name("stablecoin-workers".into())
         .spawn(move || {
-            lower_thread_priority(state.config.worker_nice);
+            lower_thread_priority(nice);
             let metrics = state.metrics.clone();
             let mut runtime = Some(runtime);
             run_guarded(
@@ -479,10 +497,7 @@ fn spawn_workers(
                     // half-run tasks.
                     let rt = match runtime.take() {
                         Some(rt) => rt,
-                        None => tokio::runtime::Builder::new_current_thread()
-                            .enable_all()
-                            .build()
-                            .expect("a current-thread runtime builds"),
+                        None => worker_runtime(nice).expect("the workers' runtime builds"),
                     };
                     rt.block_on(async {
                         let mut webhooks = tokio::spawn(run_webhooks(state.clone(), stop.clone()));
@@ -570,25 +585,56 @@ fn lower_thread_priority(nice: i32) {
     }
 }
 
-/// The engine workers, with metrics: `Engine::run_workers`' loop, recording each tick.
-async fn run_workers(state: AppState, mut stop: watch::Receiver<bool>) {
+/// The engine workers, with metrics: the two claim lanes as loops of their own, side by
+/// side on the workers' threads ([`Engine::tick_lane`]), so a long submission batch
+/// never holds up the confirmations. A panic in either ends both and reaches
+/// [`run_guarded`], which restarts them.
+async fn run_workers(state: AppState, stop: watch::Receiver<bool>) {
+    let mut submit = tokio::spawn(worker_loop(state.clone(), stop.clone(), LANE_SUBMIT));
+    let mut advance = tokio::spawn(worker_loop(state, stop, LANE_ADVANCE));
+    let (first, other) = tokio::select! {
+        ended = &mut submit => (ended, advance),
+        ended = &mut advance => (ended, submit),
+    };
+    if let Err(e) = first
+        && e.is_panic()
+    {
+        other.abort();
+        std::panic::resume_unwind(e.into_panic());
+    }
+    if let Err(e) = other.await
+        && e.is_panic()
+    {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+/// One lane's loop: a round of `lane` every `worker_interval_ms`, at once while rounds
+/// come back `more_due`. The advance lane's loop also runs the housekeeping (deposits,
+/// SMS) and the escrow and checkout workers.
+async fn worker_loop(state: AppState, mut stop: watch::Receiver<bool>, lane: u8) {
     let interval = std::time::Duration::from_millis(state.config.worker_interval_ms);
     loop {
         if *stop.borrow() {
             return;
         }
-        let report = state.engine.tick().await;
+        let mut report = state.engine.tick_lane(lane).await;
+        if lane == LANE_ADVANCE {
+            state.engine.tick_housekeeping(&mut report).await;
+        }
         state.metrics.tick(&report);
         for e in &report.errors {
             tracing::warn!(error = %e, "worker");
         }
-        if let Some(escrow) = &state.escrow {
-            for e in escrow.tick().await.errors {
-                tracing::warn!(error = %e, "escrow worker");
+        if lane == LANE_ADVANCE {
+            if let Some(escrow) = &state.escrow {
+                for e in escrow.tick().await.errors {
+                    tracing::warn!(error = %e, "escrow worker");
+                }
             }
-        }
-        for e in state.checkout.tick().await.errors {
-            tracing::warn!(error = %e, "checkout worker");
+            for e in state.checkout.tick().await.errors {
+                tracing::warn!(error = %e, "checkout worker");
+            }
         }
         if report.more_due {
             // The claim came back full: a backlog is waiting, so no pause.

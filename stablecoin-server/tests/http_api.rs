@@ -1086,13 +1086,18 @@ async fn graceful_shutdown_finishes_and_stops() {
     let mut s = start_with(c).await;
     let acme = s.tenant("Acme", "10").await;
     s.provision(&acme.live, A).await;
-    // The workers run on a thread of their own at the configured lower priority.
+    // The workers run on threads of their own (the one that owns their runtime, and
+    // the runtime's two), every one at the configured lower priority.
     #[cfg(target_os = "linux")]
-    assert_eq!(worker_thread_nices(), vec![7]);
+    {
+        let nices = worker_thread_nices();
+        assert!(nices.len() >= 3, "{nices:?}");
+        assert!(nices.iter().all(|n| *n == 7), "{nices:?}");
+    }
     s.shutdown().await;
     let err = reqwest::get(format!("{}/health/live", s.base)).await;
     assert!(err.is_err(), "no longer listening");
-    // ... and serve returned only after that thread finished its last tick.
+    // ... and serve returned only after those threads finished their last round.
     #[cfg(target_os = "linux")]
     {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);

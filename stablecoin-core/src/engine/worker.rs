@@ -26,6 +26,10 @@ use crate::ports::services::{SmsKind, SmsMessage};
 use crate::ports::store::{Batch, OutboxEvent};
 use serde::{Deserialize, Serialize};
 
+/// One lane's claim: the decoded operations, whether the claim came back full, and the
+/// records that did not decode; or why the claim failed.
+type LaneClaim = Result<(Vec<Versioned<Operation>>, bool, Vec<String>), String>;
+
 /// What one `tick` did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TickReport {
@@ -64,6 +68,19 @@ impl TickReport {
             + self.polled
             + self.sms_sent
             == 0
+    }
+
+    /// Takes one lane's claim: its operations into `claimed`, whether it came back full,
+    /// and its errors.
+    fn take_claim(&mut self, lane: LaneClaim, claimed: &mut Vec<Versioned<Operation>>) {
+        match lane {
+            Ok((ops, full, errors)) => {
+                self.more_due |= full;
+                self.errors.extend(errors);
+                claimed.extend(ops);
+            }
+            Err(e) => self.errors.push(e),
+        }
     }
 
     /// Adds another report's counts to this one (`more_due` if either says so).
@@ -163,31 +180,51 @@ use crate::domain::payments_events::{WalletTransferFields, wallet_transfer_paylo
 impl Engine {
     /// One round of every worker. Errors on one record are reported, not fatal.
     ///
-    /// The claimed operations advance concurrently: each step awaits one or two
-    /// durable commits and a rail call, and a sequential loop pays those waits one after
-    /// another (~170 submissions per second measured, however fast the store), while
-    /// side by side they share group commits. Each operation is claimed by one worker
-    /// only, so no two futures touch the same record; a rail that must order one
-    /// account's submissions does so itself ([`crate::ports::Rail::submit`]).
+    /// The two claim lanes ([`Engine::tick_lane`]) advance side by side, then the
+    /// housekeeping runs ([`Engine::tick_housekeeping`]: inbound deposits, due SMS). A
+    /// server runs the lanes as loops of their own instead, so a long submission batch
+    /// never holds up the confirmations (or the other way round).
     pub async fn tick(&self) -> TickReport {
-        let mut report = TickReport::default();
-        // Two lanes, claimed apart: first submissions, and everything after them. Under
-        // load the submissions queue is long; claimed in one queue oldest-due first, it
-        // would keep the polls (whose money is already on its way) waiting behind it.
+        // Both claims first, then one dispatch: an operation this round submits is not
+        // polled in the same round.
         let (submit, advance) =
             futures_util::future::join(self.claim_lane(LANE_SUBMIT), self.claim_lane(LANE_ADVANCE))
                 .await;
+        let mut report = TickReport::default();
         let mut claimed = Vec::new();
         for lane in [submit, advance] {
-            match lane {
-                Ok((ops, full, errors)) => {
-                    report.more_due |= full;
-                    report.errors.extend(errors);
-                    claimed.extend(ops);
-                }
-                Err(e) => report.errors.push(e),
-            }
+            report.take_claim(lane, &mut claimed);
         }
+        report.absorb(self.advance_claimed(claimed).await);
+        self.tick_housekeeping(&mut report).await;
+        report
+    }
+
+    /// One round of one claim lane: [`LANE_SUBMIT`] (operations due for their first
+    /// submission) or [`LANE_ADVANCE`] (everything after it: polls, reconciliation,
+    /// payouts, refunds).
+    ///
+    /// Why lanes: under load the submissions queue is long; claimed in one queue
+    /// oldest-due first, it would keep the polls (whose money is already on its way)
+    /// waiting behind it.
+    pub async fn tick_lane(&self, lane: u8) -> TickReport {
+        let mut report = TickReport::default();
+        let mut claimed = Vec::new();
+        report.take_claim(self.claim_lane(lane).await, &mut claimed);
+        report.absorb(self.advance_claimed(claimed).await);
+        report
+    }
+
+    /// Advances claimed operations.
+    ///
+    /// They advance concurrently: each step awaits one or two durable commits and a
+    /// rail call, and a sequential loop pays those waits one after another (~170
+    /// submissions per second measured, however fast the store), while side by side
+    /// they share group commits. Each operation is claimed by one worker only, so no two
+    /// futures touch the same record; a rail that must order one account's submissions
+    /// does so itself ([`crate::ports::Rail::submit`]).
+    async fn advance_claimed(&self, claimed: Vec<Versioned<Operation>>) -> TickReport {
+        let mut report = TickReport::default();
         // First submissions go to their rail in batches (one per rail, when it has more
         // than one); everything else advances one by one; all of it side by side.
         let mut groups: std::collections::BTreeMap<_, Vec<Versioned<Operation>>> =
@@ -234,21 +271,23 @@ impl Engine {
             report.absorb(r);
         }
         report.absorb(polled);
-        self.scan_inbound(&mut report).await;
-        // After the operations: a settlement of this tick queues its SMS due now.
+        report
+    }
+
+    /// The work beside the lanes: inbound deposits (the scanner), then the SMS due now
+    /// (after the lanes in [`Engine::tick`], so a settlement of the same round queues
+    /// its SMS and this sends it).
+    pub async fn tick_housekeeping(&self, report: &mut TickReport) {
+        self.scan_inbound(report).await;
         let (sent, more) = self.send_due_sms(&mut report.errors).await;
         report.sms_sent += sent;
         report.more_due |= more;
-        report
     }
 
     /// Claims up to `batch_limit` due operations of one lane: the decoded ones, whether
     /// the claim came back full (more are probably due), and the records that did not
     /// decode.
-    async fn claim_lane(
-        &self,
-        lane: u8,
-    ) -> Result<(Vec<Versioned<Operation>>, bool, Vec<String>), String> {
+    async fn claim_lane(&self, lane: u8) -> LaneClaim {
         let claimed = self
             .ports
             .store

@@ -156,20 +156,29 @@ impl Signer for LocalSigner {
     }
 }
 
-/// Verifies a 65-byte r||s||v secp256k1 signature over a digest against a compressed
-/// public key. Used by the simulated chain; real chains verify on chain.
+/// Verifies a 65-byte r||s||v secp256k1 signature over a 32-byte digest against a
+/// compressed public key. Used by the simulated chain; real chains verify on chain.
+///
+/// Through libsecp256k1 (the C library Bitcoin Core uses), not k256: a chain checks
+/// every payment's signature, and k256's verification (~150 us) was most of the
+/// simulated chain's CPU per settlement; libsecp256k1 takes ~59 us. The rule is the
+/// same in both: a high-S signature is refused (as by k256's `verify_prehash`), and the
+/// signer produces low-S ones.
 pub fn verify_secp256k1(public: &[u8], digest: &[u8], sig: &[u8]) -> bool {
-    use k256::ecdsa::signature::hazmat::PrehashVerifier;
-    let Ok(vk) = k256::ecdsa::VerifyingKey::from_sec1_bytes(public) else {
+    static CONTEXT: std::sync::OnceLock<secp256k1::Secp256k1<secp256k1::VerifyOnly>> =
+        std::sync::OnceLock::new();
+    let ctx = CONTEXT.get_or_init(secp256k1::Secp256k1::verification_only);
+    let (Ok(digest), 65) = (<[u8; 32]>::try_from(digest), sig.len()) else {
         return false;
     };
-    if sig.len() != 65 {
-        return false;
-    }
-    let Ok(s) = k256::ecdsa::Signature::from_slice(&sig[..64]) else {
+    let Ok(key) = secp256k1::PublicKey::from_slice(public) else {
         return false;
     };
-    vk.verify_prehash(digest, &s).is_ok()
+    let Ok(s) = secp256k1::ecdsa::Signature::from_compact(&sig[..64]) else {
+        return false;
+    };
+    ctx.verify_ecdsa(&secp256k1::Message::from_digest(digest), &s, &key)
+        .is_ok()
 }
 
 /// Verifies an ed25519 signature.
@@ -226,5 +235,50 @@ mod tests {
         let sig = a.sign(&p, Curve::Ed25519, b"hello").await.unwrap();
         assert!(verify_ed25519(&pk.bytes, b"hello", &sig.0));
         assert!(!verify_ed25519(&pk.bytes, b"hellp", &sig.0));
+    }
+
+    /// The C verification agrees with k256's on what a chain must refuse: another
+    /// digest or key, a high-S twin of a valid signature (malleability), a signature or
+    /// digest of the wrong length, and a key that is not on the curve.
+    #[tokio::test]
+    async fn the_verification_refuses_what_k256_refuses() {
+        use k256::ecdsa::signature::hazmat::PrehashVerifier;
+        let signer = LocalSigner::from_seed([9; 32]);
+        let p = KeyPurpose::Treasury;
+        let pk = signer.public_key(&p, Curve::Secp256k1).await.unwrap();
+        let other = signer
+            .public_key(&KeyPurpose::Wallet("w".into()), Curve::Secp256k1)
+            .await
+            .unwrap();
+        let k256_ok = |key: &[u8], digest: &[u8; 32], sig: &[u8]| {
+            let Ok(vk) = k256::ecdsa::VerifyingKey::from_sec1_bytes(key) else {
+                return false;
+            };
+            let Ok(s) = k256::ecdsa::Signature::from_slice(&sig[..64]) else {
+                return false;
+            };
+            vk.verify_prehash(digest, &s).is_ok()
+        };
+        for i in 0..32u8 {
+            let digest = [i; 32];
+            let sig = signer.sign(&p, Curve::Secp256k1, &digest).await.unwrap().0;
+            assert!(verify_secp256k1(&pk.bytes, &digest, &sig));
+            assert!(k256_ok(&pk.bytes, &digest, &sig));
+            assert!(!verify_secp256k1(&other.bytes, &digest, &sig));
+            assert!(!verify_secp256k1(&pk.bytes, &[i ^ 1; 32], &sig));
+            // The high-S twin: s' = n - s verifies in plain ECDSA; both refuse it.
+            let s = k256::ecdsa::Signature::from_slice(&sig[..64]).unwrap();
+            let high = k256::ecdsa::Signature::from_scalars(s.r(), -*s.s()).unwrap();
+            let mut twin = high.to_bytes().to_vec();
+            twin.push(sig[64]);
+            assert!(!k256_ok(&pk.bytes, &digest, &twin));
+            assert!(!verify_secp256k1(&pk.bytes, &digest, &twin));
+            assert!(!verify_secp256k1(&pk.bytes, &digest, &sig[..64]));
+            assert!(!verify_secp256k1(&pk.bytes, &digest[..31], &sig));
+        }
+        let mut off_curve = pk.bytes.clone();
+        off_curve[0] = 0x05;
+        assert!(!verify_secp256k1(&off_curve, &[0; 32], &[0; 65]));
+        assert!(!verify_secp256k1(&[], &[0; 32], &[0; 65]));
     }
 }

@@ -210,6 +210,48 @@ async fn a_queue_of_submissions_never_starves_the_polls() {
     h.assert_conserved().await;
 }
 
+/// A lane's round touches its own lane only (a server runs each as a loop of its own):
+/// the advance lane leaves queued operations alone, the submission lane submits them and
+/// polls nothing, and the advance lane then settles them.
+#[tokio::test]
+async fn a_lane_round_advances_its_own_lane_only() {
+    use stablecoin_core::engine::{LANE_ADVANCE, LANE_SUBMIT};
+    let h = harness();
+    let acme = h.tenant("Acme", "1000").await;
+    let to = phone("+2250700000197");
+    h.engine.provision(&acme, &to).await.unwrap();
+    for i in 0..3 {
+        h.engine
+            .fund(
+                &acme,
+                &FundRequest {
+                    phone_number: to.clone(),
+                    token: Token::Usdc,
+                    amount: m("2"),
+                },
+                Some(&format!("lane-{i}")),
+            )
+            .await
+            .unwrap();
+    }
+    let r = h.engine.tick_lane(LANE_ADVANCE).await;
+    assert!(
+        r.is_idle(),
+        "nothing submitted yet is the advance lane's: {r:?}"
+    );
+    let r = h.engine.tick_lane(LANE_SUBMIT).await;
+    assert_eq!((r.submitted, r.polled, r.settled), (3, 0, 0), "{r:?}");
+    let r = h.engine.tick_lane(LANE_SUBMIT).await;
+    assert!(r.is_idle(), "submitted operations left the lane: {r:?}");
+    let mut settled = 0;
+    for _ in 0..10 {
+        settled += h.engine.tick_lane(LANE_ADVANCE).await.settled;
+    }
+    assert_eq!(settled, 3);
+    assert_eq!(h.chain_balance(&to).await, m("6"));
+    h.assert_conserved().await;
+}
+
 /// Records, per commit, how many holds it posts (settlements); with `refuse_merged`, it
 /// refuses any commit posting the holds of more than one operation, as a store would
 /// refuse a merged commit one of whose decisions is faulty.

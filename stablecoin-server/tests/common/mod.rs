@@ -3,6 +3,7 @@
 
 pub mod browser;
 pub mod production;
+pub mod shared;
 pub mod webhook_receiver;
 
 use reqwest::Method;
