@@ -33,6 +33,11 @@
 # chain process (`stablecoin-server sim-chain`, [sim] chain_url), and offers rate/NODES
 # to each node. Every node runs the workers; claims are leases taken with FOR UPDATE
 # SKIP LOCKED. The checks run in PostgreSQL. Step 2 (acceptance) loads the first node.
+#
+# SENDERS=n (default 1) spreads the offered load over n funded senders, one load
+# generator each (node i % NODES): every send debits its sender's ledger account, and
+# with one sender all of them queue on that account's row lock (PostgreSQL) however many
+# nodes there are. Compare node counts at the same SENDERS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${DURATION:-60}"
@@ -43,6 +48,7 @@ HELLO_PORT="${HELLO_PORT:-18096}"
 CHAIN_PORT="${CHAIN_PORT:-18097}"
 PG_URL="${STABLECOIN_TEST_PG_URL:-}"
 NODES="${NODES:-1}"
+SENDERS="${SENDERS:-1}"
 SEED="$(printf '5e%.0s' $(seq 32))"
 if [ -z "$PG_URL" ] && [ "$NODES" != 1 ]; then
   echo "NODES > 1 needs PostgreSQL: run it as scripts/test-postgres.sh --run $0" >&2
@@ -110,7 +116,16 @@ fresh() {
     done
   fi
   bench_fund_sender
+  local i first="$SENDER"
+  for i in $(seq 2 "$SENDERS"); do
+    SENDER="$(sender_phone "$i")" bench_fund_sender
+  done
+  SENDER="$first"
   DB="$WORK/$1/data/stablecoin.db"
+}
+# The phone of sender i (1: bench-lib's SENDER).
+sender_phone() {
+  if [ "$1" = 1 ]; then echo "$SENDER"; else printf '+2250700000%03d' $((100 + $1)); fi
 }
 q() {
   if [ -z "$PG_URL" ]; then sqlite3 "$DB" "$1"; else "$PG_BIN/psql" "$PG_URL" -Atq -c "$1"; fi
@@ -127,7 +142,7 @@ holds_posted() {
       (select 1 from ledger_transfers p where p.id = (h.value ->> 'id') || ':post')"
   fi
 }
-accepted() { q "select count(*) - 1 from records where kind='operation'"; }
+accepted() { q "select count(*) - $SENDERS from records where kind='operation'"; } # less the fundings
 in_flight() { q "select count(*) from records where kind='operation' and due_at is not null"; }
 settled() { q "select count(*) from records where kind='operation' and status='SETTLED'"; }
 
@@ -158,12 +173,14 @@ run_rate() {
   limit=$((2 * rate))
   fresh "rate-$rate"
   echo "---- offered $rate sends/s for ${DURATION}s over $NODES node(s) (backlog limit $limit)"
-  local i=0 b pids=""
-  for b in $BASES; do
-    i=$((i + 1))
-    oha -z "${DURATION}s" -c $((64 / NODES)) -q $((rate / NODES)) --latency-correction --no-tui \
+  local i b pids="" procs=$NODES
+  [ "$SENDERS" -gt "$procs" ] && procs=$SENDERS
+  read -r -a nodes <<< "$BASES"
+  for i in $(seq "$procs"); do
+    b="${nodes[$(((i - 1) % NODES))]}"
+    oha -z "${DURATION}s" -c $((64 / procs)) -q $((rate / procs)) --latency-correction --no-tui \
       -H "X-API-Key: $KEY" -H "Content-Type: application/json" -m POST \
-      -d "{\"from_phone_number\":\"$SENDER\",\"to_phone_number\":\"$RECIPIENT\",\"token\":\"USDC\",\"quote_id\":\"DIRECT_CRYPTO:USDC:0.01\"}" \
+      -d "{\"from_phone_number\":\"$(sender_phone "$i")\",\"to_phone_number\":\"$RECIPIENT\",\"token\":\"USDC\",\"quote_id\":\"DIRECT_CRYPTO:USDC:0.01\"}" \
       "$b/v1/transfers/send" > "$WORK/oha-$rate-$i.txt" &
     pids="$pids $!"
   done
@@ -238,7 +255,7 @@ fi
 STORAGE="SQLite FULL"; [ -z "$PG_URL" ] || STORAGE=PostgreSQL
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 echo
-echo "== summary ($(date -u +%Y-%m-%d), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), storage $STORAGE, $NODES node(s))"
+echo "== summary ($(date -u +%Y-%m-%d), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), storage $STORAGE, $NODES node(s), $SENDERS sender(s))"
 echo "hello-world ceiling            $HELLO_RATE req/s"
 echo "SQLite send floor              $FLOOR sends/s"
 echo "send acceptance (max)          $ACCEPT/s = $(ratio "$ACCEPT" "$FLOOR") x the floor (target >= 0.8)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the PostgreSQL tests of stablecoin-store, and the server's tests of two servers on
-# one database and one shared simulated chain (shared_chain, concurrency), against a
+# one database and one shared simulated chain (shared_chain, concurrency, kill), against a
 # throwaway local cluster.
 #
 #   scripts/test-postgres.sh [cargo test args...]     # e.g. a test-name filter
@@ -12,9 +12,10 @@
 # as the `postgres` user (initdb in a temp dir, listening on 127.0.0.1 on a free port,
 # unix socket in the temp dir, trust auth), exports STABLECOIN_TEST_PG_URL, runs
 # `cargo test -p stablecoin-store --features postgres` and
-# `cargo test -p stablecoin-server --test shared_chain --test concurrency`, and stops and removes the cluster
-# on exit, whatever happens. The cluster keeps PostgreSQL's durable defaults (fsync on,
-# synchronous_commit on), so bench numbers are honest.
+# `cargo test -p stablecoin-server --test shared_chain --test concurrency --test kill`,
+# and stops and removes the cluster on exit, whatever happens. The cluster keeps
+# PostgreSQL's durable defaults (fsync on, synchronous_commit on), so bench numbers are
+# honest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -108,6 +109,6 @@ elif [ "${1:-}" = "--bench" ]; then
 else
   echo "== cargo test -p stablecoin-store --features postgres $*"
   cargo test -p stablecoin-store --features postgres "$@"
-  echo "== cargo test -p stablecoin-server --test shared_chain --test concurrency $*"
-  cargo test -p stablecoin-server --test shared_chain --test concurrency "$@"
+  echo "== cargo test -p stablecoin-server --test shared_chain --test concurrency --test kill $*"
+  cargo test -p stablecoin-server --test shared_chain --test concurrency --test kill "$@"
 fi

@@ -539,6 +539,7 @@ impl Config {
         } else {
             origin
         };
+        default_storage_kind(&mut table)?;
         let config: Config =
             Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Parse {
                 path: origin,
@@ -552,4 +553,24 @@ impl Config {
     pub fn from_env(file: Option<&Path>) -> Result<Config, ConfigError> {
         Config::load(file, |k| std::env::var(k).ok())
     }
+}
+
+/// A `[storage]` section (or a `STABLECOIN_SQLITE_*` variable) without `kind` means the
+/// default storage, SQLite: `STABLECOIN_SQLITE_MAX_BACKGROUND=1` alone must tune the
+/// default store, not fail on a missing field. PostgreSQL settings without the kind are
+/// refused with the setting that is missing (guessing would pick a database silently).
+fn default_storage_kind(table: &mut toml::Table) -> Result<(), ConfigError> {
+    let Some(toml::Value::Table(storage)) = table.get_mut("storage") else {
+        return Ok(());
+    };
+    if storage.contains_key("kind") {
+        return Ok(());
+    }
+    if storage.contains_key("url") || storage.contains_key("connect_timeout_secs") {
+        return Err(ConfigError::Invalid(
+            "storage: PostgreSQL settings without storage.kind; set storage.kind = \"postgres\" (STABLECOIN_STORAGE=postgres)".into(),
+        ));
+    }
+    storage.insert("kind".into(), toml::Value::String("sqlite".into()));
+    Ok(())
 }

@@ -24,6 +24,33 @@ fn no_configuration_is_valid() {
     assert!(c.demo.enabled);
 }
 
+/// A SQLite setting alone (no file, no `STABLECOIN_STORAGE`) tunes the default store; a
+/// PostgreSQL setting alone is refused with what is missing.
+#[test]
+fn a_storage_setting_without_its_kind() {
+    let c = Config::load(None, env(&[("STABLECOIN_SQLITE_MAX_BACKGROUND", "1")])).unwrap();
+    assert_eq!(
+        c.storage,
+        StorageConfig::Sqlite {
+            path: None,
+            max_background: 1
+        }
+    );
+    let c = Config::load(None, env(&[("STABLECOIN_SQLITE_PATH", "/tmp/y.db")])).unwrap();
+    assert!(matches!(
+        c.storage,
+        StorageConfig::Sqlite { path: Some(_), .. }
+    ));
+    let e = Config::load(
+        None,
+        env(&[("STABLECOIN_POSTGRES_URL", "postgres://u@127.0.0.1/db")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("STABLECOIN_STORAGE=postgres"), "{e}");
+    assert!(!e.contains("postgres://u@"), "no URL in the error: {e}");
+}
+
 #[test]
 fn file_then_env() {
     let dir = std::env::temp_dir().join(format!("scfg-{}", std::process::id()));
