@@ -35,6 +35,8 @@ use stablecoin_rails::sim::http::RemoteSimRail;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const SEED_HEX: &str = "4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b";
@@ -259,15 +261,16 @@ async fn call(
 
 /// Sends `SENDS` keyed transfers through `bases` (round robin, `CLIENTS` at a time),
 /// each retried with its key until a node accepts it; the transfer id of every key.
-async fn load(bases: Vec<String>, key: String) -> BTreeMap<String, String> {
+/// `acks` counts the acknowledged sends as they come (the kill points are counts).
+async fn load(bases: Vec<String>, key: String, acks: Arc<AtomicUsize>) -> BTreeMap<String, String> {
     let client = reqwest::Client::new();
     let body = json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC",
         "quote_id": "DIRECT_CRYPTO:USDC:1"});
-    let next = std::sync::atomic::AtomicUsize::new(0);
+    let next = AtomicUsize::new(0);
     let acked = tokio::sync::Mutex::new(BTreeMap::new());
     let worker = || async {
         loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let i = next.fetch_add(1, Ordering::Relaxed);
             if i >= SENDS {
                 return;
             }
@@ -290,6 +293,7 @@ async fn load(bases: Vec<String>, key: String) -> BTreeMap<String, String> {
                     Some((202, v)) => {
                         let id = v["id"].as_str().unwrap().to_string();
                         acked.lock().await.insert(idem.clone(), id);
+                        acks.fetch_add(1, Ordering::Relaxed);
                         break;
                     }
                     // In flight elsewhere, or the node is going down: retry the key.
@@ -303,6 +307,27 @@ async fn load(bases: Vec<String>, key: String) -> BTreeMap<String, String> {
     };
     futures_util::future::join_all((0..CLIENTS).map(|_| worker())).await;
     acked.into_inner()
+}
+
+/// Random kill points: `n` increasing counts of acknowledged sends, inside the load.
+fn kill_points(rng: &mut Rng, n: usize) -> Vec<usize> {
+    let mut points: Vec<usize> = (0..n)
+        .map(|_| 20 + rng.below((SENDS - 40) as u64) as usize)
+        .collect();
+    points.sort();
+    points
+}
+
+/// Waits until `acks` reaches `n`.
+async fn acked_at_least(acks: &AtomicUsize, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while acks.load(Ordering::Relaxed) < n {
+        assert!(
+            Instant::now() < deadline,
+            "the load stalled before {n} acks"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 /// Waits until every transfer in `ids` is final; their views by id.
@@ -490,18 +515,20 @@ async fn a_server_killed_mid_load_on_sqlite_loses_and_repeats_nothing() {
     let key = cluster.demo_key();
     let (hooks, got) = recording_receiver().await;
     let addresses = prepare(&node.base(), &key, &hooks).await;
-    let load = tokio::spawn(load(vec![node.base()], key.clone()));
-    for _ in 0..3 {
-        tokio::time::sleep(Duration::from_millis(200 + rng.below(1_200))).await;
-        if load.is_finished() {
-            break;
-        }
+    let acks = Arc::new(AtomicUsize::new(0));
+    let load = tokio::spawn(load(vec![node.base()], key.clone(), acks.clone()));
+    for point in kill_points(&mut rng, 3) {
+        acked_at_least(&acks, point).await;
         node.proc.take().unwrap().kill();
+        eprintln!("killed after {} acks", acks.load(Ordering::Relaxed));
         tokio::time::sleep(Duration::from_millis(rng.below(300))).await;
         cluster.run(&mut node).await;
     }
     let acked = load.await.unwrap();
-    assert!(cluster.starts >= 2, "killed at least once");
+    assert_eq!(
+        cluster.starts, 4,
+        "started, then killed and restarted three times"
+    );
     let chain_url = cluster.chain_url.clone();
     check(&node.base(), &key, &chain_url, &acked, &got, addresses).await;
 }
@@ -529,11 +556,13 @@ async fn one_of_three_servers_on_postgres_killed_mid_load_loses_and_repeats_noth
     let (hooks, got) = recording_receiver().await;
     let addresses = prepare(&nodes[0].base(), &key, &hooks).await;
     let bases: Vec<String> = nodes.iter().map(Node::base).collect();
-    let load = tokio::spawn(load(bases, key.clone()));
-    tokio::time::sleep(Duration::from_millis(300 + rng.below(1_200))).await;
+    let acks = Arc::new(AtomicUsize::new(0));
+    let load = tokio::spawn(load(bases, key.clone(), acks.clone()));
+    acked_at_least(&acks, kill_points(&mut rng, 1)[0]).await;
     // Node 2 dies holding whatever it had claimed; nodes 1 and 3 take over its claims
     // once their lease lapses. The client's retries reach the live nodes.
     nodes[1].proc.take().unwrap().kill();
+    eprintln!("node 2 killed after {} acks", acks.load(Ordering::Relaxed));
     let acked = load.await.unwrap();
     let chain_url = cluster.chain_url.clone();
     check(&nodes[0].base(), &key, &chain_url, &acked, &got, addresses).await;
