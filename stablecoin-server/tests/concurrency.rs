@@ -87,33 +87,48 @@ async fn balance(s: &Server, key: &str, phone: &str) -> Micros {
     m(r.json()["balance_usdc"].as_str().unwrap())
 }
 
+/// A tenant on `s` with B provisioned and A provisioned and funded with 50 USDC: the
+/// tenant's live key, and A's provisioning answer (its address).
+async fn funded_sender(s: &Server) -> (String, serde_json::Value) {
+    let t = s.tenant("Acme", "100").await;
+    let a = s.provision(&t.live, A).await;
+    s.provision(&t.live, B).await;
+    s.fund_settled(&t.live, A, "50").await;
+    (t.live, a)
+}
+
+/// `n` sends of `body` (with `idem` as their key, if any), spread over `servers` and
+/// released together by a barrier; their answers.
+async fn sends_at_once(
+    servers: &[&Server],
+    n: usize,
+    key: &str,
+    body: &str,
+    idem: Option<&str>,
+) -> Vec<Resp> {
+    let barrier = Arc::new(tokio::sync::Barrier::new(n));
+    join_all((0..n).map(|i| {
+        let (server, barrier) = (servers[i % servers.len()], barrier.clone());
+        async move {
+            barrier.wait().await;
+            match idem {
+                Some(k) => server.post_idem(key, "/v1/transfers/send", body, k).await,
+                None => server.post(key, "/v1/transfers/send", body).await,
+            }
+        }
+    }))
+    .await
+}
+
 /// Fires `DUPLICATES` sends with one key at once, spread over `servers`, and checks
 /// that they moved money once: every answer is the one 202 (byte for byte) or 409
 /// `IDEMPOTENCY_KEY_IN_USE`, one transfer exists, and after settlement the sender was
 /// debited once and paid once on the chain.
 async fn duplicates_move_money_once(servers: &[&Server], chain: Arc<dyn Rail>) {
     let s = servers[0];
-    let t = s.tenant("Acme", "100").await;
-    let a = s.provision(&t.live, A).await;
-    s.provision(&t.live, B).await;
-    s.fund_settled(&t.live, A, "50").await;
+    let (key, a) = funded_sender(s).await;
     let body = send_body("20");
-    let barrier = Arc::new(tokio::sync::Barrier::new(DUPLICATES));
-    let answers: Vec<Resp> = join_all((0..DUPLICATES).map(|i| {
-        let (server, key, body, barrier) = (
-            servers[i % servers.len()],
-            t.live.clone(),
-            body.clone(),
-            barrier.clone(),
-        );
-        async move {
-            barrier.wait().await;
-            server
-                .post_idem(&key, "/v1/transfers/send", &body, "one-key")
-                .await
-        }
-    }))
-    .await;
+    let answers = sends_at_once(servers, DUPLICATES, &key, &body, Some("one-key")).await;
     let mut accepted = Vec::new();
     let mut busy = 0;
     for r in &answers {
@@ -135,17 +150,17 @@ async fn duplicates_move_money_once(servers: &[&Server], chain: Arc<dyn Rail>) {
     // A retry after the storm replays the one answer, on every server.
     for server in servers {
         let again = server
-            .post_idem(&t.live, "/v1/transfers/send", &body, "one-key")
+            .post_idem(&key, "/v1/transfers/send", &body, "one-key")
             .await;
         assert_eq!(again.bytes, accepted[0].bytes);
         assert_eq!(again.header("idempotent-replayed").as_deref(), Some("true"));
     }
-    let list = s.get(&t.live, "/v1/transfers").await.json();
+    let list = s.get(&key, "/v1/transfers").await.json();
     assert_eq!(list["total"], 1, "executed once: {list}");
     s.settle().await;
     let loc = accepted[0].header("location").unwrap();
-    assert_eq!(s.get(&t.live, &loc).await.json()["status"], "SETTLED");
-    assert_eq!(balance(s, &t.live, A).await, m("30"), "debited once");
+    assert_eq!(s.get(&key, &loc).await.json()["status"], "SETTLED");
+    assert_eq!(balance(s, &key, A).await, m("30"), "debited once");
     assert_eq!(
         on_chain(&chain, &a).await,
         m("30"),
@@ -165,25 +180,8 @@ async fn on_chain(chain: &Arc<dyn Rail>, provisioned: &serde_json::Value) -> Mic
 async fn concurrent_sends_never_overdraw(servers: &[&Server], chain: Arc<dyn Rail>) {
     const SENDS: usize = 200;
     let s = servers[0];
-    let t = s.tenant("Acme", "100").await;
-    let a = s.provision(&t.live, A).await;
-    s.provision(&t.live, B).await;
-    s.fund_settled(&t.live, A, "50").await;
-    let body = send_body("1");
-    let barrier = Arc::new(tokio::sync::Barrier::new(SENDS));
-    let answers: Vec<Resp> = join_all((0..SENDS).map(|i| {
-        let (server, key, body, barrier) = (
-            servers[i % servers.len()],
-            t.live.clone(),
-            body.clone(),
-            barrier.clone(),
-        );
-        async move {
-            barrier.wait().await;
-            server.post(&key, "/v1/transfers/send", &body).await
-        }
-    }))
-    .await;
+    let (key, a) = funded_sender(s).await;
+    let answers = sends_at_once(servers, SENDS, &key, &send_body("1"), None).await;
     let mut accepted = 0;
     for r in &answers {
         match r.status {
@@ -197,9 +195,9 @@ async fn concurrent_sends_never_overdraw(servers: &[&Server], chain: Arc<dyn Rai
     for server in servers {
         server.settle().await;
     }
-    assert_eq!(balance(s, &t.live, A).await, Micros::ZERO);
+    assert_eq!(balance(s, &key, A).await, Micros::ZERO);
     assert_eq!(on_chain(&chain, &a).await, Micros::ZERO);
-    let list = s.get(&t.live, "/v1/transfers?limit=100").await.json();
+    let list = s.get(&key, "/v1/transfers?limit=100").await.json();
     assert_eq!(list["total"], 50, "{list}");
 }
 
