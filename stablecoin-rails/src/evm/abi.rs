@@ -118,7 +118,8 @@ pub fn call(signature: &str, args: &[Abi]) -> Vec<u8> {
 
 /// The `n`-th 32-byte word of ABI-encoded data.
 pub fn word(data: &[u8], n: usize) -> Option<[u8; 32]> {
-    data.get(n * 32..n * 32 + 32)?.try_into().ok()
+    let start = n.checked_mul(32)?;
+    data.get(start..start.checked_add(32)?)?.try_into().ok()
 }
 
 /// A word read as an unsigned integer, when it fits in 128 bits.
@@ -129,12 +130,15 @@ pub fn word_u128(w: &[u8; 32]) -> Option<u128> {
     Some(u128::from_be_bytes(w[16..].try_into().ok()?))
 }
 
-/// The `bytes` value whose offset is the `n`-th head word.
+/// The `bytes` value whose offset is the `n`-th head word. The offset and length come
+/// from the node (or a contract): checked, never trusted to fit (the fuzzer found an
+/// offset near `usize::MAX` overflowing the sum).
 pub fn dynamic_bytes(data: &[u8], n: usize) -> Option<Vec<u8>> {
     let offset = usize::try_from(word_u128(&word(data, n)?)?).ok()?;
-    let len_word: [u8; 32] = data.get(offset..offset + 32)?.try_into().ok()?;
+    let start = offset.checked_add(32)?;
+    let len_word: [u8; 32] = data.get(offset..start)?.try_into().ok()?;
     let len = usize::try_from(word_u128(&len_word)?).ok()?;
-    Some(data.get(offset + 32..offset + 32 + len)?.to_vec())
+    Some(data.get(start..start.checked_add(len)?)?.to_vec())
 }
 
 /// A human-readable reason from revert data: `Error(string)`, `Panic(uint256)`, or hex.
@@ -145,6 +149,24 @@ pub fn revert_reason(data: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fuzzer's input (`fuzz/seeds/evm_input/crash-abi-offset-overflow`): a head word
+    /// whose offset is near `u64::MAX` made `offset + 32` overflow. Now it is `None`, as is
+    /// a length that would run past the end, and a well-formed value still decodes.
+    #[test]
+    fn offsets_and_lengths_from_the_node_never_overflow() {
+        let mut data = vec![0u8; 32];
+        data[16..].copy_from_slice(&(u64::MAX as u128 - 7).to_be_bytes());
+        assert_eq!(dynamic_bytes(&data, 0), None);
+        assert_eq!(word(&data, usize::MAX / 16), None);
+        let mut long = uint_word(32).to_vec();
+        long.extend(uint_word(u64::MAX as u128));
+        assert_eq!(dynamic_bytes(&long, 0), None);
+        let mut ok = uint_word(32).to_vec();
+        ok.extend(uint_word(3));
+        ok.extend([7, 8, 9]);
+        assert_eq!(dynamic_bytes(&ok, 0), Some(vec![7, 8, 9]));
+    }
 
     #[test]
     fn erc20_transfer_calldata() {
