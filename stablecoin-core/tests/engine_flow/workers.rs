@@ -4,7 +4,7 @@
 use super::harness::*;
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::domain::phone::Phone;
-use stablecoin_core::engine::{FundRequest, SendRequest};
+use stablecoin_core::engine::SendRequest;
 use stablecoin_core::ports::{KeyPurpose, Rail, RailError, RailPayment, Submission};
 use stablecoin_core::testkit::{DelegatingRail, RailOverride};
 use std::sync::Arc;
@@ -132,19 +132,8 @@ async fn a_full_claim_reports_more_due() {
     let to = phone("+2250700000199");
     h.engine.provision(&acme, &to).await.unwrap();
     let limit = h.engine.config().batch_limit;
-    for i in 0..limit + 1 {
-        h.engine
-            .fund(
-                &acme,
-                &FundRequest {
-                    phone_number: to.clone(),
-                    token: Token::Usdc,
-                    amount: m("1"),
-                },
-                Some(&format!("f-{i}")),
-            )
-            .await
-            .unwrap();
+    for _ in 0..limit + 1 {
+        h.fund_usdc(&acme, &to, "1").await;
     }
     let first = h.engine.tick().await;
     assert_eq!(first.submitted, limit);
@@ -167,32 +156,15 @@ async fn a_queue_of_submissions_never_starves_the_polls() {
     let acme = h.tenant("Acme", "1000").await;
     let to = phone("+2250700000198");
     h.engine.provision(&acme, &to).await.unwrap();
-    let fund = |key: String| {
-        let (h, acme, to) = (&h, &acme, &to);
-        async move {
-            h.engine
-                .fund(
-                    acme,
-                    &FundRequest {
-                        phone_number: to.clone(),
-                        token: Token::Usdc,
-                        amount: m("1"),
-                    },
-                    Some(&key),
-                )
-                .await
-                .unwrap()
-        }
-    };
-    let first = fund("first".into()).await;
+    let first = h.fund_usdc(&acme, &to, "1").await;
     let r = h.engine.tick().await;
     assert_eq!(r.submitted, 1, "{r:?}");
     // A whole claim of fundings, due a second before the first one's poll.
     let t0 = h.clock.now();
     h.clock.set(t0.plus_millis(-1_000));
     let limit = h.engine.config().batch_limit;
-    for i in 0..limit + 5 {
-        fund(format!("queued-{i}")).await;
+    for _ in 0..limit + 5 {
+        h.fund_usdc(&acme, &to, "1").await;
     }
     h.clock.set(t0);
     let r = h.engine.tick().await;
@@ -220,19 +192,8 @@ async fn a_lane_round_advances_its_own_lane_only() {
     let acme = h.tenant("Acme", "1000").await;
     let to = phone("+2250700000197");
     h.engine.provision(&acme, &to).await.unwrap();
-    for i in 0..3 {
-        h.engine
-            .fund(
-                &acme,
-                &FundRequest {
-                    phone_number: to.clone(),
-                    token: Token::Usdc,
-                    amount: m("2"),
-                },
-                Some(&format!("lane-{i}")),
-            )
-            .await
-            .unwrap();
+    for _ in 0..3 {
+        h.fund_usdc(&acme, &to, "2").await;
     }
     let r = h.engine.tick_lane(LANE_ADVANCE).await;
     assert!(
@@ -305,18 +266,7 @@ async fn settle_five_fundings(refuse_merged: bool) -> Vec<usize> {
     for i in 0..5 {
         let to = phone(&format!("+22507000003{i:02}"));
         h.engine.provision(&acme, &to).await.unwrap();
-        h.engine
-            .fund(
-                &acme,
-                &FundRequest {
-                    phone_number: to,
-                    token: Token::Usdc,
-                    amount: m("2"),
-                },
-                Some(&format!("poll-{i}")),
-            )
-            .await
-            .unwrap();
+        h.fund_usdc(&acme, &to, "2").await;
     }
     let r = h.engine.settle_all(50).await;
     assert_eq!((r.submitted, r.settled, r.failed), (5, 5, 0), "{r:?}");
