@@ -504,6 +504,11 @@ fn spawn_workers(
                         // Purges (`[retention]`): a third task, stopping on the same signal.
                         let retention =
                             tokio::spawn(crate::retention::run(state.clone(), stop.clone()));
+                        // The ledger against the chains (`[reconciliation]`): a fourth.
+                        let reconciliation = tokio::spawn(crate::chain_reconciliation::run(
+                            state.clone(),
+                            stop.clone(),
+                        ));
                         let workers = run_workers(state.clone(), stop.clone());
                         tokio::pin!(workers);
                         tokio::select! {
@@ -522,6 +527,7 @@ fn spawn_workers(
                             }
                         }
                         let _ = retention.await;
+                        let _ = reconciliation.await;
                     });
                     // Connection tasks the workers spawned (webhook deliveries) end with it.
                     drop(rt);

@@ -16,7 +16,7 @@ use axum::extract::{MatchedPath, Request};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
-use stablecoin_core::engine::TickReport;
+use stablecoin_core::engine::{DriftDirection, ReconciliationReport, TickReport};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -64,6 +64,10 @@ pub struct Metrics {
     retention_purged: Mutex<BTreeMap<&'static str, u64>>,
     retention_runs: AtomicU64,
     retention_errors: AtomicU64,
+    /// The last chain reconciliation pass (`None`: none finished yet).
+    reconciliation: Mutex<Option<ReconciliationReport>>,
+    reconciliation_runs: AtomicU64,
+    reconciliation_failures: AtomicU64,
     started: StartedAt,
 }
 
@@ -189,6 +193,17 @@ impl Metrics {
         self.retention_errors.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records a finished chain reconciliation pass (its drifts become the gauges).
+    pub fn reconciliation_ran(&self, report: &ReconciliationReport) {
+        self.reconciliation_runs.fetch_add(1, Ordering::Relaxed);
+        *lock(&self.reconciliation) = Some(report.clone());
+    }
+
+    /// Counts a reconciliation pass that panicked (tried again at the next interval).
+    pub fn reconciliation_failed(&self) {
+        self.reconciliation_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The exposition text; `rails` are (rail, readiness status) read at scrape time.
     pub fn render(&self, rails: &[(String, String)]) -> String {
         let mut out = String::new();
@@ -292,7 +307,40 @@ impl Metrics {
             self.retention_runs.load(Ordering::Relaxed),
             self.retention_errors.load(Ordering::Relaxed)
         );
+        self.render_reconciliation(&mut out);
         out
+    }
+
+    fn render_reconciliation(&self, out: &mut String) {
+        let _ = write!(
+            out,
+            "# HELP stablecoin_reconciliation_runs_total Chain reconciliation passes finished.\n# TYPE stablecoin_reconciliation_runs_total counter\nstablecoin_reconciliation_runs_total {}\n# HELP stablecoin_reconciliation_failures_total Chain reconciliation passes that panicked.\n# TYPE stablecoin_reconciliation_failures_total counter\nstablecoin_reconciliation_failures_total {}\n",
+            self.reconciliation_runs.load(Ordering::Relaxed),
+            self.reconciliation_failures.load(Ordering::Relaxed)
+        );
+        let last = lock(&self.reconciliation);
+        let Some(report) = last.as_ref() else {
+            return;
+        };
+        let _ = write!(
+            out,
+            "# HELP stablecoin_reconciliation_accounts_checked Accounts the last pass compared.\n# TYPE stablecoin_reconciliation_accounts_checked gauge\nstablecoin_reconciliation_accounts_checked {}\n# HELP stablecoin_reconciliation_unreadable_accounts Accounts the last pass could not compare (a rail or the store did not answer).\n# TYPE stablecoin_reconciliation_unreadable_accounts gauge\nstablecoin_reconciliation_unreadable_accounts {}\n# HELP stablecoin_ledger_drift_accounts Accounts whose chain balance the last pass found outside what the ledger allows.\n# TYPE stablecoin_ledger_drift_accounts gauge\nstablecoin_ledger_drift_accounts {}\n",
+            report.accounts_checked,
+            report.errors.len(),
+            report.drifts.len()
+        );
+        out.push_str("# HELP stablecoin_ledger_drift_micros Drift the last pass found, in micro-units, by rail, token and direction (SHORTFALL: missing on chain).\n# TYPE stablecoin_ledger_drift_micros gauge\n");
+        for (rail, token, direction, micros) in report.totals() {
+            let direction = match direction {
+                DriftDirection::Shortfall => "SHORTFALL",
+                DriftDirection::Excess => "EXCESS",
+            };
+            let _ = writeln!(
+                out,
+                "stablecoin_ledger_drift_micros{{rail=\"{}\",token=\"{token}\",direction=\"{direction}\"}} {micros}",
+                escape(&rail)
+            );
+        }
     }
 }
 

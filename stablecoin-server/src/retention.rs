@@ -60,49 +60,37 @@ pub async fn purge_once(state: &AppState) -> Result<RetentionReport, String> {
     })
 }
 
-/// The job's loop, until `stop` says the server is stopping. A run is a task of its own:
-/// a panic in it (a store bug) is counted as a failed run instead of ending the job, and
-/// a run still going when the server stops is abandoned between two deletes (each is
-/// atomic, so nothing is half done).
-pub(crate) async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
+/// The job's loop ([`crate::periodic::every`]), until `stop` says the server is
+/// stopping. A panic in a run (a store bug) is counted as a failed run instead of ending
+/// the job; a run still going when the server stops is abandoned between two deletes
+/// (each is atomic, so nothing is half done).
+pub(crate) async fn run(state: AppState, stop: watch::Receiver<bool>) {
     let settings = &state.config.retention;
     if !settings.enabled {
         return;
     }
     let interval = std::time::Duration::from_millis(settings.interval_ms);
-    loop {
-        if *stop.borrow() {
-            return;
-        }
-        let task = state.clone();
-        let mut pass = tokio::spawn(async move { purge_once(&task).await });
-        let outcome = tokio::select! {
-            outcome = &mut pass => outcome,
-            _ = stop.changed() => {
-                pass.abort();
-                return;
-            }
-        };
-        match outcome {
-            Ok(Ok(report)) => {
-                state.metrics.retention_ran(&report.counts());
-                let deleted: u64 = report.counts().iter().map(|(_, n)| n).sum();
-                if deleted > 0 {
-                    tracing::info!(?report, "retention: purged expired records");
-                }
-            }
-            Ok(Err(e)) => {
-                state.metrics.retention_failed();
-                tracing::warn!(error = %e, "retention run failed; trying again later");
-            }
-            Err(e) => {
-                state.metrics.retention_failed();
-                tracing::error!(error = %e, "retention run panicked; trying again later");
+    let task = state.clone();
+    let pass = move || {
+        let task = task.clone();
+        async move { purge_once(&task).await }
+    };
+    crate::periodic::every(interval, stop, pass, |outcome| match outcome {
+        Ok(Ok(report)) => {
+            state.metrics.retention_ran(&report.counts());
+            let deleted: u64 = report.counts().iter().map(|(_, n)| n).sum();
+            if deleted > 0 {
+                tracing::info!(?report, "retention: purged expired records");
             }
         }
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            changed = stop.changed() => if changed.is_err() { return },
+        Ok(Err(e)) => {
+            state.metrics.retention_failed();
+            tracing::warn!(error = %e, "retention run failed; trying again later");
         }
-    }
+        Err(e) => {
+            state.metrics.retention_failed();
+            tracing::error!(error = %e, "retention run panicked; trying again later");
+        }
+    })
+    .await;
 }

@@ -77,6 +77,10 @@ pub struct Wallet {
 }
 
 impl Wallet {
+    /// The list every wallet record is stored in (the store's `tenant` of the record).
+    /// Reserved: tenant ids are `ten_...`, so no tenant's list is this one.
+    pub const LIST_OWNER: &'static str = "_system";
+
     /// `tenant`'s customer id of this wallet, or the wallet id when it attached none.
     pub fn customer_id_for(&self, tenant: &TenantId) -> String {
         self.customer_ids
@@ -123,6 +127,11 @@ impl Record for Wallet {
     const KIND: &'static str = crate::ports::kinds::kind::WALLET;
     fn id(&self) -> String {
         self.id.0.clone()
+    }
+    /// Every wallet sits in one list, [`Wallet::LIST_OWNER`]'s: a wallet belongs to no
+    /// one tenant, and the chain reconciliation walks them all.
+    fn tenant(&self) -> Option<String> {
+        Some(Wallet::LIST_OWNER.to_string())
     }
     fn created_at(&self) -> Timestamp {
         self.created_at

@@ -7,6 +7,7 @@
 //! ([`Engine::run_workers`]) or one step at a time in tests.
 
 mod admission;
+mod chain_reconciliation;
 mod consent;
 mod idempotency;
 mod ledger_accounts;
@@ -27,6 +28,7 @@ mod wallets;
 mod withdrawals;
 mod worker;
 
+pub use chain_reconciliation::{DriftDirection, DriftLine, ReconciliationReport, drift_micros};
 pub use idempotency::{observe_replay, validate_idempotency_key};
 pub use ledger_accounts::accounts;
 pub use operations::{
@@ -194,6 +196,8 @@ pub struct Engine {
     pub(crate) sandbox_quotes: Arc<sandbox::SimQuotes>,
     /// The swap venue of each rail that has one ([`Engine::with_swap_venue`]).
     pub(crate) swap_venues: Arc<BTreeMap<RailId, Arc<dyn SwapVenue>>>,
+    /// The last [`Engine::reconcile_chains`] report.
+    pub(crate) last_reconciliation: Arc<std::sync::RwLock<Option<ReconciliationReport>>>,
 }
 
 /// Entries each read cache holds before it starts over.
@@ -232,6 +236,7 @@ impl Engine {
             readiness_cache: Arc::new(read_cache::TtlCache::new(readiness_ttl, RAILS_MAX)),
             sandbox_quotes: Default::default(),
             swap_venues: Default::default(),
+            last_reconciliation: Default::default(),
         }
     }
 

@@ -14,6 +14,7 @@ mod harness;
 mod journey;
 mod money_safety;
 mod quotes;
+mod reconciliation;
 mod retention;
 mod sms_outbox;
 mod swaps;

@@ -107,6 +107,10 @@ pub async fn ready(State(app): State<AppState>) -> Response {
         }
         .into(),
         rails,
+        reconciliation: super::reconciliation::ReconciliationSummary::of(
+            app.config.run_workers && app.config.reconciliation.enabled,
+            app.engine.last_reconciliation().as_ref(),
+        ),
     };
     let status = if storage_ok && workers_ok {
         StatusCode::OK

@@ -8,6 +8,7 @@ pub mod escrow;
 pub mod fx;
 pub mod health;
 pub mod intake;
+pub mod reconciliation;
 pub mod schemas;
 pub mod swaps;
 pub mod topups;
@@ -241,6 +242,7 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
     // confirmation's state rules make it safe to retry: a replay is ALREADY_CONFIRMED).
     let admin = OpenApiRouter::new()
         .routes(routes!(topups::confirm_topup))
+        .routes(routes!(reconciliation::report))
         .route_layer(from_fn_with_state(state.clone(), auth::require_admin_token));
     let public = OpenApiRouter::new()
         .routes(routes!(health::live))

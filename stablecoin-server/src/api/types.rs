@@ -720,6 +720,9 @@ pub struct ReadinessResponse {
     pub workers: String,
     /// Every configured rail by name, with the reasons behind its status.
     pub rails: std::collections::BTreeMap<String, RailReadiness>,
+    /// The last comparison of the ledger with the chains (a drift does not make
+    /// readiness fail; the staff report `GET /admin/v1/reconciliation` has the accounts).
+    pub reconciliation: super::reconciliation::ReconciliationSummary,
 }
 
 /// `GET /health/live`.

@@ -420,6 +420,16 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Str,
     ),
     (
+        "STABLECOIN_RECONCILIATION",
+        &["reconciliation", "enabled"],
+        EnvKind::Bool,
+    ),
+    (
+        "STABLECOIN_RECONCILIATION_INTERVAL_MS",
+        &["reconciliation", "interval_ms"],
+        EnvKind::Int,
+    ),
+    (
         "STABLECOIN_RETENTION",
         &["retention", "enabled"],
         EnvKind::Bool,

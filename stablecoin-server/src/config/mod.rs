@@ -117,6 +117,8 @@
 //! | `retention.quotes_hours` | `STABLECOIN_RETENTION_QUOTES_HOURS` | `24` (at least 1) |
 //! | `retention.challenges_hours` | `STABLECOIN_RETENTION_CHALLENGES_HOURS` | `168` (at least 1) |
 //! | `retention.webhook_events_hours` | `STABLECOIN_RETENTION_WEBHOOK_EVENTS_HOURS` | `720` (events, delivered and dead deliveries; at least 168; pending deliveries are kept until final) |
+//! | `reconciliation.enabled` | `STABLECOIN_RECONCILIATION` | `true` (the ledger is compared with the chains, with the workers) |
+//! | `reconciliation.interval_ms` | `STABLECOIN_RECONCILIATION_INTERVAL_MS` | `300000` (between passes; the first at start) |
 //! | `webhooks_allow_loopback_http` (deprecated) | `STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP` | `false`; `true` adds `127.0.0.1/32,::1/128` to `webhooks.allow_networks` |
 //!
 //! A chain of `rails.evm_chains` runs on the simulated chain unless it has a
@@ -202,6 +204,7 @@ mod load;
 mod payouts;
 mod production;
 mod rails;
+mod reconciliation;
 mod retention;
 mod secrets;
 mod services;
@@ -222,6 +225,7 @@ pub use rails::{
     EvmChainSettings, RailsConfig, RailsMode, SimSettings, SolanaNodeSettings, TokenSettings,
     TronNodeSettings, Wei,
 };
+pub use reconciliation::ReconciliationSettings;
 pub use retention::RetentionSettings;
 pub(crate) use secrets::hex;
 pub use secrets::{Secret, parse_seed};
@@ -337,6 +341,8 @@ pub struct Config {
     /// How long idempotency records, quotes, challenges and webhook records are kept,
     /// and how often the purge job runs.
     pub retention: RetentionSettings,
+    /// `[reconciliation]`: how often the ledger is compared with the chains.
+    pub reconciliation: ReconciliationSettings,
     /// `[checkout]`: session bounds and the deposit-intake secret.
     pub checkout: CheckoutSettings,
     /// `[swaps]`: the venue of `POST /v1/swaps`.
@@ -376,6 +382,7 @@ impl Default for Config {
             signer: SignerSettings::default(),
             payouts: PayoutSettings::default(),
             retention: RetentionSettings::default(),
+            reconciliation: ReconciliationSettings::default(),
             checkout: CheckoutSettings::default(),
             swaps: SwapSettings::default(),
             admin: AdminSettings::default(),

@@ -165,6 +165,7 @@ impl Config {
         self.validate_webhooks()?;
         self.validate_production()?;
         self.validate_retention()?;
+        self.validate_reconciliation()?;
         Ok(())
     }
 }
