@@ -56,6 +56,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/treasury/topups"),
     ("GET", "/v1/treasury/topups/{id}"),
     ("POST", "/admin/v1/topups/{id}/confirm"),
+    ("GET", "/admin/v1/reconciliation"),
     ("GET", "/api/v1/checkout/list"),
     ("POST", "/api/v1/checkout/sessions"),
     ("GET", "/api/v1/checkout/sessions/{session_id}"),
@@ -308,7 +309,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
             continue;
         };
         if sec[0].get("admin_token").is_some() {
-            // Staff routes take the admin token, not an API key: `topups_http.rs`.
+            // Staff routes take the admin token, not an API key: `topups_http.rs`,
+            // `reconciliation_http.rs`.
             continue;
         }
         let business = sec[0].get("business_key").is_some();
@@ -340,8 +342,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 6,
-        "all but health, metrics, openapi, the signed deposit intake and the staff route"
+        ROUTES.len() - 7,
+        "all but health, metrics, openapi, the signed deposit intake and the two staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }
