@@ -84,10 +84,14 @@ fn terminal_event(event_type: &str, payload: &serde_json::Value) -> Option<(Stri
 }
 
 /// Every settled or failed event in the outbox is its operation's committed state, and
-/// no operation is announced twice. Returns the announced operations.
+/// no operation is announced twice. Reads only the events added since the last check
+/// (a terminal operation never changes again, so one look at each is enough); returns
+/// every operation announced so far, as "tenant/id" -> settled.
 async fn events_match_committed_state(w: &World, step: usize) -> BTreeMap<String, bool> {
-    let mut announced: BTreeMap<String, bool> = BTreeMap::new();
-    for (_, e) in w.store.outbox_after(0, usize::MAX).await.unwrap() {
+    let mut seen = w.announced.lock().unwrap().clone();
+    let (mut cursor, mut announced) = seen;
+    for (seq, e) in w.store.outbox_after(cursor, usize::MAX).await.unwrap() {
+        cursor = cursor.max(seq);
         let Some((id, settled)) = terminal_event(&e.event_type, &e.payload) else {
             continue;
         };
@@ -114,6 +118,8 @@ async fn events_match_committed_state(w: &World, step: usize) -> BTreeMap<String
             w.seed, e.event_type
         );
     }
+    seen = (cursor, announced.clone());
+    *w.announced.lock().unwrap() = seen;
     announced
 }
 

@@ -31,7 +31,7 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len() as u64) as usize]
     }
 }
@@ -58,6 +58,11 @@ pub struct World {
     pub payouts: Arc<MemoryPayouts>,
     ports: Ports,
     pub engine: Engine,
+    /// The escrow engine and its worker, beside the engine (rebuilt by a restart too).
+    pub escrow: stablecoin_escrow::EscrowEngine,
+    /// Each tenant's live-key authentication (the escrow API takes one).
+    pub auths: Vec<stablecoin::core::engine::AuthContext>,
+    pub deals: Vec<crate::escrow::Deal>,
     pub tenants: Vec<TenantId>,
     /// The phone each slot's wallet has now (a phone change moves it).
     pub phones: Vec<Phone>,
@@ -65,6 +70,9 @@ pub struct World {
     fresh_phones: u64,
     pub restarts: u64,
     pub faults_on: bool,
+    /// The checks' outbox cursor and the operations announced so far ("tenant/id" ->
+    /// settled), so each step reads only the new events.
+    pub announced: std::sync::Mutex<(u64, std::collections::BTreeMap<String, bool>)>,
     /// What happened, by "action outcome" (`send ok`, `fund INSUFFICIENT_FUNDS`, ...).
     pub stats: std::collections::BTreeMap<String, u64>,
 }
@@ -101,6 +109,7 @@ impl World {
             entropy: Arc::new(SeededEntropy::new(seed)),
         };
         let engine = build_engine(&ports, &evm, &tron, &store, seed, 0);
+        let escrow = crate::escrow::engine(&ports, tron.clone(), format!("escrow-{seed}-0"));
         let mut world = World {
             seed,
             rng: Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
@@ -112,12 +121,16 @@ impl World {
             payouts,
             ports,
             engine,
+            escrow,
+            auths: Vec::new(),
+            deals: Vec::new(),
             tenants: Vec::new(),
             phones: (0..PHONES as u64).map(phone).collect(),
             fresh_phones: PHONES as u64,
             restarts: 0,
             faults_on: true,
             stats: Default::default(),
+            announced: Default::default(),
         };
         world.setup().await;
         world
@@ -138,6 +151,8 @@ impl World {
                 .await
                 .unwrap();
             self.tenants.push(t);
+            let auth = crate::escrow::tenant_auth(self, i).await;
+            self.auths.push(auth);
         }
         for i in 0..PROVISIONED {
             let (t, p) = (self.tenants[i % TENANTS].clone(), self.phones[i].clone());
@@ -161,6 +176,11 @@ impl World {
             &self.store,
             self.seed,
             self.restarts,
+        );
+        self.escrow = crate::escrow::engine(
+            &self.ports,
+            self.tron.clone(),
+            format!("escrow-{}-{}", self.seed, self.restarts),
         );
     }
 
@@ -224,11 +244,26 @@ impl World {
             57..=59 => self.engine.provision(&t, &to).await.map(drop),
             60..=62 => self.link(&t, &from).await,
             63..=64 => self.phone_change(&t).await,
-            65..=69 => {
+            65..=74 => {
+                let (name, r) = self.escrow_step(key.as_deref()).await;
+                let outcome = r.as_ref().map_or_else(|e| e.code(), |_| "ok");
+                *self.stats.entry(format!("{name} {outcome}")).or_default() += 1;
+                if let Err(e) = r {
+                    assert!(
+                        crate::escrow::client_caused(&e),
+                        "seed {} step {step}: {name} refused with an unexpected {e:?}",
+                        self.seed
+                    );
+                }
+                Ok(())
+            }
+            75..=79 => {
                 self.payouts.settle_all();
                 Ok(())
             }
             _ => {
+                let escrow = self.escrow.tick().await;
+                drop(escrow);
                 let r = self.engine.tick().await;
                 self.clock.advance_ms(1_000 + self.rng.below(4_000) as i64);
                 drop(r);
@@ -245,7 +280,8 @@ impl World {
             57..=59 => "provision",
             60..=62 => "link",
             63..=64 => "phone_change",
-            65..=69 => "payout_callbacks",
+            65..=74 => "escrow",
+            75..=79 => "payout_callbacks",
             _ => "tick",
         };
         let outcome = result.as_ref().map_or_else(|e| e.code(), |_| "ok");
@@ -361,10 +397,13 @@ impl World {
         self.faults_on = false;
         self.store.fail_next_commits(0);
         for _ in 0..40 {
+            self.tron.mine(3);
+            self.escrow.settle_all(200).await;
             self.engine.settle_all(200).await;
             self.payouts.settle_all();
             self.engine.settle_all(200).await;
-            if self.open_operations().await == 0 {
+            self.escrow.settle_all(200).await;
+            if self.open_operations().await == 0 && self.escrow_idle().await {
                 break;
             }
             self.clock.advance_ms(31_000);
@@ -382,6 +421,19 @@ impl World {
                 }
             }
         }
+    }
+
+    /// No escrow payout in flight.
+    pub async fn escrow_idle(&self) -> bool {
+        let staff = stablecoin_escrow::StaffActor::new("ops@service.example").unwrap();
+        let admin = self.escrow.admin();
+        for d in &self.deals {
+            let acc = admin.accounting(&staff, &d.id).await.unwrap();
+            if Token::ALL.iter().any(|t| acc.token(*t).in_flight != 0) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Operations of every tenant not yet terminal.
