@@ -25,6 +25,7 @@
 
 mod checks;
 mod escrow;
+mod webhooks;
 mod world;
 
 use std::collections::BTreeMap;
@@ -58,6 +59,7 @@ async fn run_seed(seed: u64, steps: usize) -> BTreeMap<String, u64> {
     world.drain().await;
     checks::after_drain(&world).await;
     escrow::after_drain(&world).await;
+    webhooks::after_drain(&world).await;
     world.stats
 }
 

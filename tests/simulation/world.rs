@@ -63,6 +63,9 @@ pub struct World {
     /// Each tenant's live-key authentication (the escrow API takes one).
     pub auths: Vec<stablecoin::core::engine::AuthContext>,
     pub deals: Vec<crate::escrow::Deal>,
+    /// The webhook worker and the tenants' receiver on loopback.
+    pub webhooks: stablecoin_webhooks::Deliverer,
+    pub receiver: crate::webhooks::Receiver,
     pub tenants: Vec<TenantId>,
     /// The phone each slot's wallet has now (a phone change moves it).
     pub phones: Vec<Phone>,
@@ -110,6 +113,8 @@ impl World {
         };
         let engine = build_engine(&ports, &evm, &tron, &store, seed, 0);
         let escrow = crate::escrow::engine(&ports, tron.clone(), format!("escrow-{seed}-0"));
+        let webhooks = crate::webhooks::deliverer(&store, &clock, seed, 0);
+        let receiver = crate::webhooks::receiver().await;
         let mut world = World {
             seed,
             rng: Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
@@ -122,6 +127,8 @@ impl World {
             ports,
             engine,
             escrow,
+            webhooks,
+            receiver,
             auths: Vec::new(),
             deals: Vec::new(),
             tenants: Vec::new(),
@@ -154,6 +161,7 @@ impl World {
             let auth = crate::escrow::tenant_auth(self, i).await;
             self.auths.push(auth);
         }
+        self.register_endpoints().await;
         for i in 0..PROVISIONED {
             let (t, p) = (self.tenants[i % TENANTS].clone(), self.phones[i].clone());
             self.engine.provision(&t, &p).await.unwrap();
@@ -182,6 +190,8 @@ impl World {
             self.tron.clone(),
             format!("escrow-{}-{}", self.seed, self.restarts),
         );
+        self.webhooks =
+            crate::webhooks::deliverer(&self.store, &self.clock, self.seed, self.restarts);
     }
 
     /// One step: maybe a fault, then one action.
@@ -264,6 +274,7 @@ impl World {
             _ => {
                 let escrow = self.escrow.tick().await;
                 drop(escrow);
+                self.deliver().await;
                 let r = self.engine.tick().await;
                 self.clock.advance_ms(1_000 + self.rng.below(4_000) as i64);
                 drop(r);
@@ -321,6 +332,12 @@ impl World {
         }
         if self.rng.below(12) == 0 {
             self.store.fail_next_commits(1);
+        }
+        if self.rng.below(20) == 0 {
+            // The receiver goes down, or comes back.
+            let up = self.receiver.up.load(std::sync::atomic::Ordering::SeqCst);
+            self.receiver.up.store(!up, std::sync::atomic::Ordering::SeqCst);
+            *self.stats.entry("fault receiver toggled".into()).or_default() += 1;
         }
         if self.rng.below(40) == 0 {
             self.restart();
