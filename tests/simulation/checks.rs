@@ -96,7 +96,9 @@ async fn events_match_committed_state(w: &World, step: usize) -> BTreeMap<String
             continue;
         };
         assert!(
-            announced.insert(format!("{}/{id}", e.tenant), settled).is_none(),
+            announced
+                .insert(format!("{}/{id}", e.tenant), settled)
+                .is_none(),
             "seed {} step {step}: {id} announced twice to {}",
             w.seed,
             e.tenant
@@ -125,7 +127,11 @@ async fn events_match_committed_state(w: &World, step: usize) -> BTreeMap<String
 
 pub async fn after_drain(w: &World) {
     let seed = w.seed;
-    assert_eq!(w.open_operations().await, 0, "seed {seed}: operations left open after the drain");
+    assert_eq!(
+        w.open_operations().await,
+        0,
+        "seed {seed}: operations left open after the drain"
+    );
     after_step(w, usize::MAX).await;
     let r = w.engine.reconcile_chains().await;
     assert!(r.is_clean(), "seed {seed}: drift after the drain: {r:#?}");
@@ -138,7 +144,11 @@ pub async fn after_drain(w: &World) {
             let Some(address) = addresses.get(&rail.name()) else {
                 continue;
             };
-            let chain = if rail == RailId::Tron { &w.tron } else { &w.evm };
+            let chain = if rail == RailId::Tron {
+                &w.tron
+            } else {
+                &w.evm
+            };
             for token in tokens {
                 let account = w.engine.wallet_account(&id, rail, token).id;
                 let b = w.store.balance(&account).await.unwrap_or_default();
@@ -148,21 +158,36 @@ pub async fn after_drain(w: &World) {
                     (0, 0),
                     "seed {seed}: hold left on {account}"
                 );
-                assert_eq!(b.posted(), on_chain as i128, "seed {seed}: {account} != chain");
+                assert_eq!(
+                    b.posted(),
+                    on_chain as i128,
+                    "seed {seed}: {account} != chain"
+                );
             }
         }
     }
     for t in &w.tenants {
         for token in Token::ALL {
-            let b = w.store.balance(&accounts::treasury(t, token).id).await.unwrap_or_default();
-            assert_eq!(b.debits_pending, 0, "seed {seed}: treasury hold left for {t}");
+            let b = w
+                .store
+                .balance(&accounts::treasury(t, token).id)
+                .await
+                .unwrap_or_default();
+            assert_eq!(
+                b.debits_pending, 0,
+                "seed {seed}: treasury hold left for {t}"
+            );
         }
     }
     // Every terminal transfer and swap was announced to its tenant, with its outcome.
     let announced = events_match_committed_state(w, usize::MAX).await;
     for t in &w.tenants {
         for kind in [OpKind::Transfer, OpKind::Swap] {
-            let (ops, _) = w.engine.list_operations(t, kind, None, 100_000, 0).await.unwrap();
+            let (ops, _) = w
+                .engine
+                .list_operations(t, kind, None, 100_000, 0)
+                .await
+                .unwrap();
             for op in ops {
                 let settled = matches!(op.status, OpStatus::Settled | OpStatus::Completed);
                 assert_eq!(

@@ -19,7 +19,11 @@ pub struct Deal {
     pub amount: Micros,
 }
 
-pub fn engine(w_ports: &stablecoin::core::engine::Ports, tron: std::sync::Arc<dyn Rail>, worker: String) -> EscrowEngine {
+pub fn engine(
+    w_ports: &stablecoin::core::engine::Ports,
+    tron: std::sync::Arc<dyn Rail>,
+    worker: String,
+) -> EscrowEngine {
     EscrowEngine::new(
         w_ports,
         tron,
@@ -46,7 +50,10 @@ pub async fn tenant_auth(w: &World, tenant: usize) -> AuthContext {
 
 impl World {
     /// One escrow action, chosen by the seed. Returns its name and the refusal, if any.
-    pub async fn escrow_step(&mut self, key: Option<&str>) -> (&'static str, Result<(), EscrowError>) {
+    pub async fn escrow_step(
+        &mut self,
+        key: Option<&str>,
+    ) -> (&'static str, Result<(), EscrowError>) {
         let choice = self.rng.below(100);
         if self.deals.is_empty() || choice < 25 {
             return ("escrow_create", self.escrow_create(key).await);
@@ -63,18 +70,41 @@ impl World {
                 self.escrow_pay(deal);
                 ("escrow_pay", Ok(()))
             }
-            55..=66 => ("escrow_release", self.escrow.release(&auth, &id, &act).await.map(drop)),
-            67..=74 => ("escrow_refund", self.escrow.refund(&auth, &id, &act).await.map(drop)),
-            75..=84 => ("escrow_dispute", self.escrow.dispute(&auth, &id, &act).await.map(drop)),
-            85..=89 => ("escrow_cancel", self.escrow.cancel(&auth, &id, &act).await.map(drop)),
+            55..=66 => (
+                "escrow_release",
+                self.escrow.release(&auth, &id, &act).await.map(drop),
+            ),
+            67..=74 => (
+                "escrow_refund",
+                self.escrow.refund(&auth, &id, &act).await.map(drop),
+            ),
+            75..=84 => (
+                "escrow_dispute",
+                self.escrow.dispute(&auth, &id, &act).await.map(drop),
+            ),
+            85..=89 => (
+                "escrow_cancel",
+                self.escrow.cancel(&auth, &id, &act).await.map(drop),
+            ),
             _ => {
-                let resolution = if self.rng.below(2) == 0 { "RELEASE" } else { "REFUND" };
+                let resolution = if self.rng.below(2) == 0 {
+                    "RELEASE"
+                } else {
+                    "REFUND"
+                };
                 let req = ResolveRequest {
                     resolution: resolution.into(),
                     resolution_note: "the buyer's photos show the goods damaged".into(),
                 };
                 let staff = StaffActor::new("ops@service.example").unwrap();
-                ("escrow_resolve", self.escrow.admin().resolve(&staff, &id, &req).await.map(drop))
+                (
+                    "escrow_resolve",
+                    self.escrow
+                        .admin()
+                        .resolve(&staff, &id, &req)
+                        .await
+                        .map(drop),
+                )
             }
         }
     }
@@ -82,7 +112,8 @@ impl World {
     async fn escrow_create(&mut self, key: Option<&str>) -> Result<(), EscrowError> {
         let tenant = self.rng.below(self.tenants.len() as u64) as usize;
         // Mostly the tenant's own two customers (slots t and t + 3), sometimes anyone.
-        let (mut buyer, mut seller) = (self.phones[tenant].clone(), self.phones[tenant + 3].clone());
+        let (mut buyer, mut seller) =
+            (self.phones[tenant].clone(), self.phones[tenant + 3].clone());
         if self.rng.below(2) == 0 {
             std::mem::swap(&mut buyer, &mut seller);
         }
@@ -122,7 +153,11 @@ impl World {
             1 => Micros::new(d.amount.get() + 1 + self.rng.below(1_000_000)),
             _ => d.amount,
         };
-        let token = if self.rng.below(10) == 0 { Token::Usdc } else { Token::Usdt };
+        let token = if self.rng.below(10) == 0 {
+            Token::Usdc
+        } else {
+            Token::Usdt
+        };
         self.tron.mint(&d.address, token, amount).unwrap();
     }
 }
@@ -150,10 +185,19 @@ pub async fn after_drain(w: &World) {
     let admin = w.escrow.admin();
     for d in &w.deals {
         let acc = admin.accounting(&staff, &d.id).await.unwrap();
-        assert!(acc.is_balanced(), "seed {}: deal {} not balanced: {acc:?}", w.seed, d.id);
+        assert!(
+            acc.is_balanced(),
+            "seed {}: deal {} not balanced: {acc:?}",
+            w.seed,
+            d.id
+        );
         for token in Token::ALL {
             let t = acc.token(token);
-            assert_eq!(t.in_flight, 0, "seed {}: deal {} payout in flight", w.seed, d.id);
+            assert_eq!(
+                t.in_flight, 0,
+                "seed {}: deal {} payout in flight",
+                w.seed, d.id
+            );
             let on_chain = w.tron.balance(&d.address, token).await.unwrap().get();
             assert_eq!(
                 on_chain,

@@ -23,6 +23,7 @@
 //! Run many seeds with `scripts/simulate SEEDS`; replay one with
 //! `SIM_SEED=<seed> scripts/simulate`. `SIM_STEPS` sets the steps per seed.
 
+mod checkout;
 mod checks;
 mod escrow;
 mod webhooks;
@@ -59,6 +60,7 @@ async fn run_seed(seed: u64, steps: usize) -> BTreeMap<String, u64> {
     world.drain().await;
     checks::after_drain(&world).await;
     escrow::after_drain(&world).await;
+    checkout::after_drain(&world).await;
     webhooks::after_drain(&world).await;
     world.stats
 }
@@ -94,24 +96,29 @@ async fn seeded_workloads_with_faults_keep_every_invariant() {
     // enough seeds to expect it).
     let needed: &[&str] = if count >= 20 {
         &[
-        "final transfer SETTLED",
-        "final transfer FAILED",
-        "final funding SETTLED",
-        "final swap SETTLED",
-        "final withdrawal COMPLETED",
-        "link ok",
-        "phone_change ok",
-        "fault restart",
-        "escrow_create ok",
-        "escrow_release ok",
-        "escrow_dispute ok",
-        "escrow_resolve ok",
+            "final transfer SETTLED",
+            "final transfer FAILED",
+            "final funding SETTLED",
+            "final swap SETTLED",
+            "final withdrawal COMPLETED",
+            "link ok",
+            "phone_change ok",
+            "fault restart",
+            "escrow_create ok",
+            "escrow_release ok",
+            "escrow_dispute ok",
+            "escrow_resolve ok",
+            "checkout_open ok",
+            "checkout_pay ok",
         ]
     } else {
         &[]
     };
     for needed in needed {
-        assert!(stats.contains_key(*needed), "the workload never reached {needed}: {stats:#?}");
+        assert!(
+            stats.contains_key(*needed),
+            "the workload never reached {needed}: {stats:#?}"
+        );
     }
     let secs = started.elapsed().as_secs_f64();
     eprintln!(

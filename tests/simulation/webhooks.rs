@@ -91,7 +91,7 @@ pub fn deliverer(
     Deliverer::new(
         store.clone(),
         clock.clone(),
-        Arc::new(SeededEntropy::new(seed ^ 0x5EB0_0C5 ^ (restarts << 32))),
+        Arc::new(SeededEntropy::new(seed ^ 0x05EB_00C5 ^ (restarts << 32))),
         DeliveryConfig {
             timeout: Duration::from_secs(5),
             worker_id: format!("webhooks-{seed}-{restarts}"),
@@ -154,7 +154,10 @@ impl World {
 /// delivered, and nothing is dead or pending.
 pub async fn after_drain(w: &World) {
     let seed = w.seed;
-    assert!(w.drain_webhooks().await, "seed {seed}: deliveries still pending after a week");
+    assert!(
+        w.drain_webhooks().await,
+        "seed {seed}: deliveries still pending after a week"
+    );
     let mut expected: std::collections::BTreeMap<String, u64> = Default::default();
     for (_, e) in stablecoin::core::ports::Store::outbox_after(&*w.store, 0, usize::MAX)
         .await
@@ -174,7 +177,11 @@ pub async fn after_drain(w: &World) {
                 .total
         };
         let delivered = count(DeliveryState::Delivered).await;
-        assert_eq!(count(DeliveryState::Dead).await, 0, "seed {seed}: dead deliveries for {t}");
+        assert_eq!(
+            count(DeliveryState::Dead).await,
+            0,
+            "seed {seed}: dead deliveries for {t}"
+        );
         assert_eq!(
             delivered,
             expected.get(&t.0).copied().unwrap_or(0),

@@ -10,8 +10,8 @@ use stablecoin::core::engine::{
 };
 use stablecoin::core::error::CoreError;
 use stablecoin::core::memory::{
-    FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, MemoryStore,
-    PayoutFault, SeededEntropy,
+    FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, MemoryStore, PayoutFault,
+    SeededEntropy,
 };
 use stablecoin::core::ports::{ChainAddress, KeyPurpose, Rail, RailId, Store};
 use stablecoin::rails::sim::{Fault, SimConfig, SimProfile, SimRail};
@@ -63,6 +63,11 @@ pub struct World {
     /// Each tenant's live-key authentication (the escrow API takes one).
     pub auths: Vec<stablecoin::core::engine::AuthContext>,
     pub deals: Vec<crate::escrow::Deal>,
+    /// The checkout engine (over the engine; rebuilt with it), each tenant's business
+    /// with its live key, and the sessions opened.
+    pub checkout: stablecoin_checkout::CheckoutEngine,
+    pub businesses: Vec<(String, stablecoin::core::engine::AuthContext)>,
+    pub sessions: Vec<crate::checkout::Session>,
     /// The webhook worker and the tenants' receiver on loopback.
     pub webhooks: stablecoin_webhooks::Deliverer,
     pub receiver: crate::webhooks::Receiver,
@@ -114,6 +119,7 @@ impl World {
         let engine = build_engine(&ports, &evm, &tron, &store, seed, 0);
         let escrow = crate::escrow::engine(&ports, tron.clone(), format!("escrow-{seed}-0"));
         let webhooks = crate::webhooks::deliverer(&store, &clock, seed, 0);
+        let checkout = crate::checkout::engine(&engine, format!("checkout-{seed}-0"));
         let receiver = crate::webhooks::receiver().await;
         let mut world = World {
             seed,
@@ -127,6 +133,9 @@ impl World {
             ports,
             engine,
             escrow,
+            checkout,
+            businesses: Vec::new(),
+            sessions: Vec::new(),
             webhooks,
             receiver,
             auths: Vec::new(),
@@ -152,9 +161,19 @@ impl World {
         }
         self.evm.mine(1);
         for i in 0..TENANTS {
-            let t = self.engine.create_tenant(&format!("tenant {i}")).await.unwrap().id;
+            let t = self
+                .engine
+                .create_tenant(&format!("tenant {i}"))
+                .await
+                .unwrap()
+                .id;
             self.engine
-                .credit_treasury(&t, Token::Usdc, Micros::new(TENANT_CREDIT_MICROS), &format!("w{i}"))
+                .credit_treasury(
+                    &t,
+                    Token::Usdc,
+                    Micros::new(TENANT_CREDIT_MICROS),
+                    &format!("w{i}"),
+                )
                 .await
                 .unwrap();
             self.tenants.push(t);
@@ -162,10 +181,14 @@ impl World {
             self.auths.push(auth);
         }
         self.register_endpoints().await;
+        self.create_businesses().await;
         for i in 0..PROVISIONED {
             let (t, p) = (self.tenants[i % TENANTS].clone(), self.phones[i].clone());
             self.engine.provision(&t, &p).await.unwrap();
-            self.engine.provision_on(&t, &p, RailId::Tron).await.unwrap();
+            self.engine
+                .provision_on(&t, &p, RailId::Tron)
+                .await
+                .unwrap();
         }
     }
 
@@ -192,6 +215,10 @@ impl World {
         );
         self.webhooks =
             crate::webhooks::deliverer(&self.store, &self.clock, self.seed, self.restarts);
+        self.checkout = crate::checkout::engine(
+            &self.engine,
+            format!("checkout-{}-{}", self.seed, self.restarts),
+        );
     }
 
     /// One step: maybe a fault, then one action.
@@ -220,7 +247,12 @@ impl World {
                 .map(drop),
             35..=39 => self
                 .engine
-                .send_on(&t, RailId::Tron, &send(&from, &to, Token::Usdt, amount), key.as_deref())
+                .send_on(
+                    &t,
+                    RailId::Tron,
+                    &send(&from, &to, Token::Usdt, amount),
+                    key.as_deref(),
+                )
                 .await
                 .map(drop),
             40..=45 => {
@@ -245,7 +277,10 @@ impl World {
                     amount,
                     payout_currency: "XOF".into(),
                 };
-                self.engine.withdraw(&t, &req, key.as_deref()).await.map(drop)
+                self.engine
+                    .withdraw(&t, &req, key.as_deref())
+                    .await
+                    .map(drop)
             }
             52..=56 => {
                 self.outside_deposit(&from, amount).await;
@@ -267,13 +302,28 @@ impl World {
                 }
                 Ok(())
             }
-            75..=79 => {
+            75..=80 => {
+                let (name, r) = self.checkout_step(key.as_deref()).await;
+                let outcome = r.as_ref().map_or_else(|e| e.code(), |_| "ok");
+                *self.stats.entry(format!("{name} {outcome}")).or_default() += 1;
+                if let Err(e) = r {
+                    assert!(
+                        crate::checkout::client_caused(&e),
+                        "seed {} step {step}: {name} refused with an unexpected {e:?}",
+                        self.seed
+                    );
+                }
+                Ok(())
+            }
+            81..=84 => {
                 self.payouts.settle_all();
                 Ok(())
             }
             _ => {
                 let escrow = self.escrow.tick().await;
                 drop(escrow);
+                let checkout = self.checkout.tick().await;
+                drop(checkout);
                 self.deliver().await;
                 let r = self.engine.tick().await;
                 self.clock.advance_ms(1_000 + self.rng.below(4_000) as i64);
@@ -292,7 +342,8 @@ impl World {
             60..=62 => "link",
             63..=64 => "phone_change",
             65..=74 => "escrow",
-            75..=79 => "payout_callbacks",
+            75..=80 => "checkout",
+            81..=84 => "payout_callbacks",
             _ => "tick",
         };
         let outcome = result.as_ref().map_or_else(|e| e.code(), |_| "ok");
@@ -336,8 +387,13 @@ impl World {
         if self.rng.below(20) == 0 {
             // The receiver goes down, or comes back.
             let up = self.receiver.up.load(std::sync::atomic::Ordering::SeqCst);
-            self.receiver.up.store(!up, std::sync::atomic::Ordering::SeqCst);
-            *self.stats.entry("fault receiver toggled".into()).or_default() += 1;
+            self.receiver
+                .up
+                .store(!up, std::sync::atomic::Ordering::SeqCst);
+            *self
+                .stats
+                .entry("fault receiver toggled".into())
+                .or_default() += 1;
         }
         if self.rng.below(40) == 0 {
             self.restart();
@@ -382,7 +438,9 @@ impl World {
         let Some(code) = self.notifier.last_code_to(&new) else {
             return Ok(());
         };
-        self.engine.phone_change_confirm(tenant, &old, &code).await?;
+        self.engine
+            .phone_change_confirm(tenant, &old, &code)
+            .await?;
         self.phones[slot] = new;
         Ok(())
     }
@@ -420,7 +478,12 @@ impl World {
             self.payouts.settle_all();
             self.engine.settle_all(200).await;
             self.escrow.settle_all(200).await;
-            if self.open_operations().await == 0 && self.escrow_idle().await {
+            self.evm.mine(3);
+            self.checkout.settle_all(200).await;
+            if self.open_operations().await == 0
+                && self.escrow_idle().await
+                && self.sessions_swept().await
+            {
                 break;
             }
             self.clock.advance_ms(31_000);
@@ -438,6 +501,23 @@ impl World {
                 }
             }
         }
+    }
+
+    /// Every checkout session address is empty (its deposits swept to the treasury).
+    pub async fn sessions_swept(&self) -> bool {
+        for s in &self.sessions {
+            if self
+                .evm
+                .balance(&s.address, Token::Usdc)
+                .await
+                .unwrap()
+                .get()
+                != 0
+            {
+                return false;
+            }
+        }
+        true
     }
 
     /// No escrow payout in flight.
