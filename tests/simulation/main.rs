@@ -2,23 +2,34 @@
 //! workload), issue #33. One seed drives everything: the workload, the faults, the
 //! clock, the ids. A failing seed prints the one command that replays it.
 //!
-//! - **World** (`world.rs`): the engine on the in-memory store, the simulated Base chain
-//!   (EVM, USDC and USDT) and TRON chain, the treasury swap venue, the in-memory payout
-//!   provider and SMS gateway, under a manual clock.
+//! - **World** (`world.rs`): the engine, the escrow engine (`escrow.rs`), the checkout
+//!   engine (`checkout.rs`) and the webhook worker with a receiver on loopback
+//!   (`webhooks.rs`), on the in-memory store, the simulated Base chain (EVM, USDC and
+//!   USDT) and TRON chain, the treasury swap venue, the in-memory payout provider and SMS
+//!   gateway, under a manual clock.
 //! - **Workload**: tenants provision phones, link to another tenant's wallet and change a
 //!   phone (one-time codes read from the SMS gateway), fund, send (EVM and TRON), swap,
-//!   withdraw to mobile money, receive outside deposits, and replay idempotency keys from
-//!   a small pool, so duplicates collide.
+//!   withdraw to mobile money, receive outside deposits, open escrow deals that payers
+//!   fund from outside and that are released, refunded, disputed, cancelled and resolved
+//!   by staff, open checkout sessions that payers pay in full, in part or too much, and
+//!   replay idempotency keys from a small pool, so duplicates collide.
 //! - **Faults**: the chain rejects, reverts, drops, delays or loses the answer; the payout
 //!   provider rejects or its answer is lost, and its callback comes late; a store commit
-//!   fails; the process crashes and restarts from the store (a new engine: every cache,
-//!   readiness answer and in-flight claim is lost, the claims lapse after their lease).
+//!   fails; the webhook receiver goes down and comes back; the process crashes and
+//!   restarts from the store (new engines and webhook worker: every cache, readiness
+//!   answer and in-flight claim is lost, the claims lapse after their lease).
 //! - **Invariants** (`checks.rs`), after every step: double entry; every account that
 //!   may not go negative is not; the chain reconciliation finds no drift (so nothing is
 //!   paid twice or lost, in-flight operations allowed for); every settled or failed event
 //!   in the outbox is the committed state of its operation, announced once. Once faults
 //!   stop: every operation is terminal, no hold is pending, each wallet's chain balance
-//!   equals its ledger balance, and every terminal transfer and swap was announced.
+//!   equals its ledger balance, every terminal transfer and swap was announced, every
+//!   escrow deal's and checkout session's custody is conserved on chain and in the
+//!   ledger, and every subscribed event was delivered.
+//!
+//! The store is the in-memory one: the SQLite and PostgreSQL stores pass the same
+//! conformance suites (`stablecoin_core::testkit`), and the kill tests run the real
+//! server on both.
 //!
 //! Run many seeds with `scripts/simulate SEEDS`; replay one with
 //! `SIM_SEED=<seed> scripts/simulate`. `SIM_STEPS` sets the steps per seed.
