@@ -11,7 +11,9 @@ use serde_json::Value;
 use stablecoin_core::ports::ChainAddress;
 use stablecoin_rails::evm::rpc::Eth;
 use stablecoin_rails::evm::userop::{Nonce, UserOp};
-use stablecoin_rails::evm::{Bundler, EvmAddress, JsonRpc, RpcBundler, RpcError, abi, bundler, rail, rpc};
+use stablecoin_rails::evm::{
+    Bundler, EvmAddress, JsonRpc, RpcBundler, RpcError, abi, bundler, rail, rpc,
+};
 use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -33,7 +35,11 @@ impl JsonRpc for Node {
         if let Some(err) = v.get("error") {
             return Err(RpcError::Node {
                 code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: err.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+                message: err
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
                 data: err
                     .get("data")
                     .and_then(Value::as_str)
@@ -56,7 +62,10 @@ fn now<F: Future>(f: F) -> F::Output {
 fn op() -> UserOp {
     UserOp {
         sender: EvmAddress([0x11; 20]),
-        nonce: Nonce { key: [0; 24], seq: 0 },
+        nonce: Nonce {
+            key: [0; 24],
+            seq: 0,
+        },
         init_code: Vec::new(),
         call_data: vec![0xb6, 0x1d, 0x27, 0xf6],
         verification_gas_limit: 150_000,

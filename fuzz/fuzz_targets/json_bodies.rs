@@ -17,10 +17,12 @@ use stablecoin_core::domain::fx::{parse_fiat_amount, parse_quote_ref};
 use stablecoin_core::domain::money::{Currency, Micros, Token};
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::engine::{FundRequest, SendRequest, SwapRequest, WithdrawRequest, validate_idempotency_key};
+use stablecoin_core::engine::{
+    FundRequest, SendRequest, SwapRequest, WithdrawRequest, validate_idempotency_key,
+};
 use stablecoin_escrow::{
-    CreateEscrowRequest, EscrowActionRequest, EscrowState, RecoveryKind,
-    RecoveryRequest, ResolveRequest, parse_on_behalf_of,
+    CreateEscrowRequest, EscrowActionRequest, EscrowState, RecoveryKind, RecoveryRequest,
+    ResolveRequest, parse_on_behalf_of,
 };
 use std::fmt::Debug;
 
@@ -28,8 +30,12 @@ use std::fmt::Debug;
 fn body<T: DeserializeOwned + Serialize + PartialEq + Debug>(data: &[u8]) -> Option<T> {
     let v: T = serde_json::from_slice(data).ok()?;
     let json = serde_json::to_vec(&v).expect("a request body serializes");
-    let back: T = serde_json::from_slice(&json)
-        .unwrap_or_else(|e| panic!("{v:?} serialized to {:?}, refused: {e}", String::from_utf8_lossy(&json)));
+    let back: T = serde_json::from_slice(&json).unwrap_or_else(|e| {
+        panic!(
+            "{v:?} serialized to {:?}, refused: {e}",
+            String::from_utf8_lossy(&json)
+        )
+    });
     assert_eq!(back, v);
     Some(v)
 }

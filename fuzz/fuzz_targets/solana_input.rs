@@ -48,7 +48,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(s) = std::str::from_utf8(data) {
         if let Ok(key) = codec::parse_address(s) {
             assert_eq!(key.to_string(), s);
-            assert_eq!(codec::address_from_public_key(&key.to_bytes()).ok(), Some(key));
+            assert_eq!(
+                codec::address_from_public_key(&key.to_bytes()).ok(),
+                Some(key)
+            );
             let _ = codec::check_wallet_address(&key);
         }
         let _ = scan::parse_cursor(s, 7);

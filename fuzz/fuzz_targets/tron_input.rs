@@ -8,7 +8,11 @@ use stablecoin_rails::tron::{TronAddress, client, tx};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(s) = std::str::from_utf8(data) {
-        for parsed in [TronAddress::parse(s), TronAddress::from_hex(s), TronAddress::from_base58(s)] {
+        for parsed in [
+            TronAddress::parse(s),
+            TronAddress::from_hex(s),
+            TronAddress::from_base58(s),
+        ] {
             if let Ok(a) = parsed {
                 assert_eq!(TronAddress::parse(&a.to_base58()).ok(), Some(a.clone()));
                 assert_eq!(TronAddress::from_hex(&a.to_hex()).ok(), Some(a));
