@@ -19,6 +19,22 @@ async fn readiness(s: &common::Server) -> Value {
     r.json()["reconciliation"].clone()
 }
 
+/// `GET /admin/v1/reconciliation` with the admin token: 200.
+async fn staff_report(s: &common::Server) -> common::Resp {
+    let bearer = format!("Bearer {ADMIN_TOKEN}");
+    let r = s
+        .send(
+            Method::GET,
+            "/admin/v1/reconciliation",
+            None,
+            None,
+            &[("Authorization", bearer.as_str())],
+        )
+        .await;
+    r.expect(200);
+    r
+}
+
 /// Waits (up to 10 s) for readiness to report `status` after `after` (a pass that
 /// finished before it does not count).
 async fn wait_for(s: &common::Server, status: &str, after: Option<&str>) -> Value {
@@ -67,17 +83,7 @@ async fn money_moved_behind_the_ledger_is_reported_to_operators_and_staff() {
     assert_eq!(drift["drifted_accounts"], 1, "{drift}");
 
     // The staff report names the account, the address and the amounts.
-    let bearer = format!("Bearer {ADMIN_TOKEN}");
-    let r = s
-        .send(
-            Method::GET,
-            "/admin/v1/reconciliation",
-            None,
-            None,
-            &[("Authorization", bearer.as_str())],
-        )
-        .await;
-    r.expect(200);
+    let r = staff_report(&s).await;
     let report = r.json();
     assert_eq!(report["summary"]["status"], "DRIFT");
     let line = &report["drifts"][0];
@@ -117,17 +123,7 @@ async fn without_workers_readiness_says_disabled_and_staff_can_still_ask() {
     config.admin.token = Some(stablecoin_server::config::Secret::new(ADMIN_TOKEN));
     let s = common::start_with(config).await;
     assert_eq!(readiness(&s).await["status"], "DISABLED");
-    let bearer = format!("Bearer {ADMIN_TOKEN}");
-    let r = s
-        .send(
-            Method::GET,
-            "/admin/v1/reconciliation",
-            None,
-            None,
-            &[("Authorization", bearer.as_str())],
-        )
-        .await;
-    r.expect(200);
+    let r = staff_report(&s).await;
     assert_eq!(r.json()["summary"]["status"], "IN_BALANCE", "{}", r.text());
     assert!(r.json()["drifts"].as_array().unwrap().is_empty());
 }

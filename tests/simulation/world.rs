@@ -291,28 +291,12 @@ impl World {
             63..=64 => self.phone_change(&t).await,
             65..=74 => {
                 let (name, r) = self.escrow_step(key.as_deref()).await;
-                let outcome = r.as_ref().map_or_else(|e| e.code(), |_| "ok");
-                *self.stats.entry(format!("{name} {outcome}")).or_default() += 1;
-                if let Err(e) = r {
-                    assert!(
-                        crate::escrow::client_caused(&e),
-                        "seed {} step {step}: {name} refused with an unexpected {e:?}",
-                        self.seed
-                    );
-                }
+                self.tally(step, name, r, |e| e.code(), crate::escrow::client_caused);
                 Ok(())
             }
             75..=80 => {
                 let (name, r) = self.checkout_step(key.as_deref()).await;
-                let outcome = r.as_ref().map_or_else(|e| e.code(), |_| "ok");
-                *self.stats.entry(format!("{name} {outcome}")).or_default() += 1;
-                if let Err(e) = r {
-                    assert!(
-                        crate::checkout::client_caused(&e),
-                        "seed {} step {step}: {name} refused with an unexpected {e:?}",
-                        self.seed
-                    );
-                }
+                self.tally(step, name, r, |e| e.code(), crate::checkout::client_caused);
                 Ok(())
             }
             81..=84 => {
@@ -346,12 +330,25 @@ impl World {
             81..=84 => "payout_callbacks",
             _ => "tick",
         };
-        let outcome = result.as_ref().map_or_else(|e| e.code(), |_| "ok");
+        self.tally(step, name, result, |e| e.code(), client_caused);
+    }
+
+    /// Counts an action's outcome (`stats`), and fails the seed if it was refused for a
+    /// reason no client can cause.
+    fn tally<E: std::fmt::Debug>(
+        &mut self,
+        step: usize,
+        name: &str,
+        result: Result<(), E>,
+        code: fn(&E) -> &'static str,
+        expected: fn(&E) -> bool,
+    ) {
+        let outcome = result.as_ref().map_or_else(code, |_| "ok");
         *self.stats.entry(format!("{name} {outcome}")).or_default() += 1;
         if let Err(e) = result {
             assert!(
-                client_caused(&e),
-                "seed {} step {step}: action {action} refused with an unexpected {e:?}",
+                expected(&e),
+                "seed {} step {step}: {name} refused with an unexpected {e:?}",
                 self.seed
             );
         }
