@@ -181,24 +181,18 @@ pub async fn after_drain(w: &World) {
     }
     // Every terminal transfer and swap was announced to its tenant, with its outcome.
     let announced = events_match_committed_state(w, usize::MAX).await;
-    for t in &w.tenants {
-        for kind in [OpKind::Transfer, OpKind::Swap] {
-            let (ops, _) = w
-                .engine
-                .list_operations(t, kind, None, 100_000, 0)
-                .await
-                .unwrap();
-            for op in ops {
-                let settled = matches!(op.status, OpStatus::Settled | OpStatus::Completed);
-                assert_eq!(
-                    announced.get(&format!("{t}/{}", op.id)),
-                    Some(&settled),
-                    "seed {seed}: {} {} was not announced as {}",
-                    kind.as_str(),
-                    op.id,
-                    op.status.as_str()
-                );
-            }
+    for (t, op) in w.operations().await {
+        if !matches!(op.kind, OpKind::Transfer | OpKind::Swap) {
+            continue;
         }
+        let settled = matches!(op.status, OpStatus::Settled | OpStatus::Completed);
+        assert_eq!(
+            announced.get(&format!("{t}/{}", op.id)),
+            Some(&settled),
+            "seed {seed}: {} {} was not announced as {}",
+            op.kind.as_str(),
+            op.id,
+            op.status.as_str()
+        );
     }
 }

@@ -6,7 +6,7 @@ use stablecoin::core::domain::phone::Phone;
 use stablecoin::core::domain::state::OpKind;
 use stablecoin::core::domain::time::Timestamp;
 use stablecoin::core::engine::{
-    Engine, EngineConfig, FundRequest, Ports, SendRequest, SwapRequest, WithdrawRequest,
+    Engine, EngineConfig, FundRequest, Operation, Ports, SendRequest, SwapRequest, WithdrawRequest,
 };
 use stablecoin::core::error::CoreError;
 use stablecoin::core::memory::{
@@ -485,18 +485,9 @@ impl World {
             }
             self.clock.advance_ms(31_000);
         }
-        for t in &self.tenants {
-            for kind in OpKind::ALL {
-                let (ops, _) = self
-                    .engine
-                    .list_operations(t, kind, None, 100_000, 0)
-                    .await
-                    .unwrap();
-                for op in ops {
-                    let key = format!("final {} {}", kind.as_str(), op.status.as_str());
-                    *self.stats.entry(key).or_default() += 1;
-                }
-            }
+        for (_, op) in self.operations().await {
+            let key = format!("final {} {}", op.kind.as_str(), op.status.as_str());
+            *self.stats.entry(key).or_default() += 1;
         }
     }
 
@@ -532,7 +523,13 @@ impl World {
 
     /// Operations of every tenant not yet terminal.
     pub async fn open_operations(&self) -> usize {
-        let mut open = 0;
+        let ops = self.operations().await;
+        ops.iter().filter(|(_, o)| !o.status.is_terminal()).count()
+    }
+
+    /// Every operation of every tenant and kind, with its tenant.
+    pub async fn operations(&self) -> Vec<(TenantId, Operation)> {
+        let mut all = Vec::new();
         for t in &self.tenants {
             for kind in OpKind::ALL {
                 let (ops, _) = self
@@ -540,10 +537,10 @@ impl World {
                     .list_operations(t, kind, None, 100_000, 0)
                     .await
                     .unwrap();
-                open += ops.iter().filter(|o| !o.status.is_terminal()).count();
+                all.extend(ops.into_iter().map(|op| (t.clone(), op)));
             }
         }
-        open
+        all
     }
 }
 
