@@ -101,6 +101,8 @@ pub struct AppInner {
     pub webhooks: Deliverer,
     /// Per-API-key request budgets (`[rate_limits]`).
     pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
+    /// Signs and checks the web consoles' session cookies and CSRF tokens.
+    pub sessions: crate::pages::session::SessionKeys,
 }
 
 impl AppInner {
@@ -261,6 +263,7 @@ impl App {
             signer,
             code_key,
             webhook_key,
+            session_key,
         } = Custody::build(&config, storage.durable).await?;
         let clock: Arc<SystemClock> = Arc::new(SystemClock);
         let rails = Rails::build(
@@ -375,6 +378,7 @@ impl App {
             checkout,
             webhooks,
             rate_limiter,
+            sessions: crate::pages::session::SessionKeys::new(session_key),
         }));
         let demo = if state.config.demo.enabled {
             Some(ensure_demo_tenant(&state).await?)

@@ -21,7 +21,9 @@ use stablecoin_core::domain::otp::CodeKey;
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::Signer;
 use stablecoin_signer::RemoteSigner;
-use stablecoin_signer::protocol::{OTP_CODE_KEY_LABEL, WEBHOOK_SECRET_KEY_LABEL};
+use stablecoin_signer::protocol::{
+    CONSOLE_SESSION_KEY_LABEL, OTP_CODE_KEY_LABEL, WEBHOOK_SECRET_KEY_LABEL,
+};
 use stablecoin_webhooks::secret_box::SecretKey;
 use std::path::Path;
 use std::sync::Arc;
@@ -35,6 +37,8 @@ pub struct Custody {
     pub code_key: CodeKey,
     /// Seals webhook endpoint secrets.
     pub webhook_key: SecretKey,
+    /// Signs the web consoles' session cookies and CSRF tokens (`crate::pages::session`).
+    pub session_key: [u8; 32],
 }
 
 impl Custody {
@@ -48,6 +52,7 @@ impl Custody {
                     signer: Arc::new(LocalSigner::from_seed(seed)),
                     code_key: CodeKey::from_master_seed(&seed),
                     webhook_key: SecretKey::from_master_seed(&seed),
+                    session_key: hmac_label(&seed, CONSOLE_SESSION_KEY_LABEL),
                 })
             }
             SignerSettings::Remote {
@@ -65,15 +70,27 @@ impl Custody {
                 };
                 let code_key = CodeKey::new(derive(OTP_CODE_KEY_LABEL).await?);
                 let webhook_key = SecretKey::new(derive(WEBHOOK_SECRET_KEY_LABEL).await?);
+                let session_key = derive(CONSOLE_SESSION_KEY_LABEL).await?;
                 tracing::info!(url = %url, "keys are held by the signing service");
                 Ok(Custody {
                     signer: Arc::new(remote),
                     code_key,
                     webhook_key,
+                    session_key,
                 })
             }
         }
     }
+}
+
+/// `HMAC-SHA256(seed, label)`: what the signing service's `derive-key` answers for
+/// `label`, so a seed moved into the service keeps deriving the same keys.
+fn hmac_label(seed: &[u8; 32], label: &str) -> [u8; 32] {
+    use hmac::{Hmac, Mac};
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(seed)
+        .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
+    mac.update(label.as_bytes());
+    mac.finalize().into_bytes().into()
 }
 
 fn random_bytes<const N: usize>() -> Result<[u8; N], StartupError> {

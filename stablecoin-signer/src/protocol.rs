@@ -32,8 +32,16 @@ pub const MAX_BODY_BYTES: usize = 256 * 1024;
 pub const OTP_CODE_KEY_LABEL: &str = "stablecoin/otp-code-key/v1";
 /// The label of the key webhook secrets are sealed with (`SecretKey::from_master_seed`).
 pub const WEBHOOK_SECRET_KEY_LABEL: &str = "stablecoin/webhook-secret-key/v1";
+/// The label of the key the web consoles' session cookies and CSRF tokens are signed
+/// with: every API process of a deployment derives the same one, so a session signed by
+/// one is honoured by the others.
+pub const CONSOLE_SESSION_KEY_LABEL: &str = "stablecoin/console-session-key/v1";
 /// The only labels `derive-key` answers: the symmetric keys of the API process.
-pub const DERIVABLE_LABELS: &[&str] = &[OTP_CODE_KEY_LABEL, WEBHOOK_SECRET_KEY_LABEL];
+pub const DERIVABLE_LABELS: &[&str] = &[
+    OTP_CODE_KEY_LABEL,
+    WEBHOOK_SECRET_KEY_LABEL,
+    CONSOLE_SESSION_KEY_LABEL,
+];
 
 /// `POST /v1/public-key` body.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -336,6 +336,47 @@ impl Engine {
         Ok(key)
     }
 
+    /// A tenant's API keys (never their secrets), newest first, and the total: for a
+    /// console that lists them to revoke one. Only `tenant`'s keys are ever read.
+    pub async fn list_api_keys(
+        &self,
+        tenant: &TenantId,
+        limit: usize,
+        offset: usize,
+    ) -> CoreResult<(Vec<ApiKey>, u64)> {
+        let (recs, total) = self
+            .ports
+            .store
+            .list(&crate::ports::store::ListQuery {
+                kind: ApiKey::KIND.into(),
+                subkind: None,
+                tenant: tenant.0.clone(),
+                status: None,
+                limit,
+                offset,
+            })
+            .await
+            .map_err(store_err)?;
+        let keys = recs
+            .iter()
+            .map(ApiKey::from_stored)
+            .collect::<CoreResult<Vec<_>>>()?;
+        Ok((keys, total))
+    }
+
+    /// One of `tenant`'s API keys by id; another tenant's is `NOT_FOUND`, exactly like a
+    /// missing one. A console session names its key by id and asks here, on every
+    /// request, whether it was revoked since.
+    pub async fn api_key(&self, tenant: &TenantId, key_id: &ApiKeyId) -> CoreResult<ApiKey> {
+        match get_record::<ApiKey>(&*self.ports.store, &key_id.0).await? {
+            Some(v) if &v.record.tenant == tenant => Ok(v.record),
+            _ => Err(CoreError::NotFound {
+                kind: "api_key",
+                id: key_id.0.clone(),
+            }),
+        }
+    }
+
     /// Establishes the caller from a presented key.
     ///
     /// A key that authenticated is remembered for `EngineConfig::read_cache_ms`

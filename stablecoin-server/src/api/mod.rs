@@ -318,6 +318,9 @@ pub fn build_router(state: AppState) -> Router {
         .merge(crate::pages::pay_routes(Arc::new(
             crate::pages::source::CheckoutPages(state.checkout.clone()),
         )))
+        // The tenant dashboard (HTML forms with sessions and CSRF tokens, outside the
+        // JSON API and its document).
+        .merge(crate::pages::dashboard::routes())
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::Extension(OpenApiJson(Arc::new(json))))

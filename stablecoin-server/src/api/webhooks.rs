@@ -129,7 +129,7 @@ pub struct EndpointView {
 }
 
 impl EndpointView {
-    fn of(e: Endpoint, with_secret: bool) -> Self {
+    pub(crate) fn of(e: Endpoint, with_secret: bool) -> Self {
         EndpointView {
             id: e.id.0,
             object: "webhook_endpoint",
@@ -184,7 +184,7 @@ pub struct EndpointListParams {
 }
 
 /// The sandbox rule of webhook mutations (`AuthContext::require_live`).
-fn live_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
+pub(crate) fn live_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
     Ok(caller.0.require_live(what)?)
 }
 

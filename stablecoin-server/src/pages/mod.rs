@@ -6,11 +6,17 @@
 //! polling, and the page's stylesheet and script as same-origin static files, so the
 //! Content-Security-Policy can forbid every inline script and style.
 //!
-//! The pages know nothing about the engine: they read one [`PayView`] through a
+//! [`dashboard`] is the tenant dashboard (`/dashboard`), over the same engine calls as
+//! the API, with the sessions of [`session`] and the HTML of [`html`].
+//!
+//! The payment pages know nothing about the engine: they read one [`PayView`] through a
 //! [`PaySource`], which the checkout gateway implements. The view is the whole of what
 //! a page shows, and the page shows nothing else.
 
+pub mod dashboard;
+pub mod html;
 pub mod pay;
+pub mod session;
 pub mod source;
 
 pub use pay::{pay_routes, render_not_found_page, render_pay_page};

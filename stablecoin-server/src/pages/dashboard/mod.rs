@@ -1,0 +1,523 @@
+//! The tenant dashboard, `/dashboard`: a fintech's own view of its treasury, wallets,
+//! operations, escrows, checkout sessions, webhooks, API keys and pricing.
+//!
+//! Why it is built this way:
+//! - **The same engine calls as the API.** Every page reads and every form acts through
+//!   the calls the `/v1` handlers make, with the [`AuthContext`] of the key the tenant
+//!   signed in with, so a page can show or do exactly what that key could over the API:
+//!   another tenant's escrow is "not found" here as there, and a sandbox (test) session
+//!   is refused or simulated wherever the API refuses or simulates.
+//! - **Sign-in with a tenant key.** The key is posted once, checked, and never stored
+//!   or shown again; the session ([`super::session`]) names the key, so revoking it
+//!   ends every session opened with it, on the next request.
+//! - **Forms carry CSRF tokens.** A form posted without this session's token is refused
+//!   with 403 and changes nothing ([`TenantPage::check`]).
+//! - **Secrets are shown once.** An API key or webhook secret appears only in the
+//!   response to the form that created it (never cached: `Cache-Control: no-store`),
+//!   never on a page that can be reloaded.
+//! - **Reads work without JavaScript**: everything is server-rendered; charts are SVG.
+
+mod reads;
+mod settings;
+
+use super::html::{self, NavItem, Shell, e};
+use super::session::{Principal, cookie_value, set_cookie};
+use crate::app::AppState;
+use crate::config::Mode;
+use crate::error::ApiError;
+use axum::Router;
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Form, FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use axum::routing::{get, post};
+use stablecoin_core::CoreError;
+use stablecoin_core::engine::{AuthContext, KeyKind, KeyMode};
+use std::collections::HashMap;
+
+/// The dashboard's session cookie.
+pub const SESSION_COOKIE: &str = "sc_dashboard";
+/// The sign-in form's pre-session cookie (its CSRF token is bound to it).
+pub const SIGN_IN_COOKIE: &str = "sc_dashboard_signin";
+
+/// The dashboard's navigation, in order.
+pub const NAV: &[NavItem] = &[
+    NavItem {
+        href: "/dashboard",
+        label: "Overview",
+    },
+    NavItem {
+        href: "/dashboard/wallets",
+        label: "Wallets",
+    },
+    NavItem {
+        href: "/dashboard/operations",
+        label: "Operations",
+    },
+    NavItem {
+        href: "/dashboard/escrows",
+        label: "Escrows",
+    },
+    NavItem {
+        href: "/dashboard/checkout",
+        label: "Checkout",
+    },
+    NavItem {
+        href: "/dashboard/webhooks",
+        label: "Webhooks",
+    },
+    NavItem {
+        href: "/dashboard/keys",
+        label: "API keys",
+    },
+    NavItem {
+        href: "/dashboard/pricing",
+        label: "Pricing",
+    },
+];
+
+/// The dashboard's routes and the consoles' static assets.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/console-assets/console.css", get(css))
+        .route("/console-assets/console.js", get(js))
+        .route("/dashboard/login", get(sign_in_page).post(sign_in))
+        .route("/dashboard/logout", post(sign_out))
+        .route("/dashboard", get(reads::overview))
+        .route("/dashboard/wallets", get(reads::wallets))
+        .route("/dashboard/operations", get(reads::operations))
+        .route("/dashboard/operations/{id}", get(reads::operation))
+        .route("/dashboard/escrows", get(reads::escrows))
+        .route("/dashboard/escrows/{id}", get(reads::escrow))
+        .route(
+            "/dashboard/escrows/{id}/{action}",
+            post(reads::escrow_action),
+        )
+        .route("/dashboard/checkout", get(reads::checkout))
+        .route("/dashboard/checkout/{id}", get(reads::checkout_session))
+        .route(
+            "/dashboard/webhooks",
+            get(settings::webhooks).post(settings::create_endpoint),
+        )
+        .route(
+            "/dashboard/webhooks/{id}/{action}",
+            post(settings::endpoint_action),
+        )
+        .route(
+            "/dashboard/webhook-events/{id}/replay",
+            post(settings::replay_event),
+        )
+        .route(
+            "/dashboard/keys",
+            get(settings::keys).post(settings::issue_key),
+        )
+        .route("/dashboard/keys/{id}/revoke", post(settings::revoke_key))
+        .route(
+            "/dashboard/pricing",
+            get(settings::pricing).post(settings::set_pricing),
+        )
+}
+
+async fn css() -> Response {
+    html::asset("text/css; charset=utf-8", html::CONSOLE_CSS)
+}
+
+async fn js() -> Response {
+    html::asset("text/javascript; charset=utf-8", html::CONSOLE_JS)
+}
+
+/// Unix milliseconds now (sessions are checked against the wall clock).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// True when cookies must be `Secure`: production mode (which runs behind TLS) or a
+/// request that reached the proxy over TLS.
+pub fn secure_cookies(app: &AppState, headers: &HeaderMap) -> bool {
+    app.config.mode == Mode::Production
+        || headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("https"))
+}
+
+/// The value of cookie `name` of a request.
+pub fn request_cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|h| cookie_value(h, name))
+}
+
+/// A signed-in tenant's request: who, with which key, and this session's CSRF token.
+pub struct TenantPage {
+    /// The server.
+    pub app: AppState,
+    /// The key the tenant signed in with, as the API would see it.
+    pub auth: AuthContext,
+    /// The tenant's display name.
+    pub name: String,
+    /// This session's CSRF token, for the forms of the page.
+    pub csrf: String,
+    cookie: String,
+}
+
+impl FromRequestParts<AppState> for TenantPage {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, Response> {
+        let to_sign_in = |ended: bool| {
+            let secure = secure_cookies(app, &parts.headers);
+            let clear = set_cookie(SESSION_COOKIE, "", 0, secure);
+            html::redirect(
+                if ended {
+                    "/dashboard/login?ended=1"
+                } else {
+                    "/dashboard/login"
+                },
+                &[clear],
+            )
+        };
+        let Some(session) = request_cookie(&parts.headers, SESSION_COOKIE)
+            .and_then(|c| app.sessions.verify(c, now_ms()))
+        else {
+            return Err(to_sign_in(false));
+        };
+        let Principal::Tenant {
+            tenant,
+            key_id,
+            mode,
+        } = session.principal
+        else {
+            return Err(to_sign_in(false));
+        };
+        // The key is read on every request: a revoked key ends its sessions at once.
+        match app.engine.api_key(&tenant, &key_id).await {
+            Ok(k) if k.revoked_at.is_none() && k.kind == KeyKind::Tenant && k.mode == mode => {}
+            Ok(_) | Err(CoreError::NotFound { .. }) => return Err(to_sign_in(true)),
+            Err(err) => return Err(error_page(None, ApiError::from(err))),
+        }
+        let name = match app.engine.tenant(&tenant).await {
+            Ok(t) => t.name,
+            Err(err) => return Err(error_page(None, ApiError::from(err))),
+        };
+        Ok(TenantPage {
+            csrf: app.sessions.csrf_token(&session.cookie),
+            cookie: session.cookie,
+            app: app.clone(),
+            auth: AuthContext {
+                tenant,
+                key_id,
+                kind: KeyKind::Tenant,
+                mode,
+                business: None,
+            },
+            name,
+        })
+    }
+}
+
+impl TenantPage {
+    /// True for a test-mode (sandbox) session.
+    pub fn sandbox(&self) -> bool {
+        self.auth.mode == KeyMode::Test
+    }
+
+    /// A whole page of this session: `content` in the shell, with `current` marked in
+    /// the navigation.
+    pub fn render(&self, title: &str, current: &str, content: &str) -> Response {
+        self.render_status(StatusCode::OK, title, current, content)
+    }
+
+    /// [`TenantPage::render`] with another status.
+    pub fn render_status(
+        &self,
+        code: StatusCode,
+        title: &str,
+        current: &str,
+        content: &str,
+    ) -> Response {
+        let mut body = String::new();
+        if self.sandbox() {
+            body.push_str(&html::notice(
+                "ok",
+                "<p><strong>Test mode.</strong> You signed in with a test key: you see the \
+                 sandbox, and changes are simulated or refused exactly as the API does for \
+                 test keys. Sign in with a live key for live data.</p>",
+            ));
+        }
+        body.push_str(content);
+        html::respond(
+            code,
+            html::page(
+                &Shell {
+                    console: "Dashboard",
+                    title,
+                    nav: NAV,
+                    current,
+                    who: Some(&self.name),
+                    badge: Some(if self.sandbox() { "TEST MODE" } else { "LIVE" }),
+                    sign_out: Some(("/dashboard/logout", &self.csrf)),
+                },
+                &body,
+            ),
+        )
+    }
+
+    /// The form's fields when it carries this session's CSRF token; otherwise the 403
+    /// page, and nothing is done.
+    pub fn check(
+        &self,
+        form: Result<Form<HashMap<String, String>>, FormRejection>,
+    ) -> Result<HashMap<String, String>, Response> {
+        let fields = match form {
+            Ok(Form(f)) => f,
+            Err(_) => HashMap::new(),
+        };
+        let token = fields.get("csrf").map(String::as_str).unwrap_or("");
+        if self.app.sessions.csrf_ok(&self.cookie, token) {
+            Ok(fields)
+        } else {
+            Err(csrf_refused())
+        }
+    }
+
+    /// An error as a page of this session (status and stable code of the API's error).
+    pub fn error(&self, title: &str, current: &str, err: ApiError) -> Response {
+        self.render_status(err.status, title, current, &error_notice(&err))
+    }
+}
+
+/// A form field, trimmed; empty when absent.
+pub fn field<'a>(f: &'a HashMap<String, String>, name: &str) -> &'a str {
+    f.get(name).map(|s| s.trim()).unwrap_or("")
+}
+
+/// The API's error as a notice: its stable code and its message (which never carries
+/// internal detail).
+pub fn error_notice(err: &ApiError) -> String {
+    html::notice(
+        "error",
+        &format!(
+            "<p><strong>{}</strong>: {}</p>",
+            e(err.code),
+            e(&err.message)
+        ),
+    )
+}
+
+/// The page of a form posted without a valid CSRF token: 403, nothing done.
+pub fn csrf_refused() -> Response {
+    html::respond(
+        StatusCode::FORBIDDEN,
+        html::page(
+            &Shell {
+                console: "Dashboard",
+                title: "Form refused",
+                nav: &[],
+                current: "",
+                who: None,
+                badge: None,
+                sign_out: None,
+            },
+            &html::notice(
+                "error",
+                "<p><strong>CSRF_TOKEN_INVALID</strong>: this form did not come from a page \
+                 of your session (or the session ended). Nothing was changed. \
+                 <a href=\"/dashboard\">Back to the dashboard</a>.</p>",
+            ),
+        ),
+    )
+}
+
+fn error_page(title: Option<&str>, err: ApiError) -> Response {
+    html::respond(
+        err.status,
+        html::page(
+            &Shell {
+                console: "Dashboard",
+                title: title.unwrap_or("Something went wrong"),
+                nav: &[],
+                current: "",
+                who: None,
+                badge: None,
+                sign_out: None,
+            },
+            &error_notice(&err),
+        ),
+    )
+}
+
+fn sign_in_form(csrf: &str, message: Option<String>) -> String {
+    format!(
+        "{}<form method=\"post\" action=\"/dashboard/login\" class=\"stack\">{}\
+<label for=\"api_key\">Tenant API key</label>\
+<input id=\"api_key\" name=\"api_key\" type=\"password\" autocomplete=\"off\" required \
+placeholder=\"svc_sk_live_... or svc_sk_test_...\" spellcheck=\"false\">\
+<p class=\"hint\">A live key shows live data; a test key shows the sandbox. The key is \
+checked and never stored or shown again.</p>\
+<button type=\"submit\">Sign in</button></form>",
+        message.unwrap_or_default(),
+        html::csrf_field(csrf)
+    )
+}
+
+fn sign_in_response(app: &AppState, headers: &HeaderMap, code: StatusCode, msg: Option<String>) -> Response {
+    let pre = app.sessions.issue_pre_session(now_ms());
+    let csrf = app.sessions.csrf_token(&pre);
+    let mut r = html::respond(
+        code,
+        html::page(
+            &Shell {
+                console: "Dashboard",
+                title: "Sign in",
+                nav: &[],
+                current: "",
+                who: None,
+                badge: None,
+                sign_out: None,
+            },
+            &sign_in_form(&csrf, msg),
+        ),
+    );
+    let cookie = set_cookie(
+        SIGN_IN_COOKIE,
+        &pre,
+        super::session::PRE_SESSION_TTL_MS / 1000,
+        secure_cookies(app, headers),
+    );
+    if let Ok(v) = cookie.parse() {
+        r.headers_mut().append(header::SET_COOKIE, v);
+    }
+    r
+}
+
+#[derive(serde::Deserialize)]
+struct SignInQuery {
+    ended: Option<String>,
+}
+
+async fn sign_in_page(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    q: Result<axum::extract::Query<SignInQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let ended = q.is_ok_and(|q| q.ended.is_some());
+    let msg = ended.then(|| {
+        html::notice(
+            "ok",
+            "<p>Your session ended: its key was revoked, or it expired. Sign in again.</p>",
+        )
+    });
+    sign_in_response(&app, &headers, StatusCode::OK, msg)
+}
+
+async fn sign_in(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    let fields = form.map(|Form(f)| f).unwrap_or_default();
+    let pre = request_cookie(&headers, SIGN_IN_COOKIE).unwrap_or("");
+    if !app
+        .sessions
+        .pre_session_ok(pre, field(&fields, "csrf"), now_ms())
+    {
+        return csrf_refused();
+    }
+    let refuse = |code: &str, message: &str| {
+        sign_in_response(
+            &app,
+            &headers,
+            StatusCode::UNAUTHORIZED,
+            Some(html::notice(
+                "error",
+                &format!("<p><strong>{}</strong>: {}</p>", e(code), e(message)),
+            )),
+        )
+    };
+    let key = field(&fields, "api_key");
+    let auth = match app.engine.authenticate(key).await {
+        Ok(a) if a.kind == KeyKind::Tenant => a,
+        Ok(_) => {
+            return refuse(
+                "KEY_KIND_NOT_ALLOWED",
+                "the dashboard needs a tenant key (svc_sk_live_... or svc_sk_test_...); business keys only open the checkout API",
+            );
+        }
+        Err(CoreError::InvalidApiKey | CoreError::ApiKeyRevoked) => {
+            return refuse("INVALID_API_KEY", "this key is unknown or revoked");
+        }
+        Err(err) => return error_page(Some("Sign in"), ApiError::from(err)),
+    };
+    let principal = Principal::Tenant {
+        tenant: auth.tenant,
+        key_id: auth.key_id,
+        mode: auth.mode,
+    };
+    let Some(cookie) = app.sessions.issue(&principal, now_ms()) else {
+        return error_page(Some("Sign in"), ApiError::internal("session"));
+    };
+    let secure = secure_cookies(&app, &headers);
+    html::redirect(
+        "/dashboard",
+        &[
+            set_cookie(
+                SESSION_COOKIE,
+                &cookie,
+                super::session::SESSION_TTL_MS / 1000,
+                secure,
+            ),
+            set_cookie(SIGN_IN_COOKIE, "", 0, secure),
+        ],
+    )
+}
+
+async fn sign_out(
+    page: TenantPage,
+    headers: HeaderMap,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    if let Err(refused) = page.check(form) {
+        return refused;
+    }
+    let secure = secure_cookies(&page.app, &headers);
+    html::redirect(
+        "/dashboard/login",
+        &[set_cookie(SESSION_COOKIE, "", 0, secure)],
+    )
+}
+
+/// Explorer link of a transaction on `rail`, when the rail is a real public chain
+/// (simulated chains have no explorer; their hashes are shown as text).
+pub fn explorer_link(app: &AppState, rail: &str, tx_hash: &str) -> String {
+    let simulated = app.simulated_rails().iter().any(|r| r.name() == rail);
+    let base = match rail {
+        "polygon" => Some("https://polygonscan.com/tx/"),
+        "base" => Some("https://basescan.org/tx/"),
+        "bsc" => Some("https://bscscan.com/tx/"),
+        "tron" => Some("https://tronscan.org/#/transaction/"),
+        "solana" => Some("https://explorer.solana.com/tx/"),
+        _ => None,
+    };
+    let clean = tx_hash
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == 'x');
+    match base {
+        Some(b) if !simulated && clean => format!(
+            "<a href=\"{b}{}\" rel=\"noreferrer noopener\" target=\"_blank\"><code>{}</code></a>",
+            e(tx_hash),
+            e(tx_hash)
+        ),
+        _ => format!(
+            "<code>{}</code>{}",
+            e(tx_hash),
+            if simulated { " <span class=\"hint\">(simulated chain)</span>" } else { "" }
+        ),
+    }
+}

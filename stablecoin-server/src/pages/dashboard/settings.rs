@@ -1,0 +1,592 @@
+//! The dashboard's settings pages: webhook endpoints (secret shown once on create and
+//! rotate, deliveries with their attempts, a success-rate chart, replay), API keys
+//! (issue, shown once, and revoke) and the tenant's pricing. Each action is the call
+//! the matching `/v1` handler or admin command makes, with the same sandbox rule
+//! (`AuthContext::require_live`).
+
+use super::{TenantPage, error_notice, field};
+use crate::error::ApiError;
+use crate::pages::html::{self, Series, e, facts, status, table};
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Form, Path};
+use axum::http::StatusCode;
+use axum::response::Response;
+use stablecoin_core::domain::fees::TenantPricing;
+use stablecoin_core::domain::ids::ApiKeyId;
+use stablecoin_core::domain::money::Micros;
+use stablecoin_core::engine::{KeyKind, KeyMode};
+use stablecoin_core::ports::ChainAddress;
+use stablecoin_webhooks::Family;
+use stablecoin_webhooks::delivery::{DeliveryState, NewEndpoint};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+
+type FormResult = Result<Form<HashMap<String, String>>, FormRejection>;
+
+/// How many of the newest deliveries the webhooks page lists and charts.
+const DELIVERY_SAMPLE: usize = 200;
+const DAY_MS: i64 = 86_400_000;
+
+/// `GET /dashboard/webhooks`.
+pub async fn webhooks(p: TenantPage) -> Response {
+    webhooks_page(&p, String::new(), StatusCode::OK).await
+}
+
+async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Response {
+    let hooks = &p.app.webhooks;
+    let mut out = flash;
+    match hooks.list_endpoints(&p.auth.tenant, 100, 0).await {
+        Ok((endpoints, _)) => {
+            let rows: Vec<Vec<String>> = endpoints
+                .iter()
+                .map(|ep| {
+                    let id = e(&ep.id.0);
+                    let toggle = if ep.enabled {
+                        ("disable", "Disable", " class=\"danger\"")
+                    } else {
+                        ("enable", "Enable", "")
+                    };
+                    let mut actions = String::new();
+                    for (action, label, class) in [
+                        ("rotate", "Rotate secret", " class=\"secondary\""),
+                        toggle,
+                    ] {
+                        let _ = write!(
+                            actions,
+                            "<form method=\"post\" action=\"/dashboard/webhooks/{id}/{action}\" class=\"inline\" data-confirm=\"{label}?\">{}<button type=\"submit\"{class}>{label}</button></form> ",
+                            html::csrf_field(&p.csrf)
+                        );
+                    }
+                    vec![
+                        format!("<code>{id}</code>"),
+                        e(&ep.url),
+                        e(ep.family.as_str()),
+                        if ep.events.is_empty() {
+                            "all".into()
+                        } else {
+                            e(&ep.events.join(", "))
+                        },
+                        status(if ep.enabled { "ACTIVE" } else { "DISABLED" }),
+                        actions,
+                    ]
+                })
+                .collect();
+            out.push_str(&table(
+                "Endpoints",
+                &["Id", "URL", "Family", "Events", "State", "Actions"],
+                &rows,
+            ));
+        }
+        Err(err) => out.push_str(&error_notice(&ApiError::from(err))),
+    }
+    let _ = write!(
+        out,
+        "<h2>Add an endpoint</h2><form method=\"post\" action=\"/dashboard/webhooks\" class=\"stack\">{}\
+<label for=\"url\">URL (https, public host)</label><input id=\"url\" name=\"url\" type=\"url\" required maxlength=\"2048\">\
+<label for=\"family\">Family</label><select id=\"family\" name=\"family\"><option value=\"wallet\">wallet (transfers, fundings, ...)</option>\
+<option value=\"payments\">payments (checkout)</option></select>\
+<label for=\"events\">Events (comma-separated; empty: all of the family)</label><input id=\"events\" name=\"events\" maxlength=\"1000\">\
+<label><input type=\"checkbox\" name=\"standard_webhooks\" value=\"true\"> Sign with Standard Webhooks headers</label>\
+<button type=\"submit\">Add endpoint</button></form>",
+        html::csrf_field(&p.csrf)
+    );
+    match hooks
+        .list_deliveries(&p.auth.tenant, None, DELIVERY_SAMPLE, 0)
+        .await
+    {
+        Ok(page) => {
+            out.push_str("<h2>Delivery success</h2>");
+            let mut days: BTreeMap<i64, [u64; 3]> = BTreeMap::new();
+            for d in &page.items {
+                let slot = match d.state {
+                    DeliveryState::Delivered => 0,
+                    DeliveryState::Pending => 1,
+                    DeliveryState::Dead => 2,
+                };
+                days.entry(d.created_at.millis() / DAY_MS).or_default()[slot] += 1;
+            }
+            let columns: Vec<(String, Vec<u64>)> = days
+                .iter()
+                .rev()
+                .take(14)
+                .rev()
+                .map(|(day, v)| {
+                    let label =
+                        stablecoin_core::domain::time::Timestamp::from_millis(day * DAY_MS)
+                            .to_rfc3339();
+                    (label[5..10].to_string(), v.to_vec())
+                })
+                .collect();
+            let delivered: u64 = days.values().map(|v| v[0]).sum();
+            let finished: u64 = days.values().map(|v| v[0] + v[2]).sum();
+            if finished > 0 {
+                let _ = write!(
+                    out,
+                    "<p>{} of {} finished deliveries succeeded ({}.{}%).</p>",
+                    delivered,
+                    finished,
+                    delivered * 100 / finished,
+                    (delivered * 1000 / finished) % 10
+                );
+            }
+            out.push_str(&html::bar_chart(
+                "Deliveries by day",
+                &[
+                    Series {
+                        name: "delivered",
+                        fill: "#1f8a4c",
+                    },
+                    Series {
+                        name: "retrying",
+                        fill: "#c98a00",
+                    },
+                    Series {
+                        name: "failed for good",
+                        fill: "#b3261e",
+                    },
+                ],
+                &columns,
+            ));
+            let rows: Vec<Vec<String>> = page
+                .items
+                .iter()
+                .take(50)
+                .map(|d| {
+                    let last = d.attempts.last();
+                    let replay = format!(
+                        "<form method=\"post\" action=\"/dashboard/webhook-events/{}/replay\" class=\"inline\">{}<button type=\"submit\" class=\"secondary\">Replay</button></form>",
+                        e(&d.event_id),
+                        html::csrf_field(&p.csrf)
+                    );
+                    vec![
+                        e(&d.created_at.to_rfc3339()),
+                        e(&d.event_type),
+                        format!("<code>{}</code>", e(&d.event_id)),
+                        status(d.state.as_str()),
+                        d.attempts.len().to_string(),
+                        last.and_then(|a| a.status)
+                            .map(|s| s.to_string())
+                            .unwrap_or_else(|| e(last.and_then(|a| a.error.as_deref()).unwrap_or("—"))),
+                        last.map(|a| format!("{} ms", a.latency_ms))
+                            .unwrap_or_else(|| "—".into()),
+                        replay,
+                    ]
+                })
+                .collect();
+            out.push_str(&table(
+                "Recent deliveries",
+                &[
+                    "Created", "Event", "Event id", "State", "Attempts", "Last status",
+                    "Latency", "",
+                ],
+                &rows,
+            ));
+        }
+        Err(err) => out.push_str(&error_notice(&ApiError::from(err))),
+    }
+    p.render_status(code, "Webhooks", "/dashboard/webhooks", &out)
+}
+
+/// `POST /dashboard/webhooks`: registers an endpoint; its secret is shown in this
+/// response only.
+pub async fn create_endpoint(p: TenantPage, form: FormResult) -> Response {
+    let f = match p.check(form) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
+    if let Err(err) = p.auth.require_live("webhook endpoint registration") {
+        return webhooks_page(&p, error_notice(&err.into()), StatusCode::FORBIDDEN).await;
+    }
+    let family = match field(&f, "family") {
+        "" | "wallet" => Family::Wallet,
+        "payments" => Family::Payments,
+        _ => {
+            let err = ApiError::bad_request("INVALID_PARAMETER", "family must be wallet or payments");
+            return webhooks_page(&p, error_notice(&err), StatusCode::BAD_REQUEST).await;
+        }
+    };
+    let new = NewEndpoint {
+        family,
+        url: field(&f, "url").to_string(),
+        events: field(&f, "events")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
+        standard_webhooks: field(&f, "standard_webhooks") == "true",
+    };
+    match p.app.webhooks.register_endpoint(&p.auth.tenant, &new).await {
+        Ok(ep) => {
+            let flash = format!(
+                "{}{}",
+                html::notice("ok", &format!("<p>Endpoint <code>{}</code> added.</p>", e(&ep.id.0))),
+                html::shown_once("Signing secret", &ep.secret)
+            );
+            webhooks_page(&p, flash, StatusCode::CREATED).await
+        }
+        Err(err) => {
+            let err = ApiError::from(err);
+            let code = err.status;
+            webhooks_page(&p, error_notice(&err), code).await
+        }
+    }
+}
+
+/// `POST /dashboard/webhooks/{id}/{rotate|disable|enable}`.
+pub async fn endpoint_action(
+    p: TenantPage,
+    Path((id, action)): Path<(String, String)>,
+    form: FormResult,
+) -> Response {
+    if let Err(refused) = p.check(form) {
+        return refused;
+    }
+    if let Err(err) = p.auth.require_live("webhook endpoint changes") {
+        return webhooks_page(&p, error_notice(&err.into()), StatusCode::FORBIDDEN).await;
+    }
+    let hooks = &p.app.webhooks;
+    let result = match action.as_str() {
+        "rotate" => hooks.rotate_secret(&p.auth.tenant, &id).await.map(|ep| {
+            format!(
+                "{}{}",
+                html::notice(
+                    "ok",
+                    &format!(
+                        "<p>The secret of <code>{}</code> was replaced; the previous one no longer verifies.</p>",
+                        e(&ep.id.0)
+                    )
+                ),
+                html::shown_once("New signing secret", &ep.secret)
+            )
+        }),
+        "disable" => hooks
+            .disable(&p.auth.tenant, &id)
+            .await
+            .map(|ep| html::notice("ok", &format!("<p><code>{}</code> disabled.</p>", e(&ep.id.0)))),
+        "enable" => hooks
+            .enable(&p.auth.tenant, &id)
+            .await
+            .map(|ep| html::notice("ok", &format!("<p><code>{}</code> enabled.</p>", e(&ep.id.0)))),
+        _ => {
+            let err = ApiError::new(StatusCode::NOT_FOUND, "ROUTE_NOT_FOUND", "no such action");
+            return webhooks_page(&p, error_notice(&err), StatusCode::NOT_FOUND).await;
+        }
+    };
+    match result {
+        Ok(flash) => webhooks_page(&p, flash, StatusCode::OK).await,
+        Err(err) => {
+            let err = ApiError::from(err);
+            let code = err.status;
+            webhooks_page(&p, error_notice(&err), code).await
+        }
+    }
+}
+
+/// `POST /dashboard/webhook-events/{id}/replay`: sends the event again to every
+/// subscribed endpoint (`POST /v1/webhook-events/{id}/replay`).
+pub async fn replay_event(p: TenantPage, Path(id): Path<String>, form: FormResult) -> Response {
+    if let Err(refused) = p.check(form) {
+        return refused;
+    }
+    if let Err(err) = p.auth.require_live("webhook replay") {
+        return webhooks_page(&p, error_notice(&err.into()), StatusCode::FORBIDDEN).await;
+    }
+    match p.app.webhooks.replay_event(&p.auth.tenant, &id).await {
+        Ok(created) => {
+            let flash = html::notice(
+                "ok",
+                &format!(
+                    "<p>Event <code>{}</code> queued again: {} new deliver{}.</p>",
+                    e(&id),
+                    created.len(),
+                    if created.len() == 1 { "y" } else { "ies" }
+                ),
+            );
+            webhooks_page(&p, flash, StatusCode::ACCEPTED).await
+        }
+        Err(err) => {
+            let err = ApiError::from(err);
+            let code = err.status;
+            webhooks_page(&p, error_notice(&err), code).await
+        }
+    }
+}
+
+/// `GET /dashboard/keys`.
+pub async fn keys(p: TenantPage) -> Response {
+    keys_page(&p, String::new(), StatusCode::OK).await
+}
+
+async fn keys_page(p: &TenantPage, flash: String, code: StatusCode) -> Response {
+    let mut out = flash;
+    match p.app.engine.list_api_keys(&p.auth.tenant, 100, 0).await {
+        Ok((keys, _)) => {
+            let rows: Vec<Vec<String>> = keys
+                .iter()
+                .map(|k| {
+                    let this = k.id == p.auth.key_id;
+                    let action = if k.revoked_at.is_some() {
+                        String::new()
+                    } else {
+                        format!(
+                            "<form method=\"post\" action=\"/dashboard/keys/{}/revoke\" class=\"inline\" data-confirm=\"Revoke this key? Requests with it are refused from then on.\">{}<button type=\"submit\" class=\"danger\">Revoke</button></form>{}",
+                            e(&k.id.0),
+                            html::csrf_field(&p.csrf),
+                            if this { " <span class=\"hint\">(this session's key: revoking it signs you out)</span>" } else { "" }
+                        )
+                    };
+                    vec![
+                        format!("<code>{}</code>", e(&k.id.0)),
+                        format!("<code>{}</code>", e(&k.hint)),
+                        e(match k.kind {
+                            KeyKind::Tenant => "tenant",
+                            KeyKind::Business => "business",
+                        }),
+                        e(match k.mode {
+                            KeyMode::Live => "live",
+                            KeyMode::Test => "test",
+                        }),
+                        status(if k.revoked_at.is_some() { "REVOKED" } else { "ACTIVE" }),
+                        e(&k.created_at.to_rfc3339()),
+                        action,
+                    ]
+                })
+                .collect();
+            out.push_str(&table(
+                "API keys (only a hint of each secret is kept)",
+                &["Id", "Key", "Kind", "Mode", "State", "Issued", ""],
+                &rows,
+            ));
+        }
+        Err(err) => out.push_str(&error_notice(&ApiError::from(err))),
+    }
+    let modes: &[(&str, &str)] = if p.sandbox() {
+        &[("test", "test (sandbox)")]
+    } else {
+        &[("live", "live"), ("test", "test (sandbox)")]
+    };
+    let _ = write!(
+        out,
+        "<h2>Issue a tenant key</h2><form method=\"post\" action=\"/dashboard/keys\" class=\"stack\">{}{}\
+<p class=\"hint\">The secret is shown once, then only its hash is kept.</p>\
+<button type=\"submit\">Issue key</button></form>",
+        html::csrf_field(&p.csrf),
+        html::select("mode", "Mode", modes, modes[0].0)
+    );
+    p.render_status(code, "API keys", "/dashboard/keys", &out)
+}
+
+/// `POST /dashboard/keys`: issues a tenant key (a test session issues test keys only);
+/// the secret is in this response only.
+pub async fn issue_key(p: TenantPage, form: FormResult) -> Response {
+    let f = match p.check(form) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
+    let mode = match field(&f, "mode") {
+        "test" => KeyMode::Test,
+        "live" if !p.sandbox() => KeyMode::Live,
+        "live" => {
+            let err = ApiError::new(
+                StatusCode::FORBIDDEN,
+                "SANDBOX_UNSUPPORTED",
+                "a test session issues test keys only; sign in with a live key to issue a live key",
+            );
+            return keys_page(&p, error_notice(&err), StatusCode::FORBIDDEN).await;
+        }
+        _ => {
+            let err = ApiError::bad_request("INVALID_PARAMETER", "mode must be live or test");
+            return keys_page(&p, error_notice(&err), StatusCode::BAD_REQUEST).await;
+        }
+    };
+    match p
+        .app
+        .engine
+        .issue_api_key(&p.auth.tenant, KeyKind::Tenant, mode)
+        .await
+    {
+        Ok(issued) => {
+            let flash = format!(
+                "{}{}",
+                html::notice(
+                    "ok",
+                    &format!("<p>Key <code>{}</code> issued.</p>", e(&issued.key.id.0))
+                ),
+                html::shown_once("API key", &issued.secret)
+            );
+            keys_page(&p, flash, StatusCode::CREATED).await
+        }
+        Err(err) => {
+            let err = ApiError::from(err);
+            let code = err.status;
+            keys_page(&p, error_notice(&err), code).await
+        }
+    }
+}
+
+/// `POST /dashboard/keys/{id}/revoke`: requests with the key are refused from then on
+/// (this session too, when it is its key). A test session revokes test keys only.
+pub async fn revoke_key(p: TenantPage, Path(id): Path<String>, form: FormResult) -> Response {
+    if let Err(refused) = p.check(form) {
+        return refused;
+    }
+    let key_id = ApiKeyId(id);
+    if p.sandbox() {
+        match p.app.engine.api_key(&p.auth.tenant, &key_id).await {
+            Ok(k) if k.mode == KeyMode::Test => {}
+            Ok(_) => {
+                let err = ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "SANDBOX_UNSUPPORTED",
+                    "a test session revokes test keys only",
+                );
+                return keys_page(&p, error_notice(&err), StatusCode::FORBIDDEN).await;
+            }
+            Err(err) => {
+                let err = ApiError::from(err);
+                let code = err.status;
+                return keys_page(&p, error_notice(&err), code).await;
+            }
+        }
+    }
+    match p.app.engine.revoke_api_key(&p.auth.tenant, &key_id).await {
+        Ok(k) if k.id == p.auth.key_id => html::redirect("/dashboard/login?ended=1", &[]),
+        Ok(k) => {
+            let flash = html::notice(
+                "ok",
+                &format!("<p>Key <code>{}</code> revoked.</p>", e(&k.id.0)),
+            );
+            keys_page(&p, flash, StatusCode::OK).await
+        }
+        Err(err) => {
+            let err = ApiError::from(err);
+            let code = err.status;
+            keys_page(&p, error_notice(&err), code).await
+        }
+    }
+}
+
+/// `GET /dashboard/pricing`.
+pub async fn pricing(p: TenantPage) -> Response {
+    pricing_page(&p, String::new(), StatusCode::OK).await
+}
+
+fn micros_text(m: u64) -> String {
+    Micros(m).to_decimal_string()
+}
+
+async fn pricing_page(p: &TenantPage, flash: String, code: StatusCode) -> Response {
+    let t = match p.app.engine.tenant(&p.auth.tenant).await {
+        Ok(t) => t,
+        Err(err) => return p.error("Pricing", "/dashboard/pricing", err.into()),
+    };
+    let (mode, bps, cap, flat) = match t.pricing {
+        TenantPricing::None => ("NONE", String::new(), String::new(), String::new()),
+        TenantPricing::Percentage {
+            fee_bps,
+            fee_cap_micros,
+        } => (
+            "PERCENTAGE",
+            fee_bps.to_string(),
+            if fee_cap_micros == 0 {
+                String::new()
+            } else {
+                micros_text(fee_cap_micros)
+            },
+            String::new(),
+        ),
+        TenantPricing::Flat { fee_flat_micros } => {
+            ("FLAT", String::new(), String::new(), micros_text(fee_flat_micros))
+        }
+    };
+    let address = t.fee_address.as_ref().map(|a| a.0.clone()).unwrap_or_default();
+    let mut out = flash;
+    out.push_str(&facts(&[
+        ("Your fee", e(mode)),
+        ("Basis points", e(if bps.is_empty() { "—" } else { &bps })),
+        ("Cap (tokens)", e(if cap.is_empty() { "none" } else { &cap })),
+        ("Flat fee (tokens)", e(if flat.is_empty() { "—" } else { &flat })),
+        (
+            "Fee address",
+            if address.is_empty() {
+                "—".into()
+            } else {
+                format!("<code>{}</code>", e(&address))
+            },
+        ),
+    ]));
+    let _ = write!(
+        out,
+        "<h2>Change your fee</h2><form method=\"post\" action=\"/dashboard/pricing\" class=\"stack\">{}{}\
+<label for=\"fee_bps\">Basis points (PERCENTAGE; at most 1000 = 10%)</label><input id=\"fee_bps\" name=\"fee_bps\" inputmode=\"numeric\" value=\"{}\">\
+<label for=\"fee_cap\">Cap in tokens (PERCENTAGE; empty: none)</label><input id=\"fee_cap\" name=\"fee_cap\" inputmode=\"decimal\" value=\"{}\">\
+<label for=\"fee_flat\">Flat fee in tokens (FLAT)</label><input id=\"fee_flat\" name=\"fee_flat\" inputmode=\"decimal\" value=\"{}\">\
+<label for=\"fee_address\">Fee address (EVM address you control; required unless NONE)</label><input id=\"fee_address\" name=\"fee_address\" spellcheck=\"false\" value=\"{}\">\
+<p class=\"hint\">The next transfer's fees follow the new pricing. The service fee is separate.</p>\
+<button type=\"submit\">Save pricing</button></form>",
+        html::csrf_field(&p.csrf),
+        html::select(
+            "mode",
+            "Fee",
+            &[("NONE", "NONE"), ("PERCENTAGE", "PERCENTAGE"), ("FLAT", "FLAT")],
+            mode
+        ),
+        e(&bps),
+        e(&cap),
+        e(&flat),
+        e(&address)
+    );
+    p.render_status(code, "Pricing", "/dashboard/pricing", &out)
+}
+
+/// A decimal token amount in a form as micro-units (`None` when empty).
+fn form_micros(f: &HashMap<String, String>, name: &'static str) -> Result<Option<u64>, ApiError> {
+    match field(f, name) {
+        "" => Ok(None),
+        s => Micros::parse_decimal(s)
+            .map(|m| Some(m.0))
+            .map_err(|err| ApiError::from(err).with_param(name)),
+    }
+}
+
+/// `POST /dashboard/pricing`: what `stablecoin-server pricing set` does, for the
+/// signed-in tenant (`TenantPricing::from_parts`, `Engine::set_pricing`). Live
+/// sessions only: a sandbox never changes the tenant.
+pub async fn set_pricing(p: TenantPage, form: FormResult) -> Response {
+    let f = match p.check(form) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
+    let attempt = async {
+        p.auth.require_live("pricing changes")?;
+        let bps = match field(&f, "fee_bps") {
+            "" => None,
+            s => Some(s.parse::<u32>().map_err(|_| {
+                ApiError::bad_request("INVALID_PRICING", "fee_bps must be a whole number")
+                    .with_param("fee_bps")
+            })?),
+        };
+        let mode = field(&f, "mode");
+        let pricing = TenantPricing::from_parts(
+            mode,
+            bps,
+            form_micros(&f, "fee_cap")?,
+            form_micros(&f, "fee_flat")?,
+        )?;
+        let address = field(&f, "fee_address");
+        let address = (!address.is_empty() && mode != "NONE").then(|| ChainAddress(address.to_string()));
+        p.app
+            .engine
+            .set_pricing(&p.auth.tenant, pricing, address)
+            .await?;
+        Ok::<(), ApiError>(())
+    };
+    match attempt.await {
+        Ok(()) => pricing_page(&p, html::notice("ok", "<p>Pricing saved.</p>"), StatusCode::OK).await,
+        Err(err) => {
+            let code = err.status;
+            pricing_page(&p, error_notice(&err), code).await
+        }
+    }
+}
