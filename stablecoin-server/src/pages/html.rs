@@ -164,7 +164,10 @@ pub fn page(shell: &Shell<'_>, content: &str) -> String {
 
 /// The hidden CSRF field every form carries.
 pub fn csrf_field(token: &str) -> String {
-    format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", e(token))
+    format!(
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        e(token)
+    )
 }
 
 /// A notice: `kind` is `ok`, `error` or `secret` (a value shown once).

@@ -275,8 +275,18 @@ mod tests {
         let forged = c.replacen("ten_abc", "ten_xyz", 1);
         assert!(k.verify(&forged, 1_001).is_none());
         // A live mode claimed by a test session.
-        assert!(k.verify(&c.replacen(".test.", ".live.", 1), 1_001).is_none());
-        for bad in ["", ".", "t.a.b.live.9.n", "x.y", &"a".repeat(500), &c[..c.len() - 1]] {
+        assert!(
+            k.verify(&c.replacen(".test.", ".live.", 1), 1_001)
+                .is_none()
+        );
+        for bad in [
+            "",
+            ".",
+            "t.a.b.live.9.n",
+            "x.y",
+            &"a".repeat(500),
+            &c[..c.len() - 1],
+        ] {
             assert!(k.verify(bad, 1_001).is_none(), "{bad:?}");
         }
         // A pre-session cookie is not a session, and the reverse.
@@ -285,9 +295,7 @@ mod tests {
         let tok = k.csrf_token(&c);
         assert!(!k.pre_session_ok(&c, &tok, 1_001));
         // Ids a cookie cannot carry are not issued.
-        let odd = Principal::Staff {
-            id: "a.b".into(),
-        };
+        let odd = Principal::Staff { id: "a.b".into() };
         assert!(k.issue(&odd, 1).is_none());
     }
 

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod console;
 pub mod production;
 pub mod shared;
 pub mod webhook_receiver;

@@ -367,7 +367,12 @@ checked and never stored or shown again.</p>\
     )
 }
 
-fn sign_in_response(app: &AppState, headers: &HeaderMap, code: StatusCode, msg: Option<String>) -> Response {
+fn sign_in_response(
+    app: &AppState,
+    headers: &HeaderMap,
+    code: StatusCode,
+    msg: Option<String>,
+) -> Response {
     let pre = app.sessions.issue_pre_session(now_ms());
     let csrf = app.sessions.csrf_token(&pre);
     let mut r = html::respond(
@@ -517,7 +522,11 @@ pub fn explorer_link(app: &AppState, rail: &str, tx_hash: &str) -> String {
         _ => format!(
             "<code>{}</code>{}",
             e(tx_hash),
-            if simulated { " <span class=\"hint\">(simulated chain)</span>" } else { "" }
+            if simulated {
+                " <span class=\"hint\">(simulated chain)</span>"
+            } else {
+                ""
+            }
         ),
     }
 }

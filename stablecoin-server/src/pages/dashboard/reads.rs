@@ -119,7 +119,9 @@ pub async fn overview(p: TenantPage) -> Response {
         {
             Ok((ops, _)) => {
                 for op in ops {
-                    *totals.entry((kind.as_str(), op.status.as_str())).or_default() += 1;
+                    *totals
+                        .entry((kind.as_str(), op.status.as_str()))
+                        .or_default() += 1;
                     if let Some(d) = days.get_mut(&(op.created_at.millis() / DAY_MS)) {
                         d[bucket(op.status)] += 1;
                     }
@@ -187,7 +189,12 @@ pub async fn wallets(p: TenantPage, query: MaybeQ) -> Response {
         Ok(ph) => ph,
         Err(err) => {
             out.push_str(&error_notice(&ApiError::from(err)));
-            return p.render_status(StatusCode::BAD_REQUEST, "Wallets", "/dashboard/wallets", &out);
+            return p.render_status(
+                StatusCode::BAD_REQUEST,
+                "Wallets",
+                "/dashboard/wallets",
+                &out,
+            );
         }
     };
     match p.app.engine.evm_balances(&p.auth.tenant, &phone).await {
@@ -232,9 +239,16 @@ pub async fn operations(p: TenantPage, query: MaybeQ) -> Response {
     let query = query.ok();
     let kind = kind_of(q(&query, "kind")).unwrap_or(OpKind::Transfer);
     let state_name = q(&query, "state");
-    let kinds: Vec<(&str, &str)> = OpKind::ALL.iter().map(|k| (k.as_str(), k.as_str())).collect();
+    let kinds: Vec<(&str, &str)> = OpKind::ALL
+        .iter()
+        .map(|k| (k.as_str(), k.as_str()))
+        .collect();
     let mut states: Vec<(&str, &str)> = vec![("", "any")];
-    states.extend(reachable_states(kind).iter().map(|s| (s.as_str(), s.as_str())));
+    states.extend(
+        reachable_states(kind)
+            .iter()
+            .map(|s| (s.as_str(), s.as_str())),
+    );
     let mut out = format!(
         "<form method=\"get\" action=\"/dashboard/operations\" class=\"filters\"><div>{}</div><div>{}</div>\
 <button type=\"submit\">Filter</button></form>",
@@ -408,7 +422,15 @@ pub async fn escrows(p: TenantPage, query: MaybeQ) -> Response {
                 .collect();
             out.push_str(&table(
                 "Escrows",
-                &["Id", "State", "Amount", "Reference", "Buyer", "Seller", "Created"],
+                &[
+                    "Id",
+                    "State",
+                    "Amount",
+                    "Reference",
+                    "Buyer",
+                    "Seller",
+                    "Created",
+                ],
                 &rows,
             ));
             out.push_str(&pager(
@@ -449,8 +471,18 @@ async fn escrow_page(p: &TenantPage, id: &str, flash: Option<String>) -> Respons
         ("Reference", e(&d.reference)),
         ("Buyer", e(&d.buyer_phone_number)),
         ("Seller", e(&d.seller_phone_number)),
-        ("Escrow address", format!("<code>{}</code>", e(&d.escrow_address))),
-        ("Payout pending", if d.payout_pending { "yes".into() } else { "no".into() }),
+        (
+            "Escrow address",
+            format!("<code>{}</code>", e(&d.escrow_address)),
+        ),
+        (
+            "Payout pending",
+            if d.payout_pending {
+                "yes".into()
+            } else {
+                "no".into()
+            },
+        ),
         (
             "Payout transaction",
             d.payout_tx_hash
@@ -474,7 +506,11 @@ async fn escrow_page(p: &TenantPage, id: &str, flash: Option<String>) -> Respons
     if !actions.is_empty() {
         out.push_str("<h2>Actions</h2>");
         for (action, label) in actions {
-            let class = if *action == "release" { "" } else { " class=\"danger\"" };
+            let class = if *action == "release" {
+                ""
+            } else {
+                " class=\"danger\""
+            };
             let _ = write!(
                 out,
                 "<form method=\"post\" action=\"/dashboard/escrows/{}/{action}\" class=\"stack\" data-confirm=\"{}?\">{}\
@@ -543,7 +579,11 @@ pub async fn escrow_action(
             return p.error(
                 "Escrow",
                 "/dashboard/escrows",
-                ApiError::new(StatusCode::NOT_FOUND, "ROUTE_NOT_FOUND", "no such escrow action"),
+                ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "ROUTE_NOT_FOUND",
+                    "no such escrow action",
+                ),
             );
         }
     };
@@ -651,7 +691,14 @@ pub async fn checkout(p: TenantPage, query: MaybeQ) -> Response {
                 .collect();
             out.push_str(&table(
                 "Payment sessions",
-                &["Session", "Status", "Amount", "Reference", "Network", "Paid"],
+                &[
+                    "Session",
+                    "Status",
+                    "Amount",
+                    "Reference",
+                    "Network",
+                    "Paid",
+                ],
                 &rows,
             ));
             out.push_str(&pager(
@@ -676,7 +723,11 @@ pub async fn checkout_session(p: TenantPage, Path(id): Path<String>, query: Mayb
             return p.error(
                 "Payment session",
                 "/dashboard/checkout",
-                ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such payment session"),
+                ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "NOT_FOUND",
+                    "no such payment session",
+                ),
             );
         }
         Err(err) => return p.error("Payment session", "/dashboard/checkout", err),
@@ -720,8 +771,19 @@ pub async fn checkout_session(p: TenantPage, Path(id): Path<String>, query: Mayb
     out.push_str("<h2>Deposits</h2>");
     out.push_str(&table(
         "Deposits",
-        &["Network", "Amount", "Status", "Confirmations", "Transaction", "Detected"],
+        &[
+            "Network",
+            "Amount",
+            "Status",
+            "Confirmations",
+            "Transaction",
+            "Detected",
+        ],
         &rows,
     ));
-    p.render(&format!("Payment {}", s.session_id), "/dashboard/checkout", &out)
+    p.render(
+        &format!("Payment {}", s.session_id),
+        "/dashboard/checkout",
+        &out,
+    )
 }

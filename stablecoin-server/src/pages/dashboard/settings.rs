@@ -17,7 +17,8 @@ use stablecoin_core::domain::money::Micros;
 use stablecoin_core::engine::{KeyKind, KeyMode};
 use stablecoin_core::ports::ChainAddress;
 use stablecoin_webhooks::Family;
-use stablecoin_webhooks::delivery::{DeliveryState, NewEndpoint};
+use stablecoin_webhooks::delivery::{DeliveryState, NewEndpoint, WALLET_EVENT_TYPES};
+use stablecoin_webhooks::payments::PAYMENTS_EVENT_TYPES;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
@@ -85,10 +86,10 @@ async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Respo
 <label for=\"url\">URL (https, public host)</label><input id=\"url\" name=\"url\" type=\"url\" required maxlength=\"2048\">\
 <label for=\"family\">Family</label><select id=\"family\" name=\"family\"><option value=\"wallet\">wallet (transfers, fundings, ...)</option>\
 <option value=\"payments\">payments (checkout)</option></select>\
-<label for=\"events\">Events (comma-separated; empty: all of the family)</label><input id=\"events\" name=\"events\" maxlength=\"1000\">\
-<label><input type=\"checkbox\" name=\"standard_webhooks\" value=\"true\"> Sign with Standard Webhooks headers</label>\
+{}<label><input type=\"checkbox\" name=\"standard_webhooks\" value=\"true\"> Sign with Standard Webhooks headers</label>\
 <button type=\"submit\">Add endpoint</button></form>",
-        html::csrf_field(&p.csrf)
+        html::csrf_field(&p.csrf),
+        event_choices()
     );
     match hooks
         .list_deliveries(&p.auth.tenant, None, DELIVERY_SAMPLE, 0)
@@ -111,9 +112,8 @@ async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Respo
                 .take(14)
                 .rev()
                 .map(|(day, v)| {
-                    let label =
-                        stablecoin_core::domain::time::Timestamp::from_millis(day * DAY_MS)
-                            .to_rfc3339();
+                    let label = stablecoin_core::domain::time::Timestamp::from_millis(day * DAY_MS)
+                        .to_rfc3339();
                     (label[5..10].to_string(), v.to_vec())
                 })
                 .collect();
@@ -176,8 +176,14 @@ async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Respo
             out.push_str(&table(
                 "Recent deliveries",
                 &[
-                    "Created", "Event", "Event id", "State", "Attempts", "Last status",
-                    "Latency", "",
+                    "Created",
+                    "Event",
+                    "Event id",
+                    "State",
+                    "Attempts",
+                    "Last status",
+                    "Latency",
+                    "",
                 ],
                 &rows,
             ));
@@ -185,6 +191,32 @@ async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Respo
         Err(err) => out.push_str(&error_notice(&ApiError::from(err))),
     }
     p.render_status(code, "Webhooks", "/dashboard/webhooks", &out)
+}
+
+/// The event types to subscribe to, as checkboxes (`event:<type>`), by family; escrow
+/// events are in the wallet family.
+fn event_choices() -> String {
+    let mut out = String::new();
+    let escrow: Vec<&str> = stablecoin_escrow::EscrowEventType::ALL
+        .iter()
+        .map(|t| t.as_str())
+        .collect();
+    for (legend, events) in [
+        ("Wallet family events", WALLET_EVENT_TYPES),
+        ("Escrow events (wallet family)", &escrow[..]),
+        ("Payments family events", PAYMENTS_EVENT_TYPES),
+    ] {
+        let _ = write!(out, "<fieldset><legend>{}</legend>", e(legend));
+        for ev in events {
+            let _ = write!(
+                out,
+                "<label><input type=\"checkbox\" name=\"event:{0}\" value=\"on\"> {0}</label><br>",
+                e(ev)
+            );
+        }
+        out.push_str("</fieldset>");
+    }
+    out
 }
 
 /// `POST /dashboard/webhooks`: registers an endpoint; its secret is shown in this
@@ -201,26 +233,33 @@ pub async fn create_endpoint(p: TenantPage, form: FormResult) -> Response {
         "" | "wallet" => Family::Wallet,
         "payments" => Family::Payments,
         _ => {
-            let err = ApiError::bad_request("INVALID_PARAMETER", "family must be wallet or payments");
+            let err =
+                ApiError::bad_request("INVALID_PARAMETER", "family must be wallet or payments");
             return webhooks_page(&p, error_notice(&err), StatusCode::BAD_REQUEST).await;
         }
     };
     let new = NewEndpoint {
         family,
         url: field(&f, "url").to_string(),
-        events: field(&f, "events")
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .collect(),
+        events: {
+            let mut chosen: Vec<String> = f
+                .keys()
+                .filter_map(|k| k.strip_prefix("event:"))
+                .map(String::from)
+                .collect();
+            chosen.sort();
+            chosen
+        },
         standard_webhooks: field(&f, "standard_webhooks") == "true",
     };
     match p.app.webhooks.register_endpoint(&p.auth.tenant, &new).await {
         Ok(ep) => {
             let flash = format!(
                 "{}{}",
-                html::notice("ok", &format!("<p>Endpoint <code>{}</code> added.</p>", e(&ep.id.0))),
+                html::notice(
+                    "ok",
+                    &format!("<p>Endpoint <code>{}</code> added.</p>", e(&ep.id.0))
+                ),
                 html::shown_once("Signing secret", &ep.secret)
             );
             webhooks_page(&p, flash, StatusCode::CREATED).await
@@ -496,17 +535,30 @@ async fn pricing_page(p: &TenantPage, flash: String, code: StatusCode) -> Respon
             },
             String::new(),
         ),
-        TenantPricing::Flat { fee_flat_micros } => {
-            ("FLAT", String::new(), String::new(), micros_text(fee_flat_micros))
-        }
+        TenantPricing::Flat { fee_flat_micros } => (
+            "FLAT",
+            String::new(),
+            String::new(),
+            micros_text(fee_flat_micros),
+        ),
     };
-    let address = t.fee_address.as_ref().map(|a| a.0.clone()).unwrap_or_default();
+    let address = t
+        .fee_address
+        .as_ref()
+        .map(|a| a.0.clone())
+        .unwrap_or_default();
     let mut out = flash;
     out.push_str(&facts(&[
         ("Your fee", e(mode)),
         ("Basis points", e(if bps.is_empty() { "—" } else { &bps })),
-        ("Cap (tokens)", e(if cap.is_empty() { "none" } else { &cap })),
-        ("Flat fee (tokens)", e(if flat.is_empty() { "—" } else { &flat })),
+        (
+            "Cap (tokens)",
+            e(if cap.is_empty() { "none" } else { &cap }),
+        ),
+        (
+            "Flat fee (tokens)",
+            e(if flat.is_empty() { "—" } else { &flat }),
+        ),
         (
             "Fee address",
             if address.is_empty() {
@@ -529,7 +581,11 @@ async fn pricing_page(p: &TenantPage, flash: String, code: StatusCode) -> Respon
         html::select(
             "mode",
             "Fee",
-            &[("NONE", "NONE"), ("PERCENTAGE", "PERCENTAGE"), ("FLAT", "FLAT")],
+            &[
+                ("NONE", "NONE"),
+                ("PERCENTAGE", "PERCENTAGE"),
+                ("FLAT", "FLAT")
+            ],
             mode
         ),
         e(&bps),
@@ -575,7 +631,8 @@ pub async fn set_pricing(p: TenantPage, form: FormResult) -> Response {
             form_micros(&f, "fee_flat")?,
         )?;
         let address = field(&f, "fee_address");
-        let address = (!address.is_empty() && mode != "NONE").then(|| ChainAddress(address.to_string()));
+        let address =
+            (!address.is_empty() && mode != "NONE").then(|| ChainAddress(address.to_string()));
         p.app
             .engine
             .set_pricing(&p.auth.tenant, pricing, address)
@@ -583,7 +640,14 @@ pub async fn set_pricing(p: TenantPage, form: FormResult) -> Response {
         Ok::<(), ApiError>(())
     };
     match attempt.await {
-        Ok(()) => pricing_page(&p, html::notice("ok", "<p>Pricing saved.</p>"), StatusCode::OK).await,
+        Ok(()) => {
+            pricing_page(
+                &p,
+                html::notice("ok", "<p>Pricing saved.</p>"),
+                StatusCode::OK,
+            )
+            .await
+        }
         Err(err) => {
             let code = err.status;
             pricing_page(&p, error_notice(&err), code).await
