@@ -248,6 +248,43 @@ impl Browser {
         self.wait_event("Page.loadEventFired", CALL_TIMEOUT).await;
     }
 
+    /// Clicks the element the CSS selector `css` finds (a submit button, a link) and
+    /// waits (at most 30 s) for the page it loads. `window.confirm` answers yes first:
+    /// a headless browser has nobody to answer the consoles' confirmations.
+    pub async fn click_and_load(&mut self, css: &str) {
+        self.events.retain(|m| m["method"] != "Page.loadEventFired");
+        let sel = json!(css);
+        self.eval(&format!(
+            "(() => {{ window.confirm = () => true; const el = document.querySelector({sel}); \
+             if (!el) throw new Error('nothing matches ' + {sel}); el.click(); return true; }})()"
+        ))
+        .await;
+        self.wait_event("Page.loadEventFired", CALL_TIMEOUT).await;
+    }
+
+    /// Sets the value of the form control `css` finds (checks a checkbox for `"on"`),
+    /// as typing would, with its `input` and `change` events.
+    pub async fn fill(&mut self, css: &str, value: &str) {
+        let (sel, val) = (json!(css), json!(value));
+        self.eval(&format!(
+            "(() => {{ const el = document.querySelector({sel}); \
+             if (!el) throw new Error('nothing matches ' + {sel}); \
+             if (el.type === 'checkbox') {{ el.checked = {val} === 'on'; }} else {{ el.value = {val}; }} \
+             el.dispatchEvent(new Event('input', {{bubbles: true}})); \
+             el.dispatchEvent(new Event('change', {{bubbles: true}})); return true; }})()"
+        ))
+        .await;
+    }
+
+    /// The page's whole HTML as the browser holds it now.
+    pub async fn html(&mut self) -> String {
+        self.eval("document.documentElement.outerHTML")
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
     /// Evaluates `js` in the page (awaiting a promise it returns) and returns its value
     /// as JSON (`null` for `undefined`); panics when it throws.
     pub async fn eval(&mut self, js: &str) -> Value {

@@ -1,0 +1,247 @@
+//! The tenant dashboard and the staff console in headless Chromium (Debian's package,
+//! over the DevTools protocol) against a real server on loopback: the journeys of issue
+//! #32, a screenshot of every page under `target/screenshots/dashboard_browser/`, and
+//! the accessibility basics (labels, keyboard focus, a phone's width).
+
+mod common;
+
+use common::browser::Browser;
+use common::*;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const A: &str = "+2250700000001";
+const B: &str = "+2250700000002";
+const FEE_ADDRESS: &str = "0x00000000000000000000000000000000000000fe";
+
+async fn text(b: &mut Browser) -> String {
+    b.eval("document.body.innerText")
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Every form control has a label, every image a text alternative, and the first Tab
+/// lands on the skip link: checked on each page visited.
+async fn accessible(b: &mut Browser, page: &str) {
+    let unlabelled = b
+        .eval(
+            "[...document.querySelectorAll('input:not([type=hidden]), select, textarea')]\
+             .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')).length",
+        )
+        .await;
+    assert_eq!(unlabelled, json!(0), "{page}: a form control without a label");
+    let unnamed = b
+        .eval("[...document.querySelectorAll('svg[role=img]')].filter(s => !s.getAttribute('aria-label')).length")
+        .await;
+    assert_eq!(unnamed, json!(0), "{page}: a chart without a name");
+    assert_eq!(b.eval("document.documentElement.lang").await, json!("en"));
+    let fits = b
+        .eval("document.documentElement.scrollWidth <= window.innerWidth + 1 || !!document.querySelector('.scroll')")
+        .await;
+    assert_eq!(fits, json!(true), "{page}: wider than a phone outside a scroll box");
+}
+
+async fn visit(b: &mut Browser, base: &str, path: &str, shot: &str) -> String {
+    b.navigate(&format!("{base}{path}")).await;
+    accessible(b, path).await;
+    b.shot(shot).await;
+    text(b).await
+}
+
+async fn transfer(s: &Server, key: &str, amount: &str) -> Value {
+    let r = s
+        .post(
+            key,
+            "/v1/transfers/send",
+            &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC",
+                "quote_id": format!("DIRECT_CRYPTO:USDC:{amount}")})
+            .to_string(),
+        )
+        .await;
+    r.expect(202);
+    r.json()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tenant_dashboard_in_chromium() {
+    let Some(mut b) = Browser::launch("dashboard_browser").await else {
+        return;
+    };
+    let mut cfg = test_config();
+    cfg.webhooks_allow_loopback_http = true;
+    let s = start_with(cfg).await;
+    let base = s.base.clone();
+    let acme = s.tenant("Acme Wallets", "1000").await;
+    s.provision(&acme.live, A).await;
+    s.provision(&acme.live, B).await;
+    s.fund_settled(&acme.live, A, "200").await;
+    let first = transfer(&s, &acme.live, "12.5").await;
+    s.settle().await;
+    let biz = s
+        .post(&acme.live, "/v1/businesses", &json!({"name": "Acme Coffee"}).to_string())
+        .await;
+    biz.expect(201);
+    let biz_live = biz.json()["live_key"].as_str().unwrap().to_string();
+    s.post(
+        &biz_live,
+        "/api/v1/checkout/sessions",
+        &json!({"amount": "25", "currency": "USDC", "reference": "order-1042",
+            "description": "Two coffees", "customer_name": "Ada", "customer_email": "ada@example.com",
+            "networks": ["polygon"], "expires_in_secs": 600})
+        .to_string(),
+    )
+    .await
+    .expect(201);
+
+    // Sign in.
+    b.navigate(&format!("{base}/dashboard")).await;
+    assert!(text(&mut b).await.contains("Tenant API key"), "redirected to sign-in");
+    accessible(&mut b, "/dashboard/login").await;
+    b.press_tab().await;
+    assert_eq!(
+        b.eval("document.activeElement.className").await,
+        json!("skip"),
+        "the first Tab reaches the skip link"
+    );
+    b.shot("sign-in").await;
+    b.fill("#api_key", &acme.live).await;
+    b.click_and_load("form button[type=submit]").await;
+    let overview = text(&mut b).await;
+    assert!(overview.contains("Treasury USDC"), "{overview}");
+    assert!(overview.contains("LIVE"));
+    accessible(&mut b, "/dashboard").await;
+    b.shot("overview").await;
+
+    // Create a webhook endpoint; its secret is shown once.
+    let (hook_url, got) = webhook_receiver::recording_receiver().await;
+    visit(&mut b, &base, "/dashboard/webhooks", "webhooks-empty").await;
+    b.fill("#url", &hook_url).await;
+    b.fill("input[name='event:transfer.settled']", "on").await;
+    b.fill("input[name='event:transfer.received']", "on").await;
+    b.click_and_load("form[action='/dashboard/webhooks'] button[type=submit]")
+        .await;
+    let secret = b
+        .eval("document.getElementById('secret').textContent")
+        .await
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(secret.starts_with("svcwh_"), "{secret}");
+    b.shot("webhook-secret-shown-once").await;
+    b.navigate(&format!("{base}/dashboard/webhooks")).await;
+    assert!(!b.html().await.contains(&secret), "the secret is gone after its display");
+
+    // A transfer: its delivery appears, with status and latency; replay it.
+    let tr = transfer(&s, &acme.live, "7").await;
+    let tr_id = tr["id"].as_str().unwrap().to_string();
+    s.settle().await;
+    s.app.state().webhooks.round().await.unwrap();
+    assert!(!got.lock().unwrap().is_empty(), "the receiver got the event");
+    b.navigate(&format!("{base}/dashboard/webhooks")).await;
+    b.wait_for(
+        "document.body.innerText.includes('transfer.settled') && document.body.innerText.includes('DELIVERED')",
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(text(&mut b).await.contains(" ms"), "latency shown");
+    b.shot("webhook-delivered").await;
+    let received = got.lock().unwrap().len();
+    b.click_and_load("form[action$='/replay'] button").await;
+    assert!(text(&mut b).await.contains("queued again"));
+    s.app.state().webhooks.round().await.unwrap();
+    assert!(got.lock().unwrap().len() > received, "the replay was delivered");
+    b.navigate(&format!("{base}/dashboard/webhooks")).await;
+    b.shot("webhook-replayed").await;
+
+    // Rotate the secret: a new one, shown once.
+    b.click_and_load("form[action$='/rotate'] button").await;
+    let rotated = b
+        .eval("document.getElementById('secret').textContent")
+        .await
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(rotated.starts_with("svcwh_") && rotated != secret);
+    b.shot("webhook-secret-rotated").await;
+    b.navigate(&format!("{base}/dashboard/webhooks")).await;
+    let html = b.html().await;
+    assert!(!html.contains(&rotated) && !html.contains(&secret));
+
+    // Pricing: the next transfer's fees follow it.
+    visit(&mut b, &base, "/dashboard/pricing", "pricing-before").await;
+    b.fill("#mode", "FLAT").await;
+    b.fill("#fee_flat", "0.75").await;
+    b.fill("#fee_address", FEE_ADDRESS).await;
+    b.click_and_load("form[action='/dashboard/pricing'] button").await;
+    assert!(text(&mut b).await.contains("Pricing saved"));
+    b.shot("pricing-saved").await;
+    let priced = transfer(&s, &acme.live, "10").await;
+    assert_eq!(priced["tenant_fee"], "0.750000", "{priced}");
+    let priced_id = priced["id"].as_str().unwrap();
+    s.settle().await;
+    let ops = visit(&mut b, &base, "/dashboard/operations?kind=transfer", "operations").await;
+    assert!(ops.contains(priced_id) && ops.contains(&tr_id));
+    let detail = visit(
+        &mut b,
+        &base,
+        &format!("/dashboard/operations/{priced_id}"),
+        "operation-detail",
+    )
+    .await;
+    assert!(detail.contains("0.750000") && detail.contains("State history"), "{detail}");
+    let _ = first;
+
+    // Wallets, escrows, checkout.
+    let w = visit(&mut b, &base, "/dashboard/wallets?phone_number=%2B2250700000001", "wallet").await;
+    assert!(w.contains("Balances per rail"), "{w}");
+    visit(&mut b, &base, "/dashboard/escrows", "escrows").await;
+    let c = visit(&mut b, &base, "/dashboard/checkout", "checkout-sessions").await;
+    assert!(c.contains("order-1042"), "{c}");
+    b.click_and_load("td a[href^='/dashboard/checkout/']").await;
+    assert!(text(&mut b).await.contains("Deposits"));
+    b.shot("checkout-session").await;
+
+    // API keys: issue one (shown once), use it, revoke it, see it refused.
+    visit(&mut b, &base, "/dashboard/keys", "keys").await;
+    b.fill("#mode", "live").await;
+    b.click_and_load("form[action='/dashboard/keys'] button").await;
+    let key = b
+        .eval("document.getElementById('secret').textContent")
+        .await
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(key.starts_with("svc_sk_live_"));
+    b.shot("key-issued-once").await;
+    s.get(&key, "/v1/transfers").await.expect(200);
+    let key_id = s
+        .app
+        .engine()
+        .list_api_keys(&acme.id, 1, 0)
+        .await
+        .unwrap()
+        .0[0]
+        .id
+        .0
+        .clone();
+    b.navigate(&format!("{base}/dashboard/keys")).await;
+    assert!(!b.html().await.contains(&key));
+    b.click_and_load(&format!("form[action='/dashboard/keys/{key_id}/revoke'] button"))
+        .await;
+    b.shot("key-revoked").await;
+    s.get(&key, "/v1/transfers")
+        .await
+        .expect_err(401, "API_KEY_REVOKED");
+
+    // Overview again, with the day's operations in the chart.
+    let o = visit(&mut b, &base, "/dashboard", "overview-after").await;
+    assert!(o.contains("Operations, last 7 days"));
+    // The same page on a desktop screen (the README's screenshot).
+    b.set_viewport(1280, 900).await;
+    b.navigate(&format!("{base}/dashboard/webhooks")).await;
+    b.shot("webhooks-desktop").await;
+    b.navigate(&format!("{base}/dashboard")).await;
+    b.shot("overview-desktop").await;
+}
