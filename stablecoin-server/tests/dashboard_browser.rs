@@ -31,7 +31,11 @@ async fn accessible(b: &mut Browser, page: &str) {
              .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')).length",
         )
         .await;
-    assert_eq!(unlabelled, json!(0), "{page}: a form control without a label");
+    assert_eq!(
+        unlabelled,
+        json!(0),
+        "{page}: a form control without a label"
+    );
     let unnamed = b
         .eval("[...document.querySelectorAll('svg[role=img]')].filter(s => !s.getAttribute('aria-label')).length")
         .await;
@@ -40,7 +44,11 @@ async fn accessible(b: &mut Browser, page: &str) {
     let fits = b
         .eval("document.documentElement.scrollWidth <= window.innerWidth + 1 || !!document.querySelector('.scroll')")
         .await;
-    assert_eq!(fits, json!(true), "{page}: wider than a phone outside a scroll box");
+    assert_eq!(
+        fits,
+        json!(true),
+        "{page}: wider than a phone outside a scroll box"
+    );
 }
 
 async fn visit(b: &mut Browser, base: &str, path: &str, shot: &str) -> String {
@@ -80,7 +88,11 @@ async fn the_tenant_dashboard_in_chromium() {
     let first = transfer(&s, &acme.live, "12.5").await;
     s.settle().await;
     let biz = s
-        .post(&acme.live, "/v1/businesses", &json!({"name": "Acme Coffee"}).to_string())
+        .post(
+            &acme.live,
+            "/v1/businesses",
+            &json!({"name": "Acme Coffee"}).to_string(),
+        )
         .await;
     biz.expect(201);
     let biz_live = biz.json()["live_key"].as_str().unwrap().to_string();
@@ -97,7 +109,10 @@ async fn the_tenant_dashboard_in_chromium() {
 
     // Sign in.
     b.navigate(&format!("{base}/dashboard")).await;
-    assert!(text(&mut b).await.contains("Tenant API key"), "redirected to sign-in");
+    assert!(
+        text(&mut b).await.contains("Tenant API key"),
+        "redirected to sign-in"
+    );
     accessible(&mut b, "/dashboard/login").await;
     b.press_tab().await;
     assert_eq!(
@@ -131,14 +146,20 @@ async fn the_tenant_dashboard_in_chromium() {
     assert!(secret.starts_with("svcwh_"), "{secret}");
     b.shot("webhook-secret-shown-once").await;
     b.navigate(&format!("{base}/dashboard/webhooks")).await;
-    assert!(!b.html().await.contains(&secret), "the secret is gone after its display");
+    assert!(
+        !b.html().await.contains(&secret),
+        "the secret is gone after its display"
+    );
 
     // A transfer: its delivery appears, with status and latency; replay it.
     let tr = transfer(&s, &acme.live, "7").await;
     let tr_id = tr["id"].as_str().unwrap().to_string();
     s.settle().await;
     s.app.state().webhooks.round().await.unwrap();
-    assert!(!got.lock().unwrap().is_empty(), "the receiver got the event");
+    assert!(
+        !got.lock().unwrap().is_empty(),
+        "the receiver got the event"
+    );
     b.navigate(&format!("{base}/dashboard/webhooks")).await;
     b.wait_for(
         "document.body.innerText.includes('transfer.settled') && document.body.innerText.includes('DELIVERED')",
@@ -151,7 +172,10 @@ async fn the_tenant_dashboard_in_chromium() {
     b.click_and_load("form[action$='/replay'] button").await;
     assert!(text(&mut b).await.contains("queued again"));
     s.app.state().webhooks.round().await.unwrap();
-    assert!(got.lock().unwrap().len() > received, "the replay was delivered");
+    assert!(
+        got.lock().unwrap().len() > received,
+        "the replay was delivered"
+    );
     b.navigate(&format!("{base}/dashboard/webhooks")).await;
     b.shot("webhook-replayed").await;
 
@@ -174,14 +198,21 @@ async fn the_tenant_dashboard_in_chromium() {
     b.fill("#mode", "FLAT").await;
     b.fill("#fee_flat", "0.75").await;
     b.fill("#fee_address", FEE_ADDRESS).await;
-    b.click_and_load("form[action='/dashboard/pricing'] button").await;
+    b.click_and_load("form[action='/dashboard/pricing'] button")
+        .await;
     assert!(text(&mut b).await.contains("Pricing saved"));
     b.shot("pricing-saved").await;
     let priced = transfer(&s, &acme.live, "10").await;
     assert_eq!(priced["tenant_fee"], "0.750000", "{priced}");
     let priced_id = priced["id"].as_str().unwrap();
     s.settle().await;
-    let ops = visit(&mut b, &base, "/dashboard/operations?kind=transfer", "operations").await;
+    let ops = visit(
+        &mut b,
+        &base,
+        "/dashboard/operations?kind=transfer",
+        "operations",
+    )
+    .await;
     assert!(ops.contains(priced_id) && ops.contains(&tr_id));
     let detail = visit(
         &mut b,
@@ -190,11 +221,20 @@ async fn the_tenant_dashboard_in_chromium() {
         "operation-detail",
     )
     .await;
-    assert!(detail.contains("0.750000") && detail.contains("State history"), "{detail}");
+    assert!(
+        detail.contains("0.750000") && detail.contains("State history"),
+        "{detail}"
+    );
     let _ = first;
 
     // Wallets, escrows, checkout.
-    let w = visit(&mut b, &base, "/dashboard/wallets?phone_number=%2B2250700000001", "wallet").await;
+    let w = visit(
+        &mut b,
+        &base,
+        "/dashboard/wallets?phone_number=%2B2250700000001",
+        "wallet",
+    )
+    .await;
     assert!(w.contains("Balances per rail"), "{w}");
     visit(&mut b, &base, "/dashboard/escrows", "escrows").await;
     let c = visit(&mut b, &base, "/dashboard/checkout", "checkout-sessions").await;
@@ -206,7 +246,8 @@ async fn the_tenant_dashboard_in_chromium() {
     // API keys: issue one (shown once), use it, revoke it, see it refused.
     visit(&mut b, &base, "/dashboard/keys", "keys").await;
     b.fill("#mode", "live").await;
-    b.click_and_load("form[action='/dashboard/keys'] button").await;
+    b.click_and_load("form[action='/dashboard/keys'] button")
+        .await;
     let key = b
         .eval("document.getElementById('secret').textContent")
         .await
@@ -228,8 +269,10 @@ async fn the_tenant_dashboard_in_chromium() {
         .clone();
     b.navigate(&format!("{base}/dashboard/keys")).await;
     assert!(!b.html().await.contains(&key));
-    b.click_and_load(&format!("form[action='/dashboard/keys/{key_id}/revoke'] button"))
-        .await;
+    b.click_and_load(&format!(
+        "form[action='/dashboard/keys/{key_id}/revoke'] button"
+    ))
+    .await;
     b.shot("key-revoked").await;
     s.get(&key, "/v1/transfers")
         .await

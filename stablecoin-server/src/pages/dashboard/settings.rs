@@ -97,20 +97,22 @@ async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Respo
     {
         Ok(page) => {
             out.push_str("<h2>Delivery success</h2>");
-            let mut days: BTreeMap<i64, [u64; 3]> = BTreeMap::new();
+            // The last 7 days, each one a column even when empty (as the overview).
+            let today = super::now_ms() / DAY_MS;
+            let mut days: BTreeMap<i64, [u64; 3]> =
+                (today - 6..=today).map(|d| (d, [0; 3])).collect();
             for d in &page.items {
                 let slot = match d.state {
                     DeliveryState::Delivered => 0,
                     DeliveryState::Pending => 1,
                     DeliveryState::Dead => 2,
                 };
-                days.entry(d.created_at.millis() / DAY_MS).or_default()[slot] += 1;
+                if let Some(day) = days.get_mut(&(d.created_at.millis() / DAY_MS)) {
+                    day[slot] += 1;
+                }
             }
             let columns: Vec<(String, Vec<u64>)> = days
                 .iter()
-                .rev()
-                .take(14)
-                .rev()
                 .map(|(day, v)| {
                     let label = stablecoin_core::domain::time::Timestamp::from_millis(day * DAY_MS)
                         .to_rfc3339();
@@ -122,7 +124,7 @@ async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Respo
             if finished > 0 {
                 let _ = write!(
                     out,
-                    "<p>{} of {} finished deliveries succeeded ({}.{}%).</p>",
+                    "<p>Last 7 days: {} of {} finished deliveries succeeded ({}.{}%).</p>",
                     delivered,
                     finished,
                     delivered * 100 / finished,
@@ -130,7 +132,7 @@ async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Respo
                 );
             }
             out.push_str(&html::bar_chart(
-                "Deliveries by day",
+                "Deliveries, last 7 days",
                 &[
                     Series {
                         name: "delivered",
