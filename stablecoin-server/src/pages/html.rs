@@ -285,7 +285,7 @@ pub fn bar_chart(title: &str, series: &[Series<'_>], columns: &[(String, Vec<u64
     let bar = (slot * 7 / 10).max(2);
     let mut svg = format!(
         "<figure class=\"chart\"><svg viewBox=\"0 0 {W} {}\" role=\"img\" aria-label=\"{}\" \
-         preserveAspectRatio=\"none\" width=\"100%\" height=\"180\">",
+         width=\"100%\">",
         H + 20,
         e(title)
     );
