@@ -336,7 +336,7 @@ async fn no_page_shows_another_tenants_data() {
     }
     // A member-only read: Beta is not a member of Acme's customer's wallet.
     let r = b
-        .get(&format!("/dashboard/wallets?phone_number=%2B2250700000001"))
+        .get("/dashboard/wallets?phone_number=%2B2250700000001")
         .await;
     assert!(
         r.status == 403 || r.status == 404,

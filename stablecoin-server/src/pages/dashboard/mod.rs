@@ -269,22 +269,21 @@ impl TenantPage {
         )
     }
 
-    /// The form's fields when it carries this session's CSRF token; otherwise the 403
-    /// page, and nothing is done.
+    /// The form's fields when it carries this session's CSRF token; otherwise `None`,
+    /// and the caller answers [`csrf_refused`] without doing anything.
     pub fn check(
         &self,
         form: Result<Form<HashMap<String, String>>, FormRejection>,
-    ) -> Result<HashMap<String, String>, Response> {
+    ) -> Option<HashMap<String, String>> {
         let fields = match form {
             Ok(Form(f)) => f,
             Err(_) => HashMap::new(),
         };
         let token = fields.get("csrf").map(String::as_str).unwrap_or("");
-        if self.app.sessions.csrf_ok(&self.cookie, token) {
-            Ok(fields)
-        } else {
-            Err(csrf_refused())
-        }
+        self.app
+            .sessions
+            .csrf_ok(&self.cookie, token)
+            .then_some(fields)
     }
 
     /// An error as a page of this session (status and stable code of the API's error).
@@ -488,8 +487,8 @@ async fn sign_out(
     headers: HeaderMap,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
-    if let Err(refused) = page.check(form) {
-        return refused;
+    if page.check(form).is_none() {
+        return csrf_refused();
     }
     let secure = secure_cookies(&page.app, &headers);
     html::redirect(

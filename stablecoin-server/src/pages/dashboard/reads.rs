@@ -558,8 +558,8 @@ pub async fn escrow_action(
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
     let fields = match p.check(form) {
-        Ok(f) => f,
-        Err(refused) => return refused,
+        Some(f) => f,
+        None => return super::csrf_refused(),
     };
     let engine = match escrow_engine(&p.app) {
         Ok(en) => en,

@@ -225,8 +225,8 @@ fn event_choices() -> String {
 /// response only.
 pub async fn create_endpoint(p: TenantPage, form: FormResult) -> Response {
     let f = match p.check(form) {
-        Ok(f) => f,
-        Err(refused) => return refused,
+        Some(f) => f,
+        None => return super::csrf_refused(),
     };
     if let Err(err) = p.auth.require_live("webhook endpoint registration") {
         return webhooks_page(&p, error_notice(&err.into()), StatusCode::FORBIDDEN).await;
@@ -280,8 +280,8 @@ pub async fn endpoint_action(
     Path((id, action)): Path<(String, String)>,
     form: FormResult,
 ) -> Response {
-    if let Err(refused) = p.check(form) {
-        return refused;
+    if p.check(form).is_none() {
+        return super::csrf_refused();
     }
     if let Err(err) = p.auth.require_live("webhook endpoint changes") {
         return webhooks_page(&p, error_notice(&err.into()), StatusCode::FORBIDDEN).await;
@@ -327,8 +327,8 @@ pub async fn endpoint_action(
 /// `POST /dashboard/webhook-events/{id}/replay`: sends the event again to every
 /// subscribed endpoint (`POST /v1/webhook-events/{id}/replay`).
 pub async fn replay_event(p: TenantPage, Path(id): Path<String>, form: FormResult) -> Response {
-    if let Err(refused) = p.check(form) {
-        return refused;
+    if p.check(form).is_none() {
+        return super::csrf_refused();
     }
     if let Err(err) = p.auth.require_live("webhook replay") {
         return webhooks_page(&p, error_notice(&err.into()), StatusCode::FORBIDDEN).await;
@@ -422,8 +422,8 @@ async fn keys_page(p: &TenantPage, flash: String, code: StatusCode) -> Response 
 /// the secret is in this response only.
 pub async fn issue_key(p: TenantPage, form: FormResult) -> Response {
     let f = match p.check(form) {
-        Ok(f) => f,
-        Err(refused) => return refused,
+        Some(f) => f,
+        None => return super::csrf_refused(),
     };
     let mode = match field(&f, "mode") {
         "test" => KeyMode::Test,
@@ -469,8 +469,8 @@ pub async fn issue_key(p: TenantPage, form: FormResult) -> Response {
 /// `POST /dashboard/keys/{id}/revoke`: requests with the key are refused from then on
 /// (this session too, when it is its key). A test session revokes test keys only.
 pub async fn revoke_key(p: TenantPage, Path(id): Path<String>, form: FormResult) -> Response {
-    if let Err(refused) = p.check(form) {
-        return refused;
+    if p.check(form).is_none() {
+        return super::csrf_refused();
     }
     let key_id = ApiKeyId(id);
     if p.sandbox() {
@@ -613,8 +613,8 @@ fn form_micros(f: &HashMap<String, String>, name: &'static str) -> Result<Option
 /// sessions only: a sandbox never changes the tenant.
 pub async fn set_pricing(p: TenantPage, form: FormResult) -> Response {
     let f = match p.check(form) {
-        Ok(f) => f,
-        Err(refused) => return refused,
+        Some(f) => f,
+        None => return super::csrf_refused(),
     };
     let attempt = async {
         p.auth.require_live("pricing changes")?;
