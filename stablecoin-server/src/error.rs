@@ -243,6 +243,8 @@ pub fn escrow_status_of(e: &EscrowError) -> StatusCode {
         InvalidState { .. }
         | PayoutInFlight { .. }
         | NothingToRecover { .. }
+        | SecondApproverRequired { .. }
+        | ResolutionMismatch { .. }
         | Conflict { .. }
         | IdempotencyKeyInUse => StatusCode::CONFLICT,
         SameWallet | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,

@@ -27,7 +27,7 @@ use stablecoin_escrow::{
 };
 use utoipa::IntoParams;
 
-fn engine(app: &AppState) -> Result<&EscrowEngine, ApiError> {
+pub(crate) fn engine(app: &AppState) -> Result<&EscrowEngine, ApiError> {
     app.escrow.as_ref().ok_or_else(|| {
         EscrowError::EscrowUnavailable {
             reason: "the TRON rail is disabled on this server".into(),
