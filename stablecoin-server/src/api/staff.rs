@@ -152,7 +152,7 @@ async fn audit(app: &AppState, staff: &Staff, action: &str, target: &str, note: 
         (status = 404, description = "ADMIN_DISABLED: the server has no admin token", body = ErrorBody),
         (status = 503, description = "ESCROW_UNAVAILABLE: no TRON rail on this server", body = ErrorBody)),
     security(("admin_token" = [])))]
-pub async fn list_attention(
+pub async fn staff_list_escrows(
     State(app): State<AppState>,
     staff: Staff,
     ApiQuery(q): ApiQuery<StaffListParams>,
@@ -175,7 +175,7 @@ pub async fn list_attention(
         (status = 404, description = "NOT_FOUND; ADMIN_DISABLED", body = ErrorBody),
         (status = 503, description = "ESCROW_UNAVAILABLE", body = ErrorBody)),
     security(("admin_token" = [])))]
-pub async fn get_escrow(
+pub async fn staff_get_escrow(
     State(app): State<AppState>,
     staff: Staff,
     ApiPath(id): ApiPath,
@@ -204,7 +204,7 @@ pub async fn get_escrow(
         (status = 404, description = "NOT_FOUND; ADMIN_DISABLED", body = ErrorBody),
         (status = 503, description = "ESCROW_UNAVAILABLE", body = ErrorBody)),
     security(("admin_token" = [])))]
-pub async fn escrow_events(
+pub async fn staff_escrow_events(
     State(app): State<AppState>,
     staff: Staff,
     ApiPath(id): ApiPath,
@@ -242,7 +242,7 @@ pub async fn escrow_events(
         (status = 409, description = "INVALID_STATE, PAYOUT_IN_FLIGHT, SECOND_APPROVER_REQUIRED, RESOLUTION_MISMATCH, CONFLICT", body = ErrorBody),
         (status = 503, description = "ESCROW_UNAVAILABLE, RAIL_NOT_READY", body = ErrorBody)),
     security(("admin_token" = [])))]
-pub async fn resolve_escrow(
+pub async fn staff_resolve_escrow(
     State(app): State<AppState>,
     staff: Staff,
     ApiPath(id): ApiPath,
@@ -283,7 +283,7 @@ pub async fn resolve_escrow(
         (status = 409, description = "NOTHING_TO_RECOVER, CONFLICT", body = ErrorBody),
         (status = 503, description = "ESCROW_UNAVAILABLE, RAIL_NOT_READY", body = ErrorBody)),
     security(("admin_token" = [])))]
-pub async fn recover_escrow(
+pub async fn staff_recover_escrow(
     State(app): State<AppState>,
     staff: Staff,
     ApiPath(id): ApiPath,
@@ -314,7 +314,7 @@ pub async fn recover_escrow(
         (status = 403, description = "KEY_KIND_NOT_ALLOWED", body = ErrorBody),
         (status = 404, description = "ADMIN_DISABLED", body = ErrorBody)),
     security(("admin_token" = [])))]
-pub async fn audit_log(
+pub async fn staff_audit_log(
     State(app): State<AppState>,
     _staff: Staff,
     ApiQuery(q): ApiQuery<StaffListParams>,
