@@ -9,14 +9,14 @@
 
 use crate::engine::{EscrowEngine, MAX_RETRIES, Requester, clean_text, decide, page_params};
 use crate::error::{EscrowError, EscrowResult, store_err};
-use crate::queue::{ATTENTION, STAFF_QUEUE_OWNER, StaffQueueEntry};
 use crate::events::EscrowEventType;
 use crate::model::*;
+use crate::queue::{ATTENTION, STAFF_QUEUE_OWNER, StaffQueueEntry};
 use crate::state::{Action, RecoveryKind};
 use crate::view::*;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stablecoin_core::domain::money::Token;
-use serde::{Deserialize, Serialize};
 use stablecoin_core::ports::{Batch, ListQuery, Record, Versioned, get_record};
 use std::fmt;
 
@@ -221,7 +221,14 @@ impl EscrowAdmin {
                 .map(|p| p.proposed_by.clone());
             match self
                 .engine
-                .apply_action(v, action, &actor, None, Some(note.clone()), Some(resolution_note))
+                .apply_action(
+                    v,
+                    action,
+                    &actor,
+                    None,
+                    Some(note.clone()),
+                    Some(resolution_note),
+                )
                 .await
             {
                 Ok(escrow) => {

@@ -98,7 +98,7 @@ async fn attention_lists_disputed_and_recoverable_deals_until_staff_clear_them()
         .await
         .unwrap();
     // The dispute is DISPUTED until its payout settles.
-    assert_eq!(attention_ids(&w).await, [d.id.clone()]);
+    assert_eq!(attention_ids(&w).await, vec![d.id.clone()]);
     w.settle().await;
     assert!(attention_ids(&w).await.is_empty());
     assert_eq!(w.get(&d.id).await.state, "REFUNDED");
@@ -106,7 +106,10 @@ async fn attention_lists_disputed_and_recoverable_deals_until_staff_clear_them()
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((e.record.status.as_str(), e.record.state), (CLEAR, EscrowState::Refunded));
+    assert_eq!(
+        (e.record.status.as_str(), e.record.state),
+        (CLEAR, EscrowState::Refunded)
+    );
     w.assert_conserved().await;
 }
 
@@ -138,7 +141,7 @@ async fn a_deal_without_a_queue_entry_gets_one_on_its_next_write() {
         )
         .await
         .unwrap();
-    assert_eq!(attention_ids(&w).await, [d.id.clone()]);
+    assert_eq!(attention_ids(&w).await, vec![d.id.clone()]);
     let status = stablecoin_core::ports::get_record::<StaffQueueEntry>(&*w.store, &d.id)
         .await
         .unwrap()
@@ -196,16 +199,27 @@ async fn two_person_rule_above_the_threshold() {
         .resolve(&second, &big.id, &resolve("RELEASE", "looks delivered"))
         .await
         .unwrap_err();
-    assert_eq!((e.code(), e.param()), ("RESOLUTION_MISMATCH", Some("resolution")));
+    assert_eq!(
+        (e.code(), e.param()),
+        ("RESOLUTION_MISMATCH", Some("resolution"))
+    );
     // The proposer may change their own proposal.
     let out = admin
-        .resolve(&w.staff, &big.id, &resolve("RELEASE", "tracking shows delivery"))
+        .resolve(
+            &w.staff,
+            &big.id,
+            &resolve("RELEASE", "tracking shows delivery"),
+        )
         .await
         .unwrap();
     assert!(out.awaiting_approval);
     // A different staff member approves: carried out, both named in the history.
     let out = admin
-        .resolve(&second, &big.id, &resolve("RELEASE", "agree, tracking checked"))
+        .resolve(
+            &second,
+            &big.id,
+            &resolve("RELEASE", "agree, tracking checked"),
+        )
         .await
         .unwrap();
     assert!(!out.awaiting_approval);
@@ -219,7 +233,10 @@ async fn two_person_rule_above_the_threshold() {
     w.settle().await;
     let v = w.get(&big.id).await;
     assert_eq!(v.state, "RELEASED");
-    assert_eq!(v.resolution_note.as_deref(), Some("tracking shows delivery"));
+    assert_eq!(
+        v.resolution_note.as_deref(),
+        Some("tracking shows delivery")
+    );
     let h = w.history(&big.id).await;
     let p = h
         .iter()

@@ -610,7 +610,10 @@ pub async fn run_escrow_admin(
                 resolution: resolution.clone(),
                 resolution_note: note.clone(),
             };
-            let out = admin.resolve(&actor, id.trim(), &req).await.map_err(escrow_err)?;
+            let out = admin
+                .resolve(&actor, id.trim(), &req)
+                .await
+                .map_err(escrow_err)?;
             let action = if out.awaiting_approval {
                 "escrow.resolve.proposed"
             } else {

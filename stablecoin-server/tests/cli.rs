@@ -180,7 +180,11 @@ async fn staff_commands_create_list_disable_and_resolve() {
     let err = run_escrow_admin(e, s.app.state().escrow.as_ref(), &resolve)
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "API_KEY_REVOKED", "a disabled account cannot act");
+    assert_eq!(
+        err.code(),
+        "API_KEY_REVOKED",
+        "a disabled account cannot act"
+    );
 }
 
 fn bin() -> Command {

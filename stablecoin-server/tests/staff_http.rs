@@ -132,7 +132,10 @@ async fn staff_resolve_a_dispute_of_any_tenant_and_the_audit_log_says_who_and_wh
     let r = staff_get(&s, staff, "/admin/v1/escrows").await;
     r.expect(200);
     let l = r.json();
-    assert_eq!((l["limit"].as_u64(), l["page"].as_u64(), l["total"].as_u64()), (Some(20), Some(1), Some(2)));
+    assert_eq!(
+        (l["limit"].as_u64(), l["page"].as_u64(), l["total"].as_u64()),
+        (Some(20), Some(1), Some(2))
+    );
     let rows = l["escrows"].as_array().unwrap();
     assert_eq!(rows[0]["escrow"]["id"], other);
     assert_eq!(rows[0]["tenant_id"], beta.0.id.0);
@@ -174,7 +177,12 @@ async fn staff_resolve_a_dispute_of_any_tenant_and_the_audit_log_says_who_and_wh
     staff_get(&s, staff, "/admin/v1/escrows/esc_nope")
         .await
         .expect_err(404, "NOT_FOUND");
-    let r = staff_get(&s, staff, &format!("/admin/v1/escrows/{id}/events?limit=100")).await;
+    let r = staff_get(
+        &s,
+        staff,
+        &format!("/admin/v1/escrows/{id}/events?limit=100"),
+    )
+    .await;
     r.expect(200);
     assert!(r.json()["total"].as_u64().unwrap() >= 3);
 
@@ -196,7 +204,13 @@ async fn staff_resolve_a_dispute_of_any_tenant_and_the_audit_log_says_who_and_wh
         .await
         .expect_err(403, "KEY_KIND_NOT_ALLOWED");
 
-    let r = staff_post(&s, staff, &path, &resolve_body("RELEASE", "carrier proof of delivery checked")).await;
+    let r = staff_post(
+        &s,
+        staff,
+        &path,
+        &resolve_body("RELEASE", "carrier proof of delivery checked"),
+    )
+    .await;
     r.expect(200);
     let out = r.json();
     assert_eq!(out["awaiting_approval"], false);
@@ -208,9 +222,17 @@ async fn staff_resolve_a_dispute_of_any_tenant_and_the_audit_log_says_who_and_wh
     let r = s.get(&acme.0.live, &format!("/v1/escrows/{id}")).await;
     r.expect(200);
     assert_eq!(r.json()["state"], "RELEASED");
-    assert_eq!(r.json()["resolution_note"], "carrier proof of delivery checked");
+    assert_eq!(
+        r.json()["resolution_note"],
+        "carrier proof of delivery checked"
+    );
     // The history names the staff account.
-    let r = staff_get(&s, staff, &format!("/admin/v1/escrows/{id}/events?limit=100")).await;
+    let r = staff_get(
+        &s,
+        staff,
+        &format!("/admin/v1/escrows/{id}/events?limit=100"),
+    )
+    .await;
     let events = r.json()["events"].as_array().unwrap().clone();
     let p = events
         .iter()
@@ -251,12 +273,27 @@ async fn staff_resolve_a_dispute_of_any_tenant_and_the_audit_log_says_who_and_wh
     assert_eq!(
         got,
         [
-            ("admin-token".to_string(), "escrow.resolve".to_string(), other.clone()),
-            (ada.account.id.clone(), "escrow.resolve".to_string(), id.clone()),
-            ("cli".to_string(), "staff.create".to_string(), ada.account.id.clone()),
+            (
+                "admin-token".to_string(),
+                "escrow.resolve".to_string(),
+                other.clone()
+            ),
+            (
+                ada.account.id.clone(),
+                "escrow.resolve".to_string(),
+                id.clone()
+            ),
+            (
+                "cli".to_string(),
+                "staff.create".to_string(),
+                ada.account.id.clone()
+            ),
         ]
     );
-    assert_eq!(entries[1]["note"], "RELEASE: carrier proof of delivery checked");
+    assert_eq!(
+        entries[1]["note"],
+        "RELEASE: carrier proof of delivery checked"
+    );
 
     // A disabled account is refused at once.
     s.app.engine().disable_staff(&ada.account.id).await.unwrap();
@@ -282,7 +319,13 @@ async fn staff_recover_an_excess_deposit() {
     staff_post(&s, &staff, &path, r#"{"kind":"LATE","note":"x"}"#)
         .await
         .expect_err(409, "NOTHING_TO_RECOVER");
-    let r = staff_post(&s, &staff, &path, r#"{"kind":"EXCESS","note":"buyer overpaid"}"#).await;
+    let r = staff_post(
+        &s,
+        &staff,
+        &path,
+        r#"{"kind":"EXCESS","note":"buyer overpaid"}"#,
+    )
+    .await;
     r.expect(202);
     assert_eq!(r.json()["purpose"], "RECOVERY");
     assert_eq!(r.json()["amount"], "2000000");
@@ -305,13 +348,22 @@ async fn two_person_rule_above_the_configured_amount() {
     let id = disputed(&s, &acme, 150).await;
     let path = format!("/admin/v1/escrows/{id}/resolve");
 
-    let r = staff_post(&s, &a.secret, &path, &resolve_body("REFUND", "seller did not ship")).await;
+    let r = staff_post(
+        &s,
+        &a.secret,
+        &path,
+        &resolve_body("REFUND", "seller did not ship"),
+    )
+    .await;
     r.expect(202);
     assert_eq!(r.json()["awaiting_approval"], true);
     assert_eq!(r.json()["proposed_by"], a.account.id.as_str());
     assert_eq!(r.json()["escrow"]["payout_pending"], false);
     let r = staff_get(&s, &b.secret, &format!("/admin/v1/escrows/{id}")).await;
-    assert_eq!(r.json()["pending_resolution"]["proposed_by"], a.account.id.as_str());
+    assert_eq!(
+        r.json()["pending_resolution"]["proposed_by"],
+        a.account.id.as_str()
+    );
     // The proposer cannot approve; the other staff member cannot flip it.
     staff_post(&s, &a.secret, &path, &resolve_body("REFUND", "approve"))
         .await

@@ -75,12 +75,14 @@ impl StaffAccount {
     /// True when `secret` has the shape of a staff secret (`stf_sk_` + 32 lowercase
     /// alphanumerics), so a host can tell it from its admin token or an API key.
     pub fn is_secret_shaped(secret: &str) -> bool {
-        secret.strip_prefix(STAFF_SECRET_PREFIX).is_some_and(|rest| {
-            rest.len() == 32
-                && rest
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        })
+        secret
+            .strip_prefix(STAFF_SECRET_PREFIX)
+            .is_some_and(|rest| {
+                rest.len() == 32
+                    && rest
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            })
     }
 
     /// Not disabled.
@@ -101,7 +103,14 @@ impl Record for StaffAccount {
         self.created_at
     }
     fn status(&self) -> Option<String> {
-        Some(if self.is_active() { "active" } else { "disabled" }.into())
+        Some(
+            if self.is_active() {
+                "active"
+            } else {
+                "disabled"
+            }
+            .into(),
+        )
     }
     fn unique_keys(&self) -> Vec<String> {
         vec![
@@ -169,7 +178,9 @@ fn clean(field: &'static str, v: &str, max: usize, newlines: bool) -> CoreResult
             reason: format!("must be 1 to {max} characters"),
         });
     }
-    if s.chars().any(|c| c.is_control() && !(newlines && c == '\n')) {
+    if s.chars()
+        .any(|c| c.is_control() && !(newlines && c == '\n'))
+    {
         return Err(CoreError::InvalidParameter {
             field,
             reason: "must not contain control characters".into(),
@@ -216,7 +227,7 @@ impl Engine {
                 if what.starts_with(&format!("{}:", namespace::STAFF_NAME)) =>
             {
                 CoreError::InvalidParameter {
-                field: "name",
+                    field: "name",
                     reason: "a staff account with this name exists".into(),
                 }
             }
@@ -234,9 +245,11 @@ impl Engine {
             return Err(CoreError::InvalidApiKey);
         }
         let hash = sha256_hex(secret);
-        let Some(v) =
-            get_record_by_unique::<StaffAccount>(&*self.ports.store, &StaffAccount::secret_key(&hash))
-                .await?
+        let Some(v) = get_record_by_unique::<StaffAccount>(
+            &*self.ports.store,
+            &StaffAccount::secret_key(&hash),
+        )
+        .await?
         else {
             return Err(CoreError::InvalidApiKey);
         };
@@ -416,7 +429,10 @@ mod tests {
             clock: clock.clone(),
             entropy: Arc::new(SeededEntropy::new(7)),
         };
-        (Engine::new(ports, Vec::new(), EngineConfig::default()), clock)
+        (
+            Engine::new(ports, Vec::new(), EngineConfig::default()),
+            clock,
+        )
     }
 
     #[tokio::test]
@@ -432,12 +448,21 @@ mod tests {
         assert_eq!(a.id, issued.account.id);
         // Unknown and malformed secrets.
         let other = format!("{STAFF_SECRET_PREFIX}{}", "a".repeat(32));
-        assert_eq!(e.authenticate_staff(&other).await, Err(CoreError::InvalidApiKey));
-        assert_eq!(e.authenticate_staff("admin").await, Err(CoreError::InvalidApiKey));
+        assert_eq!(
+            e.authenticate_staff(&other).await,
+            Err(CoreError::InvalidApiKey)
+        );
+        assert_eq!(
+            e.authenticate_staff("admin").await,
+            Err(CoreError::InvalidApiKey)
+        );
         // Found by id and by name.
         assert_eq!(e.find_staff(&a.id).await.unwrap().id, a.id);
         assert_eq!(e.find_staff("ada ops").await.unwrap().id, a.id);
-        assert_eq!(e.find_staff("nobody").await.unwrap_err().code(), "NOT_FOUND");
+        assert_eq!(
+            e.find_staff("nobody").await.unwrap_err().code(),
+            "NOT_FOUND"
+        );
         // Disabled: refused for good; disabling twice is harmless.
         let d = e.disable_staff(&a.id).await.unwrap();
         assert!(d.disabled_at.is_some());
@@ -446,7 +471,10 @@ mod tests {
             Err(CoreError::ApiKeyRevoked)
         );
         e.disable_staff(&a.id).await.unwrap();
-        assert_eq!(e.disable_staff("stf_nope").await.unwrap_err().code(), "NOT_FOUND");
+        assert_eq!(
+            e.disable_staff("stf_nope").await.unwrap_err().code(),
+            "NOT_FOUND"
+        );
     }
 
     #[tokio::test]
@@ -454,9 +482,15 @@ mod tests {
         let (e, _) = engine();
         e.create_staff("Bo").await.unwrap();
         let dup = e.create_staff("BO").await.unwrap_err();
-        assert_eq!((dup.code(), dup.param()), ("INVALID_PARAMETER", Some("name")));
+        assert_eq!(
+            (dup.code(), dup.param()),
+            ("INVALID_PARAMETER", Some("name"))
+        );
         for bad in ["", "   ", "a\tb", &"x".repeat(101)] {
-            assert_eq!(e.create_staff(bad).await.unwrap_err().code(), "INVALID_PARAMETER");
+            assert_eq!(
+                e.create_staff(bad).await.unwrap_err().code(),
+                "INVALID_PARAMETER"
+            );
         }
         let list = e.list_staff().await.unwrap();
         assert_eq!(list.len(), 1);
@@ -489,8 +523,14 @@ mod tests {
         assert_eq!(entries[1].note.as_deref(), Some("photos show damage"));
         let (page2, _) = e.staff_audit(2, 2).await.unwrap();
         assert_eq!(page2.len(), 1);
-        assert_eq!(e.staff_audit(0, 1).await.unwrap_err().code(), "INVALID_PARAMETER");
-        assert_eq!(e.staff_audit(1, 0).await.unwrap_err().code(), "INVALID_PARAMETER");
+        assert_eq!(
+            e.staff_audit(0, 1).await.unwrap_err().code(),
+            "INVALID_PARAMETER"
+        );
+        assert_eq!(
+            e.staff_audit(1, 0).await.unwrap_err().code(),
+            "INVALID_PARAMETER"
+        );
         let bad = e.record_staff_action("", "x", "y", None).await.unwrap_err();
         assert_eq!(bad.param(), Some("staff_id"));
     }

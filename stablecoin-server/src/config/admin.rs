@@ -91,10 +91,16 @@ mod tests {
     #[test]
     fn second_approval_above_is_a_decimal_amount() {
         let mut a = AdminSettings::default();
-        assert_eq!((a.problem(), a.second_approval_above_micros()), (None, None));
+        assert_eq!(
+            (a.problem(), a.second_approval_above_micros()),
+            (None, None)
+        );
         a.second_approval_above = Some(" 1000.50 ".into());
         assert_eq!(a.problem(), None);
-        assert_eq!(a.second_approval_above_micros(), Some(Micros(1_000_500_000)));
+        assert_eq!(
+            a.second_approval_above_micros(),
+            Some(Micros(1_000_500_000))
+        );
         for bad in ["", "abc", "-1", "1.0000001", "1e3"] {
             a.second_approval_above = Some(bad.into());
             assert!(a.problem().is_some(), "{bad}");
