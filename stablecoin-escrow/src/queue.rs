@@ -6,7 +6,7 @@
 //! of a kind), but staff need "every deal that needs staff" across tenants without
 //! scanning every tenant. The entry lives under the reserved list owner
 //! [`STAFF_QUEUE_OWNER`] and is written in the SAME batch as every deal write
-//! ([`EscrowEngine::queue_put`], called by each of them), so the list never disagrees
+//! (`EscrowEngine::queue_put`, called by each of them), so the list never disagrees
 //! with the deals. A deal written before the queue existed has no entry: its next write
 //! inserts one.
 

@@ -603,7 +603,10 @@ pub async fn run_escrow_admin(
         } => {
             let account = engine.find_staff(staff).await?;
             if !account.is_active() {
-                return Err(CoreError::ApiKeyRevoked);
+                return Err(CoreError::InvalidParameter {
+                    field: "staff",
+                    reason: "this staff account is disabled".into(),
+                });
             }
             let actor = stablecoin_escrow::StaffActor::new(&account.id).map_err(escrow_err)?;
             let req = stablecoin_escrow::ResolveRequest {

@@ -181,8 +181,8 @@ async fn staff_commands_create_list_disable_and_resolve() {
         .await
         .unwrap_err();
     assert_eq!(
-        err.code(),
-        "API_KEY_REVOKED",
+        (err.code(), err.param()),
+        ("INVALID_PARAMETER", Some("staff")),
         "a disabled account cannot act"
     );
 }

@@ -402,3 +402,28 @@ async fn without_an_admin_token_only_staff_secrets_open_the_staff_routes() {
     staff_get(&s, &staff, "/admin/v1/escrows").await.expect(200);
     staff_get(&s, &staff, "/admin/v1/audit").await.expect(200);
 }
+
+#[tokio::test]
+async fn a_top_up_confirmed_with_a_staff_secret_records_the_staff_id() {
+    let s = start_with(config(None)).await;
+    let t = s.tenant("Acme", "0").await;
+    let ada = s.app.engine().create_staff("Ada").await.unwrap();
+    let r = s
+        .post(
+            &t.live,
+            "/v1/treasury/topups",
+            r#"{"currency_code":"XOF","fiat_amount":6000,"token":"USDC"}"#,
+        )
+        .await;
+    r.expect(201);
+    let id = r.json()["id"].as_str().unwrap().to_string();
+    let r = staff_post(
+        &s,
+        &ada.secret,
+        &format!("/admin/v1/topups/{id}/confirm"),
+        r#"{"fiat_reference":"BANK-1"}"#,
+    )
+    .await;
+    r.expect(200);
+    assert_eq!(r.json()["confirmed_by"], ada.account.id.as_str());
+}
