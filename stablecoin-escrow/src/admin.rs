@@ -1,17 +1,23 @@
-//! [`EscrowAdmin`]: the service-staff API (the server exposes it under `/admin/v1/escrows`
-//! behind an admin token, never a tenant key). Staff resolve DISPUTED deals and authorise
-//! recoveries of partial, excess, late and unsupported-token deposits to the buyer's
-//! linked wallet. Every staff action is recorded with the staff id as its authority.
+//! [`EscrowAdmin`]: the service-staff API. The reference server exposes it under
+//! `/admin/v1/escrows` behind the admin token or a staff account's secret, never a tenant
+//! key. Staff list the deals that need them across tenants ([`EscrowAdmin::attention`]),
+//! resolve DISPUTED deals (optionally under a two-person rule) and authorise recoveries
+//! of partial, excess, late and unsupported-token deposits to the buyer's linked wallet.
+//! Every staff action is recorded in the deal's history with the staff id as its
+//! authority; hosts also write the cross-cutting staff audit log
+//! (`stablecoin_core::engine::Engine::record_staff_action`).
 
-use crate::engine::{EscrowEngine, MAX_RETRIES, clean_text};
-use crate::error::{EscrowError, EscrowResult};
+use crate::engine::{EscrowEngine, MAX_RETRIES, Requester, clean_text, decide, page_params};
+use crate::error::{EscrowError, EscrowResult, store_err};
 use crate::events::EscrowEventType;
 use crate::model::*;
+use crate::queue::{ATTENTION, STAFF_QUEUE_OWNER, StaffQueueEntry};
 use crate::state::{Action, RecoveryKind};
 use crate::view::*;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stablecoin_core::domain::money::Token;
-use stablecoin_core::ports::{Batch, Record, get_record};
+use stablecoin_core::ports::{Batch, ListQuery, Record, Versioned, get_record};
 use std::fmt;
 
 /// A member of service staff, as authenticated by the host (admin token, SSO, ...).
@@ -88,17 +94,77 @@ impl EscrowAdmin {
         self.engine.history_page(&v.record, limit, page).await
     }
 
+    /// Every deal that needs staff, of every tenant, newest first: DISPUTED deals and
+    /// deals holding a recoverable balance ([`crate::queue`]). `limit` 1-100 (default
+    /// 20), `page` from 1.
+    pub async fn attention(
+        &self,
+        _staff: &StaffActor,
+        limit: Option<u32>,
+        page: Option<u32>,
+    ) -> EscrowResult<StaffEscrowList> {
+        let (limit, page) = page_params(limit, page)?;
+        let (rows, total) = self
+            .engine
+            .inner
+            .store
+            .list(&ListQuery {
+                kind: StaffQueueEntry::KIND.into(),
+                subkind: None,
+                tenant: STAFF_QUEUE_OWNER.into(),
+                status: Some(ATTENTION.into()),
+                limit: limit as usize,
+                offset: (page as usize - 1).saturating_mul(limit as usize),
+            })
+            .await
+            .map_err(store_err)?;
+        let mut escrows = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let entry = StaffQueueEntry::from_stored(r)?;
+            // The entry commits with the deal, so the deal exists; a purged one is skipped.
+            if let Some(v) = self.engine.load(&entry.id.0).await? {
+                escrows.push(StaffEscrowView::of(&v.record));
+            }
+        }
+        Ok(StaffEscrowList {
+            limit,
+            page,
+            total,
+            escrows,
+        })
+    }
+
+    /// Any tenant's escrow with its tenant and any pending two-person proposal.
+    pub async fn get_staff_view(
+        &self,
+        _staff: &StaffActor,
+        id: &str,
+    ) -> EscrowResult<StaffEscrowView> {
+        Ok(StaffEscrowView::of(&self.engine.load_any(id).await?.record))
+    }
+
     /// Resolves a DISPUTED escrow: `RELEASE` to the seller's or `REFUND` to the buyer's
     /// linked wallet. The deal stays DISPUTED with `payout_pending=true` until the payout
     /// confirms (then RELEASED / REFUNDED with `resolution_note`); a failed payout returns
     /// it to DISPUTED with `payout_failure_reason`, for staff to resolve again.
+    ///
+    /// Two-person rule ([`EscrowConfig::second_approval_above`]): when the deal amount is
+    /// above the threshold, the first call records a proposal on the deal and changes
+    /// nothing else (`awaiting_approval: true`). A call by a DIFFERENT staff member with
+    /// the same resolution carries it out, with the proposer's note as
+    /// `resolution_note`, the approver's note as the history entry's reason and both ids
+    /// in its data. The proposer approving their own proposal is
+    /// `SECOND_APPROVER_REQUIRED`; the proposer asking for the other resolution replaces
+    /// the proposal; another staff member asking for the other resolution is
+    /// `RESOLUTION_MISMATCH` (a disagreement is settled by people, not by the last click).
     pub async fn resolve(
         &self,
         staff: &StaffActor,
         id: &str,
         req: &ResolveRequest,
-    ) -> EscrowResult<EscrowView> {
-        let action = match req.resolution.trim() {
+    ) -> EscrowResult<ResolveOutcome> {
+        let resolution = req.resolution.trim();
+        let action = match resolution {
             "RELEASE" => Action::ResolveRelease,
             "REFUND" => Action::ResolveRefund,
             _ => {
@@ -115,16 +181,101 @@ impl EscrowAdmin {
                     reason: "a staff resolution records its reasoning".into(),
                 }
             })?;
-        self.engine
-            .act(
-                id,
-                action,
-                &staff.actor(),
-                None,
-                Some(note.clone()),
-                Some(note),
-            )
-            .await
+        let actor = staff.actor();
+        for _ in 0..MAX_RETRIES {
+            let v = self.engine.load_any(id).await?;
+            let decision = decide(v.record.phase(), action, Requester::Staff)?;
+            let two_person = self
+                .engine
+                .config()
+                .second_approval_above
+                .is_some_and(|t| v.record.amount > t);
+            let mut resolution_note = note.clone();
+            if two_person {
+                match v.record.pending_resolution.clone() {
+                    Some(p) if p.proposed_by != staff.id() && p.resolution != resolution => {
+                        return Err(EscrowError::ResolutionMismatch {
+                            proposed: p.resolution,
+                        });
+                    }
+                    Some(p) if p.proposed_by != staff.id() => resolution_note = p.note,
+                    Some(p) if p.resolution == resolution => {
+                        return Err(EscrowError::SecondApproverRequired {
+                            proposed_by: p.proposed_by,
+                        });
+                    }
+                    // No proposal yet, or the proposer changes their own: (re)propose.
+                    _ => match self.propose(v, resolution, &note, staff).await {
+                        Err(EscrowError::Conflict { .. }) => continue,
+                        other => return other,
+                    },
+                }
+            }
+            if decision.sends() {
+                self.engine.require_can_send().await?;
+            }
+            let proposed_by = v
+                .record
+                .pending_resolution
+                .as_ref()
+                .map(|p| p.proposed_by.clone());
+            match self
+                .engine
+                .apply_action(
+                    v,
+                    action,
+                    &actor,
+                    None,
+                    Some(note.clone()),
+                    Some(resolution_note),
+                )
+                .await
+            {
+                Ok(escrow) => {
+                    return Ok(ResolveOutcome {
+                        escrow,
+                        awaiting_approval: false,
+                        proposed_by,
+                    });
+                }
+                Err(EscrowError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(EscrowError::Conflict {
+            what: format!("escrow {id}"),
+        })
+    }
+
+    /// Records (or replaces) the two-person proposal on the deal, nothing else.
+    async fn propose(
+        &self,
+        v: Versioned<Deal>,
+        resolution: &str,
+        note: &str,
+        staff: &StaffActor,
+    ) -> EscrowResult<ResolveOutcome> {
+        let Versioned {
+            record: mut deal,
+            version,
+        } = v;
+        let now = self.engine.now();
+        deal.pending_resolution = Some(PendingResolution {
+            resolution: resolution.to_string(),
+            note: note.to_string(),
+            proposed_by: staff.id().to_string(),
+            proposed_at: now,
+        });
+        deal.updated_at = now;
+        let mut batch = Batch::default();
+        batch.puts.push(deal.update(version)?);
+        self.engine.queue_put(&mut batch, &deal).await?;
+        self.engine.commit(batch).await?;
+        Ok(ResolveOutcome {
+            escrow: EscrowView::from_deal(&deal),
+            awaiting_approval: true,
+            proposed_by: Some(staff.id().to_string()),
+        })
     }
 
     /// Authorises returning a whole recoverable balance of one kind to the BUYER's linked
@@ -224,6 +375,7 @@ impl EscrowAdmin {
             batch.ledger.push(payout.hold.clone());
             batch.puts.push(payout.insert()?);
             batch.puts.push(deal.update(version)?);
+            self.engine.queue_put(&mut batch, &deal).await?;
             match self.engine.commit(batch).await {
                 Ok(()) => return Ok(PayoutView::from_record(&payout)),
                 Err(EscrowError::Conflict { .. }) => continue,
@@ -300,4 +452,83 @@ impl EscrowAdmin {
         }
         Ok(out)
     }
+}
+
+/// What [`EscrowAdmin::resolve`] did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+pub struct ResolveOutcome {
+    /// The escrow after the call (`payout_pending: true` once a resolution was carried
+    /// out).
+    pub escrow: EscrowView,
+    /// True when the call only recorded a proposal that a second staff member must
+    /// approve (two-person rule); nothing else changed.
+    pub awaiting_approval: bool,
+    /// Who proposed the resolution under the two-person rule (the caller when awaiting
+    /// approval, the first staff member when this call approved it); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_by: Option<String>,
+}
+
+/// A two-person proposal awaiting approval, as staff see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+pub struct PendingResolutionView {
+    /// `RELEASE` or `REFUND`.
+    pub resolution: String,
+    /// The proposer's note (the future `resolution_note`).
+    pub note: String,
+    /// The proposing staff id.
+    pub proposed_by: String,
+    /// When it was proposed (RFC 3339).
+    pub proposed_at: String,
+}
+
+/// An escrow as staff see it: the tenant's view plus whose it is and what staff owe it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+pub struct StaffEscrowView {
+    /// The deal's tenant (`ten_...`).
+    pub tenant_id: String,
+    /// True while the deal needs staff: DISPUTED, or holding a recoverable balance.
+    pub needs_attention: bool,
+    /// A two-person proposal awaiting a second staff member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_resolution: Option<PendingResolutionView>,
+    /// The escrow, exactly as its tenant reads it.
+    pub escrow: EscrowView,
+}
+
+impl StaffEscrowView {
+    /// The staff view of a stored deal.
+    pub fn of(deal: &Deal) -> StaffEscrowView {
+        StaffEscrowView {
+            tenant_id: deal.tenant.0.clone(),
+            needs_attention: crate::queue::needs_staff(deal),
+            pending_resolution: deal
+                .pending_resolution
+                .as_ref()
+                .map(|p| PendingResolutionView {
+                    resolution: p.resolution.clone(),
+                    note: p.note.clone(),
+                    proposed_by: p.proposed_by.clone(),
+                    proposed_at: p.proposed_at.to_rfc3339(),
+                }),
+            escrow: EscrowView::from_deal(deal),
+        }
+    }
+}
+
+/// A page of the staff queue, newest deal first (API-CONVENTIONS lists).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+pub struct StaffEscrowList {
+    /// Page size used (1-100).
+    pub limit: u32,
+    /// 1-based page number.
+    pub page: u32,
+    /// Deals needing staff, over all pages.
+    pub total: u64,
+    /// This page's deals.
+    pub escrows: Vec<StaffEscrowView>,
 }

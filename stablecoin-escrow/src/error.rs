@@ -148,6 +148,20 @@ pub enum EscrowError {
         /// The recovery kind and token asked for (`LATE USDT`, ...).
         kind: String,
     },
+    /// `SECOND_APPROVER_REQUIRED`: the two-person rule applies to this deal and the
+    /// staff member who proposed the resolution tried to approve it themselves.
+    #[error("this resolution awaits approval by a different staff member than {proposed_by}")]
+    SecondApproverRequired {
+        /// Who proposed it.
+        proposed_by: String,
+    },
+    /// `RESOLUTION_MISMATCH`: a second staff member asked for another resolution than
+    /// the pending proposal; nothing changed (the proposer may replace the proposal).
+    #[error("the pending proposal is {proposed}; approve it or ask its proposer to change it")]
+    ResolutionMismatch {
+        /// The pending proposal's resolution (`RELEASE` or `REFUND`).
+        proposed: String,
+    },
     /// `CONFLICT` (retryable): concurrent updates kept colliding; nothing was written.
     #[error("concurrent update of {what}; retry")]
     Conflict {
@@ -212,6 +226,8 @@ impl EscrowError {
             InvalidState { .. } => "INVALID_STATE",
             PayoutInFlight { .. } => "PAYOUT_IN_FLIGHT",
             NothingToRecover { .. } => "NOTHING_TO_RECOVER",
+            SecondApproverRequired { .. } => "SECOND_APPROVER_REQUIRED",
+            ResolutionMismatch { .. } => "RESOLUTION_MISMATCH",
             Conflict { .. } => "CONFLICT",
             IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
             IdempotencyKeyInUse => "IDEMPOTENCY_KEY_IN_USE",
@@ -233,6 +249,7 @@ impl EscrowError {
             | MissingParameter { field, .. } => Some(field),
             UnknownToken { .. } | UnsupportedToken { .. } => Some("token"),
             NotFound { field, .. } => *field,
+            ResolutionMismatch { .. } => Some("resolution"),
             _ => None,
         }
     }

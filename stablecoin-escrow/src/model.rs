@@ -58,6 +58,10 @@ pub struct EscrowConfig {
     pub batch_limit: usize,
     /// Name of this worker (for claims); unique per process.
     pub worker_id: String,
+    /// Two-person rule: a staff resolution of a deal whose amount is ABOVE this needs
+    /// two different staff members (the first proposes, the second approves). `None`
+    /// (the default): one staff member resolves any deal.
+    pub second_approval_above: Option<Micros>,
 }
 
 impl Default for EscrowConfig {
@@ -78,6 +82,7 @@ impl Default for EscrowConfig {
             unknown_grace_ms: 120_000,
             batch_limit: 64,
             worker_id: "escrow-worker-1".into(),
+            second_approval_above: None,
         }
     }
 }
@@ -179,6 +184,20 @@ pub struct PayoutClaim {
     pub claimed_at: Timestamp,
 }
 
+/// A staff resolution awaiting a second staff member's approval
+/// ([`EscrowConfig::second_approval_above`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingResolution {
+    /// `RELEASE` or `REFUND`.
+    pub resolution: String,
+    /// The proposer's reasoning; it becomes `resolution_note` once approved and settled.
+    pub note: String,
+    /// The proposing staff id; the approver must be someone else.
+    pub proposed_by: String,
+    /// When it was proposed.
+    pub proposed_at: Timestamp,
+}
+
 /// A recoverable balance of one kind and token.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recoverable {
@@ -276,6 +295,10 @@ pub struct Deal {
     pub dispute_reason: Option<String>,
     /// The staff note of a dispute resolution, set once its payout is confirmed.
     pub resolution_note: Option<String>,
+    /// A staff resolution proposed and awaiting a second staff member (two-person rule);
+    /// cleared when the resolution is carried out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_resolution: Option<PendingResolution>,
     /// When the tenant cancelled the unfunded deal (CANCELLED).
     pub cancelled_at: Option<Timestamp>,
     /// When the funding window closed unpaid (EXPIRED).

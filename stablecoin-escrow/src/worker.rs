@@ -410,6 +410,7 @@ impl EscrowEngine {
             }
             batch.puts.push(dep.insert()?);
             batch.puts.push(deal.update(version)?);
+            self.queue_put(&mut batch, &deal).await?;
             batch.background = true;
             match self.commit(batch).await {
                 Ok(()) => {
@@ -753,6 +754,7 @@ impl EscrowEngine {
             )?;
             batch.puts.push(p.update(p_version)?);
             batch.puts.push(deal.update(deal_version)?);
+            self.queue_put(&mut batch, &deal).await?;
             batch.background = true;
             match self.commit(batch).await {
                 Ok(()) => {

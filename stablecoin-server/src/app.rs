@@ -328,6 +328,7 @@ impl App {
                         .max(defaults.unknown_grace_ms),
                     batch_limit: engine_config.batch_limit,
                     worker_id: format!("{}-escrow", engine_config.worker_id),
+                    second_approval_above: config.admin.second_approval_above_micros(),
                     ..defaults
                 };
                 // A simulated TRON is never "mainnet" in a deal's view.

@@ -125,13 +125,39 @@ pub async fn require_business_key(
     }
 }
 
-/// The staff identity recorded for a confirmation made with the admin token (there are no
-/// staff accounts yet).
+/// The staff identity recorded for actions taken with the shared admin token (staff
+/// accounts record their own `stf_...` id).
 pub const ADMIN_TOKEN_STAFF: &str = "admin-token";
 
-/// Marks a request authenticated by the admin token.
-#[derive(Clone, Copy, Debug)]
-pub struct Staff;
+/// Who is acting on a staff route, put in the request extensions by
+/// [`require_admin_token`]: a staff account, or the shared admin token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Staff {
+    /// Recorded as the actor of every staff action: the account's `stf_...` id, or
+    /// [`ADMIN_TOKEN_STAFF`] for the shared token.
+    pub id: String,
+    /// For humans: the account's name, or `admin token`.
+    pub name: String,
+}
+
+impl Staff {
+    /// The escrow engine's actor for this staff member (ids are validated ASCII).
+    pub fn actor(&self) -> Result<stablecoin_escrow::StaffActor, ApiError> {
+        stablecoin_escrow::StaffActor::new(&self.id).map_err(ApiError::from)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Staff {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<Staff>()
+            .cloned()
+            .ok_or_else(admin_token_required)
+    }
+}
 
 /// True when `given` is the configured token, in constant time: both sides are hashed
 /// first, so neither the content nor the length of the token shows in the timing.
@@ -143,45 +169,92 @@ fn admin_token_matches(given: &str, token: &str) -> bool {
     a.as_slice().ct_eq(b.as_slice()).into()
 }
 
-/// Requires the admin token of `[admin]` (`Authorization: Bearer <token>`) on the staff
-/// routes (`/admin/v1/...`). Without a configured token they are closed: 404
-/// ADMIN_DISABLED. A missing or wrong token is 401 ADMIN_TOKEN_REQUIRED; a tenant or
-/// business key instead of it is 403 KEY_KIND_NOT_ALLOWED (API-CONVENTIONS: admin
-/// endpoints take an admin token, never a tenant key).
+fn admin_token_required() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "ADMIN_TOKEN_REQUIRED",
+        "this staff route needs Authorization: Bearer <admin.token> or a staff account's secret (stf_sk_...)",
+    )
+}
+
+fn admin_disabled() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "ADMIN_DISABLED",
+        "this server has no admin token ([admin] token): staff routes are closed",
+    )
+}
+
+/// Establishes who a staff bearer credential is: a staff account's secret
+/// (`stf_sk_...`; an unknown one is 401 ADMIN_TOKEN_REQUIRED, a disabled account 401
+/// STAFF_ACCOUNT_DISABLED) or the configured admin token (identity `admin-token`;
+/// anything else 401 ADMIN_TOKEN_REQUIRED). Used by the staff routes and reusable by any
+/// staff sign-in (a web console), so every entrance checks credentials the same way.
+pub async fn authenticate_staff(app: &AppState, bearer: &str) -> Result<Staff, ApiError> {
+    let bearer = bearer.trim();
+    if stablecoin_core::engine::StaffAccount::is_secret_shaped(bearer) {
+        return match app.engine.authenticate_staff(bearer).await {
+            Ok(a) => Ok(Staff {
+                id: a.id,
+                name: a.name,
+            }),
+            Err(CoreError::InvalidApiKey) => Err(admin_token_required()),
+            Err(CoreError::ApiKeyRevoked) => Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "STAFF_ACCOUNT_DISABLED",
+                "this staff account is disabled",
+            )),
+            Err(other) => Err(ApiError::from(other)),
+        };
+    }
+    match app.config.admin.token.as_ref() {
+        Some(token) if !bearer.is_empty() && admin_token_matches(bearer, token.expose().trim()) => {
+            Ok(Staff {
+                id: ADMIN_TOKEN_STAFF.into(),
+                name: "admin token".into(),
+            })
+        }
+        _ => Err(admin_token_required()),
+    }
+}
+
+/// Requires staff credentials on the staff routes (`/admin/v1/...`):
+/// `Authorization: Bearer <admin.token>` or `Bearer stf_sk_...` (a staff account), see
+/// [`authenticate_staff`]. Without a configured admin token, a request without a staff
+/// account's secret answers 404 ADMIN_DISABLED (the routes look absent). A missing or
+/// wrong credential is 401 ADMIN_TOKEN_REQUIRED; a tenant or business key instead is 403
+/// KEY_KIND_NOT_ALLOWED (API-CONVENTIONS: admin endpoints never take a tenant key).
 pub async fn require_admin_token(
     State(app): State<AppState>,
     mut req: Request,
     next: Next,
 ) -> Response {
-    let Some(token) = app.config.admin.token.as_ref() else {
-        return ApiError::new(
-            StatusCode::NOT_FOUND,
-            "ADMIN_DISABLED",
-            "this server has no admin token ([admin] token): staff routes are closed",
-        )
-        .into_response();
-    };
     let given = req
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .map(str::trim)
+        .map(str::to_string);
+    let staff_secret = given
+        .as_deref()
+        .is_some_and(stablecoin_core::engine::StaffAccount::is_secret_shaped);
+    if app.config.admin.token.is_none() && !staff_secret {
+        return admin_disabled().into_response();
+    }
     match given {
-        Some(g) if admin_token_matches(g, token.expose().trim()) => {
-            req.extensions_mut().insert(Staff);
-            next.run(req).await
-        }
+        Some(g) => match authenticate_staff(&app, &g).await {
+            Ok(staff) => {
+                req.extensions_mut().insert(staff);
+                next.run(req).await
+            }
+            Err(e) => e.into_response(),
+        },
         None if req.headers().contains_key(API_KEY_HEADER) => wrong_kind(
-            "admin token (Authorization: Bearer <admin.token>); API keys do not open staff routes",
+            "admin token or staff secret (Authorization: Bearer ...); API keys do not open staff routes",
         )
         .into_response(),
-        _ => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "ADMIN_TOKEN_REQUIRED",
-            "this staff route needs Authorization: Bearer <admin.token>",
-        )
-        .into_response(),
+        None => admin_token_required().into_response(),
     }
 }
 

@@ -71,6 +71,61 @@ pub enum Command {
     /// Checkout businesses.
     #[command(subcommand)]
     Business(BusinessCommand),
+    /// Service staff accounts (their secrets open the `/admin/v1/` routes).
+    #[command(subcommand)]
+    Staff(StaffCommand),
+    /// Escrow deals that need staff: disputes and recoveries.
+    #[command(subcommand)]
+    Escrow(EscrowCommand),
+}
+
+/// `staff ...`: service staff accounts.
+#[derive(Debug, Subcommand)]
+pub enum StaffCommand {
+    /// Create a staff account; its secret (stf_sk_...) is printed once.
+    Create {
+        /// Display name, 1 to 100 characters, unique.
+        #[arg(long)]
+        name: String,
+    },
+    /// List every staff account (never a secret).
+    List,
+    /// Disable a staff account for good; its secret is refused from then on.
+    Disable {
+        /// The account (stf_...).
+        #[arg(long)]
+        id: String,
+    },
+}
+
+/// `escrow ...`: escrow staff work from the command line.
+#[derive(Debug, Subcommand)]
+pub enum EscrowCommand {
+    /// The deals that need staff (DISPUTED, or holding a recoverable balance), of every
+    /// tenant, newest first.
+    Disputes {
+        /// 1 to 100.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// From 1.
+        #[arg(long, default_value_t = 1)]
+        page: u32,
+    },
+    /// Resolve a DISPUTED deal as a staff account (audited under its id).
+    Resolve {
+        /// The escrow (esc_...).
+        #[arg(long)]
+        id: String,
+        /// RELEASE (to the seller) or REFUND (to the buyer).
+        #[arg(long)]
+        resolution: String,
+        /// The recorded reasoning (resolution_note).
+        #[arg(long)]
+        note: String,
+        /// The acting staff account: its id (stf_...) or name; it must be active.
+        #[arg(long)]
+        staff: String,
+    },
 }
 
 /// `business ...`: checkout businesses (a tenant's checkout identities).
@@ -319,6 +374,38 @@ pub async fn run_admin(engine: &Engine, cmd: &Command) -> Result<serde_json::Val
                 "treasury_balance": balance.to_decimal_string(),
             }))
         }
+        Command::Staff(StaffCommand::Create { name }) => {
+            let s = engine.create_staff(name).await?;
+            Ok(json!({
+                "staff_id": s.account.id,
+                "name": s.account.name,
+                "secret": s.secret,
+                "note": "the secret is shown only now; only its hash is stored. Use it as Authorization: Bearer <secret> on /admin/v1/",
+            }))
+        }
+        Command::Staff(StaffCommand::List) => {
+            let list = engine.list_staff().await?;
+            Ok(json!({
+                "staff": list
+                    .iter()
+                    .map(|a| json!({
+                        "staff_id": a.id,
+                        "name": a.name,
+                        "hint": a.hint,
+                        "created_at": a.created_at.to_rfc3339(),
+                        "disabled_at": a.disabled_at.map(|t| t.to_rfc3339()),
+                    }))
+                    .collect::<Vec<_>>(),
+            }))
+        }
+        Command::Staff(StaffCommand::Disable { id }) => {
+            let a = engine.disable_staff(id).await?;
+            Ok(json!({"staff_id": a.id, "disabled": !a.is_active()}))
+        }
+        Command::Escrow(_) => Err(CoreError::InvalidParameter {
+            field: "command",
+            reason: "escrow commands need the escrow engine (run_escrow_admin)".into(),
+        }),
         Command::Pricing(PricingCommand::Set(a)) => {
             let pricing = TenantPricing::from_parts(
                 a.mode.trim(),
@@ -451,7 +538,13 @@ pub async fn main() -> i32 {
                     return 1;
                 }
             };
-            match run_admin(app.engine(), &admin).await {
+            let result = match &admin {
+                Command::Escrow(cmd) => {
+                    run_escrow_admin(app.engine(), app.state().escrow.as_ref(), cmd).await
+                }
+                other => run_admin(app.engine(), other).await,
+            };
+            match result {
                 Ok(v) => {
                     println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
                     0
@@ -461,6 +554,83 @@ pub async fn main() -> i32 {
                     1
                 }
             }
+        }
+    }
+}
+
+fn escrow_err(e: stablecoin_escrow::EscrowError) -> CoreError {
+    use stablecoin_escrow::EscrowError as E;
+    match e {
+        E::InvalidParameter { field, reason } | E::MissingParameter { field, reason } => {
+            CoreError::InvalidParameter { field, reason }
+        }
+        E::NotFound { kind, id, .. } => CoreError::NotFound { kind, id },
+        other => CoreError::InvalidParameter {
+            field: "escrow",
+            reason: format!("{other} ({})", other.code()),
+        },
+    }
+}
+
+/// Runs an `escrow ...` command. A resolution acts as the named staff account (which
+/// must be active) and is written to the staff audit log under its id, like one made
+/// over HTTP.
+pub async fn run_escrow_admin(
+    engine: &Engine,
+    escrow: Option<&stablecoin_escrow::EscrowEngine>,
+    cmd: &EscrowCommand,
+) -> Result<serde_json::Value, CoreError> {
+    let escrow = escrow.ok_or_else(|| CoreError::InvalidParameter {
+        field: "escrow",
+        reason: "escrow is unavailable: the TRON rail is disabled in this configuration".into(),
+    })?;
+    let admin = escrow.admin();
+    match cmd {
+        EscrowCommand::Disputes { limit, page } => {
+            let cli = stablecoin_escrow::StaffActor::new(stablecoin_core::engine::STAFF_ACTOR_CLI)
+                .map_err(escrow_err)?;
+            let list = admin
+                .attention(&cli, Some(*limit), Some(*page))
+                .await
+                .map_err(escrow_err)?;
+            serde_json::to_value(list).map_err(|e| CoreError::Storage(e.to_string()))
+        }
+        EscrowCommand::Resolve {
+            id,
+            resolution,
+            note,
+            staff,
+        } => {
+            let account = engine.find_staff(staff).await?;
+            if !account.is_active() {
+                return Err(CoreError::InvalidParameter {
+                    field: "staff",
+                    reason: "this staff account is disabled".into(),
+                });
+            }
+            let actor = stablecoin_escrow::StaffActor::new(&account.id).map_err(escrow_err)?;
+            let req = stablecoin_escrow::ResolveRequest {
+                resolution: resolution.clone(),
+                resolution_note: note.clone(),
+            };
+            let out = admin
+                .resolve(&actor, id.trim(), &req)
+                .await
+                .map_err(escrow_err)?;
+            let action = if out.awaiting_approval {
+                "escrow.resolve.proposed"
+            } else {
+                "escrow.resolve"
+            };
+            engine
+                .record_staff_action(
+                    &account.id,
+                    action,
+                    &out.escrow.id,
+                    Some(&format!("{}: {}", resolution.trim(), note.trim())),
+                )
+                .await?;
+            serde_json::to_value(out).map_err(|e| CoreError::Storage(e.to_string()))
         }
     }
 }

@@ -243,6 +243,8 @@ pub fn escrow_status_of(e: &EscrowError) -> StatusCode {
         InvalidState { .. }
         | PayoutInFlight { .. }
         | NothingToRecover { .. }
+        | SecondApproverRequired { .. }
+        | ResolutionMismatch { .. }
         | Conflict { .. }
         | IdempotencyKeyInUse => StatusCode::CONFLICT,
         SameWallet | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
@@ -369,6 +371,16 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "The escrow holds no recoverable balance of that kind.",
     ),
     (
+        "SECOND_APPROVER_REQUIRED",
+        409,
+        "Two-person rule: the resolution's proposer cannot approve it; another staff member must.",
+    ),
+    (
+        "RESOLUTION_MISMATCH",
+        409,
+        "Two-person rule: the pending proposal is the other resolution; approve it or let its proposer change it.",
+    ),
+    (
         "ESCROW_UNAVAILABLE",
         503,
         "TRON deposits are disabled: no new escrow is admitted.",
@@ -447,7 +459,12 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     (
         "ADMIN_TOKEN_REQUIRED",
         401,
-        "A staff route (/admin/v1/...) without the admin bearer token, or with a wrong one.",
+        "A staff route (/admin/v1/...) without the admin bearer token or a staff secret, or with a wrong one.",
+    ),
+    (
+        "STAFF_ACCOUNT_DISABLED",
+        401,
+        "The staff account of this secret is disabled.",
     ),
     (
         "KEY_KIND_NOT_ALLOWED",

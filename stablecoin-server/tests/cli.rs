@@ -118,6 +118,75 @@ async fn admin_commands_act_on_the_engine() {
     );
 }
 
+#[tokio::test]
+async fn staff_commands_create_list_disable_and_resolve() {
+    use stablecoin_server::cli::{Command as Cmd, run_escrow_admin};
+    let s = start().await;
+    let e = s.app.engine();
+    let c = run_admin(e, &cmd(&["staff", "create", "--name", "Ada Ops"]))
+        .await
+        .unwrap();
+    let secret = c["secret"].as_str().unwrap().to_string();
+    let id = c["staff_id"].as_str().unwrap().to_string();
+    assert!(secret.starts_with("stf_sk_") && id.starts_with("stf_"));
+    // The secret opens the staff routes (no admin token is configured here).
+    let r = s
+        .send(
+            reqwest::Method::GET,
+            "/admin/v1/escrows",
+            None,
+            None,
+            &[("Authorization", &format!("Bearer {secret}"))],
+        )
+        .await;
+    r.expect(200);
+    let l = run_admin(e, &cmd(&["staff", "list"])).await.unwrap();
+    assert_eq!(l["staff"][0]["staff_id"], id.as_str());
+    assert!(!l.to_string().contains(&secret), "never a secret in a list");
+    let dup = run_admin(e, &cmd(&["staff", "create", "--name", "ada ops"]))
+        .await
+        .unwrap_err();
+    assert_eq!(dup.code(), "INVALID_PARAMETER");
+    // `escrow disputes` and `escrow resolve` run against the escrow engine.
+    let Cmd::Escrow(list) = cmd(&["escrow", "disputes"]) else {
+        panic!("escrow command")
+    };
+    let out = run_escrow_admin(e, s.app.state().escrow.as_ref(), &list)
+        .await
+        .unwrap();
+    assert_eq!(out["total"], 0);
+    let Cmd::Escrow(resolve) = cmd(&[
+        "escrow",
+        "resolve",
+        "--id",
+        "esc_nope",
+        "--resolution",
+        "RELEASE",
+        "--note",
+        "n",
+        "--staff",
+        "Ada Ops",
+    ]) else {
+        panic!("escrow command")
+    };
+    let err = run_escrow_admin(e, s.app.state().escrow.as_ref(), &resolve)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "NOT_FOUND");
+    let d = run_admin(e, &cmd(&["staff", "disable", "--id", &id]))
+        .await
+        .unwrap();
+    assert_eq!(d["disabled"], true);
+    let err = run_escrow_admin(e, s.app.state().escrow.as_ref(), &resolve)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.code(), err.param()),
+        ("INVALID_PARAMETER", Some("staff")),
+        "a disabled account cannot act"
+    );
+}
+
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_stablecoin-server"));
     for var in stablecoin_server::config::env_var_names().chain(["STABLECOIN_CONFIG"]) {

@@ -57,6 +57,12 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/treasury/topups/{id}"),
     ("POST", "/admin/v1/topups/{id}/confirm"),
     ("GET", "/admin/v1/reconciliation"),
+    ("GET", "/admin/v1/escrows"),
+    ("GET", "/admin/v1/escrows/{id}"),
+    ("GET", "/admin/v1/escrows/{id}/events"),
+    ("POST", "/admin/v1/escrows/{id}/resolve"),
+    ("POST", "/admin/v1/escrows/{id}/recoveries"),
+    ("GET", "/admin/v1/audit"),
     ("GET", "/api/v1/checkout/list"),
     ("POST", "/api/v1/checkout/sessions"),
     ("GET", "/api/v1/checkout/sessions/{session_id}"),
@@ -342,8 +348,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 7,
-        "all but health, metrics, openapi, the signed deposit intake and the two staff routes"
+        ROUTES.len() - 13,
+        "all but health, metrics, openapi, the signed deposit intake and the eight staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

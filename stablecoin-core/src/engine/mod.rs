@@ -20,6 +20,7 @@ mod retention;
 mod sandbox;
 mod scanner;
 mod sms;
+mod staff;
 mod submissions;
 mod swaps;
 mod tenants;
@@ -38,6 +39,10 @@ pub use operations::{
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};
+pub use staff::{
+    IssuedStaff, STAFF_ACTOR_CLI, STAFF_ID_PREFIX, STAFF_LIST_OWNER, STAFF_SECRET_PREFIX,
+    StaffAccount, StaffAuditEntry,
+};
 pub use swaps::{
     DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS, SwapLeg, SwapRequest, min_amount_out, venue_account,
 };

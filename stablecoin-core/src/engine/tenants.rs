@@ -505,7 +505,7 @@ impl Engine {
     }
 }
 
-fn base32_lower(bytes: &[u8]) -> String {
+pub(crate) fn base32_lower(bytes: &[u8]) -> String {
     const A: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
     let mut out = String::new();
     let mut acc: u32 = 0;

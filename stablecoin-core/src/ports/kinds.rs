@@ -67,6 +67,12 @@ pub mod kind {
     pub const CHECKOUT_SWEEP: &str = "checkout_sweep";
     /// Core: a tenant's top-up (money in: a quote, then its staff confirmation).
     pub const TOPUP: &str = "topup";
+    /// Core: a service staff account (hash of its secret only, `engine::staff`).
+    pub const STAFF_ACCOUNT: &str = "staff_account";
+    /// Core: one entry of the staff audit log: who did what, to what, why.
+    pub const STAFF_AUDIT: &str = "staff_audit";
+    /// Escrow: a deal's entry in the cross-tenant staff queue (disputed or recoverable).
+    pub const ESCROW_STAFF_QUEUE: &str = "escrow_staff_queue";
 
     /// Every kind above.
     pub const ALL: &[&str] = &[
@@ -98,6 +104,9 @@ pub mod kind {
         CHECKOUT_SCAN_CURSOR,
         CHECKOUT_SWEEP,
         TOPUP,
+        STAFF_ACCOUNT,
+        STAFF_AUDIT,
+        ESCROW_STAFF_QUEUE,
     ];
 }
 
@@ -121,6 +130,10 @@ pub mod namespace {
     pub const CHECKOUT_ADDR: &str = "checkout_addr";
     /// A fiat receipt's reference: it confirms at most one top-up.
     pub const TOPUP_REFERENCE: &str = "topup_ref";
+    /// A staff account's secret hash: finds the account by the secret presented.
+    pub const STAFF_SECRET: &str = "staff_secret";
+    /// A staff account's name (lower-cased): one account per name.
+    pub const STAFF_NAME: &str = "staff_name";
 
     /// Every namespace above.
     pub const ALL: &[&str] = &[
@@ -133,6 +146,8 @@ pub mod namespace {
         SMS_GATEWAY_ID,
         CHECKOUT_ADDR,
         TOPUP_REFERENCE,
+        STAFF_SECRET,
+        STAFF_NAME,
     ];
 }
 

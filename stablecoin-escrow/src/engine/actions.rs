@@ -333,7 +333,7 @@ impl EscrowEngine {
                     resolution_note: resolution_note.clone(),
                     claimed_at: now,
                 });
-                let data = json!({
+                let mut data = json!({
                     "payout_id": payout.id,
                     "purpose": purpose.as_str(),
                     "trigger": action.as_str().to_ascii_uppercase(),
@@ -341,6 +341,13 @@ impl EscrowEngine {
                     "to_address": deal.party(to_party).address.0,
                     "amount": payout.amount.to_base_units_string(),
                 });
+                // A two-person resolution: the history names both staff members.
+                if let Some(p) = deal.pending_resolution.take()
+                    && let (Some(obj), Actor::Staff { staff_id }) = (data.as_object_mut(), actor)
+                {
+                    obj.insert("proposed_by".into(), json!(p.proposed_by));
+                    obj.insert("approved_by".into(), json!(staff_id));
+                }
                 batch
                     .accounts
                     .extend([source, accounts::paid_out(&deal.id, deal.token)]);
@@ -361,6 +368,7 @@ impl EscrowEngine {
             now,
         )?;
         batch.puts.push(deal.update(version)?);
+        self.queue_put(&mut batch, &deal).await?;
         self.commit(batch).await?;
         Ok(EscrowView::from_deal(&deal))
     }

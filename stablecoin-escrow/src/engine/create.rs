@@ -110,6 +110,7 @@ impl EscrowEngine {
                 now,
             )?;
             batch.puts.push(deal.insert()?);
+            self.queue_put(&mut batch, &deal).await?;
             let view = EscrowView::from_deal(&deal);
             if let Some(key) = idempotency_key {
                 batch.idempotency = Some(IdempotencyRecord {
@@ -422,6 +423,7 @@ fn new_deal(
         disputed_at: None,
         dispute_reason: None,
         resolution_note: None,
+        pending_resolution: None,
         cancelled_at: None,
         expired_at: None,
         history_len: 0,

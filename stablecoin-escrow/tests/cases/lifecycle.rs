@@ -494,7 +494,9 @@ async fn dispute_resolved_by_staff_release() {
         resolution: "RELEASE".into(),
         resolution_note: "carrier proof of delivery checked".into(),
     };
-    let v = admin.resolve(&w.staff, &d.id, &req).await.unwrap();
+    let out = admin.resolve(&w.staff, &d.id, &req).await.unwrap();
+    assert!(!out.awaiting_approval);
+    let v = out.escrow;
     assert_eq!((v.state.as_str(), v.payout_pending), ("DISPUTED", true));
     assert_eq!(v.resolution_note, None, "recorded once the payout settles");
     assert_eq!(

@@ -162,8 +162,8 @@ fn is_escrow_action(path: &str) -> bool {
         || (path.starts_with("/api/v1/checkout/sessions/{session_id}/"))
 }
 
-/// Staff routes: the admin token, not an API key; no rate limit, no `Idempotency-Key`
-/// (a confirmation is refused when replayed). Their 401/403/404 are their handlers' own.
+/// Staff routes: the admin token or a staff secret, not an API key; no rate limit, no
+/// `Idempotency-Key` (a replayed confirmation or resolution is refused by its state). Their 401/403/404 are their handlers' own.
 fn is_admin(path: &str) -> bool {
     path.starts_with("/admin/")
 }
@@ -183,7 +183,7 @@ fn security_schemes(doc: &mut OpenApi) {
             HttpBuilder::new()
                 .scheme(HttpAuthScheme::Bearer)
                 .description(Some(
-                    "Service staff: `Authorization: Bearer <admin.token>` (the server's `[admin] token`; without one, staff routes answer 404 ADMIN_DISABLED)",
+                    "Service staff: `Authorization: Bearer <admin.token>` (the server's `[admin] token`) or `Bearer stf_sk_...` (a staff account's secret, recorded under its `stf_...` id); without an admin token, a request without a staff secret answers 404 ADMIN_DISABLED",
                 ))
                 .build(),
         ),

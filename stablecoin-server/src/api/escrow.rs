@@ -7,8 +7,8 @@
 //! asynchronously: `payout_pending` stays true until it is confirmed); dispute and cancel
 //! `200` (they complete in the request). Escrow actions take no `Idempotency-Key`
 //! (spec 2.2): a repeat is answered by the state machine (`409`). Staff resolution of a
-//! dispute and recoveries are not tenant operations: they are `EscrowAdmin` calls of the
-//! crate (no tenant key can reach them).
+//! dispute and recoveries are not tenant operations: they are the staff routes of
+//! [`super::staff`] (`/admin/v1/escrows`), which no tenant key can reach.
 
 use super::paging;
 use super::schemas::{DisputeEscrowRequest, EscrowStateName, ListLimit, ListPage};

@@ -10,6 +10,7 @@ pub mod health;
 pub mod intake;
 pub mod reconciliation;
 pub mod schemas;
+pub mod staff;
 pub mod swaps;
 pub mod topups;
 pub mod transfers;
@@ -238,11 +239,18 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
             state.clone(),
             auth::require_business_key,
         ));
-    // Service staff: the admin token of `[admin]`, no API key, no idempotency key (a
-    // confirmation's state rules make it safe to retry: a replay is ALREADY_CONFIRMED).
+    // Service staff: the admin token of `[admin]` or a staff account's secret, no API
+    // key, no idempotency key (their state rules make them safe to retry: a replayed
+    // confirmation is ALREADY_CONFIRMED, a replayed resolution PAYOUT_IN_FLIGHT).
     let admin = OpenApiRouter::new()
         .routes(routes!(topups::confirm_topup))
         .routes(routes!(reconciliation::report))
+        .routes(routes!(staff::staff_list_escrows))
+        .routes(routes!(staff::staff_get_escrow))
+        .routes(routes!(staff::staff_escrow_events))
+        .routes(routes!(staff::staff_resolve_escrow))
+        .routes(routes!(staff::staff_recover_escrow))
+        .routes(routes!(staff::staff_audit_log))
         .route_layer(from_fn_with_state(state.clone(), auth::require_admin_token));
     let public = OpenApiRouter::new()
         .routes(routes!(health::live))

@@ -7,7 +7,7 @@ use super::schemas::*;
 use super::types::FiatAmount;
 use super::{paging, token};
 use crate::app::AppState;
-use crate::auth::{ADMIN_TOKEN_STAFF, Caller};
+use crate::auth::{Caller, Staff};
 use crate::error::{ApiError, ErrorBody, at};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use axum::Json;
@@ -244,8 +244,8 @@ pub async fn list_topups(
 /// Staff: confirm that a top-up's fiat arrived, crediting the tenant's treasury.
 ///
 /// Credits `token_amount` to the tenant's treasury exactly once (ledger transfer
-/// `topup:<id>` from `fiat_in:<TOKEN>`), records the fiat reference and `admin-token` as
-/// who confirmed it, and sends the tenant `treasury.topup.credited`, all in one commit.
+/// `topup:<id>` from `fiat_in:<TOKEN>`), records the fiat reference and who confirmed it
+/// (the staff account's `stf_...` id, or `admin-token` for the shared token), and sends the tenant `treasury.topup.credited`, all in one commit.
 /// A replay is 409 ALREADY_CONFIRMED and changes nothing (safe to retry, so no
 /// `Idempotency-Key`). Needs `Authorization: Bearer <admin.token>`; without an
 /// `[admin] token` configured the route answers 404 ADMIN_DISABLED.
@@ -263,6 +263,7 @@ pub async fn list_topups(
     security(("admin_token" = [])))]
 pub async fn confirm_topup(
     State(app): State<AppState>,
+    staff: Staff,
     ApiPath(id): ApiPath,
     ApiJson(body): ApiJson<ConfirmTopUpBody>,
 ) -> Result<Json<TopUpResponse>, ApiError> {
@@ -272,7 +273,7 @@ pub async fn confirm_topup(
             &id,
             TopUpConfirmation {
                 fiat_reference: body.fiat_reference,
-                staff: ADMIN_TOKEN_STAFF.into(),
+                staff: staff.id,
                 note: body.note,
             },
         )

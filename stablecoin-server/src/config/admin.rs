@@ -3,6 +3,7 @@
 
 use super::Secret;
 use serde::Deserialize;
+use stablecoin_core::domain::money::Micros;
 
 /// `[admin]`.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -10,12 +11,18 @@ use serde::Deserialize;
 pub struct AdminSettings {
     /// The bearer token of the staff routes (`Authorization: Bearer <token>`, compared in
     /// constant time), at least 32 characters. Absent (the default): every `/admin/v1/`
-    /// route answers 404, as if it did not exist. There are no staff accounts yet: the
-    /// confirmations it makes are recorded as confirmed by `admin-token`.
+    /// route answers 404 to a request without a staff account's secret, as if it did
+    /// not exist. Actions taken with the token are recorded as by `admin-token`; staff
+    /// accounts (`stablecoin-server staff create`) record their own `stf_...` id.
     pub token: Option<Secret>,
     /// How long a top-up quote can be confirmed after it was asked for, in hours (1 to
     /// 720, default 24): time for the fiat to arrive and be matched.
     pub topup_ttl_hours: u64,
+    /// Two-person rule for escrow dispute resolutions: a deal whose amount is ABOVE this
+    /// (a decimal string of token units, `"1000.00"`) is resolved only when a second,
+    /// different staff member approves the first one's proposal. Absent (the default):
+    /// one staff member resolves any deal. Env: `STABLECOIN_ADMIN_SECOND_APPROVAL_ABOVE`.
+    pub second_approval_above: Option<String>,
 }
 
 impl Default for AdminSettings {
@@ -23,6 +30,7 @@ impl Default for AdminSettings {
         AdminSettings {
             token: None,
             topup_ttl_hours: 24,
+            second_approval_above: None,
         }
     }
 }
@@ -36,6 +44,14 @@ impl AdminSettings {
     /// `topup_ttl_hours` in milliseconds.
     pub fn topup_ttl_ms(&self) -> i64 {
         (self.topup_ttl_hours.min(Self::MAX_TOPUP_TTL_HOURS) as i64) * 3_600_000
+    }
+
+    /// `second_approval_above` in micro-units (`None` when absent or invalid: startup
+    /// refuses an invalid one through [`AdminSettings::problem`]).
+    pub fn second_approval_above_micros(&self) -> Option<Micros> {
+        self.second_approval_above
+            .as_deref()
+            .and_then(|s| Micros::parse_decimal(s.trim()).ok())
     }
 
     /// Why the section is refused, if it is.
@@ -56,6 +72,38 @@ impl AdminSettings {
                 Self::MAX_TOPUP_TTL_HOURS
             ));
         }
+        if let Some(s) = &self.second_approval_above
+            && Micros::parse_decimal(s.trim()).is_err()
+        {
+            return Some(
+                "admin.second_approval_above must be a decimal amount of token units, like \"1000.00\" (at most 6 places)"
+                    .into(),
+            );
+        }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_approval_above_is_a_decimal_amount() {
+        let mut a = AdminSettings::default();
+        assert_eq!(
+            (a.problem(), a.second_approval_above_micros()),
+            (None, None)
+        );
+        a.second_approval_above = Some(" 1000.50 ".into());
+        assert_eq!(a.problem(), None);
+        assert_eq!(
+            a.second_approval_above_micros(),
+            Some(Micros(1_000_500_000))
+        );
+        for bad in ["", "abc", "-1", "1.0000001", "1e3"] {
+            a.second_approval_above = Some(bad.into());
+            assert!(a.problem().is_some(), "{bad}");
+        }
     }
 }

@@ -300,6 +300,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Int,
     ),
     (
+        "STABLECOIN_ADMIN_SECOND_APPROVAL_ABOVE",
+        &["admin", "second_approval_above"],
+        EnvKind::Str,
+    ),
+    (
         "STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS",
         &["http", "header_read_timeout_ms"],
         EnvKind::Int,

@@ -1,0 +1,340 @@
+//! `/admin/v1/escrows` and `/admin/v1/audit`: the escrow staff routes (issue #32) over
+//! `stablecoin_escrow::EscrowAdmin`, and the staff audit log of the engine.
+//!
+//! Handlers only decode, call the engines and encode: which deals need staff, the
+//! two-person rule and every state rule are the escrow crate's; the audit log is the
+//! core engine's. Each mutation is written to the audit log under the caller's staff id
+//! (`stf_...`, or `admin-token` for the shared token) after it succeeded. Without the
+//! escrow engine (TRON disabled) the escrow routes answer 503 ESCROW_UNAVAILABLE, as the
+//! tenant escrow routes do.
+
+use super::escrow::engine;
+use super::paging;
+use super::schemas::{ListLimit, ListPage};
+use crate::app::AppState;
+use crate::auth::Staff;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use stablecoin_escrow::{
+    DealAccounting, EscrowEventList, PayoutView, RecoveryRequest, ResolveOutcome, ResolveRequest,
+    StaffEscrowList, StaffEscrowView,
+};
+use utoipa::{IntoParams, ToSchema};
+
+/// `limit` and `page` of a staff list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct StaffListParams {
+    /// 1-100, default 20.
+    #[param(value_type = ListLimit, required = false)]
+    pub limit: Option<String>,
+    /// 1-based, default 1.
+    #[param(value_type = ListPage, required = false)]
+    pub page: Option<String>,
+}
+
+/// One token's money of a deal, from the ledger (base units, like every escrow amount).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TokenAccountingResponse {
+    /// `USDT` (the deal's token) or another token that was sent to the deal address.
+    pub token: String,
+    /// Every recorded deposit.
+    pub deposited: String,
+    /// Held for the deal (counted toward the amount).
+    pub held: String,
+    /// Partial deposits of a deal that closed unfunded, recoverable.
+    pub partial: String,
+    /// Money beyond the amount, recoverable.
+    pub excess: String,
+    /// Deposits after the window or to a closed deal, recoverable.
+    pub late: String,
+    /// Deposits of a token the deal is not in, recoverable.
+    pub unsupported: String,
+    /// Confirmed payouts.
+    pub paid_out: String,
+    /// Payouts claimed and not yet settled (a part of the balances above).
+    pub in_flight: String,
+}
+
+/// `GET /admin/v1/escrows/{id}`: the deal, whose it is, its money and its payouts.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct StaffEscrowDetail {
+    /// The deal with its tenant and any pending two-person proposal.
+    #[serde(flatten)]
+    pub deal: StaffEscrowView,
+    /// The deal's money per token; `deposited = held + partial + excess + late +
+    /// unsupported + paid_out` always.
+    pub accounting: Vec<TokenAccountingResponse>,
+    /// Every payout (deal payouts and recoveries), oldest first.
+    pub payouts: Vec<PayoutView>,
+}
+
+fn accounting(a: &DealAccounting) -> Vec<TokenAccountingResponse> {
+    a.tokens
+        .iter()
+        .map(|t| TokenAccountingResponse {
+            token: t.token.map(|k| k.as_str().to_string()).unwrap_or_default(),
+            deposited: t.deposited.to_string(),
+            held: t.held.to_string(),
+            partial: t.partial.to_string(),
+            excess: t.excess.to_string(),
+            late: t.late.to_string(),
+            unsupported: t.unsupported.to_string(),
+            paid_out: t.paid_out.to_string(),
+            in_flight: t.in_flight.to_string(),
+        })
+        .collect()
+}
+
+/// One entry of the staff audit log.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct StaffAuditEntryResponse {
+    /// `sta_...`.
+    pub id: String,
+    /// Who: a staff account (`stf_...`), `admin-token` or `cli`.
+    pub staff_id: String,
+    /// What: `escrow.resolve`, `escrow.resolve.proposed`, `escrow.recovery`,
+    /// `staff.create`, `staff.disable`, ...
+    pub action: String,
+    /// To what: `esc_...`, `stf_...`, ...
+    pub target: String,
+    /// Why, in their words.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub note: Option<String>,
+    /// When (RFC 3339).
+    pub at: String,
+}
+
+/// A page of the staff audit log, newest first.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct StaffAuditList {
+    /// Page size used (1-100).
+    pub limit: u32,
+    /// 1-based page number.
+    pub page: u32,
+    /// Entries over all pages.
+    pub total: u64,
+    /// This page's entries.
+    pub entries: Vec<StaffAuditEntryResponse>,
+}
+
+/// Writes the audit entry of a staff mutation that already succeeded. A failure to
+/// write it is logged, not answered: the mutation happened, and answering an error
+/// would invite a retry the state machine then refuses.
+async fn audit(app: &AppState, staff: &Staff, action: &str, target: &str, note: &str) {
+    if let Err(e) = app
+        .engine
+        .record_staff_action(&staff.id, action, target, Some(note))
+        .await
+    {
+        tracing::error!(staff = %staff.id, action, target, error = %e, "staff audit entry not written");
+    }
+}
+
+/// Staff: every escrow that needs staff, of every tenant, newest first.
+///
+/// DISPUTED deals (only staff resolve them) and deals holding a recoverable balance
+/// (only staff authorise recoveries). Needs `Authorization: Bearer <admin.token>` or a
+/// staff account's secret.
+#[utoipa::path(get, path = "/admin/v1/escrows", tag = "admin",
+    params(StaffListParams),
+    responses(
+        (status = 200, description = "A page of deals needing staff", body = StaffEscrowList),
+        (status = 400, description = "INVALID_PARAMETER (limit, page), INVALID_QUERY (an unknown parameter)", body = ErrorBody),
+        (status = 401, description = "ADMIN_TOKEN_REQUIRED: no or a wrong credential; STAFF_ACCOUNT_DISABLED", body = ErrorBody),
+        (status = 403, description = "KEY_KIND_NOT_ALLOWED: an API key instead of staff credentials", body = ErrorBody),
+        (status = 404, description = "ADMIN_DISABLED: the server has no admin token", body = ErrorBody),
+        (status = 503, description = "ESCROW_UNAVAILABLE: no TRON rail on this server", body = ErrorBody)),
+    security(("admin_token" = [])))]
+pub async fn staff_list_escrows(
+    State(app): State<AppState>,
+    staff: Staff,
+    ApiQuery(q): ApiQuery<StaffListParams>,
+) -> Result<Json<StaffEscrowList>, ApiError> {
+    let p = paging(q.limit.as_deref(), q.page.as_deref())?;
+    let list = engine(&app)?
+        .admin()
+        .attention(&staff.actor()?, Some(p.limit), Some(p.page))
+        .await?;
+    Ok(Json(list))
+}
+
+/// Staff: any tenant's escrow with its tenant, ledger accounting and payouts.
+#[utoipa::path(get, path = "/admin/v1/escrows/{id}", tag = "admin",
+    params(("id" = String, Path, description = "Escrow id (`esc_...`)")),
+    responses(
+        (status = 200, description = "The deal", body = StaffEscrowDetail),
+        (status = 401, description = "ADMIN_TOKEN_REQUIRED, STAFF_ACCOUNT_DISABLED", body = ErrorBody),
+        (status = 403, description = "KEY_KIND_NOT_ALLOWED", body = ErrorBody),
+        (status = 404, description = "NOT_FOUND; ADMIN_DISABLED", body = ErrorBody),
+        (status = 503, description = "ESCROW_UNAVAILABLE", body = ErrorBody)),
+    security(("admin_token" = [])))]
+pub async fn staff_get_escrow(
+    State(app): State<AppState>,
+    staff: Staff,
+    ApiPath(id): ApiPath,
+) -> Result<Json<StaffEscrowDetail>, ApiError> {
+    let admin = engine(&app)?.admin();
+    let actor = staff.actor()?;
+    let deal = admin.get_staff_view(&actor, &id).await?;
+    let acc = admin.accounting(&actor, &id).await?;
+    let payouts = admin.payouts(&actor, &id).await?;
+    Ok(Json(StaffEscrowDetail {
+        deal,
+        accounting: accounting(&acc),
+        payouts,
+    }))
+}
+
+/// Staff: any tenant's escrow history, newest first (every transition with actor,
+/// authority, reason and data).
+#[utoipa::path(get, path = "/admin/v1/escrows/{id}/events", tag = "admin",
+    params(("id" = String, Path, description = "Escrow id (`esc_...`)"), StaffListParams),
+    responses(
+        (status = 200, description = "A page of the history", body = EscrowEventList),
+        (status = 400, description = "INVALID_PARAMETER (limit, page), INVALID_QUERY (an unknown parameter)", body = ErrorBody),
+        (status = 401, description = "ADMIN_TOKEN_REQUIRED, STAFF_ACCOUNT_DISABLED", body = ErrorBody),
+        (status = 403, description = "KEY_KIND_NOT_ALLOWED", body = ErrorBody),
+        (status = 404, description = "NOT_FOUND; ADMIN_DISABLED", body = ErrorBody),
+        (status = 503, description = "ESCROW_UNAVAILABLE", body = ErrorBody)),
+    security(("admin_token" = [])))]
+pub async fn staff_escrow_events(
+    State(app): State<AppState>,
+    staff: Staff,
+    ApiPath(id): ApiPath,
+    ApiQuery(q): ApiQuery<StaffListParams>,
+) -> Result<Json<EscrowEventList>, ApiError> {
+    let p = paging(q.limit.as_deref(), q.page.as_deref())?;
+    let list = engine(&app)?
+        .admin()
+        .events(&staff.actor()?, &id, Some(p.limit), Some(p.page))
+        .await?;
+    Ok(Json(list))
+}
+
+/// Staff: resolve a DISPUTED escrow, `RELEASE` to the seller or `REFUND` to the buyer.
+///
+/// `resolution_note` is required: it becomes the deal's `resolution_note` once the
+/// payout confirms (the tenant then reads RELEASED or REFUNDED). 200: the payout is
+/// claimed (`payout_pending: true`; it settles asynchronously). With
+/// `[admin] second_approval_above` set and the deal above it, the first staff member's
+/// call is a proposal: 202 with `awaiting_approval: true`, nothing else changes; a
+/// DIFFERENT staff member's call with the same resolution carries it out (200). The
+/// proposer approving it is 409 SECOND_APPROVER_REQUIRED; another staff member asking
+/// for the other resolution is 409 RESOLUTION_MISMATCH (the proposer may change it).
+/// Audited as `escrow.resolve` or `escrow.resolve.proposed`.
+#[utoipa::path(post, path = "/admin/v1/escrows/{id}/resolve", tag = "admin",
+    params(("id" = String, Path, description = "Escrow id (`esc_...`)")),
+    request_body = ResolveRequest,
+    responses(
+        (status = 200, description = "Carried out: the payout is claimed", body = ResolveOutcome),
+        (status = 202, description = "Proposed: awaiting a second staff member's approval", body = ResolveOutcome),
+        (status = 400, description = "MISSING_PARAMETER (resolution_note), INVALID_PARAMETER (resolution), UNKNOWN_FIELD", body = ErrorBody),
+        (status = 401, description = "ADMIN_TOKEN_REQUIRED, STAFF_ACCOUNT_DISABLED", body = ErrorBody),
+        (status = 403, description = "KEY_KIND_NOT_ALLOWED", body = ErrorBody),
+        (status = 404, description = "NOT_FOUND; ADMIN_DISABLED", body = ErrorBody),
+        (status = 409, description = "INVALID_STATE, PAYOUT_IN_FLIGHT, SECOND_APPROVER_REQUIRED, RESOLUTION_MISMATCH, CONFLICT", body = ErrorBody),
+        (status = 503, description = "ESCROW_UNAVAILABLE, RAIL_NOT_READY", body = ErrorBody)),
+    security(("admin_token" = [])))]
+pub async fn staff_resolve_escrow(
+    State(app): State<AppState>,
+    staff: Staff,
+    ApiPath(id): ApiPath,
+    ApiJson(body): ApiJson<ResolveRequest>,
+) -> Result<Response, ApiError> {
+    let out = engine(&app)?
+        .admin()
+        .resolve(&staff.actor()?, &id, &body)
+        .await?;
+    let (status, action) = if out.awaiting_approval {
+        (StatusCode::ACCEPTED, "escrow.resolve.proposed")
+    } else {
+        (StatusCode::OK, "escrow.resolve")
+    };
+    let note = format!(
+        "{}: {}",
+        body.resolution.trim(),
+        body.resolution_note.trim()
+    );
+    audit(&app, &staff, action, &out.escrow.id, &note).await;
+    Ok((status, Json(out)).into_response())
+}
+
+/// Staff: return a whole recoverable balance of one kind (`PARTIAL`, `EXCESS`, `LATE`,
+/// `UNSUPPORTED_TOKEN`) to the buyer's linked wallet.
+///
+/// 202 with the payout (`QUEUED`): it settles asynchronously (`escrow.recovered` or
+/// `escrow.recovery_failed`). `note` is required. Audited as `escrow.recovery`.
+#[utoipa::path(post, path = "/admin/v1/escrows/{id}/recoveries", tag = "admin",
+    params(("id" = String, Path, description = "Escrow id (`esc_...`)")),
+    request_body = RecoveryRequest,
+    responses(
+        (status = 202, description = "The recovery payout, claimed", body = PayoutView),
+        (status = 400, description = "MISSING_PARAMETER (note), INVALID_PARAMETER (kind), UNKNOWN_TOKEN, UNKNOWN_FIELD", body = ErrorBody),
+        (status = 401, description = "ADMIN_TOKEN_REQUIRED, STAFF_ACCOUNT_DISABLED", body = ErrorBody),
+        (status = 403, description = "KEY_KIND_NOT_ALLOWED", body = ErrorBody),
+        (status = 404, description = "NOT_FOUND; ADMIN_DISABLED", body = ErrorBody),
+        (status = 409, description = "NOTHING_TO_RECOVER, CONFLICT", body = ErrorBody),
+        (status = 503, description = "ESCROW_UNAVAILABLE, RAIL_NOT_READY", body = ErrorBody)),
+    security(("admin_token" = [])))]
+pub async fn staff_recover_escrow(
+    State(app): State<AppState>,
+    staff: Staff,
+    ApiPath(id): ApiPath,
+    ApiJson(body): ApiJson<RecoveryRequest>,
+) -> Result<Response, ApiError> {
+    let payout = engine(&app)?
+        .admin()
+        .authorize_recovery(&staff.actor()?, &id, &body)
+        .await?;
+    let note = format!(
+        "{} {} {}: {}",
+        payout.recovery_kind.as_deref().unwrap_or_default(),
+        payout.token,
+        payout.id,
+        body.note.trim()
+    );
+    audit(&app, &staff, "escrow.recovery", &payout.escrow_id, &note).await;
+    Ok((StatusCode::ACCEPTED, Json(payout)).into_response())
+}
+
+/// Staff: the audit log, newest first: who did what, to what, when and why.
+#[utoipa::path(get, path = "/admin/v1/audit", tag = "admin",
+    params(StaffListParams),
+    responses(
+        (status = 200, description = "A page of the audit log", body = StaffAuditList),
+        (status = 400, description = "INVALID_PARAMETER (limit, page), INVALID_QUERY (an unknown parameter)", body = ErrorBody),
+        (status = 401, description = "ADMIN_TOKEN_REQUIRED, STAFF_ACCOUNT_DISABLED", body = ErrorBody),
+        (status = 403, description = "KEY_KIND_NOT_ALLOWED", body = ErrorBody),
+        (status = 404, description = "ADMIN_DISABLED", body = ErrorBody)),
+    security(("admin_token" = [])))]
+pub async fn staff_audit_log(
+    State(app): State<AppState>,
+    _staff: Staff,
+    ApiQuery(q): ApiQuery<StaffListParams>,
+) -> Result<Json<StaffAuditList>, ApiError> {
+    let p = paging(q.limit.as_deref(), q.page.as_deref())?;
+    let (entries, total) = app.engine.staff_audit(p.limit, p.page).await?;
+    Ok(Json(StaffAuditList {
+        limit: p.limit,
+        page: p.page,
+        total,
+        entries: entries
+            .into_iter()
+            .map(|e| StaffAuditEntryResponse {
+                id: e.id,
+                staff_id: e.staff_id,
+                action: e.action,
+                target: e.target,
+                note: e.note,
+                at: e.at.to_rfc3339(),
+            })
+            .collect(),
+    }))
+}
