@@ -14,6 +14,7 @@
 //! a page shows, and the page shows nothing else.
 
 pub mod dashboard;
+pub mod gate;
 pub mod html;
 pub mod pay;
 pub mod session;

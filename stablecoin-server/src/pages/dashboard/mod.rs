@@ -20,16 +20,17 @@
 mod reads;
 mod settings;
 
+pub use super::gate::{error_notice, field, now_ms};
+use super::gate::{self, Console, request_cookie};
 use super::html::{self, NavItem, Shell, e};
-use super::session::{Principal, cookie_value, set_cookie};
+use super::session::Principal;
 use crate::app::AppState;
-use crate::config::Mode;
 use crate::error::ApiError;
 use axum::Router;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Form, FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use stablecoin_core::CoreError;
@@ -127,33 +128,6 @@ async fn js() -> Response {
     html::asset("text/javascript; charset=utf-8", html::CONSOLE_JS)
 }
 
-/// Unix milliseconds now (sessions are checked against the wall clock).
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-/// True when cookies must be `Secure`: production mode (which runs behind TLS) or a
-/// request that reached the proxy over TLS.
-pub fn secure_cookies(app: &AppState, headers: &HeaderMap) -> bool {
-    app.config.mode == Mode::Production
-        || headers
-            .get("x-forwarded-proto")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.eq_ignore_ascii_case("https"))
-}
-
-/// The value of cookie `name` of a request.
-pub fn request_cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|h| cookie_value(h, name))
-}
-
 /// A signed-in tenant's request: who, with which key, and this session's CSRF token.
 pub struct TenantPage {
     /// The server.
@@ -171,18 +145,7 @@ impl FromRequestParts<AppState> for TenantPage {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, Response> {
-        let to_sign_in = |ended: bool| {
-            let secure = secure_cookies(app, &parts.headers);
-            let clear = set_cookie(SESSION_COOKIE, "", 0, secure);
-            html::redirect(
-                if ended {
-                    "/dashboard/login?ended=1"
-                } else {
-                    "/dashboard/login"
-                },
-                &[clear],
-            )
-        };
+        let to_sign_in = |ended: bool| gate::to_sign_in(app, &parts.headers, &GATE, ended);
         let Some(session) = request_cookie(&parts.headers, SESSION_COOKIE)
             .and_then(|c| app.sessions.verify(c, now_ms()))
         else {
@@ -200,11 +163,11 @@ impl FromRequestParts<AppState> for TenantPage {
         match app.engine.api_key(&tenant, &key_id).await {
             Ok(k) if k.revoked_at.is_none() && k.kind == KeyKind::Tenant && k.mode == mode => {}
             Ok(_) | Err(CoreError::NotFound { .. }) => return Err(to_sign_in(true)),
-            Err(err) => return Err(error_page(None, ApiError::from(err))),
+            Err(err) => return Err(gate::error_page(&GATE, ApiError::from(err))),
         }
         let name = match app.engine.tenant(&tenant).await {
             Ok(t) => t.name,
-            Err(err) => return Err(error_page(None, ApiError::from(err))),
+            Err(err) => return Err(gate::error_page(&GATE, ApiError::from(err))),
         };
         Ok(TenantPage {
             csrf: app.sessions.csrf_token(&session.cookie),
@@ -292,113 +255,22 @@ impl TenantPage {
     }
 }
 
-/// A form field, trimmed; empty when absent.
-pub fn field<'a>(f: &'a HashMap<String, String>, name: &str) -> &'a str {
-    f.get(name).map(|s| s.trim()).unwrap_or("")
-}
+/// The dashboard's gate (sign-in page, cookies).
+pub const GATE: Console = Console {
+    name: "Dashboard",
+    home: "/dashboard",
+    login: "/dashboard/login",
+    session_cookie: SESSION_COOKIE,
+    sign_in_cookie: SIGN_IN_COOKIE,
+    field: "api_key",
+    label: "Tenant API key",
+    placeholder: "svc_sk_live_... or svc_sk_test_...",
+    hint: "A live key shows live data; a test key shows the sandbox. The key is checked and never stored or shown again.",
+};
 
-/// The API's error as a notice: its stable code and its message (which never carries
-/// internal detail).
-pub fn error_notice(err: &ApiError) -> String {
-    html::notice(
-        "error",
-        &format!(
-            "<p><strong>{}</strong>: {}</p>",
-            e(err.code),
-            e(&err.message)
-        ),
-    )
-}
-
-/// The page of a form posted without a valid CSRF token: 403, nothing done.
+/// The dashboard's 403 for a form without this session's CSRF token.
 pub fn csrf_refused() -> Response {
-    html::respond(
-        StatusCode::FORBIDDEN,
-        html::page(
-            &Shell {
-                console: "Dashboard",
-                title: "Form refused",
-                nav: &[],
-                current: "",
-                who: None,
-                badge: None,
-                sign_out: None,
-            },
-            &html::notice(
-                "error",
-                "<p><strong>CSRF_TOKEN_INVALID</strong>: this form did not come from a page \
-                 of your session (or the session ended). Nothing was changed. \
-                 <a href=\"/dashboard\">Back to the dashboard</a>.</p>",
-            ),
-        ),
-    )
-}
-
-fn error_page(title: Option<&str>, err: ApiError) -> Response {
-    html::respond(
-        err.status,
-        html::page(
-            &Shell {
-                console: "Dashboard",
-                title: title.unwrap_or("Something went wrong"),
-                nav: &[],
-                current: "",
-                who: None,
-                badge: None,
-                sign_out: None,
-            },
-            &error_notice(&err),
-        ),
-    )
-}
-
-fn sign_in_form(csrf: &str, message: Option<String>) -> String {
-    format!(
-        "{}<form method=\"post\" action=\"/dashboard/login\" class=\"stack\">{}\
-<label for=\"api_key\">Tenant API key</label>\
-<input id=\"api_key\" name=\"api_key\" type=\"password\" autocomplete=\"off\" required \
-placeholder=\"svc_sk_live_... or svc_sk_test_...\" spellcheck=\"false\">\
-<p class=\"hint\">A live key shows live data; a test key shows the sandbox. The key is \
-checked and never stored or shown again.</p>\
-<button type=\"submit\">Sign in</button></form>",
-        message.unwrap_or_default(),
-        html::csrf_field(csrf)
-    )
-}
-
-fn sign_in_response(
-    app: &AppState,
-    headers: &HeaderMap,
-    code: StatusCode,
-    msg: Option<String>,
-) -> Response {
-    let pre = app.sessions.issue_pre_session(now_ms());
-    let csrf = app.sessions.csrf_token(&pre);
-    let mut r = html::respond(
-        code,
-        html::page(
-            &Shell {
-                console: "Dashboard",
-                title: "Sign in",
-                nav: &[],
-                current: "",
-                who: None,
-                badge: None,
-                sign_out: None,
-            },
-            &sign_in_form(&csrf, msg),
-        ),
-    );
-    let cookie = set_cookie(
-        SIGN_IN_COOKIE,
-        &pre,
-        super::session::PRE_SESSION_TTL_MS / 1000,
-        secure_cookies(app, headers),
-    );
-    if let Ok(v) = cookie.parse() {
-        r.headers_mut().append(header::SET_COOKIE, v);
-    }
-    r
+    gate::csrf_refused(&GATE)
 }
 
 #[derive(serde::Deserialize)]
@@ -412,13 +284,13 @@ async fn sign_in_page(
     q: Result<axum::extract::Query<SignInQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let ended = q.is_ok_and(|q| q.ended.is_some());
-    let msg = ended.then(|| {
-        html::notice(
-            "ok",
-            "<p>Your session ended: its key was revoked, or it expired. Sign in again.</p>",
-        )
-    });
-    sign_in_response(&app, &headers, StatusCode::OK, msg)
+    gate::sign_in_page(
+        &app,
+        &headers,
+        &GATE,
+        StatusCode::OK,
+        gate::sign_in_notice(ended),
+    )
 }
 
 async fn sign_in(
@@ -427,59 +299,37 @@ async fn sign_in(
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
     let fields = form.map(|Form(f)| f).unwrap_or_default();
-    let pre = request_cookie(&headers, SIGN_IN_COOKIE).unwrap_or("");
-    if !app
-        .sessions
-        .pre_session_ok(pre, field(&fields, "csrf"), now_ms())
-    {
+    if !gate::sign_in_form_ok(&app, &headers, &GATE, &fields) {
         return csrf_refused();
     }
-    let refuse = |code: &str, message: &str| {
-        sign_in_response(
-            &app,
-            &headers,
-            StatusCode::UNAUTHORIZED,
-            Some(html::notice(
-                "error",
-                &format!("<p><strong>{}</strong>: {}</p>", e(code), e(message)),
-            )),
-        )
-    };
-    let key = field(&fields, "api_key");
-    let auth = match app.engine.authenticate(key).await {
+    let auth = match app.engine.authenticate(field(&fields, "api_key")).await {
         Ok(a) if a.kind == KeyKind::Tenant => a,
         Ok(_) => {
-            return refuse(
+            return gate::refused(
+                &app,
+                &headers,
+                &GATE,
                 "KEY_KIND_NOT_ALLOWED",
                 "the dashboard needs a tenant key (svc_sk_live_... or svc_sk_test_...); business keys only open the checkout API",
             );
         }
         Err(CoreError::InvalidApiKey | CoreError::ApiKeyRevoked) => {
-            return refuse("INVALID_API_KEY", "this key is unknown or revoked");
+            return gate::refused(
+                &app,
+                &headers,
+                &GATE,
+                "INVALID_API_KEY",
+                "this key is unknown or revoked",
+            );
         }
-        Err(err) => return error_page(Some("Sign in"), ApiError::from(err)),
+        Err(err) => return gate::error_page(&GATE, ApiError::from(err)),
     };
     let principal = Principal::Tenant {
         tenant: auth.tenant,
         key_id: auth.key_id,
         mode: auth.mode,
     };
-    let Some(cookie) = app.sessions.issue(&principal, now_ms()) else {
-        return error_page(Some("Sign in"), ApiError::internal("session"));
-    };
-    let secure = secure_cookies(&app, &headers);
-    html::redirect(
-        "/dashboard",
-        &[
-            set_cookie(
-                SESSION_COOKIE,
-                &cookie,
-                super::session::SESSION_TTL_MS / 1000,
-                secure,
-            ),
-            set_cookie(SIGN_IN_COOKIE, "", 0, secure),
-        ],
-    )
+    gate::signed_in(&app, &headers, &GATE, &principal)
 }
 
 async fn sign_out(
@@ -490,11 +340,7 @@ async fn sign_out(
     if page.check(form).is_none() {
         return csrf_refused();
     }
-    let secure = secure_cookies(&page.app, &headers);
-    html::redirect(
-        "/dashboard/login",
-        &[set_cookie(SESSION_COOKIE, "", 0, secure)],
-    )
+    gate::signed_out(&page.app, &headers, &GATE)
 }
 
 /// Explorer link of a transaction on `rail`, when the rail is a real public chain
