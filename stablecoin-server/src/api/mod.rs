@@ -329,6 +329,7 @@ pub fn build_router(state: AppState) -> Router {
         // The tenant dashboard (HTML forms with sessions and CSRF tokens, outside the
         // JSON API and its document).
         .merge(crate::pages::dashboard::routes())
+        .merge(crate::pages::console::routes())
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::Extension(OpenApiJson(Arc::new(json))))

@@ -137,6 +137,56 @@ async fn audit(app: &AppState, staff: &Staff, action: &str, target: &str, note: 
     }
 }
 
+/// A staff resolution of escrow `id`, audited (`escrow.resolve`, or
+/// `escrow.resolve.proposed` when a second approval is awaited): what
+/// `POST /admin/v1/escrows/{id}/resolve` and the staff console's form both run.
+pub(crate) async fn resolve_as(
+    app: &AppState,
+    staff: &Staff,
+    id: &str,
+    body: &ResolveRequest,
+) -> Result<ResolveOutcome, ApiError> {
+    let out = engine(app)?
+        .admin()
+        .resolve(&staff.actor()?, id, body)
+        .await?;
+    let action = if out.awaiting_approval {
+        "escrow.resolve.proposed"
+    } else {
+        "escrow.resolve"
+    };
+    let note = format!(
+        "{}: {}",
+        body.resolution.trim(),
+        body.resolution_note.trim()
+    );
+    audit(app, staff, action, &out.escrow.id, &note).await;
+    Ok(out)
+}
+
+/// A staff recovery of escrow `id`, audited (`escrow.recovery`): what
+/// `POST /admin/v1/escrows/{id}/recoveries` and the staff console's form both run.
+pub(crate) async fn recover_as(
+    app: &AppState,
+    staff: &Staff,
+    id: &str,
+    body: &RecoveryRequest,
+) -> Result<PayoutView, ApiError> {
+    let payout = engine(app)?
+        .admin()
+        .authorize_recovery(&staff.actor()?, id, body)
+        .await?;
+    let note = format!(
+        "{} {} {}: {}",
+        payout.recovery_kind.as_deref().unwrap_or_default(),
+        payout.token,
+        payout.id,
+        body.note.trim()
+    );
+    audit(app, staff, "escrow.recovery", &payout.escrow_id, &note).await;
+    Ok(payout)
+}
+
 /// Staff: every escrow that needs staff, of every tenant, newest first.
 ///
 /// DISPUTED deals (only staff resolve them) and deals holding a recoverable balance
@@ -248,21 +298,12 @@ pub async fn staff_resolve_escrow(
     ApiPath(id): ApiPath,
     ApiJson(body): ApiJson<ResolveRequest>,
 ) -> Result<Response, ApiError> {
-    let out = engine(&app)?
-        .admin()
-        .resolve(&staff.actor()?, &id, &body)
-        .await?;
-    let (status, action) = if out.awaiting_approval {
-        (StatusCode::ACCEPTED, "escrow.resolve.proposed")
+    let out = resolve_as(&app, &staff, &id, &body).await?;
+    let status = if out.awaiting_approval {
+        StatusCode::ACCEPTED
     } else {
-        (StatusCode::OK, "escrow.resolve")
+        StatusCode::OK
     };
-    let note = format!(
-        "{}: {}",
-        body.resolution.trim(),
-        body.resolution_note.trim()
-    );
-    audit(&app, &staff, action, &out.escrow.id, &note).await;
     Ok((status, Json(out)).into_response())
 }
 
@@ -289,18 +330,7 @@ pub async fn staff_recover_escrow(
     ApiPath(id): ApiPath,
     ApiJson(body): ApiJson<RecoveryRequest>,
 ) -> Result<Response, ApiError> {
-    let payout = engine(&app)?
-        .admin()
-        .authorize_recovery(&staff.actor()?, &id, &body)
-        .await?;
-    let note = format!(
-        "{} {} {}: {}",
-        payout.recovery_kind.as_deref().unwrap_or_default(),
-        payout.token,
-        payout.id,
-        body.note.trim()
-    );
-    audit(&app, &staff, "escrow.recovery", &payout.escrow_id, &note).await;
+    let payout = recover_as(&app, &staff, &id, &body).await?;
     Ok((StatusCode::ACCEPTED, Json(payout)).into_response())
 }
 

@@ -117,7 +117,12 @@ pub fn csrf_refused(console: &Console) -> Response {
 
 /// An error outside a session's pages (the status and code of the API's error).
 pub fn error_page(console: &Console, err: ApiError) -> Response {
-    bare(console, "Something went wrong", err.status, &error_notice(&err))
+    bare(
+        console,
+        "Something went wrong",
+        err.status,
+        &error_notice(&err),
+    )
 }
 
 /// A redirect to the sign-in page that clears the session cookie; `ended` says why on

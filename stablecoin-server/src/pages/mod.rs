@@ -6,13 +6,15 @@
 //! polling, and the page's stylesheet and script as same-origin static files, so the
 //! Content-Security-Policy can forbid every inline script and style.
 //!
-//! [`dashboard`] is the tenant dashboard (`/dashboard`), over the same engine calls as
-//! the API, with the sessions of [`session`] and the HTML of [`html`].
+//! [`dashboard`] is the tenant dashboard (`/dashboard`) and [`console`] the staff
+//! console (`/console`), each over the same engine calls as its API, with the sessions
+//! of [`session`], the sign-in gate of [`gate`] and the HTML of [`html`].
 //!
 //! The payment pages know nothing about the engine: they read one [`PayView`] through a
 //! [`PaySource`], which the checkout gateway implements. The view is the whole of what
 //! a page shows, and the page shows nothing else.
 
+pub mod console;
 pub mod dashboard;
 pub mod gate;
 pub mod html;

@@ -20,8 +20,8 @@
 mod reads;
 mod settings;
 
-pub use super::gate::{error_notice, field, now_ms};
 use super::gate::{self, Console, request_cookie};
+pub use super::gate::{error_notice, field, now_ms};
 use super::html::{self, NavItem, Shell, e};
 use super::session::Principal;
 use crate::app::AppState;
