@@ -8,11 +8,24 @@ mod common;
 use common::browser::Browser;
 use common::*;
 use serde_json::{Value, json};
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::ports::{ChainAddress, RailId};
 use std::time::Duration;
 
 const A: &str = "+2250700000001";
 const B: &str = "+2250700000002";
 const FEE_ADDRESS: &str = "0x00000000000000000000000000000000000000fe";
+const ADMIN_TOKEN: &str = "admin-token-0123456789abcdef-0123456789";
+
+/// Mines the simulated TRON chain and runs the escrow workers until they are idle.
+async fn settle_escrows(s: &Server) {
+    let tron = s.app.sim_rail(RailId::Tron).unwrap();
+    for _ in 0..5 {
+        tron.mine(20);
+        let r = s.app.state().escrow.as_ref().unwrap().settle_all(100).await;
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+    }
+}
 
 async fn text(b: &mut Browser) -> String {
     b.eval("document.body.innerText")
@@ -79,6 +92,7 @@ async fn the_tenant_dashboard_in_chromium() {
     };
     let mut cfg = test_config();
     cfg.webhooks_allow_loopback_http = true;
+    cfg.admin.token = Some(stablecoin_server::config::Secret::new(ADMIN_TOKEN));
     let s = start_with(cfg).await;
     let base = s.base.clone();
     let acme = s.tenant("Acme Wallets", "1000").await;
@@ -236,7 +250,49 @@ async fn the_tenant_dashboard_in_chromium() {
     )
     .await;
     assert!(w.contains("Balances per rail"), "{w}");
-    visit(&mut b, &base, "/dashboard/escrows", "escrows").await;
+    let deal = s
+        .post(
+            &acme.live,
+            "/v1/escrows",
+            &json!({"buyer_phone_number": A, "seller_phone_number": B, "amount": "60",
+                "reference": "phone-resale-311"})
+            .to_string(),
+        )
+        .await;
+    deal.expect(201);
+    let deal = deal.json();
+    let esc = deal["id"].as_str().unwrap().to_string();
+    s.app
+        .sim_rail(RailId::Tron)
+        .unwrap()
+        .mint(
+            &ChainAddress(deal["escrow_address"].as_str().unwrap().into()),
+            Token::Usdt,
+            Micros(60_000_000),
+        )
+        .unwrap();
+    settle_escrows(&s).await;
+    let list = visit(&mut b, &base, "/dashboard/escrows", "escrows").await;
+    assert!(
+        list.contains("phone-resale-311") && list.contains("FUNDED"),
+        "{list}"
+    );
+    // The tenant opens a dispute from the escrow's page.
+    visit(
+        &mut b,
+        &base,
+        &format!("/dashboard/escrows/{esc}"),
+        "escrow-funded",
+    )
+    .await;
+    b.fill("#reason-dispute", "buyer says the phone is locked")
+        .await;
+    b.click_and_load(&format!(
+        "form[action='/dashboard/escrows/{esc}/dispute'] button"
+    ))
+    .await;
+    assert!(text(&mut b).await.contains("DISPUTED"));
+    b.shot("escrow-disputed").await;
     let c = visit(&mut b, &base, "/dashboard/checkout", "checkout-sessions").await;
     assert!(c.contains("order-1042"), "{c}");
     b.click_and_load("td a[href^='/dashboard/checkout/']").await;
@@ -277,6 +333,49 @@ async fn the_tenant_dashboard_in_chromium() {
     s.get(&key, "/v1/transfers")
         .await
         .expect_err(401, "API_KEY_REVOKED");
+
+    // As staff: resolve the dispute in the console; the payout settles and the tenant
+    // sees the resolution_note.
+    let ada = s.app.engine().create_staff("ada").await.unwrap();
+    b.navigate(&format!("{base}/console")).await;
+    assert!(
+        text(&mut b).await.contains("Staff secret"),
+        "redirected to sign-in"
+    );
+    accessible(&mut b, "/console/login").await;
+    b.shot("console-sign-in").await;
+    b.fill("#staff_secret", &ada.secret).await;
+    b.click_and_load("form button[type=submit]").await;
+    let queue = text(&mut b).await;
+    assert!(queue.contains(&esc) && queue.contains("dispute"), "{queue}");
+    accessible(&mut b, "/console").await;
+    b.shot("console-queue").await;
+    b.click_and_load(&format!("a[href='/console/escrows/{esc}']"))
+        .await;
+    accessible(&mut b, "/console/escrows/{id}").await;
+    b.shot("console-deal").await;
+    let note = "The seller sent the unlock code late; refund the buyer in full.";
+    b.fill("#resolution", "REFUND").await;
+    b.fill("#resolution_note", note).await;
+    b.click_and_load(&format!(
+        "form[action='/console/escrows/{esc}/resolve'] button"
+    ))
+    .await;
+    assert!(text(&mut b).await.contains("Resolved"));
+    b.shot("console-resolved").await;
+    settle_escrows(&s).await;
+    let audit = visit(&mut b, &base, "/console/audit", "console-audit").await;
+    assert!(audit.contains("escrow.resolve") && audit.contains("unlock code"));
+    let tenant_view = visit(
+        &mut b,
+        &base,
+        &format!("/dashboard/escrows/{esc}"),
+        "escrow-resolved-tenant-view",
+    )
+    .await;
+    assert!(tenant_view.contains("REFUNDED"), "{tenant_view}");
+    assert!(tenant_view.contains(note), "{tenant_view}");
+    assert!(!b.html().await.contains(&ada.secret));
 
     // Overview again, with the day's operations in the chart.
     let o = visit(&mut b, &base, "/dashboard", "overview-after").await;

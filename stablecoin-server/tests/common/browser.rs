@@ -112,6 +112,8 @@ impl Browser {
         // target/debug/deps/<test binary> -> target/screenshots/<test name>
         let target = exe.ancestors().nth(3).unwrap_or(Path::new("target"));
         let shots = target.join("screenshots").join(test_name);
+        // A run's screenshots replace the last run's (numbers would otherwise mix).
+        let _ = std::fs::remove_dir_all(&shots);
         let mut b = Browser {
             child,
             dir,
