@@ -136,6 +136,16 @@ const BODIES: &[(&str, &str, &str)] = &[
         "/admin/v1/topups/{id}/confirm",
         r#""fiat_reference":"BANK-1","note":"n""#,
     ),
+    (
+        "POST /admin/v1/escrows/{id}/resolve",
+        "/admin/v1/escrows/{id}/resolve",
+        r#""resolution":"REFUND","resolution_note":"n""#,
+    ),
+    (
+        "POST /admin/v1/escrows/{id}/recoveries",
+        "/admin/v1/escrows/{id}/recoveries",
+        r#""kind":"EXCESS","token":"USDT","note":"n""#,
+    ),
 ];
 
 /// The staff routes' bearer token in these tests.
@@ -249,6 +259,8 @@ body_tests! {
     business_create_refuses_unknown_fields => "POST /v1/businesses",
     topup_create_refuses_unknown_fields => "POST /v1/treasury/topups",
     topup_confirm_refuses_unknown_fields => "POST /admin/v1/topups/{id}/confirm",
+    staff_resolve_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/resolve",
+    staff_recovery_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/recoveries",
 }
 
 /// The deposit intake is a webhook receiver, not a request API: spec 6.2 makes it take
