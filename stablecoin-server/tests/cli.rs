@@ -187,6 +187,91 @@ async fn staff_commands_create_list_disable_and_resolve() {
     );
 }
 
+#[tokio::test]
+async fn escrow_recover_and_history_from_the_command_line() {
+    use stablecoin_core::domain::money::{Micros, Token};
+    use stablecoin_core::ports::{ChainAddress, RailId};
+    use stablecoin_server::cli::{Command as Cmd, run_escrow_admin};
+    let s = start().await;
+    let e = s.app.engine();
+    let acme = s.tenant("Acme", "0").await;
+    let (buyer, seller) = ("+2250700000001", "+2250700000002");
+    s.provision(&acme.live, buyer).await;
+    s.provision(&acme.live, seller).await;
+    let r = s
+        .post(
+            &acme.live,
+            "/v1/escrows",
+            &serde_json::json!({"buyer_phone_number": buyer, "seller_phone_number": seller,
+                "amount": "10", "reference": "cli-1"})
+            .to_string(),
+        )
+        .await;
+    r.expect(201);
+    let deal = r.json();
+    let id = deal["id"].as_str().unwrap().to_string();
+    // 15 USDT paid for a 10 USDT deal: 5 USDT excess, recoverable by staff.
+    let tron = s.app.sim_rail(RailId::Tron).unwrap();
+    tron.mint(
+        &ChainAddress(deal["escrow_address"].as_str().unwrap().into()),
+        Token::Usdt,
+        Micros(15_000_000),
+    )
+    .unwrap();
+    let escrow = s.app.state().escrow.as_ref().unwrap();
+    for _ in 0..5 {
+        tron.mine(20);
+        escrow.settle_all(100).await;
+    }
+    run_admin(e, &cmd(&["staff", "create", "--name", "ada"]))
+        .await
+        .unwrap();
+    let Cmd::Escrow(recover) = cmd(&[
+        "escrow",
+        "recover",
+        "--id",
+        &id,
+        "--kind",
+        "EXCESS",
+        "--note",
+        "overpaid by mistake",
+        "--staff",
+        "ada",
+    ]) else {
+        panic!("escrow command")
+    };
+    let payout = run_escrow_admin(e, Some(escrow), &recover).await.unwrap();
+    assert_eq!(payout["amount"], "5000000", "{payout}");
+    assert_eq!(payout["purpose"], "RECOVERY");
+    // A second recovery of the same kind has nothing left to return.
+    let err = run_escrow_admin(e, Some(escrow), &recover)
+        .await
+        .unwrap_err();
+    assert_eq!(err.param(), Some("escrow"), "{err}");
+    for _ in 0..5 {
+        tron.mine(20);
+        escrow.settle_all(100).await;
+    }
+    let Cmd::Escrow(history) = cmd(&["escrow", "history", "--id", &id]) else {
+        panic!("escrow command")
+    };
+    let h = run_escrow_admin(e, Some(escrow), &history).await.unwrap();
+    assert_eq!(h["escrow"]["tenant_id"], acme.id.0.as_str());
+    let events: Vec<&str> = h["history"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events[0], "escrow.recovered", "{events:?}");
+    assert!(events.contains(&"escrow.recovery_pending"));
+    let (audit, _) = e.staff_audit(10, 1).await.unwrap();
+    assert!(
+        audit.iter().any(|a| a.action == "escrow.recovery"
+            && a.note.as_deref().unwrap_or("").contains("overpaid"))
+    );
+}
+
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_stablecoin-server"));
     for var in stablecoin_server::config::env_var_names().chain(["STABLECOIN_CONFIG"]) {

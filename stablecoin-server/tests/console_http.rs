@@ -251,3 +251,88 @@ async fn above_the_threshold_a_second_staff_member_must_agree() {
     assert!(audit.body.contains("escrow.resolve.proposed"));
     assert!(audit.body.contains(&bob.account.id));
 }
+
+#[tokio::test]
+async fn staff_return_an_excess_deposit_from_the_console() {
+    let s = server(None).await;
+    let acme = s.tenant("Acme", "0").await;
+    s.provision(&acme.live, BUYER).await;
+    s.provision(&acme.live, SELLER).await;
+    let r = s
+        .post(
+            &acme.live,
+            "/v1/escrows",
+            &json!({"buyer_phone_number": BUYER, "seller_phone_number": SELLER,
+                "amount": "10", "reference": "overpaid"})
+            .to_string(),
+        )
+        .await;
+    r.expect(201);
+    let e: Value = r.json();
+    let id = e["id"].as_str().unwrap().to_string();
+    s.app
+        .sim_rail(RailId::Tron)
+        .unwrap()
+        .mint(
+            &ChainAddress(e["escrow_address"].as_str().unwrap().into()),
+            Token::Usdt,
+            Micros(13_500_000),
+        )
+        .unwrap();
+    settle(&s).await;
+    let mut c = staff_sign_in(&s.base, ADMIN_TOKEN).await;
+    let q = c.get("/console").await;
+    assert!(
+        q.body.contains(&id) && q.body.contains("recoverable deposit"),
+        "{}",
+        q.body
+    );
+    let page = c.get(&format!("/console/escrows/{id}")).await;
+    assert!(page.body.contains("Recoverable balances"), "{}", page.body);
+    assert!(page.body.contains("3.500000 USDT EXCESS"), "{}", page.body);
+    let token = page.csrf();
+    let path = format!("/console/escrows/{id}/recoveries");
+    // The note is required (the engine's 400), and the token (403).
+    let r = c
+        .post(
+            &path,
+            &[
+                ("csrf", &token),
+                ("kind", "EXCESS"),
+                ("token", "USDT"),
+                ("note", ""),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = c
+        .post(
+            &path,
+            &[("kind", "EXCESS"), ("token", "USDT"), ("note", "n")],
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    let r = c
+        .post(
+            &path,
+            &[
+                ("csrf", &token),
+                ("kind", "EXCESS"),
+                ("token", "USDT"),
+                ("note", "buyer overpaid"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert!(r.body.contains("3.500000 USDT claimed"), "{}", r.body);
+    settle(&s).await;
+    let page = c.get(&format!("/console/escrows/{id}")).await;
+    assert!(!page.body.contains("Recoverable balances"));
+    assert!(page.body.contains("escrow.recovered"));
+    assert!(
+        !c.get("/console").await.body.contains(&id),
+        "it left the queue"
+    );
+    let audit = c.get("/console/audit").await;
+    assert!(audit.body.contains("escrow.recovery") && audit.body.contains("admin-token"));
+}

@@ -383,7 +383,7 @@ data-confirm=\"Resolve this dispute? The payout is final once it settles.\">{}{}
                 "<form method=\"post\" action=\"/console/escrows/{}/recoveries\" class=\"stack\" \
 data-confirm=\"Return this balance to the buyer's linked wallet?\">{}\
 <input type=\"hidden\" name=\"kind\" value=\"{}\"><input type=\"hidden\" name=\"token\" value=\"{}\">\
-<p><strong>{} {} {}</strong> ({})</p>\
+<p><strong>{} {} {}</strong> (to the buyer's linked wallet)</p>\
 <label for=\"note-{slug}\">Note (required)</label><input id=\"note-{slug}\" name=\"note\" maxlength=\"2000\" required>\
 <button type=\"submit\">Return to the buyer</button></form>",
                 e(&d.id),
@@ -393,7 +393,6 @@ data-confirm=\"Return this balance to the buyer's linked wallet?\">{}\
                 tokens(&r.amount),
                 e(&r.token),
                 e(&r.kind),
-                "to the buyer's linked wallet",
             );
         }
     }

@@ -4,6 +4,9 @@
 use crate::app::App;
 use crate::config::{Config, LogFormat};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+mod escrow;
+pub use escrow::{EscrowCommand, run_escrow_admin};
 use serde_json::json;
 use stablecoin_core::CoreError;
 use stablecoin_core::domain::fees::TenantPricing;
@@ -95,36 +98,6 @@ pub enum StaffCommand {
         /// The account (stf_...).
         #[arg(long)]
         id: String,
-    },
-}
-
-/// `escrow ...`: escrow staff work from the command line.
-#[derive(Debug, Subcommand)]
-pub enum EscrowCommand {
-    /// The deals that need staff (DISPUTED, or holding a recoverable balance), of every
-    /// tenant, newest first.
-    Disputes {
-        /// 1 to 100.
-        #[arg(long, default_value_t = 20)]
-        limit: u32,
-        /// From 1.
-        #[arg(long, default_value_t = 1)]
-        page: u32,
-    },
-    /// Resolve a DISPUTED deal as a staff account (audited under its id).
-    Resolve {
-        /// The escrow (esc_...).
-        #[arg(long)]
-        id: String,
-        /// RELEASE (to the seller) or REFUND (to the buyer).
-        #[arg(long)]
-        resolution: String,
-        /// The recorded reasoning (resolution_note).
-        #[arg(long)]
-        note: String,
-        /// The acting staff account: its id (stf_...) or name; it must be active.
-        #[arg(long)]
-        staff: String,
     },
 }
 
@@ -554,83 +527,6 @@ pub async fn main() -> i32 {
                     1
                 }
             }
-        }
-    }
-}
-
-fn escrow_err(e: stablecoin_escrow::EscrowError) -> CoreError {
-    use stablecoin_escrow::EscrowError as E;
-    match e {
-        E::InvalidParameter { field, reason } | E::MissingParameter { field, reason } => {
-            CoreError::InvalidParameter { field, reason }
-        }
-        E::NotFound { kind, id, .. } => CoreError::NotFound { kind, id },
-        other => CoreError::InvalidParameter {
-            field: "escrow",
-            reason: format!("{other} ({})", other.code()),
-        },
-    }
-}
-
-/// Runs an `escrow ...` command. A resolution acts as the named staff account (which
-/// must be active) and is written to the staff audit log under its id, like one made
-/// over HTTP.
-pub async fn run_escrow_admin(
-    engine: &Engine,
-    escrow: Option<&stablecoin_escrow::EscrowEngine>,
-    cmd: &EscrowCommand,
-) -> Result<serde_json::Value, CoreError> {
-    let escrow = escrow.ok_or_else(|| CoreError::InvalidParameter {
-        field: "escrow",
-        reason: "escrow is unavailable: the TRON rail is disabled in this configuration".into(),
-    })?;
-    let admin = escrow.admin();
-    match cmd {
-        EscrowCommand::Disputes { limit, page } => {
-            let cli = stablecoin_escrow::StaffActor::new(stablecoin_core::engine::STAFF_ACTOR_CLI)
-                .map_err(escrow_err)?;
-            let list = admin
-                .attention(&cli, Some(*limit), Some(*page))
-                .await
-                .map_err(escrow_err)?;
-            serde_json::to_value(list).map_err(|e| CoreError::Storage(e.to_string()))
-        }
-        EscrowCommand::Resolve {
-            id,
-            resolution,
-            note,
-            staff,
-        } => {
-            let account = engine.find_staff(staff).await?;
-            if !account.is_active() {
-                return Err(CoreError::InvalidParameter {
-                    field: "staff",
-                    reason: "this staff account is disabled".into(),
-                });
-            }
-            let actor = stablecoin_escrow::StaffActor::new(&account.id).map_err(escrow_err)?;
-            let req = stablecoin_escrow::ResolveRequest {
-                resolution: resolution.clone(),
-                resolution_note: note.clone(),
-            };
-            let out = admin
-                .resolve(&actor, id.trim(), &req)
-                .await
-                .map_err(escrow_err)?;
-            let action = if out.awaiting_approval {
-                "escrow.resolve.proposed"
-            } else {
-                "escrow.resolve"
-            };
-            engine
-                .record_staff_action(
-                    &account.id,
-                    action,
-                    &out.escrow.id,
-                    Some(&format!("{}: {}", resolution.trim(), note.trim())),
-                )
-                .await?;
-            serde_json::to_value(out).map_err(|e| CoreError::Storage(e.to_string()))
         }
     }
 }
