@@ -17,12 +17,7 @@ const SELLER: &str = "+2250700000002";
 const ADMIN_TOKEN: &str = "admin-token-0123456789abcdef-0123456789";
 
 async fn settle(s: &Server) {
-    let tron = s.app.sim_rail(RailId::Tron).unwrap();
-    for _ in 0..5 {
-        tron.mine(20);
-        let r = s.app.state().escrow.as_ref().unwrap().settle_all(100).await;
-        assert!(r.errors.is_empty(), "{:?}", r.errors);
-    }
+    s.settle_escrows().await;
 }
 
 /// A funded, then DISPUTED deal of `t` for `whole` USDT.

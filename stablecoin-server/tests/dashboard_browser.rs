@@ -17,16 +17,6 @@ const B: &str = "+2250700000002";
 const FEE_ADDRESS: &str = "0x00000000000000000000000000000000000000fe";
 const ADMIN_TOKEN: &str = "admin-token-0123456789abcdef-0123456789";
 
-/// Mines the simulated TRON chain and runs the escrow workers until they are idle.
-async fn settle_escrows(s: &Server) {
-    let tron = s.app.sim_rail(RailId::Tron).unwrap();
-    for _ in 0..5 {
-        tron.mine(20);
-        let r = s.app.state().escrow.as_ref().unwrap().settle_all(100).await;
-        assert!(r.errors.is_empty(), "{:?}", r.errors);
-    }
-}
-
 async fn text(b: &mut Browser) -> String {
     b.eval("document.body.innerText")
         .await
@@ -72,17 +62,7 @@ async fn visit(b: &mut Browser, base: &str, path: &str, shot: &str) -> String {
 }
 
 async fn transfer(s: &Server, key: &str, amount: &str) -> Value {
-    let r = s
-        .post(
-            key,
-            "/v1/transfers/send",
-            &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC",
-                "quote_id": format!("DIRECT_CRYPTO:USDC:{amount}")})
-            .to_string(),
-        )
-        .await;
-    r.expect(202);
-    r.json()
+    s.send_usdc(key, A, B, amount).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -271,7 +251,7 @@ async fn the_tenant_dashboard_in_chromium() {
             Micros(60_000_000),
         )
         .unwrap();
-    settle_escrows(&s).await;
+    s.settle_escrows().await;
     let list = visit(&mut b, &base, "/dashboard/escrows", "escrows").await;
     assert!(
         list.contains("phone-resale-311") && list.contains("FUNDED"),
@@ -363,7 +343,7 @@ async fn the_tenant_dashboard_in_chromium() {
     .await;
     assert!(text(&mut b).await.contains("Resolved"));
     b.shot("console-resolved").await;
-    settle_escrows(&s).await;
+    s.settle_escrows().await;
     let audit = visit(&mut b, &base, "/console/audit", "console-audit").await;
     assert!(audit.contains("escrow.resolve") && audit.contains("unlock code"));
     let tenant_view = visit(

@@ -25,17 +25,10 @@ const PAGES: &[&str] = &[
 ];
 
 async fn transfer(s: &Server, key: &str, amount: &str) -> String {
-    let r = s
-        .post(
-            key,
-            "/v1/transfers/send",
-            &json!({"from_phone_number": A, "to_phone_number": B, "token": "USDC",
-                "quote_id": format!("DIRECT_CRYPTO:USDC:{amount}")})
-            .to_string(),
-        )
-        .await;
-    r.expect(202);
-    r.json()["id"].as_str().unwrap().to_string()
+    s.send_usdc(key, A, B, amount).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[tokio::test]

@@ -50,12 +50,7 @@ async fn pay_and_settle(s: &Server, escrow: &Value, base_units: u64) {
 }
 
 async fn settle(s: &Server) {
-    let tron = s.app.sim_rail(RailId::Tron).unwrap();
-    for _ in 0..5 {
-        tron.mine(20);
-        let r = s.app.state().escrow.as_ref().unwrap().settle_all(100).await;
-        assert!(r.errors.is_empty(), "{:?}", r.errors);
-    }
+    s.settle_escrows().await;
 }
 
 async fn setup() -> (Server, Tenant, Tenant) {

@@ -37,12 +37,7 @@ async fn staff_post(s: &Server, bearer: &str, path: &str, body: &str) -> Resp {
 }
 
 async fn settle(s: &Server) {
-    let tron = s.app.sim_rail(RailId::Tron).unwrap();
-    for _ in 0..5 {
-        tron.mine(20);
-        let r = s.app.state().escrow.as_ref().unwrap().settle_all(100).await;
-        assert!(r.errors.is_empty(), "{:?}", r.errors);
-    }
+    s.settle_escrows().await;
 }
 
 async fn pay(s: &Server, escrow: &Value, base_units: u64) {

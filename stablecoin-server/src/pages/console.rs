@@ -13,6 +13,7 @@
 use super::gate::{self, Console, error_notice, field, now_ms, request_cookie};
 use super::html::{self, NavItem, Shell, e, facts, link, status, table};
 use super::session::Principal;
+use super::shared::{escrow_history, tokens};
 use crate::api::escrow::engine as escrow_engine;
 use crate::api::staff::{recover_as, resolve_as};
 use crate::app::AppState;
@@ -137,32 +138,16 @@ impl StaffPage {
     }
 
     fn check(&self, form: FormResult) -> Option<HashMap<String, String>> {
-        let fields = form.map(|Form(f)| f).unwrap_or_default();
-        self.app
-            .sessions
-            .csrf_ok(&self.cookie, field(&fields, "csrf"))
-            .then_some(fields)
+        gate::checked_form(&self.app, &self.cookie, form)
     }
-}
-
-#[derive(serde::Deserialize)]
-struct SignInQuery {
-    ended: Option<String>,
 }
 
 async fn sign_in_page(
     State(app): State<AppState>,
     headers: HeaderMap,
-    q: Result<Query<SignInQuery>, QueryRejection>,
+    q: gate::SignInQueryResult,
 ) -> Response {
-    let ended = q.is_ok_and(|q| q.ended.is_some());
-    gate::sign_in_page(
-        &app,
-        &headers,
-        &GATE,
-        StatusCode::OK,
-        gate::sign_in_notice(ended),
-    )
+    gate::sign_in_page_for(&app, &headers, &GATE, q)
 }
 
 async fn sign_in(State(app): State<AppState>, headers: HeaderMap, form: FormResult) -> Response {
@@ -194,13 +179,6 @@ async fn sign_out(page: StaffPage, headers: HeaderMap, form: FormResult) -> Resp
         return gate::csrf_refused(&GATE);
     }
     gate::signed_out(&page.app, &headers, &GATE)
-}
-
-fn tokens(base_units: &str) -> String {
-    base_units
-        .parse::<u64>()
-        .map(|m| Micros(m).to_decimal_string())
-        .unwrap_or_else(|_| base_units.to_string())
 }
 
 fn page_of(q: &Result<Query<HashMap<String, String>>, QueryRejection>) -> u32 {
@@ -460,27 +438,10 @@ data-confirm=\"Return this balance to the buyer's linked wallet?\">{}\
         ));
     }
     match admin.events(&actor, id, Some(100), Some(1)).await {
-        Ok(h) => {
-            let rows: Vec<Vec<String>> = h
-                .events
-                .iter()
-                .map(|ev| {
-                    vec![
-                        e(&ev.occurred_at),
-                        e(&ev.event),
-                        status(&ev.state),
-                        e(&ev.authority),
-                        e(ev.reason.as_deref().unwrap_or("")),
-                    ]
-                })
-                .collect();
-            out.push_str("<h2>History</h2>");
-            out.push_str(&table(
-                "The deal's whole history, newest first",
-                &["When", "Event", "State", "By", "Reason or note"],
-                &rows,
-            ));
-        }
+        Ok(h) => out.push_str(&escrow_history(
+            "The deal's whole history, newest first",
+            &h.events,
+        )),
         Err(err) => out.push_str(&error_notice(&err.into())),
     }
     p.render(code, &title, "/console", &out)

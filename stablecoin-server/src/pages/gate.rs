@@ -8,6 +8,8 @@ use super::session::{PRE_SESSION_TTL_MS, Principal, SESSION_TTL_MS, cookie_value
 use crate::app::AppState;
 use crate::config::Mode;
 use crate::error::ApiError;
+use axum::extract::rejection::{FormRejection, QueryRejection};
+use axum::extract::{Form, Query};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use std::collections::HashMap;
@@ -173,6 +175,41 @@ placeholder=\"{}\" spellcheck=\"false\">\
         r.headers_mut().append(header::SET_COOKIE, v);
     }
     r
+}
+
+/// The sign-in page's query: `ended=1` after a session ended.
+#[derive(serde::Deserialize)]
+pub struct SignInQuery {
+    /// Present after a redirect from a session that ended.
+    pub ended: Option<String>,
+}
+
+/// The sign-in page's query as received (a malformed one reads as none).
+pub type SignInQueryResult = Result<Query<SignInQuery>, QueryRejection>;
+
+/// `GET <console>/login`: the sign-in page, saying why when a session just ended.
+pub fn sign_in_page_for(
+    app: &AppState,
+    headers: &HeaderMap,
+    console: &Console,
+    q: SignInQueryResult,
+) -> Response {
+    let ended = q.is_ok_and(|q| q.ended.is_some());
+    sign_in_page(app, headers, console, StatusCode::OK, sign_in_notice(ended))
+}
+
+/// A posted form's fields when it carries the CSRF token of the session whose cookie
+/// is `cookie`; otherwise `None`, and the caller answers [`csrf_refused`] without doing
+/// anything. A body that is not a form reads as a form without a token.
+pub fn checked_form(
+    app: &AppState,
+    cookie: &str,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Option<HashMap<String, String>> {
+    let fields = form.map(|Form(f)| f).unwrap_or_default();
+    app.sessions
+        .csrf_ok(cookie, field(&fields, "csrf"))
+        .then_some(fields)
 }
 
 /// The sign-in page after an `ended=1` redirect says why.

@@ -20,6 +20,7 @@ pub mod gate;
 pub mod html;
 pub mod pay;
 pub mod session;
+pub mod shared;
 pub mod source;
 
 pub use pay::{pay_routes, render_not_found_page, render_pay_page};

@@ -345,6 +345,43 @@ impl Server {
         assert!(r.errors.is_empty(), "worker errors: {:?}", r.errors);
     }
 
+    /// Mines the simulated TRON chain and runs the escrow workers, five rounds: deposits
+    /// confirm, payouts settle.
+    pub async fn settle_escrows(&self) {
+        let tron = self
+            .app
+            .sim_rail(stablecoin_core::ports::RailId::Tron)
+            .expect("sim TRON");
+        for _ in 0..5 {
+            tron.mine(20);
+            let r = self
+                .app
+                .state()
+                .escrow
+                .as_ref()
+                .expect("escrow engine")
+                .settle_all(100)
+                .await;
+            assert!(r.errors.is_empty(), "{:?}", r.errors);
+        }
+    }
+
+    /// `POST /v1/transfers/send` of `amount` USDC (a `DIRECT_CRYPTO` quote) from `from`
+    /// to `to`: 202 expected; the transfer as answered.
+    pub async fn send_usdc(&self, key: &str, from: &str, to: &str, amount: &str) -> Value {
+        let r = self
+            .post(
+                key,
+                "/v1/transfers/send",
+                &serde_json::json!({"from_phone_number": from, "to_phone_number": to,
+                    "token": "USDC", "quote_id": format!("DIRECT_CRYPTO:USDC:{amount}")})
+                .to_string(),
+            )
+            .await;
+        r.expect(202);
+        r.json()
+    }
+
     /// Gives the tenant a flat fee of `fee` micro-units per transfer, paid to `address`.
     pub async fn flat_tenant_fee(&self, t: &Tenant, fee: u64, address: &str) {
         self.app

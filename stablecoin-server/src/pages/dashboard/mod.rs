@@ -238,15 +238,7 @@ impl TenantPage {
         &self,
         form: Result<Form<HashMap<String, String>>, FormRejection>,
     ) -> Option<HashMap<String, String>> {
-        let fields = match form {
-            Ok(Form(f)) => f,
-            Err(_) => HashMap::new(),
-        };
-        let token = fields.get("csrf").map(String::as_str).unwrap_or("");
-        self.app
-            .sessions
-            .csrf_ok(&self.cookie, token)
-            .then_some(fields)
+        gate::checked_form(&self.app, &self.cookie, form)
     }
 
     /// An error as a page of this session (status and stable code of the API's error).
@@ -273,24 +265,12 @@ pub fn csrf_refused() -> Response {
     gate::csrf_refused(&GATE)
 }
 
-#[derive(serde::Deserialize)]
-struct SignInQuery {
-    ended: Option<String>,
-}
-
 async fn sign_in_page(
     State(app): State<AppState>,
     headers: HeaderMap,
-    q: Result<axum::extract::Query<SignInQuery>, axum::extract::rejection::QueryRejection>,
+    q: gate::SignInQueryResult,
 ) -> Response {
-    let ended = q.is_ok_and(|q| q.ended.is_some());
-    gate::sign_in_page(
-        &app,
-        &headers,
-        &GATE,
-        StatusCode::OK,
-        gate::sign_in_notice(ended),
-    )
+    gate::sign_in_page_for(&app, &headers, &GATE, q)
 }
 
 async fn sign_in(

@@ -6,11 +6,12 @@ use super::{TenantPage, error_notice, explorer_link, field};
 use crate::api::escrow::engine as escrow_engine;
 use crate::error::ApiError;
 use crate::pages::html::{self, Series, e, facts, link, status, table};
+use crate::pages::shared::{escrow_history, tokens};
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, Path, Query};
 use axum::http::StatusCode;
 use axum::response::Response;
-use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::money::Token;
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::domain::state::{OpKind, OpStatus, reachable_states};
 use stablecoin_core::domain::time::Timestamp;
@@ -43,14 +44,6 @@ fn page_number(query: &Option<Q>) -> u32 {
         .ok()
         .filter(|p| (1..=100_000).contains(p))
         .unwrap_or(1)
-}
-
-/// Micro-units as a decimal token amount (`"12.500000"`).
-fn tokens(base_units: &str) -> String {
-    base_units
-        .parse::<u64>()
-        .map(|m| Micros(m).to_decimal_string())
-        .unwrap_or_else(|_| base_units.to_string())
 }
 
 fn pager(base: &str, page: u32, shown: usize, limit: usize, total: u64) -> String {
@@ -524,27 +517,7 @@ async fn escrow_page(p: &TenantPage, id: &str, flash: Option<String>) -> Respons
         }
     }
     match engine.events(&p.auth, id, Some(100), Some(1)).await {
-        Ok(h) => {
-            let rows: Vec<Vec<String>> = h
-                .events
-                .iter()
-                .map(|ev| {
-                    vec![
-                        e(&ev.occurred_at),
-                        e(&ev.event),
-                        status(&ev.state),
-                        e(&ev.authority),
-                        e(ev.reason.as_deref().unwrap_or("")),
-                    ]
-                })
-                .collect();
-            out.push_str("<h2>History</h2>");
-            out.push_str(&table(
-                "History, newest first",
-                &["When", "Event", "State", "By", "Reason or note"],
-                &rows,
-            ));
-        }
+        Ok(h) => out.push_str(&escrow_history("History, newest first", &h.events)),
         Err(err) => out.push_str(&error_notice(&err.into())),
     }
     p.render(&format!("Escrow {}", d.id), "/dashboard/escrows", &out)
