@@ -7,7 +7,7 @@
 //! [`authenticate_staff`] as the `/admin/v1` routes. The session names the staff
 //! identity; the account is read on every request, so disabling it (or removing the
 //! admin token) ends its sessions. Actions run the same calls as the staff API
-//! ([`resolve_as`], [`recover_as`]), so they are audited the same way and follow the
+//! (`api::staff::resolve_as`, `recover_as`), so they are audited the same way and follow the
 //! same two-person rule.
 
 use super::gate::{self, Console, error_notice, field, now_ms, request_cookie};
