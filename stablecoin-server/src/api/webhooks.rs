@@ -184,7 +184,7 @@ pub struct EndpointListParams {
 }
 
 /// The sandbox rule of webhook mutations (`AuthContext::require_live`).
-pub(crate) fn live_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
+fn live_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
     Ok(caller.0.require_live(what)?)
 }
 
