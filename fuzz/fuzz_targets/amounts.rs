@@ -1,22 +1,9 @@
-//! Amounts as clients and providers send them: token amounts (`"12.5"`), whole-token
-//! settings, fiat amounts. Nothing panics, and an accepted token amount prints back to
-//! a string that parses to the same micro-units.
+//! Fuzz target `amounts`: libFuzzer feeds fuzz/bodies/amounts.rs, whose doc says what is
+//! checked. The same body replays the seeds and corpus in the ordinary test run
+//! (tests/fuzz_corpora.rs).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use stablecoin_core::domain::fx::parse_fiat_amount;
-use stablecoin_core::domain::money::Micros;
+#[path = "../bodies/amounts.rs"]
+mod body;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(s) = std::str::from_utf8(data) else {
-        return;
-    };
-    if let Ok(m) = Micros::parse_decimal(s) {
-        assert_eq!(Micros::parse_decimal(&m.to_string()).ok(), Some(m), "{s:?}");
-    }
-    if let Ok(m) = Micros::parse_positive(s) {
-        assert!(!m.is_zero(), "{s:?}");
-    }
-    let _ = Micros::parse_whole_tokens(s);
-    let _ = parse_fiat_amount(s);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| body::run(data));

@@ -1,17 +1,9 @@
-//! Phone numbers and quote ids from request bodies and query strings. Nothing panics,
-//! and a phone's normal form is a fixed point (parsing it again gives the same phone).
+//! Fuzz target `phones_and_quotes`: libFuzzer feeds fuzz/bodies/phones_and_quotes.rs, whose doc says what is
+//! checked. The same body replays the seeds and corpus in the ordinary test run
+//! (tests/fuzz_corpora.rs).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use stablecoin_core::domain::fx::parse_quote_ref;
-use stablecoin_core::domain::phone::Phone;
+#[path = "../bodies/phones_and_quotes.rs"]
+mod body;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(s) = std::str::from_utf8(data) else {
-        return;
-    };
-    if let Ok(p) = Phone::parse(s) {
-        assert_eq!(Phone::parse(p.as_str()).ok().as_ref(), Some(&p), "{s:?}");
-    }
-    let _ = parse_quote_ref(s);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| body::run(data));

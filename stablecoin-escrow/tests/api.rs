@@ -1,5 +1,6 @@
 //! Admission, bad input, tenancy, lists, sandbox, address uniqueness, idempotency.
 
+#[path = "common/mod.rs"]
 mod common;
 
 const BACKEND: common::Backend = common::Backend::Sim;

@@ -2,6 +2,7 @@
 //! real rail in `lifecycle_tron.rs`). After each, money is conserved on the ledger and on
 //! chain, and the outbox matches the history.
 
+#[path = "common/mod.rs"]
 mod common;
 
 const BACKEND: common::Backend = common::Backend::Sim;

@@ -5,6 +5,7 @@
 //! Energy/Bandwidth delegation, confirmed at depth 19, and every balance the conservation
 //! checks read is the token's `balanceOf`.
 
+#[path = "common/mod.rs"]
 mod common;
 
 const BACKEND: common::Backend = common::Backend::Tron;

@@ -1,6 +1,7 @@
 //! The staff side of escrow: the cross-tenant attention queue and the optional
 //! two-person rule of dispute resolutions (MemoryStore + the simulated TRON rail).
 
+#[path = "common/mod.rs"]
 mod common;
 
 const BACKEND: common::Backend = common::Backend::Sim;

@@ -10,7 +10,7 @@ use stablecoin_providers::rate_feed::fake::{FakeRateFeed, FeedFault, now_secs};
 use stablecoin_providers::rate_feed::{HttpRateFeed, RateFeedConfig};
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn xof() -> Currency {
     Currency::parse("XOF").unwrap()
@@ -183,13 +183,14 @@ async fn a_feed_that_hangs_is_given_up_on_after_the_timeout() {
     let mut c = config(&fake);
     c.timeout_ms = 300;
     let feed = HttpRateFeed::new(c, clock_now()).unwrap();
-    let started = Instant::now();
-    let e = feed.rate(xof(), Token::Usdc).await.unwrap_err();
-    let took = started.elapsed();
+    // A hang guard, not a stopwatch: the call must end on its own (the fake never
+    // answers), and say it gave up at the configured timeout.
+    let e = tokio::time::timeout(Duration::from_secs(30), feed.rate(xof(), Token::Usdc))
+        .await
+        .expect("the client gave up on the hanging feed")
+        .unwrap_err();
     assert!(matches!(e, RateError::Unavailable(_)), "{e}");
     assert!(e.to_string().contains("no answer within 300 ms"), "{e}");
-    assert!(took >= Duration::from_millis(300), "{took:?}");
-    assert!(took < Duration::from_secs(2), "{took:?}");
 }
 
 #[test]

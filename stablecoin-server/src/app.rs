@@ -21,7 +21,7 @@ use stablecoin_core::engine::{
     Engine, EngineConfig, KeyKind, KeyMode, LANE_ADVANCE, LANE_SUBMIT, Ports,
 };
 use stablecoin_core::memory::{MemoryNotifier, OsEntropy, SystemClock};
-use stablecoin_core::ports::{Batch, PayoutProvider, RailId, Record, get_record};
+use stablecoin_core::ports::{Batch, Clock, PayoutProvider, RailId, Record, get_record};
 use stablecoin_escrow::{EscrowConfig, EscrowEngine};
 use stablecoin_rails::sim::SimRail;
 use stablecoin_rails::sim::http::RemoteSimRail;
@@ -189,6 +189,11 @@ pub struct BuildOptions {
     /// run no workers and send nothing, so their throwaway chain harms nothing, while a
     /// serving process would submit payments no other process can find.
     pub allow_per_process_chains: bool,
+    /// The clock of the engines, their caches and expiries, and the rate feed (default:
+    /// the system clock). Tests pass one they can move forward
+    /// ([`stablecoin_core::memory::ShiftedClock`]) instead of sleeping through a
+    /// cache's lifetime or an expiry.
+    pub clock: Option<Arc<dyn Clock>>,
 }
 
 /// The webhook deliverer: the SSRF allow-list and budget of `[webhooks]`, secrets sealed
@@ -265,7 +270,10 @@ impl App {
             webhook_key,
             session_key,
         } = Custody::build(&config, storage.durable).await?;
-        let clock: Arc<SystemClock> = Arc::new(SystemClock);
+        let clock: Arc<dyn Clock> = options
+            .clock
+            .clone()
+            .unwrap_or_else(|| Arc::new(SystemClock));
         let rails = Rails::build(
             &config,
             signer.clone(),

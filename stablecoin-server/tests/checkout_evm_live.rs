@@ -9,15 +9,14 @@
 //! Without an anvil binary the test prints SKIPPED and passes, unless `EVM_REQUIRE_ANVIL`
 //! is set (as `scripts/test` does).
 
-mod common;
+use crate::common;
 
-use common::webhook_receiver::recording_receiver;
-use common::{Server, hex_hmac, serve, test_config};
+use crate::common::webhook_receiver::recording_receiver;
+use crate::common::{Server, build_shifted, hex_hmac, serve, test_config};
 use serde_json::{Value, json};
-use stablecoin_core::memory::LocalSigner;
+use stablecoin_core::memory::{LocalSigner, ShiftedClock};
 use stablecoin_rails::evm::EvmAddress;
 use stablecoin_rails::evm::testkit::{World, find_anvil, shared_anvil};
-use stablecoin_server::App;
 use stablecoin_server::config::Secret;
 use stablecoin_webhooks::Family;
 use std::sync::Arc;
@@ -29,6 +28,8 @@ struct Live {
     s: Server,
     w: World,
     key: String,
+    /// The server's clock: moved past an expiry instead of sleeping through it.
+    clock: Arc<ShiftedClock>,
 }
 
 impl Live {
@@ -116,7 +117,7 @@ async fn checkout_sessions_are_paid_by_real_erc20_transfers_on_anvil() {
     // Scan from the chain's current head: the shared Anvil carries other tests' blocks.
     chain.scan_start_block = w.node.eth().block_number().await.unwrap();
     config.rails.evm.insert("137".into(), chain);
-    let app = App::build(config).await.expect("app builds");
+    let (app, clock) = build_shifted(config).await;
     let s = serve(app).await;
     let t = s.tenant("Anvil Shop", "0").await;
     let (hook, got) = recording_receiver().await;
@@ -132,7 +133,7 @@ async fn checkout_sessions_are_paid_by_real_erc20_transfers_on_anvil() {
     r.expect(201);
     let secret = r.json()["secret"].as_str().unwrap().to_string();
     let key = t.business_live.clone();
-    let l = Live { s, w, key };
+    let l = Live { s, w, key, clock };
 
     // Exact: detected below the depth, confirmed at it, paid; credited to the treasury.
     let base = l.treasury(&t).await;
@@ -226,7 +227,7 @@ async fn checkout_sessions_are_paid_by_real_erc20_transfers_on_anvil() {
 
     // Expiry with nothing received, then a late payment: recorded, refundable.
     let (late, addr) = l.open("3", 2).await;
-    tokio::time::sleep(std::time::Duration::from_millis(2_200)).await;
+    l.clock.advance_ms(2_200);
     l.blocks(1).await;
     assert_eq!(l.read(&late).await["status"], "expired");
     l.w.mint(l.w.usdc, &addr, 3_000_000).await;

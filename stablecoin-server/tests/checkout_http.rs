@@ -3,10 +3,8 @@
 //! session paid on the simulated chain with its payments webhooks signed and in order,
 //! and the deposit intake's receiver rules.
 
-mod common;
-
-use common::webhook_receiver::recording_receiver;
-use common::*;
+use crate::common::webhook_receiver::recording_receiver;
+use crate::common::*;
 use serde_json::{Value, json};
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::ports::{ChainAddress, RailId};

@@ -1,10 +1,8 @@
 //! The CLI: admin commands (in-process against the engine, and the binary's refusal on
 //! memory storage), `migrate`, and `serve` as a real process stopped by SIGTERM.
 
-mod common;
-
+use crate::common::*;
 use clap::Parser;
-use common::*;
 use stablecoin_server::cli::{Cli, run_admin};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

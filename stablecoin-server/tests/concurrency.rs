@@ -12,10 +12,8 @@
 //! The PostgreSQL cases need `STABLECOIN_TEST_PG_URL` (`scripts/test-postgres.sh` sets
 //! it); without it they print SKIPPED, unless `STABLECOIN_REQUIRE_PG` is set.
 
-mod common;
-
-use common::shared::{fresh_schema, pg_url, shared_chain};
-use common::{Resp, Server, m, serve, temp_dir, test_config};
+use crate::common::shared::{fresh_schema, pg_url, shared_chain};
+use crate::common::{Resp, Server, m, serve, temp_dir, test_config};
 use futures_util::future::join_all;
 use serde_json::json;
 use stablecoin_core::domain::money::{Micros, Token};

@@ -4,10 +4,8 @@
 //! dashboard, the two-person rule, the audit log, and a disabled account's session
 //! ending. `dashboard_browser.rs` drives the same pages in headless Chromium.
 
-mod common;
-
-use common::console::Console;
-use common::*;
+use crate::common::console::Console;
+use crate::common::*;
 use serde_json::{Value, json};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{ChainAddress, RailId};

@@ -3,10 +3,8 @@
 //! #32, a screenshot of every page under `target/screenshots/dashboard_browser/`, and
 //! the accessibility basics (labels, keyboard focus, a phone's width).
 
-mod common;
-
-use common::browser::Browser;
-use common::*;
+use crate::common::browser::Browser;
+use crate::common::*;
 use serde_json::{Value, json};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{ChainAddress, RailId};

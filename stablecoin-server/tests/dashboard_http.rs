@@ -3,10 +3,8 @@
 //! secrets shown once, revocation, and pricing that the next transfer follows.
 //! `dashboard_browser.rs` drives the same pages in headless Chromium.
 
-mod common;
-
-use common::console::Console;
-use common::*;
+use crate::common::console::Console;
+use crate::common::*;
 use serde_json::json;
 
 const A: &str = "+2250700000001";

@@ -3,9 +3,7 @@
 //! that writes nothing. Deposits are made on the simulated TRON chain; the escrow
 //! workers are driven by the test.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqwest::Method;
 use serde_json::{Value, json};
 use stablecoin_core::domain::money::Token;

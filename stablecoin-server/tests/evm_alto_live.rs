@@ -8,9 +8,9 @@
 //! Without Anvil and Alto the test prints SKIPPED and passes, unless `EVM_REQUIRE_ANVIL`
 //! is set (as `scripts/test` does).
 
-mod common;
+use crate::common;
 
-use common::{m, serve, temp_dir, test_config};
+use crate::common::{m, serve, temp_dir, test_config};
 use serde_json::{Value, json};
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::KeyPurpose;

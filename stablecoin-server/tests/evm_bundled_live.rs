@@ -5,9 +5,9 @@
 //! Without an anvil binary the test prints SKIPPED and passes, unless `EVM_REQUIRE_ANVIL`
 //! is set (as `scripts/test` does).
 
-mod common;
+use crate::common;
 
-use common::{serve, temp_dir, test_config};
+use crate::common::{serve, temp_dir, test_config};
 use serde_json::{Value, json};
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::KeyPurpose;

@@ -2,9 +2,7 @@
 //! 56): the `network` selector on fund, send, withdraw, swap and the balance read, each
 //! chain's balance its own, and `network=all` summing them.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const A: &str = "+2250700000001";

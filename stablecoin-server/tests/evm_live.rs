@@ -5,9 +5,9 @@
 //! Without an anvil binary the test prints SKIPPED and passes, unless `EVM_REQUIRE_ANVIL`
 //! is set (as `scripts/test` does).
 
-mod common;
+use crate::common;
 
-use common::{m, serve, temp_dir, test_config};
+use crate::common::{m, serve, temp_dir, test_config};
 use serde_json::{Value, json};
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::KeyPurpose;
@@ -119,7 +119,7 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
     };
     config.rails.evm_chains = vec![137, 8453];
     config.rails.evm.insert("137".into(), settings(&w, &url));
-    let app = App::build(config.clone()).await.expect("app builds");
+    let (app, clock) = common::build_shifted(config.clone()).await;
 
     // The banner tells the operator what to fund; the other chain stays simulated.
     let banner = app.banner("127.0.0.1:8080".parse().unwrap());
@@ -240,7 +240,7 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
     // before they would fail on chain; provisioning and reads go on.
     w.node.set_balance(&sponsor, 1).await;
     let ttl = s.app.engine().config().readiness_cache_ms;
-    tokio::time::sleep(std::time::Duration::from_millis(ttl as u64)).await;
+    clock.advance_ms(ttl + 1);
     let r = s
         .post(
             &t.live,

@@ -3,13 +3,11 @@
 //! applied, a stale rate is 503 RATE_STALE, a failing feed 503 RATE_SOURCE_ERROR, and
 //! no answer names the feed.
 
-mod common;
-
-use common::*;
+use crate::common::*;
+use stablecoin_core::ports::Clock;
 use stablecoin_providers::rate_feed::fake::{FakeRateFeed, FeedFault, now_secs};
 use stablecoin_server::config::{RatesSettings, Secret};
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 fn feed_config(fake: &FakeRateFeed, max_age_ms: u64) -> stablecoin_server::Config {
     let mut c = test_config();
@@ -50,7 +48,7 @@ async fn quotes_are_priced_from_the_feed_with_the_spread_and_refused_when_stale(
     fake.set_rate("XOF", "USDC", "600.5", now_secs());
     fake.set_rate("NGN", "USDC", "1550.125", now_secs());
     fake.set_rate("XOF", "USDT", "600.5", now_secs() - 3_600);
-    let s = start_with(feed_config(&fake, 3_000)).await;
+    let (s, clock) = start_shifted(feed_config(&fake, 60_000)).await;
     let t = s.tenant("acme", "0").await;
 
     // 600.5 XOF × 1.015 = 609.5075, rounded up to XOF's 0 decimals: 610.
@@ -93,17 +91,18 @@ async fn quotes_are_priced_from_the_feed_with_the_spread_and_refused_when_stale(
     assert_eq!(fake.requests(), asked + 1, "only the USDT fetch");
 
     // The feed keeps answering with the rate it had: once older than max_age_ms it is
-    // refused, never quoted from the cache.
-    fake.set_rate("XOF", "USDC", "600.5", now_secs() - 10);
-    tokio::time::sleep(Duration::from_millis(3_100)).await;
+    // refused, never quoted from the cache. (The server's clock moves past the maximum
+    // age, where it used to be slept through.)
+    clock.advance_ms(61_000);
     let r = s
         .post(&t.live, "/api/v1/fx/quote", &quote("XOF", "USDC", "6100"))
         .await;
     r.expect_err(503, "RATE_STALE");
     leaks_nothing(&r, &fake);
 
-    // It updates: quoted again, at the new rate.
-    fake.set_rate("XOF", "USDC", "610", now_secs());
+    // It updates: quoted again, at the new rate (stamped by the feed's clock, which
+    // agrees with the server's).
+    fake.set_rate("XOF", "USDC", "610", clock.now().millis() / 1_000);
     let r = s
         .post(&t.live, "/api/v1/fx/quote", &quote("XOF", "USDC", "6100"))
         .await;

@@ -2,7 +2,7 @@
 //! the header-read timeout, the metrics token, worker health in readiness, and no node
 //! URL (with its API key) in any public answer, and the minimum send per rail.
 
-mod common;
+use crate::common;
 
 use reqwest::Method;
 use serde_json::json;

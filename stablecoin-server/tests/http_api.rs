@@ -2,9 +2,7 @@
 //! input that provably writes nothing (the memory store's commit count does not move; the
 //! background workers are off in these tests).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqwest::Method;
 use serde_json::json;
 use stablecoin_core::domain::money::Token;

@@ -1,9 +1,7 @@
 //! HTTP idempotency: byte-for-byte replay, reuse with another request, in-flight
 //! duplicates, and concurrent duplicates that execute once.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::sync::Arc;
 

@@ -22,11 +22,9 @@
 //!
 //! The kill points come from a seed, printed at the start; `KILL_SEED=<n>` replays them.
 
-mod common;
-
-use common::shared::{fresh_schema, pg_url};
-use common::webhook_receiver::{Received, recording_receiver};
-use common::{m, temp_dir};
+use crate::common::shared::{fresh_schema, pg_url};
+use crate::common::webhook_receiver::{Received, recording_receiver};
+use crate::common::{m, temp_dir};
 use serde_json::{Value, json};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{ChainAddress, Rail};

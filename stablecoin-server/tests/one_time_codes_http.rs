@@ -2,7 +2,7 @@
 //! sends no more SMS; wrong codes across many requests lock the subject out (429), and
 //! then even the right code is refused.
 
-mod common;
+use crate::common;
 
 use serde_json::json;
 use stablecoin_core::domain::phone::Phone;

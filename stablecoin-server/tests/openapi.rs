@@ -1,9 +1,7 @@
 //! The OpenAPI document validates and matches the router; and every authenticated
 //! operation refuses missing, malformed, unknown, revoked and wrong-kind keys.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqwest::Method;
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -4,9 +4,7 @@
 //! same against a live server (scripts/schemathesis.sh); these tests pin each rule to
 //! the code that enforces it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use reqwest::Method;
 use serde_json::Value;

@@ -2,9 +2,7 @@
 //! headless Chromium (live updates without a reload, accessibility, escaping, a phone's
 //! width, screenshots under target/screenshots/), and as raw HTML without JavaScript.
 
-mod common;
-
-use common::browser::Browser;
+use crate::common::browser::Browser;
 use serde_json::{Value, json};
 use stablecoin_server::pages::{PayDeposit, PayOption, PaySource, PayView, pay_routes};
 use std::sync::{Arc, Mutex};

@@ -4,10 +4,8 @@
 //! paid, without a reload. A screenshot of each state is saved under
 //! target/screenshots/pay_page_checkout/.
 
-mod common;
-
-use common::browser::Browser;
-use common::*;
+use crate::common::browser::Browser;
+use crate::common::*;
 use serde_json::json;
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::ports::{ChainAddress, RailId};

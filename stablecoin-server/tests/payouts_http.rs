@@ -8,7 +8,7 @@
 //!
 //! The crashes between the steps are in `payouts_crash.rs`.
 
-mod common;
+use crate::common;
 
 use serde_json::{Value, json};
 use stablecoin_core::domain::money::Token;
@@ -87,6 +87,14 @@ impl Fake {
         match self {
             Fake::Mpesa(f) => f.set_lose_answers(lose),
             Fake::MtnMomo(f) => f.set_lose_answers(lose),
+        }
+    }
+
+    /// Callbacks the provider sent and had answered so far.
+    fn callbacks_answered(&self) -> usize {
+        match self {
+            Fake::Mpesa(f) => f.callbacks_answered(),
+            Fake::MtnMomo(f) => f.callbacks_answered(),
         }
     }
 
@@ -484,8 +492,16 @@ async fn callbacks_missing_late_duplicated_or_forged_change_nothing(kind: Kind) 
     c.fake.complete_held();
     let w = c.drive(&id, &["COMPLETED", "REFUNDED", "FAILED"]).await;
     assert_completed(&c, &id, &w, treasury).await;
-    // The two late callbacks arrive: nothing changes, nothing is paid again.
-    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    // The two late callbacks arrive (the fake saw both answered): nothing changes,
+    // nothing is paid again.
+    let arrived = std::time::Instant::now();
+    while c.fake.callbacks_answered() < 2 {
+        assert!(
+            arrived.elapsed() < Duration::from_secs(60),
+            "the late callbacks never came"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     c.ticks(3).await;
     assert_eq!(c.read(&id).await, w);
     assert_eq!(c.fake.paid_count(&id), 1);

@@ -2,9 +2,7 @@
 //! transfer -> read, ending SETTLED; and the zero-configuration start whose printed curl
 //! line works as printed.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use stablecoin_server::{App, Config};
 use std::time::{Duration, Instant};

@@ -3,9 +3,7 @@
 //! (method, headers, body, URL) and sent as written; only the host, `$KEY` and the
 //! transfer id placeholder are substituted. If the README changes, this test follows it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! behind the service's back shows in readiness, in `/metrics` and in the staff report
 //! with the account, the address and the amount.
 
-mod common;
+use crate::common;
 
 use reqwest::Method;
 use serde_json::Value;

@@ -1,9 +1,7 @@
 //! `signer.kind = "remote"`: the server signs through the signing service on loopback,
 //! fetches its symmetric keys from it, and holds no seed (nothing in its data directory).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::ports::{ChainAddress, RailId};

@@ -4,9 +4,7 @@
 //! an otherwise valid body plus one stray field; and a check that this list covers every
 //! operation of the OpenAPI document that takes a body.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqwest::Method;
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -2,7 +2,7 @@
 //! idempotency key older than its window stops answering for its first request while a
 //! recent one still does, and `/metrics` counts what was purged.
 
-mod common;
+use crate::common;
 
 use reqwest::Method;
 use serde_json::json;

@@ -2,9 +2,7 @@
 //! simulated responses that store nothing and cannot be read back; the rest answer
 //! SANDBOX_UNSUPPORTED; reads pass through.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use stablecoin_core::domain::phone::Phone;
 

@@ -10,10 +10,8 @@
 //! - a server on the shared chain settles and mints no float of its own (memory storage);
 //! - PostgreSQL storage with a per-process simulated chain refuses to start.
 
-mod common;
-
-use common::shared::{fresh_schema, pg_url, shared_chain};
-use common::{Server, m, serve, test_config};
+use crate::common::shared::{fresh_schema, pg_url, shared_chain};
+use crate::common::{Server, m, serve, test_config};
 use serde_json::json;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::memory::LocalSigner;

@@ -3,7 +3,7 @@
 //! from process memory. Delivery reports come back to the callback routes: Twilio's
 //! only when signed, Africa's Talking's only for a known message id.
 
-mod common;
+use crate::common;
 
 use serde_json::json;
 use stablecoin_core::engine::{SmsRecord, SmsStatus};

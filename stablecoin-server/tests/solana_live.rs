@@ -8,9 +8,9 @@
 //! SKIPPED and passes, unless `EVM_REQUIRE_ANVIL` or `SOLANA_REQUIRE_ANVIL` is set (as
 //! `scripts/test` does), which makes that a failure.
 
-mod common;
+use crate::common;
 
-use common::{serve, temp_dir, test_config};
+use crate::common::{serve, temp_dir, test_config};
 use serde_json::{Value, json};
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::{Curve, KeyPurpose, Signer};

@@ -4,9 +4,7 @@
 //! Deposits are made on the simulated TRON chain; the escrow workers are driven by the
 //! test.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqwest::Method;
 use serde_json::{Value, json};
 use stablecoin_core::domain::money::{Micros, Token};

@@ -7,10 +7,10 @@
 //! Without anvil or the Uniswap artifacts the test prints SKIPPED and passes, unless
 //! `EVM_REQUIRE_ANVIL` is set (as `scripts/test` does).
 
-mod common;
+use crate::common;
 
-use common::webhook_receiver::recording_receiver;
-use common::{serve, temp_dir, test_config};
+use crate::common::webhook_receiver::recording_receiver;
+use crate::common::{serve, temp_dir, test_config};
 use serde_json::{Value, json};
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::KeyPurpose;

@@ -2,10 +2,8 @@
 //! `[swaps]`): create, read, list, the webhooks' fields equal to the read, idempotent
 //! create, and refusals that write nothing.
 
-mod common;
-
-use common::webhook_receiver::recording_receiver;
-use common::*;
+use crate::common::webhook_receiver::recording_receiver;
+use crate::common::*;
 use serde_json::{Value, json};
 
 macro_rules! writes_nothing {

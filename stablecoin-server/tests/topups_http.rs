@@ -2,10 +2,8 @@
 //! staff confirm it with the admin token; the treasury is credited once; replays and
 //! expired quotes are refused and change nothing; the CLI confirms the same way.
 
-mod common;
-
+use crate::common::*;
 use clap::Parser;
-use common::*;
 use reqwest::Method;
 use serde_json::Value;
 use stablecoin_core::domain::money::Token;

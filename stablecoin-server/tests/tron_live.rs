@@ -6,9 +6,9 @@
 //! Without an anvil binary the node keeps its native TRC-20 ledger, unless
 //! `TRON_REQUIRE_ANVIL` is set (as `scripts/test` does), which makes that a failure.
 
-mod common;
+use crate::common;
 
-use common::{m, serve, temp_dir, test_config};
+use crate::common::{m, serve, temp_dir, test_config};
 use serde_json::json;
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::{Curve, KeyPurpose, Signer};
@@ -64,7 +64,7 @@ async fn the_server_runs_the_real_tron_rail_configured_by_its_operator() {
         max_background: 4,
     };
     config.rails.tron_node = Some(settings(node.url(), &usdt));
-    let app = App::build(config.clone()).await.expect("app builds");
+    let (app, clock) = common::build_shifted(config.clone()).await;
 
     // The banner names what the operator must fund: the sponsor's T-address.
     let sponsor = address_of(&signer, &KeyPurpose::Sponsor).await;
@@ -131,8 +131,9 @@ async fn the_server_runs_the_real_tron_rail_configured_by_its_operator() {
     node.freeze(sponsor.as_bytes(), ENERGY, 100_000 * TRX).await;
     node.freeze(sponsor.as_bytes(), BANDWIDTH, 10_000 * TRX)
         .await;
-    // Readiness of a real rail is cached for 2 s (the send gate and /health/ready alike).
-    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    // Readiness of a real rail is cached for 2 s (the send gate and /health/ready alike):
+    // the server's clock moves past it.
+    clock.advance_ms(2_100);
     let ready = s
         .send(reqwest::Method::GET, "/health/ready", None, None, &[])
         .await;

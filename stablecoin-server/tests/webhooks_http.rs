@@ -2,11 +2,9 @@
 //! transfer settles, the server's webhook worker POSTs `transfer.settled` to a receiver
 //! on another loopback port, signed with the secret the registration returned once.
 
-mod common;
-
+use crate::common::webhook_receiver::{Received, recording_receiver};
+use crate::common::*;
 use axum::body::Bytes;
-use common::webhook_receiver::{Received, recording_receiver};
-use common::*;
 use reqwest::Method;
 use serde_json::{Value, json};
 use stablecoin_webhooks::Family;

@@ -9,10 +9,8 @@
 //!   replayed create or rotate answers without it) and sealed in the database file;
 //! - a receiver that hangs delays neither settlement nor another tenant's deliveries.
 
-mod common;
-
-use common::webhook_receiver::recording_receiver;
-use common::*;
+use crate::common::webhook_receiver::recording_receiver;
+use crate::common::*;
 use serde_json::{Value, json};
 use stablecoin_core::ports::Store;
 use stablecoin_server::config::StorageConfig;
@@ -323,12 +321,14 @@ async fn fund(s: &Server, key: &str, phone: &str, amount: &str) {
     until_settled(s, key, &location, Duration::from_secs(20)).await;
 }
 
-async fn until_settled(s: &Server, key: &str, location: &str, within: Duration) -> Duration {
+/// Waits for the operation at `location` to settle; `within` guards against a hang, it
+/// is no speed claim.
+async fn until_settled(s: &Server, key: &str, location: &str, within: Duration) {
     let started = Instant::now();
     loop {
         let v = s.get(key, location).await.json();
         if v["status"] == "SETTLED" {
-            return started.elapsed();
+            return;
         }
         assert_ne!(v["status"], "FAILED", "{v}");
         assert!(
@@ -340,9 +340,23 @@ async fn until_settled(s: &Server, key: &str, location: &str, within: Duration) 
     }
 }
 
+/// Of the tenant's webhook deliveries: how many have an ended attempt, and how many there
+/// are.
+async fn delivery_attempts(s: &Server, key: &str) -> (usize, usize) {
+    let d = s.get(key, "/v1/webhook-deliveries").await.json();
+    let all = d["webhook_deliveries"].as_array().unwrap();
+    let ended = all
+        .iter()
+        .filter(|d| d["attempts"].as_array().is_some_and(|a| !a.is_empty()))
+        .count();
+    (ended, all.len())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_that_hangs_delays_neither_settlement_nor_other_tenants() {
-    let timeout = Duration::from_secs(6);
+    // Long enough that no hanging attempt ends before the checks below: they are
+    // orderings (nothing ended yet), not stopwatches.
+    let timeout = Duration::from_secs(20);
     let mut c = test_config();
     c.run_workers = true;
     c.webhooks.allow_networks = "127.0.0.1/32".into();
@@ -363,13 +377,19 @@ async fn a_receiver_that_hangs_delays_neither_settlement_nor_other_tenants() {
     s.provision(&slow.live, B).await;
     fund(&s, &slow.live, A, "100").await;
 
-    // The slow tenant's transfers keep settling promptly, one after another, while
-    // each of their transfer.settled deliveries hangs until the timeout.
-    // (With delivery in the engines' loop, each waited for the hanging attempt's 6 s.)
-    let bound = Duration::from_millis(2500);
+    // The slow tenant's transfers keep settling, one after another, while each of their
+    // transfer.settled deliveries hangs until the timeout: every transfer settles before
+    // any attempt has ended. (With delivery in the engines' loop, transfer i settled
+    // only after transfer i-1's attempt timed out.)
+    let guard = Duration::from_secs(60);
     for i in 1..=5 {
         let id = send(&s, &slow.live, &i.to_string()).await;
-        until_settled(&s, &slow.live, &format!("/v1/transfers/{id}"), bound).await;
+        until_settled(&s, &slow.live, &format!("/v1/transfers/{id}"), guard).await;
+        let (ended, _) = delivery_attempts(&s, &slow.live).await;
+        assert_eq!(
+            ended, 0,
+            "transfer {i} settled after a hanging attempt ended"
+        );
     }
     assert!(
         accepted.load(Ordering::SeqCst) >= 1,
@@ -392,8 +412,8 @@ async fn a_receiver_that_hangs_delays_neither_settlement_nor_other_tenants() {
         .await;
     r.expect(202);
     let tr = r.json()["id"].as_str().unwrap().to_string();
-    until_settled(&s, &other.live, &format!("/v1/transfers/{tr}"), bound).await;
-    let arrived = Instant::now();
+    until_settled(&s, &other.live, &format!("/v1/transfers/{tr}"), guard).await;
+    let settled = Instant::now();
     loop {
         let delivered = got.lock().unwrap().iter().any(|(_, body)| {
             let v: Value = serde_json::from_slice(body).unwrap();
@@ -403,11 +423,17 @@ async fn a_receiver_that_hangs_delays_neither_settlement_nor_other_tenants() {
             break;
         }
         assert!(
-            arrived.elapsed() < bound,
-            "the other tenant's delivery waited on the hanging receiver"
+            settled.elapsed() < guard,
+            "the other tenant's delivery never came"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // ... while every one of the slow tenant's attempts still hangs.
+    let (ended, total) = delivery_attempts(&s, &slow.live).await;
+    assert_eq!(
+        ended, 0,
+        "the other tenant's delivery waited on the hanging receiver ({ended} of {total} ended)"
+    );
 
     // The hanging deliveries end in "timeout", then are retried later.
     let deadline = Instant::now() + timeout + Duration::from_secs(3);

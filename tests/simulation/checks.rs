@@ -1,6 +1,6 @@
 //! The invariants, checked after every step and after the drain.
 
-use crate::world::World;
+use super::world::World;
 use stablecoin::core::domain::money::Token;
 use stablecoin::core::domain::state::{OpKind, OpStatus};
 use stablecoin::core::engine::accounts;
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 /// Every rail of the world and the tokens it carries.
 fn rails(w: &World) -> [(RailId, Vec<Token>); 2] {
     [
-        (crate::world::EVM.rail_id(), w.evm.tokens()),
+        (super::world::EVM.rail_id(), w.evm.tokens()),
         (RailId::Tron, w.tron.tokens()),
     ]
 }

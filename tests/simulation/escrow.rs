@@ -2,7 +2,7 @@
 //! outside (in full, in part, in excess, in the wrong token), released, refunded,
 //! disputed, cancelled, and resolved by staff; the escrow worker runs beside the engine.
 
-use crate::world::World;
+use super::world::World;
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::engine::{AuthContext, KeyKind, KeyMode};
 use stablecoin::core::ports::{ChainAddress, Rail};

@@ -3,7 +3,7 @@
 //! and brings back. Once faults stop, every event the outbox holds for a tenant is
 //! delivered (at least once), none is dead and none pending.
 
-use crate::world::World;
+use super::world::World;
 use stablecoin::core::memory::{ManualClock, MemoryStore, SeededEntropy};
 use stablecoin_webhooks::delivery::{DeliveryState, WALLET_EVENT_TYPES};
 use stablecoin_webhooks::ssrf::AllowList;

@@ -62,15 +62,15 @@ pub struct World {
     pub escrow: stablecoin_escrow::EscrowEngine,
     /// Each tenant's live-key authentication (the escrow API takes one).
     pub auths: Vec<stablecoin::core::engine::AuthContext>,
-    pub deals: Vec<crate::escrow::Deal>,
+    pub deals: Vec<super::escrow::Deal>,
     /// The checkout engine (over the engine; rebuilt with it), each tenant's business
     /// with its live key, and the sessions opened.
     pub checkout: stablecoin_checkout::CheckoutEngine,
     pub businesses: Vec<(String, stablecoin::core::engine::AuthContext)>,
-    pub sessions: Vec<crate::checkout::Session>,
+    pub sessions: Vec<super::checkout::Session>,
     /// The webhook worker and the tenants' receiver on loopback.
     pub webhooks: stablecoin_webhooks::Deliverer,
-    pub receiver: crate::webhooks::Receiver,
+    pub receiver: super::webhooks::Receiver,
     pub tenants: Vec<TenantId>,
     /// The phone each slot's wallet has now (a phone change moves it).
     pub phones: Vec<Phone>,
@@ -117,10 +117,10 @@ impl World {
             entropy: Arc::new(SeededEntropy::new(seed)),
         };
         let engine = build_engine(&ports, &evm, &tron, &store, seed, 0);
-        let escrow = crate::escrow::engine(&ports, tron.clone(), format!("escrow-{seed}-0"));
-        let webhooks = crate::webhooks::deliverer(&store, &clock, seed, 0);
-        let checkout = crate::checkout::engine(&engine, format!("checkout-{seed}-0"));
-        let receiver = crate::webhooks::receiver().await;
+        let escrow = super::escrow::engine(&ports, tron.clone(), format!("escrow-{seed}-0"));
+        let webhooks = super::webhooks::deliverer(&store, &clock, seed, 0);
+        let checkout = super::checkout::engine(&engine, format!("checkout-{seed}-0"));
+        let receiver = super::webhooks::receiver().await;
         let mut world = World {
             seed,
             rng: Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
@@ -177,7 +177,7 @@ impl World {
                 .await
                 .unwrap();
             self.tenants.push(t);
-            let auth = crate::escrow::tenant_auth(self, i).await;
+            let auth = super::escrow::tenant_auth(self, i).await;
             self.auths.push(auth);
         }
         self.register_endpoints().await;
@@ -208,14 +208,14 @@ impl World {
             self.seed,
             self.restarts,
         );
-        self.escrow = crate::escrow::engine(
+        self.escrow = super::escrow::engine(
             &self.ports,
             self.tron.clone(),
             format!("escrow-{}-{}", self.seed, self.restarts),
         );
         self.webhooks =
-            crate::webhooks::deliverer(&self.store, &self.clock, self.seed, self.restarts);
-        self.checkout = crate::checkout::engine(
+            super::webhooks::deliverer(&self.store, &self.clock, self.seed, self.restarts);
+        self.checkout = super::checkout::engine(
             &self.engine,
             format!("checkout-{}-{}", self.seed, self.restarts),
         );
@@ -291,12 +291,12 @@ impl World {
             63..=64 => self.phone_change(&t).await,
             65..=74 => {
                 let (name, r) = self.escrow_step(key.as_deref()).await;
-                self.tally(step, name, r, |e| e.code(), crate::escrow::client_caused);
+                self.tally(step, name, r, |e| e.code(), super::escrow::client_caused);
                 Ok(())
             }
             75..=80 => {
                 let (name, r) = self.checkout_step(key.as_deref()).await;
-                self.tally(step, name, r, |e| e.code(), crate::checkout::client_caused);
+                self.tally(step, name, r, |e| e.code(), super::checkout::client_caused);
                 Ok(())
             }
             81..=84 => {

@@ -5,7 +5,7 @@ pub mod signer;
 
 pub use services::{
     FixedRates, ManualClock, MemoryNotifier, MemoryPayouts, OsEntropy, PayoutFault, SeededEntropy,
-    SystemClock,
+    ShiftedClock, SystemClock,
 };
 pub use signer::LocalSigner;
 pub mod store;

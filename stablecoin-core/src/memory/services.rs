@@ -291,6 +291,30 @@ impl Clock for SystemClock {
     }
 }
 
+/// The system clock, moved forward by what its owner asks: time flows as usual, and a
+/// test can jump past a cache's lifetime or an expiry instead of sleeping through it
+/// (a [`ManualClock`] would stop every timer of a live server that reads the clock).
+#[derive(Debug, Default)]
+pub struct ShiftedClock(AtomicI64);
+
+impl ShiftedClock {
+    /// The system clock, not shifted yet.
+    pub fn new() -> Self {
+        ShiftedClock(AtomicI64::new(0))
+    }
+    /// Moves the clock forward by `ms` milliseconds, for good.
+    pub fn advance_ms(&self, ms: i64) {
+        assert!(ms >= 0, "a shifted clock only moves forward");
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ShiftedClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(SystemClock.now().0 + self.0.load(Ordering::SeqCst))
+    }
+}
+
 /// A clock that moves only when told to.
 #[derive(Debug)]
 pub struct ManualClock(AtomicI64);

@@ -2,7 +2,7 @@
 //! once even across a crash, retried with backoff, erased once accepted, and never
 //! printed.
 
-use crate::harness::{H, harness, phone};
+use super::harness::{H, harness, phone};
 use async_trait::async_trait;
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::domain::otp::CodeKey;

@@ -1,7 +1,7 @@
 //! A whole escrow world: MemoryStore, ManualClock, SeededEntropy, LocalSigner, the core
 //! engine (tenants, wallets) over a simulated EVM rail, and the TRON rail escrow runs on:
 //! simulated, or the real `TronRail` on the local TRON node ([`chain`]), as the test
-//! crate's `BACKEND` constant says.
+//! parent module's `BACKEND` constant says.
 #![allow(dead_code)]
 
 pub mod chain;
@@ -70,7 +70,7 @@ impl World {
         let clock = Arc::new(ManualClock::new(START));
         let signer = Arc::new(LocalSigner::from_seed([42; 32]));
         let dyn_signer: Arc<dyn Signer> = signer.clone();
-        let tron = Arc::new(match crate::BACKEND {
+        let tron = Arc::new(match super::BACKEND {
             Backend::Sim => TestChain::sim(dyn_signer.clone()),
             Backend::Tron => {
                 TestChain::tron(dyn_signer.clone(), store.clone(), clock.clone()).await

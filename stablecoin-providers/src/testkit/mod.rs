@@ -210,12 +210,15 @@ async fn post_form(url: &str, body: &str, headers: &[(String, String)]) -> Optio
 /// background (a payout provider's result callback: late, repeated, or with `times`
 /// 0, never). The task's result is the status of each answer (0: no answer).
 #[cfg(any(feature = "mpesa", feature = "mtn-momo"))]
+/// `answered` counts each callback once its receiver answered (or the attempt failed):
+/// the event a test waits for before checking that a late callback changed nothing.
 pub(crate) fn send_json_later(
     url: String,
     method: reqwest::Method,
     body: String,
     delay: Duration,
     times: usize,
+    answered: Arc<std::sync::atomic::AtomicUsize>,
 ) -> tokio::task::JoinHandle<Vec<u16>> {
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;
@@ -228,6 +231,7 @@ pub(crate) fn send_json_later(
                 .send()
                 .await;
             statuses.push(res.map(|r| r.status().as_u16()).unwrap_or(0));
+            answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         statuses
     })

@@ -76,6 +76,8 @@ struct Inner {
     hold: bool,
     lose_answers: bool,
     payment_callbacks: (usize, Duration),
+    /// Callbacks (results) sent and answered so far, of every payment.
+    callbacks_answered: Arc<std::sync::atomic::AtomicUsize>,
     query_results: (usize, Duration),
     next: u64,
 }
@@ -124,6 +126,7 @@ impl FakeMpesa {
                 hold: false,
                 lose_answers: false,
                 payment_callbacks: (1, Duration::ZERO),
+                callbacks_answered: Arc::default(),
                 query_results: (1, Duration::ZERO),
                 next: 0,
             }),
@@ -203,6 +206,16 @@ impl FakeMpesa {
     /// is final. Default: once, at once.
     pub fn set_payment_callbacks(&self, times: usize, delay: Duration) {
         self.state.lock().payment_callbacks = (times, delay);
+    }
+
+    /// Callbacks (results) this fake has sent and had answered (or failed to deliver)
+    /// so far: the event a test waits for instead of sleeping until a late callback has
+    /// surely come.
+    pub fn callbacks_answered(&self) -> usize {
+        self.state
+            .lock()
+            .callbacks_answered
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Each status query's result is POSTed `times` times (0: never), `delay` after
@@ -342,6 +355,7 @@ fn post_payment_result(g: &Inner, id: &str) {
         body,
         delay,
         times,
+        g.callbacks_answered.clone(),
     );
 }
 
@@ -530,7 +544,14 @@ async fn query(
     result["ReferenceData"] = json!({"ReferenceItem": {"Key": "Occasion"}});
     let (times, delay) = g.query_results;
     let body = json!({ "Result": result }).to_string();
-    send_json_later(result_url, reqwest::Method::POST, body, delay, times);
+    send_json_later(
+        result_url,
+        reqwest::Method::POST,
+        body,
+        delay,
+        times,
+        g.callbacks_answered.clone(),
+    );
     drop(g);
     axum::Json(json!({
         "OriginatorConversationID": originator,

@@ -64,6 +64,8 @@ struct Inner {
     hold: bool,
     lose_answers: bool,
     callbacks: (usize, Duration),
+    /// Callbacks (results) sent and answered so far, of every payment.
+    callbacks_answered: Arc<std::sync::atomic::AtomicUsize>,
     next: u64,
 }
 
@@ -109,6 +111,7 @@ impl FakeMtnMomo {
                 hold: false,
                 lose_answers: false,
                 callbacks: (1, Duration::ZERO),
+                callbacks_answered: Arc::default(),
                 next: 0,
             }),
         });
@@ -184,6 +187,16 @@ impl FakeMtnMomo {
     /// it is final. Default: once, at once.
     pub fn set_callbacks(&self, times: usize, delay: Duration) {
         self.state.lock().callbacks = (times, delay);
+    }
+
+    /// Callbacks (results) this fake has sent and had answered (or failed to deliver)
+    /// so far: the event a test waits for instead of sleeping until a late callback has
+    /// surely come.
+    pub fn callbacks_answered(&self) -> usize {
+        self.state
+            .lock()
+            .callbacks_answered
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// How many times the payout `external_id` was paid (0 or 1 unless something
@@ -306,6 +319,7 @@ fn send_callback(g: &Inner, reference: &str) {
         body.to_string(),
         delay,
         times,
+        g.callbacks_answered.clone(),
     );
 }
 

@@ -13,8 +13,8 @@ use serde_json::Value;
 use stablecoin_core::domain::ids::{ApiKeyId, TenantId};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::engine::{KeyKind, KeyMode};
-use stablecoin_core::memory::MemoryStore;
-use stablecoin_server::{App, Config};
+use stablecoin_core::memory::{MemoryStore, ShiftedClock};
+use stablecoin_server::{App, BuildOptions, Config};
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
@@ -159,6 +159,24 @@ pub async fn start() -> Server {
 pub async fn start_with(config: Config) -> Server {
     let app = App::build(config).await.expect("app builds");
     serve(app).await
+}
+
+/// Builds the app on a clock the test can move forward, to jump past a cache's
+/// lifetime or an expiry instead of sleeping through it.
+pub async fn build_shifted(config: Config) -> (App, Arc<ShiftedClock>) {
+    let clock = Arc::new(ShiftedClock::new());
+    let options = BuildOptions {
+        clock: Some(clock.clone()),
+        ..Default::default()
+    };
+    let app = App::build_with(config, options).await.expect("app builds");
+    (app, clock)
+}
+
+/// [`start_with`] on a clock the test can move forward ([`build_shifted`]).
+pub async fn start_shifted(config: Config) -> (Server, Arc<ShiftedClock>) {
+    let (app, clock) = build_shifted(config).await;
+    (serve(app).await, clock)
 }
 
 pub async fn serve(app: App) -> Server {
