@@ -34,6 +34,8 @@ if ! "$VENV/bin/schemathesis" --version 2>/dev/null | grep -q "$ST_VERSION"; the
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$ST_VERSION"
 fi
 "$VENV/bin/schemathesis" --version
+# scripts/test installs it in the background while the tests build.
+[ "${ST_ONLY_INSTALL:-0}" = 1 ] && exit 0
 
 # scripts/test passes the server `cargo test --workspace` just built (ST_SERVER_BIN), so
 # nothing is compiled again; alone, the script builds it.

@@ -11,9 +11,9 @@
 # Installs PostgreSQL from Debian's packages when it is missing, starts a private cluster
 # as the `postgres` user (initdb in a temp dir, listening on 127.0.0.1 on a free port,
 # unix socket in the temp dir, trust auth), exports STABLECOIN_TEST_PG_URL, runs
-# `cargo test -p stablecoin-store --features postgres` and
-# `cargo test -p stablecoin-server --test shared_chain --test concurrency --test kill`,
-# and stops and removes the cluster on exit, whatever happens. The cluster keeps
+# `cargo test -p stablecoin-store --features postgres` and the server's `shared_chain`,
+# `concurrency` and `kill` tests (scripts/test runs the whole suite under `--run`
+# instead), and stops and removes the cluster on exit, whatever happens. The cluster keeps
 # PostgreSQL's durable defaults (fsync on, synchronous_commit on), so bench numbers are
 # honest.
 set -euo pipefail
@@ -109,6 +109,6 @@ elif [ "${1:-}" = "--bench" ]; then
 else
   echo "== cargo test -p stablecoin-store --features postgres $*"
   cargo test -p stablecoin-store --features postgres "$@"
-  echo "== cargo test -p stablecoin-server --test shared_chain --test concurrency --test kill $*"
-  cargo test -p stablecoin-server --test shared_chain --test concurrency --test kill "$@"
+  echo "== cargo test -p stablecoin-server --test integration: shared_chain, concurrency, kill $*"
+  cargo test -p stablecoin-server --test integration "$@" -- shared_chain:: concurrency:: kill::
 fi

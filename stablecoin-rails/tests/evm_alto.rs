@@ -415,7 +415,7 @@ async fn transfers_per_sec(w: &World, rail: &EvmRail, tag: &str, n: usize) -> f6
 
 /// BENCHMARKS.md, "EVM rail": transfers settled per second through Alto, beside the
 /// self-bundled rate on the same kind of Anvil in the same run.
-/// `cargo test -p stablecoin-rails --features evm-test --test evm_alto -- --ignored
+/// `cargo test -p stablecoin-rails --features evm-test --test integration -- evm_alto:: --ignored
 /// --nocapture` (env `EVM_BENCH_TRANSFERS`, default 300).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark: run on purpose"]

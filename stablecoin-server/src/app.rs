@@ -454,9 +454,10 @@ impl App {
         let limits = self.state.config.http.serve_limits();
         let result = crate::listener::serve(listener, self.router(), limits, shutdown).await;
         let _ = stop_tx.send(true);
-        if let Some(done) = worker {
-            // Err: the thread ended without saying so (it panicked); nothing to wait for.
-            let _ = done.await;
+        if let Some(thread) = worker {
+            // Joined, not only signalled: when serve returns, no worker thread is left
+            // (http_api checks). Err: the thread panicked; nothing more to wait for.
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
         }
         tracing::info!("stopped");
         result
@@ -481,7 +482,8 @@ fn worker_runtime(nice: i32) -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// Starts the workers on a runtime of their own, at the lower CPU priority
-/// `worker_nice`; the receiver resolves once they have stopped.
+/// `worker_nice`; joining the returned thread waits until they have stopped and every
+/// thread of their runtime has exited.
 ///
 /// Why not tasks on the API's runtime: with a settlement backlog the workers always
 /// have work, and on the API's threads they took CPU from requests exactly when load is
@@ -494,8 +496,7 @@ fn worker_runtime(nice: i32) -> std::io::Result<tokio::runtime::Runtime> {
 fn spawn_workers(
     state: AppState,
     stop: watch::Receiver<bool>,
-) -> std::io::Result<tokio::sync::oneshot::Receiver<()>> {
-    let (done, stopped) = tokio::sync::oneshot::channel();
+) -> std::io::Result<std::thread::JoinHandle<()>> {
     let nice = state.config.worker_nice;
     let runtime = worker_runtime(nice)?;
     std::thread::Builder::new()
@@ -548,9 +549,7 @@ fn spawn_workers(
                 || metrics.worker_panicked(),
                 || *stop.borrow(),
             );
-            let _ = done.send(());
-        })?;
-    Ok(stopped)
+        })
 }
 
 /// Runs `round` (the worker loop) until it returns; a panic is counted (`on_panic`),

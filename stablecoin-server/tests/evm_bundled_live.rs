@@ -51,8 +51,12 @@ async fn the_operations_of_one_tick_share_a_bundle_and_each_settles() {
     let treasury = w.account(&KeyPurpose::Treasury).await;
     w.mint(w.usdc, &treasury, 1_000_000_000).await;
     let phones: Vec<String> = (1..=6).map(|i| format!("+22507000009{i:02}")).collect();
+    let mut addresses = Vec::new();
     for p in &phones {
-        s.provision(&t.live, p).await;
+        let provisioned = s.provision(&t.live, p).await;
+        let address: stablecoin_rails::evm::EvmAddress =
+            provisioned["address"].as_str().unwrap().parse().unwrap();
+        addresses.push(address);
     }
     // Six fundings queued, then one tick: one batch, bundled together.
     let mut ids = Vec::new();
@@ -118,5 +122,13 @@ async fn the_operations_of_one_tick_share_a_bundle_and_each_settles() {
             stablecoin_core::domain::money::Micros(10_000_000 + got.0).to_decimal_string()
         };
         assert_eq!(bal["balance_usdc"], expected.as_str(), "{p}: {bal}");
+        // ... and the chain holds exactly that at the wallet's address.
+        let on_chain = w.usdc_of(&addresses[i]).await;
+        assert_eq!(
+            on_chain,
+            u128::from(common::m(&expected).0),
+            "{p}: the token's balanceOf({}) on Anvil",
+            addresses[i]
+        );
     }
 }

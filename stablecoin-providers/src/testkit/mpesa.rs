@@ -76,7 +76,8 @@ struct Inner {
     hold: bool,
     lose_answers: bool,
     payment_callbacks: (usize, Duration),
-    /// Callbacks (results) sent and answered so far, of every payment.
+    /// Payment results (the `ResultURL` callbacks of payments, not of status queries)
+    /// sent and answered so far.
     callbacks_answered: Arc<std::sync::atomic::AtomicUsize>,
     query_results: (usize, Duration),
     next: u64,
@@ -208,8 +209,8 @@ impl FakeMpesa {
         self.state.lock().payment_callbacks = (times, delay);
     }
 
-    /// Callbacks (results) this fake has sent and had answered (or failed to deliver)
-    /// so far: the event a test waits for instead of sleeping until a late callback has
+    /// Payment results (not status-query results) this fake has sent and had answered
+    /// (or failed to deliver) so far: the event a test waits for instead of sleeping until a late callback has
     /// surely come.
     pub fn callbacks_answered(&self) -> usize {
         self.state
@@ -550,7 +551,8 @@ async fn query(
         body,
         delay,
         times,
-        g.callbacks_answered.clone(),
+        // Not a payment's callback: not counted by `callbacks_answered`.
+        Arc::default(),
     );
     drop(g);
     axum::Json(json!({

@@ -14,5 +14,6 @@
 # compiles litesvm.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-cargo test -p stablecoin-rails --features solana-test --lib --test solana_fixtures \
-  --test solana_litesvm --test solana_json_rpc --test solana_engine "$@"
+# The crate's one integration-test binary, its Solana modules (solana_fixtures::,
+# solana_litesvm::, solana_json_rpc::, solana_engine::) and the library's solana tests.
+cargo test -p stablecoin-rails --features solana-test --lib --test integration "$@" -- solana

@@ -10,7 +10,8 @@
 //! the directory.
 //!
 //! Without `/usr/bin/chromium`, `launch` prints a notice and returns None (the test
-//! skips), unless `REQUIRE_CHROMIUM=1` (scripts/test sets it): then it panics.
+//! skips), unless `REQUIRE_CHROMIUM` is set to anything but `0` or
+//! `false` (scripts/test sets it): then it panics.
 //!
 //! Screenshots go to `target/screenshots/<test>/NN-<state>.png` ([`Browser::shot`]).
 
@@ -51,12 +52,19 @@ pub struct Browser {
 
 static LAUNCHES: AtomicU32 = AtomicU32::new(0);
 
+/// Whether a missing Chromium fails the test: `REQUIRE_CHROMIUM` set to anything but
+/// empty, `0` or `false` (`1`, `yes`, `true`: whatever a CI script says).
+pub fn chromium_required() -> bool {
+    std::env::var("REQUIRE_CHROMIUM")
+        .is_ok_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false"))
+}
+
 impl Browser {
     /// Starts Chromium for the test `test_name` (its screenshots' folder), or None, with
-    /// a notice, when Chromium is not installed and `REQUIRE_CHROMIUM` is not `1`.
+    /// a notice, when Chromium is not installed and not required ([`chromium_required`]).
     pub async fn launch(test_name: &str) -> Option<Browser> {
         if !Path::new(CHROMIUM).exists() {
-            if std::env::var("REQUIRE_CHROMIUM").as_deref() == Ok("1") {
+            if chromium_required() {
                 panic!(
                     "{CHROMIUM} is missing and REQUIRE_CHROMIUM=1: run scripts/install-chromium.sh"
                 );
