@@ -23,7 +23,8 @@ use crate::token::{TokenCache, clip, read_token_answer, transport};
 use async_trait::async_trait;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
-use stablecoin_core::ports::{Payout, PayoutError, PayoutProvider, PayoutStatus};
+use stablecoin_core::ports::{Clock, Payout, PayoutError, PayoutProvider, PayoutStatus};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The sandbox API base.
@@ -217,6 +218,13 @@ impl MtnMomoDisbursement {
             http,
             token: TokenCache::new(),
         })
+    }
+
+    /// Measures the access token's lifetime on `clock` instead of the system clock, so a
+    /// test can move past the renewal point instead of sleeping until it.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.token.set_clock(clock);
+        self
     }
 
     /// Parses a callback body (PUT or POST to `X-Callback-Url`: the status GET's

@@ -2,15 +2,29 @@
 //! shape, and how a transport failure maps to `PayoutError::Unknown`.
 
 use serde::Deserialize;
-use stablecoin_core::ports::PayoutError;
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::ports::{Clock, PayoutError};
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// An access token and when to stop using it.
+/// An access token and when to stop using it (on the cache's clock).
 struct Cached {
     token: String,
-    until: Instant,
+    until: Timestamp,
+}
+
+/// The operating system's wall clock: the token cache's default.
+struct WallClock;
+
+impl Clock for WallClock {
+    fn now(&self) -> Timestamp {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        Timestamp(ms)
+    }
 }
 
 /// One access token shared by every call, fetched once and used until shortly before
@@ -19,6 +33,7 @@ struct Cached {
 pub(crate) struct TokenCache {
     slot: tokio::sync::Mutex<Option<Cached>>,
     fetches: AtomicUsize,
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for TokenCache {
@@ -35,7 +50,14 @@ impl TokenCache {
         TokenCache {
             slot: tokio::sync::Mutex::new(None),
             fetches: AtomicUsize::new(0),
+            clock: Arc::new(WallClock),
         }
+    }
+
+    /// Measures the token's lifetime on `clock` (a test moves it forward instead of
+    /// sleeping until the token is due for renewal).
+    pub(crate) fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        self.clock = clock;
     }
 
     /// The cached token, or a new one from `fetch` (the token and its lifetime) when
@@ -47,7 +69,7 @@ impl TokenCache {
     {
         let mut slot = self.slot.lock().await;
         if let Some(c) = slot.as_ref()
-            && Instant::now() < c.until
+            && self.clock.now() < c.until
         {
             return Ok(c.token.clone());
         }
@@ -55,7 +77,10 @@ impl TokenCache {
         let (token, lifetime) = fetch().await?;
         *slot = Some(Cached {
             token: token.clone(),
-            until: Instant::now() + usable_for(lifetime),
+            until: self
+                .clock
+                .now()
+                .plus_millis(i64::try_from(usable_for(lifetime).as_millis()).unwrap_or(i64::MAX)),
         });
         Ok(token)
     }

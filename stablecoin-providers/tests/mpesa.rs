@@ -4,6 +4,7 @@
 use rust_decimal::Decimal;
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::phone::Phone;
+use stablecoin_core::memory::ShiftedClock;
 use stablecoin_core::ports::{Payout, PayoutError, PayoutProvider, PayoutStatus};
 use stablecoin_providers::mpesa::{MpesaB2c, MpesaConfig, MpesaResults, Recorded};
 use stablecoin_providers::testkit::{Behaviour, FakeMpesa};
@@ -364,10 +365,14 @@ async fn one_token_serves_many_calls_and_is_refreshed_on_expiry_and_on_401() {
     assert_eq!(fake.paid_count("wd_t5"), 1);
     // A short-lived token is replaced before it expires.
     fake.set_token_ttl(1);
-    let b = MpesaB2c::new(config(&fake, &host), host.results.clone()).unwrap();
+    // The token's lifetime runs on a clock the test moves (no sleeping until 0.8 s).
+    let clock = Arc::new(ShiftedClock::new());
+    let b = MpesaB2c::new(config(&fake, &host), host.results.clone())
+        .unwrap()
+        .with_clock(clock.clone());
     b.submit(&payout("wd_t6", "10")).await.unwrap();
     assert_eq!(fake.token_requests(), 3);
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    clock.advance_ms(900);
     b.submit(&payout("wd_t7", "10")).await.unwrap();
     assert_eq!(
         fake.token_requests(),

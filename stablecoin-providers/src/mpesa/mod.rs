@@ -60,7 +60,7 @@ use crate::token::{TokenCache, clip, read_token_answer, transport};
 use async_trait::async_trait;
 use results::QueryOutcome;
 use serde::Deserialize;
-use stablecoin_core::ports::{Payout, PayoutError, PayoutProvider, PayoutStatus};
+use stablecoin_core::ports::{Clock, Payout, PayoutError, PayoutProvider, PayoutStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -207,6 +207,13 @@ impl MpesaB2c {
             token: TokenCache::new(),
             results,
         })
+    }
+
+    /// Measures the access token's lifetime on `clock` instead of the system clock, so a
+    /// test can move past the renewal point instead of sleeping until it.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.token.set_clock(clock);
+        self
     }
 
     /// The store the host's `ResultURL` route records into.
