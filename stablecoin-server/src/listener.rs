@@ -99,9 +99,14 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let timeout = Duration::from_millis(limits.request_timeout_ms);
-    let router = router.layer(axum::middleware::from_fn(move |req, next| {
-        time_limit(timeout, req, next)
-    }));
+    let router = router
+        .layer(axum::middleware::from_fn(move |req, next| {
+            time_limit(timeout, req, next)
+        }))
+        // The time limit's own answer gets the headers every response carries too.
+        .layer(axum::middleware::map_response(
+            crate::api::security_headers::apply,
+        ));
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()

@@ -434,5 +434,14 @@ fn check_config_validates_without_starting_anything() {
     ] {
         assert!(err.contains(setting), "{setting} missing from: {err}");
     }
+    assert!(!err.contains("webhooks.allow_networks"), "not set: {err}");
+    // An allow-list of internal networks for webhooks is a development aid only.
+    let refused = run(&[
+        ("STABLECOIN_MODE", "production"),
+        ("STABLECOIN_WEBHOOKS_ALLOW_NETWORKS", "10.0.0.0/8"),
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("webhooks.allow_networks"), "{err}");
     assert!(!dir.join("data").exists(), "nothing was started or created");
 }

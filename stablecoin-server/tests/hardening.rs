@@ -222,3 +222,54 @@ async fn a_send_below_the_rails_minimum_is_400_amount_too_small_before_anything_
         .await
         .expect(404);
 }
+
+/// Every answer over HTTP says `nosniff`, and every JSON answer (successes, errors, the
+/// API description, the fallback) carries a CSP under which it can do nothing as a
+/// page; the pages keep their own policy.
+#[tokio::test]
+async fn every_response_is_nosniff_and_json_carries_a_deny_all_csp() {
+    let s = common::start().await;
+    let t = s.tenant("Acme", "0").await;
+    let json_csp = "default-src 'none'; frame-ancestors 'none'";
+    let json_answers = [
+        s.send(Method::GET, "/health/live", None, None, &[]).await,
+        s.send(Method::GET, "/openapi.json", None, None, &[]).await,
+        s.send(Method::GET, "/v2/nothing", None, None, &[]).await,
+        s.send(Method::GET, "/v1/transfers", None, None, &[]).await,
+        s.get(&t.live, "/v1/transfers").await,
+        s.post(&t.live, "/v1/users/provision", "{not json").await,
+    ];
+    for r in &json_answers {
+        let ct = r.header("content-type").unwrap_or_default();
+        assert!(ct.contains("json"), "{} {ct}", r.status);
+        assert_eq!(
+            r.header("x-content-type-options").as_deref(),
+            Some("nosniff"),
+            "{ct}"
+        );
+        assert_eq!(
+            r.header("content-security-policy").as_deref(),
+            Some(json_csp),
+            "{ct}"
+        );
+    }
+    let metrics = s.send(Method::GET, "/metrics", None, None, &[]).await;
+    assert_eq!(
+        metrics.header("x-content-type-options").as_deref(),
+        Some("nosniff")
+    );
+    let page = s
+        .send(Method::GET, "/dashboard/login", None, None, &[])
+        .await;
+    assert!(
+        page.header("content-type")
+            .unwrap_or_default()
+            .contains("text/html")
+    );
+    assert_eq!(
+        page.header("x-content-type-options").as_deref(),
+        Some("nosniff")
+    );
+    let page_csp = page.header("content-security-policy").unwrap_or_default();
+    assert!(!page_csp.is_empty() && page_csp != json_csp, "{page_csp}");
+}

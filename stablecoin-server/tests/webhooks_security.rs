@@ -85,6 +85,13 @@ async fn internal_urls_are_refused_at_registration() {
         "https://[::1]/hooks",
         "https://[::ffff:127.0.0.1]/hooks",
         "https://[::ffff:169.254.169.254]/hooks",
+        // IPv4-translated (RFC 2765), local-use NAT64 (RFC 8215) and 6to4 spellings of
+        // private and metadata addresses.
+        "https://[::ffff:0:127.0.0.1]/hooks",
+        "https://[::ffff:0:169.254.169.254]/hooks",
+        "https://[64:ff9b:1::a00:1]/hooks",
+        "https://[64:ff9b:1::a9fe:a9fe]/hooks",
+        "https://[2002:a00:1::1]/hooks",
         "https://[fd00::1]/hooks",
         "https://[fe80::1]/hooks",
         "https://0.0.0.0/hooks",

@@ -57,18 +57,27 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
     // Forms that carry an IPv4 address are judged by that address: ::ffff:a.b.c.d
-    // (mapped), ::a.b.c.d (compatible, deprecated), 64:ff9b::/96 (NAT64).
+    // (mapped), ::ffff:0:a.b.c.d (translated, RFC 2765), ::a.b.c.d (compatible,
+    // deprecated), 64:ff9b::/96 (NAT64).
     if let Some(v4) = ip.to_ipv4_mapped() {
         return is_public_v4(v4);
     }
     let s = ip.segments();
+    let embedded = || Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return is_public_v4(embedded());
+    }
+    // The local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215) translates to the operator's
+    // own IPv4 networks, at a position its prefix length decides: never a public target.
+    if s[..3] == [0x64, 0xff9b, 1] {
+        return false;
+    }
     if s[..6] == [0, 0, 0, 0, 0, 0] {
         // ::, ::1 and the deprecated IPv4-compatible addresses: never a webhook target.
         return false;
     }
     if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        let v4 = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-        return is_public_v4(v4);
+        return is_public_v4(embedded());
     }
     let special = (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
         || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
@@ -399,6 +408,13 @@ mod tests {
             "::ffff:10.0.0.1",
             "::ffff:169.254.169.254",
             "64:ff9b::a9fe:a9fe",
+            "::ffff:0:127.0.0.1",
+            "::ffff:0:10.0.0.1",
+            "::ffff:0:a9fe:a9fe",
+            "64:ff9b:1::a00:1",
+            "64:ff9b:1:ffff::808:808",
+            "2002:a00:1::1",
+            "2002:a9fe:a9fe::",
             "fc00::1",
             "fd12:3456::1",
             "fe80::1",
@@ -427,6 +443,7 @@ mod tests {
             "223.255.255.255",
             "::ffff:8.8.8.8",
             "64:ff9b::808:808",
+            "::ffff:0:8.8.8.8",
             "2606:4700:4700::1111",
             "2a00:1450:4001::200e",
         ] {

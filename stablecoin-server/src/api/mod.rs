@@ -10,6 +10,7 @@ pub mod health;
 pub mod intake;
 pub mod reconciliation;
 pub mod schemas;
+pub mod security_headers;
 pub mod staff;
 pub mod swaps;
 pub mod topups;
@@ -338,5 +339,7 @@ pub fn build_router(state: AppState) -> Router {
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             panic_response,
         ))
+        // Outermost: even a panic's answer carries `nosniff` (and, as JSON, the CSP).
+        .layer(axum::middleware::map_response(security_headers::apply))
         .with_state(state)
 }

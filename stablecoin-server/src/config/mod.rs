@@ -106,7 +106,7 @@
 //! | `limits.min_send_solana` | `STABLECOIN_MIN_SEND_SOLANA` | `"0.10"` |
 //! | `limits.rent_quota_per_tenant` | `STABLECOIN_RENT_QUOTA_PER_TENANT` | `1000` Solana provisionings per tenant per window (then 429 RATE_LIMITED) |
 //! | `limits.rent_quota_window_ms` | file only | `86400000` |
-//! | `webhooks.allow_networks` | `STABLECOIN_WEBHOOKS_ALLOW_NETWORKS` | empty: webhooks reach public addresses only, over https (comma-separated networks also allowed, e.g. `127.0.0.1/32,::1/128` for a receiver on this machine; plain http only to an allowed loopback address) |
+//! | `webhooks.allow_networks` | `STABLECOIN_WEBHOOKS_ALLOW_NETWORKS` | empty: webhooks reach public addresses only, over https (comma-separated networks also allowed, e.g. `127.0.0.1/32,::1/128` for a receiver on this machine; plain http only to an allowed loopback address; refused in production mode) |
 //! | `webhooks.timeout_ms` | `STABLECOIN_WEBHOOKS_TIMEOUT_MS` | `10000` (one delivery attempt) |
 //! | `webhooks.concurrency` | `STABLECOIN_WEBHOOKS_CONCURRENCY` | `16` (attempts in flight) |
 //! | `webhooks.endpoint_concurrency` | `STABLECOIN_WEBHOOKS_ENDPOINT_CONCURRENCY` | `4` (attempts in flight to one endpoint) |

@@ -122,6 +122,11 @@ impl Config {
                 "master_seed: the API process holds no key material in production (the seed belongs to the signing service)".into(),
             );
         }
+        if !self.webhooks.allow_networks.trim().is_empty() || self.webhooks_allow_loopback_http {
+            out.push(
+                "webhooks.allow_networks: lets tenants' webhooks reach internal networks; production delivers to public addresses only (leave it empty, and webhooks_allow_loopback_http false)".into(),
+            );
+        }
         out
     }
 
@@ -327,6 +332,20 @@ mod tests {
         "master_seed",
         Some(|c| c.master_seed = None)
     );
+
+    /// Webhooks reach public addresses only in production: an allow-list of internal
+    /// networks (or the deprecated loopback switch) is refused, by name.
+    #[test]
+    fn an_internal_webhook_allow_list_is_refused() {
+        let c = production();
+        assert!(!refused(&c, "webhooks.allow_networks"));
+        let mut listed = production();
+        listed.webhooks.allow_networks = "10.0.0.0/8".into();
+        assert!(refused(&listed, "webhooks.allow_networks"));
+        let mut loopback = production();
+        loopback.webhooks_allow_loopback_http = true;
+        assert!(refused(&loopback, "webhooks.allow_networks"));
+    }
 
     #[test]
     fn development_mode_refuses_nothing_and_the_default_is_development() {
