@@ -22,7 +22,7 @@ use stablecoin_webhooks::Family;
 use std::sync::Arc;
 
 const SEED: u8 = 0x6c;
-const INTAKE: &str = "whsec_scanner";
+const INTAKE: &str = "whsec_scanner-0123456789abcdef-012345678";
 
 struct Live {
     s: Server,

@@ -10,6 +10,9 @@ use stablecoin_core::domain::money::Token;
 use stablecoin_core::ports::{ChainAddress, RailId};
 use stablecoin_webhooks::Family;
 
+/// The deposit intake's shared secret (at least 32 characters: start-up refuses less).
+const INTAKE_SECRET: &str = "whsec_intake-0123456789abcdef-0123456789";
+
 fn session_body(amount: &str) -> String {
     json!({"amount": amount, "currency": "USDC", "reference": "order-1",
         "description": "Two coffees", "customer_name": "Ada", "customer_email": "ada@example.com",
@@ -414,7 +417,7 @@ async fn a_session_paid_on_chain_sends_signed_payments_webhooks_in_order() {
 #[tokio::test]
 async fn the_intake_follows_the_receiver_rules() {
     let mut c = test_config();
-    c.checkout.intake_secret = Some("whsec_intake".into());
+    c.checkout.intake_secret = Some(INTAKE_SECRET.into());
     let s = start_with(c).await;
     let acme = s.tenant("Acme", "0").await;
     let created = s
@@ -433,7 +436,7 @@ async fn the_intake_follows_the_receiver_rules() {
     let base = s.treasury(&acme).await.get();
     let post = |body: Value, sign: bool| {
         let body = body.to_string();
-        let sig = hex_hmac("whsec_intake", body.as_bytes());
+        let sig = hex_hmac(INTAKE_SECRET, body.as_bytes());
         let s = &s;
         async move {
             let h: Vec<(&str, &str)> = if sign {
@@ -523,7 +526,7 @@ async fn the_intake_follows_the_receiver_rules() {
         r.expect(200);
         assert_eq!(r.json()["message"], "ignored", "{partial}");
     }
-    let sig = hex_hmac("whsec_intake", b"[1]");
+    let sig = hex_hmac(INTAKE_SECRET, b"[1]");
     let r = s
         .send(
             reqwest::Method::POST,

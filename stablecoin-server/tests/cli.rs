@@ -435,6 +435,43 @@ fn check_config_validates_without_starting_anything() {
         assert!(err.contains(setting), "{setting} missing from: {err}");
     }
     assert!(!err.contains("webhooks.allow_networks"), "not set: {err}");
+    // Secrets that guard money or the operator's view: empty or short ones stop the
+    // start, in every mode, naming the setting (an empty intake secret let anyone sign
+    // a deposit report that credits a treasury).
+    for (var, value, setting) in [
+        (
+            "STABLECOIN_CHECKOUT_INTAKE_SECRET",
+            "",
+            "checkout.intake_secret",
+        ),
+        (
+            "STABLECOIN_CHECKOUT_INTAKE_SECRET",
+            "whsec_short",
+            "checkout.intake_secret",
+        ),
+        (
+            "STABLECOIN_METRICS_TOKEN",
+            "metrics-token-0123456789",
+            "metrics_token",
+        ),
+    ] {
+        let refused = run(&[(var, value)]);
+        assert_eq!(refused.status.code(), Some(2), "{var}={value:?}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(err.contains(setting), "{var}={value:?}: {err}");
+        assert!(
+            value.is_empty() || !err.contains(value),
+            "the secret is not echoed: {err}"
+        );
+    }
+    let long = "whsec_intake-0123456789abcdef-0123456789";
+    let ok = run(&[("STABLECOIN_CHECKOUT_INTAKE_SECRET", long)]);
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     // An allow-list of internal networks for webhooks is a development aid only.
     let refused = run(&[
         ("STABLECOIN_MODE", "production"),

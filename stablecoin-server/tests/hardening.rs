@@ -96,7 +96,7 @@ async fn a_connection_that_sends_no_request_is_closed_after_the_header_timeout()
 #[tokio::test]
 async fn metrics_can_be_put_behind_a_token() {
     let mut config = common::test_config();
-    config.metrics_token = Some(Secret::new("metrics-token-0123456789"));
+    config.metrics_token = Some(Secret::new("metrics-token-0123456789abcdef-012345"));
     let s = common::start_with(config).await;
     s.send(Method::GET, "/metrics", None, None, &[])
         .await
@@ -116,7 +116,10 @@ async fn metrics_can_be_put_behind_a_token() {
             "/metrics",
             None,
             None,
-            &[("Authorization", "Bearer metrics-token-0123456789")],
+            &[(
+                "Authorization",
+                "Bearer metrics-token-0123456789abcdef-012345",
+            )],
         )
         .await;
     r.expect(200);

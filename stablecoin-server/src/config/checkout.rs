@@ -47,6 +47,27 @@ impl fmt::Debug for CheckoutSettings {
 }
 
 impl CheckoutSettings {
+    /// The shortest intake secret accepted: whoever holds it credits tenants' treasuries
+    /// by reporting deposits, so it is a key, not a password (an empty one would let
+    /// anyone sign a report).
+    pub const MIN_INTAKE_SECRET_LEN: usize = 32;
+
+    /// Why these settings cannot be used, if they cannot.
+    pub fn problem(&self) -> Option<String> {
+        if self
+            .intake_secret
+            .as_ref()
+            .is_some_and(|s| s.trim().len() < Self::MIN_INTAKE_SECRET_LEN)
+        {
+            return Some(format!(
+                "checkout.intake_secret must be at least {} characters (whoever can sign \
+                 a deposit report credits a tenant's treasury)",
+                Self::MIN_INTAKE_SECRET_LEN
+            ));
+        }
+        None
+    }
+
     /// The engine's settings (the host fills in the worker's batch, lease and name).
     pub fn engine_config(&self) -> CheckoutConfig {
         CheckoutConfig {

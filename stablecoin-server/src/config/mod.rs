@@ -85,7 +85,7 @@
 //! | `demo.treasury_credit` | `STABLECOIN_DEMO_TREASURY_CREDIT` | `10000` (USDC and USDT) |
 //! | `admin.token` | `STABLECOIN_ADMIN_TOKEN` | none: the staff routes (`/admin/v1/...`) answer 404 (set it, at least 32 characters, to open them with `Authorization: Bearer <token>`) |
 //! | `admin.topup_ttl_hours` (1-720) | `STABLECOIN_ADMIN_TOPUP_TTL_HOURS` | `24` (how long a top-up quote can be confirmed) |
-//! | `metrics_token` | `STABLECOIN_METRICS_TOKEN` | none: `/metrics` is public (set it to require `Authorization: Bearer <token>`) |
+//! | `metrics_token` | `STABLECOIN_METRICS_TOKEN` | none: `/metrics` is public (set it, 32+ characters, to require `Authorization: Bearer <token>`) |
 //! | `http.header_read_timeout_ms` | `STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS` | `10000` |
 //! | `http.request_timeout_ms` | `STABLECOIN_HTTP_REQUEST_TIMEOUT_MS` | `30000` (then 408 REQUEST_TIMEOUT) |
 //! | `http.max_connections` | `STABLECOIN_HTTP_MAX_CONNECTIONS` | `10000` |

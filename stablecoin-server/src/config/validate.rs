@@ -68,9 +68,12 @@ impl Config {
         if self
             .metrics_token
             .as_ref()
-            .is_some_and(|t| t.expose().len() < 16)
+            .is_some_and(|t| t.expose().trim().len() < 32)
         {
-            return bad("metrics_token must be at least 16 characters".into());
+            return bad("metrics_token must be at least 32 characters".into());
+        }
+        if let Some(problem) = self.checkout.problem() {
+            return bad(problem);
         }
         if let Some(problem) = self.admin.problem() {
             return bad(problem);
