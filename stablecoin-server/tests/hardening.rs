@@ -276,3 +276,48 @@ async fn every_response_is_nosniff_and_json_carries_a_deny_all_csp() {
     let page_csp = page.header("content-security-policy").unwrap_or_default();
     assert!(!page_csp.is_empty() && page_csp != json_csp, "{page_csp}");
 }
+
+/// `/health/ready` tells anyone the statuses, and only the holder of the metrics token
+/// the details (each rail's reasons, the reconciliation's counts); a server without a
+/// metrics token shows them to nobody.
+#[tokio::test]
+async fn readiness_details_need_the_metrics_token() {
+    let mut config = common::test_config();
+    config.metrics_token = Some(Secret::new(common::METRICS_TOKEN));
+    let s = common::start_with(config).await;
+    let public = s.send(Method::GET, "/health/ready", None, None, &[]).await;
+    public.expect(200);
+    let j = public.json();
+    assert_eq!(j["status"], "ok");
+    assert_eq!(j["polygon"], "READY");
+    assert!(j.get("rails").is_none(), "{j}");
+    assert!(j.get("reconciliation").is_none(), "{j}");
+    let wrong = s
+        .send(
+            Method::GET,
+            "/health/ready",
+            None,
+            None,
+            &[(
+                "Authorization",
+                "Bearer not-the-metrics-token-0123456789abcdef",
+            )],
+        )
+        .await
+        .json();
+    assert!(wrong.get("rails").is_none(), "{wrong}");
+    let details = s.ready_details().await.json();
+    assert_eq!(details["rails"]["polygon"]["status"], "READY");
+    assert!(details["rails"]["polygon"]["reasons"].is_array());
+    assert!(details["reconciliation"]["status"].is_string(), "{details}");
+
+    let open = common::start().await; // no metrics token
+    let j = open
+        .send(Method::GET, "/health/ready", None, None, &[])
+        .await
+        .json();
+    assert!(
+        j.get("rails").is_none() && j.get("reconciliation").is_none(),
+        "{j}"
+    );
+}

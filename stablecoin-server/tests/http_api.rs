@@ -998,7 +998,9 @@ async fn tron_send_is_503_when_tron_is_not_configured() {
 
 #[tokio::test]
 async fn health_metrics_and_routing_errors() {
-    let s = start().await;
+    let mut c = test_config();
+    c.metrics_token = Some(stablecoin_server::config::Secret::new(METRICS_TOKEN));
+    let s = start_with(c).await;
     let live = s.send(Method::GET, "/health/live", None, None, &[]).await;
     live.expect(200);
     assert_eq!(live.json()["status"], "ok");
@@ -1016,10 +1018,7 @@ async fn health_metrics_and_routing_errors() {
         .sim_rail(RailId::Solana)
         .unwrap()
         .set_monitoring(false);
-    let j = s
-        .send(Method::GET, "/health/ready", None, None, &[])
-        .await
-        .json();
+    let j = s.ready_details().await.json();
     assert_eq!(j["solana"], "DEGRADED");
     assert!(
         !j["rails"]["solana"]["reasons"]
@@ -1028,7 +1027,16 @@ async fn health_metrics_and_routing_errors() {
             .is_empty()
     );
 
-    let metrics = s.send(Method::GET, "/metrics", None, None, &[]).await;
+    let bearer = format!("Bearer {}", METRICS_TOKEN);
+    let metrics = s
+        .send(
+            Method::GET,
+            "/metrics",
+            None,
+            None,
+            &[("Authorization", bearer.as_str())],
+        )
+        .await;
     metrics.expect(200);
     assert!(
         metrics

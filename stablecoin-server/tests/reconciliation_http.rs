@@ -13,8 +13,9 @@ use std::time::Duration;
 
 const ADMIN_TOKEN: &str = "admin-token-0123456789abcdef-0123456789";
 
+/// The reconciliation summary of `/health/ready` (a detail: with the metrics token).
 async fn readiness(s: &common::Server) -> Value {
-    let r = s.send(Method::GET, "/health/ready", None, None, &[]).await;
+    let r = s.ready_details().await;
     r.expect(200);
     r.json()["reconciliation"].clone()
 }
@@ -58,6 +59,9 @@ async fn money_moved_behind_the_ledger_is_reported_to_operators_and_staff() {
     config.run_workers = true;
     config.reconciliation.interval_ms = 100;
     config.admin.token = Some(stablecoin_server::config::Secret::new(ADMIN_TOKEN));
+    config.metrics_token = Some(stablecoin_server::config::Secret::new(
+        common::METRICS_TOKEN,
+    ));
     let s = common::start_with(config).await;
     let t = s.tenant("Acme", "100").await;
     let p = s.provision(&t.live, "+2250700000001").await;
@@ -102,7 +106,16 @@ async fn money_moved_behind_the_ledger_is_reported_to_operators_and_staff() {
         .await
         .expect_err(403, "KEY_KIND_NOT_ALLOWED");
 
-    let metrics = s.send(Method::GET, "/metrics", None, None, &[]).await;
+    let bearer = format!("Bearer {}", common::METRICS_TOKEN);
+    let metrics = s
+        .send(
+            Method::GET,
+            "/metrics",
+            None,
+            None,
+            &[("Authorization", bearer.as_str())],
+        )
+        .await;
     metrics.expect(200);
     let text = metrics.text();
     assert!(
@@ -121,6 +134,9 @@ async fn money_moved_behind_the_ledger_is_reported_to_operators_and_staff() {
 async fn without_workers_readiness_says_disabled_and_staff_can_still_ask() {
     let mut config = common::test_config();
     config.admin.token = Some(stablecoin_server::config::Secret::new(ADMIN_TOKEN));
+    config.metrics_token = Some(stablecoin_server::config::Secret::new(
+        common::METRICS_TOKEN,
+    ));
     let s = common::start_with(config).await;
     assert_eq!(readiness(&s).await["status"], "DISABLED");
     let r = staff_report(&s).await;

@@ -101,9 +101,8 @@ async fn a_production_server_with_the_remote_signer_settles_on_the_real_solana_r
     assert!(!banner.contains(&rpc.url()), "the RPC URL is a secret");
     let s = serve(app).await;
 
-    let ready = s
-        .send(reqwest::Method::GET, "/health/ready", None, None, &[])
-        .await;
+    // The details (`rails`) need the metrics token.
+    let ready = s.ready_details().await;
     assert_eq!(ready.json()["solana"], "READY", "{}", ready.text());
     assert_eq!(ready.json()["polygon"], "READY", "{}", ready.text());
     assert_eq!(ready.json()["mode"], "production");

@@ -208,9 +208,8 @@ async fn a_production_server_with_the_remote_signer_settles_on_the_real_tron_rai
     common::production::real_polygon(&mut config, REMOTE_SEED).await;
     let _providers = common::production::production(&mut config).await;
     let s = serve(App::build(config).await.expect("app builds")).await;
-    let ready = s
-        .send(reqwest::Method::GET, "/health/ready", None, None, &[])
-        .await;
+    // The details (`rails`) need the metrics token.
+    let ready = s.ready_details().await;
     assert_eq!(ready.json()["tron"], "READY", "{}", ready.text());
     assert_eq!(ready.json()["polygon"], "READY", "{}", ready.text());
     assert_eq!(ready.json()["mode"], "production");

@@ -59,11 +59,17 @@ pub async fn live() -> Json<LiveResponse> {
 /// not answer or the workers are STALLED. DISABLED means the rail is not configured.
 /// Readiness does not certify separately deployed custody or deposit-scanner workers.
 /// A real rail's check is cached for a few seconds, and reasons never carry a URL.
+///
+/// Anyone sees the statuses; the details (`rails` with each rail's reasons, and the
+/// last reconciliation's counts) only a caller with `Authorization: Bearer
+/// <metrics_token>`, and nobody on a server without a metrics token: they tell an
+/// outsider how the service's money and nodes stand.
 #[utoipa::path(get, path = "/health/ready", tag = "health",
     responses(
         (status = 200, description = "Serving; per-rail readiness", body = ReadinessResponse),
         (status = 503, description = "Storage unavailable or workers stalled", body = ReadinessResponse)))]
-pub async fn ready(State(app): State<AppState>) -> Response {
+pub async fn ready(State(app): State<AppState>, headers: HeaderMap) -> Response {
+    let details = holds_metrics_token(&app, &headers);
     let workers = if app.config.run_workers {
         app.metrics.worker_health()
     } else {
@@ -106,11 +112,13 @@ pub async fn ready(State(app): State<AppState>) -> Response {
             "DISABLED"
         }
         .into(),
-        rails,
-        reconciliation: super::reconciliation::ReconciliationSummary::of(
-            app.config.run_workers && app.config.reconciliation.enabled,
-            app.engine.last_reconciliation().as_ref(),
-        ),
+        rails: details.then_some(rails),
+        reconciliation: details.then(|| {
+            super::reconciliation::ReconciliationSummary::of(
+                app.config.run_workers && app.config.reconciliation.enabled,
+                app.engine.last_reconciliation().as_ref(),
+            )
+        }),
     };
     let status = if storage_ok && workers_ok {
         StatusCode::OK
@@ -118,6 +126,20 @@ pub async fn ready(State(app): State<AppState>) -> Response {
         StatusCode::SERVICE_UNAVAILABLE
     };
     (status, Json(body)).into_response()
+}
+
+/// Whether the request carries `Authorization: Bearer <metrics_token>` of a server that
+/// has one (compared in constant time). A server without a token has no such caller.
+fn holds_metrics_token(app: &AppState, headers: &HeaderMap) -> bool {
+    let Some(token) = &app.config.metrics_token else {
+        return false;
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    given.as_bytes().ct_eq(token.expose().as_bytes()).into()
 }
 
 /// Prometheus metrics (text exposition format 0.0.4).
@@ -129,21 +151,13 @@ pub async fn ready(State(app): State<AppState>) -> Response {
         (status = 200, description = "Prometheus text", body = String, content_type = "text/plain"),
         (status = 401, description = "METRICS_TOKEN_REQUIRED: the server requires a bearer token", body = crate::error::ErrorBody)))]
 pub async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
-    if let Some(token) = &app.config.metrics_token {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        let ok: bool = given.as_bytes().ct_eq(token.expose().as_bytes()).into();
-        if !ok {
-            return crate::error::ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "METRICS_TOKEN_REQUIRED",
-                "this server's /metrics needs Authorization: Bearer <metrics_token>",
-            )
-            .into_response();
-        }
+    if app.config.metrics_token.is_some() && !holds_metrics_token(&app, &headers) {
+        return crate::error::ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "METRICS_TOKEN_REQUIRED",
+            "this server's /metrics needs Authorization: Bearer <metrics_token>",
+        )
+        .into_response();
     }
     let rails: Vec<(String, String)> = rail_readiness(&app)
         .await

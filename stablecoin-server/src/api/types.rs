@@ -718,11 +718,15 @@ pub struct ReadinessResponse {
     /// minutes: readiness is then 503) or DISABLED (`run_workers = false`).
     #[schema(example = "OK")]
     pub workers: String,
-    /// Every configured rail by name, with the reasons behind its status.
-    pub rails: std::collections::BTreeMap<String, RailReadiness>,
+    /// Every configured rail by name, with the reasons behind its status. Only for a
+    /// caller with `Authorization: Bearer <metrics_token>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rails: Option<std::collections::BTreeMap<String, RailReadiness>>,
     /// The last comparison of the ledger with the chains (a drift does not make
     /// readiness fail; the staff report `GET /admin/v1/reconciliation` has the accounts).
-    pub reconciliation: super::reconciliation::ReconciliationSummary,
+    /// Only for a caller with `Authorization: Bearer <metrics_token>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconciliation: Option<super::reconciliation::ReconciliationSummary>,
 }
 
 /// `GET /health/live`.

@@ -161,6 +161,9 @@ pub async fn start_with(config: Config) -> Server {
     serve(app).await
 }
 
+/// The metrics token of the tests that read `/health/ready`'s details (which need it).
+pub const METRICS_TOKEN: &str = "metrics-token-0123456789abcdef-012345";
+
 /// Builds the app on a clock the test can move forward, to jump past a cache's
 /// lifetime or an expiry instead of sleeping through it.
 pub async fn build_shifted(config: Config) -> (App, Arc<ShiftedClock>) {
@@ -265,6 +268,20 @@ impl Server {
             business_test: bt.secret,
             live_key_id: live.key.id,
         }
+    }
+
+    /// `GET /health/ready` with the details (`rails` with their reasons,
+    /// `reconciliation`): the server must have [`METRICS_TOKEN`] as its metrics token.
+    pub async fn ready_details(&self) -> Resp {
+        let bearer = format!("Bearer {METRICS_TOKEN}");
+        self.send(
+            Method::GET,
+            "/health/ready",
+            None,
+            None,
+            &[("Authorization", bearer.as_str())],
+        )
+        .await
     }
 
     pub async fn send(

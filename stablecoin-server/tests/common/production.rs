@@ -51,6 +51,7 @@ pub async fn production(config: &mut Config) -> Providers {
     let feed = FakeRateFeed::start().await.unwrap();
     feed.set_rate("XOF", "USDC", "600", now_secs());
     config.mode = Mode::Production;
+    config.metrics_token = Some(stablecoin_server::config::Secret::new(super::METRICS_TOKEN));
     // Solana stays on only where the test configured the real rail.
     if config.rails.solana_node.is_none() {
         config.rails.solana = false;
