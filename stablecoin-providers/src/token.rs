@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::ports::{Clock, PayoutError};
+use stablecoin_core::ports::{Clock, PayoutError, SystemClock};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,18 +13,6 @@ use std::time::Duration;
 struct Cached {
     token: String,
     until: Timestamp,
-}
-
-/// The operating system's wall clock: the token cache's default.
-struct WallClock;
-
-impl Clock for WallClock {
-    fn now(&self) -> Timestamp {
-        let ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        Timestamp(ms)
-    }
 }
 
 /// One access token shared by every call, fetched once and used until shortly before
@@ -50,7 +38,7 @@ impl TokenCache {
         TokenCache {
             slot: tokio::sync::Mutex::new(None),
             fetches: AtomicUsize::new(0),
-            clock: Arc::new(WallClock),
+            clock: Arc::new(SystemClock),
         }
     }
 

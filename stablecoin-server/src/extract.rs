@@ -18,16 +18,22 @@ pub struct ApiJson<T>(pub T);
 /// `application/x-www-form-urlencoded`): the body must still be a JSON object. Anything
 /// else (multipart forms, XML, ...) is 415.
 fn is_json_content_type(v: &str) -> bool {
-    let mime = v
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let mime = mime_essence(v);
     matches!(
         mime.as_str(),
         "application/json" | "text/json" | "text/plain" | "application/x-www-form-urlencoded"
     ) || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+/// A Content-Type's type and subtype, lowercased, without its parameters
+/// (`application/json; charset=utf-8` -> `application/json`).
+pub(crate) fn mime_essence(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
 }
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {

@@ -1027,16 +1027,7 @@ async fn health_metrics_and_routing_errors() {
             .is_empty()
     );
 
-    let bearer = format!("Bearer {}", METRICS_TOKEN);
-    let metrics = s
-        .send(
-            Method::GET,
-            "/metrics",
-            None,
-            None,
-            &[("Authorization", bearer.as_str())],
-        )
-        .await;
+    let metrics = s.metrics_with_token().await;
     metrics.expect(200);
     assert!(
         metrics

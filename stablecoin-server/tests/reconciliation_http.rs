@@ -106,16 +106,7 @@ async fn money_moved_behind_the_ledger_is_reported_to_operators_and_staff() {
         .await
         .expect_err(403, "KEY_KIND_NOT_ALLOWED");
 
-    let bearer = format!("Bearer {}", common::METRICS_TOKEN);
-    let metrics = s
-        .send(
-            Method::GET,
-            "/metrics",
-            None,
-            None,
-            &[("Authorization", bearer.as_str())],
-        )
-        .await;
+    let metrics = s.metrics_with_token().await;
     metrics.expect(200);
     let text = metrics.text();
     assert!(

@@ -3,9 +3,11 @@
 pub mod services;
 pub mod signer;
 
+/// The wall clock, defined beside the `Clock` port; kept here for existing imports.
+pub use crate::ports::SystemClock;
 pub use services::{
     FixedRates, ManualClock, MemoryNotifier, MemoryPayouts, OsEntropy, PayoutFault, SeededEntropy,
-    ShiftedClock, SystemClock,
+    ShiftedClock,
 };
 pub use signer::LocalSigner;
 pub mod store;

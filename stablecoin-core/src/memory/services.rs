@@ -277,20 +277,6 @@ impl PayoutProvider for MemoryPayouts {
     }
 }
 
-/// The system clock.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Timestamp {
-        let ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
-        Timestamp(ms)
-    }
-}
-
 /// The system clock, moved forward by what its owner asks: time flows as usual, and a
 /// test can jump past a cache's lifetime or an expiry instead of sleeping through it
 /// (a [`ManualClock`] would stop every timer of a live server that reads the clock).

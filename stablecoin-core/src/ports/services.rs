@@ -220,6 +220,22 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> Timestamp;
 }
 
+/// The operating system's wall clock: the production [`Clock`]. Here beside the trait,
+/// not among the in-memory adapters, so adapters built without the `memory` feature
+/// (the providers' token caches) use it too.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        Timestamp(ms)
+    }
+}
+
 /// Randomness, injected for the same reason.
 pub trait Entropy: Send + Sync {
     /// Fills `buf` with random bytes. Ids, one-time codes, API keys and the code

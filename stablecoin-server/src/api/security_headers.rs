@@ -31,12 +31,7 @@ pub async fn apply(mut res: Response) -> Response {
 
 /// `application/json`, and the `+json` types (`application/problem+json`).
 fn is_json(content_type: &str) -> bool {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let essence = crate::extract::mime_essence(content_type);
     essence == "application/json"
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }

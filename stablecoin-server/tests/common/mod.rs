@@ -273,10 +273,19 @@ impl Server {
     /// `GET /health/ready` with the details (`rails` with their reasons,
     /// `reconciliation`): the server must have [`METRICS_TOKEN`] as its metrics token.
     pub async fn ready_details(&self) -> Resp {
+        self.get_with_metrics_token("/health/ready").await
+    }
+
+    /// `GET /metrics` of a server whose metrics token is [`METRICS_TOKEN`].
+    pub async fn metrics_with_token(&self) -> Resp {
+        self.get_with_metrics_token("/metrics").await
+    }
+
+    async fn get_with_metrics_token(&self, path: &str) -> Resp {
         let bearer = format!("Bearer {METRICS_TOKEN}");
         self.send(
             Method::GET,
-            "/health/ready",
+            path,
             None,
             None,
             &[("Authorization", bearer.as_str())],
