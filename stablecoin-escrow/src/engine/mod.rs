@@ -234,11 +234,19 @@ pub fn parse_on_behalf_of(v: Option<&str>) -> EscrowResult<Option<Party>> {
 }
 
 /// Trims free text; empty means absent; too long or control characters are refused.
+/// Control characters are looked for before trimming, as the API document's pattern
+/// says (`"\r"` alone is refused, not trimmed away into "absent").
 pub(crate) fn clean_text(
     field: &'static str,
     v: Option<&str>,
     max_chars: usize,
 ) -> EscrowResult<Option<String>> {
+    if v.is_some_and(|s| s.chars().any(|c| c.is_control() && c != '\n')) {
+        return Err(EscrowError::InvalidParameter {
+            field,
+            reason: "must not contain control characters".into(),
+        });
+    }
     let Some(s) = v.map(str::trim).filter(|s| !s.is_empty()) else {
         return Ok(None);
     };
@@ -246,12 +254,6 @@ pub(crate) fn clean_text(
         return Err(EscrowError::InvalidParameter {
             field,
             reason: format!("must be at most {max_chars} characters"),
-        });
-    }
-    if s.chars().any(|c| c.is_control() && c != '\n') {
-        return Err(EscrowError::InvalidParameter {
-            field,
-            reason: "must not contain control characters".into(),
         });
     }
     Ok(Some(s.to_string()))
@@ -273,4 +275,27 @@ pub(crate) fn page_params(limit: Option<u32>, page: Option<u32>) -> EscrowResult
         });
     }
     Ok((limit, page))
+}
+
+#[cfg(test)]
+mod clean_text_tests {
+    use super::clean_text;
+
+    /// What the API document's free-text pattern refuses, the engine refuses: a control
+    /// character other than the line feed, even one that trimming would remove.
+    #[test]
+    fn control_characters_are_refused_before_trimming() {
+        for bad in ["\r", " \t ", "ok\u{7}", "\u{85}"] {
+            let e = clean_text("reason", Some(bad), 100).unwrap_err();
+            assert_eq!(e.code(), "INVALID_PARAMETER", "{bad:?}");
+        }
+        assert_eq!(clean_text("reason", Some("  "), 100).unwrap(), None);
+        assert_eq!(clean_text("reason", None, 100).unwrap(), None);
+        assert_eq!(
+            clean_text("reason", Some(" two\nlines "), 100)
+                .unwrap()
+                .as_deref(),
+            Some("two\nlines")
+        );
+    }
 }
