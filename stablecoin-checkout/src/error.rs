@@ -21,6 +21,8 @@
 //! | `RAIL_ERROR` / `STORAGE_ERROR` | internal | a dependency failed |
 
 use stablecoin_core::CoreError;
+use stablecoin_core::domain::ledger::MAX_AMOUNT_MICROS;
+use stablecoin_core::domain::money::Micros;
 use thiserror::Error;
 
 /// Every failure of the checkout API; [`CheckoutError::code`] is the stable machine code.
@@ -163,6 +165,21 @@ impl From<CoreError> for CheckoutError {
             other => CheckoutError::Storage(other.to_string()),
         }
     }
+}
+
+/// `a + b` of one of a session's amounts, or INVALID_AMOUNT naming `what` when the sum
+/// passes [`MAX_AMOUNT_MICROS`], the largest amount or account sum a ledger holds.
+///
+/// Why checked: a session's amounts are sums of deposits a scanner reports, and a sum
+/// past the bound must be refused, never wrapped (which would lose or mint money
+/// silently), saturated (the same, more slowly) or left to panic or to the ledger (a
+/// 500, with the report retried for ever).
+pub fn checked_sum(a: Micros, b: Micros, what: &str) -> CheckoutResult<Micros> {
+    a.checked_add(b)
+        .filter(|sum| sum.get() <= MAX_AMOUNT_MICROS)
+        .ok_or_else(|| CheckoutError::InvalidAmount {
+            reason: format!("{what} would exceed {MAX_AMOUNT_MICROS} micro-units"),
+        })
 }
 
 pub(crate) fn store_err(e: stablecoin_core::ports::StoreError) -> CheckoutError {

@@ -170,11 +170,12 @@ impl Session {
         kinds::key(namespace::CHECKOUT_ADDR, format!("{network}:{address}"))
     }
 
-    /// The applied amount of all tokens.
+    /// The applied amount of all tokens. Never above `amount`: a deposit applies at most
+    /// what is still missing, and crediting checks the new total
+    /// ([`crate::error::checked_sum`]), so the sum (taken in `u128`) always fits.
     pub fn applied_total(&self) -> Micros {
-        self.applied
-            .values()
-            .fold(Micros::ZERO, |a, b| a.checked_add(*b).unwrap_or(a))
+        let total: u128 = self.applied.values().map(|m| u128::from(m.get())).sum();
+        Micros::new(u64::try_from(total).unwrap_or(u64::MAX))
     }
 
     /// Whether `token` counts toward this session.

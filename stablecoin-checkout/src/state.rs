@@ -114,9 +114,11 @@ pub struct DepositSplit {
 }
 
 impl DepositSplit {
-    /// What goes to the refundable account: excess plus late.
-    pub fn refundable(&self) -> Micros {
-        Micros::new(self.excess.get() + self.late.get())
+    /// What goes to the refundable account: excess plus late. Both are parts of the
+    /// deposit (`applied + excess + late == amount`), so the sum fits; it is checked all
+    /// the same, as every sum of money in this crate.
+    pub fn refundable(&self) -> crate::error::CheckoutResult<Micros> {
+        crate::error::checked_sum(self.excess, self.late, "the refundable part")
     }
 }
 
@@ -304,7 +306,7 @@ mod tests {
                             );
                             assert_eq!(s.applied.get() + s.excess.get() + s.late.get(), amount);
                             assert!(applied.min(due) + s.applied.get() <= due);
-                            assert_eq!(s.refundable().get(), amount - s.applied.get());
+                            assert_eq!(s.refundable().unwrap().get(), amount - s.applied.get());
                         }
                     }
                 }

@@ -539,6 +539,99 @@ async fn the_intake_follows_the_receiver_rules() {
     r.expect(400);
 }
 
+/// Issue #44: a session's sums are checked. A deposit, or deposits whose total, passes
+/// 2^63 - 1 micro-units (the most a ledger account holds) is refused (400
+/// INVALID_AMOUNT) and changes nothing, where the old code added them unchecked (a
+/// panic in a debug build, a wrap in a release one) or failed in the ledger (500).
+#[tokio::test]
+async fn the_intake_refuses_a_deposit_whose_sums_would_overflow() {
+    let mut c = test_config();
+    c.checkout.intake_secret = Some(INTAKE_SECRET.into());
+    let s = start_with(c).await;
+    let acme = s.tenant("Acme", "0").await;
+    let session = s
+        .post(
+            &acme.business_live,
+            "/api/v1/checkout/sessions",
+            &session_body("10"),
+        )
+        .await
+        .json();
+    let id = session["session_id"].as_str().unwrap().to_string();
+    let address = session["payment_options"][0]["address"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let post = |body: Value| {
+        let body = body.to_string();
+        let sig = hex_hmac(INTAKE_SECRET, body.as_bytes());
+        let s = &s;
+        async move {
+            s.send(
+                reqwest::Method::POST,
+                "/v1/scanner/deposit-events",
+                None,
+                Some(&body),
+                &[("x-webhook-signature", sig.as_str())],
+            )
+            .await
+        }
+    };
+    let detected = |deposit_id: u64, amount: &str| {
+        json!({"event": "wallet.deposit.detected", "data": {"customer_id": "c-1",
+            "deposit_id": deposit_id, "address": address, "network": "polygon",
+            "currency": "USDC", "amount": amount, "tx_hash": format!("0x{deposit_id:x}"),
+            "confirmations": 0, "status": "detected"}})
+    };
+    let confirmed = |deposit_id: u64| {
+        json!({"event": "wallet.deposit.confirmed", "data": {"customer_id": "c-1",
+            "deposit_id": deposit_id, "confirmations": 12, "status": "confirmed",
+            "safe_to_credit": true}})
+    };
+    // One past the largest amount a ledger holds; then the largest, and one more
+    // micro-unit while it is still pending.
+    post(detected(9, "9223372036854.775808"))
+        .await
+        .expect_err(400, "INVALID_AMOUNT");
+    let max = "9223372036854.775807";
+    assert_eq!(
+        post(detected(1, max)).await.json()["message"],
+        "recorded_pending"
+    );
+    post(detected(2, "0.000001"))
+        .await
+        .expect_err(400, "INVALID_AMOUNT");
+    // Credited, it fills the session and leaves the rest refundable; one more micro-unit
+    // confirmed on top of it would take `received` past the bound.
+    let r = post(confirmed(1)).await;
+    assert_eq!(r.json()["message"], "credited", "{}", r.text());
+    assert_eq!(
+        post(detected(3, "0.000001")).await.json()["message"],
+        "recorded_pending"
+    );
+    let before = s
+        .get(
+            &acme.business_live,
+            &format!("/api/v1/checkout/sessions/{id}"),
+        )
+        .await
+        .json();
+    post(confirmed(3)).await.expect_err(400, "INVALID_AMOUNT");
+    let after = s
+        .get(
+            &acme.business_live,
+            &format!("/api/v1/checkout/sessions/{id}"),
+        )
+        .await
+        .json();
+    assert_eq!(after["status"], "paid");
+    assert_eq!(after["amount_received"], before["amount_received"]);
+    assert_eq!(
+        after["deposits"], before["deposits"],
+        "nothing half written"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wallet_deposits_and_transfers_feed_the_payments_family_with_the_customer_id() {
     let mut c = test_config();

@@ -4,7 +4,7 @@
 //! to credit, with its webhooks in the same commit.
 
 use super::{CheckoutEngine, MAX_RETRIES};
-use crate::error::{CheckoutError, CheckoutResult};
+use crate::error::{CheckoutError, CheckoutResult, checked_sum};
 use crate::events::{self, DepositEventKind};
 use crate::model::{
     DepositState, Mode, Session, SessionDeposit, accounts, integer_id, placeholder_hash,
@@ -79,6 +79,8 @@ impl CheckoutEngine {
         stage: DepositStage,
         mode: Mode,
     ) -> CheckoutResult<DepositOutcome> {
+        // One deposit above what a ledger can hold is no real deposit of any token.
+        checked_sum(Micros::ZERO, fact.amount, "the deposit")?;
         let store = &*self.core.ports().store;
         for _ in 0..MAX_RETRIES {
             let existing =
@@ -154,7 +156,7 @@ impl CheckoutEngine {
                     detected_at: now,
                     confirmed_at: None,
                 };
-                s.pending = Micros::new(s.pending.get().saturating_add(dep.amount.get()));
+                s.pending = checked_sum(s.pending, dep.amount, "the pending amount")?;
                 s.deposit_count = s.deposit_count.saturating_add(1);
                 batch.outbox.push(events::deposit_event(
                     self.new_id("evt"),
@@ -271,12 +273,21 @@ impl CheckoutEngine {
         dep.applied = split.applied;
         dep.excess = split.excess;
         dep.late = !split.late.is_zero();
-        let held = s.applied.entry(dep.token).or_insert(Micros::ZERO);
-        *held = Micros::new(held.get() + split.applied.get());
-        s.received = Micros::new(s.received.get().saturating_add(dep.amount.get()));
-        s.excess = Micros::new(s.excess.get() + split.excess.get());
-        s.late = Micros::new(s.late.get() + split.late.get());
-        s.refundable = Micros::new(s.refundable.get() + split.refundable().get());
+        // Every sum is checked before anything changes, so a refused deposit leaves the
+        // session as it was.
+        let held_before = s.applied.get(&dep.token).copied().unwrap_or(Micros::ZERO);
+        let held = checked_sum(held_before, split.applied, "the applied amount")?;
+        let received = checked_sum(s.received, dep.amount, "the received amount")?;
+        let excess = checked_sum(s.excess, split.excess, "the excess amount")?;
+        let late = checked_sum(s.late, split.late, "the late amount")?;
+        let refundable_part = split.refundable()?;
+        let refundable = checked_sum(s.refundable, refundable_part, "the refundable amount")?;
+        s.applied.insert(dep.token, held);
+        s.received = received;
+        s.excess = excess;
+        s.late = late;
+        s.refundable = refundable;
+        debug_assert!(s.applied_total() <= s.amount, "applied beyond the amount");
         let live = s.mode == Mode::Live;
         let mut move_money =
             |id: String, from: LedgerAccount, to: LedgerAccount, amount: Micros| {
@@ -310,7 +321,7 @@ impl CheckoutEngine {
             format!("checkout:{}:refundable", dep.deposit_id),
             chain_in,
             accounts::refundable(&s.tenant, &s.business, dep.token),
-            split.refundable(),
+            refundable_part,
         );
         batch.outbox.push(events::deposit_event(
             self.new_id("evt"),

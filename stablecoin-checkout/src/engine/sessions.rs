@@ -2,7 +2,7 @@
 //! session that ends unpaid (shared by cancel and expiry).
 
 use super::{CheckoutEngine, MAX_RETRIES, Scope};
-use crate::error::{CheckoutError, CheckoutResult, rail_err, store_err};
+use crate::error::{CheckoutError, CheckoutResult, checked_sum, rail_err, store_err};
 use crate::events;
 use crate::model::{Mode, PayOption, Session, accounts, integer_id};
 use crate::state::{SessionEvent, SessionStatus, transition};
@@ -444,7 +444,7 @@ impl CheckoutEngine {
                 batch.accounts.push(to);
             }
         }
-        s.refundable = Micros::new(s.refundable.get() + applied.get());
+        s.refundable = checked_sum(s.refundable, applied, "the refundable amount")?;
         s.updated_at = now;
         s.due_at = None;
         if s.status == SessionStatus::Failed {

@@ -82,7 +82,7 @@ fn ack_of(outcome: DepositOutcome) -> Ack {
     params(("X-Webhook-Signature" = String, Header, description = "hex HMAC-SHA256 of the raw body under the intake secret")),
     responses(
         (status = 200, description = "Recorded, or acknowledged (re-deliveries and partial events included)", body = IntakeAck),
-        (status = 400, description = "The body is not a JSON object", body = ErrorBody),
+        (status = 400, description = "The body is not a JSON object (MALFORMED_JSON), or its amount would take a session's sums past u64 micro-units (INVALID_AMOUNT)", body = ErrorBody),
         (status = 403, description = "Missing or wrong signature", body = ErrorBody),
         (status = 404, description = "The intake is not configured", body = ErrorBody),
         (status = 409, description = "Concurrent update; retry", body = ErrorBody)))]
