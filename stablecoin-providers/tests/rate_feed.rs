@@ -128,8 +128,8 @@ async fn without_feed_timestamps_age_counts_from_the_fetch() {
     assert!(feed.rate(xof(), Token::Usdc).await.is_ok());
     assert_eq!(fake.requests(), 1);
     clock.advance_ms(1);
-    fake.set_rate("XOF", "USDC", "700", 0);
-    assert_eq!(feed.rate(xof(), Token::Usdc).await.unwrap(), dec("711"));
+    fake.set_rate("XOF", "USDC", "650", 0);
+    assert_eq!(feed.rate(xof(), Token::Usdc).await.unwrap(), dec("660"));
     assert_eq!(fake.requests(), 2);
 }
 
@@ -240,5 +240,40 @@ fn bad_settings_are_refused_by_name() {
     assert!(
         !shown.contains("SECRET1") && !shown.contains("SECRET2"),
         "{shown}"
+    );
+}
+
+#[tokio::test]
+async fn a_rate_outside_the_band_is_refused_and_the_last_accepted_stays_the_reference() {
+    let fake = FakeRateFeed::start().await.unwrap();
+    fake.set_rate("XOF", "USDC", "600", now_secs());
+    let clock = clock_now();
+    let mut c = config(&fake);
+    c.timestamp_pointer = None;
+    c.max_move_bps = Some(500);
+    let feed = HttpRateFeed::new(c, clock.clone()).unwrap();
+    assert_eq!(feed.mid_rate(xof(), Token::Usdc).await.unwrap(), dec("600"));
+    for (rate, accepted) in [("631", false), ("569", false), ("630", true), ("600", true)] {
+        clock.advance_ms(61_000);
+        fake.set_rate("XOF", "USDC", rate, 0);
+        let r = feed.mid_rate(xof(), Token::Usdc).await;
+        match r {
+            Ok(mid) => {
+                assert!(accepted, "{rate} was quoted");
+                assert_eq!(mid, dec(rate));
+            }
+            Err(e) => {
+                assert!(!accepted, "{rate}: {e}");
+                assert!(matches!(e, RateError::Stale(_)), "{e}");
+                assert_no_url(&e, &fake.pair_url());
+            }
+        }
+    }
+    // 569 is 5.17% below 600; after 630 was accepted, 600 is 4.8% below it.
+    let mut off = config(&fake);
+    off.max_move_bps = Some(0);
+    assert!(
+        HttpRateFeed::new(off, clock).is_err(),
+        "a zero band is refused"
     );
 }

@@ -472,6 +472,21 @@ fn check_config_validates_without_starting_anything() {
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
+    // A rate feed over plain http (anything on the way could set the rates) is refused
+    // in production (issue #44).
+    let refused = run(&[
+        ("STABLECOIN_MODE", "production"),
+        ("STABLECOIN_RATES", "http"),
+        (
+            "STABLECOIN_RATES_URL",
+            "http://fx.example/{currency}/{token}",
+        ),
+        ("STABLECOIN_RATES_RATE_POINTER", "/rate"),
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("rates.url"), "{err}");
+    assert!(!err.contains("fx.example"), "the URL is a secret: {err}");
     // An allow-list of internal networks for webhooks is a development aid only.
     let refused = run(&[
         ("STABLECOIN_MODE", "production"),

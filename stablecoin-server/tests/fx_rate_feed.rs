@@ -19,6 +19,7 @@ fn feed_config(fake: &FakeRateFeed, max_age_ms: u64) -> stablecoin_server::Confi
         timestamp_pointer: Some("/data/timestamp".into()),
         max_age_ms,
         spread_bps: 150,
+        max_move_bps: 1_000,
         timeout_ms: 2_000,
         decimals: BTreeMap::from([("NGN".to_string(), 4)]),
     };
@@ -137,4 +138,35 @@ async fn a_feed_that_is_down_or_refuses_the_key_is_503_rate_source_error() {
         .await;
     r.expect_err(503, "RATE_SOURCE_ERROR");
     leaks_nothing(&r, &fake);
+}
+
+/// Issue #44: a rate outside the band around the last accepted one (10% here, the
+/// default) is refused as 503 RATE_STALE and never quoted; the last accepted rate stays
+/// the reference, so a rate back inside the band is quoted again.
+#[tokio::test]
+async fn a_rate_outside_the_band_around_the_last_accepted_one_is_refused() {
+    let fake = FakeRateFeed::start().await.unwrap();
+    fake.require_key("X-Api-Key", "feed-key");
+    fake.set_rate("XOF", "USDC", "600", now_secs());
+    let (s, clock) = start_shifted(feed_config(&fake, 60_000)).await;
+    let t = s.tenant("acme", "0").await;
+    let body = quote("XOF", "USDC", "6090");
+    let ask = || s.post(&t.live, "/api/v1/fx/quote", &body);
+    let r = ask().await;
+    r.expect(200);
+    assert_eq!(r.json()["rate"], "609"); // 600 × 1.015
+    // The feed now says 6.00 (a typo, or a feed that was taken over): refused.
+    clock.advance_ms(61_000);
+    fake.set_rate("XOF", "USDC", "6.00", clock.now().millis() / 1_000);
+    let r = ask().await;
+    r.expect_err(503, "RATE_STALE");
+    leaks_nothing(&r, &fake);
+    // 661 is 10.17% above 600: still outside.
+    fake.set_rate("XOF", "USDC", "661", clock.now().millis() / 1_000);
+    ask().await.expect_err(503, "RATE_STALE");
+    // 650 is 8.3% above the last accepted 600: quoted.
+    fake.set_rate("XOF", "USDC", "650", clock.now().millis() / 1_000);
+    let r = ask().await;
+    r.expect(200);
+    assert_eq!(r.json()["rate"], "660"); // 650 × 1.015 = 659.75, up to 660
 }

@@ -36,6 +36,12 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The default sanity band: 1,000 bps (10%) between two consecutive accepted rates of a
+/// pair, at most `max_age_ms` apart. A real market move that large within a minute is
+/// rare enough that stopping quotes (until an operator looks, widens the band or
+/// restarts) is cheaper than quoting a feed's typo or a compromised feed's price.
+pub const DEFAULT_MAX_MOVE_BPS: u32 = 1_000;
+
 /// The largest answer read from the feed; a longer one is refused as malformed.
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
 
@@ -61,6 +67,11 @@ pub struct RateFeedConfig {
     pub max_age_ms: u64,
     /// The spread in basis points (150 = 1.5%), applied in the service's favour.
     pub spread_bps: u32,
+    /// The sanity band: a fetched rate further than this (basis points) from the last
+    /// one accepted for the pair is refused as [`RateError::Stale`] and logged, and the
+    /// last accepted one stays the reference. `None`: no band. The first rate after
+    /// start has no reference and is taken as it is.
+    pub max_move_bps: Option<u32>,
     /// The longest one request to the feed may take (milliseconds).
     pub timeout_ms: u64,
     /// Decimals a quoted rate is rounded to, per ISO 4217 code; a currency not listed
@@ -81,6 +92,7 @@ impl fmt::Debug for RateFeedConfig {
             .field("timestamp_pointer", &self.timestamp_pointer)
             .field("max_age_ms", &self.max_age_ms)
             .field("spread_bps", &self.spread_bps)
+            .field("max_move_bps", &self.max_move_bps)
             .field("timeout_ms", &self.timeout_ms)
             .field("decimals", &self.decimals)
             .finish()
@@ -89,7 +101,8 @@ impl fmt::Debug for RateFeedConfig {
 
 impl RateFeedConfig {
     /// A feed at `url` with the rate at `rate_pointer`, no credential and no timestamp,
-    /// a 60 s maximum age, no spread, a 5 s timeout and ISO decimals.
+    /// a 60 s maximum age, no spread, a 10% band ([`DEFAULT_MAX_MOVE_BPS`]), a 5 s
+    /// timeout and ISO decimals.
     pub fn new(url: impl Into<String>, rate_pointer: impl Into<String>) -> Self {
         RateFeedConfig {
             url: url.into(),
@@ -99,6 +112,7 @@ impl RateFeedConfig {
             timestamp_pointer: None,
             max_age_ms: 60_000,
             spread_bps: 0,
+            max_move_bps: Some(DEFAULT_MAX_MOVE_BPS),
             timeout_ms: 5_000,
             decimals: BTreeMap::new(),
         }
@@ -141,6 +155,9 @@ impl RateFeedConfig {
         if self.timeout_ms == 0 {
             return bad("timeout_ms must be greater than 0".into());
         }
+        if self.max_move_bps == Some(0) {
+            return bad("max_move_bps must be greater than 0 (or absent: no band)".into());
+        }
         if self.spread_bps >= BPS_PER_UNIT {
             return bad(format!(
                 "spread_bps must be below {BPS_PER_UNIT}, got {}",
@@ -159,6 +176,15 @@ impl RateFeedConfig {
         }
         Ok(())
     }
+}
+
+/// How far `new` is from `last`, in basis points of `last` (`None` if `last` is not
+/// positive, which a fetched rate never is).
+fn moved_bps(last: Decimal, new: Decimal) -> Option<Decimal> {
+    if last <= Decimal::ZERO {
+        return None;
+    }
+    ((new - last).abs() / last).checked_mul(Decimal::from(BPS_PER_UNIT))
 }
 
 /// A rate kept from the feed: its mid value and the instant its age counts from.
@@ -221,12 +247,34 @@ impl HttpRateFeed {
     pub async fn mid_rate(&self, currency: Currency, token: Token) -> Result<Decimal, RateError> {
         let key = (currency.code, token);
         let now = self.clock.now();
-        if let Some(c) = self.cache.lock().ok().and_then(|m| m.get(&key).copied())
+        let last = self.cache.lock().ok().and_then(|m| m.get(&key).copied());
+        if let Some(c) = last
             && self.fresh(c.as_of, now)
         {
             return Ok(c.mid);
         }
         let fetched = self.fetch(currency, token).await?;
+        if let (Some(band), Some(last)) = (self.config.max_move_bps, last)
+            && let Some(moved) = moved_bps(last.mid, fetched.mid)
+            && moved > Decimal::from(band)
+        {
+            tracing::warn!(
+                pair = %format!("{}_{}", currency.code, token),
+                last = %last.mid,
+                fetched = %fetched.mid,
+                moved_bps = %moved.round_dp(0),
+                band_bps = band,
+                "rate feed: a rate outside the band around the last accepted one was refused"
+            );
+            return Err(RateError::Stale(format!(
+                "the feed's {}_{} rate {} moved {} bps from the last accepted {}, beyond the {band} bps band",
+                currency.code,
+                token,
+                fetched.mid,
+                moved.round_dp(0),
+                last.mid
+            )));
+        }
         let now = self.clock.now();
         if !self.fresh(fetched.as_of, now) {
             return Err(RateError::Stale(format!(

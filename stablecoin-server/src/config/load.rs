@@ -88,6 +88,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Int,
     ),
     (
+        "STABLECOIN_RATES_MAX_MOVE_BPS",
+        &["rates", "max_move_bps"],
+        EnvKind::Int,
+    ),
+    (
         "STABLECOIN_RATES_TIMEOUT_MS",
         &["rates", "timeout_ms"],
         EnvKind::Int,

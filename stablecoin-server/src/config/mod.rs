@@ -23,6 +23,7 @@
 //! | `rates.timestamp_pointer` (http) | `STABLECOIN_RATES_TIMESTAMP_POINTER` | none: a rate's age counts from its fetch |
 //! | `rates.max_age_ms` (http) | `STABLECOIN_RATES_MAX_AGE_MS` | `60000` (an older rate is never quoted: 503 RATE_STALE) |
 //! | `rates.spread_bps` (http) | `STABLECOIN_RATES_SPREAD_BPS` | `0` (applied in the service's favour; below 10000) |
+//! | `rates.max_move_bps` (http) | `STABLECOIN_RATES_MAX_MOVE_BPS` | `1000` (a rate this far from the last accepted one is refused: 503 RATE_STALE) |
 //! | `rates.timeout_ms` (http) | `STABLECOIN_RATES_TIMEOUT_MS` | `5000` (then 503 RATE_SOURCE_ERROR) |
 //! | `rates.decimals` (http; `{ NGN = 4 }`) | file only | each currency's ISO minor unit |
 //! | `signer.kind` (`local`/`remote`) | `STABLECOIN_SIGNER` | `local` (keys derived in this process; development only) |

@@ -35,6 +35,29 @@ impl Chain {
     }
 }
 
+/// True for an `https://` URL, or a plain `http://` one to a loopback IP literal
+/// (`127.0.0.0/8`, `[::1]`: a sidecar on the same machine, where nothing sits on the
+/// way). A name such as `localhost` is not trusted to stay loopback.
+pub(crate) fn is_https_or_loopback(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("https://") {
+        return true;
+    }
+    let Some(rest) = lower.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return false;
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
 impl Config {
     /// Every enabled chain and whether it is real (its table is configured) or would be
     /// simulated: what both the production refusals and `check-config` report.
@@ -100,6 +123,13 @@ impl Config {
                 self.rates.kind()
             ));
         }
+        if let Some(url) = self.rates.url()
+            && !is_https_or_loopback(url)
+        {
+            out.push(
+                "rates.url: the rate feed must be https in production (a plain-http rate can be changed on the way; only a loopback IP may be plain http)".into(),
+            );
+        }
         if self.payouts.is_simulated() {
             out.push(format!(
                 "payouts.kind: {} pays nobody (configure a provider, or \"disabled\" to turn withdrawals off)",
@@ -142,6 +172,13 @@ impl Config {
         }
         if self.rates.is_fixed() {
             out.push(format!("rates: {} (demo table)", self.rates.kind()));
+        }
+        if let Some(url) = self.rates.url()
+            && !is_https_or_loopback(url)
+        {
+            out.push(
+                "rates.url: the rate feed must be https in production (a plain-http rate can be changed on the way; only a loopback IP may be plain http)".into(),
+            );
         }
         if self.payouts.is_simulated() {
             out.push(format!("payouts: {}", self.payouts.kind()));
@@ -312,6 +349,36 @@ mod tests {
         "rates.kind",
         Some(|c| c.rates = toml::from_str(RATE_FEED).unwrap())
     );
+    #[test]
+    fn a_plain_http_rate_feed_is_refused_unless_on_a_loopback_ip() {
+        let with_url = |url: &str| {
+            let mut c = production();
+            c.rates =
+                toml::from_str(&RATE_FEED.replace("https://fx.example/{currency}/{token}", url))
+                    .unwrap();
+            refused(&c, "rates.url")
+        };
+        for bad in [
+            "http://fx.example/{currency}",
+            "HTTP://fx.example/x",
+            "http://localhost:9000/x",
+            "http://127.0.0.1.evil.example/x",
+            "http://127.0.0.1@fx.example/x",
+            "http://10.0.0.5/x",
+            "ftp://fx.example/x",
+        ] {
+            assert!(with_url(bad), "{bad}");
+        }
+        for good in [
+            "https://fx.example/{currency}",
+            "HTTPS://fx.example/x",
+            "http://127.0.0.1:9000/rates",
+            "http://127.8.9.10/x",
+            "http://[::1]:9000/x",
+        ] {
+            assert!(!with_url(good), "{good}");
+        }
+    }
     refusal!(
         the_simulated_payout_provider_is_refused,
         "payouts.kind",

@@ -222,6 +222,11 @@ pub enum RatesSettings {
         /// The spread, in basis points (150 = 1.5%), in the service's favour (default 0).
         #[serde(default)]
         spread_bps: u32,
+        /// The sanity band, in basis points (default 1000 = 10%): a fetched rate this far
+        /// or further from the last accepted one of the pair is refused (503
+        /// RATE_STALE) and logged, the last accepted one staying the reference.
+        #[serde(default = "default_rates_max_move_bps")]
+        max_move_bps: u32,
         /// The longest one request to the feed may take (default 5 000 ms).
         #[serde(default = "default_rates_timeout_ms")]
         timeout_ms: u64,
@@ -236,6 +241,10 @@ fn default_rates_max_age_ms() -> u64 {
     60_000
 }
 
+fn default_rates_max_move_bps() -> u32 {
+    stablecoin_providers::rate_feed::DEFAULT_MAX_MOVE_BPS
+}
+
 fn default_rates_timeout_ms() -> u64 {
     5_000
 }
@@ -246,6 +255,14 @@ impl RatesSettings {
         match self {
             RatesSettings::Fixed => "fixed",
             RatesSettings::Http { .. } => "http",
+        }
+    }
+
+    /// The feed's URL (a secret: it may carry a key), for `http`.
+    pub fn url(&self) -> Option<&str> {
+        match self {
+            RatesSettings::Fixed => None,
+            RatesSettings::Http { url, .. } => Some(url.expose()),
         }
     }
 
@@ -266,6 +283,7 @@ impl RatesSettings {
                 timestamp_pointer,
                 max_age_ms,
                 spread_bps,
+                max_move_bps,
                 timeout_ms,
                 decimals,
             } => Some(RateFeedConfig {
@@ -276,6 +294,7 @@ impl RatesSettings {
                 timestamp_pointer: timestamp_pointer.clone(),
                 max_age_ms: *max_age_ms,
                 spread_bps: *spread_bps,
+                max_move_bps: Some(*max_move_bps),
                 timeout_ms: *timeout_ms,
                 decimals: decimals.clone(),
             }),

@@ -72,6 +72,7 @@ pub async fn production(config: &mut Config) -> Providers {
         timestamp_pointer: Some("/data/timestamp".into()),
         max_age_ms: 60_000,
         spread_bps: 100,
+        max_move_bps: 1_000,
         timeout_ms: 5_000,
         decimals: Default::default(),
     };
