@@ -394,6 +394,61 @@ async fn serve_with_zero_configuration_then_sigterm() {
     assert!(exit.success(), "graceful exit: {exit:?}");
 }
 
+/// Issue #44: no log line names a configured RPC URL (providers put their API keys in
+/// them). The Solana node here is unreachable, so its readiness reason carries
+/// `reqwest`'s "error sending request for url (...)", which used to reach the log whole.
+#[cfg(unix)]
+#[tokio::test]
+async fn no_log_line_names_an_rpc_url() {
+    let dir = temp_dir("cli-redacted-logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        "[rails.solana_node]\nrpc_url = \"http://rpc-user:rpc-pass@127.0.0.1:1/v2/SECRET-RPC-KEY?api-key=SECRET-QUERY\"\nscan_start_slot = 1\n",
+    )
+    .unwrap();
+    let stderr_path = dir.join("stderr.log");
+    let mut child = bin()
+        .env("STABLECOIN_LISTEN", "127.0.0.1:0")
+        .env("STABLECOIN_DATA_DIR", dir.join("data"))
+        .args(["--config", config.to_str().unwrap(), "serve"])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line.contains("listening on")
+                && let Some(tx) = tx.take()
+            {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.await.expect("the server started");
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // (It may stop before its signal handler is installed: only the log matters here.)
+    tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    let log = std::fs::read_to_string(&stderr_path).unwrap();
+    assert!(log.contains("real Solana rail"), "{log}");
+    assert!(log.contains("<redacted url>"), "{log}");
+    for secret in ["SECRET-RPC-KEY", "SECRET-QUERY", "rpc-pass", "127.0.0.1:1/"] {
+        assert!(!log.contains(secret), "{secret} in the log: {log}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `check-config` validates without starting anything: a development configuration is
 /// summarised (exit 0); production mode over the defaults names every refused setting
 /// (exit 2) and creates no data directory.

@@ -2,10 +2,11 @@
 //! against the configured storage.
 
 use crate::app::App;
-use crate::config::{Config, LogFormat};
+use crate::config::Config;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod escrow;
+mod logging;
 pub use escrow::{EscrowCommand, run_escrow_admin};
 use serde_json::json;
 use stablecoin_core::CoreError;
@@ -408,24 +409,6 @@ pub async fn run_admin(engine: &Engine, cmd: &Command) -> Result<serde_json::Val
     }
 }
 
-fn init_logging(config: &Config, default_filter: &str) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_new(if config.log.filter.is_empty() {
-        default_filter
-    } else {
-        &config.log.filter
-    })
-    .unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
-    let _ = match config.log.format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder.try_init(),
-    };
-}
-
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.
 pub async fn shutdown_signal() {
     let ctrl_c = async {
@@ -462,7 +445,7 @@ pub async fn main() -> i32 {
     let command = cli.command.unwrap_or(Command::Serve);
     match command {
         Command::Serve => {
-            init_logging(&config, "info");
+            logging::init(&config, "info");
             serve(config).await
         }
         Command::CheckConfig => {
@@ -474,24 +457,24 @@ pub async fn main() -> i32 {
             0
         }
         Command::SimChain { listen } => {
-            init_logging(&config, "info");
+            logging::init(&config, "info");
             sim_chain(config, listen).await
         }
         Command::Migrate => {
-            init_logging(&config, "warn");
+            logging::init(&config, "warn");
             match crate::storage::migrate(&config.storage, &config.data_dir).await {
                 Ok(msg) => {
                     println!("{msg}");
                     0
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    logging::print_error(e);
                     1
                 }
             }
         }
         admin => {
-            init_logging(&config, "warn");
+            logging::init(&config, "warn");
             if !config.storage.is_durable() {
                 eprintln!(
                     "error: storage `memory` does not persist, so an admin command would act on an empty store that vanishes when it exits; configure sqlite or postgres storage (storage.kind / STABLECOIN_STORAGE)"
@@ -507,7 +490,7 @@ pub async fn main() -> i32 {
             let app = match App::build_with(admin_config, options).await {
                 Ok(a) => a,
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    logging::print_error(e);
                     return 1;
                 }
             };
@@ -523,7 +506,7 @@ pub async fn main() -> i32 {
                     0
                 }
                 Err(e) => {
-                    eprintln!("error: {} ({})", e, e.code());
+                    logging::print_error(format!("{} ({})", e, e.code()));
                     1
                 }
             }
@@ -539,14 +522,14 @@ async fn sim_chain(config: Config, listen: std::net::SocketAddr) -> i32 {
     let listener = match bind_loopback(listen).await {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("error: cannot listen on {listen}: {e}");
+            logging::print_error(format!("cannot listen on {listen}: {e}"));
             return 2;
         }
     };
     let custody = match crate::custody::Custody::build(&config, config.storage.is_durable()).await {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            logging::print_error(e);
             return 1;
         }
     };
@@ -554,7 +537,7 @@ async fn sim_chain(config: Config, listen: std::net::SocketAddr) -> i32 {
     let server = match crate::rails::sim_chain_server(&config, custody.signer, clock).await {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            logging::print_error(e);
             return 1;
         }
     };
@@ -574,7 +557,7 @@ async fn sim_chain(config: Config, listen: std::net::SocketAddr) -> i32 {
     match server.serve(listener, shutdown_signal()).await {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {e}");
+            logging::print_error(e);
             1
         }
     }
@@ -584,14 +567,14 @@ async fn serve(config: Config) -> i32 {
     let addr = match config.listen_addr() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("error: {e}");
+            logging::print_error(e);
             return 2;
         }
     };
     let app = match App::build(config).await {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("error: {e}");
+            logging::print_error(e);
             return 1;
         }
     };
@@ -613,7 +596,7 @@ async fn serve(config: Config) -> i32 {
     match app.serve(listener, shutdown_signal()).await {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {e}");
+            logging::print_error(e);
             1
         }
     }
