@@ -519,6 +519,31 @@ fn check_config_validates_without_starting_anything() {
             "the secret is not echoed: {err}"
         );
     }
+    // The admin token, and a provider secret that verifies callbacks (Twilio's auth
+    // token signs its status callbacks), are held to the same length.
+    for (vars, setting, secret) in [
+        (
+            vec![("STABLECOIN_ADMIN_TOKEN", "admin-token-too-short")],
+            "admin.token",
+            "admin-token-too-short",
+        ),
+        (
+            vec![
+                ("STABLECOIN_SMS", "twilio"),
+                ("STABLECOIN_SMS_ACCOUNT_SID", "AC1"),
+                ("STABLECOIN_SMS_FROM", "+15005550006"),
+                ("STABLECOIN_SMS_AUTH_TOKEN", "tw-short-token"),
+            ],
+            "sms.auth_token",
+            "tw-short-token",
+        ),
+    ] {
+        let refused = run(&vars);
+        assert_eq!(refused.status.code(), Some(2), "{setting}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(err.contains(setting), "{setting}: {err}");
+        assert!(!err.contains(secret), "the secret is not echoed: {err}");
+    }
     let long = "whsec_intake-0123456789abcdef-0123456789";
     let ok = run(&[("STABLECOIN_CHECKOUT_INTAKE_SECRET", long)]);
     assert_eq!(

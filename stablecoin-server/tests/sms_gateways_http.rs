@@ -13,6 +13,9 @@ use stablecoin_server::App;
 use stablecoin_server::config::{Secret, SmsSettings};
 use std::time::Duration;
 
+/// Twilio auth tokens are 32 characters; the server refuses a shorter one (#44).
+const TWILIO_TOKEN: &str = "tw-auth-token-0123456789abcdef0123";
+
 const A: &str = "+2250700000001";
 const B: &str = "+2250700000002";
 
@@ -134,7 +137,7 @@ async fn africastalking_carries_the_codes_and_its_reports_are_hints_for_known_id
 
 #[tokio::test]
 async fn twilio_carries_the_codes_and_only_signed_callbacks_count() {
-    let fake = FakeTwilio::start("AC1", "tw-token").await.unwrap();
+    let fake = FakeTwilio::start("AC1", TWILIO_TOKEN).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let callback = format!(
         "http://{}/v1/callbacks/sms/twilio",
@@ -144,7 +147,7 @@ async fn twilio_carries_the_codes_and_only_signed_callbacks_count() {
     config.sms = SmsSettings::Twilio {
         base_url: fake.base_url().into(),
         account_sid: "AC1".into(),
-        auth_token: Secret::new("tw-token"),
+        auth_token: Secret::new(TWILIO_TOKEN),
         from: Some("+15005550006".into()),
         messaging_service_sid: None,
         status_callback_url: Some(callback.clone()),

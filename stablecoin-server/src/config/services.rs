@@ -169,8 +169,13 @@ impl SmsSettings {
                 if account_sid.trim().is_empty() {
                     return Err("sms.account_sid must not be empty".into());
                 }
-                if auth_token.expose().trim().is_empty() {
-                    return Err("sms.auth_token must not be empty".into());
+                // The auth token is also the key status callbacks are verified with, so
+                // it is held to the length of every other verifying secret (Twilio's
+                // are 32 characters).
+                if auth_token.expose().trim().len() < MIN_VERIFYING_SECRET_LEN {
+                    return Err(format!(
+                        "sms.auth_token must be at least {MIN_VERIFYING_SECRET_LEN} characters (it verifies Twilio's callbacks)"
+                    ));
                 }
                 if from.is_some() == messaging_service_sid.is_some() {
                     return Err(
@@ -240,6 +245,10 @@ pub enum RatesSettings {
 fn default_rates_max_age_ms() -> u64 {
     60_000
 }
+
+/// The shortest secret that verifies what arrives from outside (a provider's callback
+/// signature, the deposit intake's, a bearer token): 32 characters.
+pub const MIN_VERIFYING_SECRET_LEN: usize = 32;
 
 fn default_rates_max_move_bps() -> u32 {
     stablecoin_providers::rate_feed::DEFAULT_MAX_MOVE_BPS

@@ -561,7 +561,7 @@ fn sms_gateways_are_configured_in_toml_and_env_with_secrets_hidden() {
         env(&[
             ("STABLECOIN_SMS", "twilio"),
             ("STABLECOIN_SMS_ACCOUNT_SID", "AC1"),
-            ("STABLECOIN_SMS_AUTH_TOKEN", "tw_secret"),
+            ("STABLECOIN_SMS_AUTH_TOKEN", "tw_secret-0123456789abcdef0123456"),
             ("STABLECOIN_SMS_MESSAGING_SERVICE_SID", "MG1"),
             (
                 "STABLECOIN_SMS_STATUS_CALLBACK_URL",
@@ -590,15 +590,19 @@ fn an_incomplete_or_stray_sms_setting_is_refused_naming_it() {
             "account_sid",
         ),
         (
-            "[sms]\nkind = \"twilio\"\naccount_sid = \"AC\"\nauth_token = \"t\"\n",
+            "[sms]\nkind = \"twilio\"\naccount_sid = \"AC\"\nauth_token = \"tw-auth-token-0123456789abcdef0123\"\n",
             "messaging_service_sid",
         ),
         (
-            "[sms]\nkind = \"twilio\"\naccount_sid = \"AC\"\nauth_token = \"t\"\nfrom = \"+1\"\nmessaging_service_sid = \"MG\"\n",
+            "[sms]\nkind = \"twilio\"\naccount_sid = \"AC\"\nauth_token = \"short-token\"\nfrom = \"+1\"\n",
+            "sms.auth_token",
+        ),
+        (
+            "[sms]\nkind = \"twilio\"\naccount_sid = \"AC\"\nauth_token = \"tw-auth-token-0123456789abcdef0123\"\nfrom = \"+1\"\nmessaging_service_sid = \"MG\"\n",
             "messaging_service_sid",
         ),
         (
-            "[sms]\nkind = \"twilio\"\naccount_sid = \"AC\"\nauth_token = \"t\"\nfrom = \"+1\"\nstatus_callback_url = \"ftp://x\"\n",
+            "[sms]\nkind = \"twilio\"\naccount_sid = \"AC\"\nauth_token = \"tw-auth-token-0123456789abcdef0123\"\nfrom = \"+1\"\nstatus_callback_url = \"ftp://x\"\n",
             "sms.status_callback_url",
         ),
         (
