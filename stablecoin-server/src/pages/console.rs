@@ -118,7 +118,9 @@ impl FromRequestParts<AppState> for StaffPage {
             ConsoleSubject::Tenant { .. } => return Err(gate::to_sign_in(&client, &GATE, false)),
         };
         let bucket = format!("staff:{}", staff.id);
-        gate::rate_limit(app, &GATE, &parts.method, &[&bucket, &session.id])?;
+        if let Some(r) = gate::rate_limited(app, &GATE, &parts.method, &[&bucket, &session.id]) {
+            return Err(r);
+        }
         Ok(StaffPage {
             csrf: app.sessions.csrf_token(&signed.cookie),
             cookie: signed.cookie,

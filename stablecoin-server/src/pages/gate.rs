@@ -356,16 +356,17 @@ pub async fn open(
 
 /// Counts a console request against the API's per-key rate limits: `buckets` are the
 /// limiter's keys (the API key id a tenant signed in with, so the dashboard and the API
-/// share one budget, and the session's own id). Over budget: 429 with `Retry-After`.
-pub fn rate_limit(
+/// share one budget, and the session's own id). Over budget: `Some`, the 429 page with
+/// `Retry-After` to answer instead.
+pub fn rate_limited(
     app: &AppState,
     console: &Console,
     method: &Method,
     buckets: &[&str],
-) -> Result<(), Response> {
+) -> Option<Response> {
     let limiter = &app.rate_limiter;
     if !limiter.limits().enabled {
-        return Ok(());
+        return None;
     }
     let class = if method == Method::GET || method == Method::HEAD {
         Class::Read
@@ -388,10 +389,10 @@ pub fn rate_limit(
                 ),
             );
             err.retry_after_secs = Some(d.retry_after_s as i64);
-            return Err(error_page_retry(console, err));
+            return Some(error_page_retry(console, err));
         }
     }
-    Ok(())
+    None
 }
 
 /// Signs out: the stored session ended (its cookie is worth nothing from now on, on
