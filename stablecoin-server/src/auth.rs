@@ -253,8 +253,21 @@ pub async fn require_admin_token(
             }
             match authenticate_staff(&app, &g).await {
                 Ok(staff) => {
-                    let key = crate::sign_in::SignInThrottle::keys(&client, &g);
-                    app.sign_in_throttle.succeeded(&key[1]);
+                    let keys = crate::sign_in::SignInThrottle::keys(&client, &g);
+                    if app
+                        .sign_in_throttle
+                        .new_sign_in(&keys, crate::sign_in::now_ms(&app))
+                    {
+                        crate::sign_in::after(
+                            &app,
+                            &client,
+                            &g,
+                            "signin.admin_api",
+                            Some(&staff.id),
+                            "ok",
+                        )
+                        .await;
+                    }
                     req.extensions_mut().insert(staff);
                     next.run(req).await
                 }

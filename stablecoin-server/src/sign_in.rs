@@ -22,8 +22,9 @@
 //!   `signin.admin_api`): who (the key id `key:...`, the staff id, `admin-token`, or
 //!   `unknown`), from which address, and the outcome. Attempts refused by the throttle
 //!   are not written (the throttle is what bounds the log's growth under attack).
-//!   `/admin/v1` audits its failed credentials; each successful request is a staff
-//!   action, audited by the action itself when it changes something.
+//!   `/admin/v1` has no session: each request carries the credential, so a failure is
+//!   audited each time, and a success when it is the first of that credential from
+//!   that source within `sign_in_lockout_s` (per process, like the throttle).
 
 use crate::app::AppState;
 use crate::config::Mode;
@@ -121,6 +122,9 @@ pub struct SignInThrottle {
     max_failures: u32,
     lockout_ms: i64,
     entries: Mutex<HashMap<String, Entry>>,
+    /// When each (credential, source) last had a successful `/admin/v1` sign-in
+    /// audited.
+    audited: Mutex<HashMap<String, i64>>,
 }
 
 impl SignInThrottle {
@@ -131,6 +135,28 @@ impl SignInThrottle {
             max_failures: max_failures.max(1),
             lockout_ms: (lockout_s.max(1) as i64).saturating_mul(1000),
             entries: Mutex::new(HashMap::new()),
+            audited: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// True when a successful use of a credential from a source (`keys`, as
+    /// [`SignInThrottle::keys`] makes them) is a new sign-in to audit: the first one in
+    /// `sign_in_lockout_s`. `/admin/v1` has no session, so each request carries the
+    /// credential; auditing every request would bury the log, auditing none would hide
+    /// who signed in.
+    pub fn new_sign_in(&self, keys: &[String; 2], now_ms: i64) -> bool {
+        let mut map = self.audited.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_ENTRIES {
+            let window = self.lockout_ms;
+            map.retain(|_, at| now_ms - *at < window);
+        }
+        let k = format!("{}|{}", keys[0], keys[1]);
+        match map.get(&k) {
+            Some(at) if now_ms - *at < self.lockout_ms => false,
+            _ => {
+                map.insert(k, now_ms);
+                true
+            }
         }
     }
 

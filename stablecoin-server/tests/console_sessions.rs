@@ -247,10 +247,19 @@ async fn admin_api_and_console_failures_are_throttled_per_credential_behind_a_tr
     let (audit, _) = s.app.engine().staff_audit(100, 1).await.unwrap();
     let fails: Vec<_> = audit
         .iter()
-        .filter(|a| a.action == "signin.admin_api")
+        .filter(|a| a.action == "signin.admin_api" && a.staff_id == "unknown")
         .collect();
     assert_eq!(fails.len(), 3, "{audit:?}");
     assert!(fails.iter().any(|a| a.target == "203.0.113.2"));
+    // The success is audited once per credential and source, not per request.
+    admin(ADMIN_TOKEN, "203.0.113.5").await.expect(200);
+    let (audit, _) = s.app.engine().staff_audit(100, 1).await.unwrap();
+    let ok: Vec<_> = audit
+        .iter()
+        .filter(|a| a.action == "signin.admin_api" && a.staff_id == "admin-token")
+        .collect();
+    assert_eq!(ok.len(), 1, "{audit:?}");
+    assert_eq!(ok[0].target, "203.0.113.5");
 
     // Without a trusted proxy, a client's X-Forwarded-For is ignored: it cannot
     // dodge its own lockout by naming another address.
