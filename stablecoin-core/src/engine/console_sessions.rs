@@ -24,6 +24,14 @@ use serde::{Deserialize, Serialize};
 /// The id prefix of console sessions (`css_...`).
 pub const CONSOLE_SESSION_PREFIX: &str = "css";
 
+/// The longest a console session lasts (a host asking more gets this).
+pub const MAX_CONSOLE_SESSION_TTL_MS: i64 = 24 * 3_600_000;
+
+/// How long a session's record is kept after it was opened (the retention purge):
+/// a week, well past [`MAX_CONSOLE_SESSION_TTL_MS`], so only dead sessions are deleted
+/// and recent ones stay inspectable.
+pub const CONSOLE_SESSION_RETENTION_MS: i64 = 7 * 24 * 3_600_000;
+
 /// The credential a console session was opened with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -100,7 +108,8 @@ impl Record for ConsoleSession {
 }
 
 impl Engine {
-    /// Opens a console session for `subject`, valid for `ttl_ms` from now.
+    /// Opens a console session for `subject`, valid for `ttl_ms` from now (at most
+    /// [`MAX_CONSOLE_SESSION_TTL_MS`]).
     pub async fn open_console_session(
         &self,
         subject: ConsoleSubject,
@@ -111,7 +120,10 @@ impl Engine {
             id: self.new_id(CONSOLE_SESSION_PREFIX),
             subject,
             created_at: now,
-            expires_at: Timestamp::from_millis(now.millis().saturating_add(ttl_ms)),
+            expires_at: Timestamp::from_millis(
+                now.millis()
+                    .saturating_add(ttl_ms.clamp(0, MAX_CONSOLE_SESSION_TTL_MS)),
+            ),
             ended_at: None,
         };
         self.commit(Batch {
@@ -152,5 +164,63 @@ impl Engine {
         })
         .await?;
         Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "memory"))]
+mod tests {
+    use super::*;
+    use crate::engine::{EngineConfig, Ports, Retention};
+    use crate::memory::*;
+    use std::sync::Arc;
+
+    fn engine() -> (Engine, Arc<ManualClock>) {
+        let store = Arc::new(MemoryStore::new());
+        let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_795_341_600)));
+        let ports = Ports {
+            store: store.clone(),
+            ledger: store,
+            signer: Arc::new(LocalSigner::from_seed([9; 32])),
+            notifier: Arc::new(MemoryNotifier::new()),
+            rates: Arc::new(FixedRates::demo()),
+            payouts: Arc::new(MemoryPayouts::new()),
+            clock: clock.clone(),
+            entropy: Arc::new(SeededEntropy::new(7)),
+        };
+        (
+            Engine::new(ports, Vec::new(), EngineConfig::default()),
+            clock,
+        )
+    }
+
+    fn staff() -> ConsoleSubject {
+        ConsoleSubject::Staff {
+            staff_id: "stf_1".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_session_lives_until_ended_or_expired_and_is_purged_later() {
+        let (e, clock) = engine();
+        let a = e.open_console_session(staff(), 60_000).await.unwrap();
+        let b = e.open_console_session(staff(), 60_000).await.unwrap();
+        assert_ne!(a.id, b.id);
+        assert_eq!(e.console_session(&a.id).await.unwrap(), Some(a.clone()));
+        e.end_console_session(&a.id).await.unwrap();
+        e.end_console_session(&a.id).await.unwrap();
+        assert_eq!(e.console_session(&a.id).await.unwrap(), None, "ended");
+        assert!(e.console_session(&b.id).await.unwrap().is_some());
+        clock.advance_ms(60_000);
+        assert_eq!(e.console_session(&b.id).await.unwrap(), None, "expired");
+        assert_eq!(e.console_session("nope").await.unwrap(), None);
+        // A host asking for a year gets the longest a session lasts.
+        let c = e.open_console_session(staff(), i64::MAX).await.unwrap();
+        assert_eq!(
+            c.expires_at.millis() - c.created_at.millis(),
+            MAX_CONSOLE_SESSION_TTL_MS
+        );
+        clock.advance_ms(CONSOLE_SESSION_RETENTION_MS + 1);
+        let report = e.purge_expired(&Retention::default()).await.unwrap();
+        assert_eq!(report.console_sessions, 3);
     }
 }
