@@ -374,6 +374,17 @@ async fn keys_page(p: &TenantPage, flash: String, code: StatusCode) -> Response 
     let mut out = flash;
     match p.app.engine.list_api_keys(&p.auth.tenant, 100, 0).await {
         Ok((keys, _)) => {
+            // What this session may revoke: its own key and those issued under it.
+            let mut scope = vec![p.auth.key_id.clone()];
+            let mut i = 0;
+            while i < scope.len() {
+                for k in &keys {
+                    if k.issued_by.as_ref() == Some(&scope[i]) && !scope.contains(&k.id) {
+                        scope.push(k.id.clone());
+                    }
+                }
+                i += 1;
+            }
             // A session sees the keys of its own mode only (a test session: no live
             // key ids).
             let rows: Vec<Vec<String>> = keys
@@ -383,6 +394,8 @@ async fn keys_page(p: &TenantPage, flash: String, code: StatusCode) -> Response 
                     let this = k.id == p.auth.key_id;
                     let action = if k.revoked_at.is_some() {
                         String::new()
+                    } else if !scope.contains(&k.id) {
+                        "<span class=\"hint\">revoked by the service</span>".to_string()
                     } else {
                         format!(
                             "<form method=\"post\" action=\"/dashboard/keys/{}/revoke\" class=\"inline\" data-confirm=\"Revoke this key? Requests with it are refused from then on.\">{}<button type=\"submit\" class=\"danger\">Revoke</button></form>{}",
