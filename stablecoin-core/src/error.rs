@@ -107,6 +107,20 @@ pub enum CoreError {
         /// The mutation refused.
         what: String,
     },
+    /// A web-console session asked for more than the key it signed in with may give:
+    /// a key of another mode, or revoking a key it did not issue.
+    #[error("out of this session's scope: {reason}")]
+    KeyOutOfScope {
+        /// What was refused and why.
+        reason: String,
+    },
+    /// A tenant fee above the ceiling a tenant may set for itself: service staff set it
+    /// (`stablecoin-server pricing set`).
+    #[error("fee above the self-service ceiling: {reason}")]
+    FeeAboveCeiling {
+        /// The fee asked and the ceiling.
+        reason: String,
+    },
 
     // ---- not found (404) ----
     /// No such record, or one of another tenant (never told apart, so ids of other
@@ -314,6 +328,8 @@ impl CoreError {
             ApiKeyRevoked => "API_KEY_REVOKED",
             NotAMember => "NOT_A_MEMBER",
             SandboxUnsupported { .. } => "SANDBOX_UNSUPPORTED",
+            KeyOutOfScope { .. } => "KEY_OUT_OF_SCOPE",
+            FeeAboveCeiling { .. } => "FEE_ABOVE_CEILING",
             NotFound { .. } => "NOT_FOUND",
             QuoteExpired { .. } => "QUOTE_EXPIRED",
             QuoteAlreadyUsed { .. } => "QUOTE_ALREADY_USED",

@@ -103,6 +103,8 @@ pub struct AppInner {
     pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
     /// Signs and checks the web consoles' session cookies and CSRF tokens.
     pub sessions: crate::pages::session::SessionKeys,
+    /// Failed sign-ins per source and per credential (`[consoles]`).
+    pub sign_in_throttle: Arc<crate::sign_in::SignInThrottle>,
 }
 
 impl AppInner {
@@ -370,6 +372,10 @@ impl App {
         let rate_limiter = Arc::new(crate::rate_limit::RateLimiter::new(
             config.rate_limits.limits(),
         ));
+        let config_throttle = (
+            config.consoles.sign_in_max_failures,
+            config.consoles.sign_in_lockout_s,
+        );
         let state = AppState(Arc::new(AppInner {
             config,
             engine,
@@ -388,6 +394,10 @@ impl App {
             webhooks,
             rate_limiter,
             sessions: crate::pages::session::SessionKeys::new(session_key),
+            sign_in_throttle: Arc::new(crate::sign_in::SignInThrottle::new(
+                config_throttle.0,
+                config_throttle.1,
+            )),
         }));
         let demo = if state.config.demo.enabled {
             Some(ensure_demo_tenant(&state).await?)

@@ -224,6 +224,8 @@ pub async fn authenticate_staff(app: &AppState, bearer: &str) -> Result<Staff, A
 /// account's secret answers 404 ADMIN_DISABLED (the routes look absent). A missing or
 /// wrong credential is 401 ADMIN_TOKEN_REQUIRED; a tenant or business key instead is 403
 /// KEY_KIND_NOT_ALLOWED (API-CONVENTIONS: admin endpoints never take a tenant key).
+/// Failed credentials are throttled per source and per credential (429 with
+/// `Retry-After`) and audited (`signin.admin_api`), as [`crate::sign_in`] describes.
 pub async fn require_admin_token(
     State(app): State<AppState>,
     mut req: Request,
@@ -243,13 +245,41 @@ pub async fn require_admin_token(
         return admin_disabled().into_response();
     }
     match given {
-        Some(g) => match authenticate_staff(&app, &g).await {
-            Ok(staff) => {
-                req.extensions_mut().insert(staff);
-                next.run(req).await
+        Some(g) => {
+            // Throttled and audited like the consoles' sign-ins (`crate::sign_in`).
+            let client = crate::sign_in::Client::of_head(&app, req.extensions(), req.headers());
+            if let Err(e) = crate::sign_in::before(&app, &client, &g) {
+                return e.into_response();
             }
-            Err(e) => e.into_response(),
-        },
+            match authenticate_staff(&app, &g).await {
+                Ok(staff) => {
+                    let keys = crate::sign_in::SignInThrottle::keys(&client, &g);
+                    if app
+                        .sign_in_throttle
+                        .new_sign_in(&keys, crate::sign_in::now_ms(&app))
+                    {
+                        crate::sign_in::after(
+                            &app,
+                            &client,
+                            &g,
+                            "signin.admin_api",
+                            Some(&staff.id),
+                            "ok",
+                        )
+                        .await;
+                    }
+                    req.extensions_mut().insert(staff);
+                    next.run(req).await
+                }
+                Err(e) => {
+                    if e.status == StatusCode::UNAUTHORIZED {
+                        crate::sign_in::after(&app, &client, &g, "signin.admin_api", None, e.code)
+                            .await;
+                    }
+                    e.into_response()
+                }
+            }
+        }
         None if req.headers().contains_key(API_KEY_HEADER) => wrong_kind(
             "admin token or staff secret (Authorization: Bearer ...); API keys do not open staff routes",
         )

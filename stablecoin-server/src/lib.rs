@@ -21,6 +21,7 @@ pub mod rails;
 pub mod rate_limit;
 pub mod retention;
 pub mod sandbox;
+pub mod sign_in;
 pub mod sms;
 pub mod storage;
 pub mod swaps;

@@ -128,7 +128,7 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 // Out of descriptors or a connection reset before accept: not fatal.
@@ -141,7 +141,16 @@ pub async fn serve(
             _ = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        // Each request knows its connection's peer (`ConnectInfo`): the sign-in
+        // throttle keys on it (`crate::pages::client`).
+        let service = TowerToHyperService::new(tower::util::MapRequest::new(
+            router.clone(),
+            move |mut req: axum::http::Request<hyper::body::Incoming>| {
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                req
+            },
+        ));
         let builder = builder.clone();
         let watcher = graceful.watcher();
         let header_timeout = Duration::from_millis(limits.header_read_timeout_ms);

@@ -117,6 +117,9 @@ async fn sign_in_gives_a_strict_http_only_session_and_refuses_what_is_not_a_tena
             "{path}: the key is never shown"
         );
     }
+    // A client's own X-Forwarded-Proto does not make the cookie Secure: only
+    // configuration does (`consoles.public_url`, trusted proxies; see
+    // `cookies_are_host_prefixed_and_secure_by_configuration_only`).
     let mut tls = Console::new(&s.base);
     tls.extra.push(("x-forwarded-proto".into(), "https".into()));
     let csrf = tls.csrf("/dashboard/login").await;
@@ -131,16 +134,16 @@ async fn sign_in_gives_a_strict_http_only_session_and_refuses_what_is_not_a_tena
         .iter()
         .find(|h| h.starts_with("sc_dashboard="))
         .unwrap();
-    assert!(cookie.ends_with("; Secure"), "{cookie}");
+    assert!(!cookie.contains("Secure"), "{cookie}");
     let r = tls.get("/dashboard").await;
     assert!(
         r.body.contains("TEST MODE"),
         "a test key's session is the sandbox's"
     );
 
-    // A forged cookie (another tenant's id under this signature) is no session.
+    // A forged cookie (another session's id under this signature) is no session.
     let mut forged = Console::new(&s.base);
-    let value = c.cookies["sc_dashboard"].replacen(&acme.id.0, "ten_01JZZZZZZZZZZZZZZZZZZZZZZZ", 1);
+    let value = c.cookies["sc_dashboard"].replacen("css_", "css_0", 1);
     forged.cookies.insert("sc_dashboard".into(), value);
     assert_eq!(forged.get("/dashboard").await.status, 303);
 
@@ -218,9 +221,10 @@ async fn forms_without_this_sessions_csrf_token_are_refused_and_change_nothing()
             .1,
         keys_before
     );
-    // With the session's own token the same form works.
+    // With the session's own token the same form works (a live session issues live
+    // keys).
     let r = a
-        .post("/dashboard/keys", &[("csrf", &a_token), ("mode", "test")])
+        .post("/dashboard/keys", &[("csrf", &a_token), ("mode", "live")])
         .await;
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(
@@ -433,29 +437,26 @@ fn secret_in(html: &str) -> String {
 async fn revoking_a_key_refuses_its_next_request_and_ends_its_sessions() {
     let s = start().await;
     let acme = s.tenant("Acme", "0").await;
-    let extra = s
-        .app
-        .engine()
-        .issue_api_key(
-            &acme.id,
-            stablecoin_core::engine::KeyKind::Tenant,
-            stablecoin_core::engine::KeyMode::Live,
-        )
-        .await
-        .unwrap();
-    s.get(&extra.secret, "/v1/transfers").await.expect(200);
-    let mut by_extra = Console::sign_in(&s.base, &extra.secret).await;
     let mut c = Console::sign_in(&s.base, &acme.live).await;
+    // A key issued from this session (the session may revoke it).
     let token = c.csrf("/dashboard/keys").await;
     let r = c
+        .post("/dashboard/keys", &[("csrf", &token), ("mode", "live")])
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let extra = secret_in(&r.body);
+    let extra_id = s.app.engine().authenticate(&extra).await.unwrap().key_id;
+    s.get(&extra, "/v1/transfers").await.expect(200);
+    let mut by_extra = Console::sign_in(&s.base, &extra).await;
+    let r = c
         .post(
-            &format!("/dashboard/keys/{}/revoke", extra.key.id.0),
+            &format!("/dashboard/keys/{}/revoke", extra_id.0),
             &[("csrf", &token)],
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("REVOKED"));
-    s.get(&extra.secret, "/v1/transfers")
+    s.get(&extra, "/v1/transfers")
         .await
         .expect_err(401, "API_KEY_REVOKED");
     let r = by_extra.get("/dashboard").await;

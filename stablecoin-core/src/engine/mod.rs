@@ -9,6 +9,7 @@
 mod admission;
 mod chain_reconciliation;
 mod consent;
+mod console_sessions;
 mod idempotency;
 mod ledger_accounts;
 mod operation_reads;
@@ -30,6 +31,7 @@ mod withdrawals;
 mod worker;
 
 pub use chain_reconciliation::{DriftDirection, DriftLine, ReconciliationReport, drift_micros};
+pub use console_sessions::{CONSOLE_SESSION_PREFIX, ConsoleSession, ConsoleSubject};
 pub use idempotency::{observe_replay, validate_idempotency_key};
 pub use ledger_accounts::accounts;
 pub use operations::{
@@ -46,7 +48,10 @@ pub use staff::{
 pub use swaps::{
     DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS, SwapLeg, SwapRequest, min_amount_out, venue_account,
 };
-pub use tenants::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
+pub use tenants::{
+    ApiKey, AuthContext, FeeCeiling, IssuedKey, KeyKind, KeyMode, Tenant, check_fee_address,
+    key_actor,
+};
 pub use topups::topup_transfer_id;
 pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView, sum_balances};
 pub use withdrawals::WithdrawRequest;

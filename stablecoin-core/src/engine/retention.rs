@@ -137,10 +137,16 @@ pub struct PurgeReport {
     pub quotes: u64,
     /// One-time-code challenges.
     pub challenges: u64,
+    /// Web-console sessions ([`super::ConsoleSession`]) created more than
+    /// [`super::console_sessions::CONSOLE_SESSION_RETENTION_MS`] ago: every one of them
+    /// has expired, since a session lasts at most
+    /// [`super::console_sessions::MAX_CONSOLE_SESSION_TTL_MS`].
+    pub console_sessions: u64,
 }
 
 impl Engine {
-    /// Deletes the idempotency records, quotes and challenges older than their window
+    /// Deletes the idempotency records, quotes, challenges and console sessions older
+    /// than their window
     /// in `retention`, as of the engine's clock. Safe to run from several processes at
     /// once (each row goes once) and at any time: nothing it deletes can still be used.
     pub async fn purge_expired(&self, retention: &Retention) -> CoreResult<PurgeReport> {
@@ -158,7 +164,12 @@ impl Engine {
         let idempotency = purge(PurgeTarget::Idempotency, retention.idempotency_ms);
         let quotes = purge(records(kind::QUOTE), retention.quotes_ms);
         let challenges = purge(records(kind::CHALLENGE), retention.challenges_ms);
+        let sessions = purge(
+            records(kind::CONSOLE_SESSION),
+            super::console_sessions::CONSOLE_SESSION_RETENTION_MS,
+        );
         Ok(PurgeReport {
+            console_sessions: purge_all(store, &sessions).await.map_err(store_err)?,
             idempotency: purge_all(store, &idempotency).await.map_err(store_err)?,
             quotes: purge_all(store, &quotes).await.map_err(store_err)?,
             challenges: purge_all(store, &challenges).await.map_err(store_err)?,

@@ -126,6 +126,47 @@ pub struct ApiKey {
     /// tenant's default business.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub business: Option<String>,
+    /// The key whose dashboard session issued this one (`None`: issued by the service,
+    /// the CLI or the API). Revoking that key revokes this one with it, so a leaked key
+    /// cannot leave behind keys that outlive its own revocation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_by: Option<ApiKeyId>,
+}
+
+/// The highest tenant fee a tenant may set for itself (its dashboard); above it, the
+/// service staff set the pricing (`stablecoin-server pricing set`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeeCeiling {
+    /// Highest `fee_bps` of a PERCENTAGE fee.
+    pub max_bps: u32,
+    /// Highest FLAT fee, micro-units.
+    pub max_flat_micros: u64,
+}
+
+/// The audit actor of a change made with an API key (the dashboard): `key:<key id>`.
+pub fn key_actor(key_id: &ApiKeyId) -> String {
+    format!("key:{}", key_id.0)
+}
+
+/// Refuses a fee address that is not an EVM address (`0x` and 40 hex digits): a tenant
+/// fee is paid only on EVM transfers (spec 8.4), on every configured EVM chain, whose
+/// addresses all have this form. Anything else would be accepted today and fail every
+/// fee-bearing transfer later.
+pub fn check_fee_address(address: &ChainAddress) -> CoreResult<()> {
+    let ok = address
+        .0
+        .strip_prefix("0x")
+        .is_some_and(|h| h.len() == 40 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+    if ok {
+        Ok(())
+    } else {
+        Err(CoreError::InvalidParameter {
+            field: "fee_address",
+            reason:
+                "must be an EVM address (0x and 40 hex digits): tenant fees are paid on EVM chains"
+                    .into(),
+        })
+    }
 }
 
 impl ApiKey {
@@ -303,6 +344,7 @@ impl Engine {
             created_at: self.now(),
             revoked_at: None,
             business,
+            issued_by: None,
         };
         IssuedKey { key, secret }
     }
@@ -324,16 +366,114 @@ impl Engine {
         if v.record.revoked_at.is_some() {
             return Ok(v.record);
         }
+        let now = self.now();
         let mut key = v.record;
-        key.revoked_at = Some(self.now());
+        key.revoked_at = Some(now);
+        let mut puts = vec![key.update(v.version)?];
+        // Every active key issued, directly or not, by a session of this one goes too.
+        let mut gone = vec![key.id.clone()];
+        let all = self.all_api_keys(tenant).await?;
+        let mut i = 0;
+        while i < gone.len() {
+            for (k, version) in &all {
+                if k.revoked_at.is_none()
+                    && k.issued_by.as_ref() == Some(&gone[i])
+                    && !gone.contains(&k.id)
+                {
+                    let mut child = k.clone();
+                    child.revoked_at = Some(now);
+                    puts.push(child.update(*version)?);
+                    gone.push(k.id.clone());
+                }
+            }
+            i += 1;
+        }
         self.commit(Batch {
-            puts: vec![key.update(v.version)?],
+            puts,
             ..Default::default()
         })
         .await?;
         // Refused from now on in this process (others: within `read_cache_ms`).
-        self.auth_cache.remove_where(|ctx| ctx.key_id == key.id);
+        self.auth_cache
+            .remove_where(|ctx| gone.contains(&ctx.key_id));
         Ok(key)
+    }
+
+    /// Every key of `tenant` with its stored version.
+    async fn all_api_keys(&self, tenant: &TenantId) -> CoreResult<Vec<(ApiKey, u64)>> {
+        let mut out = Vec::new();
+        loop {
+            let (recs, total) = self
+                .ports
+                .store
+                .list(&crate::ports::store::ListQuery {
+                    kind: ApiKey::KIND.into(),
+                    subkind: None,
+                    tenant: tenant.0.clone(),
+                    status: None,
+                    limit: 100,
+                    offset: out.len(),
+                })
+                .await
+                .map_err(store_err)?;
+            let n = recs.len();
+            for r in &recs {
+                out.push((ApiKey::from_stored(r)?, r.version));
+            }
+            if n == 0 || out.len() as u64 >= total {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Issues a tenant key from a dashboard session signed in with `by`: of `by`'s own
+    /// mode only (a test session never mints a live key), never a business key, and
+    /// recorded as issued by `by`, so revoking `by` revokes it too.
+    pub async fn issue_api_key_by(&self, by: &AuthContext, mode: KeyMode) -> CoreResult<IssuedKey> {
+        if by.kind != KeyKind::Tenant || mode != by.mode {
+            return Err(CoreError::KeyOutOfScope {
+                reason: "a session issues tenant keys of its own key's mode only".into(),
+            });
+        }
+        let parent = self.api_key(&by.tenant, &by.key_id).await?;
+        if parent.revoked_at.is_some() {
+            return Err(CoreError::ApiKeyRevoked);
+        }
+        let mut issued = self.new_api_key(&by.tenant, KeyKind::Tenant, mode, None);
+        issued.key.issued_by = Some(by.key_id.clone());
+        self.commit(Batch {
+            puts: vec![issued.key.insert()?],
+            ..Default::default()
+        })
+        .await?;
+        Ok(issued)
+    }
+
+    /// Revokes `target` for a dashboard session signed in with `by`: only `by` itself or
+    /// a key issued (directly or not) from `by`'s sessions. Other keys of the tenant are
+    /// revoked by the service (`stablecoin-server`'s CLI), so a leaked key cannot lock the
+    /// tenant out of its other keys.
+    pub async fn revoke_api_key_by(
+        &self,
+        by: &AuthContext,
+        target: &ApiKeyId,
+    ) -> CoreResult<ApiKey> {
+        let mut at = self.api_key(&by.tenant, target).await?;
+        let mut hops = 0;
+        while at.id != by.key_id {
+            match at.issued_by.clone() {
+                Some(parent) if hops < 64 => {
+                    at = self.api_key(&by.tenant, &parent).await?;
+                    hops += 1;
+                }
+                _ => {
+                    return Err(CoreError::KeyOutOfScope {
+                        reason: "a session revokes its own key and the keys it issued only".into(),
+                    });
+                }
+            }
+        }
+        self.revoke_api_key(&by.tenant, target).await
     }
 
     /// A tenant's API keys (never their secrets), newest first, and the total: for a
@@ -412,8 +552,61 @@ impl Engine {
 
     /// Sets a tenant's own fee (spec 8). A non-`None` pricing needs the EVM address the
     /// tenant controls, where the fee is paid in the same batch as the transfer.
+    /// Audited as by `cli` (the service's own command); see [`Engine::set_pricing_as`].
     pub async fn set_pricing(
         &self,
+        tenant: &TenantId,
+        pricing: TenantPricing,
+        fee_address: Option<ChainAddress>,
+    ) -> CoreResult<Tenant> {
+        self.set_pricing_as(super::staff::STAFF_ACTOR_CLI, tenant, pricing, fee_address)
+            .await
+    }
+
+    /// A tenant's own change of its pricing (the dashboard, signed in with `by`): live
+    /// keys only, at most `ceiling` (a higher fee is FEE_ABOVE_CEILING: service staff
+    /// set it), audited as by `key:<key id>`.
+    pub async fn set_pricing_by(
+        &self,
+        by: &AuthContext,
+        pricing: TenantPricing,
+        fee_address: Option<ChainAddress>,
+        ceiling: FeeCeiling,
+    ) -> CoreResult<Tenant> {
+        by.require_live("pricing changes")?;
+        pricing.validate()?;
+        match pricing {
+            TenantPricing::Percentage { fee_bps, .. } if fee_bps > ceiling.max_bps => {
+                return Err(CoreError::FeeAboveCeiling {
+                    reason: format!(
+                        "fee_bps {fee_bps} is above {}; ask the service to set it",
+                        ceiling.max_bps
+                    ),
+                });
+            }
+            TenantPricing::Flat { fee_flat_micros }
+                if fee_flat_micros > ceiling.max_flat_micros =>
+            {
+                return Err(CoreError::FeeAboveCeiling {
+                    reason: format!(
+                        "a flat fee of {} is above {}; ask the service to set it",
+                        Micros(fee_flat_micros).to_decimal_string(),
+                        Micros(ceiling.max_flat_micros).to_decimal_string()
+                    ),
+                });
+            }
+            _ => {}
+        }
+        self.set_pricing_as(&key_actor(&by.key_id), &by.tenant, pricing, fee_address)
+            .await
+    }
+
+    /// Sets a tenant's own fee, audited (staff audit log, action `pricing.set`) as by
+    /// `actor` in the same commit. The fee address must be an EVM address
+    /// ([`check_fee_address`]).
+    pub async fn set_pricing_as(
+        &self,
+        actor: &str,
         tenant: &TenantId,
         pricing: TenantPricing,
         fee_address: Option<ChainAddress>,
@@ -424,6 +617,9 @@ impl Engine {
                 reason: "a tenant fee needs fee_address, the EVM address that receives it".into(),
             });
         }
+        if let Some(a) = &fee_address {
+            check_fee_address(a)?;
+        }
         let Some(v) = get_record::<Tenant>(&*self.ports.store, &tenant.0).await? else {
             return Err(CoreError::NotFound {
                 kind: "tenant",
@@ -431,11 +627,17 @@ impl Engine {
             });
         };
         let mut t = v.record;
+        let note = format!(
+            "{} to {}",
+            serde_json::to_string(&pricing).unwrap_or_default(),
+            fee_address.as_ref().map_or("no address", |a| a.0.as_str())
+        );
         t.pricing = pricing;
         t.fee_address = fee_address;
         t.updated_at = self.now();
+        let audit = self.audit_entry(actor, "pricing.set", &t.id.0, Some(&note))?;
         self.commit(Batch {
-            puts: vec![t.update(v.version)?],
+            puts: vec![t.update(v.version)?, audit.insert()?],
             ..Default::default()
         })
         .await?;

@@ -89,7 +89,8 @@ async fn old_keys_quotes_and_challenges_are_purged_and_recent_ones_kept() {
         PurgeReport {
             idempotency: 1,
             quotes: 1,
-            challenges: 1
+            challenges: 1,
+            console_sessions: 0
         }
     );
 

@@ -11,6 +11,7 @@ enum EnvKind {
     Int,
     Bool,
     IntList,
+    StrList,
 }
 
 /// Every environment variable and the TOML key it sets.
@@ -300,6 +301,26 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
     ("STABLECOIN_METRICS_TOKEN", &["metrics_token"], EnvKind::Str),
     ("STABLECOIN_ADMIN_TOKEN", &["admin", "token"], EnvKind::Str),
     (
+        "STABLECOIN_PUBLIC_URL",
+        &["consoles", "public_url"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_TRUSTED_PROXIES",
+        &["consoles", "trusted_proxies"],
+        EnvKind::StrList,
+    ),
+    (
+        "STABLECOIN_SIGN_IN_MAX_FAILURES",
+        &["consoles", "sign_in_max_failures"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_SIGN_IN_LOCKOUT_S",
+        &["consoles", "sign_in_lockout_s"],
+        EnvKind::Int,
+    ),
+    (
         "STABLECOIN_ADMIN_TOPUP_TTL_HOURS",
         &["admin", "topup_ttl_hours"],
         EnvKind::Int,
@@ -509,6 +530,13 @@ fn env_value(var: &'static str, raw: &str, kind: EnvKind) -> Result<toml::Value,
                 .filter(|s| !s.trim().is_empty())
                 .map(|s| int(s).map(toml::Value::Integer))
                 .collect::<Result<_, _>>()?,
+        ),
+        EnvKind::StrList => toml::Value::Array(
+            raw.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| toml::Value::String(s.to_string()))
+                .collect(),
         ),
     })
 }

@@ -86,6 +86,12 @@
 //! | `demo.treasury_credit` | `STABLECOIN_DEMO_TREASURY_CREDIT` | `10000` (USDC and USDT) |
 //! | `admin.token` | `STABLECOIN_ADMIN_TOKEN` | none: the staff routes (`/admin/v1/...`) answer 404 (set it, at least 32 characters, to open them with `Authorization: Bearer <token>`) |
 //! | `admin.topup_ttl_hours` (1-720) | `STABLECOIN_ADMIN_TOPUP_TTL_HOURS` | `24` (how long a top-up quote can be confirmed) |
+//! | `consoles.public_url` | `STABLECOIN_PUBLIC_URL` | none: plain HTTP in development; with `https://...` (or in production mode) console cookies are `Secure` and `__Host-` prefixed |
+//! | `consoles.trusted_proxies` | `STABLECOIN_TRUSTED_PROXIES` (comma-separated) | empty: no `X-Forwarded-For`/`-Proto` is believed |
+//! | `consoles.sign_in_max_failures` | `STABLECOIN_SIGN_IN_MAX_FAILURES` | `5` failed sign-ins per source address and per credential, then 429 |
+//! | `consoles.sign_in_lockout_s` | `STABLECOIN_SIGN_IN_LOCKOUT_S` | `900` (the window and the lockout) |
+//! | `consoles.max_tenant_fee_bps` | file only | `300` (the highest PERCENTAGE fee a tenant sets in its dashboard; above: staff) |
+//! | `consoles.max_tenant_fee_flat` | file only | `"5.00"` |
 //! | `metrics_token` | `STABLECOIN_METRICS_TOKEN` | none: `/metrics` is public (set it, 32+ characters, to require `Authorization: Bearer <token>`) |
 //! | `http.header_read_timeout_ms` | `STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS` | `10000` |
 //! | `http.request_timeout_ms` | `STABLECOIN_HTTP_REQUEST_TIMEOUT_MS` | `30000` (then 408 REQUEST_TIMEOUT) |
@@ -200,6 +206,7 @@
 
 mod admin;
 mod checkout;
+mod consoles;
 mod limits;
 mod load;
 mod payouts;
@@ -219,6 +226,7 @@ mod webhooks;
 
 pub use admin::AdminSettings;
 pub use checkout::CheckoutSettings;
+pub use consoles::{ConsoleSettings, Network};
 pub use limits::{HttpSettings, OtpSettings, RateLimitSettings, SponsorshipSettings};
 pub use load::env_var_names;
 pub use payouts::PayoutSettings;
@@ -351,6 +359,10 @@ pub struct Config {
     /// `[admin]`: the staff routes' bearer token (absent: they answer 404) and the
     /// top-up lifetime.
     pub admin: AdminSettings,
+    /// `[consoles]`: the web consoles' public URL and trusted proxies (cookies'
+    /// `Secure`, the client's address), sign-in throttling, the self-service fee
+    /// ceiling.
+    pub consoles: ConsoleSettings,
 }
 
 impl Default for Config {
@@ -387,6 +399,7 @@ impl Default for Config {
             checkout: CheckoutSettings::default(),
             swaps: SwapSettings::default(),
             admin: AdminSettings::default(),
+            consoles: ConsoleSettings::default(),
         }
     }
 }

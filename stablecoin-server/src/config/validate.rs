@@ -78,6 +78,9 @@ impl Config {
         if let Some(problem) = self.admin.problem() {
             return bad(problem);
         }
+        if let Some(problem) = self.consoles.problem() {
+            return bad(problem);
+        }
         if self.rails.evm_chains.is_empty() {
             return bad("rails.evm_chains must name at least one EVM chain (e.g. [137])".into());
         }

@@ -157,6 +157,16 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "A test key on a mutation that has no sandbox simulation.",
     ),
     (
+        "KEY_OUT_OF_SCOPE",
+        403,
+        "A dashboard session asked for more than its key may give: a key of another mode, or revoking a key it did not issue.",
+    ),
+    (
+        "FEE_ABOVE_CEILING",
+        403,
+        "A tenant fee above the self-service ceiling ([consoles] max_tenant_fee_bps, max_tenant_fee_flat): the service staff set it.",
+    ),
+    (
         "INVALID_SIGNATURE",
         403,
         "A provider's callback, or a scanner's deposit report, is not signed with the configured credentials.",

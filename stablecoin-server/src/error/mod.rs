@@ -163,7 +163,9 @@ pub fn status_of(e: &CoreError) -> StatusCode {
         | InvalidPricing { .. }
         | InvalidIdempotencyKey { .. } => StatusCode::BAD_REQUEST,
         InvalidApiKey | ApiKeyRevoked => StatusCode::UNAUTHORIZED,
-        NotAMember | SandboxUnsupported { .. } => StatusCode::FORBIDDEN,
+        NotAMember | SandboxUnsupported { .. } | KeyOutOfScope { .. } | FeeAboveCeiling { .. } => {
+            StatusCode::FORBIDDEN
+        }
         NotFound { .. } => StatusCode::NOT_FOUND,
         QuoteExpired { .. } | CodeExpired => StatusCode::GONE,
         QuoteAlreadyUsed { .. }
@@ -368,6 +370,8 @@ mod tests {
             ApiKeyRevoked,
             NotAMember,
             SandboxUnsupported { what: "w".into() },
+            KeyOutOfScope { reason: "r".into() },
+            FeeAboveCeiling { reason: "r".into() },
             NotFound {
                 kind: "k",
                 id: "i".into(),

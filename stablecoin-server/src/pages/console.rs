@@ -4,21 +4,23 @@
 //!
 //! Staff sign in with their account's secret (`stf_sk_...`, created by
 //! `stablecoin-server staff create`) or the shared admin token, checked by the same
-//! [`authenticate_staff`] as the `/admin/v1` routes. The session names the staff
-//! identity; the account is read on every request, so disabling it (or removing the
-//! admin token) ends its sessions. Actions run the same calls as the staff API
+//! [`authenticate_staff`] as the `/admin/v1` routes, throttled and audited the same way
+//! ([`crate::sign_in`]). The stored session names the staff account, or a keyed
+//! fingerprint of the admin token; both are checked on every request, so disabling the
+//! account, or rotating (or removing) the admin token, ends its sessions at once, and
+//! signing out ends the session for good. Actions run the same calls as the staff API
 //! (`api::staff::resolve_as`, `recover_as`), so they are audited the same way and follow the
 //! same two-person rule.
 
-use super::gate::{self, Console, error_notice, field, now_ms, request_cookie};
+use super::gate::{self, Console, error_notice, field};
 use super::html::{self, NavItem, Shell, e, facts, link, status, table};
-use super::session::Principal;
 use super::shared::{escrow_history, tokens};
 use crate::api::escrow::engine as escrow_engine;
 use crate::api::staff::{recover_as, resolve_as};
 use crate::app::AppState;
 use crate::auth::{ADMIN_TOKEN_STAFF, Staff, authenticate_staff};
 use crate::error::ApiError;
+use crate::sign_in::Client;
 use axum::Router;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, FromRequestParts, Path, Query, State};
@@ -27,6 +29,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use stablecoin_core::domain::money::Micros;
+use stablecoin_core::engine::ConsoleSubject;
 use stablecoin_escrow::{RecoveryRequest, ResolveRequest};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -75,42 +78,54 @@ pub struct StaffPage {
     staff: Staff,
     csrf: String,
     cookie: String,
+    session_id: String,
+    client: Client,
 }
 
 impl FromRequestParts<AppState> for StaffPage {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, Response> {
-        let Some(session) = request_cookie(&parts.headers, GATE.session_cookie)
-            .and_then(|c| app.sessions.verify(c, now_ms()))
-        else {
-            return Err(gate::to_sign_in(app, &parts.headers, &GATE, false));
-        };
-        let Principal::Staff { id } = session.principal else {
-            return Err(gate::to_sign_in(app, &parts.headers, &GATE, false));
-        };
-        // The identity is checked on every request: a disabled account, or a removed
-        // admin token, ends its sessions at once.
-        let staff = if id == ADMIN_TOKEN_STAFF {
-            if app.config.admin.token.is_none() {
-                return Err(gate::to_sign_in(app, &parts.headers, &GATE, true));
+        let client = Client::of(app, parts);
+        let (session, signed) = gate::open(app, &parts.headers, &client, &GATE).await?;
+        let ended = || gate::to_sign_in(&client, &GATE, true);
+        // The credential is checked on every request: a disabled account, or an admin
+        // token that is no longer the server's (rotated or removed), ends its sessions
+        // at once.
+        let staff = match &session.subject {
+            ConsoleSubject::AdminToken { fingerprint } => {
+                let current = app
+                    .config
+                    .admin
+                    .token
+                    .as_ref()
+                    .map(|t| app.sessions.fingerprint(t.expose().trim()));
+                if current.as_deref() != Some(fingerprint.as_str()) {
+                    return Err(ended());
+                }
+                Staff {
+                    id: ADMIN_TOKEN_STAFF.into(),
+                    name: "admin token".into(),
+                }
             }
-            Staff {
-                id,
-                name: "admin token".into(),
-            }
-        } else {
-            match app.engine.find_staff(&id).await {
-                Ok(a) if a.is_active() && a.id == id => Staff {
+            ConsoleSubject::Staff { staff_id } => match app.engine.find_staff(staff_id).await {
+                Ok(a) if a.is_active() && &a.id == staff_id => Staff {
                     id: a.id,
                     name: a.name,
                 },
-                _ => return Err(gate::to_sign_in(app, &parts.headers, &GATE, true)),
-            }
+                _ => return Err(ended()),
+            },
+            ConsoleSubject::Tenant { .. } => return Err(gate::to_sign_in(&client, &GATE, false)),
         };
+        let bucket = format!("staff:{}", staff.id);
+        if let Some(r) = gate::rate_limited(app, &GATE, &parts.method, &[&bucket, &session.id]) {
+            return Err(r);
+        }
         Ok(StaffPage {
-            csrf: app.sessions.csrf_token(&session.cookie),
-            cookie: session.cookie,
+            csrf: app.sessions.csrf_token(&signed.cookie),
+            cookie: signed.cookie,
+            session_id: session.id,
+            client,
             app: app.clone(),
             staff,
         })
@@ -144,41 +159,55 @@ impl StaffPage {
 
 async fn sign_in_page(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    client: Client,
     q: gate::SignInQueryResult,
 ) -> Response {
-    gate::sign_in_page_for(&app, &headers, &GATE, q)
+    gate::sign_in_page_for(&app, &client, &GATE, q)
 }
 
-async fn sign_in(State(app): State<AppState>, headers: HeaderMap, form: FormResult) -> Response {
-    let fields = form.map(|Form(f)| f).unwrap_or_default();
-    if !gate::sign_in_form_ok(&app, &headers, &GATE, &fields) {
-        return gate::csrf_refused(&GATE);
-    }
-    let secret = field(&fields, GATE.field);
-    if secret.is_empty() {
-        return gate::refused(
-            &app,
-            &headers,
-            &GATE,
-            "ADMIN_TOKEN_REQUIRED",
-            "enter a staff secret or the admin token",
-        );
-    }
-    match authenticate_staff(&app, secret).await {
-        Ok(staff) => gate::signed_in(&app, &headers, &GATE, &Principal::Staff { id: staff.id }),
-        Err(err) if err.status == StatusCode::UNAUTHORIZED => {
-            gate::refused(&app, &headers, &GATE, err.code, &err.message)
-        }
-        Err(err) => gate::error_page(&GATE, err),
-    }
+async fn sign_in(
+    State(app): State<AppState>,
+    client: Client,
+    headers: HeaderMap,
+    form: FormResult,
+) -> Response {
+    let state = app.clone();
+    gate::sign_in_with(
+        &app,
+        &headers,
+        &client,
+        &GATE,
+        form,
+        "signin.console",
+        |secret| async move {
+            if secret.trim().is_empty() {
+                return Err(ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "ADMIN_TOKEN_REQUIRED",
+                    "enter a staff secret or the admin token",
+                ));
+            }
+            let staff = authenticate_staff(&state, &secret).await?;
+            let subject = if staff.id == ADMIN_TOKEN_STAFF {
+                ConsoleSubject::AdminToken {
+                    fingerprint: state.sessions.fingerprint(secret.trim()),
+                }
+            } else {
+                ConsoleSubject::Staff {
+                    staff_id: staff.id.clone(),
+                }
+            };
+            Ok((subject, staff.id))
+        },
+    )
+    .await
 }
 
-async fn sign_out(page: StaffPage, headers: HeaderMap, form: FormResult) -> Response {
+async fn sign_out(page: StaffPage, form: FormResult) -> Response {
     if page.check(form).is_none() {
         return gate::csrf_refused(&GATE);
     }
-    gate::signed_out(&page.app, &headers, &GATE)
+    gate::signed_out(&page.app, &page.client, &GATE, &page.session_id).await
 }
 
 fn page_of(q: &Result<Query<HashMap<String, String>>, QueryRejection>) -> u32 {

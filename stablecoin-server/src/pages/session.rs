@@ -1,18 +1,21 @@
-//! Sessions of the web consoles (the tenant dashboard and the staff console): signed
-//! cookies and the CSRF tokens bound to them.
+//! Sessions of the web consoles (the tenant dashboard and the staff console): the
+//! session cookie and the CSRF tokens bound to it.
 //!
-//! Why signed cookies and no session table: every server of a deployment derives the
-//! same key (`CONSOLE_SESSION_KEY_LABEL`, from the master seed or the signing service),
-//! so a session signed by one is honoured by the others, and nothing is written per
-//! sign-in. What a stateless session cannot do by itself, end early, is done by what it
-//! names: a tenant session names its API key, which is checked on every request, so
-//! revoking the key ends every session opened with it; a staff session names its staff
-//! account, checked the same way. Signing out clears the cookie in that browser.
+//! Why a stored session behind a signed cookie: the session itself is a record of the
+//! engine (`ConsoleSession`, in the deployment's store), so signing out, revoking the
+//! key, disabling the staff account or rotating the admin token ends it at once on
+//! every server (the host checks the record and its credential on every request). The
+//! cookie only names the record: `<session id>.<expiry>.<HMAC>`, signed with a key every
+//! server derives alike (`CONSOLE_SESSION_KEY_LABEL`), so a forged or truncated cookie
+//! is refused before the store is asked.
 //!
 //! The cookie is `HttpOnly` (no script reads it), `SameSite=Strict` (no other site's
-//! page sends it), `Path=/` and `Secure` when the server runs in production mode or the
-//! request came through a TLS proxy (`X-Forwarded-Proto: https`). It carries no secret:
-//! only ids, the mode, the expiry and a random nonce, with an HMAC-SHA256 over them.
+//! page sends it) and `Path=/`. When the server is reached over TLS, as configuration
+//! says (`consoles.public_url` with `https`, production mode, or `X-Forwarded-Proto`
+//! from a configured trusted proxy; never a client's header alone), it is also `Secure`
+//! and named with the `__Host-` prefix, which browsers accept only from a secure origin,
+//! without `Domain` and on `Path=/`. Plain-HTTP development servers use the bare name
+//! without `Secure` (browsers refuse `__Host-` cookies over plain HTTP).
 //!
 //! Every form carries a CSRF token, `HMAC(key, "csrf:" + cookie)`: only a page rendered
 //! for this session holds it (SameSite already keeps other sites' requests from carrying
@@ -21,39 +24,20 @@
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use stablecoin_core::domain::ids::{ApiKeyId, TenantId};
-use stablecoin_core::engine::KeyMode;
 use std::fmt;
 
 /// How long a session lasts after sign-in, in milliseconds (8 hours: a working day).
 pub const SESSION_TTL_MS: i64 = 8 * 3_600_000;
-/// How long a sign-in form may be submitted after it was shown, in milliseconds.
-pub const PRE_SESSION_TTL_MS: i64 = 30 * 60_000;
+/// How long a sign-in form may be submitted after it was shown, in milliseconds (10
+/// minutes: time to paste a credential, not to keep a form open for a replay).
+pub const PRE_SESSION_TTL_MS: i64 = 10 * 60_000;
 
-/// Who a session is for.
+/// A session cookie whose signature checked out and that has not expired: it names a
+/// stored session, which the caller still reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Principal {
-    /// A tenant, signed in with one of its tenant API keys (the dashboard).
-    Tenant {
-        /// The tenant every page of the session shows.
-        tenant: TenantId,
-        /// The key it signed in with: revoking it ends the session.
-        key_id: ApiKeyId,
-        /// The key's mode: live data and actions, or the sandbox's.
-        mode: KeyMode,
-    },
-    /// A member of service staff (the staff console).
-    Staff {
-        /// The staff identity (`stf_...`, or `admin-token`).
-        id: String,
-    },
-}
-
-/// A verified session.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Session {
-    /// Who it is for.
-    pub principal: Principal,
+pub struct SignedSession {
+    /// The stored session's id (`css_...`).
+    pub id: String,
     /// When it ends, Unix milliseconds.
     pub expires_ms: i64,
     /// The whole cookie value, which the CSRF token is bound to.
@@ -113,39 +97,20 @@ impl SessionKeys {
         a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
     }
 
-    /// A new session cookie value for `principal`, valid until `now_ms + SESSION_TTL_MS`.
-    /// `None` when an id has characters a cookie cannot carry (never for the engine's ids).
-    pub fn issue(&self, principal: &Principal, now_ms: i64) -> Option<String> {
-        let exp = now_ms.saturating_add(SESSION_TTL_MS);
-        let body = match principal {
-            Principal::Tenant {
-                tenant,
-                key_id,
-                mode,
-            } => {
-                if !plain(&tenant.0) || !plain(&key_id.0) {
-                    return None;
-                }
-                let m = match mode {
-                    KeyMode::Live => "live",
-                    KeyMode::Test => "test",
-                };
-                format!("t.{}.{}.{m}.{exp}.{}", tenant.0, key_id.0, random_nonce())
-            }
-            Principal::Staff { id } => {
-                if !plain(id) {
-                    return None;
-                }
-                format!("s.{id}.{exp}.{}", random_nonce())
-            }
-        };
+    /// The cookie value naming the stored session `id`, which ends at `expires_ms`.
+    /// `None` when the id has characters a cookie cannot carry (never the engine's ids).
+    pub fn issue(&self, id: &str, expires_ms: i64) -> Option<String> {
+        if !plain(id) {
+            return None;
+        }
+        let body = format!("{id}.{expires_ms}");
         let sig = self.mac("session", &body);
         Some(format!("{body}.{sig}"))
     }
 
-    /// The session of a cookie value, when its signature is this deployment's and it has
-    /// not expired. Anything else (tampered, truncated, expired, malformed) is `None`.
-    pub fn verify(&self, cookie: &str, now_ms: i64) -> Option<Session> {
+    /// The session a cookie value names, when its signature is this deployment's and it
+    /// has not expired. Anything else (tampered, truncated, expired, malformed) is `None`.
+    pub fn verify(&self, cookie: &str, now_ms: i64) -> Option<SignedSession> {
         if cookie.len() > 400 {
             return None;
         }
@@ -153,29 +118,22 @@ impl SessionKeys {
         if !Self::same(&self.mac("session", body), sig) {
             return None;
         }
-        let parts: Vec<&str> = body.split('.').collect();
-        let (principal, exp) = match parts.as_slice() {
-            ["t", tenant, key, mode, exp, _nonce] => (
-                Principal::Tenant {
-                    tenant: TenantId(tenant.to_string()),
-                    key_id: ApiKeyId(key.to_string()),
-                    mode: match *mode {
-                        "live" => KeyMode::Live,
-                        "test" => KeyMode::Test,
-                        _ => return None,
-                    },
-                },
-                exp,
-            ),
-            ["s", id, exp, _nonce] => (Principal::Staff { id: id.to_string() }, exp),
-            _ => return None,
-        };
+        let (id, exp) = body.split_once('.')?;
+        if !plain(id) {
+            return None;
+        }
         let expires_ms: i64 = exp.parse().ok()?;
-        (now_ms < expires_ms).then(|| Session {
-            principal,
+        (now_ms < expires_ms).then(|| SignedSession {
+            id: id.to_string(),
             expires_ms,
             cookie: cookie.to_string(),
         })
+    }
+
+    /// A keyed fingerprint of a credential (the admin token): stored with a session so a
+    /// changed credential is noticed, without storing the credential.
+    pub fn fingerprint(&self, credential: &str) -> String {
+        self.mac("credential", credential)
     }
 
     /// The CSRF token of the session whose cookie is `cookie`.
@@ -226,11 +184,23 @@ pub fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
-/// A `Set-Cookie` value: HttpOnly, SameSite=Strict, Path=/, `Secure` when `secure`;
-/// `max_age_s` 0 deletes the cookie.
-pub fn set_cookie(name: &str, value: &str, max_age_s: i64, secure: bool) -> String {
+/// The name a cookie called `base` has: `__Host-<base>` when `secure` (a browser then
+/// accepts it only over TLS, from this host, on `Path=/`), `base` on plain HTTP.
+pub fn cookie_name(base: &str, secure: bool) -> String {
+    if secure {
+        format!("__Host-{base}")
+    } else {
+        base.to_string()
+    }
+}
+
+/// A `Set-Cookie` value for the cookie called `base` (named by [`cookie_name`]):
+/// HttpOnly, SameSite=Strict, Path=/, no Domain, `Secure` when `secure`; `max_age_s` 0
+/// deletes the cookie.
+pub fn set_cookie(base: &str, value: &str, max_age_s: i64, secure: bool) -> String {
     format!(
-        "{name}={value}; Path=/; Max-Age={max_age_s}; HttpOnly; SameSite=Strict{}",
+        "{}={value}; Path=/; Max-Age={max_age_s}; HttpOnly; SameSite=Strict{}",
+        cookie_name(base, secure),
         if secure { "; Secure" } else { "" }
     )
 }
@@ -243,68 +213,39 @@ mod tests {
         SessionKeys::new([7; 32])
     }
 
-    fn tenant() -> Principal {
-        Principal::Tenant {
-            tenant: TenantId("ten_abc".into()),
-            key_id: ApiKeyId("key_def".into()),
-            mode: KeyMode::Test,
-        }
-    }
-
     #[test]
-    fn a_session_verifies_until_it_expires_and_only_with_its_key() {
+    fn a_session_cookie_verifies_until_it_expires_and_only_with_its_key() {
         let k = keys();
-        let c = k.issue(&tenant(), 1_000).unwrap();
+        let c = k.issue("css_abc", 5_000).unwrap();
         let s = k.verify(&c, 1_001).unwrap();
-        assert_eq!(s.principal, tenant());
-        assert_eq!(s.expires_ms, 1_000 + SESSION_TTL_MS);
-        assert!(k.verify(&c, 1_000 + SESSION_TTL_MS).is_none(), "expired");
+        assert_eq!((s.id.as_str(), s.expires_ms), ("css_abc", 5_000));
+        assert!(k.verify(&c, 5_000).is_none(), "expired");
         assert!(SessionKeys::new([8; 32]).verify(&c, 1_001).is_none());
-        let staff = Principal::Staff {
-            id: "stf_123".into(),
-        };
-        let c2 = k.issue(&staff, 5).unwrap();
-        assert_eq!(k.verify(&c2, 6).unwrap().principal, staff);
     }
 
     #[test]
     fn tampered_or_malformed_cookies_are_refused() {
         let k = keys();
-        let c = k.issue(&tenant(), 1_000).unwrap();
-        // Another tenant, same signature.
-        let forged = c.replacen("ten_abc", "ten_xyz", 1);
-        assert!(k.verify(&forged, 1_001).is_none());
-        // A live mode claimed by a test session.
-        assert!(
-            k.verify(&c.replacen(".test.", ".live.", 1), 1_001)
-                .is_none()
-        );
-        for bad in [
-            "",
-            ".",
-            "t.a.b.live.9.n",
-            "x.y",
-            &"a".repeat(500),
-            &c[..c.len() - 1],
-        ] {
-            assert!(k.verify(bad, 1_001).is_none(), "{bad:?}");
+        let c = k.issue("css_abc", 5_000).unwrap();
+        assert!(k.verify(&c.replacen("css_abc", "css_abd", 1), 1).is_none());
+        assert!(k.verify(&c.replacen("5000", "9000", 1), 1).is_none());
+        for bad in ["", ".", "x.y", &"a".repeat(500), &c[..c.len() - 1]] {
+            assert!(k.verify(bad, 1).is_none(), "{bad:?}");
         }
         // A pre-session cookie is not a session, and the reverse.
         let pre = k.issue_pre_session(1_000);
         assert!(k.verify(&pre, 1_001).is_none());
         let tok = k.csrf_token(&c);
         assert!(!k.pre_session_ok(&c, &tok, 1_001));
-        // Ids a cookie cannot carry are not issued.
-        let odd = Principal::Staff { id: "a.b".into() };
-        assert!(k.issue(&odd, 1).is_none());
+        assert!(k.issue("a.b", 1).is_none(), "ids a cookie cannot carry");
+        assert_ne!(k.fingerprint("a"), k.fingerprint("b"));
     }
 
     #[test]
     fn csrf_tokens_are_bound_to_their_session() {
         let k = keys();
-        let a = k.issue(&tenant(), 1_000).unwrap();
-        let b = k.issue(&tenant(), 1_000).unwrap();
-        assert_ne!(a, b, "each sign-in has its own nonce");
+        let a = k.issue("css_a", 1_000).unwrap();
+        let b = k.issue("css_b", 1_000).unwrap();
         let ta = k.csrf_token(&a);
         assert!(k.csrf_ok(&a, &ta));
         assert!(!k.csrf_ok(&b, &ta));
@@ -323,7 +264,10 @@ mod tests {
         assert_eq!(cookie_value("a=1", "sc"), None);
         assert_eq!(cookie_value("scx=1", "sc"), None);
         let c = set_cookie("sc", "v", 60, true);
+        assert!(c.starts_with("__Host-sc=v; Path=/;"), "{c}");
         assert!(c.contains("HttpOnly") && c.contains("SameSite=Strict") && c.ends_with("Secure"));
-        assert!(!set_cookie("sc", "v", 0, false).contains("Secure"));
+        assert!(!c.contains("Domain"));
+        let plain = set_cookie("sc", "v", 0, false);
+        assert!(plain.starts_with("sc=v;") && !plain.contains("Secure"));
     }
 }

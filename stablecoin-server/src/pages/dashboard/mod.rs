@@ -8,8 +8,16 @@
 //!   another tenant's escrow is "not found" here as there, and a sandbox (test) session
 //!   is refused or simulated wherever the API refuses or simulates.
 //! - **Sign-in with a tenant key.** The key is posted once, checked, and never stored
-//!   or shown again; the session ([`super::session`]) names the key, so revoking it
-//!   ends every session opened with it, on the next request.
+//!   or shown again; the stored session ([`super::session`]) names the key, so revoking
+//!   it ends every session opened with it, on the next request, and signing out ends
+//!   the session for good. Failed sign-ins are throttled and every attempt is audited
+//!   ([`crate::sign_in`]).
+//! - **No more than the key.** A session issues keys of its own mode only, recorded as
+//!   issued by its key (revoking that key revokes them), and revokes only its own key
+//!   and those; pricing is checked (EVM fee address, a self-service fee ceiling) and
+//!   audited (`Engine::set_pricing_by`). Pages count against the key's API rate limits.
+//! - **A test session shows the sandbox only**: no live balances, operations, escrows,
+//!   deliveries or live keys.
 //! - **Forms carry CSRF tokens.** A form posted without this session's token is refused
 //!   with 403 and changes nothing ([`TenantPage::check`]).
 //! - **Secrets are shown once.** An API key or webhook secret appears only in the
@@ -20,12 +28,12 @@
 mod reads;
 mod settings;
 
-use super::gate::{self, Console, request_cookie};
+use super::gate::{self, Console};
 pub use super::gate::{error_notice, field, now_ms};
 use super::html::{self, NavItem, Shell, e};
-use super::session::Principal;
 use crate::app::AppState;
 use crate::error::ApiError;
+use crate::sign_in::Client;
 use axum::Router;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Form, FromRequestParts, State};
@@ -34,7 +42,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use stablecoin_core::CoreError;
-use stablecoin_core::engine::{AuthContext, KeyKind, KeyMode};
+use stablecoin_core::engine::{AuthContext, ConsoleSubject, KeyKind, KeyMode};
 use std::collections::HashMap;
 
 /// The dashboard's session cookie.
@@ -139,39 +147,47 @@ pub struct TenantPage {
     /// This session's CSRF token, for the forms of the page.
     pub csrf: String,
     cookie: String,
+    /// The stored session's id (sign-out ends it).
+    pub session_id: String,
+    /// The client, as configuration lets us know it.
+    pub client: Client,
 }
 
 impl FromRequestParts<AppState> for TenantPage {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, Response> {
-        let to_sign_in = |ended: bool| gate::to_sign_in(app, &parts.headers, &GATE, ended);
-        let Some(session) = request_cookie(&parts.headers, SESSION_COOKIE)
-            .and_then(|c| app.sessions.verify(c, now_ms()))
-        else {
-            return Err(to_sign_in(false));
-        };
-        let Principal::Tenant {
+        let client = Client::of(app, parts);
+        let (session, signed) = gate::open(app, &parts.headers, &client, &GATE).await?;
+        let ConsoleSubject::Tenant {
             tenant,
             key_id,
             mode,
-        } = session.principal
+        } = session.subject
         else {
-            return Err(to_sign_in(false));
+            return Err(gate::to_sign_in(&client, &GATE, false));
         };
         // The key is read on every request: a revoked key ends its sessions at once.
         match app.engine.api_key(&tenant, &key_id).await {
             Ok(k) if k.revoked_at.is_none() && k.kind == KeyKind::Tenant && k.mode == mode => {}
-            Ok(_) | Err(CoreError::NotFound { .. }) => return Err(to_sign_in(true)),
+            Ok(_) | Err(CoreError::NotFound { .. }) => {
+                return Err(gate::to_sign_in(&client, &GATE, true));
+            }
             Err(err) => return Err(gate::error_page(&GATE, ApiError::from(err))),
+        }
+        // The key's API budget, shared with its API requests, and the session's own.
+        if let Some(r) = gate::rate_limited(app, &GATE, &parts.method, &[&key_id.0, &session.id]) {
+            return Err(r);
         }
         let name = match app.engine.tenant(&tenant).await {
             Ok(t) => t.name,
             Err(err) => return Err(gate::error_page(&GATE, ApiError::from(err))),
         };
         Ok(TenantPage {
-            csrf: app.sessions.csrf_token(&session.cookie),
-            cookie: session.cookie,
+            csrf: app.sessions.csrf_token(&signed.cookie),
+            cookie: signed.cookie,
+            session_id: session.id,
+            client,
             app: app.clone(),
             auth: AuthContext {
                 tenant,
@@ -241,6 +257,24 @@ impl TenantPage {
         gate::checked_form(&self.app, &self.cookie, form)
     }
 
+    /// In a test session, the page that stands for a page of live data (treasury,
+    /// wallets, operations, escrows): the sandbox stores none of these, and a test key
+    /// must not read the live ones. `None` in a live session.
+    pub fn live_only(&self, title: &str, current: &str) -> Option<Response> {
+        self.sandbox().then(|| {
+            self.render(
+                title,
+                current,
+                &html::notice(
+                    "ok",
+                    "<p>This page shows live data, which a test session does not see: the \
+                     sandbox keeps none (simulated calls answer <code>\"simulated\": true</code> \
+                     and store nothing). Sign in with a live key to see it.</p>",
+                ),
+            )
+        })
+    }
+
     /// An error as a page of this session (status and stable code of the API's error).
     pub fn error(&self, title: &str, current: &str, err: ApiError) -> Response {
         self.render_status(err.status, title, current, &error_notice(&err))
@@ -267,60 +301,61 @@ pub fn csrf_refused() -> Response {
 
 async fn sign_in_page(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    client: Client,
     q: gate::SignInQueryResult,
 ) -> Response {
-    gate::sign_in_page_for(&app, &headers, &GATE, q)
+    gate::sign_in_page_for(&app, &client, &GATE, q)
 }
 
 async fn sign_in(
     State(app): State<AppState>,
+    client: Client,
     headers: HeaderMap,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
-    let fields = form.map(|Form(f)| f).unwrap_or_default();
-    if !gate::sign_in_form_ok(&app, &headers, &GATE, &fields) {
-        return csrf_refused();
-    }
-    let auth = match app.engine.authenticate(field(&fields, "api_key")).await {
-        Ok(a) if a.kind == KeyKind::Tenant => a,
-        Ok(_) => {
-            return gate::refused(
-                &app,
-                &headers,
-                &GATE,
-                "KEY_KIND_NOT_ALLOWED",
-                "the dashboard needs a tenant key (svc_sk_live_... or svc_sk_test_...); business keys only open the checkout API",
-            );
-        }
-        Err(CoreError::InvalidApiKey | CoreError::ApiKeyRevoked) => {
-            return gate::refused(
-                &app,
-                &headers,
-                &GATE,
-                "INVALID_API_KEY",
-                "this key is unknown or revoked",
-            );
-        }
-        Err(err) => return gate::error_page(&GATE, ApiError::from(err)),
-    };
-    let principal = Principal::Tenant {
-        tenant: auth.tenant,
-        key_id: auth.key_id,
-        mode: auth.mode,
-    };
-    gate::signed_in(&app, &headers, &GATE, &principal)
+    let engine = app.engine.clone();
+    gate::sign_in_with(
+        &app,
+        &headers,
+        &client,
+        &GATE,
+        form,
+        "signin.dashboard",
+        |key| async move {
+            match engine.authenticate(&key).await {
+                Ok(a) if a.kind == KeyKind::Tenant => Ok((
+                    ConsoleSubject::Tenant {
+                        tenant: a.tenant,
+                        key_id: a.key_id.clone(),
+                        mode: a.mode,
+                    },
+                    stablecoin_core::engine::key_actor(&a.key_id),
+                )),
+                Ok(_) => Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "KEY_KIND_NOT_ALLOWED",
+                    "the dashboard needs a tenant key (svc_sk_live_... or svc_sk_test_...); business keys only open the checkout API",
+                )),
+                Err(CoreError::InvalidApiKey | CoreError::ApiKeyRevoked) => Err(ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "INVALID_API_KEY",
+                    "this key is unknown or revoked",
+                )),
+                Err(err) => Err(ApiError::from(err)),
+            }
+        },
+    )
+    .await
 }
 
 async fn sign_out(
     page: TenantPage,
-    headers: HeaderMap,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
     if page.check(form).is_none() {
         return csrf_refused();
     }
-    gate::signed_out(&page.app, &headers, &GATE)
+    gate::signed_out(&page.app, &page.client, &GATE, &page.session_id).await
 }
 
 /// Explorer link of a transaction on `rail`, when the rail is a real public chain

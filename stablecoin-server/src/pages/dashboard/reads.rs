@@ -82,6 +82,9 @@ fn bucket(s: OpStatus) -> usize {
 /// `GET /dashboard`: treasury balances per token, and the operations of the last days
 /// by state.
 pub async fn overview(p: TenantPage) -> Response {
+    if let Some(r) = p.live_only("Overview", "/dashboard") {
+        return r;
+    }
     let engine = &p.app.engine;
     let mut out = String::from("<h2>Treasury</h2><div class=\"cards\">");
     for token in [Token::Usdc, Token::Usdt] {
@@ -99,7 +102,7 @@ pub async fn overview(p: TenantPage) -> Response {
     }
     out.push_str("</div><p class=\"hint\">The treasury is one ledger account per token; it funds wallets on every rail.</p>");
     // Operations by day and state (the newest operations of each kind).
-    let now = super::now_ms();
+    let now = super::now_ms(&p.app);
     let first_day = now / DAY_MS - (OVERVIEW_DAYS - 1);
     let mut days: BTreeMap<i64, [u64; 3]> = (0..OVERVIEW_DAYS)
         .map(|i| (first_day + i, [0; 3]))
@@ -165,6 +168,9 @@ pub async fn overview(p: TenantPage) -> Response {
 /// and its balance on each EVM chain (what `GET /v1/users/balance?network=all` reads;
 /// only a member may read it).
 pub async fn wallets(p: TenantPage, query: MaybeQ) -> Response {
+    if let Some(r) = p.live_only("Wallets", "/dashboard/wallets") {
+        return r;
+    }
     let query = query.ok();
     let phone = q(&query, "phone_number");
     let mut out = format!(
@@ -229,6 +235,9 @@ fn kind_of(s: &str) -> Option<OpKind> {
 /// `GET /dashboard/operations?kind=&state=`: the tenant's operations of one kind,
 /// optionally in one state, newest first (`Engine::list_operations`, as the API lists).
 pub async fn operations(p: TenantPage, query: MaybeQ) -> Response {
+    if let Some(r) = p.live_only("Operations", "/dashboard/operations") {
+        return r;
+    }
     let query = query.ok();
     let kind = kind_of(q(&query, "kind")).unwrap_or(OpKind::Transfer);
     let state_name = q(&query, "state");
@@ -314,6 +323,9 @@ pub async fn operations(p: TenantPage, query: MaybeQ) -> Response {
 /// `GET /dashboard/operations/{id}`: one operation, its amounts and fees, its
 /// timeline, and its transaction on the chain's explorer.
 pub async fn operation(p: TenantPage, Path(id): Path<String>) -> Response {
+    if let Some(r) = p.live_only("Operation", "/dashboard/operations") {
+        return r;
+    }
     let op = match p.app.engine.operation(&p.auth.tenant, &id).await {
         Ok(op) => op,
         Err(err) => return p.error("Operation", "/dashboard/operations", err.into()),
@@ -364,6 +376,9 @@ pub async fn operation(p: TenantPage, Path(id): Path<String>) -> Response {
 
 /// `GET /dashboard/escrows?state=`: the tenant's escrows (`EscrowEngine::list`).
 pub async fn escrows(p: TenantPage, query: MaybeQ) -> Response {
+    if let Some(r) = p.live_only("Escrows", "/dashboard/escrows") {
+        return r;
+    }
     let query = query.ok();
     let state = q(&query, "state");
     let states = [
@@ -446,6 +461,9 @@ pub async fn escrow(p: TenantPage, Path(id): Path<String>) -> Response {
 }
 
 async fn escrow_page(p: &TenantPage, id: &str, flash: Option<String>) -> Response {
+    if let Some(r) = p.live_only("Escrow", "/dashboard/escrows") {
+        return r;
+    }
     let engine = match escrow_engine(&p.app) {
         Ok(en) => en,
         Err(err) => return p.error("Escrow", "/dashboard/escrows", err),

@@ -2,7 +2,10 @@
 //! rotate, deliveries with their attempts, a success-rate chart, replay), API keys
 //! (issue, shown once, and revoke) and the tenant's pricing. Each action is the call
 //! the matching `/v1` handler or admin command makes, with the same sandbox rule
-//! (`AuthContext::require_live`).
+//! (`AuthContext::require_live`), and never more than the signed-in key may do: keys
+//! of its own mode only, issued under it (`Engine::issue_api_key_by`) and revoked only
+//! when they are its own or issued under it (`Engine::revoke_api_key_by`); pricing up to
+//! the self-service ceiling, audited (`Engine::set_pricing_by`).
 
 use super::{TenantPage, error_notice, field};
 use crate::error::ApiError;
@@ -91,6 +94,14 @@ async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Respo
         html::csrf_field(&p.csrf),
         event_choices()
     );
+    if p.sandbox() {
+        // Deliveries carry live events: a test session does not show them.
+        out.push_str(&html::notice(
+            "ok",
+            "<p>Deliveries carry live events: sign in with a live key to see them.</p>",
+        ));
+        return p.render_status(code, "Webhooks", "/dashboard/webhooks", &out);
+    }
     match hooks
         .list_deliveries(&p.auth.tenant, None, DELIVERY_SAMPLE, 0)
         .await
@@ -98,7 +109,7 @@ async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Respo
         Ok(page) => {
             out.push_str("<h2>Delivery success</h2>");
             // The last 7 days, each one a column even when empty (as the overview).
-            let today = super::now_ms() / DAY_MS;
+            let today = super::now_ms(&p.app) / DAY_MS;
             let mut days: BTreeMap<i64, [u64; 3]> =
                 (today - 6..=today).map(|d| (d, [0; 3])).collect();
             for d in &page.items {
@@ -363,12 +374,28 @@ async fn keys_page(p: &TenantPage, flash: String, code: StatusCode) -> Response 
     let mut out = flash;
     match p.app.engine.list_api_keys(&p.auth.tenant, 100, 0).await {
         Ok((keys, _)) => {
+            // What this session may revoke: its own key and those issued under it.
+            let mut scope = vec![p.auth.key_id.clone()];
+            let mut i = 0;
+            while i < scope.len() {
+                for k in &keys {
+                    if k.issued_by.as_ref() == Some(&scope[i]) && !scope.contains(&k.id) {
+                        scope.push(k.id.clone());
+                    }
+                }
+                i += 1;
+            }
+            // A session sees the keys of its own mode only (a test session: no live
+            // key ids).
             let rows: Vec<Vec<String>> = keys
                 .iter()
+                .filter(|k| k.mode == p.auth.mode)
                 .map(|k| {
                     let this = k.id == p.auth.key_id;
                     let action = if k.revoked_at.is_some() {
                         String::new()
+                    } else if !scope.contains(&k.id) {
+                        "<span class=\"hint\">revoked by the service</span>".to_string()
                     } else {
                         format!(
                             "<form method=\"post\" action=\"/dashboard/keys/{}/revoke\" class=\"inline\" data-confirm=\"Revoke this key? Requests with it are refused from then on.\">{}<button type=\"submit\" class=\"danger\">Revoke</button></form>{}",
@@ -405,12 +432,13 @@ async fn keys_page(p: &TenantPage, flash: String, code: StatusCode) -> Response 
     let modes: &[(&str, &str)] = if p.sandbox() {
         &[("test", "test (sandbox)")]
     } else {
-        &[("live", "live"), ("test", "test (sandbox)")]
+        &[("live", "live")]
     };
     let _ = write!(
         out,
         "<h2>Issue a tenant key</h2><form method=\"post\" action=\"/dashboard/keys\" class=\"stack\">{}{}\
-<p class=\"hint\">The secret is shown once, then only its hash is kept.</p>\
+<p class=\"hint\">The secret is shown once, then only its hash is kept. A key issued here has this session's mode, \
+and revoking the key you signed in with revokes it too.</p>\
 <button type=\"submit\">Issue key</button></form>",
         html::csrf_field(&p.csrf),
         html::select("mode", "Mode", modes, modes[0].0)
@@ -418,8 +446,9 @@ async fn keys_page(p: &TenantPage, flash: String, code: StatusCode) -> Response 
     p.render_status(code, "API keys", "/dashboard/keys", &out)
 }
 
-/// `POST /dashboard/keys`: issues a tenant key (a test session issues test keys only);
-/// the secret is in this response only.
+/// `POST /dashboard/keys`: issues a tenant key of the session's own mode, recorded as
+/// issued by the session's key (`Engine::issue_api_key_by`); the secret is in this
+/// response only.
 pub async fn issue_key(p: TenantPage, form: FormResult) -> Response {
     let f = match p.check(form) {
         Some(f) => f,
@@ -427,26 +456,13 @@ pub async fn issue_key(p: TenantPage, form: FormResult) -> Response {
     };
     let mode = match field(&f, "mode") {
         "test" => KeyMode::Test,
-        "live" if !p.sandbox() => KeyMode::Live,
-        "live" => {
-            let err = ApiError::new(
-                StatusCode::FORBIDDEN,
-                "SANDBOX_UNSUPPORTED",
-                "a test session issues test keys only; sign in with a live key to issue a live key",
-            );
-            return keys_page(&p, error_notice(&err), StatusCode::FORBIDDEN).await;
-        }
+        "live" => KeyMode::Live,
         _ => {
             let err = ApiError::bad_request("INVALID_PARAMETER", "mode must be live or test");
             return keys_page(&p, error_notice(&err), StatusCode::BAD_REQUEST).await;
         }
     };
-    match p
-        .app
-        .engine
-        .issue_api_key(&p.auth.tenant, KeyKind::Tenant, mode)
-        .await
-    {
+    match p.app.engine.issue_api_key_by(&p.auth, mode).await {
         Ok(issued) => {
             let flash = format!(
                 "{}{}",
@@ -466,32 +482,15 @@ pub async fn issue_key(p: TenantPage, form: FormResult) -> Response {
     }
 }
 
-/// `POST /dashboard/keys/{id}/revoke`: requests with the key are refused from then on
-/// (this session too, when it is its key). A test session revokes test keys only.
+/// `POST /dashboard/keys/{id}/revoke`: the session's own key (which signs it out) or a
+/// key issued under it; the keys issued under a revoked key go with it. Other keys are
+/// KEY_OUT_OF_SCOPE: the service revokes them.
 pub async fn revoke_key(p: TenantPage, Path(id): Path<String>, form: FormResult) -> Response {
     if p.check(form).is_none() {
         return super::csrf_refused();
     }
     let key_id = ApiKeyId(id);
-    if p.sandbox() {
-        match p.app.engine.api_key(&p.auth.tenant, &key_id).await {
-            Ok(k) if k.mode == KeyMode::Test => {}
-            Ok(_) => {
-                let err = ApiError::new(
-                    StatusCode::FORBIDDEN,
-                    "SANDBOX_UNSUPPORTED",
-                    "a test session revokes test keys only",
-                );
-                return keys_page(&p, error_notice(&err), StatusCode::FORBIDDEN).await;
-            }
-            Err(err) => {
-                let err = ApiError::from(err);
-                let code = err.status;
-                return keys_page(&p, error_notice(&err), code).await;
-            }
-        }
-    }
-    match p.app.engine.revoke_api_key(&p.auth.tenant, &key_id).await {
+    match p.app.engine.revoke_api_key_by(&p.auth, &key_id).await {
         Ok(k) if k.id == p.auth.key_id => html::redirect("/dashboard/login?ended=1", &[]),
         Ok(k) => {
             let flash = html::notice(
@@ -573,9 +572,9 @@ async fn pricing_page(p: &TenantPage, flash: String, code: StatusCode) -> Respon
     let _ = write!(
         out,
         "<h2>Change your fee</h2><form method=\"post\" action=\"/dashboard/pricing\" class=\"stack\">{}{}\
-<label for=\"fee_bps\">Basis points (PERCENTAGE; at most 1000 = 10%)</label><input id=\"fee_bps\" name=\"fee_bps\" inputmode=\"numeric\" value=\"{}\">\
+<label for=\"fee_bps\">Basis points (PERCENTAGE; at most {} here, the service sets more)</label><input id=\"fee_bps\" name=\"fee_bps\" inputmode=\"numeric\" value=\"{}\">\
 <label for=\"fee_cap\">Cap in tokens (PERCENTAGE; empty: none)</label><input id=\"fee_cap\" name=\"fee_cap\" inputmode=\"decimal\" value=\"{}\">\
-<label for=\"fee_flat\">Flat fee in tokens (FLAT)</label><input id=\"fee_flat\" name=\"fee_flat\" inputmode=\"decimal\" value=\"{}\">\
+<label for=\"fee_flat\">Flat fee in tokens (FLAT; at most {} here)</label><input id=\"fee_flat\" name=\"fee_flat\" inputmode=\"decimal\" value=\"{}\">\
 <label for=\"fee_address\">Fee address (EVM address you control; required unless NONE)</label><input id=\"fee_address\" name=\"fee_address\" spellcheck=\"false\" value=\"{}\">\
 <p class=\"hint\">The next transfer's fees follow the new pricing. The service fee is separate.</p>\
 <button type=\"submit\">Save pricing</button></form>",
@@ -590,8 +589,10 @@ async fn pricing_page(p: &TenantPage, flash: String, code: StatusCode) -> Respon
             ],
             mode
         ),
+        p.app.config.consoles.max_tenant_fee_bps,
         e(&bps),
         e(&cap),
+        e(p.app.config.consoles.max_tenant_fee_flat.trim()),
         e(&flat),
         e(&address)
     );
@@ -609,8 +610,10 @@ fn form_micros(f: &HashMap<String, String>, name: &'static str) -> Result<Option
 }
 
 /// `POST /dashboard/pricing`: what `stablecoin-server pricing set` does, for the
-/// signed-in tenant (`TenantPricing::from_parts`, `Engine::set_pricing`). Live
-/// sessions only: a sandbox never changes the tenant.
+/// signed-in tenant (`TenantPricing::from_parts`, `Engine::set_pricing_by`): live
+/// sessions only (a sandbox never changes the tenant), an EVM fee address, at most
+/// `consoles.max_tenant_fee_bps` / `max_tenant_fee_flat` (above: FEE_ABOVE_CEILING,
+/// staff set it), audited as by `key:<key id>`.
 pub async fn set_pricing(p: TenantPage, form: FormResult) -> Response {
     let f = match p.check(form) {
         Some(f) => f,
@@ -637,7 +640,12 @@ pub async fn set_pricing(p: TenantPage, form: FormResult) -> Response {
             (!address.is_empty() && mode != "NONE").then(|| ChainAddress(address.to_string()));
         p.app
             .engine
-            .set_pricing(&p.auth.tenant, pricing, address)
+            .set_pricing_by(
+                &p.auth,
+                pricing,
+                address,
+                p.app.config.consoles.fee_ceiling(),
+            )
             .await?;
         Ok::<(), ApiError>(())
     };
