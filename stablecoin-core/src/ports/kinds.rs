@@ -73,6 +73,8 @@ pub mod kind {
     pub const STAFF_AUDIT: &str = "staff_audit";
     /// Escrow: a deal's entry in the cross-tenant staff queue (disputed or recoverable).
     pub const ESCROW_STAFF_QUEUE: &str = "escrow_staff_queue";
+    /// Core: a staff treasury credit (the CLI's `treasury credit`), proposed or made.
+    pub const TREASURY_CREDIT: &str = "treasury_credit";
 
     /// Every kind above.
     pub const ALL: &[&str] = &[
@@ -107,6 +109,7 @@ pub mod kind {
         STAFF_ACCOUNT,
         STAFF_AUDIT,
         ESCROW_STAFF_QUEUE,
+        TREASURY_CREDIT,
     ];
 }
 

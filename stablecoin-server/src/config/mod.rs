@@ -85,6 +85,8 @@
 //! | `demo.treasury_credit` | `STABLECOIN_DEMO_TREASURY_CREDIT` | `10000` (USDC and USDT) |
 //! | `admin.token` | `STABLECOIN_ADMIN_TOKEN` | none: the staff routes (`/admin/v1/...`) answer 404 (set it, at least 32 characters, to open them with `Authorization: Bearer <token>`) |
 //! | `admin.topup_ttl_hours` (1-720) | `STABLECOIN_ADMIN_TOPUP_TTL_HOURS` | `24` (how long a top-up quote can be confirmed) |
+//! | `admin.topup_single_approval_max` (token units) | `STABLECOIN_ADMIN_TOPUP_SINGLE_APPROVAL_MAX` | `10000` (a top-up confirmation or staff treasury credit above it needs a second, different staff identity) |
+//! | `admin.second_approval_above` (token units) | `STABLECOIN_ADMIN_SECOND_APPROVAL_ABOVE` | `10000` (an escrow resolution or recovery above it needs a second, different staff member) |
 //! | `metrics_token` | `STABLECOIN_METRICS_TOKEN` | none: `/metrics` is public (set it, 32+ characters, to require `Authorization: Bearer <token>`) |
 //! | `http.header_read_timeout_ms` | `STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS` | `10000` |
 //! | `http.request_timeout_ms` | `STABLECOIN_HTTP_REQUEST_TIMEOUT_MS` | `30000` (then 408 REQUEST_TIMEOUT) |

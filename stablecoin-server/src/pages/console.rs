@@ -27,7 +27,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use stablecoin_core::domain::money::Micros;
-use stablecoin_escrow::{RecoveryRequest, ResolveRequest};
+use stablecoin_escrow::{RecoveryOutcome, RecoveryRequest, ResolveRequest};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -95,16 +95,10 @@ impl FromRequestParts<AppState> for StaffPage {
             if app.config.admin.token.is_none() {
                 return Err(gate::to_sign_in(app, &parts.headers, &GATE, true));
             }
-            Staff {
-                id,
-                name: "admin token".into(),
-            }
+            Staff::admin_token()
         } else {
             match app.engine.find_staff(&id).await {
-                Ok(a) if a.is_active() && a.id == id => Staff {
-                    id: a.id,
-                    name: a.name,
-                },
+                Ok(a) if a.is_active() && a.id == id => Staff::account(&a),
                 _ => return Err(gate::to_sign_in(app, &parts.headers, &GATE, true)),
             }
         };
@@ -492,7 +486,14 @@ async fn recover(p: StaffPage, Path(id): Path<String>, form: FormResult) -> Resp
         note: field(&f, "note").to_string(),
     };
     match recover_as(&p.app, &p.staff, &id, &body).await {
-        Ok(po) => {
+        Ok(RecoveryOutcome::Proposed(_)) => {
+            let flash = html::notice(
+                "ok",
+                "<p>Proposal recorded: this amount needs a second staff member to recover the same way.</p>",
+            );
+            deal_page(&p, &id, flash, StatusCode::OK).await
+        }
+        Ok(RecoveryOutcome::Claimed(po)) => {
             let flash = html::notice(
                 "ok",
                 &format!(
