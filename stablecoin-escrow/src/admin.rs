@@ -621,6 +621,14 @@ impl RecoveryOutcome {
             RecoveryOutcome::Proposed(_) => None,
         }
     }
+
+    /// The payout, when the recovery was carried out.
+    pub fn into_payout(self) -> Option<PayoutView> {
+        match self {
+            RecoveryOutcome::Claimed(p) => Some(p),
+            RecoveryOutcome::Proposed(_) => None,
+        }
+    }
 }
 
 /// A two-person recovery proposal awaiting approval, as staff see it.
@@ -688,17 +696,14 @@ impl StaffEscrowView {
                     proposed_by: p.proposed_by.clone(),
                     proposed_at: p.proposed_at.to_rfc3339(),
                 }),
-            pending_recovery: deal
-                .pending_recovery
-                .as_ref()
-                .map(|p| PendingRecoveryView {
-                    kind: p.kind.as_str().to_string(),
-                    token: p.token.as_str().to_string(),
-                    amount: p.amount.to_base_units_string(),
-                    note: p.note.clone(),
-                    proposed_by: p.proposed_by.clone(),
-                    proposed_at: p.proposed_at.to_rfc3339(),
-                }),
+            pending_recovery: deal.pending_recovery.as_ref().map(|p| PendingRecoveryView {
+                kind: p.kind.as_str().to_string(),
+                token: p.token.as_str().to_string(),
+                amount: p.amount.to_base_units_string(),
+                note: p.note.clone(),
+                proposed_by: p.proposed_by.clone(),
+                proposed_at: p.proposed_at.to_rfc3339(),
+            }),
             escrow: EscrowView::from_deal(deal),
         }
     }

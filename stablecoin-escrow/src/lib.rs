@@ -17,9 +17,7 @@ pub use admin::{
 pub use engine::{Decision, Effect, EscrowEngine, Requester, decide, parse_on_behalf_of};
 pub use error::{EscrowError, EscrowResult};
 pub use events::EscrowEventType;
-pub use model::{
-    EscrowConfig, Party, PendingRecovery, PendingResolution, TRON_MAINNET_CHAIN_ID,
-};
+pub use model::{EscrowConfig, Party, PendingRecovery, PendingResolution, TRON_MAINNET_CHAIN_ID};
 pub use state::{
     Action, DepositKind, EscrowState, PayoutPurpose, Phase, RecoveryKind, TransitionError,
     classify_deposit, transition,

@@ -17,18 +17,21 @@ fn cmd(args: &[&str]) -> stablecoin_server::cli::Command {
 async fn admin_commands_act_on_the_engine() {
     let s = start().await;
     let e = s.app.engine();
-    let t = run_admin(e, &cmd(&["tenant", "create", "--name", "Cli Co"]))
+    let t = run_admin(e, &cmd(&["tenant", "create", "--name", "Cli Co"]), None)
         .await
         .unwrap();
     let tid = t["tenant_id"].as_str().unwrap().to_string();
     let k = run_admin(
         e,
         &cmd(&["key", "issue", "--tenant", &tid, "--mode", "live"]),
+        None,
     )
     .await
     .unwrap();
     let secret = k["secret"].as_str().unwrap().to_string();
     assert!(secret.starts_with("svc_sk_live_"));
+    // A treasury credit acts as a staff account proven by its secret.
+    let staff = e.create_staff("Cli Ops").await.unwrap().secret;
     let c = run_admin(
         e,
         &cmd(&[
@@ -43,6 +46,7 @@ async fn admin_commands_act_on_the_engine() {
             "--reference",
             "r-1",
         ]),
+        Some(&staff),
     )
     .await
     .unwrap();
@@ -61,6 +65,7 @@ async fn admin_commands_act_on_the_engine() {
             "--fee-address",
             "0x00000000000000000000000000000000000000aa",
         ]),
+        None,
     )
     .await
     .unwrap();
@@ -89,6 +94,7 @@ async fn admin_commands_act_on_the_engine() {
             "--fee-bps",
             "5000",
         ]),
+        None,
     )
     .await
     .unwrap_err();
@@ -103,6 +109,7 @@ async fn admin_commands_act_on_the_engine() {
             "--key-id",
             k["key_id"].as_str().unwrap(),
         ]),
+        None,
     )
     .await
     .unwrap();
@@ -110,7 +117,7 @@ async fn admin_commands_act_on_the_engine() {
         .await
         .expect_err(401, "API_KEY_REVOKED");
     assert!(
-        run_admin(e, &cmd(&["tenant", "create", "--name", " "]))
+        run_admin(e, &cmd(&["tenant", "create", "--name", " "]), None)
             .await
             .is_err()
     );
@@ -121,7 +128,7 @@ async fn staff_commands_create_list_disable_and_resolve() {
     use stablecoin_server::cli::{Command as Cmd, run_escrow_admin};
     let s = start().await;
     let e = s.app.engine();
-    let c = run_admin(e, &cmd(&["staff", "create", "--name", "Ada Ops"]))
+    let c = run_admin(e, &cmd(&["staff", "create", "--name", "Ada Ops"]), None)
         .await
         .unwrap();
     let secret = c["secret"].as_str().unwrap().to_string();
@@ -138,10 +145,10 @@ async fn staff_commands_create_list_disable_and_resolve() {
         )
         .await;
     r.expect(200);
-    let l = run_admin(e, &cmd(&["staff", "list"])).await.unwrap();
+    let l = run_admin(e, &cmd(&["staff", "list"]), None).await.unwrap();
     assert_eq!(l["staff"][0]["staff_id"], id.as_str());
     assert!(!l.to_string().contains(&secret), "never a secret in a list");
-    let dup = run_admin(e, &cmd(&["staff", "create", "--name", "ada ops"]))
+    let dup = run_admin(e, &cmd(&["staff", "create", "--name", "ada ops"]), None)
         .await
         .unwrap_err();
     assert_eq!(dup.code(), "INVALID_PARAMETER");
@@ -149,7 +156,7 @@ async fn staff_commands_create_list_disable_and_resolve() {
     let Cmd::Escrow(list) = cmd(&["escrow", "disputes"]) else {
         panic!("escrow command")
     };
-    let out = run_escrow_admin(e, s.app.state().escrow.as_ref(), &list)
+    let out = run_escrow_admin(e, s.app.state().escrow.as_ref(), &list, None)
         .await
         .unwrap();
     assert_eq!(out["total"], 0);
@@ -162,25 +169,33 @@ async fn staff_commands_create_list_disable_and_resolve() {
         "RELEASE",
         "--note",
         "n",
-        "--staff",
-        "Ada Ops",
     ]) else {
         panic!("escrow command")
     };
-    let err = run_escrow_admin(e, s.app.state().escrow.as_ref(), &resolve)
+    // Without a secret, or with a name where the secret goes, nothing is done.
+    for secret in [None, Some("Ada Ops"), Some(id.as_str())] {
+        let err = run_escrow_admin(e, s.app.state().escrow.as_ref(), &resolve, secret)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err.code(), "INVALID_PARAMETER" | "INVALID_API_KEY"),
+            "{secret:?}: {err}"
+        );
+    }
+    let err = run_escrow_admin(e, s.app.state().escrow.as_ref(), &resolve, Some(&secret))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "NOT_FOUND");
-    let d = run_admin(e, &cmd(&["staff", "disable", "--id", &id]))
+    let d = run_admin(e, &cmd(&["staff", "disable", "--id", &id]), None)
         .await
         .unwrap();
     assert_eq!(d["disabled"], true);
-    let err = run_escrow_admin(e, s.app.state().escrow.as_ref(), &resolve)
+    let err = run_escrow_admin(e, s.app.state().escrow.as_ref(), &resolve, Some(&secret))
         .await
         .unwrap_err();
     assert_eq!(
-        (err.code(), err.param()),
-        ("INVALID_PARAMETER", Some("staff")),
+        err.code(),
+        "API_KEY_REVOKED",
         "a disabled account cannot act"
     );
 }
@@ -221,9 +236,10 @@ async fn escrow_recover_and_history_from_the_command_line() {
         tron.mine(20);
         escrow.settle_all(100).await;
     }
-    run_admin(e, &cmd(&["staff", "create", "--name", "ada"]))
+    let ada = run_admin(e, &cmd(&["staff", "create", "--name", "ada"]), None)
         .await
         .unwrap();
+    let ada = ada["secret"].as_str().unwrap().to_string();
     let Cmd::Escrow(recover) = cmd(&[
         "escrow",
         "recover",
@@ -233,16 +249,16 @@ async fn escrow_recover_and_history_from_the_command_line() {
         "EXCESS",
         "--note",
         "overpaid by mistake",
-        "--staff",
-        "ada",
     ]) else {
         panic!("escrow command")
     };
-    let payout = run_escrow_admin(e, Some(escrow), &recover).await.unwrap();
+    let payout = run_escrow_admin(e, Some(escrow), &recover, Some(&ada))
+        .await
+        .unwrap();
     assert_eq!(payout["amount"], "5000000", "{payout}");
     assert_eq!(payout["purpose"], "RECOVERY");
     // A second recovery of the same kind has nothing left to return.
-    let err = run_escrow_admin(e, Some(escrow), &recover)
+    let err = run_escrow_admin(e, Some(escrow), &recover, Some(&ada))
         .await
         .unwrap_err();
     assert_eq!(err.param(), Some("escrow"), "{err}");
@@ -253,7 +269,9 @@ async fn escrow_recover_and_history_from_the_command_line() {
     let Cmd::Escrow(history) = cmd(&["escrow", "history", "--id", &id]) else {
         panic!("escrow command")
     };
-    let h = run_escrow_admin(e, Some(escrow), &history).await.unwrap();
+    let h = run_escrow_admin(e, Some(escrow), &history, None)
+        .await
+        .unwrap();
     assert_eq!(h["escrow"]["tenant_id"], acme.id.0.as_str());
     let events: Vec<&str> = h["history"]["events"]
         .as_array()

@@ -285,19 +285,22 @@ async fn the_cli_confirms_a_topup_once() {
             id,
             "--reference",
             reference,
-            "--staff",
-            "alice",
         ])
         .unwrap()
         .command
         .unwrap()
     };
     let e = s.app.engine();
-    let out = run_admin(e, &cmd("BANK-CLI-1")).await.unwrap();
+    let alice = e.create_staff("alice").await.unwrap();
+    let out = run_admin(e, &cmd("BANK-CLI-1"), Some(&alice.secret))
+        .await
+        .unwrap();
     assert_eq!(out["topup"]["status"], "CREDITED");
-    assert_eq!(out["topup"]["confirmed_by"], "alice");
+    assert_eq!(out["topup"]["confirmed_by"], alice.account.id.as_str());
     assert_eq!(out["treasury_balance"], "1.000000");
-    let err = run_admin(e, &cmd("BANK-CLI-1")).await.unwrap_err();
+    let err = run_admin(e, &cmd("BANK-CLI-1"), Some(&alice.secret))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "ALREADY_CONFIRMED");
     assert_eq!(s.treasury(&t).await, m("1"));
 }

@@ -103,11 +103,7 @@ pub enum TopUpEvent {
 
 impl TopUpEvent {
     /// Every event.
-    pub const ALL: [TopUpEvent; 3] = [
-        TopUpEvent::Confirm,
-        TopUpEvent::Propose,
-        TopUpEvent::Expire,
-    ];
+    pub const ALL: [TopUpEvent; 3] = [TopUpEvent::Confirm, TopUpEvent::Propose, TopUpEvent::Expire];
 }
 
 /// Why a transition is refused.
@@ -575,9 +571,14 @@ mod tests {
         );
         let mut e = topup();
         assert_eq!(
-            e.confirm(&conf("BANK-3"), "alice", CAP, Timestamp::from_millis(11_000))
-                .unwrap_err()
-                .code(),
+            e.confirm(
+                &conf("BANK-3"),
+                "alice",
+                CAP,
+                Timestamp::from_millis(11_000)
+            )
+            .unwrap_err()
+            .code(),
             "QUOTE_EXPIRED"
         );
         assert_eq!(e.status, TopUpStatus::AwaitingFunds);
@@ -635,12 +636,17 @@ mod tests {
         assert_eq!(t.confirmed_by, None);
         // The same identity again, with the same reference: refused, nothing changes.
         let before = t.clone();
-        let e = t.confirm(&conf("BANK-1"), "admin-token", cap, now).unwrap_err();
+        let e = t
+            .confirm(&conf("BANK-1"), "admin-token", cap, now)
+            .unwrap_err();
         assert_eq!(e.code(), "SECOND_APPROVER_REQUIRED");
         assert_eq!(t, before);
         // Another approver with another reference: refused, nothing changes.
         let e = t.confirm(&conf("BANK-9"), "stf_b", cap, now).unwrap_err();
-        assert_eq!((e.code(), e.param()), ("APPROVAL_MISMATCH", Some("fiat_reference")));
+        assert_eq!(
+            (e.code(), e.param()),
+            ("APPROVAL_MISMATCH", Some("fiat_reference"))
+        );
         assert_eq!(t, before);
         // A proposal outlives the quote's expiry.
         let late = Timestamp::from_millis(50_000);

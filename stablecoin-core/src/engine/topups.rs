@@ -19,9 +19,7 @@ use super::{Engine, StaffIdentity, accounts};
 use crate::domain::events::DomainEvent;
 use crate::domain::ids::{QuoteId, TenantId, is_valid_id};
 use crate::domain::money::{Currency, Token};
-use crate::domain::topup::{
-    ConfirmOutcome, TOPUP_ID_PREFIX, TopUp, TopUpConfirmation, TopUpView,
-};
+use crate::domain::topup::{ConfirmOutcome, TOPUP_ID_PREFIX, TopUp, TopUpConfirmation, TopUpView};
 use crate::error::{CoreError, CoreResult};
 use crate::ports::ledger::{LedgerTransfer, Phase};
 use crate::ports::record::{Record, Versioned, get_record};
@@ -137,7 +135,12 @@ impl Engine {
             let now = self.now();
             let mut t = v.record.clone();
             let outcome = t.confirm(&c, staff.id(), cap, now)?;
-            let mut note = format!("{} {}: {}", t.token_amount.to_decimal_string(), t.token, c.fiat_reference);
+            let mut note = format!(
+                "{} {}: {}",
+                t.token_amount.to_decimal_string(),
+                t.token,
+                c.fiat_reference
+            );
             if let Some(n) = &c.note {
                 note = format!("{note}; {n}");
             }
@@ -146,7 +149,8 @@ impl Engine {
                 ..Default::default()
             };
             if outcome == ConfirmOutcome::Proposed {
-                let audit = self.audit_entry(staff.id(), "topup.confirm.proposed", &t.id, Some(&note))?;
+                let audit =
+                    self.audit_entry(staff.id(), "topup.confirm.proposed", &t.id, Some(&note))?;
                 batch.puts.push(audit.insert()?);
             } else {
                 let audit = self.audit_entry(staff.id(), "topup.confirm", &t.id, Some(&note))?;

@@ -4,15 +4,19 @@
 use super::harness::*;
 use stablecoin_core::domain::money::{Currency, Token};
 use stablecoin_core::domain::topup::TopUpConfirmation;
-use stablecoin_core::engine::{accounts, topup_transfer_id};
+use stablecoin_core::engine::{StaffIdentity, accounts, topup_transfer_id};
 use stablecoin_core::ports::Store;
 
 fn conf(reference: &str) -> TopUpConfirmation {
     TopUpConfirmation {
         fiat_reference: reference.into(),
-        staff: "alice".into(),
         note: Some("wire matched".into()),
     }
+}
+
+/// The staff identity these tests confirm as.
+fn staff() -> StaffIdentity {
+    StaffIdentity::admin_token()
 }
 
 async fn outbox(h: &H) -> Vec<stablecoin_core::ports::OutboxEvent> {
@@ -48,10 +52,14 @@ async fn a_topup_quote_confirmed_credits_the_treasury_once() {
     );
     let events_before = outbox(&h).await.len();
 
-    let v = h.engine.confirm_topup(&q.id, conf("BANK-1")).await.unwrap();
+    let v = h
+        .engine
+        .confirm_topup(&q.id, &staff(), conf("BANK-1"))
+        .await
+        .unwrap();
     assert_eq!(v.status, "CREDITED");
     assert_eq!(v.fiat_reference.as_deref(), Some("BANK-1"));
-    assert_eq!(v.confirmed_by.as_deref(), Some("alice"), "staff view");
+    assert_eq!(v.confirmed_by.as_deref(), Some("admin-token"), "staff view");
     let treasury = accounts::treasury(&t, Token::Usdc).id;
     assert_eq!(h.ledger_available(&treasury).await, 1_000_000_000);
     assert_eq!(h.ledger_available("fiat_in:USDC").await, -1_000_000_000);
@@ -84,7 +92,10 @@ async fn a_replayed_confirmation_is_refused_and_changes_nothing() {
         )
         .await
         .unwrap();
-    h.engine.confirm_topup(&q.id, conf("BANK-1")).await.unwrap();
+    h.engine
+        .confirm_topup(&q.id, &staff(), conf("BANK-1"))
+        .await
+        .unwrap();
     let treasury = accounts::treasury(&t, Token::Usdt).id;
     let balance = h.ledger_available(&treasury).await;
     assert_eq!(balance, 10_000_000);
@@ -92,14 +103,17 @@ async fn a_replayed_confirmation_is_refused_and_changes_nothing() {
     for reference in ["BANK-1", "BANK-2"] {
         let e = h
             .engine
-            .confirm_topup(&q.id, conf(reference))
+            .confirm_topup(&q.id, &staff(), conf(reference))
             .await
             .unwrap_err();
         assert_eq!(e.code(), "ALREADY_CONFIRMED", "{reference}");
     }
     // Even after the quote's lifetime, a replay learns the credit happened.
     h.clock.advance_ms(h.engine.config().topup_ttl_ms + 1);
-    let e = h.engine.confirm_topup(&q.id, conf("BANK-1")).await;
+    let e = h
+        .engine
+        .confirm_topup(&q.id, &staff(), conf("BANK-1"))
+        .await;
     assert_eq!(e.unwrap_err().code(), "ALREADY_CONFIRMED");
     assert_eq!(h.engine.topup(&t, &q.id).await.unwrap().status, "CREDITED");
     assert_eq!(h.ledger_available(&treasury).await, balance);
@@ -127,7 +141,10 @@ async fn an_expired_topup_quote_is_refused() {
     h.clock.advance_ms(1);
     assert_eq!(h.engine.topup(&t, &q.id).await.unwrap().status, "EXPIRED");
     let commits = h.store.commit_count();
-    let e = h.engine.confirm_topup(&q.id, conf("BANK-1")).await;
+    let e = h
+        .engine
+        .confirm_topup(&q.id, &staff(), conf("BANK-1"))
+        .await;
     assert_eq!(e.unwrap_err().code(), "QUOTE_EXPIRED");
     assert_eq!(h.store.commit_count(), commits);
     assert_eq!(
@@ -141,7 +158,7 @@ async fn an_expired_topup_quote_is_refused() {
         .await
         .unwrap();
     h.engine
-        .confirm_topup(&q2.id, conf("BANK-1"))
+        .confirm_topup(&q2.id, &staff(), conf("BANK-1"))
         .await
         .unwrap();
     assert_eq!(
@@ -165,8 +182,14 @@ async fn one_fiat_reference_confirms_one_topup() {
         .create_topup(&t, "6000".parse().unwrap(), xof, Token::Usdc)
         .await
         .unwrap();
-    h.engine.confirm_topup(&a.id, conf("BANK-1")).await.unwrap();
-    let e = h.engine.confirm_topup(&b.id, conf("BANK-1")).await;
+    h.engine
+        .confirm_topup(&a.id, &staff(), conf("BANK-1"))
+        .await
+        .unwrap();
+    let e = h
+        .engine
+        .confirm_topup(&b.id, &staff(), conf("BANK-1"))
+        .await;
     let e = e.unwrap_err();
     assert_eq!(e.code(), "FIAT_REFERENCE_USED");
     assert_eq!(e.param(), Some("fiat_reference"));
@@ -210,13 +233,17 @@ async fn a_tenant_reads_and_lists_only_its_own_topups() {
             h.engine.topup(&a, bad).await.unwrap_err().code(),
             "NOT_FOUND"
         );
-        let e = h.engine.confirm_topup(bad, conf("R")).await.unwrap_err();
+        let e = h
+            .engine
+            .confirm_topup(bad, &staff(), conf("R"))
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), "NOT_FOUND");
     }
     // Bad confirmation fields are refused before anything is read.
     let e = h
         .engine
-        .confirm_topup(&ids[0], conf("  "))
+        .confirm_topup(&ids[0], &staff(), conf("  "))
         .await
         .unwrap_err();
     assert_eq!(e.param(), Some("fiat_reference"));

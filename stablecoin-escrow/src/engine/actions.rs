@@ -13,9 +13,7 @@ use crate::state::{Action, PayoutPurpose, Phase, transition};
 use crate::view::*;
 use serde_json::json;
 use stablecoin_core::engine::AuthContext;
-use stablecoin_core::ports::{
-    Batch, LedgerTransfer, Phase as LedgerPhase, Put, Record, Versioned,
-};
+use stablecoin_core::ports::{Batch, LedgerTransfer, Phase as LedgerPhase, Put, Record, Versioned};
 
 /// Longest `reason` / note.
 const MAX_TEXT: usize = 1000;

@@ -21,8 +21,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use stablecoin_escrow::{
-    DealAccounting, EscrowEventList, PayoutView, RecoveryOutcome, RecoveryRequest,
-    ResolveOutcome, ResolveRequest, StaffEscrowList, StaffEscrowView,
+    DealAccounting, EscrowEventList, PayoutView, RecoveryOutcome, RecoveryRequest, ResolveOutcome,
+    ResolveRequest, StaffEscrowList, StaffEscrowView,
 };
 use utoipa::{IntoParams, ToSchema};
 

@@ -282,7 +282,10 @@ impl Command {
 /// what the audit log's `stf_...` id stands for). INVALID_PARAMETER (`staff_secret`)
 /// without a secret; INVALID_API_KEY for one that is no staff account's;
 /// API_KEY_REVOKED for a disabled account.
-pub async fn prove_staff(engine: &Engine, secret: Option<&str>) -> Result<StaffIdentity, CoreError> {
+pub async fn prove_staff(
+    engine: &Engine,
+    secret: Option<&str>,
+) -> Result<StaffIdentity, CoreError> {
     let Some(secret) = secret.map(str::trim).filter(|s| !s.is_empty()) else {
         return Err(CoreError::InvalidParameter {
             field: "staff_secret",
@@ -580,8 +583,7 @@ pub async fn main() -> i32 {
             let secret = secret.as_deref();
             let result = match &admin {
                 Command::Escrow(cmd) => {
-                    run_escrow_admin(app.engine(), app.state().escrow.as_ref(), cmd, secret)
-                        .await
+                    run_escrow_admin(app.engine(), app.state().escrow.as_ref(), cmd, secret).await
                 }
                 other => run_admin(app.engine(), other, secret).await,
             };
