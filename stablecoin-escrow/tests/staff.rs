@@ -328,7 +328,10 @@ async fn recoveries_above_the_threshold_need_two_staff_members_and_every_decisio
         (p.kind.as_str(), p.amount.as_str(), p.proposed_by.as_str()),
         ("EXCESS", "80000000", "ops@service.example")
     );
-    assert!(!w.get(&d.id).await.recoverable.is_empty(), "nothing paid yet");
+    assert!(
+        !w.get(&d.id).await.recoverable.is_empty(),
+        "nothing paid yet"
+    );
     // The proposer cannot approve; nothing is written.
     let e = admin
         .authorize_recovery(&w.staff, &d.id, &excess("approve"))
