@@ -435,7 +435,9 @@ impl EscrowAdmin {
                         self.engine.queue_put(&mut batch, &deal).await?;
                         match self.engine.commit(batch).await {
                             Ok(()) => {
-                                return Ok(RecoveryOutcome::Proposed(StaffEscrowView::of(&deal)));
+                                return Ok(RecoveryOutcome::Proposed(Box::new(
+                                    StaffEscrowView::of(&deal),
+                                )));
                             }
                             Err(EscrowError::Conflict { .. }) => continue,
                             Err(e) => return Err(e),
@@ -509,7 +511,9 @@ impl EscrowAdmin {
             self.engine.queue_put(&mut batch, &deal).await?;
             match self.engine.commit(batch).await {
                 Ok(()) => {
-                    return Ok(RecoveryOutcome::Claimed(PayoutView::from_record(&payout)));
+                    return Ok(RecoveryOutcome::Claimed(Box::new(PayoutView::from_record(
+                        &payout,
+                    ))));
                 }
                 Err(EscrowError::Conflict { .. }) => continue,
                 Err(e) => return Err(e),
@@ -607,10 +611,10 @@ pub struct ResolveOutcome {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RecoveryOutcome {
     /// The recovery payout is claimed; the worker submits it.
-    Claimed(PayoutView),
+    Claimed(Box<PayoutView>),
     /// Two-person rule: only a proposal was recorded (the deal, with
     /// `pending_recovery`); a different staff member must approve it.
-    Proposed(StaffEscrowView),
+    Proposed(Box<StaffEscrowView>),
 }
 
 impl RecoveryOutcome {
@@ -625,7 +629,7 @@ impl RecoveryOutcome {
     /// The payout, when the recovery was carried out.
     pub fn into_payout(self) -> Option<PayoutView> {
         match self {
-            RecoveryOutcome::Claimed(p) => Some(p),
+            RecoveryOutcome::Claimed(p) => Some(*p),
             RecoveryOutcome::Proposed(_) => None,
         }
     }

@@ -249,6 +249,7 @@ impl EscrowEngine {
     /// Applies a tenant, staff or worker action to the deal as read at `v.version`, in
     /// one batch, with the records of `also` (a staff decision's audit entry) in the same
     /// batch. `Conflict` means the deal changed meanwhile: read it again and retry.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn apply_action(
         &self,
         v: Versioned<Deal>,
