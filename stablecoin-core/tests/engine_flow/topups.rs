@@ -255,3 +255,146 @@ async fn a_tenant_reads_and_lists_only_its_own_topups() {
         .unwrap_err();
     assert_eq!(e.code(), "INVALID_PARAMETER");
 }
+
+#[tokio::test]
+async fn above_the_cap_two_identities_credit_and_a_proposer_may_correct_the_reference() {
+    let h = harness();
+    let t = h.engine.create_tenant("Acme").await.unwrap().id;
+    let ada = h
+        .engine
+        .create_staff("Ada")
+        .await
+        .unwrap()
+        .account
+        .identity();
+    let xof = Currency::parse("XOF").unwrap();
+    // 11,000 USDC: above the default 10,000 cap.
+    let big = h
+        .engine
+        .create_topup(&t, "6600000".parse().unwrap(), xof, Token::Usdc)
+        .await
+        .unwrap();
+    let v = h
+        .engine
+        .confirm_topup(&big.id, &ada, conf("BANK-TYPO"))
+        .await
+        .unwrap();
+    assert_eq!(v.status, "AWAITING_SECOND_APPROVAL");
+    // The proposer corrects the reference: the old one is free again, the new one taken.
+    h.engine
+        .confirm_topup(&big.id, &ada, conf("BANK-RIGHT"))
+        .await
+        .unwrap();
+    let small = h
+        .engine
+        .create_topup(&t, "6000".parse().unwrap(), xof, Token::Usdc)
+        .await
+        .unwrap();
+    let e = h
+        .engine
+        .confirm_topup(&small.id, &ada, conf("BANK-RIGHT"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "FIAT_REFERENCE_USED");
+    h.engine
+        .confirm_topup(&small.id, &ada, conf("BANK-TYPO"))
+        .await
+        .unwrap();
+    // The second identity credits the proposal.
+    let v = h
+        .engine
+        .confirm_topup(&big.id, &staff(), conf("BANK-RIGHT"))
+        .await
+        .unwrap();
+    assert_eq!(v.status, "CREDITED");
+    assert_eq!(
+        h.engine.treasury_balance(&t, Token::Usdc).await.unwrap().0,
+        11_010_000_000
+    );
+    h.assert_conserved().await;
+}
+
+#[tokio::test]
+async fn staff_treasury_credits_follow_the_two_person_rule_and_audit_in_their_commit() {
+    use stablecoin_core::domain::money::Micros;
+    let h = harness();
+    let t = h.engine.create_tenant("Acme").await.unwrap().id;
+    let ada = h
+        .engine
+        .create_staff("Ada")
+        .await
+        .unwrap()
+        .account
+        .identity();
+    let usdc = |n: u64| Micros(n * 1_000_000);
+    let before = h.store.commit_count();
+    let v = h
+        .engine
+        .credit_treasury_as_staff(&ada, &t, Token::Usdc, usdc(100), "W-1")
+        .await
+        .unwrap();
+    assert_eq!(
+        (v.status.as_str(), v.treasury_balance.as_str()),
+        ("CREDITED", "100.000000")
+    );
+    assert_eq!(
+        h.store.commit_count(),
+        before + 1,
+        "credit and audit: one commit"
+    );
+    // A repeat changes nothing; another amount for the reference is refused.
+    h.engine
+        .credit_treasury_as_staff(&ada, &t, Token::Usdc, usdc(100), "W-1")
+        .await
+        .unwrap();
+    let e = h
+        .engine
+        .credit_treasury_as_staff(&ada, &t, Token::Usdc, usdc(101), "W-1")
+        .await
+        .unwrap_err();
+    assert_eq!(e.param(), Some("reference"));
+    // Above the cap: a proposal, the proposer cannot approve, an approver must repeat it.
+    let v = h
+        .engine
+        .credit_treasury_as_staff(&ada, &t, Token::Usdc, usdc(20_000), "W-2")
+        .await
+        .unwrap();
+    assert_eq!(v.status, "AWAITING_SECOND_APPROVAL");
+    assert_eq!(v.treasury_balance, "100.000000");
+    let e = h
+        .engine
+        .credit_treasury_as_staff(&ada, &t, Token::Usdc, usdc(20_000), "W-2")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "SECOND_APPROVER_REQUIRED");
+    let e = h
+        .engine
+        .credit_treasury_as_staff(&staff(), &t, Token::Usdt, usdc(20_000), "W-2")
+        .await
+        .unwrap_err();
+    assert_eq!((e.code(), e.param()), ("APPROVAL_MISMATCH", Some("token")));
+    let v = h
+        .engine
+        .credit_treasury_as_staff(&staff(), &t, Token::Usdc, usdc(20_000), "W-2")
+        .await
+        .unwrap();
+    assert_eq!(v.status, "CREDITED");
+    assert_eq!(v.proposed_by.as_deref(), Some(ada.id()));
+    assert_eq!(v.credited_by.as_deref(), Some("admin-token"));
+    assert_eq!(v.treasury_balance, "20100.000000");
+    h.assert_conserved().await;
+    let (entries, _) = h.engine.staff_audit(100, 1).await.unwrap();
+    let mut got: Vec<(&str, &str)> = entries
+        .iter()
+        .filter(|e| e.action.starts_with("treasury."))
+        .map(|e| (e.staff_id.as_str(), e.action.as_str()))
+        .collect();
+    got.sort();
+    let mut want = vec![
+        (ada.id(), "treasury.credit"),
+        (ada.id(), "treasury.credit.proposed"),
+        ("admin-token", "treasury.credit"),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+}
