@@ -157,6 +157,21 @@ pub enum CoreError {
         /// The reference given (at most 200 characters).
         fiat_reference: String,
     },
+    /// Two-person rule: the proposer of a staff credit above the single-approval cap
+    /// tried to approve it; a different staff identity must (the admin token is one
+    /// identity).
+    #[error("{proposed_by} proposed this; a different staff member must approve it")]
+    SecondApproverRequired {
+        /// Who proposed it (`stf_...` or `admin-token`).
+        proposed_by: String,
+    },
+    /// Two-person rule: a second approval that does not repeat the proposal (`field`
+    /// differs: a top-up's fiat reference, a credit's token or amount). Nothing changed.
+    #[error("the approval's {field} differs from the pending proposal's")]
+    ApprovalMismatch {
+        /// The field that differs.
+        field: &'static str,
+    },
     /// The FX quote was redeemed by an earlier transfer (that transfer happened: do not
     /// pay again).
     #[error("quote {quote_id} has already been used")]
@@ -335,6 +350,8 @@ impl CoreError {
             QuoteAlreadyUsed { .. } => "QUOTE_ALREADY_USED",
             AlreadyConfirmed { .. } => "ALREADY_CONFIRMED",
             FiatReferenceUsed { .. } => "FIAT_REFERENCE_USED",
+            SecondApproverRequired { .. } => "SECOND_APPROVER_REQUIRED",
+            ApprovalMismatch { .. } => "APPROVAL_MISMATCH",
             QuoteTokenMismatch { .. } => "QUOTE_TOKEN_MISMATCH",
             CodeExpired => "CODE_EXPIRED",
             CodeInvalid { .. } => "CODE_INVALID",
@@ -373,6 +390,7 @@ impl CoreError {
             UnknownCurrency { .. } => Some("local_currency"),
             InvalidQuoteId { .. } | QuoteTokenMismatch { .. } => Some("quote_id"),
             FiatReferenceUsed { .. } => Some("fiat_reference"),
+            ApprovalMismatch { field } => Some(field),
             InvalidParameter { field, .. } => Some(field),
             CodeInvalid { .. } | CodeExpired | CodeAlreadyUsed | TooManyAttempts { .. } => {
                 Some("code")

@@ -4,8 +4,16 @@
 //! resolve DISPUTED deals (optionally under a two-person rule) and authorise recoveries
 //! of partial, excess, late and unsupported-token deposits to the buyer's linked wallet.
 //! Every staff action is recorded in the deal's history with the staff id as its
-//! authority; hosts also write the cross-cutting staff audit log
-//! (`stablecoin_core::engine::Engine::record_staff_action`).
+//! authority, and every staff decision (a resolution, a recovery, or a two-person
+//! proposal of either) writes its entry of the cross-cutting staff audit log
+//! (`stablecoin_core::engine::StaffAuditEntry`) IN THE DECISION'S OWN BATCH: a decision
+//! cannot happen unaudited, and an audit entry never records a decision that did not.
+//!
+//! Two-person rule ([`EscrowConfig::second_approval_above`]): a resolution of a deal, or
+//! a recovery of a balance, above the threshold is only proposed by the first staff
+//! member; a different staff member repeating it carries it out. Staff ids are compared,
+//! so a host must give each credential its own id and the shared admin token ONE id
+//! (the reference server: `admin-token`), never the caller's claim.
 
 use crate::engine::{EscrowEngine, MAX_RETRIES, Requester, clean_text, decide, page_params};
 use crate::error::{EscrowError, EscrowResult, store_err};
@@ -16,8 +24,10 @@ use crate::state::{Action, RecoveryKind};
 use crate::view::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use stablecoin_core::domain::money::Token;
-use stablecoin_core::ports::{Batch, ListQuery, Record, Versioned, get_record};
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::engine::{StaffAuditEntry, StaffIdentity};
+use stablecoin_core::ports::{Batch, ListQuery, Put, Record, Versioned, get_record};
 use std::fmt;
 
 /// A member of service staff, as authenticated by the host (admin token, SSO, ...).
@@ -39,6 +49,11 @@ impl StaffActor {
         Ok(StaffActor {
             staff_id: s.to_string(),
         })
+    }
+
+    /// The actor of a staff member the host authenticated (`stf_...` or `admin-token`).
+    pub fn from_identity(staff: &StaffIdentity) -> EscrowResult<StaffActor> {
+        StaffActor::new(staff.id())
     }
 
     /// The validated staff id, recorded as `staff:<id>` in history and payouts.
@@ -75,6 +90,34 @@ impl EscrowEngine {
 }
 
 impl EscrowAdmin {
+    /// The staff audit entry of a decision, to commit in the decision's batch.
+    fn audit(
+        &self,
+        staff: &StaffActor,
+        action: &str,
+        target: &str,
+        note: &str,
+        now: Timestamp,
+    ) -> EscrowResult<Put> {
+        let e = StaffAuditEntry::new(
+            staff.id(),
+            action,
+            target,
+            Some(note),
+            now,
+            self.engine.random10(),
+        )?;
+        Ok(e.insert()?)
+    }
+
+    /// The threshold of the two-person rule, if `amount` is above it.
+    fn needs_two(&self, amount: Micros) -> bool {
+        self.engine
+            .config()
+            .second_approval_above
+            .is_some_and(|t| amount > t)
+    }
+
     /// Any tenant's escrow.
     pub async fn get(&self, _staff: &StaffActor, id: &str) -> EscrowResult<EscrowView> {
         Ok(EscrowView::from_deal(
@@ -185,11 +228,7 @@ impl EscrowAdmin {
         for _ in 0..MAX_RETRIES {
             let v = self.engine.load_any(id).await?;
             let decision = decide(v.record.phase(), action, Requester::Staff)?;
-            let two_person = self
-                .engine
-                .config()
-                .second_approval_above
-                .is_some_and(|t| v.record.amount > t);
+            let two_person = self.needs_two(v.record.amount);
             let mut resolution_note = note.clone();
             if two_person {
                 match v.record.pending_resolution.clone() {
@@ -219,6 +258,13 @@ impl EscrowAdmin {
                 .pending_resolution
                 .as_ref()
                 .map(|p| p.proposed_by.clone());
+            let audit = self.audit(
+                staff,
+                "escrow.resolve",
+                &v.record.id.0,
+                &format!("{resolution}: {note}"),
+                self.engine.now(),
+            )?;
             match self
                 .engine
                 .apply_action(
@@ -228,6 +274,7 @@ impl EscrowAdmin {
                     None,
                     Some(note.clone()),
                     Some(resolution_note),
+                    vec![audit],
                 )
                 .await
             {
@@ -247,7 +294,8 @@ impl EscrowAdmin {
         })
     }
 
-    /// Records (or replaces) the two-person proposal on the deal, nothing else.
+    /// Records (or replaces) the two-person proposal on the deal, and its audit entry
+    /// (`escrow.resolve.proposed`), nothing else.
     async fn propose(
         &self,
         v: Versioned<Deal>,
@@ -269,6 +317,13 @@ impl EscrowAdmin {
         deal.updated_at = now;
         let mut batch = Batch::default();
         batch.puts.push(deal.update(version)?);
+        batch.puts.push(self.audit(
+            staff,
+            "escrow.resolve.proposed",
+            &deal.id.0,
+            &format!("{resolution}: {note}"),
+            now,
+        )?);
         self.engine.queue_put(&mut batch, &deal).await?;
         self.engine.commit(batch).await?;
         Ok(ResolveOutcome {
@@ -282,12 +337,20 @@ impl EscrowAdmin {
     /// wallet (separate recoveries per kind, spec 1.6). Partial deposits become
     /// recoverable only once the escrow expired or was cancelled. Returns the payout; the
     /// worker submits it and `escrow.recovered` / `escrow.recovery_failed` follow.
+    ///
+    /// Two-person rule: a balance above [`EscrowConfig::second_approval_above`] is only
+    /// proposed by the first call ([`RecoveryOutcome::Proposed`], audited
+    /// `escrow.recovery.proposed`); a different staff member asking for the same kind and
+    /// token, while the balance is still the proposed amount, carries it out with the
+    /// proposer's note on the payout. The proposer repeating their proposal is
+    /// SECOND_APPROVER_REQUIRED (changing it replaces it); another staff member asking for
+    /// something else is APPROVAL_MISMATCH.
     pub async fn authorize_recovery(
         &self,
         staff: &StaffActor,
         id: &str,
         req: &RecoveryRequest,
-    ) -> EscrowResult<PayoutView> {
+    ) -> EscrowResult<RecoveryOutcome> {
         let kind =
             RecoveryKind::parse(req.kind.trim()).ok_or_else(|| EscrowError::InvalidParameter {
                 field: "kind",
@@ -320,13 +383,71 @@ impl EscrowAdmin {
             };
             let now = self.engine.now();
             let from = deal.phase();
-            let amount = deal.take_recoverable(kind, token);
+            let amount = deal.recoverable_of(kind, token);
             if amount.is_zero() {
                 return Err(EscrowError::NothingToRecover {
                     kind: format!("{} {token}", kind.as_str()),
                 });
             }
+            let mut payout_note = note.clone();
+            let mut approved_from = None;
+            if self.needs_two(amount) {
+                let same = |p: &PendingRecovery| p.kind == kind && p.token == token;
+                match deal.pending_recovery.clone() {
+                    Some(p) if p.proposed_by == staff.id() && same(&p) && p.amount == amount => {
+                        return Err(EscrowError::SecondApproverRequired {
+                            proposed_by: p.proposed_by,
+                        });
+                    }
+                    Some(p) if p.proposed_by != staff.id() => {
+                        if p.kind != kind {
+                            return Err(EscrowError::ApprovalMismatch { field: "kind" });
+                        }
+                        if p.token != token {
+                            return Err(EscrowError::ApprovalMismatch { field: "token" });
+                        }
+                        if p.amount != amount {
+                            return Err(EscrowError::ApprovalMismatch { field: "amount" });
+                        }
+                        payout_note = p.note.clone();
+                        approved_from = Some(p.proposed_by);
+                    }
+                    // No proposal yet, or the proposer changes their own: (re)propose.
+                    _ => {
+                        deal.pending_recovery = Some(PendingRecovery {
+                            kind,
+                            token,
+                            amount,
+                            note: note.clone(),
+                            proposed_by: staff.id().to_string(),
+                            proposed_at: now,
+                        });
+                        deal.updated_at = now;
+                        let mut batch = Batch::default();
+                        batch.puts.push(deal.update(version)?);
+                        batch.puts.push(self.audit(
+                            staff,
+                            "escrow.recovery.proposed",
+                            &deal.id.0,
+                            &format!("{} {token} {amount}: {note}", kind.as_str()),
+                            now,
+                        )?);
+                        self.engine.queue_put(&mut batch, &deal).await?;
+                        match self.engine.commit(batch).await {
+                            Ok(()) => {
+                                return Ok(RecoveryOutcome::Proposed(Box::new(
+                                    StaffEscrowView::of(&deal),
+                                )));
+                            }
+                            Err(EscrowError::Conflict { .. }) => continue,
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+            }
             self.engine.require_can_send().await?;
+            deal.take_recoverable(kind, token);
+            deal.pending_recovery = None;
             let source = accounts::bucket(&deal.id, kind, token);
             let payout = self.engine.new_payout(
                 &mut deal,
@@ -337,7 +458,7 @@ impl EscrowAdmin {
                 source.clone(),
                 &actor,
                 None,
-                Some(note.clone()),
+                Some(payout_note.clone()),
                 false,
                 now,
             );
@@ -350,7 +471,7 @@ impl EscrowAdmin {
                 tx_hash: None,
             });
             let mut batch = Batch::default();
-            let data = json!({
+            let mut data = json!({
                 "payout_id": payout.id,
                 "kind": kind.as_str(),
                 "token": token.as_str(),
@@ -358,6 +479,11 @@ impl EscrowAdmin {
                 "to": Party::Buyer.as_str(),
                 "to_address": deal.buyer.address.0,
             });
+            // A two-person recovery: the history names both staff members.
+            if let (Some(p), Some(obj)) = (&approved_from, data.as_object_mut()) {
+                obj.insert("proposed_by".into(), json!(p));
+                obj.insert("approved_by".into(), json!(staff.id()));
+            }
             self.engine.push_event(
                 &mut batch,
                 &mut deal,
@@ -375,9 +501,20 @@ impl EscrowAdmin {
             batch.ledger.push(payout.hold.clone());
             batch.puts.push(payout.insert()?);
             batch.puts.push(deal.update(version)?);
+            batch.puts.push(self.audit(
+                staff,
+                "escrow.recovery",
+                &deal.id.0,
+                &format!("{} {token} {}: {note}", kind.as_str(), payout.id),
+                now,
+            )?);
             self.engine.queue_put(&mut batch, &deal).await?;
             match self.engine.commit(batch).await {
-                Ok(()) => return Ok(PayoutView::from_record(&payout)),
+                Ok(()) => {
+                    return Ok(RecoveryOutcome::Claimed(Box::new(PayoutView::from_record(
+                        &payout,
+                    ))));
+                }
                 Err(EscrowError::Conflict { .. }) => continue,
                 Err(e) => return Err(e),
             }
@@ -470,6 +607,52 @@ pub struct ResolveOutcome {
     pub proposed_by: Option<String>,
 }
 
+/// What [`EscrowAdmin::authorize_recovery`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecoveryOutcome {
+    /// The recovery payout is claimed; the worker submits it.
+    Claimed(Box<PayoutView>),
+    /// Two-person rule: only a proposal was recorded (the deal, with
+    /// `pending_recovery`); a different staff member must approve it.
+    Proposed(Box<StaffEscrowView>),
+}
+
+impl RecoveryOutcome {
+    /// The payout, when the recovery was carried out.
+    pub fn payout(&self) -> Option<&PayoutView> {
+        match self {
+            RecoveryOutcome::Claimed(p) => Some(p),
+            RecoveryOutcome::Proposed(_) => None,
+        }
+    }
+
+    /// The payout, when the recovery was carried out.
+    pub fn into_payout(self) -> Option<PayoutView> {
+        match self {
+            RecoveryOutcome::Claimed(p) => Some(*p),
+            RecoveryOutcome::Proposed(_) => None,
+        }
+    }
+}
+
+/// A two-person recovery proposal awaiting approval, as staff see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+pub struct PendingRecoveryView {
+    /// PARTIAL, EXCESS, LATE or UNSUPPORTED_TOKEN.
+    pub kind: String,
+    /// The token.
+    pub token: String,
+    /// The proposed amount, base units.
+    pub amount: String,
+    /// The proposer's reason.
+    pub note: String,
+    /// The proposing staff id.
+    pub proposed_by: String,
+    /// When it was proposed (RFC 3339).
+    pub proposed_at: String,
+}
+
 /// A two-person proposal awaiting approval, as staff see it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
@@ -495,6 +678,9 @@ pub struct StaffEscrowView {
     /// A two-person proposal awaiting a second staff member.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_resolution: Option<PendingResolutionView>,
+    /// A two-person recovery proposal awaiting a second staff member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_recovery: Option<PendingRecoveryView>,
     /// The escrow, exactly as its tenant reads it.
     pub escrow: EscrowView,
 }
@@ -514,6 +700,14 @@ impl StaffEscrowView {
                     proposed_by: p.proposed_by.clone(),
                     proposed_at: p.proposed_at.to_rfc3339(),
                 }),
+            pending_recovery: deal.pending_recovery.as_ref().map(|p| PendingRecoveryView {
+                kind: p.kind.as_str().to_string(),
+                token: p.token.as_str().to_string(),
+                amount: p.amount.to_base_units_string(),
+                note: p.note.clone(),
+                proposed_by: p.proposed_by.clone(),
+                proposed_at: p.proposed_at.to_rfc3339(),
+            }),
             escrow: EscrowView::from_deal(deal),
         }
     }

@@ -162,6 +162,14 @@ pub enum EscrowError {
         /// The pending proposal's resolution (`RELEASE` or `REFUND`).
         proposed: String,
     },
+    /// `APPROVAL_MISMATCH`: a second staff member's recovery approval names another
+    /// kind, token or amount than the pending proposal; nothing changed (the proposer
+    /// may replace the proposal).
+    #[error("the approval's {field} differs from the pending proposal's")]
+    ApprovalMismatch {
+        /// What differs (`kind`, `token`, `amount`).
+        field: &'static str,
+    },
     /// `CONFLICT` (retryable): concurrent updates kept colliding; nothing was written.
     #[error("concurrent update of {what}; retry")]
     Conflict {
@@ -228,6 +236,7 @@ impl EscrowError {
             NothingToRecover { .. } => "NOTHING_TO_RECOVER",
             SecondApproverRequired { .. } => "SECOND_APPROVER_REQUIRED",
             ResolutionMismatch { .. } => "RESOLUTION_MISMATCH",
+            ApprovalMismatch { .. } => "APPROVAL_MISMATCH",
             Conflict { .. } => "CONFLICT",
             IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
             IdempotencyKeyInUse => "IDEMPOTENCY_KEY_IN_USE",

@@ -11,13 +11,13 @@ pub mod view;
 mod worker;
 
 pub use admin::{
-    EscrowAdmin, PendingResolutionView, ResolveOutcome, StaffActor, StaffEscrowList,
-    StaffEscrowView,
+    EscrowAdmin, PendingRecoveryView, PendingResolutionView, RecoveryOutcome, ResolveOutcome,
+    StaffActor, StaffEscrowList, StaffEscrowView,
 };
 pub use engine::{Decision, Effect, EscrowEngine, Requester, decide, parse_on_behalf_of};
 pub use error::{EscrowError, EscrowResult};
 pub use events::EscrowEventType;
-pub use model::{EscrowConfig, Party, PendingResolution, TRON_MAINNET_CHAIN_ID};
+pub use model::{EscrowConfig, Party, PendingRecovery, PendingResolution, TRON_MAINNET_CHAIN_ID};
 pub use state::{
     Action, DepositKind, EscrowState, PayoutPurpose, Phase, RecoveryKind, TransitionError,
     classify_deposit, transition,

@@ -58,9 +58,10 @@ pub struct EscrowConfig {
     pub batch_limit: usize,
     /// Name of this worker (for claims); unique per process.
     pub worker_id: String,
-    /// Two-person rule: a staff resolution of a deal whose amount is ABOVE this needs
-    /// two different staff members (the first proposes, the second approves). `None`
-    /// (the default): one staff member resolves any deal.
+    /// Two-person rule: a staff resolution of a deal whose amount is ABOVE this, or a
+    /// staff recovery of a balance above it, needs two different staff members (the
+    /// first proposes, the second approves). `None` (the default of the SDK; the
+    /// reference server sets 10,000): one staff member decides any amount.
     pub second_approval_above: Option<Micros>,
 }
 
@@ -198,6 +199,25 @@ pub struct PendingResolution {
     pub proposed_at: Timestamp,
 }
 
+/// A staff recovery awaiting a second staff member's approval
+/// ([`EscrowConfig::second_approval_above`]): the amount is above the threshold.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingRecovery {
+    /// What is to be returned.
+    pub kind: RecoveryKind,
+    /// In which token.
+    pub token: Token,
+    /// The whole balance of that kind and token when it was proposed; an approval
+    /// finding another amount is refused (the proposer proposes again).
+    pub amount: Micros,
+    /// The proposer's reason; recorded with the payout.
+    pub note: String,
+    /// The proposing staff id; the approver must be someone else.
+    pub proposed_by: String,
+    /// When it was proposed.
+    pub proposed_at: Timestamp,
+}
+
 /// A recoverable balance of one kind and token.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recoverable {
@@ -299,6 +319,10 @@ pub struct Deal {
     /// cleared when the resolution is carried out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_resolution: Option<PendingResolution>,
+    /// A two-person recovery proposal awaiting approval; cleared when it is carried
+    /// out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_recovery: Option<PendingRecovery>,
     /// When the tenant cancelled the unfunded deal (CANCELLED).
     pub cancelled_at: Option<Timestamp>,
     /// When the funding window closed unpaid (EXPIRED).

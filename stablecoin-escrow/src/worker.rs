@@ -474,7 +474,7 @@ impl EscrowEngine {
                 "auto_release"
             };
             match self
-                .apply_action(v, action, &Actor::system(job), None, None, None)
+                .apply_action(v, action, &Actor::system(job), None, None, None, Vec::new())
                 .await
             {
                 Ok(_) => {

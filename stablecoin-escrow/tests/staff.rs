@@ -266,3 +266,161 @@ async fn two_person_rule_above_the_threshold() {
     w.assert_conserved().await;
     w.assert_outbox_matches_history().await;
 }
+
+/// The staff audit log, oldest first: (staff id, action, target).
+async fn audit(w: &World) -> Vec<(String, String, String)> {
+    let (rows, _) = w
+        .store
+        .list(&stablecoin_core::ports::ListQuery {
+            kind: stablecoin_core::engine::StaffAuditEntry::KIND.into(),
+            tenant: stablecoin_core::engine::STAFF_LIST_OWNER.into(),
+            subkind: None,
+            status: None,
+            limit: 100,
+            offset: 0,
+        })
+        .await
+        .unwrap();
+    let mut out: Vec<_> = rows
+        .iter()
+        .map(|r| stablecoin_core::engine::StaffAuditEntry::from_stored(r).unwrap())
+        .map(|e| (e.staff_id, e.action, e.target))
+        .collect();
+    out.reverse();
+    out
+}
+
+#[tokio::test]
+async fn recoveries_above_the_threshold_need_two_staff_members_and_every_decision_audits_in_its_commit()
+ {
+    let w = World::with_config(EscrowConfig {
+        second_approval_above: Some(usdt(50)),
+        ..test_config()
+    })
+    .await;
+    let admin = w.escrow.admin();
+    let second = StaffActor::new("second@service.example").unwrap();
+    let excess = |note: &str| RecoveryRequest {
+        kind: "EXCESS".into(),
+        token: None,
+        note: note.into(),
+    };
+    // 100 USDT paid for a 20 USDT deal: 80 USDT of excess, above the threshold.
+    let d = w.create("20").await;
+    w.pay(&d, Token::Usdt, usdt(100));
+    w.settle().await;
+
+    let commits = w.store.commit_count();
+    let out = admin
+        .authorize_recovery(&w.staff, &d.id, &excess("buyer overpaid"))
+        .await
+        .unwrap();
+    let RecoveryOutcome::Proposed(view) = out else {
+        panic!("a proposal: {out:?}")
+    };
+    assert_eq!(
+        w.store.commit_count(),
+        commits + 1,
+        "one commit: the proposal and its audit"
+    );
+    let p = view.pending_recovery.unwrap();
+    assert_eq!(
+        (p.kind.as_str(), p.amount.as_str(), p.proposed_by.as_str()),
+        ("EXCESS", "80000000", "ops@service.example")
+    );
+    assert!(
+        !w.get(&d.id).await.recoverable.is_empty(),
+        "nothing paid yet"
+    );
+    // The proposer cannot approve; nothing is written.
+    let e = admin
+        .authorize_recovery(&w.staff, &d.id, &excess("approve"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "SECOND_APPROVER_REQUIRED");
+    // Another staff member asking for another kind is refused.
+    let e = admin
+        .authorize_recovery(
+            &second,
+            &d.id,
+            &RecoveryRequest {
+                kind: "LATE".into(),
+                token: None,
+                note: "x".into(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "NOTHING_TO_RECOVER", "no late balance at all");
+    assert_eq!(
+        w.store.commit_count(),
+        commits + 1,
+        "refusals write nothing"
+    );
+    // A different staff member approves: the payout and its audit entry in one commit.
+    w.clock.advance_ms(1000);
+    let out = admin
+        .authorize_recovery(&second, &d.id, &excess("agreed"))
+        .await
+        .unwrap();
+    let payout = out.into_payout().expect("claimed");
+    assert_eq!(payout.amount, "80000000");
+    assert_eq!(
+        w.store.commit_count(),
+        commits + 2,
+        "one commit: the payout and its audit"
+    );
+    assert!(
+        admin
+            .get_staff_view(&w.staff, &d.id)
+            .await
+            .unwrap()
+            .pending_recovery
+            .is_none()
+    );
+    let h = w.history(&d.id).await;
+    let e = h
+        .iter()
+        .find(|e| e.event == "escrow.recovery_pending")
+        .unwrap();
+    assert_eq!(e.authority, "staff:second@service.example");
+    let data = e.data.as_ref().unwrap();
+    assert_eq!(data["proposed_by"], "ops@service.example");
+    assert_eq!(data["approved_by"], "second@service.example");
+    let id = d.id.clone();
+    assert_eq!(
+        audit(&w).await,
+        [
+            (
+                "ops@service.example".to_string(),
+                "escrow.recovery.proposed".to_string(),
+                id.clone()
+            ),
+            (
+                "second@service.example".to_string(),
+                "escrow.recovery".to_string(),
+                id.clone()
+            ),
+        ]
+    );
+    // A resolution (one staff member, under the threshold) audits in its own commit too.
+    let small = disputed(&w, 30).await;
+    w.clock.advance_ms(1000);
+    let before = w.store.commit_count();
+    admin
+        .resolve(&w.staff, &small.id, &resolve("REFUND", "not shipped"))
+        .await
+        .unwrap();
+    assert_eq!(w.store.commit_count(), before + 1);
+    assert_eq!(
+        audit(&w).await.last().unwrap(),
+        &(
+            "ops@service.example".to_string(),
+            "escrow.resolve".to_string(),
+            small.id.clone()
+        )
+    );
+    w.settle().await;
+    w.assert_conserved().await;
+    w.assert_outbox_matches_history().await;
+}

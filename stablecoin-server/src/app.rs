@@ -324,6 +324,7 @@ impl App {
             withdrawals_enabled: !matches!(config.payouts, PayoutSettings::Disabled),
             sms: config.notices.sms_policy(),
             topup_ttl_ms: config.admin.topup_ttl_ms(),
+            topup_single_approval_max: config.admin.topup_single_approval_max_micros(),
             ..EngineConfig::default()
         };
         let escrow = match rails.get(RailId::Tron) {

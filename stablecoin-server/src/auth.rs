@@ -14,7 +14,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use stablecoin_core::CoreError;
 use stablecoin_core::domain::ids::TenantId;
-use stablecoin_core::engine::{AuthContext, KeyKind};
+use stablecoin_core::engine::{AuthContext, KeyKind, StaffIdentity};
 
 /// The header that carries the API key (HTTP header names are case-insensitive).
 pub const API_KEY_HEADER: &str = "x-api-key";
@@ -126,11 +126,13 @@ pub async fn require_business_key(
 }
 
 /// The staff identity recorded for actions taken with the shared admin token (staff
-/// accounts record their own `stf_...` id).
-pub const ADMIN_TOKEN_STAFF: &str = "admin-token";
+/// accounts record their own `stf_...` id). One identity, however many people hold the
+/// token: it never approves its own two-person proposal.
+pub const ADMIN_TOKEN_STAFF: &str = stablecoin_core::engine::STAFF_ADMIN_TOKEN;
 
 /// Who is acting on a staff route, put in the request extensions by
-/// [`require_admin_token`]: a staff account, or the shared admin token.
+/// [`require_admin_token`]: a staff account, or the shared admin token. Built only from
+/// a proven credential ([`Staff::admin_token`], [`Staff::account`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Staff {
     /// Recorded as the actor of every staff action: the account's `stf_...` id, or
@@ -138,12 +140,37 @@ pub struct Staff {
     pub id: String,
     /// For humans: the account's name, or `admin token`.
     pub name: String,
+    identity: StaffIdentity,
 }
 
 impl Staff {
+    /// The shared admin token, once the caller proved it.
+    pub fn admin_token() -> Staff {
+        Staff::of(StaffIdentity::admin_token())
+    }
+
+    /// A staff account, once the caller proved it (its secret, or a session opened with
+    /// it) and it is active.
+    pub fn account(a: &stablecoin_core::engine::StaffAccount) -> Staff {
+        Staff::of(a.identity())
+    }
+
+    fn of(identity: StaffIdentity) -> Staff {
+        Staff {
+            id: identity.id().to_string(),
+            name: identity.name().to_string(),
+            identity,
+        }
+    }
+
+    /// The engines' proof of who is acting.
+    pub fn identity(&self) -> &StaffIdentity {
+        &self.identity
+    }
+
     /// The escrow engine's actor for this staff member (ids are validated ASCII).
     pub fn actor(&self) -> Result<stablecoin_escrow::StaffActor, ApiError> {
-        stablecoin_escrow::StaffActor::new(&self.id).map_err(ApiError::from)
+        stablecoin_escrow::StaffActor::from_identity(&self.identity).map_err(ApiError::from)
     }
 }
 
@@ -194,10 +221,7 @@ pub async fn authenticate_staff(app: &AppState, bearer: &str) -> Result<Staff, A
     let bearer = bearer.trim();
     if stablecoin_core::engine::StaffAccount::is_secret_shaped(bearer) {
         return match app.engine.authenticate_staff(bearer).await {
-            Ok(a) => Ok(Staff {
-                id: a.id,
-                name: a.name,
-            }),
+            Ok(a) => Ok(Staff::account(&a)),
             Err(CoreError::InvalidApiKey) => Err(admin_token_required()),
             Err(CoreError::ApiKeyRevoked) => Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
@@ -209,10 +233,7 @@ pub async fn authenticate_staff(app: &AppState, bearer: &str) -> Result<Staff, A
     }
     match app.config.admin.token.as_ref() {
         Some(token) if !bearer.is_empty() && admin_token_matches(bearer, token.expose().trim()) => {
-            Ok(Staff {
-                id: ADMIN_TOKEN_STAFF.into(),
-                name: "admin token".into(),
-            })
+            Ok(Staff::admin_token())
         }
         _ => Err(admin_token_required()),
     }

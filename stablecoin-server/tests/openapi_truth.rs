@@ -88,7 +88,6 @@ proptest! {
         prop_assume!(reference.chars().count() <= 200 && note.chars().count() <= 1000);
         let c = TopUpConfirmation {
             fiat_reference: reference.clone(),
-            staff: "admin-token".into(),
             note: Some(note.clone()),
         };
         prop_assert!(c.checked().is_ok(), "{:?} {:?}", reference, note);
@@ -240,7 +239,6 @@ fn the_fiat_reference_pattern_refuses_what_the_confirmation_refuses() {
         assert!(!p.is_match(bad), "{bad:?}");
         let c = TopUpConfirmation {
             fiat_reference: bad.into(),
-            staff: "s".into(),
             note: None,
         };
         assert!(c.checked().is_err(), "{bad:?}");

@@ -439,3 +439,151 @@ async fn a_top_up_confirmed_with_a_staff_secret_records_the_staff_id() {
     r.expect(200);
     assert_eq!(r.json()["confirmed_by"], ada.account.id.as_str());
 }
+
+/// The audit log's (staff id, action, target) rows, newest first.
+async fn audit_rows(s: &Server) -> Vec<(String, String, String)> {
+    let r = staff_get(s, ADMIN_TOKEN, "/admin/v1/audit?limit=100").await;
+    r.expect(200);
+    r.json()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["staff_id"].as_str().unwrap().to_string(),
+                e["action"].as_str().unwrap().to_string(),
+                e["target"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Issue #44: escrow resolutions and recoveries follow the two-person rule (the admin
+/// token is one identity and never approves its own proposal) and each decision's audit
+/// entry is written in the decision's own commit.
+#[tokio::test]
+async fn escrow_decisions_audit_in_their_own_commit_and_the_admin_token_never_approves_itself() {
+    let s = start_with(config(Some("100.00"))).await;
+    let acme = tenant(&s, "Acme").await;
+    let ada = s.app.engine().create_staff("Ada").await.unwrap();
+    let bo = s.app.engine().create_staff("Bo").await.unwrap();
+
+    // A resolution above the threshold, proposed with the admin token (signed in once
+    // first, with each credential: its first use from a source is audited on its own).
+    let big = disputed(&s, &acme, 150).await;
+    let path = format!("/admin/v1/escrows/{big}/resolve");
+    for credential in [ADMIN_TOKEN, ada.secret.as_str(), bo.secret.as_str()] {
+        staff_get(&s, credential, "/admin/v1/audit")
+            .await
+            .expect(200);
+    }
+    let before = s.commits();
+    staff_post(
+        &s,
+        ADMIN_TOKEN,
+        &path,
+        &resolve_body("REFUND", "not shipped"),
+    )
+    .await
+    .expect(202);
+    assert_eq!(
+        s.commits(),
+        before + 1,
+        "the proposal and its audit entry: one commit"
+    );
+    staff_post(&s, ADMIN_TOKEN, &path, &resolve_body("REFUND", "approve"))
+        .await
+        .expect_err(409, "SECOND_APPROVER_REQUIRED");
+    assert_eq!(s.commits(), before + 1, "a refusal writes nothing");
+    let before = s.commits();
+    staff_post(&s, &ada.secret, &path, &resolve_body("REFUND", "agreed"))
+        .await
+        .expect(200);
+    assert_eq!(
+        s.commits(),
+        before + 1,
+        "the resolution and its audit entry: one commit"
+    );
+
+    // A recovery above the threshold: 10 USDT deal paid 210, 200 USDT of excess.
+    let e = create(&s, &acme, "10").await;
+    pay(&s, &e, 210_000_000).await;
+    let id = e["id"].as_str().unwrap().to_string();
+    let path = format!("/admin/v1/escrows/{id}/recoveries");
+    let excess = r#"{"kind":"EXCESS","note":"buyer overpaid"}"#;
+    let before = s.commits();
+    let r = staff_post(&s, &bo.secret, &path, excess).await;
+    r.expect(200);
+    let p = &r.json()["pending_recovery"];
+    assert_eq!(
+        (
+            p["kind"].as_str(),
+            p["amount"].as_str(),
+            p["proposed_by"].as_str()
+        ),
+        (
+            Some("EXCESS"),
+            Some("200000000"),
+            Some(bo.account.id.as_str())
+        )
+    );
+    assert_eq!(s.commits(), before + 1);
+    staff_post(&s, &bo.secret, &path, excess)
+        .await
+        .expect_err(409, "SECOND_APPROVER_REQUIRED");
+    staff_post(&s, &ada.secret, &path, r#"{"kind":"LATE","note":"x"}"#)
+        .await
+        .expect_err(409, "NOTHING_TO_RECOVER");
+    let before = s.commits();
+    let r = staff_post(
+        &s,
+        ADMIN_TOKEN,
+        &path,
+        r#"{"kind":"EXCESS","note":"checked"}"#,
+    )
+    .await;
+    r.expect(202);
+    assert_eq!(r.json()["amount"], "200000000");
+    assert_eq!(
+        r.json()["note"],
+        "buyer overpaid",
+        "the proposer's reason is paid out"
+    );
+    assert_eq!(
+        s.commits(),
+        before + 1,
+        "the payout and its audit entry: one commit"
+    );
+    settle(&s).await;
+    let r = staff_get(&s, &ada.secret, &format!("/admin/v1/escrows/{id}")).await;
+    assert_eq!(r.json()["payouts"][0]["status"], "CONFIRMED");
+    assert!(r.json().get("pending_recovery").is_none());
+
+    // Under the threshold, one staff member decides, audited in the same commit.
+    let small = disputed(&s, &acme, 20).await;
+    let before = s.commits();
+    staff_post(
+        &s,
+        ADMIN_TOKEN,
+        &format!("/admin/v1/escrows/{small}/resolve"),
+        &resolve_body("RELEASE", "delivered"),
+    )
+    .await
+    .expect(200);
+    assert_eq!(s.commits(), before + 1);
+
+    let mut got = audit_rows(&s).await;
+    got.retain(|r| r.1.starts_with("escrow."));
+    got.sort();
+    let row =
+        |who: &str, what: &str, esc: &str| (who.to_string(), what.to_string(), esc.to_string());
+    let mut want = vec![
+        row("admin-token", "escrow.resolve.proposed", &big),
+        row(&ada.account.id, "escrow.resolve", &big),
+        row(&bo.account.id, "escrow.recovery.proposed", &id),
+        row("admin-token", "escrow.recovery", &id),
+        row("admin-token", "escrow.resolve", &small),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+}

@@ -291,19 +291,22 @@ async fn the_cli_confirms_a_topup_once() {
             id,
             "--reference",
             reference,
-            "--staff",
-            "alice",
         ])
         .unwrap()
         .command
         .unwrap()
     };
     let e = s.app.engine();
-    let out = run_admin(e, &cmd("BANK-CLI-1")).await.unwrap();
+    let alice = e.create_staff("alice").await.unwrap();
+    let out = run_admin(e, &cmd("BANK-CLI-1"), Some(&alice.secret))
+        .await
+        .unwrap();
     assert_eq!(out["topup"]["status"], "CREDITED");
-    assert_eq!(out["topup"]["confirmed_by"], "alice");
+    assert_eq!(out["topup"]["confirmed_by"], alice.account.id.as_str());
     assert_eq!(out["treasury_balance"], "1.000000");
-    let err = run_admin(e, &cmd("BANK-CLI-1")).await.unwrap_err();
+    let err = run_admin(e, &cmd("BANK-CLI-1"), Some(&alice.secret))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "ALREADY_CONFIRMED");
     assert_eq!(s.treasury(&t).await, m("1"));
 }
@@ -321,4 +324,162 @@ impl TreasuryOf for Server {
             .unwrap()
             .0
     }
+}
+
+/// Issue #44: one staff credential must not mint money. Above
+/// `[admin] topup_single_approval_max` a confirmation is a proposal that a second,
+/// different staff identity must approve; the admin token is one identity; every
+/// confirmation is a staff audit entry in the same commit as what it changes.
+#[tokio::test]
+async fn above_the_cap_a_topup_needs_two_staff_identities_and_every_confirmation_is_audited_in_its_commit()
+ {
+    let mut c = test_config();
+    c.admin.token = Some(Secret::new(ADMIN));
+    c.admin.topup_single_approval_max = "500".into();
+    let s = start_with(c).await;
+    let t = s.tenant("Acme", "0").await;
+    let ada = s.app.engine().create_staff("Ada").await.unwrap();
+    let bo = s.app.engine().create_staff("Bo").await.unwrap();
+    // 1000 USDC: above the 500 cap.
+    let q = quote(&s, &t.live, "600000", "USDC").await;
+    let id = q["id"].as_str().unwrap().to_string();
+    let body = r#"{"fiat_reference":"BANK-BIG","note":"wire seen"}"#;
+
+    // The admin token's confirmation is only a proposal: one commit, nothing credited.
+    // (The first use of each credential, audited as a sign-in on its own, comes first.)
+    for credential in [ADMIN, ada.secret.as_str(), bo.secret.as_str()] {
+        s.send(
+            reqwest::Method::GET,
+            "/admin/v1/audit",
+            None,
+            None,
+            &[("Authorization", &format!("Bearer {credential}"))],
+        )
+        .await
+        .expect(200);
+    }
+    let before = s.commits();
+    let r = confirm(&s, &id, Some(ADMIN), body).await;
+    r.expect(202);
+    let v = r.json();
+    assert_eq!(v["status"], "AWAITING_SECOND_APPROVAL");
+    assert_eq!(v["proposed_by"], "admin-token");
+    assert!(v.get("confirmed_by").is_none(), "{v}");
+    assert_eq!(
+        s.commits(),
+        before + 1,
+        "the proposal and its audit entry: one commit"
+    );
+    assert_eq!(s.engine_treasury(&t, Token::Usdc).await, 0);
+    // The tenant sees it waiting, without staff names.
+    let r = s.get(&t.live, &format!("/v1/treasury/topups/{id}")).await;
+    assert_eq!(r.json()["status"], "AWAITING_SECOND_APPROVAL");
+    assert!(r.json().get("proposed_by").is_none());
+
+    // The admin token is ONE identity: it cannot approve its own proposal.
+    let before = s.commits();
+    confirm(&s, &id, Some(ADMIN), body)
+        .await
+        .expect_err(409, "SECOND_APPROVER_REQUIRED");
+    // Another staff member must repeat the proposal's reference.
+    let r = confirm(
+        &s,
+        &id,
+        Some(&ada.secret),
+        r#"{"fiat_reference":"BANK-OTHER"}"#,
+    )
+    .await;
+    r.expect_err(409, "APPROVAL_MISMATCH");
+    assert_eq!(r.param().as_deref(), Some("fiat_reference"));
+    assert_eq!(s.commits(), before, "refusals write nothing");
+    assert_eq!(s.engine_treasury(&t, Token::Usdc).await, 0);
+
+    // A different identity approves: credited once, in one commit with its audit entry.
+    let before = s.commits();
+    let r = confirm(
+        &s,
+        &id,
+        Some(&ada.secret),
+        r#"{"fiat_reference":"BANK-BIG"}"#,
+    )
+    .await;
+    r.expect(200);
+    let v = r.json();
+    assert_eq!(v["status"], "CREDITED");
+    assert_eq!(v["confirmed_by"], ada.account.id.as_str());
+    assert_eq!(v["proposed_by"], "admin-token");
+    assert_eq!(v["note"], "wire seen");
+    assert_eq!(s.commits(), before + 1);
+    assert_eq!(s.engine_treasury(&t, Token::Usdc).await, 1_000_000_000);
+    confirm(&s, &id, Some(&bo.secret), body)
+        .await
+        .expect_err(409, "ALREADY_CONFIRMED");
+
+    // A staff account's own proposal: it cannot approve it either.
+    let q2 = quote(&s, &t.live, "360000", "USDC").await;
+    let id2 = q2["id"].as_str().unwrap().to_string();
+    confirm(&s, &id2, Some(&bo.secret), r#"{"fiat_reference":"BANK-2"}"#)
+        .await
+        .expect(202);
+    confirm(&s, &id2, Some(&bo.secret), r#"{"fiat_reference":"BANK-2"}"#)
+        .await
+        .expect_err(409, "SECOND_APPROVER_REQUIRED");
+    confirm(&s, &id2, Some(ADMIN), r#"{"fiat_reference":"BANK-2"}"#)
+        .await
+        .expect(200);
+    assert_eq!(s.engine_treasury(&t, Token::Usdc).await, 1_600_000_000);
+
+    // At or under the cap one staff member credits, and that is audited in its commit.
+    let small = quote(&s, &t.live, "300000", "USDC").await;
+    let small = small["id"].as_str().unwrap().to_string();
+    let before = s.commits();
+    let r = confirm(
+        &s,
+        &small,
+        Some(&bo.secret),
+        r#"{"fiat_reference":"BANK-3"}"#,
+    )
+    .await;
+    r.expect(200);
+    assert_eq!(r.json()["status"], "CREDITED");
+    assert_eq!(s.commits(), before + 1);
+
+    // The audit log: every confirmation, who made it, newest first.
+    let r = s
+        .send(
+            Method::GET,
+            "/admin/v1/audit?limit=100",
+            None,
+            None,
+            &[("Authorization", &format!("Bearer {ADMIN}"))],
+        )
+        .await;
+    r.expect(200);
+    let got: Vec<(String, String, String)> = r.json()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"].as_str().unwrap().starts_with("topup."))
+        .map(|e| {
+            (
+                e["staff_id"].as_str().unwrap().to_string(),
+                e["action"].as_str().unwrap().to_string(),
+                e["target"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let (a, b) = (ada.account.id.clone(), bo.account.id.clone());
+    let row = |who: &str, what: &str, tu: &str| (who.to_string(), what.to_string(), tu.to_string());
+    let mut want = vec![
+        row("admin-token", "topup.confirm.proposed", &id),
+        row(&a, "topup.confirm", &id),
+        row(&b, "topup.confirm.proposed", &id2),
+        row("admin-token", "topup.confirm", &id2),
+        row(&b, "topup.confirm", &small),
+    ];
+    want.reverse();
+    let mut got_sorted = got.clone();
+    got_sorted.sort();
+    want.sort();
+    assert_eq!(got_sorted, want, "{got:?}");
 }

@@ -12,6 +12,17 @@
 //! `AWAITING_FUNDS -> EXPIRED` when time passes first. EXPIRED is never stored: it is
 //! derived from the clock ([`TopUp::status_at`]), so no worker is needed to expire a
 //! quote and a stored record never disagrees with the time.
+//!
+//! Two-person rule: one staff credential must not be able to mint any amount. A top-up
+//! whose `token_amount` is above the single-approval cap
+//! (`EngineConfig::topup_single_approval_max`, [`SINGLE_APPROVAL_MAX`] by default) is
+//! only PROPOSED by the first confirmation (`AWAITING_FUNDS -> AWAITING_SECOND_APPROVAL`,
+//! claiming the fiat reference and naming the proposer); a confirmation by a different
+//! staff identity with the same fiat reference credits it. The proposer confirming again
+//! with the same reference is SECOND_APPROVER_REQUIRED; with another reference it
+//! replaces the proposal (a typo is fixed by its author, never by the approver).
+//! Another approver's different reference is APPROVAL_MISMATCH. A proposal does not
+//! expire: its first approver recorded that the fiat arrived in time.
 
 use crate::domain::fx::Quote;
 use crate::domain::ids::TenantId;
@@ -33,8 +44,9 @@ pub const TOPUP_TTL_MS: i64 = 24 * 3_600_000;
 pub const FIAT_REFERENCE_MAX: usize = 200;
 /// The longest staff note (characters).
 pub const NOTE_MAX: usize = 1000;
-/// The longest staff identity (characters).
-pub const STAFF_MAX: usize = 100;
+/// The default single-approval cap: 10,000 tokens (micro-units). A credit above it needs
+/// two different staff identities.
+pub const SINGLE_APPROVAL_MAX: Micros = Micros(10_000_000_000);
 
 /// Where a top-up is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -42,6 +54,9 @@ pub const STAFF_MAX: usize = 100;
 pub enum TopUpStatus {
     /// Quoted; the fiat has not been confirmed yet.
     AwaitingFunds,
+    /// Above the single-approval cap: one staff member confirmed the fiat (the
+    /// proposal); a second, different one must approve before anything is credited.
+    AwaitingSecondApproval,
     /// Staff confirmed the fiat; the treasury was credited (terminal).
     Credited,
     /// The quote's lifetime passed before a confirmation (terminal; derived, never
@@ -51,8 +66,9 @@ pub enum TopUpStatus {
 
 impl TopUpStatus {
     /// Every status.
-    pub const ALL: [TopUpStatus; 3] = [
+    pub const ALL: [TopUpStatus; 4] = [
         TopUpStatus::AwaitingFunds,
+        TopUpStatus::AwaitingSecondApproval,
         TopUpStatus::Credited,
         TopUpStatus::Expired,
     ];
@@ -61,6 +77,7 @@ impl TopUpStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             TopUpStatus::AwaitingFunds => "AWAITING_FUNDS",
+            TopUpStatus::AwaitingSecondApproval => "AWAITING_SECOND_APPROVAL",
             TopUpStatus::Credited => "CREDITED",
             TopUpStatus::Expired => "EXPIRED",
         }
@@ -75,15 +92,18 @@ impl TopUpStatus {
 /// What can happen to a top-up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TopUpEvent {
-    /// Staff confirmed that the fiat arrived.
+    /// Staff confirmed that the fiat arrived and the credit is approved (one staff
+    /// member under the cap, the second above it).
     Confirm,
+    /// The first staff confirmation of a top-up above the single-approval cap.
+    Propose,
     /// The quote's `expires_at` passed.
     Expire,
 }
 
 impl TopUpEvent {
     /// Every event.
-    pub const ALL: [TopUpEvent; 2] = [TopUpEvent::Confirm, TopUpEvent::Expire];
+    pub const ALL: [TopUpEvent; 3] = [TopUpEvent::Confirm, TopUpEvent::Propose, TopUpEvent::Expire];
 }
 
 /// Why a transition is refused.
@@ -102,11 +122,13 @@ pub fn transition(from: TopUpStatus, event: TopUpEvent) -> Result<TopUpStatus, T
     use TopUpEvent::*;
     use TopUpStatus::*;
     match (from, event) {
-        (AwaitingFunds, Confirm) => Ok(Credited),
+        (AwaitingFunds | AwaitingSecondApproval, Confirm) => Ok(Credited),
+        (AwaitingFunds | AwaitingSecondApproval, Propose) => Ok(AwaitingSecondApproval),
         (AwaitingFunds, Expire) => Ok(Expired),
-        (Credited, Confirm) => Err(TopUpRefusal::AlreadyCredited),
-        (Expired, Confirm) => Err(TopUpRefusal::Expired),
-        (Credited, Expire) | (Expired, Expire) => Err(TopUpRefusal::Invalid),
+        (Credited, Confirm | Propose) => Err(TopUpRefusal::AlreadyCredited),
+        (Expired, Confirm | Propose) => Err(TopUpRefusal::Expired),
+        // A proposal does not expire (its approver saw the fiat arrive in time).
+        (AwaitingSecondApproval | Credited | Expired, Expire) => Err(TopUpRefusal::Invalid),
     }
 }
 
@@ -127,8 +149,8 @@ pub struct TopUp {
     pub rate: Decimal,
     /// Tokens credited: `fiat_amount / rate` rounded down to the micro-unit.
     pub token_amount: Micros,
-    /// Stored status: AWAITING_FUNDS or CREDITED (EXPIRED is derived, see
-    /// [`TopUp::status_at`]).
+    /// Stored status: AWAITING_FUNDS, AWAITING_SECOND_APPROVAL or CREDITED (EXPIRED is
+    /// derived, see [`TopUp::status_at`]).
     pub status: TopUpStatus,
     /// When it was quoted.
     pub created_at: Timestamp,
@@ -139,26 +161,42 @@ pub struct TopUp {
     /// When staff confirmed it.
     #[serde(default)]
     pub confirmed_at: Option<Timestamp>,
-    /// Who confirmed it (the CLI's `--staff`, or `admin-token` for the admin route).
+    /// Whose confirmation credited it: a staff account (`stf_...`) or `admin-token`.
     #[serde(default)]
     pub confirmed_by: Option<String>,
-    /// The fiat receipt's reference (bank or mobile-money transaction id).
+    /// Above the single-approval cap: who proposed the credit (the first approver).
+    #[serde(default)]
+    pub proposed_by: Option<String>,
+    /// When the credit was proposed.
+    #[serde(default)]
+    pub proposed_at: Option<Timestamp>,
+    /// The fiat receipt's reference (bank or mobile-money transaction id), claimed from
+    /// the first confirmation on.
     #[serde(default)]
     pub fiat_reference: Option<String>,
-    /// The staff's note, if any.
+    /// The note of the first confirmation, if any (an approver's note is in the staff
+    /// audit log).
     #[serde(default)]
     pub note: Option<String>,
 }
 
-/// The confirmation staff give.
+/// The confirmation staff give (who gives it is an authenticated
+/// `StaffIdentity`, passed beside it: never free text).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TopUpConfirmation {
     /// The fiat receipt's reference; 1 to 200 characters, no control characters.
     pub fiat_reference: String,
-    /// Who confirms (for the audit trail); 1 to 100 characters.
-    pub staff: String,
     /// Optional free text, up to 1000 characters.
     pub note: Option<String>,
+}
+
+/// What a staff confirmation did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfirmOutcome {
+    /// The treasury is to be credited (CREDITED).
+    Credited,
+    /// Above the cap: a proposal, recorded or replaced (AWAITING_SECOND_APPROVAL).
+    Proposed,
 }
 
 fn clean(field: &'static str, s: &str, max: usize, required: bool) -> CoreResult<String> {
@@ -186,7 +224,7 @@ fn clean(field: &'static str, s: &str, max: usize, required: bool) -> CoreResult
 
 impl TopUpConfirmation {
     /// The confirmation with its fields checked, then trimmed: INVALID_PARAMETER on
-    /// `fiat_reference`, `note` or `staff`. The checks read the fields as given (a
+    /// `fiat_reference` or `note`. The checks read the fields as given (a
     /// control character is refused even where trimming would remove it), as the
     /// OpenAPI patterns state them; a reference has no line feed either.
     pub fn checked(self) -> CoreResult<TopUpConfirmation> {
@@ -202,14 +240,12 @@ impl TopUpConfirmation {
             FIAT_REFERENCE_MAX,
             true,
         )?;
-        let staff = clean("staff", &self.staff, STAFF_MAX, true)?;
         let note = match self.note {
             Some(n) => Some(clean("note", &n, NOTE_MAX, false)?).filter(|n| !n.is_empty()),
             None => None,
         };
         Ok(TopUpConfirmation {
             fiat_reference,
-            staff,
             note,
         })
     }
@@ -233,6 +269,8 @@ impl TopUp {
             expires_at: q.created_at.plus_millis(ttl_ms),
             confirmed_at: None,
             confirmed_by: None,
+            proposed_by: None,
+            proposed_at: None,
             fiat_reference: None,
             note: None,
         }
@@ -248,20 +286,60 @@ impl TopUp {
         }
     }
 
-    /// Records the confirmation `c` at `now` (CREDITED). ALREADY_CONFIRMED for a top-up
-    /// already credited (whatever the reference: a replay changes nothing), QUOTE_EXPIRED
-    /// once `expires_at` has passed. "Already confirmed" comes first: staff retrying a
-    /// confirmation must learn that the credit happened.
-    pub fn confirm(&mut self, c: &TopUpConfirmation, now: Timestamp) -> CoreResult<()> {
-        match transition(self.status_at(now), TopUpEvent::Confirm) {
+    /// Records the confirmation `c` by the staff identity `staff` at `now`, under the
+    /// single-approval cap `cap` (see the module). ALREADY_CONFIRMED for a top-up
+    /// already credited (whatever the reference: a replay changes nothing),
+    /// QUOTE_EXPIRED once `expires_at` has passed without a confirmation,
+    /// SECOND_APPROVER_REQUIRED when the proposer approves their own proposal,
+    /// APPROVAL_MISMATCH when another approver's reference differs from the proposal's.
+    /// "Already confirmed" comes first: staff retrying a confirmation must learn that
+    /// the credit happened. A refusal changes nothing.
+    pub fn confirm(
+        &mut self,
+        c: &TopUpConfirmation,
+        staff: &str,
+        cap: Micros,
+        now: Timestamp,
+    ) -> CoreResult<ConfirmOutcome> {
+        let from = self.status_at(now);
+        let event = match (from, self.proposed_by.as_deref()) {
+            (TopUpStatus::AwaitingSecondApproval, Some(p)) if p == staff => {
+                if self.fiat_reference.as_deref() == Some(c.fiat_reference.as_str()) {
+                    return Err(CoreError::SecondApproverRequired {
+                        proposed_by: p.to_string(),
+                    });
+                }
+                // The proposer corrects their own proposal.
+                TopUpEvent::Propose
+            }
+            (TopUpStatus::AwaitingSecondApproval, _) => {
+                if self.fiat_reference.as_deref() != Some(c.fiat_reference.as_str()) {
+                    return Err(CoreError::ApprovalMismatch {
+                        field: "fiat_reference",
+                    });
+                }
+                TopUpEvent::Confirm
+            }
+            _ if self.token_amount > cap => TopUpEvent::Propose,
+            _ => TopUpEvent::Confirm,
+        };
+        match transition(from, event) {
             Ok(next) => {
                 self.status = next;
                 self.updated_at = now;
-                self.confirmed_at = Some(now);
-                self.confirmed_by = Some(c.staff.clone());
                 self.fiat_reference = Some(c.fiat_reference.clone());
-                self.note = c.note.clone();
-                Ok(())
+                if event == TopUpEvent::Propose {
+                    self.proposed_by = Some(staff.to_string());
+                    self.proposed_at = Some(now);
+                    self.note = c.note.clone();
+                    return Ok(ConfirmOutcome::Proposed);
+                }
+                if from == TopUpStatus::AwaitingFunds {
+                    self.note = c.note.clone();
+                }
+                self.confirmed_at = Some(now);
+                self.confirmed_by = Some(staff.to_string());
+                Ok(ConfirmOutcome::Credited)
             }
             Err(TopUpRefusal::AlreadyCredited) => Err(CoreError::AlreadyConfirmed {
                 id: self.id.clone(),
@@ -272,8 +350,8 @@ impl TopUp {
             }),
             Err(TopUpRefusal::Invalid) => Err(CoreError::InvalidTransition {
                 machine: "topup",
-                from: self.status_at(now).as_str().into(),
-                event: "Confirm".into(),
+                from: from.as_str().into(),
+                event: format!("{event:?}"),
             }),
         }
     }
@@ -303,15 +381,20 @@ impl TopUp {
             fiat_reference: self.fiat_reference.clone(),
             tenant_id: None,
             confirmed_by: None,
+            proposed_by: None,
+            proposed_at: None,
             note: None,
         }
     }
 
-    /// The staff's view at `now`: the tenant's plus who confirmed it and the note.
+    /// The staff's view at `now`: the tenant's plus who proposed and confirmed it, and
+    /// the note.
     pub fn staff_view(&self, now: Timestamp) -> TopUpView {
         TopUpView {
             tenant_id: Some(self.tenant.to_string()),
             confirmed_by: self.confirmed_by.clone(),
+            proposed_by: self.proposed_by.clone(),
+            proposed_at: self.proposed_at.map(|t| t.to_rfc3339()),
             note: self.note.clone(),
             ..self.view(now)
         }
@@ -323,7 +406,7 @@ impl TopUp {
 pub struct TopUpView {
     /// `tu_...`.
     pub id: String,
-    /// AWAITING_FUNDS, CREDITED or EXPIRED.
+    /// AWAITING_FUNDS, AWAITING_SECOND_APPROVAL, CREDITED or EXPIRED.
     pub status: String,
     /// ISO 4217 code of the fiat.
     pub currency_code: String,
@@ -352,9 +435,15 @@ pub struct TopUpView {
     /// Staff views only: the tenant whose treasury it credits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant_id: Option<String>,
-    /// Staff views only: who confirmed it.
+    /// Staff views only: whose confirmation credited it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmed_by: Option<String>,
+    /// Staff views only: who proposed it (above the single-approval cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_by: Option<String>,
+    /// Staff views only: when it was proposed (RFC 3339 UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_at: Option<String>,
     /// Staff views only: the confirmation's note.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -374,7 +463,8 @@ impl Record for TopUp {
     fn status(&self) -> Option<String> {
         Some(self.status.as_str().to_string())
     }
-    /// A fiat receipt funds one top-up: its reference is claimed on confirmation.
+    /// A fiat receipt funds one top-up: its reference is claimed by the first
+    /// confirmation (a proposal included).
     fn unique_keys(&self) -> Vec<String> {
         self.fiat_reference
             .iter()
@@ -398,9 +488,15 @@ mod tests {
             for event in TopUpEvent::ALL {
                 let expected = match (from, event) {
                     (AwaitingFunds, Confirm) => Ok(Credited),
+                    (AwaitingFunds, Propose) => Ok(AwaitingSecondApproval),
                     (AwaitingFunds, Expire) => Ok(Expired),
+                    (AwaitingSecondApproval, Confirm) => Ok(Credited),
+                    (AwaitingSecondApproval, Propose) => Ok(AwaitingSecondApproval),
+                    (AwaitingSecondApproval, Expire) => Err(TopUpRefusal::Invalid),
                     (Credited, Confirm) => Err(TopUpRefusal::AlreadyCredited),
+                    (Credited, Propose) => Err(TopUpRefusal::AlreadyCredited),
                     (Expired, Confirm) => Err(TopUpRefusal::Expired),
+                    (Expired, Propose) => Err(TopUpRefusal::Expired),
                     (Credited, Expire) => Err(TopUpRefusal::Invalid),
                     (Expired, Expire) => Err(TopUpRefusal::Invalid),
                 };
@@ -430,10 +526,11 @@ mod tests {
     fn conf(r: &str) -> TopUpConfirmation {
         TopUpConfirmation {
             fiat_reference: r.into(),
-            staff: "alice".into(),
             note: None,
         }
     }
+
+    const CAP: Micros = SINGLE_APPROVAL_MAX;
 
     #[test]
     fn a_topup_is_priced_like_an_fx_quote_and_expires_by_time() {
@@ -456,25 +553,32 @@ mod tests {
     fn confirm_credits_once_and_never_after_expiry() {
         let mut t = topup();
         let now = Timestamp::from_millis(5_000);
-        t.confirm(&conf("BANK-1"), now).unwrap();
+        t.confirm(&conf("BANK-1"), "alice", CAP, now).unwrap();
         assert_eq!(t.status, TopUpStatus::Credited);
         assert_eq!(t.confirmed_by.as_deref(), Some("alice"));
         let before = t.clone();
-        let e = t.confirm(&conf("BANK-2"), now).unwrap_err();
+        let e = t.confirm(&conf("BANK-2"), "bob", CAP, now).unwrap_err();
         assert_eq!(e.code(), "ALREADY_CONFIRMED");
         assert_eq!(t, before, "a refused confirmation changes nothing");
         // Credited stays credited after expires_at, and a replay says so.
         let late = Timestamp::from_millis(50_000);
         assert_eq!(t.status_at(late), TopUpStatus::Credited);
         assert_eq!(
-            t.confirm(&conf("BANK-1"), late).unwrap_err().code(),
+            t.confirm(&conf("BANK-1"), "alice", CAP, late)
+                .unwrap_err()
+                .code(),
             "ALREADY_CONFIRMED"
         );
         let mut e = topup();
         assert_eq!(
-            e.confirm(&conf("BANK-3"), Timestamp::from_millis(11_000))
-                .unwrap_err()
-                .code(),
+            e.confirm(
+                &conf("BANK-3"),
+                "alice",
+                CAP,
+                Timestamp::from_millis(11_000)
+            )
+            .unwrap_err()
+            .code(),
             "QUOTE_EXPIRED"
         );
         assert_eq!(e.status, TopUpStatus::AwaitingFunds);
@@ -489,9 +593,6 @@ mod tests {
         }
         assert!(conf(&"x".repeat(201)).checked().is_err());
         let mut c = conf("R");
-        c.staff = " ".into();
-        assert_eq!(c.checked().unwrap_err().param(), Some("staff"));
-        let mut c = conf("R");
         c.note = Some("  ".into());
         assert_eq!(c.checked().unwrap().note, None);
     }
@@ -503,7 +604,8 @@ mod tests {
             note: Some("wire matched".into()),
             ..conf("BANK-1")
         };
-        t.confirm(&c, Timestamp::from_millis(2_000)).unwrap();
+        t.confirm(&c, "alice", CAP, Timestamp::from_millis(2_000))
+            .unwrap();
         let v = t.view(Timestamp::from_millis(2_000));
         assert_eq!(v.confirmed_by, None);
         assert_eq!(v.tenant_id, None);
@@ -514,5 +616,67 @@ mod tests {
         assert_eq!(s.note.as_deref(), Some("wire matched"));
         assert_eq!(s.tenant_id.as_deref(), Some("ten_a"));
         assert_eq!(t.unique_keys(), vec!["topup_ref:BANK-1".to_string()]);
+    }
+
+    #[test]
+    fn above_the_cap_two_different_identities_are_needed() {
+        let cap = Micros(1_000_000); // 1 token; the top-up is 1.666666
+        let mut t = topup();
+        let now = Timestamp::from_millis(2_000);
+        let c = TopUpConfirmation {
+            note: Some("wire seen".into()),
+            ..conf("BANK-1")
+        };
+        assert_eq!(
+            t.confirm(&c, "admin-token", cap, now).unwrap(),
+            ConfirmOutcome::Proposed
+        );
+        assert_eq!(t.status, TopUpStatus::AwaitingSecondApproval);
+        assert_eq!(t.proposed_by.as_deref(), Some("admin-token"));
+        assert_eq!(t.confirmed_by, None);
+        // The same identity again, with the same reference: refused, nothing changes.
+        let before = t.clone();
+        let e = t
+            .confirm(&conf("BANK-1"), "admin-token", cap, now)
+            .unwrap_err();
+        assert_eq!(e.code(), "SECOND_APPROVER_REQUIRED");
+        assert_eq!(t, before);
+        // Another approver with another reference: refused, nothing changes.
+        let e = t.confirm(&conf("BANK-9"), "stf_b", cap, now).unwrap_err();
+        assert_eq!(
+            (e.code(), e.param()),
+            ("APPROVAL_MISMATCH", Some("fiat_reference"))
+        );
+        assert_eq!(t, before);
+        // A proposal outlives the quote's expiry.
+        let late = Timestamp::from_millis(50_000);
+        assert_eq!(t.status_at(late), TopUpStatus::AwaitingSecondApproval);
+        // The proposer may correct the reference (still a proposal).
+        assert_eq!(
+            t.confirm(&conf("BANK-2"), "admin-token", cap, now).unwrap(),
+            ConfirmOutcome::Proposed
+        );
+        assert_eq!(t.fiat_reference.as_deref(), Some("BANK-2"));
+        // A different identity with the same reference credits it.
+        assert_eq!(
+            t.confirm(&conf("BANK-2"), "stf_b", cap, late).unwrap(),
+            ConfirmOutcome::Credited
+        );
+        assert_eq!(t.status, TopUpStatus::Credited);
+        assert_eq!(t.confirmed_by.as_deref(), Some("stf_b"));
+        assert_eq!(t.proposed_by.as_deref(), Some("admin-token"));
+        assert_eq!(
+            t.confirm(&conf("BANK-2"), "stf_c", cap, late)
+                .unwrap_err()
+                .code(),
+            "ALREADY_CONFIRMED"
+        );
+        // At the cap exactly, one approval is enough.
+        let mut t = topup();
+        assert_eq!(
+            t.confirm(&conf("BANK-3"), "stf_a", t.token_amount, now)
+                .unwrap(),
+            ConfirmOutcome::Credited
+        );
     }
 }

@@ -26,6 +26,7 @@ mod submissions;
 mod swaps;
 mod tenants;
 mod topups;
+mod treasury_credits;
 mod wallets;
 mod withdrawals;
 mod worker;
@@ -42,8 +43,8 @@ pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};
 pub use staff::{
-    IssuedStaff, STAFF_ACTOR_CLI, STAFF_ID_PREFIX, STAFF_LIST_OWNER, STAFF_SECRET_PREFIX,
-    StaffAccount, StaffAuditEntry,
+    IssuedStaff, STAFF_ACTOR_CLI, STAFF_ADMIN_TOKEN, STAFF_ID_PREFIX, STAFF_LIST_OWNER,
+    STAFF_SECRET_PREFIX, StaffAccount, StaffAuditEntry, StaffIdentity,
 };
 pub use swaps::{
     DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS, SwapLeg, SwapRequest, min_amount_out, venue_account,
@@ -53,6 +54,7 @@ pub use tenants::{
     key_actor,
 };
 pub use topups::topup_transfer_id;
+pub use treasury_credits::{StaffCreditView, TreasuryCredit};
 pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView, sum_balances};
 pub use withdrawals::WithdrawRequest;
 pub use worker::{DepositRecord, DepositStatus, TickReport};
@@ -156,6 +158,11 @@ pub struct EngineConfig {
     /// How long a top-up quote can be confirmed by staff after it was asked for
     /// (default [`crate::domain::topup::TOPUP_TTL_MS`], 24 hours).
     pub topup_ttl_ms: i64,
+    /// The largest treasury credit one staff member may approve alone (a top-up's
+    /// `token_amount`, a staff treasury credit's amount). Above it the first staff
+    /// confirmation is only a proposal and a second, DIFFERENT staff identity must
+    /// approve it (default [`crate::domain::topup::SINGLE_APPROVAL_MAX`], 10,000 tokens).
+    pub topup_single_approval_max: crate::domain::money::Micros,
 }
 
 impl Default for EngineConfig {
@@ -180,6 +187,7 @@ impl Default for EngineConfig {
             withdrawals_enabled: true,
             sms: SmsPolicy::default(),
             topup_ttl_ms: crate::domain::topup::TOPUP_TTL_MS,
+            topup_single_approval_max: crate::domain::topup::SINGLE_APPROVAL_MAX,
         }
     }
 }

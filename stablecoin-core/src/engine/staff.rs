@@ -8,8 +8,16 @@
 //!
 //! Why an audit log beside the deal histories: a deal's history says what happened to
 //! that deal; staff oversight needs the other axis, everything one person did, across
-//! tenants and features, newest first. Hosts write an entry after each staff mutation
-//! ([`Engine::record_staff_action`]); creating and disabling accounts write their own.
+//! tenants and features, newest first. Every staff decision that moves money writes its
+//! entry IN THE SAME COMMIT as the decision (top-up confirmations and treasury credits
+//! here in the core, escrow resolutions and recoveries in the escrow crate through
+//! [`StaffAuditEntry::new`]): an entry written afterwards can be lost to a crash or an
+//! error while the money moved. Creating and disabling accounts write their own.
+//!
+//! Why [`StaffIdentity`]: a decision that moves money must name a staff member whom
+//! the host PROVED (a staff account's secret, or the host's admin token), never a name
+//! someone typed. The two-person rule compares identities: the admin token is ONE
+//! identity (`admin-token`), so it can never approve its own proposal.
 //!
 //! Staff records belong to no tenant: they are listed under the reserved list owner
 //! [`STAFF_LIST_OWNER`], which no tenant id can equal (tenant ids are `ten_...`).
@@ -36,6 +44,10 @@ pub const STAFF_ID_PREFIX: &str = "stf";
 
 /// The audit actor recorded for account changes made from the command line.
 pub const STAFF_ACTOR_CLI: &str = "cli";
+
+/// The identity of the host's shared admin token: one identity, however many people
+/// hold the token, so it never counts as a second approver of its own proposal.
+pub const STAFF_ADMIN_TOKEN: &str = "admin-token";
 
 /// Longest staff name, audit action, target or note, in characters.
 const MAX_NAME: usize = 100;
@@ -120,6 +132,47 @@ impl Record for StaffAccount {
     }
 }
 
+/// A staff member the host has authenticated: a staff account proven by its secret
+/// ([`Engine::authenticate_staff`], then [`StaffAccount::identity`]) or the host's admin
+/// token ([`StaffIdentity::admin_token`]). Staff decisions that move money take one, so
+/// no caller can act as a staff member by naming it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaffIdentity {
+    id: String,
+    name: String,
+}
+
+impl StaffIdentity {
+    /// The host's shared admin token, recorded as [`STAFF_ADMIN_TOKEN`]. Only a host that
+    /// checked its token may build it.
+    pub fn admin_token() -> StaffIdentity {
+        StaffIdentity {
+            id: STAFF_ADMIN_TOKEN.into(),
+            name: "admin token".into(),
+        }
+    }
+
+    /// Recorded as the actor: the account's `stf_...` id, or `admin-token`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// For humans: the account's name, or `admin token`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl StaffAccount {
+    /// The identity of this account, for a host that has just authenticated it.
+    pub fn identity(&self) -> StaffIdentity {
+        StaffIdentity {
+            id: self.id.clone(),
+            name: self.name.clone(),
+        }
+    }
+}
+
 /// A newly created account: the secret is shown once and never stored.
 #[derive(Clone, PartialEq, Eq)]
 pub struct IssuedStaff {
@@ -153,6 +206,36 @@ pub struct StaffAuditEntry {
     pub note: Option<String>,
     /// When it was recorded.
     pub at: Timestamp,
+}
+
+impl StaffAuditEntry {
+    /// The entry "`staff_id` did `action` to `target` at `at` because of `note`", with
+    /// its `sta_` id drawn from `random`: for a crate that commits the entry in the batch
+    /// of the decision it records (`stablecoin-escrow`). Every field is checked:
+    /// INVALID_PARAMETER on `staff_id`, `action`, `target` (1 to 100, 100 and 200
+    /// characters, no control characters) or `note` (at most 2000, line breaks allowed;
+    /// blank means none).
+    pub fn new(
+        staff_id: &str,
+        action: &str,
+        target: &str,
+        note: Option<&str>,
+        at: Timestamp,
+        random: [u8; 10],
+    ) -> CoreResult<StaffAuditEntry> {
+        let note = match note.map(str::trim).filter(|n| !n.is_empty()) {
+            Some(n) => Some(clean("note", n, MAX_NOTE, true)?),
+            None => None,
+        };
+        Ok(StaffAuditEntry {
+            id: crate::domain::ids::make_id("sta", at.millis(), random),
+            staff_id: clean("staff_id", staff_id, MAX_NAME, false)?,
+            action: clean("action", action, MAX_ACTION, false)?,
+            target: clean("target", target, MAX_TARGET, false)?,
+            note,
+            at,
+        })
+    }
 }
 
 impl Record for StaffAuditEntry {
@@ -329,9 +412,10 @@ impl Engine {
         }
     }
 
-    /// Appends an entry to the staff audit log: `staff_id` (`stf_...`, `admin-token`,
-    /// `cli`) did `action` (`escrow.resolve`, ...) to `target` (`esc_...`) because of
-    /// `note`. Hosts call it after each staff mutation succeeded.
+    /// Appends an entry to the staff audit log on its own: `staff_id` (`stf_...`,
+    /// `admin-token`, `cli`) did `action` to `target` because of `note`. For actions that
+    /// change nothing else; a decision that moves money commits its entry with itself
+    /// ([`StaffAuditEntry::new`]).
     pub async fn record_staff_action(
         &self,
         staff_id: &str,
@@ -394,18 +478,7 @@ impl Engine {
         target: &str,
         note: Option<&str>,
     ) -> CoreResult<StaffAuditEntry> {
-        let note = match note.map(str::trim).filter(|n| !n.is_empty()) {
-            Some(n) => Some(clean("note", n, MAX_NOTE, true)?),
-            None => None,
-        };
-        Ok(StaffAuditEntry {
-            id: self.new_id("sta"),
-            staff_id: clean("staff_id", staff_id, MAX_NAME, false)?,
-            action: clean("action", action, MAX_ACTION, false)?,
-            target: clean("target", target, MAX_TARGET, false)?,
-            note,
-            at: self.now(),
-        })
+        StaffAuditEntry::new(staff_id, action, target, note, self.now(), self.random10())
     }
 }
 

@@ -647,6 +647,11 @@ impl Engine {
 
     /// Credits a tenant's treasury after the service confirmed its fiat receipt.
     /// Idempotent by `reference` (the fiat receipt's id): crediting it twice moves value once.
+    ///
+    /// The embedding program's own call (seeding, tests, its own back office): it names
+    /// no staff member and has no cap. Staff crediting by hand go through
+    /// [`Engine::credit_treasury_as_staff`] (the CLI's `treasury credit`), which proves
+    /// who they are, applies the two-person rule and audits.
     pub async fn credit_treasury(
         &self,
         tenant: &TenantId,

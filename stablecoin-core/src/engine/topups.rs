@@ -5,15 +5,21 @@
 //! The confirmation commits ONE batch: the top-up's new state (checked against the
 //! version read, and claiming its fiat reference), the ledger transfer
 //! `fiat_in:<TOKEN> -> treasury:<tenant>:<TOKEN>` whose id is derived from the top-up id
-//! (`topup:<tu_id>`, so no retry can ever credit twice), and the
-//! `treasury.topup.credited` event. A replayed confirmation is ALREADY_CONFIRMED and
-//! writes nothing; an expired quote is QUOTE_EXPIRED and writes nothing.
+//! (`topup:<tu_id>`, so no retry can ever credit twice), the
+//! `treasury.topup.credited` event and the staff audit entry (`topup.confirm`). A
+//! replayed confirmation is ALREADY_CONFIRMED and writes nothing; an expired quote is
+//! QUOTE_EXPIRED and writes nothing.
+//!
+//! Above the single-approval cap (`EngineConfig::topup_single_approval_max`) the first
+//! confirmation commits only the proposal and its audit entry
+//! (`topup.confirm.proposed`); the credit waits for a different staff identity
+//! ([`crate::domain::topup`] has the rule).
 
-use super::{Engine, accounts};
+use super::{Engine, StaffIdentity, accounts};
 use crate::domain::events::DomainEvent;
 use crate::domain::ids::{QuoteId, TenantId, is_valid_id};
 use crate::domain::money::{Currency, Token};
-use crate::domain::topup::{TOPUP_ID_PREFIX, TopUp, TopUpConfirmation, TopUpView};
+use crate::domain::topup::{ConfirmOutcome, TOPUP_ID_PREFIX, TopUp, TopUpConfirmation, TopUpView};
 use crate::error::{CoreError, CoreResult};
 use crate::ports::ledger::{LedgerTransfer, Phase};
 use crate::ports::record::{Record, Versioned, get_record};
@@ -101,20 +107,26 @@ impl Engine {
         Ok((views, total))
     }
 
-    /// Staff confirmation that the top-up `id`'s fiat arrived (admin route, CLI `topup
-    /// confirm`): credits the tenant's treasury with the quoted token amount, once, and
-    /// records who confirmed it with which fiat reference. Returns the staff view.
+    /// Staff confirmation by `staff` that the top-up `id`'s fiat arrived (admin route,
+    /// CLI `topup confirm`): credits the tenant's treasury with the quoted token amount,
+    /// once, and records who confirmed it with which fiat reference; above the
+    /// single-approval cap the first confirmation is a proposal (AWAITING_SECOND_APPROVAL)
+    /// that a different staff identity's confirmation credits. Every confirmation commits
+    /// its staff audit entry with itself. Returns the staff view.
     ///
-    /// Refusals write nothing: NOT_FOUND (no such top-up), INVALID_PARAMETER (reference,
-    /// staff or note), ALREADY_CONFIRMED (a replay, whatever its reference),
-    /// QUOTE_EXPIRED (the quote's lifetime passed first), FIAT_REFERENCE_USED (the
-    /// reference already confirmed another top-up).
+    /// Refusals write nothing: NOT_FOUND (no such top-up), INVALID_PARAMETER (reference
+    /// or note), ALREADY_CONFIRMED (a replay, whatever its reference), QUOTE_EXPIRED (the
+    /// quote's lifetime passed first), FIAT_REFERENCE_USED (the reference already
+    /// confirmed another top-up), SECOND_APPROVER_REQUIRED (the proposer approving),
+    /// APPROVAL_MISMATCH (an approver's reference differs from the proposal's).
     pub async fn confirm_topup(
         &self,
         id: &str,
+        staff: &StaffIdentity,
         confirmation: TopUpConfirmation,
     ) -> CoreResult<TopUpView> {
         let c = confirmation.checked()?;
+        let cap = self.config.topup_single_approval_max;
         let mut tries = 0;
         loop {
             let Some(v) = self.read_topup(id).await? else {
@@ -122,38 +134,55 @@ impl Engine {
             };
             let now = self.now();
             let mut t = v.record.clone();
-            t.confirm(&c, now)?;
-            let from = accounts::fiat_in(t.token);
-            let to = accounts::treasury(&t.tenant, t.token);
-            let event = self.event(
-                &t.tenant,
-                DomainEvent::TreasuryTopupCredited {
-                    topup_id: t.id.clone(),
-                    amount: t.token_amount,
-                    token: t.token,
-                    fiat_amount: t.view(now).fiat_amount,
-                    currency_code: t.currency_code.clone(),
-                    fiat_reference: c.fiat_reference.clone(),
-                    credited_at: now,
-                },
-            )?;
-            let batch = Batch {
+            let outcome = t.confirm(&c, staff.id(), cap, now)?;
+            let mut note = format!(
+                "{} {}: {}",
+                t.token_amount.to_decimal_string(),
+                t.token,
+                c.fiat_reference
+            );
+            if let Some(n) = &c.note {
+                note = format!("{note}; {n}");
+            }
+            let mut batch = Batch {
                 puts: vec![t.update(v.version)?],
-                accounts: vec![from.clone(), to.clone()],
-                ledger: vec![LedgerTransfer {
+                ..Default::default()
+            };
+            if outcome == ConfirmOutcome::Proposed {
+                let audit =
+                    self.audit_entry(staff.id(), "topup.confirm.proposed", &t.id, Some(&note))?;
+                batch.puts.push(audit.insert()?);
+            } else {
+                let audit = self.audit_entry(staff.id(), "topup.confirm", &t.id, Some(&note))?;
+                batch.puts.push(audit.insert()?);
+                let from = accounts::fiat_in(t.token);
+                let to = accounts::treasury(&t.tenant, t.token);
+                let event = self.event(
+                    &t.tenant,
+                    DomainEvent::TreasuryTopupCredited {
+                        topup_id: t.id.clone(),
+                        amount: t.token_amount,
+                        token: t.token,
+                        fiat_amount: t.view(now).fiat_amount,
+                        currency_code: t.currency_code.clone(),
+                        fiat_reference: c.fiat_reference.clone(),
+                        credited_at: now,
+                    },
+                )?;
+                batch.accounts = vec![from.clone(), to.clone()];
+                batch.ledger = vec![LedgerTransfer {
                     id: topup_transfer_id(&t.id),
                     debit: from.id,
                     credit: to.id,
                     amount: t.token_amount,
                     phase: Phase::Single,
-                }],
-                outbox: vec![event],
-                ..Default::default()
-            };
+                }];
+                batch.outbox = vec![event];
+            }
             match self.commit(batch).await {
                 Ok(_) => return Ok(t.staff_view(now)),
                 // Another confirmation landed between the read and the commit: decide
-                // again on what it wrote (ALREADY_CONFIRMED).
+                // again on what it wrote (ALREADY_CONFIRMED, or the proposal).
                 Err(e) if e.lost_race_on(TopUp::KIND) && tries < MAX_RACE_RETRIES => tries += 1,
                 // The only unique key a top-up claims is its fiat reference.
                 Err(CoreError::Conflict { record: None, .. }) => {

@@ -75,6 +75,8 @@ pub mod kind {
     pub const ESCROW_STAFF_QUEUE: &str = "escrow_staff_queue";
     /// Core: a web console's sign-in session (`engine::console_sessions`).
     pub const CONSOLE_SESSION: &str = "console_session";
+    /// Core: a staff treasury credit (the CLI's `treasury credit`), proposed or made.
+    pub const TREASURY_CREDIT: &str = "treasury_credit";
 
     /// Every kind above.
     pub const ALL: &[&str] = &[
@@ -110,6 +112,7 @@ pub mod kind {
         STAFF_AUDIT,
         ESCROW_STAFF_QUEUE,
         CONSOLE_SESSION,
+        TREASURY_CREDIT,
     ];
 }
 

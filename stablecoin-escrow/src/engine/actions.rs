@@ -13,7 +13,7 @@ use crate::state::{Action, PayoutPurpose, Phase, transition};
 use crate::view::*;
 use serde_json::json;
 use stablecoin_core::engine::AuthContext;
-use stablecoin_core::ports::{Batch, LedgerTransfer, Phase as LedgerPhase, Record, Versioned};
+use stablecoin_core::ports::{Batch, LedgerTransfer, Phase as LedgerPhase, Put, Record, Versioned};
 
 /// Longest `reason` / note.
 const MAX_TEXT: usize = 1000;
@@ -233,6 +233,7 @@ impl EscrowEngine {
                     on_behalf_of,
                     reason.clone(),
                     resolution_note.clone(),
+                    Vec::new(),
                 )
                 .await
             {
@@ -246,7 +247,9 @@ impl EscrowEngine {
     }
 
     /// Applies a tenant, staff or worker action to the deal as read at `v.version`, in
-    /// one batch. `Conflict` means the deal changed meanwhile: read it again and retry.
+    /// one batch, with the records of `also` (a staff decision's audit entry) in the same
+    /// batch. `Conflict` means the deal changed meanwhile: read it again and retry.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn apply_action(
         &self,
         v: Versioned<Deal>,
@@ -255,6 +258,7 @@ impl EscrowEngine {
         on_behalf_of: Option<Party>,
         reason: Option<String>,
         resolution_note: Option<String>,
+        also: Vec<Put>,
     ) -> EscrowResult<EscrowView> {
         let Versioned {
             record: mut deal,
@@ -368,6 +372,7 @@ impl EscrowEngine {
             now,
         )?;
         batch.puts.push(deal.update(version)?);
+        batch.puts.extend(also);
         self.queue_put(&mut batch, &deal).await?;
         self.commit(batch).await?;
         Ok(EscrowView::from_deal(&deal))

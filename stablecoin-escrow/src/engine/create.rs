@@ -424,6 +424,7 @@ fn new_deal(
         dispute_reason: None,
         resolution_note: None,
         pending_resolution: None,
+        pending_recovery: None,
         cancelled_at: None,
         expired_at: None,
         history_len: 0,

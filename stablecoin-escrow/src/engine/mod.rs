@@ -104,7 +104,7 @@ impl EscrowEngine {
         self.inner.clock.now()
     }
 
-    fn random10(&self) -> [u8; 10] {
+    pub(crate) fn random10(&self) -> [u8; 10] {
         let mut b = [0u8; 10];
         self.inner.entropy.fill(&mut b);
         b

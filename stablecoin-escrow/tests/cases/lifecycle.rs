@@ -224,7 +224,9 @@ async fn excess_deposit_funds_and_excess_is_recovered_separately() {
             },
         )
         .await
-        .unwrap();
+        .unwrap()
+        .into_payout()
+        .expect("claimed");
     assert_eq!(
         (p.purpose.as_str(), p.recovery_kind.as_deref()),
         ("RECOVERY", Some("EXCESS"))
@@ -808,7 +810,9 @@ async fn unsupported_token_deposit_is_recorded_and_recoverable() {
             },
         )
         .await
-        .unwrap();
+        .unwrap()
+        .into_payout()
+        .expect("claimed");
     assert_eq!((p.token.as_str(), p.amount.as_str()), ("USDC", "4000000"));
     w.settle().await;
     assert_eq!(

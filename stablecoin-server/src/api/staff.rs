@@ -3,10 +3,10 @@
 //!
 //! Handlers only decode, call the engines and encode: which deals need staff, the
 //! two-person rule and every state rule are the escrow crate's; the audit log is the
-//! core engine's. Each mutation is written to the audit log under the caller's staff id
-//! (`stf_...`, or `admin-token` for the shared token) after it succeeded. Without the
-//! escrow engine (TRON disabled) the escrow routes answer 503 ESCROW_UNAVAILABLE, as the
-//! tenant escrow routes do.
+//! core engine's. Each decision writes its audit entry under the caller's proven staff
+//! identity (`stf_...`, or `admin-token` for the shared token) in the decision's own
+//! commit (the escrow crate does it). Without the escrow engine (TRON disabled) the
+//! escrow routes answer 503 ESCROW_UNAVAILABLE, as the tenant escrow routes do.
 
 use super::escrow::engine;
 use super::paging;
@@ -21,8 +21,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use stablecoin_escrow::{
-    DealAccounting, EscrowEventList, PayoutView, RecoveryRequest, ResolveOutcome, ResolveRequest,
-    StaffEscrowList, StaffEscrowView,
+    DealAccounting, EscrowEventList, PayoutView, RecoveryOutcome, RecoveryRequest, ResolveOutcome,
+    ResolveRequest, StaffEscrowList, StaffEscrowView,
 };
 use utoipa::{IntoParams, ToSchema};
 
@@ -100,9 +100,10 @@ pub struct StaffAuditEntryResponse {
     /// Who: a staff account (`stf_...`), `admin-token` or `cli`.
     pub staff_id: String,
     /// What: `escrow.resolve`, `escrow.resolve.proposed`, `escrow.recovery`,
-    /// `staff.create`, `staff.disable`, ...
+    /// `escrow.recovery.proposed`, `topup.confirm`, `topup.confirm.proposed`,
+    /// `treasury.credit`, `treasury.credit.proposed`, `staff.create`, `staff.disable`.
     pub action: String,
-    /// To what: `esc_...`, `stf_...`, ...
+    /// To what: `esc_...`, `tu_...`, `treasury:<tenant>:<TOKEN>`, `stf_...`.
     pub target: String,
     /// Why, in their words.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -124,67 +125,35 @@ pub struct StaffAuditList {
     pub entries: Vec<StaffAuditEntryResponse>,
 }
 
-/// Writes the audit entry of a staff mutation that already succeeded. A failure to
-/// write it is logged, not answered: the mutation happened, and answering an error
-/// would invite a retry the state machine then refuses.
-async fn audit(app: &AppState, staff: &Staff, action: &str, target: &str, note: &str) {
-    if let Err(e) = app
-        .engine
-        .record_staff_action(&staff.id, action, target, Some(note))
-        .await
-    {
-        tracing::error!(staff = %staff.id, action, target, error = %e, "staff audit entry not written");
-    }
-}
-
-/// A staff resolution of escrow `id`, audited (`escrow.resolve`, or
-/// `escrow.resolve.proposed` when a second approval is awaited): what
-/// `POST /admin/v1/escrows/{id}/resolve` and the staff console's form both run.
+/// A staff resolution of escrow `id` (audited `escrow.resolve`, or
+/// `escrow.resolve.proposed` when a second approval is awaited, in the decision's
+/// commit): what `POST /admin/v1/escrows/{id}/resolve` and the staff console's form both
+/// run.
 pub(crate) async fn resolve_as(
     app: &AppState,
     staff: &Staff,
     id: &str,
     body: &ResolveRequest,
 ) -> Result<ResolveOutcome, ApiError> {
-    let out = engine(app)?
+    Ok(engine(app)?
         .admin()
         .resolve(&staff.actor()?, id, body)
-        .await?;
-    let action = if out.awaiting_approval {
-        "escrow.resolve.proposed"
-    } else {
-        "escrow.resolve"
-    };
-    let note = format!(
-        "{}: {}",
-        body.resolution.trim(),
-        body.resolution_note.trim()
-    );
-    audit(app, staff, action, &out.escrow.id, &note).await;
-    Ok(out)
+        .await?)
 }
 
-/// A staff recovery of escrow `id`, audited (`escrow.recovery`): what
+/// A staff recovery of escrow `id` (audited `escrow.recovery`, or
+/// `escrow.recovery.proposed` under the two-person rule, in the decision's commit): what
 /// `POST /admin/v1/escrows/{id}/recoveries` and the staff console's form both run.
 pub(crate) async fn recover_as(
     app: &AppState,
     staff: &Staff,
     id: &str,
     body: &RecoveryRequest,
-) -> Result<PayoutView, ApiError> {
-    let payout = engine(app)?
+) -> Result<RecoveryOutcome, ApiError> {
+    Ok(engine(app)?
         .admin()
         .authorize_recovery(&staff.actor()?, id, body)
-        .await?;
-    let note = format!(
-        "{} {} {}: {}",
-        payout.recovery_kind.as_deref().unwrap_or_default(),
-        payout.token,
-        payout.id,
-        body.note.trim()
-    );
-    audit(app, staff, "escrow.recovery", &payout.escrow_id, &note).await;
-    Ok(payout)
+        .await?)
 }
 
 /// Staff: every escrow that needs staff, of every tenant, newest first.
@@ -273,12 +242,13 @@ pub async fn staff_escrow_events(
 /// `resolution_note` is required: it becomes the deal's `resolution_note` once the
 /// payout confirms (the tenant then reads RELEASED or REFUNDED). 200: the payout is
 /// claimed (`payout_pending: true`; it settles asynchronously). With
-/// `[admin] second_approval_above` set and the deal above it, the first staff member's
+/// `[admin] second_approval_above` (10,000 by default) and the deal above it, the first staff member's
 /// call is a proposal: 202 with `awaiting_approval: true`, nothing else changes; a
 /// DIFFERENT staff member's call with the same resolution carries it out (200). The
-/// proposer approving it is 409 SECOND_APPROVER_REQUIRED; another staff member asking
+/// proposer approving it is 409 SECOND_APPROVER_REQUIRED (the shared admin token is one
+/// identity, so it never approves its own proposal); another staff member asking
 /// for the other resolution is 409 RESOLUTION_MISMATCH (the proposer may change it).
-/// Audited as `escrow.resolve` or `escrow.resolve.proposed`.
+/// Audited as `escrow.resolve` or `escrow.resolve.proposed`, in the decision's commit.
 #[utoipa::path(post, path = "/admin/v1/escrows/{id}/resolve", tag = "admin",
     params(("id" = String, Path, description = "Escrow id (`esc_...`)")),
     request_body = ResolveRequest,
@@ -311,17 +281,25 @@ pub async fn staff_resolve_escrow(
 /// `UNSUPPORTED_TOKEN`) to the buyer's linked wallet.
 ///
 /// 202 with the payout (`QUEUED`): it settles asynchronously (`escrow.recovered` or
-/// `escrow.recovery_failed`). `note` is required. Audited as `escrow.recovery`.
+/// `escrow.recovery_failed`). `note` is required. Audited as `escrow.recovery` in the
+/// same commit. Two-person rule: with `[admin] second_approval_above` (10,000 by
+/// default) and a balance above it, the first staff member's call is a proposal: 200
+/// with the deal and its `pending_recovery`, nothing else changes; a DIFFERENT staff
+/// member's call with the same kind and token carries it out (202, the proposer's note
+/// on the payout). The proposer repeating it is 409 SECOND_APPROVER_REQUIRED (the shared
+/// admin token is one identity); another staff member asking for another kind, token or
+/// a changed balance is 409 APPROVAL_MISMATCH. Audited as `escrow.recovery.proposed`.
 #[utoipa::path(post, path = "/admin/v1/escrows/{id}/recoveries", tag = "admin",
     params(("id" = String, Path, description = "Escrow id (`esc_...`)")),
     request_body = RecoveryRequest,
     responses(
+        (status = 200, description = "Proposed: awaiting a second staff member's approval (`pending_recovery`)", body = StaffEscrowView),
         (status = 202, description = "The recovery payout, claimed", body = PayoutView),
         (status = 400, description = "MISSING_PARAMETER (note), INVALID_PARAMETER (kind), UNKNOWN_TOKEN, UNKNOWN_FIELD", body = ErrorBody),
         (status = 401, description = "ADMIN_TOKEN_REQUIRED, STAFF_ACCOUNT_DISABLED", body = ErrorBody),
         (status = 403, description = "KEY_KIND_NOT_ALLOWED", body = ErrorBody),
         (status = 404, description = "NOT_FOUND; ADMIN_DISABLED", body = ErrorBody),
-        (status = 409, description = "NOTHING_TO_RECOVER, CONFLICT", body = ErrorBody),
+        (status = 409, description = "NOTHING_TO_RECOVER, SECOND_APPROVER_REQUIRED, APPROVAL_MISMATCH, CONFLICT", body = ErrorBody),
         (status = 503, description = "ESCROW_UNAVAILABLE, RAIL_NOT_READY", body = ErrorBody)),
     security(("admin_token" = [])))]
 pub async fn staff_recover_escrow(
@@ -330,8 +308,10 @@ pub async fn staff_recover_escrow(
     ApiPath(id): ApiPath,
     ApiJson(body): ApiJson<RecoveryRequest>,
 ) -> Result<Response, ApiError> {
-    let payout = recover_as(&app, &staff, &id, &body).await?;
-    Ok((StatusCode::ACCEPTED, Json(payout)).into_response())
+    Ok(match recover_as(&app, &staff, &id, &body).await? {
+        RecoveryOutcome::Claimed(payout) => (StatusCode::ACCEPTED, Json(payout)).into_response(),
+        RecoveryOutcome::Proposed(deal) => (StatusCode::OK, Json(deal)).into_response(),
+    })
 }
 
 /// Staff: the audit log, newest first: who did what, to what, when and why.

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use stablecoin_core::domain::fx::parse_fiat_amount;
 use stablecoin_core::domain::money::Currency;
-use stablecoin_core::domain::topup::{TopUpConfirmation, TopUpView};
+use stablecoin_core::domain::topup::{TopUpConfirmation, TopUpStatus, TopUpView};
 use utoipa::{IntoParams, ToSchema};
 
 /// `POST /v1/treasury/topups`. Unknown fields are refused (`UNKNOWN_FIELD`).
@@ -66,8 +66,9 @@ pub struct TopUpResponse {
     /// `tu_...`.
     #[schema(example = "tu_01JD0000000000000000000000")]
     pub id: String,
-    /// AWAITING_FUNDS (quoted, fiat not confirmed), CREDITED (staff confirmed it and the
-    /// treasury was credited), EXPIRED (not confirmed before `expires_at`).
+    /// AWAITING_FUNDS (quoted, fiat not confirmed), AWAITING_SECOND_APPROVAL (above the
+    /// single-approval cap: one staff member confirmed, a second must approve), CREDITED
+    /// (the treasury was credited), EXPIRED (not confirmed before `expires_at`).
     #[schema(value_type = TopUpStatusName)]
     pub status: String,
     /// ISO 4217 code of the fiat.
@@ -103,9 +104,16 @@ pub struct TopUpResponse {
     /// Staff responses only: the tenant whose treasury it credits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant_id: Option<String>,
-    /// Staff responses only: who confirmed it.
+    /// Staff responses only: whose confirmation credited it (`stf_...` or
+    /// `admin-token`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmed_by: Option<String>,
+    /// Staff responses only: above the single-approval cap, who proposed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_by: Option<String>,
+    /// Staff responses only: when it was proposed (RFC 3339 UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_at: Option<String>,
     /// Staff responses only: the confirmation's note.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -129,6 +137,8 @@ impl From<TopUpView> for TopUpResponse {
             fiat_reference,
             tenant_id,
             confirmed_by,
+            proposed_by,
+            proposed_at,
             note,
         } = v;
         TopUpResponse {
@@ -147,6 +157,8 @@ impl From<TopUpView> for TopUpResponse {
             fiat_reference,
             tenant_id,
             confirmed_by,
+            proposed_by,
+            proposed_at,
             note,
         }
     }
@@ -245,20 +257,30 @@ pub async fn list_topups(
 ///
 /// Credits `token_amount` to the tenant's treasury exactly once (ledger transfer
 /// `topup:<id>` from `fiat_in:<TOKEN>`), records the fiat reference and who confirmed it
-/// (the staff account's `stf_...` id, or `admin-token` for the shared token), and sends the tenant `treasury.topup.credited`, all in one commit.
-/// A replay is 409 ALREADY_CONFIRMED and changes nothing (safe to retry, so no
-/// `Idempotency-Key`). Needs `Authorization: Bearer <admin.token>`; without an
-/// `[admin] token` configured the route answers 404 ADMIN_DISABLED.
+/// (the staff account's `stf_...` id, or `admin-token` for the shared token), sends the
+/// tenant `treasury.topup.credited` and writes the staff audit entry `topup.confirm`, all
+/// in one commit. Two-person rule: a top-up whose `token_amount` is above
+/// `[admin] topup_single_approval_max` (10,000 tokens by default) is only proposed by
+/// the first confirmation: 202 AWAITING_SECOND_APPROVAL with `proposed_by`, the
+/// reference claimed, nothing credited, audited `topup.confirm.proposed`. A DIFFERENT
+/// staff identity confirming with the same `fiat_reference` credits it (200). The
+/// proposer again is 409 SECOND_APPROVER_REQUIRED (the admin token is ONE identity, so
+/// it never approves its own proposal; a different reference from the proposer replaces
+/// the proposal); another approver's different reference is 409 APPROVAL_MISMATCH. A
+/// replay is 409 ALREADY_CONFIRMED and changes nothing (safe to retry, so no
+/// `Idempotency-Key`). Needs `Authorization: Bearer <admin.token>` or a staff account's
+/// secret; without either configured the route answers 404 ADMIN_DISABLED.
 #[utoipa::path(post, path = "/admin/v1/topups/{id}/confirm", tag = "admin",
     params(("id" = String, Path, description = "Top-up id (`tu_...`)")),
     request_body = ConfirmTopUpBody,
     responses(
         (status = 200, description = "The top-up, CREDITED, with who confirmed it", body = TopUpResponse),
+        (status = 202, description = "The top-up, AWAITING_SECOND_APPROVAL: above the single-approval cap, a different staff member must confirm it", body = TopUpResponse),
         (status = 400, description = "INVALID_PARAMETER: a blank, multi-line or over-long fiat_reference, or an over-long note", body = ErrorBody),
-        (status = 401, description = "ADMIN_TOKEN_REQUIRED: no admin bearer token, or a wrong one", body = ErrorBody),
+        (status = 401, description = "ADMIN_TOKEN_REQUIRED: no admin bearer token, or a wrong one; STAFF_ACCOUNT_DISABLED", body = ErrorBody),
         (status = 403, description = "KEY_KIND_NOT_ALLOWED: an API key instead of the admin token", body = ErrorBody),
         (status = 404, description = "No such top-up; ADMIN_DISABLED when the server has no admin token", body = ErrorBody),
-        (status = 409, description = "ALREADY_CONFIRMED (the treasury was credited; nothing changed), FIAT_REFERENCE_USED (the reference confirmed another top-up), CONFLICT", body = ErrorBody),
+        (status = 409, description = "ALREADY_CONFIRMED (the treasury was credited; nothing changed), FIAT_REFERENCE_USED (the reference confirmed another top-up), SECOND_APPROVER_REQUIRED (the proposer approving), APPROVAL_MISMATCH (the approver's fiat_reference differs from the proposal's), CONFLICT", body = ErrorBody),
         (status = 410, description = "QUOTE_EXPIRED: the top-up quote expired before the confirmation", body = ErrorBody)),
     security(("admin_token" = [])))]
 pub async fn confirm_topup(
@@ -266,17 +288,22 @@ pub async fn confirm_topup(
     staff: Staff,
     ApiPath(id): ApiPath,
     ApiJson(body): ApiJson<ConfirmTopUpBody>,
-) -> Result<Json<TopUpResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let v = app
         .engine
         .confirm_topup(
             &id,
+            staff.identity(),
             TopUpConfirmation {
                 fiat_reference: body.fiat_reference,
-                staff: staff.id,
                 note: body.note,
             },
         )
         .await?;
-    Ok(Json(v.into()))
+    let status = if v.status == TopUpStatus::AwaitingSecondApproval.as_str() {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(TopUpResponse::from(v))).into_response())
 }

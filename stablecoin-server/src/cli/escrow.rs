@@ -1,6 +1,8 @@
 //! `escrow ...`: the escrow staff work of the staff console and `/admin/v1/escrows`,
-//! from the command line, against the configured storage. Every mutation acts as a
-//! named, active staff account and is audited under its id.
+//! from the command line, against the configured storage. Every mutation acts as the
+//! staff account whose secret it was given (`STABLECOIN_STAFF_SECRET` or standard
+//! input, never an argument or a name), under the same two-person rule as over HTTP, and
+//! is audited under its id in the decision's own commit.
 
 use clap::Subcommand;
 use stablecoin_core::CoreError;
@@ -19,7 +21,8 @@ pub enum EscrowCommand {
         #[arg(long, default_value_t = 1)]
         page: u32,
     },
-    /// Resolve a DISPUTED deal as a staff account (audited under its id).
+    /// Resolve a DISPUTED deal as the staff account whose secret is in
+    /// STABLECOIN_STAFF_SECRET (or on standard input); audited under its id.
     Resolve {
         /// The escrow (esc_...).
         #[arg(long)]
@@ -30,12 +33,10 @@ pub enum EscrowCommand {
         /// The recorded reasoning (resolution_note).
         #[arg(long)]
         note: String,
-        /// The acting staff account: its id (stf_...) or name; it must be active.
-        #[arg(long)]
-        staff: String,
     },
-    /// Return a whole recoverable balance of one kind to the buyer's linked wallet as a
-    /// staff account (audited under its id).
+    /// Return a whole recoverable balance of one kind to the buyer's linked wallet as
+    /// the staff account whose secret is in STABLECOIN_STAFF_SECRET (or on standard
+    /// input); audited under its id.
     Recover {
         /// The escrow (esc_...).
         #[arg(long)]
@@ -49,9 +50,6 @@ pub enum EscrowCommand {
         /// Why (recorded with the payout and in the audit log).
         #[arg(long)]
         note: String,
-        /// The acting staff account: its id (stf_...) or name; it must be active.
-        #[arg(long)]
-        staff: String,
     },
     /// A deal of any tenant with its whole history, newest first.
     History {
@@ -74,6 +72,11 @@ fn escrow_err(e: stablecoin_escrow::EscrowError) -> CoreError {
             CoreError::InvalidParameter { field, reason }
         }
         E::NotFound { kind, id, .. } => CoreError::NotFound { kind, id },
+        // The two-person rule's refusals keep their stable codes.
+        E::SecondApproverRequired { proposed_by } => {
+            CoreError::SecondApproverRequired { proposed_by }
+        }
+        E::ApprovalMismatch { field } => CoreError::ApprovalMismatch { field },
         other => CoreError::InvalidParameter {
             field: "escrow",
             reason: format!("{other} ({})", other.code()),
@@ -81,13 +84,14 @@ fn escrow_err(e: stablecoin_escrow::EscrowError) -> CoreError {
     }
 }
 
-/// Runs an `escrow ...` command. A resolution acts as the named staff account (which
-/// must be active) and is written to the staff audit log under its id, like one made
-/// over HTTP.
+/// Runs an `escrow ...` command. A resolution or recovery acts as the staff account
+/// whose secret is `staff_secret` (proven against the store, active), exactly as one
+/// made over HTTP with that secret.
 pub async fn run_escrow_admin(
     engine: &Engine,
     escrow: Option<&stablecoin_escrow::EscrowEngine>,
     cmd: &EscrowCommand,
+    staff_secret: Option<&str>,
 ) -> Result<serde_json::Value, CoreError> {
     let escrow = escrow.ok_or_else(|| CoreError::InvalidParameter {
         field: "escrow",
@@ -108,9 +112,8 @@ pub async fn run_escrow_admin(
             id,
             resolution,
             note,
-            staff,
         } => {
-            let (account, actor) = active_staff(engine, staff).await?;
+            let actor = staff_actor(engine, staff_secret).await?;
             let req = stablecoin_escrow::ResolveRequest {
                 resolution: resolution.clone(),
                 resolution_note: note.clone(),
@@ -119,19 +122,6 @@ pub async fn run_escrow_admin(
                 .resolve(&actor, id.trim(), &req)
                 .await
                 .map_err(escrow_err)?;
-            let action = if out.awaiting_approval {
-                "escrow.resolve.proposed"
-            } else {
-                "escrow.resolve"
-            };
-            engine
-                .record_staff_action(
-                    &account.id,
-                    action,
-                    &out.escrow.id,
-                    Some(&format!("{}: {}", resolution.trim(), note.trim())),
-                )
-                .await?;
             serde_json::to_value(out).map_err(|e| CoreError::Storage(e.to_string()))
         }
         EscrowCommand::Recover {
@@ -139,33 +129,24 @@ pub async fn run_escrow_admin(
             kind,
             token,
             note,
-            staff,
         } => {
-            let (account, actor) = active_staff(engine, staff).await?;
+            let actor = staff_actor(engine, staff_secret).await?;
             let req = stablecoin_escrow::RecoveryRequest {
                 kind: kind.clone(),
                 token: token.clone(),
                 note: note.clone(),
             };
-            let payout = admin
+            let out = admin
                 .authorize_recovery(&actor, id.trim(), &req)
                 .await
                 .map_err(escrow_err)?;
-            engine
-                .record_staff_action(
-                    &account.id,
-                    "escrow.recovery",
-                    &payout.escrow_id,
-                    Some(&format!(
-                        "{} {} {}: {}",
-                        payout.recovery_kind.as_deref().unwrap_or_default(),
-                        payout.token,
-                        payout.id,
-                        note.trim()
-                    )),
-                )
-                .await?;
-            serde_json::to_value(payout).map_err(|e| CoreError::Storage(e.to_string()))
+            match out {
+                stablecoin_escrow::RecoveryOutcome::Claimed(payout) => serde_json::to_value(payout),
+                stablecoin_escrow::RecoveryOutcome::Proposed(deal) => {
+                    Ok(serde_json::json!({"awaiting_approval": true, "escrow": deal}))
+                }
+            }
+            .map_err(|e| CoreError::Storage(e.to_string()))
         }
         EscrowCommand::History { id, limit, page } => {
             let cli = stablecoin_escrow::StaffActor::new(stablecoin_core::engine::STAFF_ACTOR_CLI)
@@ -183,24 +164,11 @@ pub async fn run_escrow_admin(
     }
 }
 
-/// The named staff account (id or name) when it is active, and its escrow actor.
-async fn active_staff(
+/// The escrow actor of the staff account proven by `secret` ([`super::prove_staff`]).
+async fn staff_actor(
     engine: &Engine,
-    staff: &str,
-) -> Result<
-    (
-        stablecoin_core::engine::StaffAccount,
-        stablecoin_escrow::StaffActor,
-    ),
-    CoreError,
-> {
-    let account = engine.find_staff(staff).await?;
-    if !account.is_active() {
-        return Err(CoreError::InvalidParameter {
-            field: "staff",
-            reason: "this staff account is disabled".into(),
-        });
-    }
-    let actor = stablecoin_escrow::StaffActor::new(&account.id).map_err(escrow_err)?;
-    Ok((account, actor))
+    secret: Option<&str>,
+) -> Result<stablecoin_escrow::StaffActor, CoreError> {
+    let staff = super::prove_staff(engine, secret).await?;
+    stablecoin_escrow::StaffActor::from_identity(&staff).map_err(escrow_err)
 }

@@ -14,7 +14,7 @@ use stablecoin_core::domain::fees::TenantPricing;
 use stablecoin_core::domain::ids::{ApiKeyId, TenantId};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::topup::TopUpConfirmation;
-use stablecoin_core::engine::{Engine, KeyKind, KeyMode};
+use stablecoin_core::engine::{Engine, KeyKind, KeyMode, StaffIdentity};
 use stablecoin_core::ports::ChainAddress;
 use std::path::PathBuf;
 
@@ -171,10 +171,18 @@ pub enum KeyCommand {
     },
 }
 
+/// The environment variable the staff commands read a staff account's secret from
+/// (`stf_sk_...`); without it they read one line from standard input. Never a
+/// command-line argument: other users of the machine can read a process's arguments.
+pub const STAFF_SECRET_ENV: &str = "STABLECOIN_STAFF_SECRET";
+
 /// `treasury ...`: tenant treasury administration.
 #[derive(Debug, Subcommand)]
 pub enum TreasuryCommand {
-    /// Credit a tenant's treasury after its fiat was received (idempotent by reference).
+    /// Credit a tenant's treasury after its fiat was received (idempotent by reference),
+    /// as the staff account whose secret is in STABLECOIN_STAFF_SECRET (or on standard
+    /// input). Above `[admin] topup_single_approval_max` the first staff member's call is
+    /// a proposal; a different staff member repeating it credits. Audited.
     Credit(CreditArgs),
 }
 
@@ -199,7 +207,10 @@ pub struct CreditArgs {
 #[derive(Debug, Subcommand)]
 pub enum TopupCommand {
     /// Confirm that a top-up's fiat arrived: credits the tenant's treasury with the
-    /// quoted token amount, once (a second confirmation is refused: ALREADY_CONFIRMED).
+    /// quoted token amount, once (a second confirmation is refused: ALREADY_CONFIRMED),
+    /// as the staff account whose secret is in STABLECOIN_STAFF_SECRET (or on standard
+    /// input). Above `[admin] topup_single_approval_max` the first confirmation is a
+    /// proposal; a different staff member's confirmation credits. Audited.
     Confirm(TopupConfirmArgs),
 }
 
@@ -212,9 +223,6 @@ pub struct TopupConfirmArgs {
     /// reference confirms one top-up.
     #[arg(long)]
     pub reference: String,
-    /// Who confirms, recorded on the top-up for the audit trail.
-    #[arg(long)]
-    pub staff: String,
     /// An optional note for the audit trail.
     #[arg(long)]
     pub note: Option<String>,
@@ -257,8 +265,67 @@ fn tenant_id(s: &str) -> Result<TenantId, CoreError> {
     })
 }
 
+impl Command {
+    /// True for the commands that act as a staff account and need its secret
+    /// ([`STAFF_SECRET_ENV`]): the ones that move money.
+    pub fn needs_staff(&self) -> bool {
+        matches!(
+            self,
+            Command::Treasury(_)
+                | Command::Topup(_)
+                | Command::Escrow(EscrowCommand::Resolve { .. } | EscrowCommand::Recover { .. })
+        )
+    }
+}
+
+/// The staff account whose secret is `secret`, proven against the store: the CLI acts
+/// only as a staff account that proved itself, never as a name (an account's secret is
+/// what the audit log's `stf_...` id stands for). INVALID_PARAMETER (`staff_secret`)
+/// without a secret; INVALID_API_KEY for one that is no staff account's;
+/// API_KEY_REVOKED for a disabled account.
+pub async fn prove_staff(
+    engine: &Engine,
+    secret: Option<&str>,
+) -> Result<StaffIdentity, CoreError> {
+    let Some(secret) = secret.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Err(CoreError::InvalidParameter {
+            field: "staff_secret",
+            reason: format!(
+                "this command acts as a staff account: put its secret (stf_sk_...) in {STAFF_SECRET_ENV} or on standard input"
+            ),
+        });
+    };
+    Ok(engine.authenticate_staff(secret).await?.identity())
+}
+
+/// Reads the staff secret of a command that needs one: [`STAFF_SECRET_ENV`], else the
+/// first line of standard input (prompted for on a terminal).
+fn read_staff_secret() -> Option<String> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if let Ok(s) = std::env::var(STAFF_SECRET_ENV)
+        && !s.trim().is_empty()
+    {
+        return Some(s);
+    }
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        let mut err = std::io::stderr();
+        let _ = write!(err, "staff secret (stf_sk_...): ");
+        let _ = err.flush();
+    }
+    let mut line = String::new();
+    stdin.lock().read_line(&mut line).ok()?;
+    Some(line.trim().to_string()).filter(|s| !s.is_empty())
+}
+
 /// Runs an admin command on an engine; the JSON result is what the CLI prints.
-pub async fn run_admin(engine: &Engine, cmd: &Command) -> Result<serde_json::Value, CoreError> {
+/// `staff_secret` is the acting staff account's secret, for the commands that
+/// [`Command::needs_staff`].
+pub async fn run_admin(
+    engine: &Engine,
+    cmd: &Command,
+    staff_secret: Option<&str>,
+) -> Result<serde_json::Value, CoreError> {
     match cmd {
         Command::Tenant(TenantCommand::Create { name }) => {
             let t = engine.create_tenant(name).await?;
@@ -319,23 +386,20 @@ pub async fn run_admin(engine: &Engine, cmd: &Command) -> Result<serde_json::Val
             let token: Token = a.token.trim().parse()?;
             let amount = Micros::parse_positive(&a.amount)?;
             let t = tenant_id(&a.tenant)?;
-            let balance = engine
-                .credit_treasury(&t, token, amount, &a.reference)
+            let staff = prove_staff(engine, staff_secret).await?;
+            let v = engine
+                .credit_treasury_as_staff(&staff, &t, token, amount, &a.reference)
                 .await?;
-            Ok(json!({
-                "tenant_id": t.0,
-                "token": token,
-                "credited": amount.to_decimal_string(),
-                "treasury_balance": balance.to_decimal_string(),
-            }))
+            serde_json::to_value(v).map_err(|e| CoreError::Storage(e.to_string()))
         }
         Command::Topup(TopupCommand::Confirm(a)) => {
+            let staff = prove_staff(engine, staff_secret).await?;
             let v = engine
                 .confirm_topup(
                     a.id.trim(),
+                    &staff,
                     TopUpConfirmation {
                         fiat_reference: a.reference.clone(),
-                        staff: a.staff.clone(),
                         note: a.note.clone(),
                     },
                 )
@@ -494,11 +558,17 @@ pub async fn main() -> i32 {
                     return 1;
                 }
             };
+            let secret = if admin.needs_staff() {
+                read_staff_secret()
+            } else {
+                None
+            };
+            let secret = secret.as_deref();
             let result = match &admin {
                 Command::Escrow(cmd) => {
-                    run_escrow_admin(app.engine(), app.state().escrow.as_ref(), cmd).await
+                    run_escrow_admin(app.engine(), app.state().escrow.as_ref(), cmd, secret).await
                 }
-                other => run_admin(app.engine(), other).await,
+                other => run_admin(app.engine(), other, secret).await,
             };
             match result {
                 Ok(v) => {
@@ -641,7 +711,7 @@ mod tests {
             tenant: t.id.0.clone(),
             name: "Corner Shop".into(),
         });
-        let out = run_admin(engine, &cmd).await.unwrap();
+        let out = run_admin(engine, &cmd, None).await.unwrap();
         let id = out["business_id"].as_str().unwrap();
         for (key, prefix) in [("live_key", "live_sk_"), ("test_key", "test_sk_")] {
             let secret = out[key].as_str().unwrap();
@@ -654,7 +724,7 @@ mod tests {
             name: " ".into(),
         });
         assert_eq!(
-            run_admin(engine, &bad).await.unwrap_err().code(),
+            run_admin(engine, &bad, None).await.unwrap_err().code(),
             "INVALID_PARAMETER"
         );
     }

@@ -18,19 +18,32 @@ pub struct AdminSettings {
     /// How long a top-up quote can be confirmed after it was asked for, in hours (1 to
     /// 720, default 24): time for the fiat to arrive and be matched.
     pub topup_ttl_hours: u64,
-    /// Two-person rule for escrow dispute resolutions: a deal whose amount is ABOVE this
-    /// (a decimal string of token units, `"1000.00"`) is resolved only when a second,
-    /// different staff member approves the first one's proposal. Absent (the default):
-    /// one staff member resolves any deal. Env: `STABLECOIN_ADMIN_SECOND_APPROVAL_ABOVE`.
+    /// Two-person rule for escrow staff decisions: a dispute resolution of a deal whose
+    /// amount is ABOVE this, or a recovery of a balance above it (a decimal string of
+    /// token units, `"1000.00"`), is carried out only when a second, different staff
+    /// member approves the first one's proposal. Default `"10000"`; a host that wants
+    /// one staff member to decide every amount sets a value above any deal. Env:
+    /// `STABLECOIN_ADMIN_SECOND_APPROVAL_ABOVE`.
     pub second_approval_above: Option<String>,
+    /// Two-person rule for money in: a top-up confirmation, or a staff treasury credit
+    /// (`treasury credit`), of MORE than this many token units (a decimal string,
+    /// `"10000"`, the default) is only proposed by the first staff member; a second,
+    /// different staff identity must approve it before the treasury is credited. One
+    /// staff credential must not be able to mint any amount. Env:
+    /// `STABLECOIN_ADMIN_TOPUP_SINGLE_APPROVAL_MAX`.
+    pub topup_single_approval_max: String,
 }
+
+/// The default of both two-person thresholds, in token units.
+pub const DEFAULT_SINGLE_APPROVAL_MAX: &str = "10000";
 
 impl Default for AdminSettings {
     fn default() -> Self {
         AdminSettings {
             token: None,
             topup_ttl_hours: 24,
-            second_approval_above: None,
+            second_approval_above: Some(DEFAULT_SINGLE_APPROVAL_MAX.into()),
+            topup_single_approval_max: DEFAULT_SINGLE_APPROVAL_MAX.into(),
         }
     }
 }
@@ -52,6 +65,13 @@ impl AdminSettings {
         self.second_approval_above
             .as_deref()
             .and_then(|s| Micros::parse_decimal(s.trim()).ok())
+    }
+
+    /// `topup_single_approval_max` in micro-units (the default when invalid: startup
+    /// refuses an invalid one through [`AdminSettings::problem`]).
+    pub fn topup_single_approval_max_micros(&self) -> Micros {
+        Micros::parse_decimal(self.topup_single_approval_max.trim())
+            .unwrap_or(stablecoin_core::domain::topup::SINGLE_APPROVAL_MAX)
     }
 
     /// Why the section is refused, if it is.
@@ -80,6 +100,12 @@ impl AdminSettings {
                     .into(),
             );
         }
+        if Micros::parse_decimal(self.topup_single_approval_max.trim()).is_err() {
+            return Some(
+                "admin.topup_single_approval_max must be a decimal amount of token units, like \"10000\" (at most 6 places)"
+                    .into(),
+            );
+        }
         None
     }
 }
@@ -93,8 +119,9 @@ mod tests {
         let mut a = AdminSettings::default();
         assert_eq!(
             (a.problem(), a.second_approval_above_micros()),
-            (None, None)
+            (None, Some(Micros(10_000_000_000)))
         );
+        assert_eq!(a.topup_single_approval_max_micros(), Micros(10_000_000_000));
         a.second_approval_above = Some(" 1000.50 ".into());
         assert_eq!(a.problem(), None);
         assert_eq!(
@@ -103,6 +130,14 @@ mod tests {
         );
         for bad in ["", "abc", "-1", "1.0000001", "1e3"] {
             a.second_approval_above = Some(bad.into());
+            assert!(a.problem().is_some(), "{bad}");
+        }
+        a.second_approval_above = None;
+        a.topup_single_approval_max = "250.5".into();
+        assert_eq!(a.problem(), None);
+        assert_eq!(a.topup_single_approval_max_micros(), Micros(250_500_000));
+        for bad in ["", "ten", "-5"] {
+            a.topup_single_approval_max = bad.into();
             assert!(a.problem().is_some(), "{bad}");
         }
     }

@@ -331,6 +331,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Str,
     ),
     (
+        "STABLECOIN_ADMIN_TOPUP_SINGLE_APPROVAL_MAX",
+        &["admin", "topup_single_approval_max"],
+        EnvKind::Str,
+    ),
+    (
         "STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS",
         &["http", "header_read_timeout_ms"],
         EnvKind::Int,

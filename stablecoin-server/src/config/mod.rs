@@ -92,6 +92,8 @@
 //! | `consoles.sign_in_lockout_s` | `STABLECOIN_SIGN_IN_LOCKOUT_S` | `900` (the window and the lockout) |
 //! | `consoles.max_tenant_fee_bps` | file only | `300` (the highest PERCENTAGE fee a tenant sets in its dashboard; above: staff) |
 //! | `consoles.max_tenant_fee_flat` | file only | `"5.00"` |
+//! | `admin.topup_single_approval_max` (token units) | `STABLECOIN_ADMIN_TOPUP_SINGLE_APPROVAL_MAX` | `10000` (a top-up confirmation or staff treasury credit above it needs a second, different staff identity) |
+//! | `admin.second_approval_above` (token units) | `STABLECOIN_ADMIN_SECOND_APPROVAL_ABOVE` | `10000` (an escrow resolution or recovery above it needs a second, different staff member) |
 //! | `metrics_token` | `STABLECOIN_METRICS_TOKEN` | none: `/metrics` is public (set it, 32+ characters, to require `Authorization: Bearer <token>`) |
 //! | `http.header_read_timeout_ms` | `STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS` | `10000` |
 //! | `http.request_timeout_ms` | `STABLECOIN_HTTP_REQUEST_TIMEOUT_MS` | `30000` (then 408 REQUEST_TIMEOUT) |

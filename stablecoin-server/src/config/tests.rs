@@ -561,7 +561,10 @@ fn sms_gateways_are_configured_in_toml_and_env_with_secrets_hidden() {
         env(&[
             ("STABLECOIN_SMS", "twilio"),
             ("STABLECOIN_SMS_ACCOUNT_SID", "AC1"),
-            ("STABLECOIN_SMS_AUTH_TOKEN", "tw_secret-0123456789abcdef0123456"),
+            (
+                "STABLECOIN_SMS_AUTH_TOKEN",
+                "tw_secret-0123456789abcdef0123456",
+            ),
             ("STABLECOIN_SMS_MESSAGING_SERVICE_SID", "MG1"),
             (
                 "STABLECOIN_SMS_STATUS_CALLBACK_URL",

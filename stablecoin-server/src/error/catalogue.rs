@@ -48,7 +48,12 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     (
         "SECOND_APPROVER_REQUIRED",
         409,
-        "Two-person rule: the resolution's proposer cannot approve it; another staff member must.",
+        "Two-person rule: the proposer of a staff decision above its cap (an escrow resolution or recovery, a top-up confirmation) cannot approve it; a different staff identity must (the admin token is one identity).",
+    ),
+    (
+        "APPROVAL_MISMATCH",
+        409,
+        "Two-person rule: the approval does not repeat the pending proposal (a top-up's fiat_reference, a recovery's kind, token or amount); nothing changed.",
     ),
     (
         "RESOLUTION_MISMATCH",

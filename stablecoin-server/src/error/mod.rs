@@ -171,6 +171,8 @@ pub fn status_of(e: &CoreError) -> StatusCode {
         QuoteAlreadyUsed { .. }
         | AlreadyConfirmed { .. }
         | FiatReferenceUsed { .. }
+        | SecondApproverRequired { .. }
+        | ApprovalMismatch { .. }
         | CodeAlreadyUsed
         | AlreadyAMember
         | PhoneInUse { .. }
@@ -250,6 +252,7 @@ pub fn escrow_status_of(e: &EscrowError) -> StatusCode {
         | NothingToRecover { .. }
         | SecondApproverRequired { .. }
         | ResolutionMismatch { .. }
+        | ApprovalMismatch { .. }
         | Conflict { .. }
         | IdempotencyKeyInUse => StatusCode::CONFLICT,
         SameWallet | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
@@ -388,6 +391,12 @@ mod tests {
             },
             FiatReferenceUsed {
                 fiat_reference: "r".into(),
+            },
+            SecondApproverRequired {
+                proposed_by: "admin-token".into(),
+            },
+            ApprovalMismatch {
+                field: "fiat_reference",
             },
             QuoteTokenMismatch {
                 quote_token: "a".into(),

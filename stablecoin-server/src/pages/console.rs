@@ -30,7 +30,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::engine::ConsoleSubject;
-use stablecoin_escrow::{RecoveryRequest, ResolveRequest};
+use stablecoin_escrow::{RecoveryOutcome, RecoveryRequest, ResolveRequest};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -103,16 +103,10 @@ impl FromRequestParts<AppState> for StaffPage {
                 if current.as_deref() != Some(fingerprint.as_str()) {
                     return Err(ended());
                 }
-                Staff {
-                    id: ADMIN_TOKEN_STAFF.into(),
-                    name: "admin token".into(),
-                }
+                Staff::admin_token()
             }
             ConsoleSubject::Staff { staff_id } => match app.engine.find_staff(staff_id).await {
-                Ok(a) if a.is_active() && &a.id == staff_id => Staff {
-                    id: a.id,
-                    name: a.name,
-                },
+                Ok(a) if a.is_active() && &a.id == staff_id => Staff::account(&a),
                 _ => return Err(ended()),
             },
             ConsoleSubject::Tenant { .. } => return Err(gate::to_sign_in(&client, &GATE, false)),
@@ -521,7 +515,14 @@ async fn recover(p: StaffPage, Path(id): Path<String>, form: FormResult) -> Resp
         note: field(&f, "note").to_string(),
     };
     match recover_as(&p.app, &p.staff, &id, &body).await {
-        Ok(po) => {
+        Ok(RecoveryOutcome::Proposed(_)) => {
+            let flash = html::notice(
+                "ok",
+                "<p>Proposal recorded: this amount needs a second staff member to recover the same way.</p>",
+            );
+            deal_page(&p, &id, flash, StatusCode::OK).await
+        }
+        Ok(RecoveryOutcome::Claimed(po)) => {
             let flash = html::notice(
                 "ok",
                 &format!(
