@@ -287,6 +287,21 @@ fn error_code(body: &[u8]) -> String {
 
 #[async_trait]
 impl PayoutProvider for MtnMomoDisbursement {
+    /// `mtn_momo:<api user>@<target environment>`: the API user and environment whose
+    /// transfers the status GET can see.
+    fn identity(&self) -> String {
+        format!(
+            "mtn_momo:{}@{}",
+            self.config.api_user, self.config.target_environment
+        )
+    }
+
+    /// Yes: MTN documents `X-Reference-Id` as the idempotency key of a transfer (a
+    /// second POST with it answers 409 and pays nothing).
+    fn resubmit_is_idempotent(&self) -> bool {
+        true
+    }
+
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
         if !payout.amount.is_sign_positive() || payout.amount.is_zero() {
             return Err(PayoutError::Rejected(format!(

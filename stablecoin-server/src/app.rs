@@ -86,8 +86,8 @@ pub struct AppInner {
     pub notifier: Arc<MemoryNotifier>,
     /// The payout provider of `[payouts]` withdrawals are paid through.
     pub payouts: Arc<dyn PayoutProvider>,
-    /// The simulated payout provider, when `payouts.kind` is `simulated` (or
-    /// `disabled`); `None` with a real provider.
+    /// The simulated payout provider, when `payouts.kind` is `simulated`; `None` with a
+    /// real provider or `disabled`.
     pub sim_payouts: Option<Arc<SimPayouts>>,
     /// The store of Daraja's results, when `payouts.kind = "mpesa"` (its callback route
     /// records into it; see [`crate::payouts`]).

@@ -52,12 +52,46 @@ pub struct SimPayouts(pub MemoryPayouts);
 
 #[async_trait]
 impl PayoutProvider for SimPayouts {
+    fn identity(&self) -> String {
+        "simulated".into()
+    }
+    fn resubmit_is_idempotent(&self) -> bool {
+        true
+    }
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
         self.0.submit(payout).await
     }
     async fn status(&self, payout_id: &str) -> Result<PayoutStatus, PayoutError> {
         self.0.settle_all();
         self.0.status(payout_id).await
+    }
+}
+
+/// `payouts.kind = "disabled"`: no provider. It takes no payout (a withdrawal whose
+/// tokens were swept before the switch is refused here and refunded, as nothing holds
+/// it) and never answers `Delivered` or `Failed`: a payout another provider took stays
+/// in flight until that provider is configured again or staff resolve it (its identity,
+/// `disabled`, is never that of the provider holding it).
+#[derive(Debug, Default)]
+pub struct DisabledPayouts;
+
+#[async_trait]
+impl PayoutProvider for DisabledPayouts {
+    fn identity(&self) -> String {
+        "disabled".into()
+    }
+    fn resubmit_is_idempotent(&self) -> bool {
+        false
+    }
+    async fn submit(&self, _payout: &Payout) -> Result<(), PayoutError> {
+        Err(PayoutError::Rejected(
+            "payouts are disabled (payouts.kind = \"disabled\")".into(),
+        ))
+    }
+    async fn status(&self, _payout_id: &str) -> Result<PayoutStatus, PayoutError> {
+        Err(PayoutError::Unknown(
+            "payouts are disabled: no provider to ask".into(),
+        ))
     }
 }
 
@@ -77,14 +111,20 @@ fn callback_url(base: &str, path: &str) -> String {
     format!("{}{path}", base.trim_end_matches('/'))
 }
 
-/// Builds the provider `settings` name. `disabled` gets the simulated one too: the
-/// engine refuses every withdrawal before it could be used.
+/// Builds the provider `settings` name. `disabled` gets [`DisabledPayouts`], never the
+/// simulated one: a payout in flight when an operator switches to it must not be
+/// "delivered" by a simulation.
 pub fn build(settings: &PayoutSettings) -> Result<Payouts, StartupError> {
     let bad = |e: stablecoin_providers::ProviderError| {
         StartupError::Config(ConfigError::Invalid(format!("payouts: {e}")))
     };
     Ok(match settings {
-        PayoutSettings::Simulated | PayoutSettings::Disabled => {
+        PayoutSettings::Disabled => Payouts {
+            provider: Arc::new(DisabledPayouts),
+            simulated: None,
+            mpesa_results: None,
+        },
+        PayoutSettings::Simulated => {
             let sim = Arc::new(SimPayouts::default());
             Payouts {
                 provider: sim.clone(),

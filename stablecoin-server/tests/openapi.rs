@@ -61,6 +61,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/admin/v1/escrows/{id}/resolve"),
     ("POST", "/admin/v1/escrows/{id}/recoveries"),
     ("GET", "/admin/v1/audit"),
+    ("POST", "/admin/v1/withdrawals/{id}/payout/resolve"),
     ("GET", "/api/v1/checkout/list"),
     ("POST", "/api/v1/checkout/sessions"),
     ("GET", "/api/v1/checkout/sessions/{session_id}"),

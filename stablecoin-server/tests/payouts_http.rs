@@ -426,7 +426,10 @@ async fn an_unknown_submit_resolved_paid_by_the_status_query_is_paid_once(kind: 
     assert_completed(&c, &id, &w, treasury).await;
 
     // A 5xx before anything was taken: unknown; the status query (failing too while
-    // the provider is down) then says "not found" and the same id is paid, once.
+    // the provider is down) then says "not found". MTN documents its reference id as
+    // idempotent: the same id is paid, once. Daraja does not document that it refuses
+    // a re-used OriginatorConversationID, and a 5xx does not prove nothing was taken:
+    // the payout is never sent again and waits for staff, who refund it.
     let c = setup(kind, false).await;
     let treasury = c.chain_balance(KeyPurpose::Treasury).await;
     c.fake.set_behaviour(Behaviour::Status(503));
@@ -436,6 +439,21 @@ async fn an_unknown_submit_resolved_paid_by_the_status_query_is_paid_once(kind: 
     assert_eq!(c.read(&id).await["status"], "PAYOUT_UNKNOWN");
     assert_eq!(c.fake.paid_count(&id), 0);
     c.fake.set_behaviour(Behaviour::Normal);
+    if kind == Kind::Mpesa {
+        c.ticks(5).await;
+        assert_eq!(c.read(&id).await["status"], "PAYOUT_UNKNOWN", "waits");
+        assert_eq!(c.fake.paid_count(&id), 0, "never sent again");
+        let e = c.s.app.engine();
+        let ada = e.create_staff("ada").await.unwrap();
+        let req = stablecoin_core::engine::ResolvePayoutRequest {
+            decision: stablecoin_core::engine::PayoutDecision::Refunded,
+            reason: "Daraja portal: nothing under this id".into(),
+        };
+        e.resolve_payout(&ada.account.id, &id, &req).await.unwrap();
+        let w = c.drive(&id, &["COMPLETED", "REFUNDED", "FAILED"]).await;
+        assert_refunded(&c, &id, &w, treasury).await;
+        return;
+    }
     let w = c.drive(&id, &["COMPLETED", "REFUNDED", "FAILED"]).await;
     assert_completed(&c, &id, &w, treasury).await;
 }

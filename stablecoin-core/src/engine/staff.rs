@@ -387,7 +387,7 @@ impl Engine {
         Ok((entries, total))
     }
 
-    fn audit_entry(
+    pub(super) fn audit_entry(
         &self,
         staff_id: &str,
         action: &str,

@@ -326,6 +326,18 @@ fn is_duplicate(status: u16, err: &ApiError) -> bool {
 
 #[async_trait]
 impl PayoutProvider for MpesaB2c {
+    /// `mpesa:<shortcode>`: the paying account; another shortcode (or app) cannot
+    /// answer for its payouts.
+    fn identity(&self) -> String {
+        format!("mpesa:{}", self.config.shortcode)
+    }
+
+    /// No: Daraja does not document that a re-used `OriginatorConversationID` is
+    /// refused, so a payout it may hold is never sent again (see the module docs).
+    fn resubmit_is_idempotent(&self) -> bool {
+        false
+    }
+
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
         let amount = Self::amount(payout)?;
         let party_b = payout.phone.as_str().trim_start_matches('+');

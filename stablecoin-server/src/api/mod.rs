@@ -12,6 +12,7 @@ pub mod reconciliation;
 pub mod schemas;
 pub mod security_headers;
 pub mod staff;
+pub mod staff_payouts;
 pub mod swaps;
 pub mod topups;
 pub mod transfers;
@@ -252,6 +253,7 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(staff::staff_resolve_escrow))
         .routes(routes!(staff::staff_recover_escrow))
         .routes(routes!(staff::staff_audit_log))
+        .routes(routes!(staff_payouts::staff_resolve_payout))
         .route_layer(from_fn_with_state(state.clone(), auth::require_admin_token));
     let public = OpenApiRouter::new()
         .routes(routes!(health::live))
