@@ -92,6 +92,9 @@ pub struct AppInner {
     /// The store of Daraja's results, when `payouts.kind = "mpesa"` (its callback route
     /// records into it; see [`crate::payouts`]).
     pub mpesa_results: Option<Arc<stablecoin_providers::mpesa::MpesaResults>>,
+    /// The key of the payout providers' per-payout callback tokens, when the
+    /// configured provider calls back (see [`crate::payouts`]).
+    pub payout_callbacks: Option<stablecoin_providers::callback::CallbackKey>,
     /// The escrow engine over the TRON rail; `None` when TRON is disabled (every escrow
     /// route then answers `ESCROW_UNAVAILABLE`).
     pub escrow: Option<EscrowEngine>,
@@ -282,7 +285,7 @@ impl App {
         )
         .await?;
         let notifier = Arc::new(MemoryNotifier::new());
-        let payouts = crate::payouts::build(&config.payouts)?;
+        let payouts = crate::payouts::build(&config.payouts, storage.store.clone(), clock.clone())?;
         let ports = Ports {
             store: storage.store.clone(),
             ledger: storage.ledger.clone(),
@@ -383,6 +386,7 @@ impl App {
             payouts: payouts.provider,
             sim_payouts: payouts.simulated,
             mpesa_results: payouts.mpesa_results,
+            payout_callbacks: payouts.callbacks,
             escrow,
             checkout,
             webhooks,

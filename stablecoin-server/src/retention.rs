@@ -21,7 +21,7 @@ use tokio::sync::watch;
 /// What one run of the job deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RetentionReport {
-    /// The engine's records: idempotency records, quotes, challenges.
+    /// The engine's records: idempotency records, quotes, challenges, payout results.
     pub core: PurgeReport,
     /// Webhook event records and delivered or dead deliveries.
     pub webhooks: WebhookPurgeReport,
@@ -29,11 +29,12 @@ pub struct RetentionReport {
 
 impl RetentionReport {
     /// (what, rows deleted), as the metrics label them.
-    pub fn counts(&self) -> [(&'static str, u64); 5] {
+    pub fn counts(&self) -> [(&'static str, u64); 6] {
         [
             ("idempotency", self.core.idempotency),
             ("quote", self.core.quotes),
             ("challenge", self.core.challenges),
+            ("payout_result", self.core.payout_results),
             ("webhook_event", self.webhooks.events),
             ("webhook_delivery", self.webhooks.deliveries),
         ]

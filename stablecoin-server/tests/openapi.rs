@@ -347,8 +347,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 13,
-        "all but health, metrics, openapi, the signed deposit intake and the eight staff routes"
+        ROUTES.len() - 14,
+        "all but health, metrics, openapi, the signed deposit intake and the nine staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

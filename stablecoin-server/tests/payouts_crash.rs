@@ -30,7 +30,7 @@ use stablecoin_core::ports::{
     PayoutStatus, Rail, RailError, RailId, RailPayment, Readiness, ScanBatch, Submission,
     SubmissionStatus,
 };
-use stablecoin_providers::mpesa::{MpesaB2c, MpesaConfig, MpesaResults};
+use stablecoin_providers::mpesa::{Expected, MpesaB2c, MpesaConfig, MpesaResults, Recorded};
 use stablecoin_providers::mtn_momo::{MtnMomoConfig, MtnMomoDisbursement};
 use stablecoin_providers::testkit::{FakeMpesa, FakeMtnMomo};
 use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
@@ -105,23 +105,41 @@ impl Fake {
     }
 }
 
-/// Where the M-Pesa adapter's results arrive: the host's `ResultURL` route, recording
-/// every body into the adapter's store (as the server's route does).
+const CB_SECRET: &str = "callback-secret-0123456789abcdef-0123";
+
+/// Where the M-Pesa adapter's results arrive: the host's `ResultURL` route, verifying
+/// the payout's token and recording the body into the adapter's store (as the server's
+/// route does; the payouts of these cases are 12900 KES (100 USDC) to the paying number).
 async fn mpesa_result_host(results: Arc<MpesaResults>) -> String {
+    let key = stablecoin_providers::callback::CallbackKey::new(CB_SECRET).unwrap();
     let app = axum::Router::new()
         .route(
-            "/result",
-            axum::routing::post(move |body: axum::body::Bytes| {
-                let results = results.clone();
-                async move {
-                    match results.record(&body) {
-                        Ok(_) => axum::http::StatusCode::OK,
-                        Err(_) => axum::http::StatusCode::BAD_REQUEST,
+            "/result/{id}/{token}",
+            axum::routing::post(
+                move |axum::extract::Path((id, token)): axum::extract::Path<(String, String)>,
+                      body: axum::body::Bytes| {
+                    let (results, key) = (results.clone(), key.clone());
+                    async move {
+                        if !key.verify(&id, &token) {
+                            return axum::http::StatusCode::FORBIDDEN;
+                        }
+                        let expected = Expected {
+                            amount: "12900".parse().unwrap(),
+                            party_b: "254708374149".into(),
+                        };
+                        match results.record(&id, &expected, &body).await {
+                            Ok(Recorded::Mismatch { .. }) => axum::http::StatusCode::CONFLICT,
+                            Ok(_) => axum::http::StatusCode::OK,
+                            Err(_) => axum::http::StatusCode::BAD_REQUEST,
+                        }
                     }
-                }
-            }),
+                },
+            ),
         )
-        .route("/timeout", axum::routing::post(|| async { "ok" }));
+        .route(
+            "/timeout/{id}/{token}",
+            axum::routing::post(|| async { "ok" }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -158,11 +176,12 @@ async fn provider(kind: Kind, failing: bool) -> (Fake, &'static str) {
 }
 
 /// A new instance of the real adapter pointing at `fake`, as a (re)started process
-/// builds it: its own token cache and, for M-Pesa, its own results store and route.
-async fn adapter(fake: &Fake) -> Arc<dyn PayoutProvider> {
+/// builds it: its own token cache and, for M-Pesa, its own results route over the
+/// shared database (`store`).
+async fn adapter(fake: &Fake, store: Arc<MemoryStore>) -> Arc<dyn PayoutProvider> {
     match fake {
         Fake::Mpesa(fake) => {
-            let results = Arc::new(MpesaResults::new());
+            let results = Arc::new(MpesaResults::new(store));
             let host = mpesa_result_host(results.clone()).await;
             let config = MpesaConfig {
                 base_url: fake.base_url().into(),
@@ -173,6 +192,7 @@ async fn adapter(fake: &Fake) -> Arc<dyn PayoutProvider> {
                 shortcode: "600000".into(),
                 result_url: format!("{host}/result"),
                 queue_timeout_url: format!("{host}/timeout"),
+                callback_secret: CB_SECRET.into(),
                 timeout: Duration::from_millis(500),
                 result_wait: Duration::from_secs(1),
                 ..MpesaConfig::default()
@@ -187,6 +207,7 @@ async fn adapter(fake: &Fake) -> Arc<dyn PayoutProvider> {
                 subscription_key: "sub".into(),
                 target_environment: "sandbox".into(),
                 callback_url: None,
+                callback_secret: None,
                 payer_message: "Withdrawal".into(),
                 payee_note: "Withdrawal".into(),
                 timeout: Duration::from_millis(500),
@@ -373,7 +394,7 @@ async fn setup(kind: Kind, failing: bool) -> Case {
         notifier: Arc::new(MemoryNotifier::new()),
         rates: Arc::new(FixedRates::demo()),
         payouts: Arc::new(GatedPayouts {
-            inner: adapter(&fake).await,
+            inner: adapter(&fake, store.clone()).await,
             gate: gate.clone(),
         }),
         clock: clock.clone(),
@@ -454,7 +475,7 @@ impl Case {
         };
         let mut ports = self.ports.clone();
         ports.payouts = Arc::new(GatedPayouts {
-            inner: adapter(&self.fake).await,
+            inner: adapter(&self.fake, self.store.clone()).await,
             gate: self.gate.clone(),
         });
         Engine::new(ports, self.rails.clone(), config)

@@ -39,6 +39,7 @@ fn mpesa(fake: &FakeMpesa, base: &str) -> PayoutSettings {
         shortcode: "600000".into(),
         command_id: "BusinessPayment".into(),
         callback_base_url: base.into(),
+        callback_secret: Secret::new("callback-secret-0123456789abcdef-0123"),
         timeout_ms: 500,
         result_wait_ms: 1_000,
     }

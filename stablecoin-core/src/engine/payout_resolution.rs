@@ -64,6 +64,20 @@ fn text(field: &'static str, v: &str, max: usize) -> CoreResult<String> {
 }
 
 impl Engine {
+    /// The payout leg of withdrawal `id`, of any tenant: what a host checks a provider's
+    /// callback against (amount, payee, the provider that took it). NOT_FOUND for an
+    /// unknown id or an operation that is not a withdrawal with a payout.
+    pub async fn withdrawal_payout(&self, id: &str) -> CoreResult<super::PayoutLeg> {
+        get_record::<Operation>(&*self.ports.store, id)
+            .await?
+            .filter(|v| v.record.kind == OpKind::Withdrawal)
+            .and_then(|v| v.record.payout)
+            .ok_or_else(|| CoreError::NotFound {
+                kind: "withdrawal",
+                id: id.to_string(),
+            })
+    }
+
     /// Staff account `staff_id` (`stf_...`, active: a named person, never the shared
     /// admin token) resolves the payout of withdrawal `id`, which must be in flight
     /// (PAYOUT_SUBMITTING or PAYOUT_UNKNOWN) with no refund under way. The decision and

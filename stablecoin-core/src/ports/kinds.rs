@@ -74,6 +74,11 @@ pub mod kind {
     /// Escrow: a deal's entry in the cross-tenant staff queue (disputed or recoverable).
     pub const ESCROW_STAFF_QUEUE: &str = "escrow_staff_queue";
 
+    /// A payout provider's results for one payout, received at its authenticated
+    /// callback URL (`stablecoin_providers::mpesa::MpesaResults`): shared by every node,
+    /// purged by retention.
+    pub const PAYOUT_RESULT: &str = "payout_result";
+
     /// Every kind above.
     pub const ALL: &[&str] = &[
         OPERATION,
@@ -107,6 +112,7 @@ pub mod kind {
         STAFF_ACCOUNT,
         STAFF_AUDIT,
         ESCROW_STAFF_QUEUE,
+        PAYOUT_RESULT,
     ];
 }
 

@@ -311,17 +311,21 @@ pub fn build_router(state: AppState) -> Router {
             crate::sms::AFRICASTALKING_CALLBACK_PATH,
             axum::routing::post(crate::sms::africastalking_callback),
         )
-        // The payout providers' callbacks: hints only (`crate::payouts`).
+        // The payout providers' callbacks, one URL per payout with its token
+        // (`crate::payouts`).
         .route(
-            crate::payouts::MPESA_RESULT_PATH,
+            &format!("{}/{{id}}/{{token}}", crate::payouts::MPESA_RESULT_PATH),
             axum::routing::post(crate::payouts::mpesa_result),
         )
         .route(
-            crate::payouts::MPESA_TIMEOUT_PATH,
+            &format!("{}/{{id}}/{{token}}", crate::payouts::MPESA_TIMEOUT_PATH),
             axum::routing::post(crate::payouts::mpesa_timeout),
         )
         .route(
-            crate::payouts::MTN_MOMO_CALLBACK_PATH,
+            &format!(
+                "{}/{{id}}/{{token}}",
+                crate::payouts::MTN_MOMO_CALLBACK_PATH
+            ),
             axum::routing::put(crate::payouts::mtn_momo_callback)
                 .post(crate::payouts::mtn_momo_callback),
         )
