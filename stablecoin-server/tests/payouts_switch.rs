@@ -65,8 +65,9 @@ async fn staff_post(s: &Server, bearer: &str, path: &str, body: &Value) -> commo
 }
 
 /// A withdrawal M-Pesa holds (pending) when the operator restarts the server with
-/// `payouts.kind = "disabled"` on the same database: ticks never complete or refund
-/// it (the old code's simulated stand-in "delivered" it, nobody paid). M-Pesa then
+/// another provider (the simulated one), then with `payouts.kind = "disabled"`, on the
+/// same database: ticks never complete or refund it (the old code's simulated stand-in
+/// "delivered" it, and nobody was paid). M-Pesa then
 /// pays it; staff, having checked, mark it COMPLETED with M-Pesa's receipt and a
 /// reason; the shared admin token may not decide; the audit log names the staff member.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,6 +108,26 @@ async fn a_payout_in_flight_survives_a_switch_to_disabled_until_staff_resolve_it
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(fake.payments().len(), 1, "M-Pesa took it: {w}");
+    s.shutdown().await;
+    drop(s);
+
+    // Another provider first: the simulated one (which "delivers" whatever it is asked
+    // about) never answers for M-Pesa's payout.
+    let mut s = common::serve(
+        App::build(config(&dir, PayoutSettings::Simulated))
+            .await
+            .expect("app builds"),
+    )
+    .await;
+    for _ in 0..10 {
+        s.app.engine().tick().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let w = read(&s, &t.live, &id).await;
+    assert!(
+        ["PAYOUT_SUBMITTING", "PAYOUT_UNKNOWN"].contains(&w["status"].as_str().unwrap()),
+        "another provider never settles it: {w}"
+    );
     s.shutdown().await;
     drop(s);
 
