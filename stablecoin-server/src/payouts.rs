@@ -234,9 +234,19 @@ fn malformed(why: impl std::fmt::Display) -> Response {
     ApiError::bad_request("MALFORMED_CALLBACK", why.to_string()).into_response()
 }
 
-/// A payout id shown in a log line (it comes from the URL: bounded).
+/// A payout id shown in a log line: it comes from the URL, so it is bounded and kept to
+/// the characters an id has (no forged line breaks in the log).
 fn shown(id: &str) -> String {
-    id.chars().take(64).collect()
+    id.chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
 }
 
 /// The per-payout token checked: `None` when it is the payout's, else the 403.
