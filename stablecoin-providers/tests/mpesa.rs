@@ -33,13 +33,15 @@ struct Host {
     base: String,
     result_url: String,
     results: Arc<MpesaResults>,
+    /// The database the results live in (node 1's route writes it).
+    store: Arc<MemoryStore>,
     recorded: Arc<Mutex<Vec<Recorded>>>,
 }
 
 impl Host {
     async fn start() -> Host {
         let store = Arc::new(MemoryStore::new());
-        let results = Arc::new(MpesaResults::new(store));
+        let results = Arc::new(MpesaResults::new(store.clone()));
         let recorded = Arc::new(Mutex::new(Vec::new()));
         let key = CallbackKey::new(CB_SECRET).unwrap();
         let (r, rec) = (results.clone(), recorded.clone());
@@ -78,6 +80,7 @@ impl Host {
             result_url: format!("{base}/result"),
             base,
             results,
+            store,
             recorded,
         }
     }
@@ -425,10 +428,11 @@ async fn results_for_another_payout_duplicated_or_late_change_nothing() {
 
 #[tokio::test]
 async fn results_reach_every_node_through_the_database() {
-    // Two adapters (two nodes) over one database: node 2 asks, Daraja answers node 1's
-    // route (the host's store is node 1's), and node 2 reads it.
+    // Two adapters (two nodes), each with its own results store over one database:
+    // node 2 asks, Daraja answers at node 1's route, and node 2 reads the answer.
     let (fake, host, a) = setup().await;
-    let node2 = MpesaB2c::new(config(&fake, &host), host.results.clone()).unwrap();
+    let own = Arc::new(MpesaResults::new(host.store.clone()));
+    let node2 = MpesaB2c::new(config(&fake, &host), own).unwrap();
     a.submit(&payout("wd_n", "100")).await.unwrap();
     let r = delivered(&node2.status("wd_n").await.unwrap());
     assert_eq!(delivered(&a.status("wd_n").await.unwrap()), r);
