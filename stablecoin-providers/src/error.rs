@@ -16,15 +16,21 @@ pub enum ProviderError {
     /// A callback's signature is missing or does not verify.
     #[error("provider callback signature does not verify")]
     BadSignature,
+    /// The database a provider's results are kept in failed (the host answers 5xx so
+    /// the provider retries, and the status query does not depend on it).
+    #[error("provider results storage: {0}")]
+    Storage(String),
 }
 
 impl ProviderError {
-    /// The stable machine code (`PROVIDER_CONFIG`, `BAD_CALLBACK`, `BAD_SIGNATURE`).
+    /// The stable machine code (`PROVIDER_CONFIG`, `BAD_CALLBACK`, `BAD_SIGNATURE`,
+    /// `PROVIDER_STORAGE`).
     pub fn code(&self) -> &'static str {
         match self {
             ProviderError::Config(_) => "PROVIDER_CONFIG",
             ProviderError::BadCallback(_) => "BAD_CALLBACK",
             ProviderError::BadSignature => "BAD_SIGNATURE",
+            ProviderError::Storage(_) => "PROVIDER_STORAGE",
         }
     }
 }

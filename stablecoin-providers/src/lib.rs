@@ -14,6 +14,9 @@ mod http;
 #[cfg(any(feature = "mpesa", feature = "mtn-momo"))]
 mod token;
 
+#[cfg(any(feature = "mpesa", feature = "mtn-momo"))]
+pub mod callback;
+
 #[cfg(feature = "mpesa")]
 pub mod mpesa;
 

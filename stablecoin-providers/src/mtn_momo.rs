@@ -14,10 +14,13 @@
 //!   `SUCCESSFUL` is `Delivered{reference: financialTransactionId}`, `FAILED` is
 //!   `Failed{reason}`, 404 is `NotFound`. This GET is the truth.
 //! - Callback: MTN PUTs (or POSTs) the same body as the GET to `X-Callback-Url`, once.
-//!   [`MtnMomoDisbursement::parse_callback`] reads it. It is unsigned, so it is only a
-//!   hint: the host makes the engine ask `status`, and nothing more.
+//!   It is unsigned, so each transfer's `X-Callback-Url` is its own:
+//!   `{callback_url}/{payout id}/{token}` ([`CallbackKey`]), and the host refuses a body
+//!   at a wrong token, or one naming another payout, amount, currency or payee
+//!   ([`MomoTransfer::mismatch`]). Even then it is only a hint: the GET decides.
 
 use crate::ProviderError;
+use crate::callback::CallbackKey;
 use crate::http::{base_url, client};
 use crate::token::{TokenCache, clip, read_token_answer, transport};
 use async_trait::async_trait;
@@ -46,8 +49,12 @@ pub struct MtnMomoConfig {
     pub subscription_key: String,
     /// `X-Target-Environment`: `sandbox`, `mtnuganda`, `mtnghana`, ...
     pub target_environment: String,
-    /// `X-Callback-Url`, if MTN should call the host back (a hint only).
+    /// The base of the host's callback route, if MTN should call back (a hint only);
+    /// each transfer's `X-Callback-Url` is `{callback_url}/{payout id}/{token}`.
     pub callback_url: Option<String>,
+    /// The server secret of the callback tokens (at least 32 characters); required
+    /// with `callback_url`.
+    pub callback_secret: Option<String>,
     /// `payerMessage` of each transfer.
     pub payer_message: String,
     /// `payeeNote` of each transfer.
@@ -65,6 +72,7 @@ impl std::fmt::Debug for MtnMomoConfig {
             .field("subscription_key", &"<redacted>")
             .field("target_environment", &self.target_environment)
             .field("callback_url", &self.callback_url)
+            .field("callback_secret", &"<redacted>")
             .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
@@ -77,6 +85,7 @@ pub struct MtnMomoDisbursement {
     base: String,
     http: reqwest::Client,
     token: TokenCache,
+    callbacks: Option<CallbackKey>,
 }
 
 /// The `X-Reference-Id` of the payout `payout_id`: the first 16 bytes of
@@ -112,11 +121,43 @@ pub struct MomoTransfer {
     pub amount: Option<String>,
     /// `currency`.
     pub currency: Option<String>,
+    /// `payee.partyId`.
+    pub payee: Option<String>,
     /// Why it failed: `reason.code` (and `reason.message`), or `reason` as text.
     pub reason: Option<String>,
 }
 
 impl MomoTransfer {
+    /// Why this transfer (a callback's body) cannot be the payout `payout_id` of
+    /// `amount` `currency` to `party_id` (digits, no `+`), if it cannot: another
+    /// `externalId`, amount, currency or payee.
+    pub fn mismatch(
+        &self,
+        payout_id: &str,
+        amount: rust_decimal::Decimal,
+        currency: &str,
+        party_id: &str,
+    ) -> Option<String> {
+        if self.external_id.as_deref() != Some(payout_id) {
+            return Some("externalId is not this payout".into());
+        }
+        let same_amount = self
+            .amount
+            .as_deref()
+            .and_then(|a| a.trim().parse::<rust_decimal::Decimal>().ok())
+            .is_some_and(|a| a.normalize() == amount.normalize());
+        if !same_amount {
+            return Some("amount is not the payout's".into());
+        }
+        if self.currency.as_deref() != Some(currency) {
+            return Some("currency is not the payout's".into());
+        }
+        if self.payee.as_deref() != Some(party_id) {
+            return Some("payee is not the payout's".into());
+        }
+        None
+    }
+
     /// The [`PayoutStatus`] this describes. `SUCCESSFUL` without a
     /// `financialTransactionId` cannot be evidenced and stays `Pending`.
     pub fn payout_status(&self) -> PayoutStatus {
@@ -154,6 +195,8 @@ struct TransferBody {
     currency: Option<String>,
     #[serde(default)]
     reason: Option<serde_json::Value>,
+    #[serde(default)]
+    payee: Option<serde_json::Value>,
 }
 
 fn parse_transfer(body: &[u8]) -> Result<MomoTransfer, ProviderError> {
@@ -184,6 +227,12 @@ fn parse_transfer(body: &[u8]) -> Result<MomoTransfer, ProviderError> {
         external_id: t.external_id,
         amount: t.amount,
         currency: t.currency,
+        payee: t
+            .payee
+            .as_ref()
+            .and_then(|p| p.get("partyId"))
+            .and_then(|v| v.as_str())
+            .map(str::to_string),
         reason,
     })
 }
@@ -207,9 +256,16 @@ impl MtnMomoDisbursement {
         if let Some((name, _)) = required.iter().find(|(_, v)| v.trim().is_empty()) {
             return Err(ProviderError::Config(format!("MTN MoMo needs {name}")));
         }
-        if let Some(cb) = &config.callback_url {
-            base_url(cb)?;
-        }
+        let callbacks = match &config.callback_url {
+            Some(cb) => {
+                base_url(cb)?;
+                let secret = config.callback_secret.as_deref().ok_or_else(|| {
+                    ProviderError::Config("MTN MoMo needs callback_secret with callback_url".into())
+                })?;
+                Some(CallbackKey::new(secret)?)
+            }
+            None => None,
+        };
         let base = base_url(&config.base_url)?;
         let http = client(config.timeout)?;
         Ok(MtnMomoDisbursement {
@@ -217,6 +273,7 @@ impl MtnMomoDisbursement {
             base,
             http,
             token: TokenCache::new(),
+            callbacks,
         })
     }
 
@@ -228,7 +285,8 @@ impl MtnMomoDisbursement {
     }
 
     /// Parses a callback body (PUT or POST to `X-Callback-Url`: the status GET's
-    /// shape). A hint only: the host makes the engine ask [`PayoutProvider::status`].
+    /// shape). A hint only: the host checks it against the payout
+    /// ([`MomoTransfer::mismatch`]) and the engine asks [`PayoutProvider::status`].
     pub fn parse_callback(body: &[u8]) -> Result<MomoTransfer, ProviderError> {
         parse_transfer(body)
     }
@@ -287,6 +345,21 @@ fn error_code(body: &[u8]) -> String {
 
 #[async_trait]
 impl PayoutProvider for MtnMomoDisbursement {
+    /// `mtn_momo:<api user>@<target environment>`: the API user and environment whose
+    /// transfers the status GET can see.
+    fn identity(&self) -> String {
+        format!(
+            "mtn_momo:{}@{}",
+            self.config.api_user, self.config.target_environment
+        )
+    }
+
+    /// Yes: MTN documents `X-Reference-Id` as the idempotency key of a transfer (a
+    /// second POST with it answers 409 and pays nothing).
+    fn resubmit_is_idempotent(&self) -> bool {
+        true
+    }
+
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
         if !payout.amount.is_sign_positive() || payout.amount.is_zero() {
             return Err(PayoutError::Rejected(format!(
@@ -307,6 +380,13 @@ impl PayoutProvider for MtnMomoDisbursement {
         });
         let url = format!("{}/disbursement/v1_0/transfer", self.base);
         let reference = reference_id(&payout.id);
+        let callback = match (&self.callbacks, &self.config.callback_url) {
+            (Some(k), Some(base)) => Some(
+                k.url(base, &payout.id)
+                    .map_err(|e| PayoutError::Rejected(format!("MTN MoMo: {e}")))?,
+            ),
+            _ => None,
+        };
         let reply = self
             .send(|token| {
                 let mut req = self
@@ -315,7 +395,7 @@ impl PayoutProvider for MtnMomoDisbursement {
                     .bearer_auth(token)
                     .header("X-Reference-Id", &reference)
                     .json(&body);
-                if let Some(cb) = &self.config.callback_url {
+                if let Some(cb) = &callback {
                     req = req.header("X-Callback-Url", cb);
                 }
                 req
@@ -436,6 +516,7 @@ mod tests {
             subscription_key: "sub_key_secret".into(),
             target_environment: "sandbox".into(),
             callback_url: None,
+            callback_secret: None,
             payer_message: "m".into(),
             payee_note: "n".into(),
             timeout: Duration::from_secs(5),

@@ -1,54 +1,96 @@
 //! The M-Pesa B2C payout adapter against its fake: a real HTTP server on loopback,
 //! whose results are POSTed to a receiver standing in for the host's `ResultURL` route.
 
+use axum::extract::Path;
+use axum::http::StatusCode;
 use rust_decimal::Decimal;
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::phone::Phone;
+use stablecoin_core::memory::MemoryStore;
 use stablecoin_core::memory::ShiftedClock;
 use stablecoin_core::ports::{Payout, PayoutError, PayoutProvider, PayoutStatus};
-use stablecoin_providers::mpesa::{MpesaB2c, MpesaConfig, MpesaResults, Recorded};
+use stablecoin_providers::callback::CallbackKey;
+use stablecoin_providers::mpesa::{Expected, MpesaB2c, MpesaConfig, MpesaResults, Recorded};
 use stablecoin_providers::testkit::{Behaviour, FakeMpesa};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 const PHONE: &str = "+254708374149";
 const PARTY_B: &str = "254708374149";
 
-/// The host's callback routes: every result body goes to the shared store.
+/// The callback secret the adapter and the host share.
+const CB_SECRET: &str = "callback-secret-0123456789abcdef-0123";
+
+/// What each payout id was submitted with (amount, payee), as the server reads it from
+/// the withdrawal's payout leg: filled by [`payout`].
+static EXPECTED: LazyLock<Mutex<HashMap<String, Expected>>> = LazyLock::new(Mutex::default);
+
+/// The host's callback routes, as the server's: a body at a wrong token is refused
+/// (403), one that does not match the payout is refused (409); the others go to the
+/// shared store (in a database: here the memory store).
 struct Host {
+    base: String,
     result_url: String,
     results: Arc<MpesaResults>,
+    /// The database the results live in (node 1's route writes it).
+    store: Arc<MemoryStore>,
     recorded: Arc<Mutex<Vec<Recorded>>>,
 }
 
 impl Host {
     async fn start() -> Host {
-        let results = Arc::new(MpesaResults::new());
+        let store = Arc::new(MemoryStore::new());
+        let results = Arc::new(MpesaResults::new(store.clone()));
         let recorded = Arc::new(Mutex::new(Vec::new()));
+        let key = CallbackKey::new(CB_SECRET).unwrap();
         let (r, rec) = (results.clone(), recorded.clone());
         let app = axum::Router::new().route(
-            "/result",
-            axum::routing::post(move |body: axum::body::Bytes| {
-                let (r, rec) = (r.clone(), rec.clone());
-                async move {
-                    match r.record(&body) {
-                        Ok(x) => {
-                            rec.lock().unwrap().push(x);
-                            axum::http::StatusCode::OK
+            "/result/{id}/{token}",
+            axum::routing::post(
+                move |Path((id, token)): Path<(String, String)>, body: axum::body::Bytes| {
+                    let (r, rec, key) = (r.clone(), rec.clone(), key.clone());
+                    async move {
+                        if !key.verify(&id, &token) {
+                            return StatusCode::FORBIDDEN;
                         }
-                        Err(_) => axum::http::StatusCode::BAD_REQUEST,
+                        let Some(e) = EXPECTED.lock().unwrap().get(&id).cloned() else {
+                            return StatusCode::CONFLICT;
+                        };
+                        match r.record(&id, &e, &body).await {
+                            Ok(x) => {
+                                let ok = !matches!(x, Recorded::Mismatch { .. });
+                                rec.lock().unwrap().push(x);
+                                if ok {
+                                    StatusCode::OK
+                                } else {
+                                    StatusCode::CONFLICT
+                                }
+                            }
+                            Err(_) => StatusCode::BAD_REQUEST,
+                        }
                     }
-                }
-            }),
+                },
+            ),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let result_url = format!("http://{}/result", listener.local_addr().unwrap());
+        let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
         Host {
-            result_url,
+            result_url: format!("{base}/result"),
+            base,
             results,
+            store,
             recorded,
         }
+    }
+
+    /// The result URL of payout `id`, with its right token.
+    fn url_of(&self, id: &str) -> String {
+        CallbackKey::new(CB_SECRET)
+            .unwrap()
+            .url(&self.result_url, id)
+            .unwrap()
     }
 
     fn payment_callbacks(&self, id: &str) -> usize {
@@ -61,6 +103,15 @@ impl Host {
         self.count(Recorded::StatusQuery {
             payout_id: id.into(),
         })
+    }
+
+    fn mismatches(&self) -> usize {
+        self.recorded
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| matches!(r, Recorded::Mismatch { .. }))
+            .count()
     }
 
     fn count(&self, want: Recorded) -> usize {
@@ -82,7 +133,8 @@ fn config(fake: &FakeMpesa, host: &Host) -> MpesaConfig {
         security_credential: "ENC==".into(),
         shortcode: "600000".into(),
         result_url: host.result_url.clone(),
-        queue_timeout_url: format!("{}/timeout", host.result_url),
+        queue_timeout_url: format!("{}/timeout", host.base),
+        callback_secret: CB_SECRET.into(),
         timeout: Duration::from_millis(500),
         result_wait: Duration::from_secs(1),
         ..MpesaConfig::default()
@@ -99,6 +151,15 @@ async fn setup() -> (FakeMpesa, Host, MpesaB2c) {
 }
 
 fn payout(id: &str, amount: &str) -> Payout {
+    if let Ok(a) = amount.parse::<Decimal>() {
+        EXPECTED.lock().unwrap().insert(
+            id.to_string(),
+            Expected {
+                amount: a,
+                party_b: PARTY_B.into(),
+            },
+        );
+    }
     Payout {
         id: id.into(),
         phone: Phone::parse(PHONE).unwrap(),
@@ -138,10 +199,16 @@ async fn a_payout_is_paid_once_and_the_status_query_shows_its_receipt() {
     a.submit(&payout("wd_1", "1500")).await.unwrap();
     assert_eq!(fake.paid_count("wd_1"), 1);
     assert_eq!(delivered(&a.status("wd_1").await.unwrap()), reference);
-    assert!(eventually(|| host.results.hint("wd_1").is_some()).await);
-    let hint = host.results.hint("wd_1").expect("the B2C result arrived");
+    assert!(eventually(|| host.payment_callbacks("wd_1") >= 1).await);
+    let hint = host
+        .results
+        .hint("wd_1")
+        .await
+        .expect("the B2C result arrived");
     assert_eq!(hint.receipt(), Some(reference.as_str()));
-    // An id never submitted is NotFound, not a failure.
+    // An id never submitted (a withdrawal whose submit never left) is NotFound, not a
+    // failure.
+    let _ = payout("wd_none", "100");
     assert_eq!(a.status("wd_none").await.unwrap(), PayoutStatus::NotFound);
 }
 
@@ -222,9 +289,21 @@ async fn a_lost_answer_is_found_paid_by_the_status_query_and_never_paid_again() 
     fake.set_lose_answers(false);
     assert_eq!(fake.paid_count("wd_l"), 1, "it was processed");
     delivered(&a.status("wd_l").await.unwrap());
-    // The engine re-submits after a crash: the duplicate answer is Ok, nothing paid.
+    // Daraja does not document that a re-used OriginatorConversationID is refused:
+    // the adapter says so, and the engine never re-submits (see payouts_crash's
+    // `mpesa_a_lost_acknowledgement_is_never_resubmitted_and_paid_once`). The fake's
+    // default answers a duplicate 409 (Ok, nothing paid); its worst case would pay again.
+    assert!(!a.resubmit_is_idempotent());
+    assert_eq!(a.identity(), "mpesa:600000");
     a.submit(&payout("wd_l", "250")).await.unwrap();
     assert_eq!(fake.paid_count("wd_l"), 1);
+    fake.set_duplicates_pay(true);
+    a.submit(&payout("wd_l", "250")).await.unwrap();
+    assert_eq!(
+        fake.paid_count("wd_l"),
+        2,
+        "why the engine must not re-submit"
+    );
 }
 
 #[tokio::test]
@@ -253,6 +332,18 @@ async fn a_definitive_failure_is_failed_by_the_status_query() {
     assert_eq!(fake.paid_count("wd_i"), 0);
 }
 
+/// POSTs `body` to `url`; the answer's status.
+async fn post(url: &str, body: &str) -> u16 {
+    reqwest::Client::new()
+        .post(url)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 #[tokio::test]
 async fn payment_callbacks_late_twice_missing_or_forged_do_not_change_the_status() {
     let (fake, host, a) = setup().await;
@@ -260,7 +351,7 @@ async fn payment_callbacks_late_twice_missing_or_forged_do_not_change_the_status
     fake.set_payment_callbacks(0, Duration::ZERO);
     a.submit(&payout("wd_m", "100")).await.unwrap();
     delivered(&a.status("wd_m").await.unwrap());
-    assert_eq!(host.results.hint("wd_m"), None);
+    assert_eq!(host.results.hint("wd_m").await, None);
     // Held: pending until paid, whatever a forged callback says.
     fake.set_hold(true);
     fake.set_payment_callbacks(2, Duration::from_millis(1_000));
@@ -268,32 +359,83 @@ async fn payment_callbacks_late_twice_missing_or_forged_do_not_change_the_status
     assert_eq!(a.status("wd_h").await.unwrap(), PayoutStatus::Pending);
     let forged = r#"{"Result":{"ResultType":0,"ResultCode":0,"ResultDesc":"ok",
       "OriginatorConversationID":"wd_h","ConversationID":"AG_forged","TransactionID":"FAKE1",
-      "ResultParameters":{"ResultParameter":[{"Key":"TransactionReceipt","Value":"FAKE1"}]}}}"#;
-    let code = reqwest::Client::new()
-        .post(&host.result_url)
-        .body(forged)
-        .send()
-        .await
-        .unwrap()
-        .status();
-    assert_eq!(code, 200);
-    assert_eq!(host.payment_callbacks("wd_h"), 1, "recorded as a hint");
+      "ResultParameters":{"ResultParameter":[{"Key":"TransactionReceipt","Value":"FAKE1"},
+      {"Key":"TransactionAmount","Value":100}]}}}"#;
+    // On the right path with a wrong token: refused before it is read.
+    let wrong = format!("{}/wd_h/{}", host.result_url, "0".repeat(32));
+    assert_eq!(post(&wrong, forged).await, 403);
+    // With the right token (had it leaked): another ConversationID than Daraja
+    // acknowledged: refused.
+    assert_eq!(post(&host.url_of("wd_h"), forged).await, 409);
+    assert_eq!(host.payment_callbacks("wd_h"), 0, "nothing recorded");
     assert_eq!(a.status("wd_h").await.unwrap(), PayoutStatus::Pending);
     // Paid; its callbacks come late and twice: the query knows before they arrive.
     fake.complete_held();
     let reference = delivered(&a.status("wd_h").await.unwrap());
     assert_ne!(reference, "FAKE1");
-    assert_eq!(host.payment_callbacks("wd_h"), 1, "not yet arrived");
+    assert_eq!(host.payment_callbacks("wd_h"), 0, "not yet arrived");
     assert!(
-        eventually(|| host.payment_callbacks("wd_h") == 3).await,
-        "both late callbacks arrived"
+        eventually(|| host.payment_callbacks("wd_h") == 2).await,
+        "both late callbacks arrived, the second a duplicate"
     );
     assert_eq!(delivered(&a.status("wd_h").await.unwrap()), reference);
     assert_eq!(fake.paid_count("wd_h"), 1);
     // Every callback the fake ever sent is answered: the held payment's two, so none
     // for the payment whose callbacks were missing (an event, not a wait).
     assert!(eventually(|| fake.callbacks_answered() == 2).await);
-    assert_eq!(host.results.hint("wd_m"), None);
+    assert_eq!(host.results.hint("wd_m").await, None);
+}
+
+#[tokio::test]
+async fn results_for_another_payout_duplicated_or_late_change_nothing() {
+    let (fake, host, a) = setup().await;
+    fake.set_payment_callbacks(0, Duration::ZERO);
+    a.submit(&payout("wd_a", "100")).await.unwrap();
+    a.submit(&payout("wd_b", "200")).await.unwrap();
+    let ra = delivered(&a.status("wd_a").await.unwrap());
+    // Keep wd_b's status-query results: they arrive and are recorded, and a copy of
+    // one is then replayed at wd_a's URL (right token, another payout's ids).
+    fake.set_hold(false);
+    fake.set_query_results(2, Duration::ZERO);
+    let rb = delivered(&a.status("wd_b").await.unwrap());
+    assert!(
+        eventually(|| host.query_results("wd_b") >= 2).await,
+        "duplicated"
+    );
+    assert_eq!(delivered(&a.status("wd_b").await.unwrap()), rb);
+    let other = format!(
+        r#"{{"Result":{{"ResultType":0,"ResultCode":0,"ResultDesc":"ok",
+        "OriginatorConversationID":"q-b","ConversationID":"AG_b_query",
+        "TransactionID":"{rb}","ResultParameters":{{"ResultParameter":[
+        {{"Key":"OriginatorConversationID","Value":"wd_b"}},
+        {{"Key":"TransactionStatus","Value":"Completed"}},{{"Key":"ReceiptNo","Value":"{rb}"}},
+        {{"Key":"Amount","Value":200}},{{"Key":"CreditPartyName","Value":"{PARTY_B} - X"}}]}}}}}}"#
+    );
+    let before = host.mismatches();
+    assert_eq!(post(&host.url_of("wd_a"), &other).await, 409);
+    assert_eq!(host.mismatches(), before + 1);
+    // A late "failed" answer to wd_a after its status said delivered: forward only.
+    let late = r#"{"Result":{"ResultType":0,"ResultCode":0,"ResultDesc":"ok",
+        "OriginatorConversationID":"q-a","ConversationID":"AG_late",
+        "ResultParameters":{"ResultParameter":[
+        {"Key":"OriginatorConversationID","Value":"wd_a"},
+        {"Key":"TransactionStatus","Value":"Reversed"},{"Key":"ReasonType","Value":"x"}]}}}"#;
+    post(&host.url_of("wd_a"), late).await;
+    assert_eq!(delivered(&a.status("wd_a").await.unwrap()), ra);
+    assert_eq!(fake.paid_count("wd_a"), 1);
+    assert_eq!(fake.paid_count("wd_b"), 1);
+}
+
+#[tokio::test]
+async fn results_reach_every_node_through_the_database() {
+    // Two adapters (two nodes), each with its own results store over one database:
+    // node 2 asks, Daraja answers at node 1's route, and node 2 reads the answer.
+    let (fake, host, a) = setup().await;
+    let own = Arc::new(MpesaResults::new(host.store.clone()));
+    let node2 = MpesaB2c::new(config(&fake, &host), own).unwrap();
+    a.submit(&payout("wd_n", "100")).await.unwrap();
+    let r = delivered(&node2.status("wd_n").await.unwrap());
+    assert_eq!(delivered(&a.status("wd_n").await.unwrap()), r);
 }
 
 #[tokio::test]

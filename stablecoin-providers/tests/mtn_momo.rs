@@ -1,36 +1,80 @@
 //! The MTN MoMo Disbursement payout adapter against its fake: a real HTTP server on
 //! loopback, whose callbacks go to a receiver standing in for the host's route.
 
+use axum::extract::Path;
+use axum::http::StatusCode;
 use rust_decimal::Decimal;
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::memory::ShiftedClock;
 use stablecoin_core::ports::{Payout, PayoutError, PayoutProvider, PayoutStatus};
+use stablecoin_providers::callback::CallbackKey;
 use stablecoin_providers::mtn_momo::{MtnMomoConfig, MtnMomoDisbursement, reference_id};
 use stablecoin_providers::testkit::{Behaviour, FakeMtnMomo};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 const PHONE: &str = "+46733123453";
 
-/// The host's callback route: collects every body.
+const CB_SECRET: &str = "callback-secret-0123456789abcdef-0123";
+
+/// What each payout id was submitted with (amount, payee), as the server reads it from
+/// the withdrawal's payout leg: filled by [`payout`].
+static EXPECTED: LazyLock<Mutex<HashMap<String, (Decimal, String)>>> =
+    LazyLock::new(Mutex::default);
+
+/// The host's callback route, as the server's: `PUT /cb/{id}/{token}`; a wrong token
+/// is 403, a body that is not a transfer 400, one that does not match the payout 409;
+/// the accepted bodies are collected.
 async fn receiver() -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
     let got = Arc::new(Mutex::new(Vec::new()));
     let g = got.clone();
+    let key = CallbackKey::new(CB_SECRET).unwrap();
     let app = axum::Router::new().route(
-        "/cb",
-        axum::routing::put(move |body: axum::body::Bytes| {
-            let g = g.clone();
-            async move {
-                g.lock().unwrap().push(body.to_vec());
-                axum::http::StatusCode::OK
-            }
-        }),
+        "/cb/{id}/{token}",
+        axum::routing::put(
+            move |Path((id, token)): Path<(String, String)>, body: axum::body::Bytes| {
+                let (g, key) = (g.clone(), key.clone());
+                async move {
+                    if !key.verify(&id, &token) {
+                        return StatusCode::FORBIDDEN;
+                    }
+                    let Ok(t) = MtnMomoDisbursement::parse_callback(&body) else {
+                        return StatusCode::BAD_REQUEST;
+                    };
+                    let Some((amount, party)) = EXPECTED.lock().unwrap().get(&id).cloned() else {
+                        return StatusCode::CONFLICT;
+                    };
+                    if t.mismatch(&id, amount, "EUR", &party).is_some() {
+                        return StatusCode::CONFLICT;
+                    }
+                    g.lock().unwrap().push(body.to_vec());
+                    StatusCode::OK
+                }
+            },
+        ),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/cb", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
     (url, got)
+}
+
+/// `url` of payout `id` with its right token.
+fn url_of(base: &str, id: &str) -> String {
+    CallbackKey::new(CB_SECRET).unwrap().url(base, id).unwrap()
+}
+
+async fn put(url: &str, body: &str) -> u16 {
+    reqwest::Client::new()
+        .put(url)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
 }
 
 fn config(fake: &FakeMtnMomo, callback_url: Option<String>) -> MtnMomoConfig {
@@ -41,6 +85,7 @@ fn config(fake: &FakeMtnMomo, callback_url: Option<String>) -> MtnMomoConfig {
         subscription_key: "sub".into(),
         target_environment: "sandbox".into(),
         callback_url,
+        callback_secret: Some(CB_SECRET.into()),
         payer_message: "Withdrawal".into(),
         payee_note: "Your withdrawal".into(),
         timeout: Duration::from_millis(500),
@@ -56,6 +101,12 @@ async fn setup() -> (FakeMtnMomo, MtnMomoDisbursement) {
 }
 
 fn payout(id: &str, phone: &str, amount: &str) -> Payout {
+    if let Ok(a) = amount.parse::<Decimal>() {
+        EXPECTED.lock().unwrap().insert(
+            id.to_string(),
+            (a, phone.trim_start_matches('+').to_string()),
+        );
+    }
     Payout {
         id: id.into(),
         phone: Phone::parse(phone).unwrap(),
@@ -204,47 +255,77 @@ async fn callbacks_late_twice_missing_or_forged_do_not_change_the_status() {
     a.submit(&payout("wd_m", PHONE, "5")).await.unwrap();
     delivered(&a.status("wd_m").await.unwrap());
     assert!(got.lock().unwrap().is_empty());
-    // Held: pending, whatever a forged callback says.
+    // Each transfer's callback URL is its own, with its token.
     fake.set_hold(true);
     fake.set_callbacks(2, Duration::from_millis(1_000));
     a.submit(&payout("wd_h", PHONE, "5")).await.unwrap();
-    let forged = r#"{"externalId":"wd_h","status":"SUCCESSFUL","financialTransactionId":"1"}"#;
-    let code = reqwest::Client::new()
-        .put(&url)
-        .body(forged)
-        .send()
-        .await
-        .unwrap()
-        .status();
-    assert_eq!(code, 200);
-    let hint = MtnMomoDisbursement::parse_callback(forged.as_bytes()).unwrap();
-    assert!(matches!(
-        hint.payout_status(),
-        PayoutStatus::Delivered { .. }
-    ));
+    a.submit(&payout("wd_o", PHONE, "7")).await.unwrap();
+    // A forged "paid" callback, posted to the host's route as MTN would: at the right
+    // path with a wrong token it is refused (403); with the right token (had it leaked)
+    // but another payout's ids, amount or payee, refused (409). Nothing collected.
+    let forged = |id: &str, amount: &str, party: &str| {
+        format!(
+            r#"{{"externalId":"{id}","amount":"{amount}","currency":"EUR","status":"SUCCESSFUL",
+            "financialTransactionId":"1","payee":{{"partyIdType":"MSISDN","partyId":"{party}"}}}}"#
+        )
+    };
+    let right = forged("wd_h", "5", "46733123453");
+    let wrong_token = format!("{url}/wd_h/{}", "0".repeat(32));
+    assert_eq!(put(&wrong_token, &right).await, 403);
+    assert_eq!(
+        put(&url_of(&url, "wd_h"), &forged("wd_o", "7", "46733123453")).await,
+        409,
+        "another payout's callback"
+    );
+    assert_eq!(
+        put(&url_of(&url, "wd_h"), &forged("wd_h", "50", "46733123453")).await,
+        409,
+        "another amount"
+    );
+    assert_eq!(
+        put(&url_of(&url, "wd_h"), &forged("wd_h", "5", "46733123400")).await,
+        409,
+        "another payee"
+    );
+    assert!(got.lock().unwrap().is_empty(), "nothing accepted");
+    // Even one that matches is only a hint: the GET says pending.
+    assert_eq!(put(&url_of(&url, "wd_h"), &right).await, 200);
     assert_eq!(a.status("wd_h").await.unwrap(), PayoutStatus::Pending);
     // Paid; callbacks late and twice: the GET knows first, and they agree with it.
     fake.complete_held();
     let reference = delivered(&a.status("wd_h").await.unwrap());
     assert_ne!(reference, "1");
-    assert_eq!(got.lock().unwrap().len(), 1, "only the forged one so far");
-    assert!(eventually(|| got.lock().unwrap().len() == 3).await);
-    // Every callback the fake ever sent is answered: the held payment's two, so none
-    // for the payment whose callbacks were missing (an event, not a wait).
-    assert!(eventually(|| fake.callbacks_answered() == 2).await);
+    assert_eq!(got.lock().unwrap().len(), 1, "only the test's own so far");
+    assert!(
+        eventually(|| fake.callbacks_answered() == 4).await,
+        "2 each"
+    );
+    // wd_h's two (a duplicate), wd_o's two: all at their own URLs, all accepted.
+    assert_eq!(got.lock().unwrap().len(), 5);
     let bodies = got.lock().unwrap().clone();
     for b in &bodies[1..] {
         let t = MtnMomoDisbursement::parse_callback(b).unwrap();
-        assert_eq!(t.external_id.as_deref(), Some("wd_h"));
-        assert_eq!(
-            t.payout_status(),
-            PayoutStatus::Delivered {
-                reference: reference.clone()
-            }
-        );
+        assert!(matches!(t.payout_status(), PayoutStatus::Delivered { .. }));
     }
+    // Late callbacks after the status answer change nothing.
     assert_eq!(delivered(&a.status("wd_h").await.unwrap()), reference);
     assert_eq!(fake.paid_count("wd_h"), 1);
+    assert_eq!(fake.paid_count("wd_o"), 1);
+}
+
+#[tokio::test]
+async fn a_resubmit_after_a_lost_acknowledgement_pays_once() {
+    // MTN documents X-Reference-Id as the idempotency key: the engine may re-submit.
+    let (fake, a) = setup().await;
+    assert!(a.resubmit_is_idempotent());
+    fake.set_lose_answers(true);
+    assert!(a.submit(&payout("wd_x", PHONE, "3")).await.is_err());
+    fake.set_lose_answers(false);
+    a.submit(&payout("wd_x", PHONE, "3")).await.unwrap();
+    a.submit(&payout("wd_x", PHONE, "3")).await.unwrap();
+    assert_eq!(fake.transfer_requests(), 3);
+    assert_eq!(fake.paid_count("wd_x"), 1, "paid exactly once");
+    delivered(&a.status("wd_x").await.unwrap());
 }
 
 #[tokio::test]

@@ -86,12 +86,15 @@ pub struct AppInner {
     pub notifier: Arc<MemoryNotifier>,
     /// The payout provider of `[payouts]` withdrawals are paid through.
     pub payouts: Arc<dyn PayoutProvider>,
-    /// The simulated payout provider, when `payouts.kind` is `simulated` (or
-    /// `disabled`); `None` with a real provider.
+    /// The simulated payout provider, when `payouts.kind` is `simulated`; `None` with a
+    /// real provider or `disabled`.
     pub sim_payouts: Option<Arc<SimPayouts>>,
     /// The store of Daraja's results, when `payouts.kind = "mpesa"` (its callback route
     /// records into it; see [`crate::payouts`]).
     pub mpesa_results: Option<Arc<stablecoin_providers::mpesa::MpesaResults>>,
+    /// The key of the payout providers' per-payout callback tokens, when the
+    /// configured provider calls back (see [`crate::payouts`]).
+    pub payout_callbacks: Option<stablecoin_providers::callback::CallbackKey>,
     /// The escrow engine over the TRON rail; `None` when TRON is disabled (every escrow
     /// route then answers `ESCROW_UNAVAILABLE`).
     pub escrow: Option<EscrowEngine>,
@@ -284,7 +287,7 @@ impl App {
         )
         .await?;
         let notifier = Arc::new(MemoryNotifier::new());
-        let payouts = crate::payouts::build(&config.payouts)?;
+        let payouts = crate::payouts::build(&config.payouts, storage.store.clone(), clock.clone())?;
         let ports = Ports {
             store: storage.store.clone(),
             ledger: storage.ledger.clone(),
@@ -390,6 +393,7 @@ impl App {
             payouts: payouts.provider,
             sim_payouts: payouts.simulated,
             mpesa_results: payouts.mpesa_results,
+            payout_callbacks: payouts.callbacks,
             escrow,
             checkout,
             webhooks,

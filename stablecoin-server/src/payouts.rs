@@ -1,24 +1,33 @@
 //! The payout provider of `[payouts]`, and the routes its callbacks arrive on.
 //!
 //! The engine pays a withdrawal out through the configured [`PayoutProvider`] and
-//! decides it (COMPLETED, or REFUNDED) only on the provider's status query (see
-//! `stablecoin_core::engine`'s withdrawals). The callbacks are hints and never move a
-//! withdrawal:
+//! decides it (COMPLETED, or REFUNDED) only on the status query of the provider that
+//! took it (see `stablecoin_core::engine`'s withdrawals). The callbacks never move a
+//! withdrawal by themselves, and each is authenticated and checked before it counts:
 //!
-//! - `POST /v1/callbacks/payouts/mpesa/result`: Daraja's `ResultURL`. Each body goes to
-//!   the adapter's [`MpesaResults`] store: the results of the adapter's own
-//!   transaction-status queries are what its `status` reads (matched by the
-//!   `ConversationID` Daraja acknowledged the query with), a payment's own result is
-//!   kept as a hint. 200 `{"ResultCode":0,"ResultDesc":"Accepted"}` for a body Daraja's
-//!   shape, whatever it names (an unknown id changes nothing); 400 `MALFORMED_CALLBACK`
-//!   otherwise.
-//! - `POST /v1/callbacks/payouts/mpesa/timeout`: Daraja's `QueueTimeOutURL`: the
-//!   outcome is unknown, which is what the engine already assumes until the status
-//!   query says otherwise. Acknowledged (200) and logged; 400 for a body that is not
-//!   JSON.
-//! - `PUT` or `POST /v1/callbacks/payouts/mtn_momo`: MTN's `X-Callback-Url`. Unsigned:
-//!   parsed, logged, acknowledged (200; 400 when unreadable); the engine asks MTN's
-//!   status `GET` on its own schedule (`engine.poll_interval_ms`).
+//! - Each payout's callback URLs end in `/{payout id}/{token}`, the token an HMAC of
+//!   the payout id under `payouts.callback_secret` ([`CallbackKey`]): Daraja and MTN
+//!   sign nothing, and only the provider is given these URLs. A wrong token is 403
+//!   `INVALID_SIGNATURE`, logged, and nothing is read.
+//! - The body is then checked against the withdrawal's payout leg (the provider that
+//!   took it, its amount, currency and payee) and, for M-Pesa, against our own requests
+//!   (their `ConversationID`s). A mismatch is 409 `CALLBACK_MISMATCH`, logged, and
+//!   nothing is recorded.
+//!
+//! Routes:
+//!
+//! - `POST /v1/callbacks/payouts/mpesa/result/{id}/{token}`: Daraja's `ResultURL`. The
+//!   body goes to [`MpesaResults`] (in the database, so the node that asks need not be
+//!   the node called back; purged by retention): a status query's result is what the
+//!   adapter's `status` reads, only forward; a payment's own result is kept as a hint.
+//!   200 `{"ResultCode":0,"ResultDesc":"Accepted"}`; 400 `MALFORMED_CALLBACK` for a body
+//!   not in Daraja's shape.
+//! - `POST /v1/callbacks/payouts/mpesa/timeout/{id}/{token}`: Daraja's
+//!   `QueueTimeOutURL`: the outcome is unknown, which is what the engine already assumes
+//!   until the status query says otherwise. Acknowledged (200) and logged.
+//! - `PUT` or `POST /v1/callbacks/payouts/mtn_momo/{id}/{token}`: MTN's
+//!   `X-Callback-Url`. Checked, logged, acknowledged (200); the engine asks MTN's status
+//!   `GET` on its own schedule (`engine.poll_interval_ms`).
 //!
 //! Each answers 404 `ROUTE_NOT_FOUND` unless its provider is the configured one.
 
@@ -26,21 +35,25 @@ use crate::app::{AppState, StartupError};
 use crate::config::{ConfigError, PayoutSettings};
 use crate::error::ApiError;
 use async_trait::async_trait;
+use axum::extract::Path;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use stablecoin_core::engine::PayoutLeg;
 use stablecoin_core::memory::MemoryPayouts;
-use stablecoin_core::ports::{Payout, PayoutError, PayoutProvider, PayoutStatus};
-use stablecoin_providers::mpesa::{MpesaB2c, MpesaConfig, MpesaResults, Recorded};
+use stablecoin_core::ports::{Clock, Payout, PayoutError, PayoutProvider, PayoutStatus, Store};
+use stablecoin_providers::ProviderError;
+use stablecoin_providers::callback::CallbackKey;
+use stablecoin_providers::mpesa::{Expected, MpesaB2c, MpesaConfig, MpesaResults, Recorded};
 use stablecoin_providers::mtn_momo::{MtnMomoConfig, MtnMomoDisbursement};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The route of Daraja's results (`ResultURL`).
+/// The base of Daraja's results (`ResultURL`); each payout's ends `/{id}/{token}`.
 pub const MPESA_RESULT_PATH: &str = "/v1/callbacks/payouts/mpesa/result";
-/// The route of Daraja's queue timeouts (`QueueTimeOutURL`).
+/// The base of Daraja's queue timeouts (`QueueTimeOutURL`), per payout as above.
 pub const MPESA_TIMEOUT_PATH: &str = "/v1/callbacks/payouts/mpesa/timeout";
-/// The route of MTN MoMo's transfer callbacks (`X-Callback-Url`).
+/// The base of MTN MoMo's transfer callbacks (`X-Callback-Url`), per payout as above.
 pub const MTN_MOMO_CALLBACK_PATH: &str = "/v1/callbacks/payouts/mtn_momo";
 
 /// The mobile-money payout simulation of sim mode: `MemoryPayouts` (idempotent by payout
@@ -52,12 +65,46 @@ pub struct SimPayouts(pub MemoryPayouts);
 
 #[async_trait]
 impl PayoutProvider for SimPayouts {
+    fn identity(&self) -> String {
+        "simulated".into()
+    }
+    fn resubmit_is_idempotent(&self) -> bool {
+        true
+    }
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
         self.0.submit(payout).await
     }
     async fn status(&self, payout_id: &str) -> Result<PayoutStatus, PayoutError> {
         self.0.settle_all();
         self.0.status(payout_id).await
+    }
+}
+
+/// `payouts.kind = "disabled"`: no provider. It takes no payout (a withdrawal whose
+/// tokens were swept before the switch is refused here and refunded, as nothing holds
+/// it) and never answers `Delivered` or `Failed`: a payout another provider took stays
+/// in flight until that provider is configured again or staff resolve it (its identity,
+/// `disabled`, is never that of the provider holding it).
+#[derive(Debug, Default)]
+pub struct DisabledPayouts;
+
+#[async_trait]
+impl PayoutProvider for DisabledPayouts {
+    fn identity(&self) -> String {
+        "disabled".into()
+    }
+    fn resubmit_is_idempotent(&self) -> bool {
+        false
+    }
+    async fn submit(&self, _payout: &Payout) -> Result<(), PayoutError> {
+        Err(PayoutError::Rejected(
+            "payouts are disabled (payouts.kind = \"disabled\")".into(),
+        ))
+    }
+    async fn status(&self, _payout_id: &str) -> Result<PayoutStatus, PayoutError> {
+        Err(PayoutError::Unknown(
+            "payouts are disabled: no provider to ask".into(),
+        ))
     }
 }
 
@@ -70,6 +117,8 @@ pub struct Payouts {
     pub simulated: Option<Arc<SimPayouts>>,
     /// The store Daraja's results are recorded in, when `payouts.kind = "mpesa"`.
     pub mpesa_results: Option<Arc<MpesaResults>>,
+    /// The key of the per-payout callback tokens, when the provider calls back.
+    pub callbacks: Option<CallbackKey>,
 }
 
 /// `base` (no trailing `/`) followed by `path`.
@@ -77,19 +126,31 @@ fn callback_url(base: &str, path: &str) -> String {
     format!("{}{path}", base.trim_end_matches('/'))
 }
 
-/// Builds the provider `settings` name. `disabled` gets the simulated one too: the
-/// engine refuses every withdrawal before it could be used.
-pub fn build(settings: &PayoutSettings) -> Result<Payouts, StartupError> {
+/// Builds the provider `settings` name. `disabled` gets [`DisabledPayouts`], never the
+/// simulated one: a payout in flight when an operator switches to it must not be
+/// "delivered" by a simulation.
+pub fn build(
+    settings: &PayoutSettings,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+) -> Result<Payouts, StartupError> {
     let bad = |e: stablecoin_providers::ProviderError| {
         StartupError::Config(ConfigError::Invalid(format!("payouts: {e}")))
     };
     Ok(match settings {
-        PayoutSettings::Simulated | PayoutSettings::Disabled => {
+        PayoutSettings::Disabled => Payouts {
+            provider: Arc::new(DisabledPayouts),
+            simulated: None,
+            mpesa_results: None,
+            callbacks: None,
+        },
+        PayoutSettings::Simulated => {
             let sim = Arc::new(SimPayouts::default());
             Payouts {
                 provider: sim.clone(),
                 simulated: Some(sim),
                 mpesa_results: None,
+                callbacks: None,
             }
         }
         PayoutSettings::Mpesa {
@@ -101,10 +162,11 @@ pub fn build(settings: &PayoutSettings) -> Result<Payouts, StartupError> {
             shortcode,
             command_id,
             callback_base_url,
+            callback_secret,
             timeout_ms,
             result_wait_ms,
         } => {
-            let results = Arc::new(MpesaResults::new());
+            let results = Arc::new(MpesaResults::new(store).with_clock(clock));
             let config = MpesaConfig {
                 base_url: base_url.clone(),
                 consumer_key: consumer_key.clone(),
@@ -115,6 +177,7 @@ pub fn build(settings: &PayoutSettings) -> Result<Payouts, StartupError> {
                 command_id: command_id.clone(),
                 result_url: callback_url(callback_base_url, MPESA_RESULT_PATH),
                 queue_timeout_url: callback_url(callback_base_url, MPESA_TIMEOUT_PATH),
+                callback_secret: callback_secret.expose().to_string(),
                 timeout: Duration::from_millis(*timeout_ms),
                 result_wait: Duration::from_millis(*result_wait_ms),
                 ..MpesaConfig::default()
@@ -124,6 +187,7 @@ pub fn build(settings: &PayoutSettings) -> Result<Payouts, StartupError> {
                 provider: Arc::new(adapter),
                 simulated: None,
                 mpesa_results: Some(results),
+                callbacks: Some(CallbackKey::new(callback_secret.expose()).map_err(bad)?),
             }
         }
         PayoutSettings::MtnMomo {
@@ -134,8 +198,10 @@ pub fn build(settings: &PayoutSettings) -> Result<Payouts, StartupError> {
             target_environment,
             currency: _,
             callback_base_url,
+            callback_secret,
             timeout_ms,
         } => {
+            let secret = callback_secret.as_ref().map(|s| s.expose().to_string());
             let config = MtnMomoConfig {
                 base_url: base_url.clone(),
                 api_user: api_user.clone(),
@@ -145,14 +211,20 @@ pub fn build(settings: &PayoutSettings) -> Result<Payouts, StartupError> {
                 callback_url: callback_base_url
                     .as_deref()
                     .map(|b| callback_url(b, MTN_MOMO_CALLBACK_PATH)),
+                callback_secret: secret.clone(),
                 payer_message: "Withdrawal".into(),
                 payee_note: "Withdrawal".into(),
                 timeout: Duration::from_millis(*timeout_ms),
+            };
+            let callbacks = match (callback_base_url, &secret) {
+                (Some(_), Some(s)) => Some(CallbackKey::new(s).map_err(bad)?),
+                _ => None,
             };
             Payouts {
                 provider: Arc::new(MtnMomoDisbursement::new(config).map_err(bad)?),
                 simulated: None,
                 mpesa_results: None,
+                callbacks,
             }
         }
     })
@@ -160,6 +232,70 @@ pub fn build(settings: &PayoutSettings) -> Result<Payouts, StartupError> {
 
 fn malformed(why: impl std::fmt::Display) -> Response {
     ApiError::bad_request("MALFORMED_CALLBACK", why.to_string()).into_response()
+}
+
+/// A payout id shown in a log line: it comes from the URL, so it is bounded and kept to
+/// the characters an id has (no forged line breaks in the log).
+fn shown(id: &str) -> String {
+    id.chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+/// The per-payout token checked: `None` when it is the payout's, else the 403.
+fn refuse_token(app: &AppState, provider: &str, id: &str, token: &str) -> Option<Response> {
+    let ok = app
+        .payout_callbacks
+        .as_ref()
+        .is_some_and(|k| k.verify(id, token));
+    (!ok).then(|| {
+        tracing::warn!(provider, payout = %shown(id), "payout callback at a wrong token: refused");
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "INVALID_SIGNATURE",
+            "this callback URL is not valid for this payout",
+        )
+        .into_response()
+    })
+}
+
+/// 409 `CALLBACK_MISMATCH`, logged.
+fn mismatch(provider: &str, id: &str, reason: &str) -> Response {
+    tracing::warn!(provider, payout = %shown(id), reason, "payout callback does not match the payout: refused");
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "CALLBACK_MISMATCH",
+        "this callback does not match the payout",
+    )
+    .into_response()
+}
+
+/// The payout leg of withdrawal `id`, taken by the configured provider; else the
+/// answer (a mismatch for an unknown id or another provider's payout).
+async fn leg_of(app: &AppState, provider: &str, id: &str) -> Result<PayoutLeg, Response> {
+    let leg = match app.engine.withdrawal_payout(id).await {
+        Ok(leg) => leg,
+        Err(stablecoin_core::error::CoreError::NotFound { .. }) => {
+            return Err(mismatch(provider, id, "no such withdrawal"));
+        }
+        Err(e) => return Err(ApiError::from(e).into_response()),
+    };
+    let identity = app.payouts.identity();
+    if leg.provider.as_deref().is_some_and(|p| p != identity) {
+        return Err(mismatch(
+            provider,
+            id,
+            "the payout was taken by another provider account",
+        ));
+    }
+    Ok(leg)
 }
 
 /// Daraja's expected acknowledgement.
@@ -171,60 +307,93 @@ fn daraja_accepted() -> Response {
         .into_response()
 }
 
-/// `POST /v1/callbacks/payouts/mpesa/result`: a Daraja result, recorded in the
-/// adapter's store (a hint, or the answer to one of its own status queries).
-pub async fn mpesa_result(State(app): State<AppState>, body: axum::body::Bytes) -> Response {
-    let Some(results) = &app.mpesa_results else {
+/// `POST /v1/callbacks/payouts/mpesa/result/{id}/{token}`: a Daraja result for payout
+/// `id`, checked and recorded in the shared results store.
+pub async fn mpesa_result(
+    State(app): State<AppState>,
+    Path((id, token)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Response {
+    let Some(results) = app.mpesa_results.clone() else {
         return ApiError::route_not_found().into_response();
     };
-    match results.record(&body) {
+    if let Some(r) = refuse_token(&app, "mpesa", &id, &token) {
+        return r;
+    }
+    let leg = match leg_of(&app, "mpesa", &id).await {
+        Ok(leg) => leg,
+        Err(r) => return r,
+    };
+    let expected = Expected {
+        amount: leg.amount,
+        party_b: leg.phone.as_str().trim_start_matches('+').to_string(),
+    };
+    match results.record(&id, &expected, &body).await {
+        Ok(Recorded::Mismatch { reason }) => mismatch("mpesa", &id, &reason),
         Ok(recorded) => {
-            match &recorded {
-                Recorded::Payment { payout_id } => {
-                    tracing::info!(payout = %payout_id, "M-Pesa payment result (a hint; the status query decides)");
-                }
-                other => tracing::debug!(recorded = ?other, "M-Pesa result"),
-            }
+            tracing::info!(payout = %shown(&id), recorded = ?recorded, "M-Pesa result recorded");
             daraja_accepted()
+        }
+        Err(ProviderError::Storage(e)) => {
+            tracing::error!(payout = %shown(&id), error = %e, "M-Pesa result not stored");
+            ApiError::internal("the result could not be stored; retry").into_response()
         }
         Err(e) => malformed(e),
     }
 }
 
-/// `POST /v1/callbacks/payouts/mpesa/timeout`: a queue timeout (outcome unknown; the
-/// engine's status query resolves it).
-pub async fn mpesa_timeout(State(app): State<AppState>, body: axum::body::Bytes) -> Response {
+/// `POST /v1/callbacks/payouts/mpesa/timeout/{id}/{token}`: a queue timeout (outcome
+/// unknown; the engine's status query resolves it).
+pub async fn mpesa_timeout(
+    State(app): State<AppState>,
+    Path((id, token)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Response {
     if app.mpesa_results.is_none() {
         return ApiError::route_not_found().into_response();
     }
+    if let Some(r) = refuse_token(&app, "mpesa", &id, &token) {
+        return r;
+    }
     match serde_json::from_slice::<serde_json::Value>(&body) {
-        Ok(v) => {
-            let id = v
-                .pointer("/Result/OriginatorConversationID")
-                .and_then(|x| x.as_str())
-                .unwrap_or("?");
-            tracing::warn!(payout = %id, "M-Pesa queue timeout: the status query decides");
+        Ok(_) => {
+            tracing::warn!(payout = %shown(&id), "M-Pesa queue timeout: the status query decides");
             daraja_accepted()
         }
         Err(e) => malformed(format!("not JSON: {e}")),
     }
 }
 
-/// `PUT`/`POST /v1/callbacks/payouts/mtn_momo`: an MTN transfer callback, logged (a
-/// hint; MTN's status `GET` is the truth).
-pub async fn mtn_momo_callback(State(app): State<AppState>, body: axum::body::Bytes) -> Response {
+/// `PUT`/`POST /v1/callbacks/payouts/mtn_momo/{id}/{token}`: an MTN transfer callback
+/// for payout `id`, checked against it and logged (a hint; MTN's status `GET` is the
+/// truth).
+pub async fn mtn_momo_callback(
+    State(app): State<AppState>,
+    Path((id, token)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Response {
     if !matches!(app.config.payouts, PayoutSettings::MtnMomo { .. }) {
         return ApiError::route_not_found().into_response();
     }
-    match MtnMomoDisbursement::parse_callback(&body) {
-        Ok(t) => {
-            tracing::info!(
-                payout = t.external_id.as_deref().unwrap_or("?"),
-                status = %t.status,
-                "MTN MoMo callback (a hint; the status query decides)"
-            );
-            StatusCode::OK.into_response()
-        }
-        Err(e) => malformed(e),
+    if let Some(r) = refuse_token(&app, "mtn_momo", &id, &token) {
+        return r;
     }
+    let t = match MtnMomoDisbursement::parse_callback(&body) {
+        Ok(t) => t,
+        Err(e) => return malformed(e),
+    };
+    let leg = match leg_of(&app, "mtn_momo", &id).await {
+        Ok(leg) => leg,
+        Err(r) => return r,
+    };
+    let party = leg.phone.as_str().trim_start_matches('+');
+    if let Some(reason) = t.mismatch(&id, leg.amount, &leg.currency, party) {
+        return mismatch("mtn_momo", &id, &reason);
+    }
+    tracing::info!(
+        payout = %shown(&id),
+        status = %t.status,
+        "MTN MoMo callback (a hint; the status query decides)"
+    );
+    StatusCode::OK.into_response()
 }

@@ -21,7 +21,8 @@ use tokio::sync::watch;
 /// What one run of the job deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RetentionReport {
-    /// The engine's records: idempotency records, quotes, challenges, console sessions.
+    /// The engine's records: idempotency records, quotes, challenges, console sessions,
+    /// payout results.
     pub core: PurgeReport,
     /// Webhook event records and delivered or dead deliveries.
     pub webhooks: WebhookPurgeReport,
@@ -29,12 +30,13 @@ pub struct RetentionReport {
 
 impl RetentionReport {
     /// (what, rows deleted), as the metrics label them.
-    pub fn counts(&self) -> [(&'static str, u64); 6] {
+    pub fn counts(&self) -> [(&'static str, u64); 7] {
         [
             ("idempotency", self.core.idempotency),
             ("quote", self.core.quotes),
             ("challenge", self.core.challenges),
             ("console_session", self.core.console_sessions),
+            ("payout_result", self.core.payout_results),
             ("webhook_event", self.webhooks.events),
             ("webhook_delivery", self.webhooks.deliveries),
         ]

@@ -31,6 +31,7 @@ mod pay_page;
 mod pay_page_checkout;
 mod payouts_crash;
 mod payouts_http;
+mod payouts_switch;
 mod quickstart;
 mod readme_quickstart;
 mod reconciliation_http;

@@ -61,6 +61,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/admin/v1/escrows/{id}/resolve"),
     ("POST", "/admin/v1/escrows/{id}/recoveries"),
     ("GET", "/admin/v1/audit"),
+    ("POST", "/admin/v1/withdrawals/{id}/payout/resolve"),
     ("GET", "/api/v1/checkout/list"),
     ("POST", "/api/v1/checkout/sessions"),
     ("GET", "/api/v1/checkout/sessions/{session_id}"),
@@ -346,8 +347,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 13,
-        "all but health, metrics, openapi, the signed deposit intake and the eight staff routes"
+        ROUTES.len() - 14,
+        "all but health, metrics, openapi, the signed deposit intake and the nine staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

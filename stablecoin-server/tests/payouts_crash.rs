@@ -19,7 +19,8 @@ use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::engine::{
-    Engine, EngineConfig, FundRequest, Operation, Ports, WithdrawRequest, accounts,
+    Engine, EngineConfig, FundRequest, Operation, PayoutDecision, Ports, ResolvePayoutRequest,
+    WithdrawRequest, accounts,
 };
 use stablecoin_core::memory::{
     FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryStore, SeededEntropy,
@@ -29,7 +30,7 @@ use stablecoin_core::ports::{
     PayoutStatus, Rail, RailError, RailId, RailPayment, Readiness, ScanBatch, Submission,
     SubmissionStatus,
 };
-use stablecoin_providers::mpesa::{MpesaB2c, MpesaConfig, MpesaResults};
+use stablecoin_providers::mpesa::{Expected, MpesaB2c, MpesaConfig, MpesaResults, Recorded};
 use stablecoin_providers::mtn_momo::{MtnMomoConfig, MtnMomoDisbursement};
 use stablecoin_providers::testkit::{FakeMpesa, FakeMtnMomo};
 use stablecoin_rails::sim::{SimConfig, SimProfile, SimRail};
@@ -74,6 +75,14 @@ impl Fake {
         }
     }
 
+    /// Payment requests (submits, not status queries) the provider received.
+    fn requests_of_payments(&self) -> usize {
+        match self {
+            Fake::Mpesa(f) => f.payment_requests(),
+            Fake::MtnMomo(f) => f.transfer_requests(),
+        }
+    }
+
     fn set_lose_answers(&self, lose: bool) {
         match self {
             Fake::Mpesa(f) => f.set_lose_answers(lose),
@@ -96,23 +105,41 @@ impl Fake {
     }
 }
 
-/// Where the M-Pesa adapter's results arrive: the host's `ResultURL` route, recording
-/// every body into the adapter's store (as the server's route does).
+const CB_SECRET: &str = "callback-secret-0123456789abcdef-0123";
+
+/// Where the M-Pesa adapter's results arrive: the host's `ResultURL` route, verifying
+/// the payout's token and recording the body into the adapter's store (as the server's
+/// route does; the payouts of these cases are 12900 KES (100 USDC) to the paying number).
 async fn mpesa_result_host(results: Arc<MpesaResults>) -> String {
+    let key = stablecoin_providers::callback::CallbackKey::new(CB_SECRET).unwrap();
     let app = axum::Router::new()
         .route(
-            "/result",
-            axum::routing::post(move |body: axum::body::Bytes| {
-                let results = results.clone();
-                async move {
-                    match results.record(&body) {
-                        Ok(_) => axum::http::StatusCode::OK,
-                        Err(_) => axum::http::StatusCode::BAD_REQUEST,
+            "/result/{id}/{token}",
+            axum::routing::post(
+                move |axum::extract::Path((id, token)): axum::extract::Path<(String, String)>,
+                      body: axum::body::Bytes| {
+                    let (results, key) = (results.clone(), key.clone());
+                    async move {
+                        if !key.verify(&id, &token) {
+                            return axum::http::StatusCode::FORBIDDEN;
+                        }
+                        let expected = Expected {
+                            amount: "12900".parse().unwrap(),
+                            party_b: "254708374149".into(),
+                        };
+                        match results.record(&id, &expected, &body).await {
+                            Ok(Recorded::Mismatch { .. }) => axum::http::StatusCode::CONFLICT,
+                            Ok(_) => axum::http::StatusCode::OK,
+                            Err(_) => axum::http::StatusCode::BAD_REQUEST,
+                        }
                     }
-                }
-            }),
+                },
+            ),
         )
-        .route("/timeout", axum::routing::post(|| async { "ok" }));
+        .route(
+            "/timeout/{id}/{token}",
+            axum::routing::post(|| async { "ok" }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -149,11 +176,12 @@ async fn provider(kind: Kind, failing: bool) -> (Fake, &'static str) {
 }
 
 /// A new instance of the real adapter pointing at `fake`, as a (re)started process
-/// builds it: its own token cache and, for M-Pesa, its own results store and route.
-async fn adapter(fake: &Fake) -> Arc<dyn PayoutProvider> {
+/// builds it: its own token cache and, for M-Pesa, its own results route over the
+/// shared database (`store`).
+async fn adapter(fake: &Fake, store: Arc<MemoryStore>) -> Arc<dyn PayoutProvider> {
     match fake {
         Fake::Mpesa(fake) => {
-            let results = Arc::new(MpesaResults::new());
+            let results = Arc::new(MpesaResults::new(store));
             let host = mpesa_result_host(results.clone()).await;
             let config = MpesaConfig {
                 base_url: fake.base_url().into(),
@@ -164,6 +192,7 @@ async fn adapter(fake: &Fake) -> Arc<dyn PayoutProvider> {
                 shortcode: "600000".into(),
                 result_url: format!("{host}/result"),
                 queue_timeout_url: format!("{host}/timeout"),
+                callback_secret: CB_SECRET.into(),
                 timeout: Duration::from_millis(500),
                 result_wait: Duration::from_secs(1),
                 ..MpesaConfig::default()
@@ -178,6 +207,7 @@ async fn adapter(fake: &Fake) -> Arc<dyn PayoutProvider> {
                 subscription_key: "sub".into(),
                 target_environment: "sandbox".into(),
                 callback_url: None,
+                callback_secret: None,
                 payer_message: "Withdrawal".into(),
                 payee_note: "Withdrawal".into(),
                 timeout: Duration::from_millis(500),
@@ -249,6 +279,12 @@ struct GatedPayouts {
 
 #[async_trait]
 impl PayoutProvider for GatedPayouts {
+    fn identity(&self) -> String {
+        self.inner.identity()
+    }
+    fn resubmit_is_idempotent(&self) -> bool {
+        self.inner.resubmit_is_idempotent()
+    }
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
         let key = format!("payout.submit {}", payout.id);
         self.gate.pass(key, self.inner.submit(payout)).await
@@ -358,7 +394,7 @@ async fn setup(kind: Kind, failing: bool) -> Case {
         notifier: Arc::new(MemoryNotifier::new()),
         rates: Arc::new(FixedRates::demo()),
         payouts: Arc::new(GatedPayouts {
-            inner: adapter(&fake).await,
+            inner: adapter(&fake, store.clone()).await,
             gate: gate.clone(),
         }),
         clock: clock.clone(),
@@ -439,7 +475,7 @@ impl Case {
         };
         let mut ports = self.ports.clone();
         ports.payouts = Arc::new(GatedPayouts {
-            inner: adapter(&self.fake).await,
+            inner: adapter(&self.fake, self.store.clone()).await,
             gate: self.gate.clone(),
         });
         Engine::new(ports, self.rails.clone(), config)
@@ -633,7 +669,14 @@ async fn a_crash_after_the_sweep_was_sent_completes_it(kind: Kind) {
 }
 
 /// Worker 1 dies in the payout's submit before it reaches the provider: the successor's
-/// status query finds nothing, submits the same payout id, and it is paid once.
+/// status query finds nothing.
+///
+/// - MTN documents `X-Reference-Id` as idempotent: the successor submits the same id,
+///   and it is paid once.
+/// - Daraja does not document that a re-used `OriginatorConversationID` is refused, and
+///   the engine cannot tell "never sent" from "sent, not yet visible": it never sends it
+///   again. The withdrawal is PAYOUT_UNKNOWN until staff, having checked the portal,
+///   resolve it: refunded, once, with the decision audited.
 async fn a_crash_before_the_payout_reaches_the_provider_pays_it_once(kind: Kind) {
     let c = setup(kind, false).await;
     c.crash("worker-1", format!("payout.submit {}", c.id), false)
@@ -641,8 +684,49 @@ async fn a_crash_before_the_payout_reaches_the_provider_pays_it_once(kind: Kind)
     assert_eq!(c.status().await, "PAYOUT_SUBMITTING");
     assert_eq!(c.paid(), 0, "never reached the provider");
     let w2 = c.successor("worker-2").await;
+    if kind == Kind::MtnMomo {
+        c.drive(&w2, FINAL).await;
+        let o = c.assert_final("COMPLETED", WITHDRAWN, 1).await;
+        c.assert_stays(&w2, &o).await;
+        return;
+    }
+    c.drive(&w2, &["PAYOUT_UNKNOWN"]).await;
+    c.ticks(&w2, 5).await;
+    let o = c.op().await;
+    assert_eq!(o.status.as_str(), "PAYOUT_UNKNOWN", "waits for staff");
+    assert!(o.payout.as_ref().unwrap().refund.is_none());
+    assert_eq!(c.paid(), 0, "never sent again");
+    assert_eq!(
+        c.fake.requests_of_payments(),
+        0,
+        "no payment request at all"
+    );
+    let ada = c.reader.create_staff("ada").await.unwrap();
+    let req = ResolvePayoutRequest {
+        decision: PayoutDecision::Refunded,
+        reason: "Daraja portal: no transaction for this OriginatorConversationID".into(),
+    };
+    c.reader
+        .resolve_payout(&ada.account.id, &c.id, &req)
+        .await
+        .unwrap();
     c.drive(&w2, FINAL).await;
-    let o = c.assert_final("COMPLETED", WITHDRAWN, 1).await;
+    let o = c.assert_final("REFUNDED", 0, 0).await;
+    let r = o
+        .payout
+        .as_ref()
+        .unwrap()
+        .resolution
+        .clone()
+        .expect("recorded");
+    assert_eq!(r.staff_id, ada.account.id);
+    let (audit, _) = c.reader.staff_audit(10, 1).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.action == "withdrawal.payout.refund" && e.target == c.id),
+        "{audit:?}"
+    );
     c.assert_stays(&w2, &o).await;
 }
 
@@ -774,6 +858,37 @@ async fn unknown_then_failed_then_refunded_with_a_crash_at_each_step(kind: Kind)
     let o = c.assert_final("REFUNDED", 0, 0).await;
     assert_eq!(o.payout.as_ref().unwrap().refund_attempts, 1);
     c.assert_stays(&w3, &o).await;
+}
+
+/// M-Pesa's answer to the payout is lost and its status query says "not found" for a
+/// while (a ledger that lags), and Daraja, unlike the fake's default, would pay a
+/// re-used `OriginatorConversationID` again (the documentation does not say it refuses
+/// one). The engine never sends the payout again: it is PAYOUT_UNKNOWN until the query
+/// finds it, then COMPLETED; paid exactly once. (The old engine re-submitted on
+/// "not found" and paid twice.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mpesa_a_lost_acknowledgement_is_never_resubmitted_and_paid_once() {
+    let c = setup(Kind::Mpesa, false).await;
+    let Fake::Mpesa(fake) = &c.fake else {
+        unreachable!()
+    };
+    fake.set_duplicates_pay(true);
+    fake.set_queries_not_found(true);
+    fake.set_lose_answers(true);
+    let w = c.engine("worker-1").await;
+    c.drive(&w, &["PAYOUT_UNKNOWN"]).await;
+    fake.set_lose_answers(false);
+    assert_eq!(c.paid(), 1, "processed, its answer lost");
+    c.ticks(&w, 5).await;
+    assert_eq!(c.status().await, "PAYOUT_UNKNOWN");
+    assert_eq!(fake.payment_requests(), 1, "never sent again");
+    assert_eq!(c.paid(), 1);
+    // The query finds it at last.
+    fake.set_queries_not_found(false);
+    c.drive(&w, FINAL).await;
+    let o = c.assert_final("COMPLETED", WITHDRAWN, 1).await;
+    assert_eq!(fake.payment_requests(), 1);
+    c.assert_stays(&w, &o).await;
 }
 
 macro_rules! both {

@@ -20,6 +20,15 @@ use stablecoin_server::config::{PayoutSettings, Secret};
 use std::time::Duration;
 
 const MTN_USER: &str = "c72025f5-5cd1-4630-99e4-8ba4722fad56";
+/// `payouts.callback_secret`: what the per-payout callback tokens derive from.
+const CB_SECRET: &str = "callback-secret-0123456789abcdef-0123";
+
+/// The token of payout `id`'s callback URLs, as this server derives it.
+fn token(id: &str) -> String {
+    stablecoin_providers::callback::CallbackKey::new(CB_SECRET)
+        .unwrap()
+        .token(id)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -181,6 +190,7 @@ async fn setup(kind: Kind, failing: bool) -> Case {
                 shortcode: "600000".into(),
                 command_id: "BusinessPayment".into(),
                 callback_base_url: format!("{base}/"),
+                callback_secret: Secret::new(CB_SECRET),
                 timeout_ms: 500,
                 result_wait_ms: 1_000,
             };
@@ -196,6 +206,7 @@ async fn setup(kind: Kind, failing: bool) -> Case {
                 target_environment: "sandbox".into(),
                 currency: "EUR".into(),
                 callback_base_url: Some(base),
+                callback_secret: Some(Secret::new(CB_SECRET)),
                 timeout_ms: 500,
             };
             Fake::MtnMomo(f)
@@ -398,7 +409,10 @@ async fn a_withdrawal_completes_with_the_providers_reference(kind: Kind) {
     assert_eq!(c.read(&id).await, w);
     assert_eq!(c.fake.paid_count(&id), 1);
     if let Some(results) = &c.s.app.state().mpesa_results {
-        let hint = results.hint(&id).expect("the B2C result reached the route");
+        let hint = results
+            .hint(&id)
+            .await
+            .expect("the B2C result reached the route");
         assert_eq!(hint.receipt(), w["payout_reference"].as_str());
     }
 }
@@ -426,7 +440,10 @@ async fn an_unknown_submit_resolved_paid_by_the_status_query_is_paid_once(kind: 
     assert_completed(&c, &id, &w, treasury).await;
 
     // A 5xx before anything was taken: unknown; the status query (failing too while
-    // the provider is down) then says "not found" and the same id is paid, once.
+    // the provider is down) then says "not found". MTN documents its reference id as
+    // idempotent: the same id is paid, once. Daraja does not document that it refuses
+    // a re-used OriginatorConversationID, and a 5xx does not prove nothing was taken:
+    // the payout is never sent again and waits for staff, who refund it.
     let c = setup(kind, false).await;
     let treasury = c.chain_balance(KeyPurpose::Treasury).await;
     c.fake.set_behaviour(Behaviour::Status(503));
@@ -436,6 +453,21 @@ async fn an_unknown_submit_resolved_paid_by_the_status_query_is_paid_once(kind: 
     assert_eq!(c.read(&id).await["status"], "PAYOUT_UNKNOWN");
     assert_eq!(c.fake.paid_count(&id), 0);
     c.fake.set_behaviour(Behaviour::Normal);
+    if kind == Kind::Mpesa {
+        c.ticks(5).await;
+        assert_eq!(c.read(&id).await["status"], "PAYOUT_UNKNOWN", "waits");
+        assert_eq!(c.fake.paid_count(&id), 0, "never sent again");
+        let e = c.s.app.engine();
+        let ada = e.create_staff("ada").await.unwrap();
+        let req = stablecoin_core::engine::ResolvePayoutRequest {
+            decision: stablecoin_core::engine::PayoutDecision::Refunded,
+            reason: "Daraja portal: nothing under this id".into(),
+        };
+        e.resolve_payout(&ada.account.id, &id, &req).await.unwrap();
+        let w = c.drive(&id, &["COMPLETED", "REFUNDED", "FAILED"]).await;
+        assert_refunded(&c, &id, &w, treasury).await;
+        return;
+    }
     let w = c.drive(&id, &["COMPLETED", "REFUNDED", "FAILED"]).await;
     assert_completed(&c, &id, &w, treasury).await;
 }
@@ -461,33 +493,55 @@ async fn callbacks_missing_late_duplicated_or_forged_change_nothing(kind: Kind) 
     let id = c.withdraw().await;
     let held = c.drive(&id, &["PAYOUT_SUBMITTING"]).await;
     c.ticks(3).await;
-    // A forged "paid" callback is acknowledged and changes nothing.
+    // A forged "paid" callback: without the payout's token the route does not exist
+    // or refuses it (403); with the token (had it leaked), a body naming another
+    // request, amount or payee is refused (409). Nothing changes.
     let (path, body) = c.fake.forged_success(&id);
-    let r =
-        c.s.send(
-            reqwest::Method::POST,
-            path,
-            None,
-            Some(&body),
-            &[("Content-Type", "application/json")],
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    let post = |url: String, body: String| {
+        let s = &c.s;
+        async move {
+            s.send(
+                reqwest::Method::POST,
+                &url,
+                None,
+                Some(&body),
+                &[("Content-Type", "application/json")],
+            )
+            .await
+        }
+    };
+    post(path.to_string(), body.clone())
+        .await
+        .expect_err(404, "ROUTE_NOT_FOUND");
+    let wrong = token("wd_other");
+    post(format!("{path}/{id}/{wrong}"), body.clone())
+        .await
+        .expect_err(403, "INVALID_SIGNATURE");
+    let url = format!("{path}/{id}/{}", token(&id));
+    post(url.clone(), body.clone())
+        .await
+        .expect_err(409, "CALLBACK_MISMATCH");
+    // Another payout's result at this payout's URL, and a payout that does not exist
+    // at its own (valid) URL: refused.
+    let (_, other) = c.fake.forged_success("wd_unknown");
+    post(url.clone(), other.clone())
+        .await
+        .expect_err(409, "CALLBACK_MISMATCH");
+    post(
+        format!("{path}/wd_unknown/{}", token("wd_unknown")),
+        other.clone(),
+    )
+    .await
+    .expect_err(409, "CALLBACK_MISMATCH");
+    // Malformed at the right URL: 400.
+    post(url.clone(), "{not json".into())
+        .await
+        .expect_err(400, "MALFORMED_CALLBACK");
     c.ticks(5).await;
     let w = c.read(&id).await;
     assert_eq!(w["status"], "PAYOUT_SUBMITTING", "{w}");
     assert_eq!(w["updated_at"], held["updated_at"], "untouched");
     assert_eq!(c.fake.paid_count(&id), 0);
-    // Malformed and unknown callbacks: 400 and 200, nothing changes.
-    let bad =
-        c.s.send(reqwest::Method::POST, path, None, Some("{not json"), &[])
-            .await;
-    assert_eq!(bad.status, 400, "{}", bad.text());
-    let (_, other) = c.fake.forged_success("wd_unknown");
-    let r =
-        c.s.send(reqwest::Method::POST, path, None, Some(&other), &[])
-            .await;
-    assert_eq!(r.status, 200, "{}", r.text());
     // Paid: the status query completes it before the late callbacks arrive.
     c.fake.complete_held();
     let w = c.drive(&id, &["COMPLETED", "REFUNDED", "FAILED"]).await;
@@ -514,7 +568,7 @@ async fn callbacks_missing_late_duplicated_or_forged_change_nothing(kind: Kind) 
     let w = c.drive(&id, &["COMPLETED", "REFUNDED", "FAILED"]).await;
     assert_completed(&c, &id, &w, treasury).await;
     if let Some(results) = &c.s.app.state().mpesa_results {
-        assert_eq!(results.hint(&id), None, "no payment callback arrived");
+        assert_eq!(results.hint(&id).await, None, "no payment callback arrived");
     }
 }
 
@@ -535,8 +589,9 @@ async fn another_currency_is_refused_and_other_routes_are_absent(kind: Kind) {
         Kind::Mpesa => "/v1/callbacks/payouts/mtn_momo",
         Kind::MtnMomo => "/v1/callbacks/payouts/mpesa/result",
     };
+    let absent = format!("{absent}/wd_1/{}", token("wd_1"));
     let r =
-        c.s.send(reqwest::Method::POST, absent, None, Some("{}"), &[])
+        c.s.send(reqwest::Method::POST, &absent, None, Some("{}"), &[])
             .await;
     r.expect_err(404, "ROUTE_NOT_FOUND");
 }

@@ -144,6 +144,11 @@ const BODIES: &[(&str, &str, &str)] = &[
         "/admin/v1/escrows/{id}/recoveries",
         r#""kind":"EXCESS","token":"USDT","note":"n""#,
     ),
+    (
+        "POST /admin/v1/withdrawals/{id}/payout/resolve",
+        "/admin/v1/withdrawals/{id}/payout/resolve",
+        r#""outcome":"refunded","reason":"n""#,
+    ),
 ];
 
 /// The staff routes' bearer token in these tests.
@@ -259,6 +264,7 @@ body_tests! {
     topup_confirm_refuses_unknown_fields => "POST /admin/v1/topups/{id}/confirm",
     staff_resolve_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/resolve",
     staff_recovery_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/recoveries",
+    staff_payout_resolve_refuses_unknown_fields => "POST /admin/v1/withdrawals/{id}/payout/resolve",
 }
 
 /// The deposit intake is a webhook receiver, not a request API: spec 6.2 makes it take

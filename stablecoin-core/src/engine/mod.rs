@@ -15,6 +15,7 @@ mod ledger_accounts;
 mod operation_reads;
 mod operation_view;
 mod operations;
+mod payout_resolution;
 mod polls;
 mod read_cache;
 mod retention;
@@ -36,9 +37,10 @@ pub use console_sessions::{CONSOLE_SESSION_PREFIX, ConsoleSession, ConsoleSubjec
 pub use idempotency::{observe_replay, validate_idempotency_key};
 pub use ledger_accounts::accounts;
 pub use operations::{
-    FundRequest, LANE_ADVANCE, LANE_SUBMIT, Operation, OperationView, PayoutLeg, SendRequest,
-    SendView,
+    FundRequest, LANE_ADVANCE, LANE_SUBMIT, Operation, OperationView, PayoutLeg, PayoutResolution,
+    SendRequest, SendView,
 };
+pub use payout_resolution::{PayoutDecision, ResolvePayoutRequest};
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};

@@ -131,6 +131,32 @@ pub struct PayoutLeg {
     /// Refund failures so far (refused, unsent or reverted), for the retry backoff.
     #[serde(default)]
     pub refund_failures: u32,
+    /// The identity of the provider the payout was submitted to
+    /// ([`crate::ports::PayoutProvider::identity`]: kind and paying account), recorded
+    /// before the first submit. The engine asks, re-submits and settles the payout only
+    /// through a provider with this identity: after a switch of provider it waits for
+    /// the one that took it, or for staff. `None` on a leg recorded before identities
+    /// were: the configured provider is taken to hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// A named staff member's decision on a payout no provider answered for
+    /// ([`crate::engine::Engine::resolve_payout`]), also in the staff audit log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<PayoutResolution>,
+}
+
+/// How staff resolved a payout held in flight ([`PayoutLeg::resolution`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayoutResolution {
+    /// The staff account that decided (`stf_...`).
+    pub staff_id: String,
+    /// `completed` (the payee was paid: the reference is the evidence staff checked)
+    /// or `refunded` (the provider holds no payment: the tokens go back).
+    pub outcome: String,
+    /// Why, in the staff member's words.
+    pub reason: String,
+    /// When.
+    pub at: Timestamp,
 }
 
 impl Operation {

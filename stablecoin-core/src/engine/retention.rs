@@ -1,9 +1,11 @@
 //! Retention: how long the engine's short-lived records are kept, and the purge that
 //! deletes them once that time is up.
 //!
-//! Three things grow with traffic and are useless after a while: idempotency records
-//! (one per keyed request), FX quotes (one per quote asked, dead after 60 s) and
-//! one-time-code challenges (one per code sent, dead after 10 minutes). Nothing else the
+//! Four things grow with traffic and are useless after a while: idempotency records
+//! (one per keyed request), FX quotes (one per quote asked, dead after 60 s),
+//! one-time-code challenges (one per code sent, dead after 10 minutes) and payout
+//! providers' results (one per payout, read within seconds; the provider can be asked
+//! again). Nothing else the
 //! engine stores is purged: operations, wallets, deposits and the ledger are the money's
 //! history, and the one-time-code guards hold lockouts.
 //!
@@ -36,6 +38,7 @@ pub struct Retention {
     idempotency_ms: i64,
     quotes_ms: i64,
     challenges_ms: i64,
+    payout_results_ms: i64,
     batch_limit: usize,
 }
 
@@ -51,6 +54,12 @@ impl Retention {
     /// The default window of one-time-code challenges: 7 days (a code is dead after 10
     /// minutes; a week keeps recent requests inspectable in the database).
     pub const DEFAULT_CHALLENGES_MS: i64 = 7 * 24 * HOUR_MS;
+    /// The default window of payout providers' results ([`kind::PAYOUT_RESULT`]): 30
+    /// days after their last change.
+    pub const DEFAULT_PAYOUT_RESULTS_MS: i64 = 30 * 24 * HOUR_MS;
+    /// The shortest: 24 hours (a result is read within seconds of arriving; once purged
+    /// the adapter asks the provider again, so a window only bounds the table).
+    pub const MIN_PAYOUT_RESULTS_MS: i64 = 24 * HOUR_MS;
     /// Rows one store call deletes by default (see [`Retention::batch_limit`]).
     pub const DEFAULT_BATCH_LIMIT: usize = 500;
 
@@ -83,8 +92,27 @@ impl Retention {
             idempotency_ms,
             quotes_ms,
             challenges_ms,
+            payout_results_ms: Self::DEFAULT_PAYOUT_RESULTS_MS,
             batch_limit: Self::DEFAULT_BATCH_LIMIT,
         })
+    }
+
+    /// The same windows, payout results kept `ms` (INVALID_PARAMETER
+    /// `payout_results_ms` under [`Self::MIN_PAYOUT_RESULTS_MS`]).
+    pub fn with_payout_results_ms(mut self, ms: i64) -> CoreResult<Self> {
+        if ms < Self::MIN_PAYOUT_RESULTS_MS {
+            return Err(CoreError::InvalidParameter {
+                field: "payout_results_ms",
+                reason: format!("must be at least {} ms", Self::MIN_PAYOUT_RESULTS_MS),
+            });
+        }
+        self.payout_results_ms = ms;
+        Ok(self)
+    }
+
+    /// How long a payout provider's results are kept, in ms.
+    pub fn payout_results_ms(&self) -> i64 {
+        self.payout_results_ms
     }
 
     /// The same windows, deleting at most `limit` rows per store call (at least 1).
@@ -123,6 +151,7 @@ impl Default for Retention {
             idempotency_ms: Self::DEFAULT_IDEMPOTENCY_MS,
             quotes_ms: Self::DEFAULT_QUOTES_MS,
             challenges_ms: Self::DEFAULT_CHALLENGES_MS,
+            payout_results_ms: Self::DEFAULT_PAYOUT_RESULTS_MS,
             batch_limit: Self::DEFAULT_BATCH_LIMIT,
         }
     }
@@ -142,6 +171,8 @@ pub struct PurgeReport {
     /// has expired, since a session lasts at most
     /// [`super::console_sessions::MAX_CONSOLE_SESSION_TTL_MS`].
     pub console_sessions: u64,
+    /// Payout providers' results (per payout).
+    pub payout_results: u64,
 }
 
 impl Engine {
@@ -168,11 +199,13 @@ impl Engine {
             records(kind::CONSOLE_SESSION),
             super::console_sessions::CONSOLE_SESSION_RETENTION_MS,
         );
+        let payout_results = purge(records(kind::PAYOUT_RESULT), retention.payout_results_ms);
         Ok(PurgeReport {
             console_sessions: purge_all(store, &sessions).await.map_err(store_err)?,
             idempotency: purge_all(store, &idempotency).await.map_err(store_err)?,
             quotes: purge_all(store, &quotes).await.map_err(store_err)?,
             challenges: purge_all(store, &challenges).await.map_err(store_err)?,
+            payout_results: purge_all(store, &payout_results).await.map_err(store_err)?,
         })
     }
 }

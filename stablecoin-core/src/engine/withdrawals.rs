@@ -20,7 +20,7 @@
 //! | SUBMITTING (crash before or after the sweep's submit) | SUBMISSION_UNKNOWN: asks the rail; fails it only once it provably can no longer land |
 //! | SUBMITTED, SUBMISSION_UNKNOWN | asks the rail |
 //! | CRYPTO_RECEIVED | submits the payout |
-//! | PAYOUT_SUBMITTING, PAYOUT_UNKNOWN (crash before or after the payout's submit) | asks the provider; `NotFound` submits the same id again |
+//! | PAYOUT_SUBMITTING, PAYOUT_UNKNOWN (crash before or after the payout's submit) | asks the provider that took it; `NotFound` submits the same id again only if that provider documents idempotent re-submits (MTN), else waits (M-Pesa) for a definite answer or staff |
 //! | refund recorded (crash before or after its submit) | asks the rail about the attempt; submits it again (same id) if not found |
 //! | refund attempt refused or unsent | the same attempt again after a backoff |
 //! | refund attempt failed or not found, past its deadline | a new attempt (a new id) |
@@ -61,14 +61,14 @@ pub struct WithdrawRequest {
     pub payout_currency: String,
 }
 
-fn withdrawals_account(token: Token) -> LedgerAccount {
+pub(super) fn withdrawals_account(token: Token) -> LedgerAccount {
     LedgerAccount {
         id: format!("withdrawals:{token}"),
         allow_negative: false,
     }
 }
 
-fn fiat_out_account(token: Token) -> LedgerAccount {
+pub(super) fn fiat_out_account(token: Token) -> LedgerAccount {
     LedgerAccount {
         id: format!("fiat_out:{token}"),
         allow_negative: false,
@@ -186,6 +186,8 @@ impl Engine {
                 refund_attempts: 0,
                 refund_error: None,
                 refund_failures: 0,
+                provider: None,
+                resolution: None,
             });
             let batch = Batch {
                 puts: vec![op.insert()?],
@@ -202,11 +204,14 @@ impl Engine {
     /// state it was left in (a crash may have stopped it at any step).
     ///
     /// - CRYPTO_RECEIVED: the payout is submitted (recorded PAYOUT_SUBMITTING first).
-    /// - PAYOUT_SUBMITTING / PAYOUT_UNKNOWN: the provider's status query decides.
-    ///   `Delivered` completes it, `Failed` refunds it, `Pending` waits however long it
-    ///   takes, and `NotFound` (the submit never reached the provider: a crash before it,
-    ///   a lost request) submits the same payout id again, which the provider
-    ///   deduplicates. Nothing is ever refunded on a timer.
+    /// - PAYOUT_SUBMITTING / PAYOUT_UNKNOWN: the status query of the provider that took
+    ///   it ([`PayoutLeg::provider`]) decides; while another provider is configured it
+    ///   waits. `Delivered` completes it, `Failed` refunds it, `Pending` waits however
+    ///   long it takes, and `NotFound` (the submit may never have reached the provider:
+    ///   a crash before it, a lost request) submits the same payout id again only when
+    ///   the provider documents that a re-submit is deduplicated; otherwise it is
+    ///   PAYOUT_UNKNOWN until the provider answers or staff resolve it
+    ///   ([`Engine::resolve_payout`]). Nothing is ever refunded on a timer.
     /// - A refund under way ([`PayoutLeg::refund`]): see `advance_refund`.
     pub(crate) async fn advance_payout(
         &self,
@@ -224,15 +229,27 @@ impl Engine {
         if payout.refund.is_some() {
             return self.advance_refund(op, version, payout, report).await;
         }
+        let current = self.ports.payouts.identity();
         if op.status == OpStatus::CryptoReceived {
             op.status = transition(op.kind, op.status, OpEvent::PayoutStart)?;
             payout.submitted_at = Some(now);
+            payout.provider = Some(current);
             op.payout = Some(payout.clone());
             op.updated_at = now;
             // Durable before the side effect, and held while it runs (the claim rule).
             op.next_check_at = Some(hold_through_side_effect(now, self.config.claim_lease_ms));
             version = self.save(&op, version, Batch::default()).await?;
             return self.submit_payout(op, version, payout, report).await;
+        }
+        // Taken by another provider than the configured one (the operator switched):
+        // only that provider can say whether it paid. Never asked, re-submitted or
+        // settled here; it waits for that provider or for staff.
+        if let Some(holder) = payout.provider.as_deref().filter(|h| *h != current) {
+            report.errors.push(format!(
+                "{}: payout held by provider {holder}, not the configured {current}: waiting for it or for staff",
+                op.id
+            ));
+            return self.poll_later(op, version).await;
         }
         match self.ports.payouts.status(&op.id.0).await {
             Ok(PayoutStatus::Delivered { reference }) => {
@@ -241,6 +258,18 @@ impl Engine {
             }
             Ok(PayoutStatus::Failed { reason }) => {
                 self.start_refund(op, version, payout, reason, report).await
+            }
+            Ok(PayoutStatus::NotFound) if !self.ports.payouts.resubmit_is_idempotent() => {
+                // The provider may hold it unseen, and does not document that it
+                // refuses a second payment under the same id: never sent again. It
+                // waits for a definite answer, or for staff.
+                if op.status == OpStatus::PayoutSubmitting {
+                    op.status = transition(op.kind, op.status, OpEvent::PayoutUnknown)?;
+                    report.unknown += 1;
+                }
+                op.updated_at = now;
+                report.polled += 1;
+                self.poll_later(op, version).await
             }
             Ok(PayoutStatus::NotFound) => {
                 // The provider never received it (as far as it knows). The same id
@@ -393,7 +422,11 @@ impl Engine {
     /// Refund attempt `attempt` (1, 2, ...): treasury -> the wallet's address, under an
     /// id of its own (`<wd>-refund`, then `<wd>-refund-2`, ...), without a deadline
     /// until its first submit sets one.
-    async fn refund_payment(&self, op: &Operation, attempt: u32) -> CoreResult<RailPayment> {
+    pub(super) async fn refund_payment(
+        &self,
+        op: &Operation,
+        attempt: u32,
+    ) -> CoreResult<RailPayment> {
         let rail = self.rail(op.rail)?.clone();
         let from_address = self.service_address(&rail, KeyPurpose::Treasury).await?;
         let id = match attempt {

@@ -237,6 +237,12 @@ impl MemoryPayouts {
 
 #[async_trait]
 impl PayoutProvider for MemoryPayouts {
+    fn identity(&self) -> String {
+        "memory".into()
+    }
+    fn resubmit_is_idempotent(&self) -> bool {
+        true
+    }
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
         let fault = self
             .faults

@@ -78,6 +78,11 @@ pub mod kind {
     /// Core: a staff treasury credit (the CLI's `treasury credit`), proposed or made.
     pub const TREASURY_CREDIT: &str = "treasury_credit";
 
+    /// A payout provider's results for one payout, received at its authenticated
+    /// callback URL (`stablecoin_providers::mpesa::MpesaResults`): shared by every node,
+    /// purged by retention.
+    pub const PAYOUT_RESULT: &str = "payout_result";
+
     /// Every kind above.
     pub const ALL: &[&str] = &[
         OPERATION,
@@ -113,6 +118,7 @@ pub mod kind {
         ESCROW_STAFF_QUEUE,
         CONSOLE_SESSION,
         TREASURY_CREDIT,
+        PAYOUT_RESULT,
     ];
 }
 

@@ -167,8 +167,9 @@ pub struct Payout {
 pub enum PayoutStatus {
     /// The provider holds no payout with this id. Not a failure and not a reason to
     /// refund: the submit may not have reached it yet (a crash before it, a submit still
-    /// in flight in another worker). The engine submits the same id again, which the
-    /// provider deduplicates, and asks again.
+    /// in flight in another worker). The engine submits the same id again only when the
+    /// provider deduplicates it ([`PayoutProvider::resubmit_is_idempotent`]); otherwise
+    /// it keeps asking and staff may resolve it.
     NotFound,
     /// Received and not final: the provider may still pay it. However long it lasts,
     /// the engine keeps asking and never refunds a pending payout.
@@ -204,9 +205,28 @@ pub enum PayoutError {
 /// A mobile-money provider.
 #[async_trait]
 pub trait PayoutProvider: Send + Sync {
-    /// Submits a payout. Idempotent by `payout.id`: submitting an id the provider
-    /// already holds answers `Ok` and pays nothing new (the engine re-submits the same
-    /// id after a crash or a `NotFound`, never a new id). `Ok` means received, not paid.
+    /// Who takes the payouts submitted here: the provider's kind and the account paying
+    /// (`mpesa:600000`, `mtn_momo:<api user>:<environment>`, `simulated`, `disabled`).
+    ///
+    /// Why: a withdrawal's payout leg records the identity of the provider it was
+    /// submitted to, and the engine asks, re-submits and settles it only through a
+    /// provider with the same identity. After an operator switches provider (to
+    /// `disabled` or another account), a payout the old one holds stays in flight until
+    /// that provider is configured again or staff resolve it; the new provider, which
+    /// has never heard of it, would answer `NotFound` (and pay it again) or, simulated,
+    /// "delivered" for a payout nobody paid.
+    fn identity(&self) -> String;
+
+    /// Whether the provider documents that a re-submit of a payout id it already holds
+    /// pays nothing new (MTN's `X-Reference-Id`). Only then does the engine submit the
+    /// same id again after a `NotFound` (the first submit may have reached it unseen);
+    /// otherwise a payout whose submit may have reached the provider waits for a
+    /// definite answer or for staff (M-Pesa: Daraja does not document that it refuses a
+    /// re-used `OriginatorConversationID`).
+    fn resubmit_is_idempotent(&self) -> bool;
+
+    /// Submits a payout. Idempotent by `payout.id` where the provider documents it
+    /// ([`PayoutProvider::resubmit_is_idempotent`]). `Ok` means received, not paid.
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError>;
 
     /// Where the payout with this id stands (see [`PayoutStatus`]): the only input the

@@ -90,7 +90,8 @@ async fn old_keys_quotes_and_challenges_are_purged_and_recent_ones_kept() {
             idempotency: 1,
             quotes: 1,
             challenges: 1,
-            console_sessions: 0
+            console_sessions: 0,
+            payout_results: 0
         }
     );
 
@@ -149,4 +150,67 @@ async fn old_keys_quotes_and_challenges_are_purged_and_recent_ones_kept() {
         "nothing is left to purge"
     );
     h.assert_conserved().await;
+}
+
+/// A payout provider's results for one payout (`kind::PAYOUT_RESULT`, as
+/// `stablecoin_providers::mpesa::MpesaResults` stores them): dated by their last change.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PayoutResults {
+    payout_id: String,
+    updated_at: stablecoin_core::domain::time::Timestamp,
+}
+
+impl stablecoin_core::ports::Record for PayoutResults {
+    const KIND: &'static str = kind::PAYOUT_RESULT;
+    fn id(&self) -> String {
+        self.payout_id.clone()
+    }
+    fn created_at(&self) -> stablecoin_core::domain::time::Timestamp {
+        self.updated_at
+    }
+}
+
+#[tokio::test]
+async fn payout_results_are_purged_after_their_window_and_recent_ones_kept() {
+    use stablecoin_core::ports::{Clock, Record};
+    let h = harness();
+    let put = |id: &str| {
+        let r = PayoutResults {
+            payout_id: id.into(),
+            updated_at: h.clock.now(),
+        };
+        stablecoin_core::ports::Batch {
+            puts: vec![r.insert().unwrap()],
+            ..Default::default()
+        }
+    };
+    h.store.commit(put("wd_old")).await.unwrap();
+    h.clock.advance_ms(25 * HOUR_MS);
+    h.store.commit(put("wd_new")).await.unwrap();
+    let day = Retention::MIN_IDEMPOTENCY_MS;
+    let retention = Retention::new(day, day, day)
+        .unwrap()
+        .with_payout_results_ms(Retention::MIN_PAYOUT_RESULTS_MS)
+        .unwrap();
+    let report = h.engine.purge_expired(&retention).await.unwrap();
+    assert_eq!(report.payout_results, 1);
+    assert!(
+        h.store
+            .get(kind::PAYOUT_RESULT, "wd_old")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        h.store
+            .get(kind::PAYOUT_RESULT, "wd_new")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // A window under a day is refused.
+    let e = Retention::default()
+        .with_payout_results_ms(Retention::MIN_PAYOUT_RESULTS_MS - 1)
+        .unwrap_err();
+    assert_eq!(e.param(), Some("payout_results_ms"));
 }

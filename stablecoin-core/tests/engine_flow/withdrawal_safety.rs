@@ -27,6 +27,12 @@ struct GatedPayouts {
 
 #[async_trait]
 impl PayoutProvider for GatedPayouts {
+    fn identity(&self) -> String {
+        self.inner.identity()
+    }
+    fn resubmit_is_idempotent(&self) -> bool {
+        self.inner.resubmit_is_idempotent()
+    }
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
         self.gate.pass(&payout.id, self.inner.submit(payout)).await
     }
@@ -218,6 +224,12 @@ struct LaggingProvider {
 
 #[async_trait]
 impl PayoutProvider for LaggingProvider {
+    fn identity(&self) -> String {
+        self.inner.identity()
+    }
+    fn resubmit_is_idempotent(&self) -> bool {
+        self.inner.resubmit_is_idempotent()
+    }
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
         self.inner.submit(payout).await?;
         Err(PayoutError::Unknown(

@@ -6,8 +6,8 @@
 //!   `consumerKey:consumerSecret`, kept until shortly before its `expires_in` and
 //!   fetched again when Daraja answers 401.
 //! - Submit: `POST /mpesa/b2c/v3/paymentrequest`. Our payout id is the
-//!   `OriginatorConversationID`, the idempotency key: a re-submit of an id Daraja
-//!   already holds (its answer says "duplicate") is `Ok` and pays nothing new. The
+//!   `OriginatorConversationID`; an answer saying "duplicate" is `Ok` (already held),
+//!   but the engine never relies on it (see "No re-submit" below). The
 //!   `Amount` is whole shillings: a payout in another currency than KES, or with cents,
 //!   is refused (`Rejected`) before anything is sent. `ResponseCode` "0" means accepted
 //!   for processing, not paid.
@@ -18,8 +18,9 @@
 //! Daraja has no synchronous status read: the transaction-status query (its own
 //! "reconciliation path for when callbacks do not arrive") is acknowledged at once and
 //! its result is POSTed later to a `ResultURL`, like the payment's own result. So the
-//! adapter shares an [`MpesaResults`] store with the host's `ResultURL` route, which
-//! hands it every body it receives ([`MpesaResults::record`]), and `status`:
+//! adapter shares an [`MpesaResults`] store (in the database) with the host's
+//! `ResultURL` route, which hands it every body it verified ([`MpesaResults::record`]),
+//! and `status`:
 //!
 //! 1. returns a final outcome (Delivered, Failed) the store already has from one of its
 //!    own queries' results, without asking again;
@@ -32,29 +33,41 @@
 //!    of the query, not of the payout (`Unknown`; a 2001 "initiator invalid" on a query
 //!    must never refund a payout that may have been paid); no result yet is `Pending`.
 //!
-//! Only the results of the adapter's own queries are taken as truth: each is matched by
-//! the `ConversationID` Daraja returned in the query's acknowledgement, over TLS,
-//! moments before, so a forged or replayed POST cannot match one; it reflects
-//! M-Pesa's ledger when asked (a reversal after the payment's callback included); and
-//! it can be asked again at will, after a restart too. The payment's own result
-//! callback is unsolicited: it can be lost, delayed, duplicated or forged (its
-//! `OriginatorConversationID` is our withdrawal id, not a secret), and when the submit's
-//! acknowledgement was lost nothing authenticates it. It is recorded as a hint
-//! ([`MpesaResults::hint`], [`Recorded::Payment`]) on which the host makes the engine
-//! ask, as the port requires, and it never changes a status.
+//! # Why a result is believed
+//!
+//! Daraja signs nothing. Each request names its payout's own `ResultURL` and
+//! `QueueTimeOutURL`, ending in `/{payout id}/{token}` with the token an HMAC of the
+//! payout id under the server's callback secret ([`CallbackKey`]): only Daraja is given
+//! it, over TLS, so a body at that URL concerns that payout and no other, and a forger
+//! without the URL is refused by the host before anything is read. The host then
+//! hands the body to [`MpesaResults::record`] with the payout's amount and payee: a
+//! status result counts only if it answers one of the adapter's own queries (its
+//! `ConversationID`) and, when it says Completed, shows the payout's amount and payee;
+//! anything else is refused. Results live in the database, so the node that asks need
+//! not be the node Daraja calls back. The payment's own result stays a hint
+//! ([`MpesaResults::hint`]): it never changes a status.
+//!
+//! # No re-submit
+//!
+//! Daraja does not document that it refuses a re-used `OriginatorConversationID`, so
+//! [`PayoutProvider::resubmit_is_idempotent`] is false: the engine never sends a payout
+//! again after "not found" (it may be held unseen); it waits for a definite answer or for
+//! staff. A duplicate answer (409) to a submit is still read as "already held".
 //!
 //! # Settings the operator supplies
 //!
 //! `security_credential` is the initiator's password already RSA-encrypted with
 //! M-Pesa's public certificate and base64-encoded (Daraja's portal generates it); the
 //! adapter sends it as given and never sees the password. `result_url` and
-//! `queue_timeout_url` are the host's callback routes.
+//! `queue_timeout_url` are the bases of the host's callback routes, `callback_secret`
+//! the secret of their per-payout tokens.
 
 mod results;
 
-pub use results::{DEFAULT_NOT_FOUND_CODES, MpesaResult, MpesaResults, Recorded};
+pub use results::{DEFAULT_NOT_FOUND_CODES, Expected, MpesaResult, MpesaResults, Recorded};
 
 use crate::ProviderError;
+use crate::callback::CallbackKey;
 use crate::http::{base_url, client};
 use crate::token::{TokenCache, clip, read_token_answer, transport};
 use async_trait::async_trait;
@@ -90,10 +103,15 @@ pub struct MpesaConfig {
     pub shortcode: String,
     /// `BusinessPayment` (the default), `SalaryPayment` or `PromotionPayment`.
     pub command_id: String,
-    /// Where Daraja POSTs results (the host's route feeding [`MpesaResults::record`]).
+    /// The base of the host's result route (feeding [`MpesaResults::record`]); each
+    /// request's `ResultURL` is `{result_url}/{payout id}/{token}` ([`CallbackKey`]).
     pub result_url: String,
-    /// Where Daraja POSTs queue timeouts (outcome unknown: the adapter queries).
+    /// The base of the host's queue-timeout route (outcome unknown: the adapter
+    /// queries); per payout, as `result_url`.
     pub queue_timeout_url: String,
+    /// The server secret each payout's callback token is derived under (at least 32
+    /// characters; the host verifies with the same).
+    pub callback_secret: String,
     /// `Remarks` of each request (Daraja requires a non-empty one).
     pub remarks: String,
     /// `Occasion` of each request.
@@ -118,6 +136,7 @@ impl Default for MpesaConfig {
             command_id: "BusinessPayment".into(),
             result_url: String::new(),
             queue_timeout_url: String::new(),
+            callback_secret: String::new(),
             remarks: "Withdrawal".into(),
             occasion: String::new(),
             timeout: Duration::from_secs(10),
@@ -138,6 +157,7 @@ impl std::fmt::Debug for MpesaConfig {
             .field("command_id", &self.command_id)
             .field("result_url", &self.result_url)
             .field("queue_timeout_url", &self.queue_timeout_url)
+            .field("callback_secret", &"<redacted>")
             .field("timeout", &self.timeout)
             .field("result_wait", &self.result_wait)
             .finish_non_exhaustive()
@@ -152,6 +172,7 @@ pub struct MpesaB2c {
     http: reqwest::Client,
     token: TokenCache,
     results: Arc<MpesaResults>,
+    callbacks: CallbackKey,
 }
 
 /// Daraja's synchronous answer to a request.
@@ -198,6 +219,7 @@ impl MpesaB2c {
         }
         base_url(&config.result_url)?;
         base_url(&config.queue_timeout_url)?;
+        let callbacks = CallbackKey::new(&config.callback_secret)?;
         let base = base_url(&config.base_url)?;
         let http = client(config.timeout)?;
         Ok(MpesaB2c {
@@ -206,6 +228,7 @@ impl MpesaB2c {
             http,
             token: TokenCache::new(),
             results,
+            callbacks,
         })
     }
 
@@ -222,8 +245,7 @@ impl MpesaB2c {
     }
 
     /// Parses a body Daraja POSTed to a `ResultURL` (a B2C result or a status query's
-    /// result), without recording it. A callback is a hint: record it with
-    /// [`MpesaResults::record`] and let the engine ask [`PayoutProvider::status`].
+    /// result), without recording it ([`MpesaResults::record`] records it).
     pub fn parse_result(body: &[u8]) -> Result<MpesaResult, ProviderError> {
         results::parse(body)
     }
@@ -309,12 +331,32 @@ impl MpesaB2c {
         })
     }
 
-    /// Waits up to `result_wait` for a status query's result for `payout_id`.
+    /// Waits up to `result_wait` for a status query's result for `payout_id` (it may
+    /// arrive at any node: read from the database).
     async fn wait_outcome(&self, payout_id: &str) {
         let until = Instant::now() + self.config.result_wait;
-        while self.results.outcome(payout_id).is_none() && Instant::now() < until {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        while self.results.outcome(payout_id).await.is_none() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(25)).await;
         }
+    }
+
+    /// The payout's own `(ResultURL, QueueTimeOutURL)`.
+    fn callback_urls(&self, payout_id: &str) -> Result<(String, String), PayoutError> {
+        let url = |base: &str| {
+            self.callbacks
+                .url(base, payout_id)
+                .map_err(|e| PayoutError::Rejected(format!("M-Pesa: {e}")))
+        };
+        Ok((
+            url(&self.config.result_url)?,
+            url(&self.config.queue_timeout_url)?,
+        ))
+    }
+
+    /// Records what Daraja acknowledged; a storage failure makes the call `Unknown`
+    /// (the acknowledgement is then re-learnt by the next status query).
+    fn stored(r: Result<(), ProviderError>) -> Result<(), PayoutError> {
+        r.map_err(|e| PayoutError::Unknown(format!("M-Pesa: {e}")))
     }
 }
 
@@ -326,9 +368,22 @@ fn is_duplicate(status: u16, err: &ApiError) -> bool {
 
 #[async_trait]
 impl PayoutProvider for MpesaB2c {
+    /// `mpesa:<shortcode>`: the paying account; another shortcode (or app) cannot
+    /// answer for its payouts.
+    fn identity(&self) -> String {
+        format!("mpesa:{}", self.config.shortcode)
+    }
+
+    /// No: Daraja does not document that a re-used `OriginatorConversationID` is
+    /// refused, so a payout it may hold is never sent again (see the module docs).
+    fn resubmit_is_idempotent(&self) -> bool {
+        false
+    }
+
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
         let amount = Self::amount(payout)?;
         let party_b = payout.phone.as_str().trim_start_matches('+');
+        let (result_url, timeout_url) = self.callback_urls(&payout.id)?;
         let body = serde_json::json!({
             "OriginatorConversationID": payout.id,
             "InitiatorName": self.config.initiator_name,
@@ -338,17 +393,19 @@ impl PayoutProvider for MpesaB2c {
             "PartyA": self.config.shortcode,
             "PartyB": party_b,
             "Remarks": self.config.remarks,
-            "QueueTimeOutURL": self.config.queue_timeout_url,
-            "ResultURL": self.config.result_url,
+            "QueueTimeOutURL": timeout_url,
+            "ResultURL": result_url,
             "Occasion": self.config.occasion,
         });
         match self.post("/mpesa/b2c/v3/paymentrequest", &body).await? {
             Answer::Ok(ack) => {
                 let code = Self::response_code(&ack);
                 if code == "0" {
-                    self.results
-                        .submitted(&payout.id, Some(&ack.conversation_id));
-                    Ok(())
+                    Self::stored(
+                        self.results
+                            .submitted(&payout.id, Some(&ack.conversation_id))
+                            .await,
+                    )
                 } else {
                     Err(PayoutError::Rejected(format!(
                         "M-Pesa: ResponseCode {} {}",
@@ -358,8 +415,7 @@ impl PayoutProvider for MpesaB2c {
                 }
             }
             Answer::Error(status, err) if is_duplicate(status, &err) => {
-                self.results.submitted(&payout.id, None);
-                Ok(())
+                Self::stored(self.results.submitted(&payout.id, None).await)
             }
             // A documented validation refusal (`400.002.02 Bad Request - Invalid
             // PartyB`, ...): Daraja took nothing.
@@ -376,13 +432,14 @@ impl PayoutProvider for MpesaB2c {
     }
 
     async fn status(&self, payout_id: &str) -> Result<PayoutStatus, PayoutError> {
-        match self.results.outcome(payout_id) {
+        match self.results.outcome(payout_id).await {
             Some(QueryOutcome::Completed(reference)) => {
                 return Ok(PayoutStatus::Delivered { reference });
             }
             Some(QueryOutcome::Failed(reason)) => return Ok(PayoutStatus::Failed { reason }),
             _ => {}
         }
+        let (result_url, timeout_url) = self.callback_urls(payout_id)?;
         let body = serde_json::json!({
             "Initiator": self.config.initiator_name,
             "SecurityCredential": self.config.security_credential,
@@ -390,8 +447,8 @@ impl PayoutProvider for MpesaB2c {
             "OriginatorConversationID": payout_id,
             "PartyA": self.config.shortcode,
             "IdentifierType": "4",
-            "ResultURL": self.config.result_url,
-            "QueueTimeOutURL": self.config.queue_timeout_url,
+            "ResultURL": result_url,
+            "QueueTimeOutURL": timeout_url,
             "Remarks": self.config.remarks,
             "Occasion": self.config.occasion,
         });
@@ -402,7 +459,11 @@ impl PayoutProvider for MpesaB2c {
             Answer::Ok(ack)
                 if Self::response_code(&ack) == "0" && !ack.conversation_id.is_empty() =>
             {
-                self.results.query_sent(payout_id, &ack.conversation_id);
+                Self::stored(
+                    self.results
+                        .query_sent(payout_id, &ack.conversation_id)
+                        .await,
+                )?;
             }
             Answer::Ok(ack) => {
                 return Err(PayoutError::Unknown(format!(
@@ -418,7 +479,7 @@ impl PayoutProvider for MpesaB2c {
             }
         }
         self.wait_outcome(payout_id).await;
-        match self.results.take_transient(payout_id) {
+        match self.results.take_transient(payout_id).await {
             Some(QueryOutcome::Completed(reference)) => Ok(PayoutStatus::Delivered { reference }),
             Some(QueryOutcome::Failed(reason)) => Ok(PayoutStatus::Failed { reason }),
             Some(QueryOutcome::NotFound) => Ok(PayoutStatus::NotFound),

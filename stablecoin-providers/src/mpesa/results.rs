@@ -1,15 +1,22 @@
 //! Daraja's result bodies (the B2C result and the transaction-status result, both
-//! POSTed to a `ResultURL`) and [`MpesaResults`], the store they are recorded in.
+//! POSTed to a payout's own `ResultURL`) and [`MpesaResults`], the store they are
+//! recorded in: a record per payout in the database, so every node reads what any
+//! node received, bounded by retention.
 
 use crate::ProviderError;
-use serde::Deserialize;
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Mutex;
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::ports::kinds::kind;
+use stablecoin_core::ports::record::{Record, get_record};
+use stablecoin_core::ports::store::{Batch, Store};
+use stablecoin_core::ports::{Clock, SystemClock};
+use std::sync::Arc;
 
 /// One result Daraja POSTed to a `ResultURL`: the B2C payment's result or a
 /// transaction-status query's.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MpesaResult {
     /// `ResultType` (0 for a completed request), as Daraja wrote it.
     pub result_type: Option<String>,
@@ -152,7 +159,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<MpesaResult, ProviderError> {
 }
 
 /// What a status query's result says of a payout.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum QueryOutcome {
     /// `TransactionStatus` "Completed": paid, with this receipt.
     Completed(String),
@@ -167,201 +174,407 @@ pub(crate) enum QueryOutcome {
     QueryFailed(String),
 }
 
+impl QueryOutcome {
+    fn is_final(&self) -> bool {
+        matches!(self, QueryOutcome::Completed(_) | QueryOutcome::Failed(_))
+    }
+}
+
+/// What the payout a result arrived for must show: the withdrawal's own amount and
+/// payee, which the host reads from its payout leg.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expected {
+    /// Whole shillings paid.
+    pub amount: Decimal,
+    /// `PartyB`: the payee's number without `+` (`2547...`).
+    pub party_b: String,
+}
+
 /// What a recorded result was matched to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Recorded {
-    /// The result of the payout with this id's B2C request: a hint only. The host
-    /// makes the engine ask ([`crate::mpesa::MpesaB2c`]'s status) and nothing more.
+    /// The result of the payout's B2C request: a hint only. The host makes the engine
+    /// ask ([`crate::mpesa::MpesaB2c`]'s status) and nothing more.
     Payment {
         /// Our payout id.
         payout_id: String,
     },
-    /// The result of a status query the adapter issued for this payout id: recorded
-    /// as the payout's status, which the next status call returns.
+    /// The result of a status query the adapter issued for this payout: recorded as
+    /// the payout's status (moving it only forward: a final answer is never replaced).
     StatusQuery {
         /// Our payout id.
         payout_id: String,
     },
-    /// Not a request of ours (unknown `ConversationID` and `OriginatorConversationID`,
-    /// or a forgery): ignored.
-    Unmatched,
+    /// A status query's result that arrived before its acknowledgement was recorded
+    /// (Daraja can be that quick): kept with the payout, filed when it is.
+    Early {
+        /// Our payout id.
+        payout_id: String,
+    },
+    /// Refused: it names another request, another payout, amount or payee than this
+    /// payout's. The host logs it and answers an error; nothing is recorded.
+    Mismatch {
+        /// What did not match, for the log.
+        reason: String,
+    },
 }
 
-impl Recorded {
-    /// The payout the result concerns, if it is one of ours.
-    pub fn payout_id(&self) -> Option<&str> {
-        match self {
-            Recorded::Payment { payout_id } | Recorded::StatusQuery { payout_id } => {
-                Some(payout_id)
-            }
-            Recorded::Unmatched => None,
-        }
+/// The results of one payout, as stored (kind [`kind::PAYOUT_RESULT`], id the payout
+/// id).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct PayoutResults {
+    payout_id: String,
+    /// The last change: retention purges a record this old.
+    updated_at: Timestamp,
+    /// Daraja's `ConversationID` of the B2C request, from its acknowledgement.
+    #[serde(default)]
+    payment_conversation: Option<String>,
+    /// `ConversationID`s of our status queries, newest last, at most [`QUERIES`].
+    #[serde(default)]
+    queries: Vec<String>,
+    /// The newest status-query outcome (a final one is never replaced).
+    #[serde(default)]
+    outcome: Option<QueryOutcome>,
+    /// The B2C result (a hint, kept for inspection).
+    #[serde(default)]
+    hint: Option<MpesaResult>,
+    /// Status-query results that arrived before their acknowledgement was recorded,
+    /// at most [`EARLY`].
+    #[serde(default)]
+    early: Vec<MpesaResult>,
+}
+
+impl Record for PayoutResults {
+    const KIND: &'static str = kind::PAYOUT_RESULT;
+    fn id(&self) -> String {
+        self.payout_id.clone()
+    }
+    fn created_at(&self) -> Timestamp {
+        self.updated_at
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Payment,
-    Query,
+/// Status queries remembered per payout.
+const QUERIES: usize = 8;
+/// Early results kept per payout.
+const EARLY: usize = 4;
+
+/// Whether `r` is shaped as a transaction-status result (it reports a
+/// `TransactionStatus`, or it is a failed query: its own `OriginatorConversationID` is
+/// not the payout's).
+fn is_query_result(r: &MpesaResult, payout_id: &str) -> bool {
+    r.parameter("TransactionStatus").is_some() || r.originator_conversation_id != payout_id
 }
 
-#[derive(Debug, Default)]
-struct Inner {
-    /// Daraja's `ConversationID`s from our acknowledgements: to the payout id and
-    /// whether the request was the payment or a status query.
-    conversations: HashMap<String, (String, Kind)>,
-    /// Payout ids submitted through this store's adapter.
-    submitted: HashSet<String>,
-    /// The latest status-query outcome per payout id.
-    outcomes: HashMap<String, QueryOutcome>,
-    /// The latest B2C result per payout id (hints, kept for inspection).
-    hints: HashMap<String, MpesaResult>,
-    /// Results that arrived before the acknowledgement naming their `ConversationID`
-    /// was read (Daraja can be that quick), newest last, at most [`ORPHANS`].
-    orphans: VecDeque<MpesaResult>,
+fn amount_is(text: Option<&str>, want: Decimal) -> bool {
+    text.and_then(|t| t.trim().parse::<Decimal>().ok())
+        .is_some_and(|a| a.normalize() == want.normalize())
 }
 
-/// How many unmatched results are kept for an acknowledgement still in flight.
-const ORPHANS: usize = 256;
+/// Why a status query's result cannot be this payout's, if it cannot.
+fn query_mismatch(r: &MpesaResult, payout_id: &str, e: &Expected) -> Option<String> {
+    if let Some(id) = r.parameter("OriginatorConversationID")
+        && !id.is_empty()
+        && id != payout_id
+    {
+        return Some(format!("status result of another payout ({id})"));
+    }
+    let completed = r
+        .parameter("TransactionStatus")
+        .is_some_and(|s| s.eq_ignore_ascii_case("completed"));
+    if completed && r.is_success() {
+        if !amount_is(r.parameter("Amount"), e.amount) {
+            return Some("status result: Amount is not the payout's".into());
+        }
+        if let Some(p) = r.parameter("CreditPartyName")
+            && !p.trim_start().starts_with(&e.party_b)
+        {
+            return Some("status result: CreditPartyName is not the payee".into());
+        }
+    }
+    None
+}
 
-impl Inner {
-    /// Files `r` under the request its `ConversationID` names, if known.
-    fn file(&mut self, r: &MpesaResult, not_found: &[String]) -> Option<Recorded> {
-        match self.conversations.get(&r.conversation_id).cloned() {
-            Some((id, Kind::Query)) => {
-                self.outcomes.insert(id.clone(), classify(r, not_found));
-                Some(Recorded::StatusQuery { payout_id: id })
-            }
-            Some((id, Kind::Payment)) => {
-                self.hints.insert(id.clone(), r.clone());
-                Some(Recorded::Payment { payout_id: id })
-            }
-            None => None,
+/// Why a B2C result cannot be this payout's, if it cannot.
+fn payment_mismatch(
+    r: &MpesaResult,
+    rec: &PayoutResults,
+    payout_id: &str,
+    e: &Expected,
+) -> Option<String> {
+    if r.originator_conversation_id != payout_id {
+        return Some("B2C result of another OriginatorConversationID".into());
+    }
+    if let Some(c) = &rec.payment_conversation
+        && *c != r.conversation_id
+    {
+        return Some("B2C result of another ConversationID".into());
+    }
+    if r.is_success() {
+        if !amount_is(r.parameter("TransactionAmount"), e.amount) {
+            return Some("B2C result: TransactionAmount is not the payout's".into());
+        }
+        if let Some(p) = r.parameter("ReceiverPartyPublicName")
+            && !p.trim_start().starts_with(&e.party_b)
+        {
+            return Some("B2C result: ReceiverPartyPublicName is not the payee".into());
+        }
+    }
+    None
+}
+
+impl PayoutResults {
+    /// Files a status query's result `r`, answering the query `conversation`: final
+    /// outcomes are kept; a transient one counts only from the newest query.
+    fn file_query(&mut self, r: &MpesaResult, not_found: &[String]) {
+        if self.outcome.as_ref().is_some_and(QueryOutcome::is_final) {
+            return;
+        }
+        let outcome = classify(r, not_found);
+        let newest = self.queries.last() == Some(&r.conversation_id);
+        if outcome.is_final() || newest {
+            self.outcome = Some(outcome);
         }
     }
 
-    /// Files the orphans `conversation_id` now names.
-    fn adopt(&mut self, conversation_id: &str, not_found: &[String]) {
-        let (mine, rest): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut self.orphans)
+    /// Files the early results the query `conversation` names.
+    fn adopt(&mut self, conversation: &str, not_found: &[String]) {
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.early)
             .into_iter()
-            .partition(|r| r.conversation_id == conversation_id);
-        self.orphans = rest;
+            .partition(|r| r.conversation_id == conversation);
+        self.early = rest;
         for r in mine {
-            let _ = self.file(&r, not_found);
+            self.file_query(&r, not_found);
         }
     }
 }
 
-/// The results Daraja POSTed back, shared by [`crate::mpesa::MpesaB2c`] and the host's
-/// `ResultURL` route (which hands every body to [`MpesaResults::record`]).
+/// The results Daraja POSTed back, kept in the database (any [`Store`]: SQLite,
+/// PostgreSQL, memory) and shared by [`crate::mpesa::MpesaB2c`] and the host's
+/// `ResultURL` route (which hands each body to [`MpesaResults::record`] once it has
+/// verified the payout's callback token and read the payout's amount and payee).
 ///
-/// A result is matched by its `ConversationID` to a request of ours: Daraja returns
-/// that id in the synchronous acknowledgement of each request, over TLS, so a forger
-/// who never saw it cannot match one. Only the results of the adapter's own status
-/// queries become a payout's status; a B2C result is kept as a hint. In memory: after
-/// a restart the adapter simply queries again.
-#[derive(Debug, Default)]
+/// A result is taken only for the payout its URL names, and only when it answers one
+/// of our requests for it (the `ConversationID` Daraja acknowledged, or for a B2C
+/// result the payout id) and shows that payout's amount and payee; anything else is
+/// [`Recorded::Mismatch`]. Only the results of the adapter's own status queries become
+/// a payout's status, and only forward: a final answer is never replaced, a late or
+/// duplicated one changes nothing. Retention purges a payout's record
+/// ([`kind::PAYOUT_RESULT`]) after its window; the adapter then simply queries again.
 pub struct MpesaResults {
-    inner: Mutex<Inner>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
     not_found: Vec<String>,
 }
 
+impl std::fmt::Debug for MpesaResults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpesaResults")
+            .field("not_found", &self.not_found)
+            .finish_non_exhaustive()
+    }
+}
+
+fn storage(e: impl std::fmt::Display) -> ProviderError {
+    ProviderError::Storage(e.to_string())
+}
+
 impl MpesaResults {
-    /// An empty store that reads [`DEFAULT_NOT_FOUND_CODES`] as "unknown id".
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// An empty store that reads these status-query result codes as "M-Pesa holds
-    /// no transaction under this id" (instead of [`DEFAULT_NOT_FOUND_CODES`]).
-    pub fn with_not_found_codes(codes: Vec<String>) -> Self {
+    /// A store over `store` that reads [`DEFAULT_NOT_FOUND_CODES`] as "unknown id".
+    pub fn new(store: Arc<dyn Store>) -> Self {
         MpesaResults {
-            inner: Mutex::default(),
-            not_found: codes,
+            store,
+            clock: Arc::new(SystemClock),
+            not_found: Vec::new(),
         }
     }
 
-    /// Records a body POSTed to the `ResultURL` and says which request of ours it
-    /// answers; `BadCallback` when it is not Daraja's result shape. Answer Daraja 200
-    /// for any parsed body, even [`Recorded::Unmatched`].
-    pub fn record(&self, body: &[u8]) -> Result<Recorded, ProviderError> {
+    /// Reads these status-query result codes as "M-Pesa holds no transaction under
+    /// this id" (instead of [`DEFAULT_NOT_FOUND_CODES`]).
+    pub fn with_not_found_codes(mut self, codes: Vec<String>) -> Self {
+        self.not_found = codes;
+        self
+    }
+
+    /// Dates the records on `clock` (retention reads the date).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    async fn read(&self, payout_id: &str) -> Result<Option<PayoutResults>, ProviderError> {
+        Ok(get_record::<PayoutResults>(&*self.store, payout_id)
+            .await
+            .map_err(storage)?
+            .map(|v| v.record))
+    }
+
+    /// Applies `f` to the payout's record (created if absent) and writes it when `f`
+    /// says so, retrying a concurrent change by another node.
+    async fn change<T>(
+        &self,
+        payout_id: &str,
+        f: impl Fn(&mut PayoutResults) -> (T, bool),
+    ) -> Result<T, ProviderError> {
+        let mut last = String::new();
+        for _ in 0..5 {
+            let found = get_record::<PayoutResults>(&*self.store, payout_id)
+                .await
+                .map_err(storage)?;
+            let (mut rec, version) = match found {
+                Some(v) => (v.record, Some(v.version)),
+                None => (
+                    PayoutResults {
+                        payout_id: payout_id.to_string(),
+                        ..Default::default()
+                    },
+                    None,
+                ),
+            };
+            let (out, write) = f(&mut rec);
+            if !write {
+                return Ok(out);
+            }
+            rec.updated_at = self.clock.now();
+            let put = match version {
+                Some(v) => rec.update(v),
+                None => rec.insert(),
+            }
+            .map_err(storage)?;
+            match self
+                .store
+                .commit(Batch {
+                    puts: vec![put],
+                    ..Default::default()
+                })
+                .await
+            {
+                Ok(_) => return Ok(out),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(storage(last))
+    }
+
+    /// Records a body POSTed to the `ResultURL` of payout `payout_id` (the host has
+    /// verified the URL's token) and says what it answered; `BadCallback` when it is
+    /// not Daraja's result shape. A [`Recorded::Mismatch`] changes nothing.
+    pub async fn record(
+        &self,
+        payout_id: &str,
+        expected: &Expected,
+        body: &[u8],
+    ) -> Result<Recorded, ProviderError> {
         let r = parse(body)?;
-        let Ok(mut g) = self.inner.lock() else {
-            return Ok(Recorded::Unmatched);
-        };
-        if let Some(recorded) = g.file(&r, &self.not_found) {
-            return Ok(recorded);
-        }
-        // The payment's acknowledgement was lost (or is still in flight): its result
-        // names our payout id. A hint, as every B2C result is.
-        let hinted = g
-            .submitted
-            .contains(&r.originator_conversation_id)
-            .then(|| r.originator_conversation_id.clone());
-        if let Some(id) = &hinted {
-            g.hints.insert(id.clone(), r.clone());
-        }
-        if g.orphans.len() >= ORPHANS {
-            g.orphans.pop_front();
-        }
-        g.orphans.push_back(r);
-        Ok(match hinted {
-            Some(payout_id) => Recorded::Payment { payout_id },
-            None => Recorded::Unmatched,
+        let nf = self.not_found.clone();
+        self.change(payout_id, |rec| {
+            let id = payout_id.to_string();
+            if rec.queries.contains(&r.conversation_id) {
+                if let Some(reason) = query_mismatch(&r, payout_id, expected) {
+                    return (Recorded::Mismatch { reason }, false);
+                }
+                rec.file_query(&r, &nf);
+                return (Recorded::StatusQuery { payout_id: id }, true);
+            }
+            if !is_query_result(&r, payout_id) {
+                if let Some(reason) = payment_mismatch(&r, rec, payout_id, expected) {
+                    return (Recorded::Mismatch { reason }, false);
+                }
+                let same = rec.hint.as_ref() == Some(&r);
+                rec.hint = Some(r.clone());
+                return (Recorded::Payment { payout_id: id }, !same);
+            }
+            // A status result whose query's acknowledgement is not recorded yet.
+            if let Some(reason) = query_mismatch(&r, payout_id, expected) {
+                return (Recorded::Mismatch { reason }, false);
+            }
+            if r.parameter("OriginatorConversationID") != Some(payout_id) {
+                return (
+                    Recorded::Mismatch {
+                        reason: "a result answering none of this payout's requests".into(),
+                    },
+                    false,
+                );
+            }
+            if rec.early.contains(&r) {
+                return (Recorded::Early { payout_id: id }, false);
+            }
+            if rec.early.len() >= EARLY {
+                rec.early.remove(0);
+            }
+            rec.early.push(r.clone());
+            (Recorded::Early { payout_id: id }, true)
         })
+        .await
     }
 
     /// The latest B2C result recorded for `payout_id` (a hint, never its status).
-    pub fn hint(&self, payout_id: &str) -> Option<MpesaResult> {
-        self.inner.lock().ok()?.hints.get(payout_id).cloned()
+    pub async fn hint(&self, payout_id: &str) -> Option<MpesaResult> {
+        self.read(payout_id).await.ok().flatten()?.hint
     }
 
-    pub(crate) fn submitted(&self, payout_id: &str, conversation_id: Option<&str>) {
-        if let Ok(mut g) = self.inner.lock() {
-            g.submitted.insert(payout_id.to_string());
+    pub(crate) async fn submitted(
+        &self,
+        payout_id: &str,
+        conversation_id: Option<&str>,
+    ) -> Result<(), ProviderError> {
+        self.change(payout_id, |rec| {
+            let mut write = false;
             // A NotFound seen before this submit is out of date.
-            if g.outcomes.get(payout_id) == Some(&QueryOutcome::NotFound) {
-                g.outcomes.remove(payout_id);
+            if rec.outcome == Some(QueryOutcome::NotFound) {
+                rec.outcome = None;
+                write = true;
             }
-            if let Some(c) = conversation_id.filter(|c| !c.is_empty()) {
-                g.conversations
-                    .insert(c.to_string(), (payout_id.to_string(), Kind::Payment));
-                g.adopt(c, &self.not_found);
+            if let Some(c) = conversation_id.filter(|c| !c.is_empty())
+                && rec.payment_conversation.as_deref() != Some(c)
+            {
+                rec.payment_conversation = Some(c.to_string());
+                write = true;
             }
-        }
+            ((), write)
+        })
+        .await
     }
 
-    pub(crate) fn query_sent(&self, payout_id: &str, conversation_id: &str) {
-        if let Ok(mut g) = self.inner.lock() {
+    pub(crate) async fn query_sent(
+        &self,
+        payout_id: &str,
+        conversation_id: &str,
+    ) -> Result<(), ProviderError> {
+        let nf = self.not_found.clone();
+        self.change(payout_id, |rec| {
             // An outcome that is not final is out of date: wait for this query's.
-            if !matches!(
-                g.outcomes.get(payout_id),
-                Some(QueryOutcome::Completed(_) | QueryOutcome::Failed(_))
-            ) {
-                g.outcomes.remove(payout_id);
+            if !rec.outcome.as_ref().is_some_and(QueryOutcome::is_final) {
+                rec.outcome = None;
             }
-            g.conversations.insert(
-                conversation_id.to_string(),
-                (payout_id.to_string(), Kind::Query),
-            );
-            g.adopt(conversation_id, &self.not_found);
-        }
+            if !rec.queries.iter().any(|q| q == conversation_id) {
+                if rec.queries.len() >= QUERIES {
+                    rec.queries.remove(0);
+                }
+                rec.queries.push(conversation_id.to_string());
+            }
+            rec.adopt(conversation_id, &nf);
+            ((), true)
+        })
+        .await
     }
 
-    pub(crate) fn outcome(&self, payout_id: &str) -> Option<QueryOutcome> {
-        self.inner.lock().ok()?.outcomes.get(payout_id).cloned()
+    pub(crate) async fn outcome(&self, payout_id: &str) -> Option<QueryOutcome> {
+        self.read(payout_id).await.ok().flatten()?.outcome
     }
 
     /// Takes a `NotFound` or `QueryFailed` outcome (each answers one status call: the
     /// next one waits for a newer query's result); final and pending ones stay.
-    pub(crate) fn take_transient(&self, payout_id: &str) -> Option<QueryOutcome> {
-        let mut g = self.inner.lock().ok()?;
-        match g.outcomes.get(payout_id) {
+    pub(crate) async fn take_transient(&self, payout_id: &str) -> Option<QueryOutcome> {
+        self.change(payout_id, |rec| match &rec.outcome {
             Some(QueryOutcome::NotFound | QueryOutcome::QueryFailed(_)) => {
-                g.outcomes.remove(payout_id)
+                (rec.outcome.take(), true)
             }
-            other => other.cloned(),
-        }
+            other => (other.clone(), false),
+        })
+        .await
+        .ok()
+        .flatten()
     }
 }
 

@@ -112,33 +112,80 @@ fn a_status_query_result_classifies() {
     );
 }
 
-#[test]
-fn only_results_of_our_requests_are_filed() {
-    let store = MpesaResults::new();
-    // Unknown conversation and payout: ignored.
+fn store() -> Arc<MpesaResults> {
+    Arc::new(MpesaResults::new(Arc::new(
+        stablecoin_core::memory::MemoryStore::new(),
+    )))
+}
+
+fn expected() -> Expected {
+    Expected {
+        amount: rust_decimal::Decimal::new(1050, 2),
+        party_b: "254708374149".into(),
+    }
+}
+
+#[tokio::test]
+async fn only_results_of_our_requests_are_filed() {
+    let store = store();
+    let e = expected();
+    // A B2C result naming the payout: a hint, never an outcome.
     assert_eq!(
-        store.record(B2C_OK.as_bytes()).unwrap(),
-        Recorded::Unmatched
-    );
-    assert_eq!(store.hint("wd_1"), None);
-    // A payout we submitted: the B2C result is a hint, never an outcome.
-    store.submitted("wd_1", Some("AG_20240101_0000aaaa"));
-    assert_eq!(
-        store.record(B2C_OK.as_bytes()).unwrap(),
+        store.record("wd_1", &e, B2C_OK.as_bytes()).await.unwrap(),
         Recorded::Payment {
             payout_id: "wd_1".into()
         }
     );
-    assert!(store.hint("wd_1").is_some());
-    assert_eq!(store.outcome("wd_1"), None);
-    // A status query's result arriving before its acknowledgement was read is kept
+    assert!(store.hint("wd_1").await.is_some());
+    assert_eq!(store.outcome("wd_1").await, None);
+    // At another payout's URL it is refused.
+    assert!(matches!(
+        store.record("wd_9", &e, B2C_OK.as_bytes()).await.unwrap(),
+        Recorded::Mismatch { .. }
+    ));
+    // Once the acknowledgement named its ConversationID, another one is refused.
+    store
+        .submitted("wd_1", Some("AG_20240101_0000aaaa"))
+        .await
+        .unwrap();
+    let other = B2C_OK.replace("AG_20240101_0000aaaa", "AG_other");
+    assert!(matches!(
+        store.record("wd_1", &e, other.as_bytes()).await.unwrap(),
+        Recorded::Mismatch { .. }
+    ));
+    // Another amount or payee: refused.
+    let more = B2C_OK.replace("10.50", "1050");
+    assert!(matches!(
+        store.record("wd_1", &e, more.as_bytes()).await.unwrap(),
+        Recorded::Mismatch { .. }
+    ));
+    // A status query's result arriving before its acknowledgement was recorded is kept
     // and filed when it is.
-    let early = r#"{"Result":{"ResultCode":0,"ConversationID":"AG_q2","ResultParameters":
-      {"ResultParameter":[{"Key":"ReceiptNo","Value":"R1"},{"Key":"TransactionStatus","Value":"Completed"}]}}}"#;
-    assert_eq!(store.record(early.as_bytes()).unwrap(), Recorded::Unmatched);
-    store.query_sent("wd_1", "AG_q2");
+    let early = r#"{"Result":{"ResultCode":0,"OriginatorConversationID":"q","ConversationID":"AG_q2","ResultParameters":
+      {"ResultParameter":[{"Key":"ReceiptNo","Value":"R1"},{"Key":"TransactionStatus","Value":"Completed"},
+      {"Key":"OriginatorConversationID","Value":"wd_1"},{"Key":"Amount","Value":10.5},
+      {"Key":"CreditPartyName","Value":"254708374149 - J"}]}}}"#;
     assert_eq!(
-        store.outcome("wd_1"),
+        store.record("wd_1", &e, early.as_bytes()).await.unwrap(),
+        Recorded::Early {
+            payout_id: "wd_1".into()
+        }
+    );
+    store.query_sent("wd_1", "AG_q2").await.unwrap();
+    assert_eq!(
+        store.outcome("wd_1").await,
+        Some(QueryOutcome::Completed("R1".into()))
+    );
+    // A later result of the same query saying otherwise changes nothing (forward only).
+    let late = early.replace("Completed", "Failed");
+    assert_eq!(
+        store.record("wd_1", &e, late.as_bytes()).await.unwrap(),
+        Recorded::StatusQuery {
+            payout_id: "wd_1".into()
+        }
+    );
+    assert_eq!(
+        store.outcome("wd_1").await,
         Some(QueryOutcome::Completed("R1".into()))
     );
 }
@@ -153,24 +200,24 @@ fn secrets_are_not_in_debug_and_config_is_checked() {
         shortcode: "600000".into(),
         result_url: "https://host/mpesa/result".into(),
         queue_timeout_url: "https://host/mpesa/timeout".into(),
+        callback_secret: "callback-secret-0123456789abcdef-0123".into(),
         ..MpesaConfig::default()
     };
-    let a = MpesaB2c::new(c.clone(), Arc::new(MpesaResults::new())).unwrap();
+    let a = MpesaB2c::new(c.clone(), store()).unwrap();
     let shown = format!("{c:?} {a:?}");
     assert!(!shown.contains("cs_secret_value") && !shown.contains("ENCRYPTED_credential"));
+    assert!(!shown.contains("callback-secret"));
     let no_cred = MpesaConfig {
         security_credential: " ".into(),
         ..c.clone()
     };
     assert_eq!(
-        MpesaB2c::new(no_cred, Arc::new(MpesaResults::new()))
-            .unwrap_err()
-            .code(),
+        MpesaB2c::new(no_cred, store()).unwrap_err().code(),
         "PROVIDER_CONFIG"
     );
     let bad_url = MpesaConfig {
         result_url: "ftp://x".into(),
         ..c
     };
-    assert!(MpesaB2c::new(bad_url, Arc::new(MpesaResults::new())).is_err());
+    assert!(MpesaB2c::new(bad_url, store()).is_err());
 }

@@ -80,6 +80,13 @@ struct Inner {
     /// sent and answered so far.
     callbacks_answered: Arc<std::sync::atomic::AtomicUsize>,
     query_results: (usize, Duration),
+    /// Payment requests that passed the token check.
+    payment_requests: usize,
+    /// The worst case of an undocumented behaviour: a re-used
+    /// `OriginatorConversationID` is taken as a new payment and paid again.
+    duplicates_pay: bool,
+    /// Status queries answer "not found" for every id (a ledger that lags).
+    queries_not_found: bool,
     next: u64,
 }
 
@@ -129,6 +136,9 @@ impl FakeMpesa {
                 payment_callbacks: (1, Duration::ZERO),
                 callbacks_answered: Arc::default(),
                 query_results: (1, Duration::ZERO),
+                payment_requests: 0,
+                duplicates_pay: false,
+                queries_not_found: false,
                 next: 0,
             }),
         });
@@ -223,6 +233,24 @@ impl FakeMpesa {
     /// the query. Default: once, at once.
     pub fn set_query_results(&self, times: usize, delay: Duration) {
         self.state.lock().query_results = (times, delay);
+    }
+
+    /// Payment requests received with a valid token (any id, duplicates included).
+    pub fn payment_requests(&self) -> usize {
+        self.state.lock().payment_requests
+    }
+
+    /// While on, a payment request re-using an `OriginatorConversationID` is paid
+    /// again instead of refused with 409: Daraja does not document which it does, so a
+    /// test can hold the adapter and the engine to the worst case.
+    pub fn set_duplicates_pay(&self, on: bool) {
+        self.state.lock().duplicates_pay = on;
+    }
+
+    /// While on, every status query's result is "not found" (`R000002`), as from a
+    /// ledger that has not caught up with a payment yet.
+    pub fn set_queries_not_found(&self, on: bool) {
+        self.state.lock().queries_not_found = on;
     }
 
     /// How many times the payment `originator_conversation_id` was paid (0 or 1
@@ -414,7 +442,8 @@ async fn payment(
     }
     let lose = {
         let mut g = st.lock();
-        if g.payments.contains_key(&id) {
+        g.payment_requests += 1;
+        if g.payments.contains_key(&id) && !g.duplicates_pay {
             return daraja_error(
                 StatusCode::CONFLICT,
                 "409.001.01",
@@ -512,7 +541,7 @@ async fn query(
         let mut r = head(json!(2001), "The initiator information is invalid.");
         r["TransactionID"] = json!("MAS0000000");
         r
-    } else if let Some(p) = g.payments.get(&target) {
+    } else if let Some(p) = g.payments.get(&target).filter(|_| !g.queries_not_found) {
         let (status, receipt, reason) = match &p.state {
             PayState::Pending => ("Pending", String::new(), String::new()),
             PayState::Paid(r) => ("Completed", r.clone(), String::new()),

@@ -66,6 +66,8 @@ struct Inner {
     callbacks: (usize, Duration),
     /// Callbacks (results) sent and answered so far, of every payment.
     callbacks_answered: Arc<std::sync::atomic::AtomicUsize>,
+    /// Transfer requests that passed authentication.
+    transfer_requests: usize,
     next: u64,
 }
 
@@ -112,6 +114,7 @@ impl FakeMtnMomo {
                 lose_answers: false,
                 callbacks: (1, Duration::ZERO),
                 callbacks_answered: Arc::default(),
+                transfer_requests: 0,
                 next: 0,
             }),
         });
@@ -197,6 +200,11 @@ impl FakeMtnMomo {
             .lock()
             .callbacks_answered
             .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Transfer requests received with valid credentials (duplicates included).
+    pub fn transfer_requests(&self) -> usize {
+        self.state.lock().transfer_requests
     }
 
     /// How many times the payout `external_id` was paid (0 or 1 unless something
@@ -372,6 +380,7 @@ async fn transfer(
     }
     let lose = {
         let mut g = st.lock();
+        g.transfer_requests += 1;
         if g.transfers.contains_key(&reference) {
             return momo_error(
                 StatusCode::CONFLICT,

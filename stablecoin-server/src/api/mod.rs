@@ -12,6 +12,7 @@ pub mod reconciliation;
 pub mod schemas;
 pub mod security_headers;
 pub mod staff;
+pub mod staff_payouts;
 pub mod swaps;
 pub mod topups;
 pub mod transfers;
@@ -252,6 +253,7 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(staff::staff_resolve_escrow))
         .routes(routes!(staff::staff_recover_escrow))
         .routes(routes!(staff::staff_audit_log))
+        .routes(routes!(staff_payouts::staff_resolve_payout))
         .route_layer(from_fn_with_state(state.clone(), auth::require_admin_token));
     let public = OpenApiRouter::new()
         .routes(routes!(health::live))
@@ -309,17 +311,21 @@ pub fn build_router(state: AppState) -> Router {
             crate::sms::AFRICASTALKING_CALLBACK_PATH,
             axum::routing::post(crate::sms::africastalking_callback),
         )
-        // The payout providers' callbacks: hints only (`crate::payouts`).
+        // The payout providers' callbacks, one URL per payout with its token
+        // (`crate::payouts`).
         .route(
-            crate::payouts::MPESA_RESULT_PATH,
+            &format!("{}/{{id}}/{{token}}", crate::payouts::MPESA_RESULT_PATH),
             axum::routing::post(crate::payouts::mpesa_result),
         )
         .route(
-            crate::payouts::MPESA_TIMEOUT_PATH,
+            &format!("{}/{{id}}/{{token}}", crate::payouts::MPESA_TIMEOUT_PATH),
             axum::routing::post(crate::payouts::mpesa_timeout),
         )
         .route(
-            crate::payouts::MTN_MOMO_CALLBACK_PATH,
+            &format!(
+                "{}/{{id}}/{{token}}",
+                crate::payouts::MTN_MOMO_CALLBACK_PATH
+            ),
             axum::routing::put(crate::payouts::mtn_momo_callback)
                 .post(crate::payouts::mtn_momo_callback),
         )

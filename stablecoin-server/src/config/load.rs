@@ -177,6 +177,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Str,
     ),
     (
+        "STABLECOIN_PAYOUTS_CALLBACK_SECRET",
+        &["payouts", "callback_secret"],
+        EnvKind::Str,
+    ),
+    (
         "STABLECOIN_PAYOUTS_TIMEOUT_MS",
         &["payouts", "timeout_ms"],
         EnvKind::Int,
@@ -493,6 +498,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
     (
         "STABLECOIN_RETENTION_WEBHOOK_EVENTS_HOURS",
         &["retention", "webhook_events_hours"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_RETENTION_PAYOUT_RESULTS_HOURS",
+        &["retention", "payout_results_hours"],
         EnvKind::Int,
     ),
     (

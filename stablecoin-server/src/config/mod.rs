@@ -34,7 +34,7 @@
 //! | `swaps.usdt_per_usdc_ppm`, `swaps.spread_bps` (treasury) | file only | `1000000` (par), `10` |
 //! | `swaps.float` (treasury; decimal tokens) | file only | `10000` in development; production requires it |
 //! | `swaps.uniswap_v2_router` (uniswap_v2, required) | file only | none |
-//! | `payouts.kind` (`simulated`/`disabled`/`mpesa`/`mtn_momo`) | `STABLECOIN_PAYOUTS` | `simulated` (development only; `disabled` refuses withdrawals with 503 WITHDRAWALS_UNAVAILABLE) |
+//! | `payouts.kind` (`simulated`/`disabled`/`mpesa`/`mtn_momo`) | `STABLECOIN_PAYOUTS` | `simulated` (development only; `disabled` refuses new withdrawals with 503 WITHDRAWALS_UNAVAILABLE and never completes or refunds a payout another provider took: it waits for that provider or staff) |
 //! | `payouts.base_url` (mpesa, mtn_momo) | `STABLECOIN_PAYOUTS_BASE_URL` | mpesa: `https://api.safaricom.co.ke`; mtn_momo: none (required) |
 //! | `payouts.consumer_key`, `payouts.consumer_secret` (mpesa, required; the secret is a secret) | `STABLECOIN_PAYOUTS_CONSUMER_KEY`, `STABLECOIN_PAYOUTS_CONSUMER_SECRET` | none |
 //! | `payouts.initiator_name`, `payouts.security_credential` (mpesa, required; the credential is a secret) | `STABLECOIN_PAYOUTS_INITIATOR_NAME`, `STABLECOIN_PAYOUTS_SECURITY_CREDENTIAL` | none |
@@ -43,6 +43,7 @@
 //! | `payouts.api_user`, `payouts.api_key`, `payouts.subscription_key` (mtn_momo, required; the keys are secrets) | `STABLECOIN_PAYOUTS_API_USER`, `STABLECOIN_PAYOUTS_API_KEY`, `STABLECOIN_PAYOUTS_SUBSCRIPTION_KEY` | none |
 //! | `payouts.target_environment`, `payouts.currency` (mtn_momo, required) | `STABLECOIN_PAYOUTS_TARGET_ENVIRONMENT`, `STABLECOIN_PAYOUTS_CURRENCY` | none |
 //! | `payouts.callback_base_url` (this server's public URL; mpesa: required) | `STABLECOIN_PAYOUTS_CALLBACK_BASE_URL` | none (mtn_momo: no callbacks) |
+//! | `payouts.callback_secret` (mpesa: required; mtn_momo: required with `callback_base_url`; a secret, at least 32 characters, the same on every node) | `STABLECOIN_PAYOUTS_CALLBACK_SECRET` | none: each payout's callback URL ends `/{id}/{HMAC token}` |
 //! | `payouts.timeout_ms`, `payouts.result_wait_ms` (mpesa) | `STABLECOIN_PAYOUTS_TIMEOUT_MS`, `STABLECOIN_PAYOUTS_RESULT_WAIT_MS` | `10000`, `2000` |
 //! | `listen` | `STABLECOIN_LISTEN` | `127.0.0.1:8080` |
 //! | `data_dir` | `STABLECOIN_DATA_DIR` | `stablecoin-data` |
@@ -126,6 +127,7 @@
 //! | `retention.quotes_hours` | `STABLECOIN_RETENTION_QUOTES_HOURS` | `24` (at least 1) |
 //! | `retention.challenges_hours` | `STABLECOIN_RETENTION_CHALLENGES_HOURS` | `168` (at least 1) |
 //! | `retention.webhook_events_hours` | `STABLECOIN_RETENTION_WEBHOOK_EVENTS_HOURS` | `720` (events, delivered and dead deliveries; at least 168; pending deliveries are kept until final) |
+//! | `retention.payout_results_hours` | `STABLECOIN_RETENTION_PAYOUT_RESULTS_HOURS` | `720` (M-Pesa results kept per payout since its last change; at least 24; once purged the adapter queries again) |
 //! | `reconciliation.enabled` | `STABLECOIN_RECONCILIATION` | `true` (the ledger is compared with the chains, with the workers) |
 //! | `reconciliation.interval_ms` | `STABLECOIN_RECONCILIATION_INTERVAL_MS` | `300000` (between passes; the first at start) |
 //! | `webhooks_allow_loopback_http` (deprecated) | `STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP` | `false`; `true` adds `127.0.0.1/32,::1/128` to `webhooks.allow_networks` |

@@ -15,12 +15,19 @@ pub enum PayoutSettings {
     /// A simulated provider that pays every payout (development only).
     #[default]
     Simulated,
-    /// No provider: withdrawals are refused (503 WITHDRAWALS_UNAVAILABLE) before
+    /// No provider: new withdrawals are refused (503 WITHDRAWALS_UNAVAILABLE) before
     /// anything is held. A production deployment without a payout contract uses it.
+    /// Switching to it never completes or refunds a payout another provider took: it
+    /// stays in flight until that provider is configured again or staff resolve it
+    /// (`POST /admin/v1/withdrawals/{id}/payout/resolve`); a withdrawal swept but not
+    /// yet submitted is refunded.
     Disabled,
-    /// M-Pesa Daraja B2C (Kenya, KES in whole shillings). Daraja POSTs its results to
-    /// `{callback_base_url}/v1/callbacks/payouts/mpesa/result` (the status query's
-    /// answers arrive there too) and its queue timeouts to `.../mpesa/timeout`.
+    /// M-Pesa Daraja B2C (Kenya, KES in whole shillings). Daraja POSTs each payout's
+    /// results to `{callback_base_url}/v1/callbacks/payouts/mpesa/result/{id}/{token}`
+    /// (the status query's answers arrive there too) and its queue timeouts to
+    /// `.../mpesa/timeout/{id}/{token}`, the token an HMAC of the payout id under
+    /// `callback_secret`. Results are kept in the database (any node reads them),
+    /// purged after `retention.payout_results_hours`.
     Mpesa {
         /// API base (default `https://api.safaricom.co.ke`; the sandbox is
         /// `https://sandbox.safaricom.co.ke`).
@@ -43,6 +50,10 @@ pub enum PayoutSettings {
         /// This server's public base URL as Daraja reaches it (`https://pay.example`);
         /// the callback routes are appended.
         callback_base_url: String,
+        /// The secret each payout's callback token is derived under (at least 32
+        /// characters; the same on every node). Rotating it invalidates the URLs of
+        /// payouts in flight: their status then comes from the status query alone.
+        callback_secret: Secret,
         /// Time limit of one request, in milliseconds (default 10000).
         #[serde(default = "payout_timeout_ms")]
         timeout_ms: u64,
@@ -52,7 +63,8 @@ pub enum PayoutSettings {
         result_wait_ms: u64,
     },
     /// MTN MoMo Disbursement. With `callback_base_url`, MTN calls back
-    /// `{callback_base_url}/v1/callbacks/payouts/mtn_momo` (a hint only).
+    /// `{callback_base_url}/v1/callbacks/payouts/mtn_momo/{id}/{token}` (a hint only,
+    /// checked against the payout and logged; the status GET decides).
     MtnMomo {
         /// API base: `https://sandbox.momodeveloper.mtn.com`, or the production base
         /// MTN gives.
@@ -71,6 +83,10 @@ pub enum PayoutSettings {
         /// This server's public base URL as MTN reaches it; no callbacks when absent.
         #[serde(default)]
         callback_base_url: Option<String>,
+        /// The secret of the per-payout callback tokens (at least 32 characters);
+        /// required with `callback_base_url`.
+        #[serde(default)]
+        callback_secret: Option<Secret>,
         /// Time limit of one request, in milliseconds (default 10000).
         #[serde(default = "payout_timeout_ms")]
         timeout_ms: u64,
@@ -138,6 +154,16 @@ impl PayoutSettings {
                 Ok(())
             }
         };
+        let long_secret = |s: &str| {
+            if s.len() >= stablecoin_providers::callback::MIN_SECRET_LEN {
+                Ok(())
+            } else {
+                Err(format!(
+                    "payouts.callback_secret must be at least {} characters",
+                    stablecoin_providers::callback::MIN_SECRET_LEN
+                ))
+            }
+        };
         let timeout = |key: &str, t: u64| {
             if (100..=120_000).contains(&t) {
                 Ok(())
@@ -156,11 +182,13 @@ impl PayoutSettings {
                 shortcode,
                 command_id,
                 callback_base_url,
+                callback_secret,
                 timeout_ms,
                 result_wait_ms,
             } => {
                 url("base_url", base_url)?;
                 url("callback_base_url", callback_base_url)?;
+                long_secret(callback_secret.expose())?;
                 filled("consumer_key", consumer_key)?;
                 filled("consumer_secret", consumer_secret.expose())?;
                 filled("initiator_name", initiator_name)?;
@@ -183,11 +211,21 @@ impl PayoutSettings {
                 target_environment,
                 currency,
                 callback_base_url,
+                callback_secret,
                 timeout_ms,
             } => {
                 url("base_url", base_url)?;
                 if let Some(u) = callback_base_url {
                     url("callback_base_url", u)?;
+                    match callback_secret {
+                        Some(s) => long_secret(s.expose())?,
+                        None => {
+                            return Err(
+                                "payouts.callback_secret is required with payouts.callback_base_url"
+                                    .into(),
+                            );
+                        }
+                    }
                 }
                 filled("api_user", api_user)?;
                 filled("api_key", api_key.expose())?;
@@ -213,6 +251,7 @@ initiator_name = "testapi"
 security_credential = "ENC=="
 shortcode = "600000"
 callback_base_url = "https://pay.example"
+callback_secret = "callback-secret-0123456789abcdef-0123"
 "#;
 
     const MTN: &str = r#"kind = "mtn_momo"
@@ -257,6 +296,14 @@ currency = "EUR"
             "payouts.shortcode",
         );
         bad(format!("{MPESA}timeout_ms = 5"), "payouts.timeout_ms");
+        bad(
+            MPESA.replace("callback-secret-0123456789abcdef-0123", "short"),
+            "payouts.callback_secret",
+        );
+        bad(
+            format!("{MTN}callback_base_url = \"https://pay.example\""),
+            "payouts.callback_secret",
+        );
         bad(MTN.replace("\"EUR\"", "\"ABC\""), "payouts.currency");
         bad(
             MTN.replace("https://sandbox", "ftp://sandbox"),

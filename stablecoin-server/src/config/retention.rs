@@ -30,6 +30,9 @@ pub struct RetentionSettings {
     /// least 168 (7 days, the longest a delivery is retried). Pending deliveries are kept
     /// until they are final, whatever their age.
     pub webhook_events_hours: u32,
+    /// A payout provider's results (M-Pesa's, per payout) are kept this long after
+    /// their last change; at least 24. Once purged, the adapter simply queries again.
+    pub payout_results_hours: u32,
 }
 
 impl Default for RetentionSettings {
@@ -45,6 +48,7 @@ impl Default for RetentionSettings {
             quotes_hours: hours(core.quotes_ms()),
             challenges_hours: hours(core.challenges_ms()),
             webhook_events_hours: hours(webhooks.window_ms()),
+            payout_results_hours: hours(core.payout_results_ms()),
         }
     }
 }
@@ -58,10 +62,12 @@ impl RetentionSettings {
             ms(self.quotes_hours),
             ms(self.challenges_hours),
         )
+        .and_then(|r| r.with_payout_results_ms(ms(self.payout_results_hours)))
         .map_err(|e| {
             let setting = match e.param() {
                 Some("idempotency_ms") => "idempotency_hours",
                 Some("quotes_ms") => "quotes_hours",
+                Some("payout_results_ms") => "payout_results_hours",
                 _ => "challenges_hours",
             };
             ConfigError::Invalid(format!("retention.{setting}: {e}"))
@@ -142,6 +148,11 @@ mod tests {
                 "STABLECOIN_RETENTION_WEBHOOK_EVENTS_HOURS",
                 "167",
                 "webhook_events_hours",
+            ),
+            (
+                "STABLECOIN_RETENTION_PAYOUT_RESULTS_HOURS",
+                "23",
+                "payout_results_hours",
             ),
             ("STABLECOIN_RETENTION_INTERVAL_MS", "99", "interval_ms"),
             (

@@ -10,7 +10,12 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     (
         "MALFORMED_CALLBACK",
         400,
-        "A provider's callback (an SMS delivery report) is not in the provider's documented form.",
+        "A provider's callback (an SMS delivery report, a payout result) is not in the provider's documented form.",
+    ),
+    (
+        "CALLBACK_MISMATCH",
+        409,
+        "A payout provider's callback, at the payout's own URL, names another request, payout, amount, currency or payee than the payout's: refused, logged, nothing recorded.",
     ),
     // checkout
     (
@@ -174,7 +179,7 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     (
         "INVALID_SIGNATURE",
         403,
-        "A provider's callback, or a scanner's deposit report, is not signed with the configured credentials.",
+        "A provider's callback, or a scanner's deposit report, is not signed with the configured credentials (a payout callback: its URL's per-payout token is wrong).",
     ),
     // not found
     (
