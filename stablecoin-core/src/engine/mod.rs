@@ -33,7 +33,10 @@ mod withdrawals;
 mod worker;
 
 pub use chain_reconciliation::{DriftDirection, DriftLine, ReconciliationReport, drift_micros};
-pub use console_sessions::{CONSOLE_SESSION_PREFIX, ConsoleSession, ConsoleSubject};
+pub use console_sessions::{
+    CONSOLE_SESSION_PREFIX, CONSOLE_SESSION_RETENTION_MS, ConsoleSession, ConsoleSubject,
+    MAX_CONSOLE_SESSION_TTL_MS,
+};
 pub use idempotency::{observe_replay, validate_idempotency_key};
 pub use ledger_accounts::accounts;
 pub use operations::{

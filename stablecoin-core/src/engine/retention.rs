@@ -167,9 +167,9 @@ pub struct PurgeReport {
     /// One-time-code challenges.
     pub challenges: u64,
     /// Web-console sessions ([`super::ConsoleSession`]) created more than
-    /// [`super::console_sessions::CONSOLE_SESSION_RETENTION_MS`] ago: every one of them
+    /// [`super::CONSOLE_SESSION_RETENTION_MS`] ago: every one of them
     /// has expired, since a session lasts at most
-    /// [`super::console_sessions::MAX_CONSOLE_SESSION_TTL_MS`].
+    /// [`super::MAX_CONSOLE_SESSION_TTL_MS`].
     pub console_sessions: u64,
     /// Payout providers' results (per payout).
     pub payout_results: u64,
