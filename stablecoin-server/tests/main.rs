@@ -6,6 +6,7 @@
 mod checkout_evm_live;
 mod checkout_http;
 mod cli;
+mod cli_staff;
 mod common;
 mod concurrency;
 mod console_http;
