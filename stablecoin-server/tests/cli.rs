@@ -537,13 +537,28 @@ fn check_config_validates_without_starting_anything() {
             "the secret is not echoed: {err}"
         );
     }
-    // The admin token, and a provider secret that verifies callbacks (Twilio's auth
-    // token signs its status callbacks), are held to the same length.
+    // The admin token and the secrets that verify providers' callbacks (the payout
+    // callbacks' token key; Twilio's auth token, which signs its status callbacks) are
+    // held to the same length.
     for (vars, setting, secret) in [
         (
             vec![("STABLECOIN_ADMIN_TOKEN", "admin-token-too-short")],
             "admin.token",
             "admin-token-too-short",
+        ),
+        (
+            vec![
+                ("STABLECOIN_PAYOUTS", "mpesa"),
+                ("STABLECOIN_PAYOUTS_CONSUMER_KEY", "ck"),
+                ("STABLECOIN_PAYOUTS_CONSUMER_SECRET", "cs"),
+                ("STABLECOIN_PAYOUTS_INITIATOR_NAME", "api-op"),
+                ("STABLECOIN_PAYOUTS_SECURITY_CREDENTIAL", "c2VjcmV0"),
+                ("STABLECOIN_PAYOUTS_SHORTCODE", "600000"),
+                ("STABLECOIN_PAYOUTS_CALLBACK_BASE_URL", "https://pay.example"),
+                ("STABLECOIN_PAYOUTS_CALLBACK_SECRET", "cb-secret-short"),
+            ],
+            "payouts.callback_secret",
+            "cb-secret-short",
         ),
         (
             vec![
