@@ -113,7 +113,7 @@ impl TreasuryVenue {
     /// `Rejected` unless `amount` of `token` fits the float and the treasury holds it on
     /// the rail.
     async fn check_liquidity(&self, token: Token, amount: Micros) -> Result<(), RailError> {
-        let account = stablecoin_core::engine::venue_account(self.name(), token).id;
+        let account = stablecoin_core::ports::accounts::swap_venue(self.name(), token).id;
         let position = match self.ledger.balance(&account).await {
             Ok(b) => b.available(),
             Err(LedgerError::UnknownAccount { .. }) => 0,

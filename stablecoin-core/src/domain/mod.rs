@@ -1,6 +1,8 @@
 //! Pure domain logic: no I/O, no clock reads, no randomness.
 
 pub mod consent;
+#[cfg(feature = "crypto")]
+pub mod crypto;
 pub mod events;
 pub mod fees;
 pub mod fx;

@@ -11,7 +11,6 @@ mod chain_reconciliation;
 mod consent;
 mod console_sessions;
 mod idempotency;
-mod ledger_accounts;
 mod operation_reads;
 mod operation_view;
 mod operations;
@@ -32,13 +31,14 @@ mod wallets;
 mod withdrawals;
 mod worker;
 
+/// Ledger account naming, defined beside the ports (adapters name accounts too).
+pub use crate::ports::accounts;
 pub use chain_reconciliation::{DriftDirection, DriftLine, ReconciliationReport, drift_micros};
 pub use console_sessions::{
     CONSOLE_SESSION_PREFIX, CONSOLE_SESSION_RETENTION_MS, ConsoleSession, ConsoleSubject,
     MAX_CONSOLE_SESSION_TTL_MS,
 };
 pub use idempotency::{observe_replay, validate_idempotency_key};
-pub use ledger_accounts::accounts;
 pub use operations::{
     FundRequest, LANE_ADVANCE, LANE_SUBMIT, Operation, OperationView, PayoutLeg, PayoutResolution,
     SendRequest, SendView,

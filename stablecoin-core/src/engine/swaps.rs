@@ -23,7 +23,7 @@ use crate::domain::phone::Phone;
 use crate::domain::state::OpKind;
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
-use crate::ports::ledger::{LedgerAccount, LedgerTransfer, Phase};
+use crate::ports::ledger::{LedgerTransfer, Phase};
 use crate::ports::rail::{Rail, RailError, RailId, RailPayment, Submission, SubmissionStatus};
 use crate::ports::record::Record;
 use crate::ports::signer::KeyPurpose;
@@ -79,14 +79,9 @@ pub fn min_amount_out(quoted: Micros, bps: u32) -> Micros {
     Micros((u128::from(quoted.0) * kept / 10_000) as u64)
 }
 
-/// `swap_venue:<venue>:<TOKEN>`: the venue's side of the wallets' trades (may go
-/// negative: it is value that came from, or went to, outside the ledger).
-pub fn venue_account(venue: &str, token: Token) -> LedgerAccount {
-    LedgerAccount {
-        id: format!("swap_venue:{venue}:{token}"),
-        allow_negative: true,
-    }
-}
+/// `swap_venue:<venue>:<TOKEN>`, named with the other ledger accounts
+/// ([`crate::ports::accounts`]); kept under this name for existing callers.
+pub use crate::ports::accounts::swap_venue as venue_account;
 
 impl Engine {
     /// The engine with `venue` trading for its rail's wallets (a later venue of the same

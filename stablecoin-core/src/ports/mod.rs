@@ -1,5 +1,6 @@
 //! The traits adapters implement. Every port is dyn-compatible and used as `Arc<dyn _>`.
 
+pub mod accounts;
 pub mod claim;
 pub mod journal;
 pub mod kinds;

@@ -33,8 +33,8 @@ use async_trait::async_trait;
 use chain::{Chain, Tx};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use stablecoin_core::domain::crypto::{verify_ed25519, verify_secp256k1};
 use stablecoin_core::domain::money::{Micros, Token};
-use stablecoin_core::memory::signer::{verify_ed25519, verify_secp256k1};
 use stablecoin_core::ports::{
     ChainAddress, Clock, Curve, KeyPurpose, LegRole, Rail, RailError, RailId, RailPayment,
     Readiness, ReadinessStatus, ScanBatch, Signer, SignerError, Submission, SubmissionStatus,

@@ -6,7 +6,7 @@ use crate::solana::codec;
 use solana_instruction::Instruction;
 use solana_pubkey::Pubkey;
 use solana_signature::Signature;
-use stablecoin_core::memory::signer::verify_ed25519;
+use stablecoin_core::domain::crypto::verify_ed25519;
 use stablecoin_core::ports::{Curve, KeyPurpose, RailError, Signer};
 
 /// A built, signed transaction.
