@@ -23,11 +23,11 @@
 
 use super::paging;
 use super::schemas::{DeliveryStateName, ListLimit, ListPage, Rfc3339};
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::idempotency::ReplayBody;
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -8,10 +8,12 @@
 //! the README.
 
 mod catalogue;
+mod startup;
 #[cfg(test)]
 mod status_table;
 mod webhook;
 pub use catalogue::{ERROR_CATALOGUE, catalogue_markdown};
+pub use startup::StartupError;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
