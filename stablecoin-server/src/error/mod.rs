@@ -152,9 +152,10 @@ impl IntoResponse for ApiError {
 #[derive(Clone, Copy, Debug)]
 pub struct ErrorCode(pub &'static str);
 
-/// The HTTP status of every class of product error: the one table for wallets, escrow
-/// and checkout (it replaced one table per product, which had drifted apart in nothing
-/// but their arms). No catch-all: a new class must be given its status here.
+/// The HTTP status of every class of product error: one table for wallets, escrow and
+/// checkout, in place of one per product, so a new variant or a new product adds no
+/// arm here (its class is chosen where it is declared). No catch-all: a new class must
+/// be given its status here.
 pub fn status(class: ErrorClass) -> StatusCode {
     match class {
         ErrorClass::BadInput => StatusCode::BAD_REQUEST,
