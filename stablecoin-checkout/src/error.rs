@@ -23,6 +23,7 @@
 use stablecoin_core::CoreError;
 use stablecoin_core::domain::ledger::MAX_AMOUNT_MICROS;
 use stablecoin_core::domain::money::Micros;
+use stablecoin_core::kernel::{ErrorClass, ProductError};
 use thiserror::Error;
 
 /// Every failure of the checkout API; [`CheckoutError::code`] is the stable machine code.
@@ -145,6 +146,55 @@ impl CheckoutError {
             UnknownToken { .. } => Some("currency"),
             UnsupportedNetwork { .. } => Some("networks"),
             InvalidParameter { field, .. } | MissingParameter { field } => Some(field),
+            _ => None,
+        }
+    }
+}
+
+/// The class of every variant decides its HTTP status in the server, the same table as
+/// the core's; the match has no catch-all, so a new variant must choose its class here.
+impl ProductError for CheckoutError {
+    fn code(&self) -> &'static str {
+        CheckoutError::code(self)
+    }
+
+    fn class(&self) -> ErrorClass {
+        use CheckoutError::*;
+        match self {
+            InvalidAmount { .. }
+            | UnknownToken { .. }
+            | UnsupportedNetwork { .. }
+            | InvalidParameter { .. }
+            | MissingParameter { .. }
+            | InvalidIdempotencyKey { .. } => ErrorClass::BadInput,
+            WrongKeyKind { .. } | SandboxOnly => ErrorClass::Forbidden,
+            NotFound { .. } => ErrorClass::NotFound,
+            InvalidState { .. } | Conflict { .. } | IdempotencyKeyInUse => ErrorClass::Conflict,
+            IdempotencyKeyReused => ErrorClass::Unprocessable,
+            Rail(_) => ErrorClass::Upstream,
+            Storage(_) => ErrorClass::Internal,
+        }
+    }
+
+    fn param(&self) -> Option<&str> {
+        CheckoutError::param(self)
+    }
+
+    /// Not the class default: as the module table says, a lost race and a busy
+    /// idempotency key pass by themselves, as do a failed rail or store.
+    fn is_retryable(&self) -> bool {
+        use CheckoutError::*;
+        matches!(
+            self,
+            Conflict { .. } | IdempotencyKeyInUse | Rail(_) | Storage(_)
+        )
+    }
+
+    fn public_message(&self) -> Option<&'static str> {
+        use CheckoutError::*;
+        match self {
+            Storage(_) => Some("internal error; the request may be retried"),
+            Rail(_) => Some("the blockchain rail failed; the request may be retried"),
             _ => None,
         }
     }

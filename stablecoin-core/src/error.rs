@@ -5,6 +5,8 @@
 
 use thiserror::Error;
 
+use crate::kernel::error::{ErrorClass, ProductError};
+
 /// Every error the engine and the domain return. [`CoreError::code`] is the stable code
 /// the API shows; the `Display` text is for humans and may change.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -432,6 +434,93 @@ impl CoreError {
     /// quote another send consumed) matches here, never on the text of `what`.
     pub fn lost_race_on(&self, kind: &str) -> bool {
         matches!(self, CoreError::Conflict { record: Some(k), .. } if k == kind)
+    }
+}
+
+/// The class of every variant decides its HTTP status in the server (one table for all
+/// products); the match has no catch-all, so a new variant must choose its class here.
+impl ProductError for CoreError {
+    fn code(&self) -> &'static str {
+        CoreError::code(self)
+    }
+
+    fn class(&self) -> ErrorClass {
+        use CoreError::*;
+        match self {
+            InvalidAmount { .. }
+            | AmountTooSmall { .. }
+            | InvalidPhone { .. }
+            | UnknownToken { .. }
+            | TokenNotCarried { .. }
+            | UnknownCurrency { .. }
+            | InvalidQuoteId { .. }
+            | InvalidParameter { .. }
+            | InvalidPricing { .. }
+            | InvalidIdempotencyKey { .. } => ErrorClass::BadInput,
+            InvalidApiKey | ApiKeyRevoked => ErrorClass::Unauthorized,
+            NotAMember
+            | SandboxUnsupported { .. }
+            | KeyOutOfScope { .. }
+            | FeeAboveCeiling { .. } => ErrorClass::Forbidden,
+            NotFound { .. } => ErrorClass::NotFound,
+            QuoteExpired { .. } | CodeExpired => ErrorClass::Gone,
+            QuoteAlreadyUsed { .. }
+            | AlreadyConfirmed { .. }
+            | FiatReferenceUsed { .. }
+            | SecondApproverRequired { .. }
+            | ApprovalMismatch { .. }
+            | CodeAlreadyUsed
+            | AlreadyAMember
+            | PhoneInUse { .. }
+            | IdempotencyKeyInUse
+            | InvalidTransition { .. }
+            | Conflict { .. } => ErrorClass::Conflict,
+            QuoteTokenMismatch { .. }
+            | CodeInvalid { .. }
+            | InsufficientFunds { .. }
+            | SameWallet
+            | InsufficientLiquidity { .. }
+            | IdempotencyKeyReused => ErrorClass::Unprocessable,
+            TooManyAttempts { .. } | RateLimited { .. } => ErrorClass::RateLimited,
+            RailNotReady { .. }
+            | RateSource(_)
+            | RateStale(_)
+            | WithdrawalsUnavailable
+            | SwapsUnavailable { .. } => ErrorClass::Unavailable,
+            Rail(_) | Notifier(_) => ErrorClass::Upstream,
+            Storage(_) | Signer(_) => ErrorClass::Internal,
+            NotImplemented { .. } => ErrorClass::NotImplemented,
+        }
+    }
+
+    fn param(&self) -> Option<&str> {
+        CoreError::param(self)
+    }
+
+    /// Not the class default: a lost race, a limit and a busy idempotency key pass by
+    /// themselves, and a deployment without withdrawals or swaps stays so.
+    fn is_retryable(&self) -> bool {
+        CoreError::is_retryable(self)
+    }
+
+    fn retry_after_ms(&self) -> Option<i64> {
+        CoreError::retry_after_ms(self)
+    }
+
+    fn public_message(&self) -> Option<&'static str> {
+        use CoreError::*;
+        Some(match self {
+            Storage(_) | Signer(_) => {
+                "internal error; the request may be retried with the same Idempotency-Key"
+            }
+            Rail(_) => "the blockchain rail failed; the request may be retried",
+            Notifier(_) => "the SMS gateway failed; the request may be retried",
+            RateSource(_) => "no FX rate is available right now; retry later",
+            RateStale(_) => {
+                "the FX rate feed has not updated this rate recently enough; retry later"
+            }
+            _ => return None,
+        })
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod domain;
 pub mod engine;
 pub mod error;
+pub mod kernel;
 #[cfg(feature = "memory")]
 pub mod memory;
 pub mod ports;

@@ -10,7 +10,7 @@
 //! | `UNKNOWN_TOKEN` / `UNSUPPORTED_TOKEN` | bad input | token is not USDC/USDT / escrow moves only TRON USDT |
 //! | `INVALID_PARAMETER` | bad input | a field is out of bounds (`on_behalf_of`, windows, `reference`, `limit`, ...) |
 //! | `MISSING_PARAMETER` | bad input | a required field is absent (`reason` of a dispute, `resolution_note`, recovery `note`) |
-//! | `SAME_WALLET` | bad input | buyer and seller are the same wallet |
+//! | `SAME_WALLET` | semantic | buyer and seller are the same wallet |
 //! | `INVALID_IDEMPOTENCY_KEY` | bad input | not 1-255 printable ASCII characters |
 //! | `INVALID_API_KEY` | authority | a key of another kind (checkout business key) called the escrow API |
 //! | `NOT_A_MEMBER` | authority | the calling tenant is not a member of the buyer's or seller's wallet |
@@ -27,13 +27,14 @@
 //! | `RAIL_ERROR` / `STORAGE_ERROR` / `INVALID_CONFIG` | internal | a dependency failed / misconfiguration |
 
 use stablecoin_core::CoreError;
+use stablecoin_core::kernel::{ErrorClass, ProductError};
 use stablecoin_core::ports::{RailError, StoreError};
 use thiserror::Error;
 
 use crate::state::TransitionError;
 
 /// Every failure of the escrow API; [`EscrowError::code`] is the stable machine code (see
-/// the module table), and the server maps the class of each code to an HTTP status.
+/// the module table), and the server maps its [`ErrorClass`] to an HTTP status.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum EscrowError {
@@ -275,6 +276,61 @@ impl EscrowError {
                 | Rail(_)
                 | Storage(_)
         )
+    }
+}
+
+/// The class of every variant decides its HTTP status in the server, the same table as
+/// the core's; the match has no catch-all, so a new variant must choose its class here.
+impl ProductError for EscrowError {
+    fn code(&self) -> &'static str {
+        EscrowError::code(self)
+    }
+
+    fn class(&self) -> ErrorClass {
+        use EscrowError::*;
+        match self {
+            InvalidAmount { .. }
+            | InvalidPhone { .. }
+            | UnknownToken { .. }
+            | UnsupportedToken { .. }
+            | InvalidParameter { .. }
+            | MissingParameter { .. }
+            | InvalidIdempotencyKey { .. } => ErrorClass::BadInput,
+            InvalidApiKey => ErrorClass::Unauthorized,
+            NotAMember { .. } | SandboxUnsupported => ErrorClass::Forbidden,
+            NotFound { .. } => ErrorClass::NotFound,
+            InvalidState { .. }
+            | PayoutInFlight { .. }
+            | NothingToRecover { .. }
+            | SecondApproverRequired { .. }
+            | ResolutionMismatch { .. }
+            | ApprovalMismatch { .. }
+            | Conflict { .. }
+            | IdempotencyKeyInUse => ErrorClass::Conflict,
+            SameWallet | IdempotencyKeyReused => ErrorClass::Unprocessable,
+            EscrowUnavailable { .. } | RailNotReady { .. } => ErrorClass::Unavailable,
+            Rail(_) => ErrorClass::Upstream,
+            Storage(_) | InvalidConfig(_) => ErrorClass::Internal,
+        }
+    }
+
+    fn param(&self) -> Option<&str> {
+        EscrowError::param(self)
+    }
+
+    /// Not the class default: a lost race, a busy idempotency key and a failed store pass
+    /// by themselves.
+    fn is_retryable(&self) -> bool {
+        EscrowError::is_retryable(self)
+    }
+
+    fn public_message(&self) -> Option<&'static str> {
+        use EscrowError::*;
+        match self {
+            Storage(_) | InvalidConfig(_) => Some("internal error; the request may be retried"),
+            Rail(_) => Some("the blockchain rail failed; the request may be retried"),
+            _ => None,
+        }
     }
 }
 

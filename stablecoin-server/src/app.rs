@@ -9,8 +9,8 @@ pub use crate::custody::load_master_seed;
 use crate::idempotency::InFlight;
 use crate::metrics::Metrics;
 pub use crate::payouts::SimPayouts;
-use crate::rails::{LiveRail, Rails};
-use crate::storage::{Storage, StorageError, open_storage};
+use crate::rails::Rails;
+use crate::storage::open_storage;
 use serde::{Deserialize, Serialize};
 use stablecoin_checkout::{CheckoutConfig, CheckoutEngine};
 use stablecoin_core::CoreError;
@@ -21,119 +21,22 @@ use stablecoin_core::engine::{
     Engine, EngineConfig, KeyKind, KeyMode, LANE_ADVANCE, LANE_SUBMIT, Ports,
 };
 use stablecoin_core::memory::{MemoryNotifier, OsEntropy, SystemClock};
-use stablecoin_core::ports::{Batch, Clock, PayoutProvider, RailId, Record, get_record};
+use stablecoin_core::ports::{Batch, Clock, RailId, Record, get_record};
 use stablecoin_escrow::{EscrowConfig, EscrowEngine};
 use stablecoin_rails::sim::SimRail;
 use stablecoin_rails::sim::http::RemoteSimRail;
 use stablecoin_webhooks::secret_box::SecretKey;
 use stablecoin_webhooks::ssrf::{HostResolver, SystemResolver};
 use stablecoin_webhooks::{Deliverer, DeliveryConfig};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::ops::Deref;
 use std::sync::Arc;
 use tokio::sync::watch;
 
-/// Why the server could not start; `main` prints it and exits non-zero.
-#[derive(Debug, thiserror::Error)]
-pub enum StartupError {
-    /// The configuration is invalid (file, environment or their combination).
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
-    /// The storage backend could not be opened or migrated.
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    /// The master seed is malformed, or its file could not be read, created or is not
-    /// private (mode 0600).
-    #[error("master seed: {0}")]
-    Seed(String),
-    /// The remote signer (`signer.kind = "remote"`) could not be set up or did not give
-    /// the keys this process needs at start.
-    #[error("signer: {0}")]
-    Signer(String),
-    /// An engine call at start-up failed (creating or reusing the demo tenant).
-    #[error("start-up: {0}")]
-    Engine(#[from] CoreError),
-    /// A rail, the escrow engine or the webhook deliverer could not be built from the
-    /// configuration.
-    #[error("rails: {0}")]
-    Rails(String),
-}
-
-/// Everything the handlers share.
-pub struct AppInner {
-    /// The validated configuration the server was built from.
-    pub config: Config,
-    /// The wallet engine every wallet, transfer and FX handler calls.
-    pub engine: Engine,
-    /// The opened backend (the engine's store and ledger are the same).
-    pub storage: Storage,
-    /// Request and worker counters served on `/metrics`.
-    pub metrics: Arc<Metrics>,
-    /// Idempotency keys of requests running in this process (see [`crate::idempotency`]).
-    pub inflight: Arc<InFlight>,
-    /// The simulated chains of this process, by rail (test and demo controls: mint,
-    /// faults, readiness).
-    pub sim_rails: BTreeMap<RailId, Arc<SimRail>>,
-    /// The simulated chains on the shared chain of `[sim] chain_url`, by rail (the same
-    /// controls, over HTTP).
-    pub remote_sim_rails: BTreeMap<RailId, Arc<RemoteSimRail>>,
-    /// The real chains (configured `[rails.evm.<chain id>]`).
-    pub live_rails: BTreeMap<RailId, LiveRail>,
-    /// The in-memory SMS gateway of `sms.kind = "memory"` (tests read the codes here);
-    /// empty when a real gateway is configured (`crate::sms`).
-    pub notifier: Arc<MemoryNotifier>,
-    /// The payout provider of `[payouts]` withdrawals are paid through.
-    pub payouts: Arc<dyn PayoutProvider>,
-    /// The simulated payout provider, when `payouts.kind` is `simulated`; `None` with a
-    /// real provider or `disabled`.
-    pub sim_payouts: Option<Arc<SimPayouts>>,
-    /// The store of Daraja's results, when `payouts.kind = "mpesa"` (its callback route
-    /// records into it; see [`crate::payouts`]).
-    pub mpesa_results: Option<Arc<stablecoin_providers::mpesa::MpesaResults>>,
-    /// The key of the payout providers' per-payout callback tokens, when the
-    /// configured provider calls back (see [`crate::payouts`]).
-    pub payout_callbacks: Option<stablecoin_providers::callback::CallbackKey>,
-    /// The escrow engine over the TRON rail; `None` when TRON is disabled (every escrow
-    /// route then answers `ESCROW_UNAVAILABLE`).
-    pub escrow: Option<EscrowEngine>,
-    /// The checkout gateway: businesses, payment sessions, deposit monitoring.
-    pub checkout: CheckoutEngine,
-    /// Wallet-service webhook endpoints and their delivery worker.
-    pub webhooks: Deliverer,
-    /// Per-API-key request budgets (`[rate_limits]`).
-    pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
-    /// Signs and checks the web consoles' session cookies and CSRF tokens.
-    pub sessions: crate::pages::session::SessionKeys,
-    /// Failed sign-ins per source and per credential (`[consoles]`).
-    pub sign_in_throttle: Arc<crate::sign_in::SignInThrottle>,
-}
-
-impl AppInner {
-    /// The simulated rails, in this process or on the shared chain, in order.
-    pub fn simulated_rails(&self) -> Vec<RailId> {
-        let mut ids: Vec<RailId> = self
-            .sim_rails
-            .keys()
-            .chain(self.remote_sim_rails.keys())
-            .copied()
-            .collect();
-        ids.sort();
-        ids
-    }
-}
-
-/// Cheap-to-clone handle on [`AppInner`]; the router's state.
-#[derive(Clone)]
-pub struct AppState(pub Arc<AppInner>);
-
-impl Deref for AppState {
-    type Target = AppInner;
-    fn deref(&self) -> &AppInner {
-        &self.0
-    }
-}
+// Kept at their old paths (`app::AppState`, `app::StartupError`) for embedders; they
+// live in `state` and `error` so the modules that take them need not import `app`.
+pub use crate::error::StartupError;
+pub use crate::state::{AppInner, AppState};
 
 /// The demo tenant of a zero-configuration start. Keys are present only when they were
 /// issued by this start (they are shown once; only hashes are stored).

@@ -5,8 +5,8 @@
 //! The prefix selects live or sandbox mode. Keys are stored hashed by the engine; the
 //! header value is never logged.
 
-use crate::app::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};

@@ -16,7 +16,7 @@
 //! A drift is logged at error level (a shortfall is money missing), every pass it
 //! persists.
 
-use crate::app::AppState;
+use crate::state::AppState;
 use stablecoin_core::engine::ReconciliationReport;
 use tokio::sync::watch;
 

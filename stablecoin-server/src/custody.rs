@@ -15,8 +15,8 @@
 //!   so a deployment that moves its seed into the service keeps its addresses, its
 //!   pending codes and its sealed webhook secrets.
 
-use crate::app::StartupError;
 use crate::config::{Config, SignerSettings, parse_seed};
+use crate::error::StartupError;
 use stablecoin_core::domain::otp::CodeKey;
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::Signer;

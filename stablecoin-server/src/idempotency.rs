@@ -40,10 +40,10 @@
 //! Records live until the retention job purges them (`[retention] idempotency_hours`,
 //! at least 24 hours, 72 by default), on every store.
 
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::body_error;
+use crate::state::AppState;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};

@@ -23,11 +23,13 @@ pub mod retention;
 pub mod sandbox;
 pub mod sign_in;
 pub mod sms;
+pub mod state;
 pub mod storage;
 pub mod swaps;
 
 pub use api::{API_VERSION, build_router, openapi};
-pub use app::{App, AppState, BuildOptions, DemoTenant, StartupError};
+pub use app::{App, BuildOptions, DemoTenant};
 pub use config::{Config, StorageConfig};
-pub use error::{ApiError, ERROR_CATALOGUE};
+pub use error::{ApiError, ERROR_CATALOGUE, StartupError};
+pub use state::AppState;
 pub use storage::{Storage, open_storage};

@@ -31,9 +31,10 @@
 //!
 //! Each answers 404 `ROUTE_NOT_FOUND` unless its provider is the configured one.
 
-use crate::app::{AppState, StartupError};
 use crate::config::{ConfigError, PayoutSettings};
 use crate::error::ApiError;
+use crate::error::StartupError;
+use crate::state::AppState;
 use async_trait::async_trait;
 use axum::extract::Path;
 use axum::extract::State;

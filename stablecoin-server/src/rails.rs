@@ -15,8 +15,8 @@
 //! not READY answers 503 RAIL_NOT_READY before anything is accepted, so a chain whose
 //! sponsor runs low stops taking sends before they would start failing on chain.
 
-use crate::app::StartupError;
 use crate::config::Config;
+use crate::error::StartupError;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
     Clock, KeyPurpose, Rail, RailId, RailJournal, Signer, Store, StoreJournal, SwapVenue,

@@ -13,7 +13,7 @@
 //! are no reason to stop serving payments. What each run deleted is counted by kind
 //! (`stablecoin_retention_purged_total{what}`).
 
-use crate::app::AppState;
+use crate::state::AppState;
 use stablecoin_core::engine::PurgeReport;
 use stablecoin_webhooks::delivery::WebhookPurgeReport;
 use tokio::sync::watch;

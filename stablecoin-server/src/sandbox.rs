@@ -9,7 +9,7 @@
 //! response says `"simulated": true`, and each one is counted per route in `/metrics`.
 
 use crate::api::types::{ChallengeResponse, OperationResponse, ProvisionResponse, QuoteResponse};
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// A response that can say it was simulated.
 pub trait Simulated {

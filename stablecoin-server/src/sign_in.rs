@@ -26,9 +26,9 @@
 //!   audited each time, and a success when it is the first of that credential from
 //!   that source within `sign_in_lockout_s` (per process, like the throttle).
 
-use crate::app::AppState;
 use crate::config::Mode;
 use crate::error::ApiError;
+use crate::state::AppState;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{Extensions, HeaderMap, StatusCode};

@@ -12,9 +12,10 @@
 //!
 //! Both answer 404 `ROUTE_NOT_FOUND` unless their gateway is the configured one.
 
-use crate::app::{AppState, StartupError};
 use crate::config::{ConfigError, SmsSettings};
 use crate::error::ApiError;
+use crate::error::StartupError;
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

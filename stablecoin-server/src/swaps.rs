@@ -1,7 +1,7 @@
 //! The swap venue of the server's engine, from `[swaps]` (`config::SwapSettings`).
 
-use crate::app::StartupError;
 use crate::config::{ConfigError, SwapSettings, SwapVenueKind};
+use crate::error::StartupError;
 use crate::rails::Rails;
 use stablecoin_core::engine::Engine;
 use stablecoin_core::ports::Ledger;

@@ -4,11 +4,11 @@
 //! rule is the checkout engine's; a handler maps HTTP to one engine call.
 
 use super::types::CheckoutListQuery;
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::idempotency::ReplayBody;
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};

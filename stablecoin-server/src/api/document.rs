@@ -13,8 +13,8 @@ use super::schemas::{
     IDEMPOTENCY_KEY_PATTERN, components as components_of_schemas, escrow_request_schemas,
     rail_token_schema,
 };
-use crate::app::AppState;
 use crate::error::catalogue_markdown;
+use crate::state::AppState;
 use stablecoin_core::ports::RailId;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};

@@ -12,10 +12,10 @@
 
 use super::paging;
 use super::schemas::{DisputeEscrowRequest, EscrowStateName, ListLimit, ListPage};
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, IdempotencyKey};
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;

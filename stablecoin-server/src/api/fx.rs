@@ -2,11 +2,11 @@
 
 use super::token;
 use super::types::*;
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody, at};
 use crate::extract::ApiJson;
 use crate::sandbox::simulated;
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use stablecoin_core::domain::fx::parse_fiat_amount;

@@ -1,7 +1,7 @@
 //! Unauthenticated operational endpoints: health, metrics and the API description.
 
 use super::types::*;
-use crate::app::AppState;
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, StatusCode, header};

@@ -10,8 +10,8 @@
 //! webhooks crate's lenient receiver parser; recording is the checkout engine's one
 //! deposit path, the same the built-in scanner uses.
 
-use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::state::AppState;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;

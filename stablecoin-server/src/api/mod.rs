@@ -20,12 +20,12 @@ pub mod types;
 pub mod users;
 pub mod webhooks;
 
-use crate::app::AppState;
 use crate::auth;
 use crate::error::{ApiError, ErrorBody, ErrorDetail, at};
 use crate::idempotency;
 use crate::metrics;
 use crate::rate_limit;
+use crate::state::AppState;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, header};

@@ -3,8 +3,8 @@
 //! comparison itself is the engine's (`Engine::reconcile_chains`); see
 //! [`crate::chain_reconciliation`] for the job that runs it.
 
-use crate::app::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};

@@ -11,10 +11,10 @@
 use super::escrow::engine;
 use super::paging;
 use super::schemas::{ListLimit, ListPage};
-use crate::app::AppState;
 use crate::auth::Staff;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -8,10 +8,10 @@
 //! in the engine (`Engine::resolve_payout`); this handler only decodes and encodes.
 
 use super::types::OperationResponse;
-use crate::app::AppState;
 use crate::auth::Staff;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -4,10 +4,10 @@
 
 use super::types::*;
 use super::{accepted, amount, network, paging, phone, token};
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiQuery, IdempotencyKey};
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::response::Response;

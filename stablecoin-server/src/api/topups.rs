@@ -6,10 +6,10 @@
 use super::schemas::*;
 use super::types::FiatAmount;
 use super::{paging, token};
-use crate::app::AppState;
 use crate::auth::{Caller, Staff};
 use crate::error::{ApiError, ErrorBody, at};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};

@@ -2,11 +2,11 @@
 
 use super::types::*;
 use super::{accepted, network, paging, phone, token};
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, IdempotencyKey};
 use crate::sandbox::simulated;
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::response::Response;

@@ -23,11 +23,11 @@
 
 use super::paging;
 use super::schemas::{DeliveryStateName, ListLimit, ListPage, Rfc3339};
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::idempotency::ReplayBody;
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -35,39 +35,8 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_webhooks::delivery::{Attempt, render};
-use stablecoin_webhooks::{
-    Delivery, DeliveryState, Endpoint, Family, NewEndpoint, WebhookError, WebhookEvent,
-};
+use stablecoin_webhooks::{Delivery, DeliveryState, Endpoint, Family, NewEndpoint, WebhookEvent};
 use utoipa::{IntoParams, ToSchema};
-
-impl From<WebhookError> for ApiError {
-    fn from(e: WebhookError) -> Self {
-        use WebhookError::*;
-        let status = match &e {
-            InvalidUrl { .. } | UnknownEventType { .. } | InvalidParameter { .. } => {
-                StatusCode::BAD_REQUEST
-            }
-            NotFound { .. } => StatusCode::NOT_FOUND,
-            Conflict { .. } => StatusCode::CONFLICT,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        if status == StatusCode::INTERNAL_SERVER_ERROR {
-            tracing::error!(code = e.code(), error = %e, "internal webhook error");
-            return ApiError::internal("internal error; the request may be retried");
-        }
-        let param = match &e {
-            InvalidUrl { .. } => Some("url"),
-            UnknownEventType { .. } => Some("events"),
-            InvalidParameter { field, .. } => Some(*field),
-            _ => None,
-        };
-        let mut a = ApiError::new(status, e.code(), e.to_string());
-        if let Some(p) = param {
-            a = a.with_param(p);
-        }
-        a
-    }
-}
 
 /// Register an endpoint. Its schema (one shape per family) is in `api::schemas`.
 #[derive(Debug, Deserialize)]
@@ -221,7 +190,8 @@ pub async fn create_webhook_endpoint(
     let e = app
         .webhooks
         .register_endpoint(caller.tenant(), &new)
-        .await?;
+        .await
+        .map_err(ApiError::webhook)?;
     secret_shown_once(StatusCode::CREATED, e)
 }
 
@@ -240,7 +210,8 @@ pub async fn list_webhook_endpoints(
     let (endpoints, total) = app
         .webhooks
         .list_endpoints(caller.tenant(), count, offset)
-        .await?;
+        .await
+        .map_err(ApiError::webhook)?;
     Ok(Json(EndpointList {
         limit: p.limit,
         page: p.page,
@@ -264,7 +235,11 @@ pub async fn get_webhook_endpoint(
     caller: Caller,
     ApiPath(id): ApiPath,
 ) -> Result<Json<EndpointView>, ApiError> {
-    let e = app.webhooks.endpoint(caller.tenant(), &id).await?;
+    let e = app
+        .webhooks
+        .endpoint(caller.tenant(), &id)
+        .await
+        .map_err(ApiError::webhook)?;
     Ok(Json(EndpointView::of(e, false)))
 }
 
@@ -282,7 +257,11 @@ pub async fn delete_webhook_endpoint(
     ApiPath(id): ApiPath,
 ) -> Result<Json<EndpointView>, ApiError> {
     live_only(&caller, "webhook endpoint deletion")?;
-    let e = app.webhooks.disable(caller.tenant(), &id).await?;
+    let e = app
+        .webhooks
+        .disable(caller.tenant(), &id)
+        .await
+        .map_err(ApiError::webhook)?;
     Ok(Json(EndpointView::of(e, false)))
 }
 
@@ -300,7 +279,11 @@ pub async fn enable_webhook_endpoint(
     ApiPath(id): ApiPath,
 ) -> Result<Json<EndpointView>, ApiError> {
     live_only(&caller, "webhook endpoint changes")?;
-    let e = app.webhooks.enable(caller.tenant(), &id).await?;
+    let e = app
+        .webhooks
+        .enable(caller.tenant(), &id)
+        .await
+        .map_err(ApiError::webhook)?;
     Ok(Json(EndpointView::of(e, false)))
 }
 
@@ -318,7 +301,11 @@ pub async fn rotate_webhook_secret(
     ApiPath(id): ApiPath,
 ) -> Result<Response, ApiError> {
     live_only(&caller, "webhook secret rotation")?;
-    let e = app.webhooks.rotate_secret(caller.tenant(), &id).await?;
+    let e = app
+        .webhooks
+        .rotate_secret(caller.tenant(), &id)
+        .await
+        .map_err(ApiError::webhook)?;
     secret_shown_once(StatusCode::OK, e)
 }
 
@@ -485,7 +472,8 @@ pub async fn list_webhook_events(
     let page = app
         .webhooks
         .list_events(caller.tenant(), q.event_type.as_deref(), count, offset)
-        .await?;
+        .await
+        .map_err(ApiError::webhook)?;
     Ok(Json(EventList {
         limit: p.limit,
         page: p.page,
@@ -510,7 +498,11 @@ pub async fn get_webhook_event(
     caller: Caller,
     ApiPath(id): ApiPath,
 ) -> Result<Json<EventView>, ApiError> {
-    let d = app.webhooks.event(caller.tenant(), &id).await?;
+    let d = app
+        .webhooks
+        .event(caller.tenant(), &id)
+        .await
+        .map_err(ApiError::webhook)?;
     Ok(Json(EventView::of(d.event, Some(d.deliveries))))
 }
 
@@ -549,7 +541,11 @@ pub async fn replay_webhook_event(
     ApiPath(id): ApiPath,
 ) -> Result<Response, ApiError> {
     live_only(&caller, "webhook replay")?;
-    let created = app.webhooks.replay_event(caller.tenant(), &id).await?;
+    let created = app
+        .webhooks
+        .replay_event(caller.tenant(), &id)
+        .await
+        .map_err(ApiError::webhook)?;
     Ok((StatusCode::ACCEPTED, Json(ReplayView::of(created))).into_response())
 }
 
@@ -594,7 +590,8 @@ pub async fn replay_failed_webhooks(
     let created = app
         .webhooks
         .replay_failed(caller.tenant(), from, to)
-        .await?;
+        .await
+        .map_err(ApiError::webhook)?;
     Ok((StatusCode::ACCEPTED, Json(ReplayView::of(created))).into_response())
 }
 
@@ -655,7 +652,8 @@ pub async fn list_webhook_deliveries(
     let page = app
         .webhooks
         .list_deliveries(caller.tenant(), state, count, offset)
-        .await?;
+        .await
+        .map_err(ApiError::webhook)?;
     Ok(Json(DeliveryList {
         limit: p.limit,
         page: p.page,

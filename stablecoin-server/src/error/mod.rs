@@ -1,20 +1,25 @@
 //! The one place where errors become HTTP (ARCHITECTURE §7, API-CONVENTIONS "Errors").
 //!
 //! Every error body is `{"error": {"code": "...", "message": "...", "param": "..."}}`
-//! (`param` only when one request field is at fault). [`status_of`] maps every
-//! [`CoreError`] variant to a status; the server's own codes (authentication, request
-//! decoding, idempotency, routing) are built here too, and [`ERROR_CATALOGUE`] lists every
-//! code the API can answer, for the OpenAPI document and the README.
+//! (`param` only when one request field is at fault). [`status`] maps the [`ErrorClass`]
+//! of every product error (core, escrow, checkout) to a status; the server's own codes
+//! (authentication, request decoding, idempotency, routing) are built here too, and
+//! [`ERROR_CATALOGUE`] lists every code the API can answer, for the OpenAPI document and
+//! the README.
 
 mod catalogue;
+mod startup;
+#[cfg(test)]
+mod status_table;
+mod webhook;
 pub use catalogue::{ERROR_CATALOGUE, catalogue_markdown};
+pub use startup::StartupError;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use stablecoin_checkout::CheckoutError;
 use stablecoin_core::CoreError;
-use stablecoin_escrow::EscrowError;
+use stablecoin_core::kernel::{ErrorClass, ProductError};
 use utoipa::ToSchema;
 
 /// An error response: status, stable code, human message and the field at fault.
@@ -147,180 +152,55 @@ impl IntoResponse for ApiError {
 #[derive(Clone, Copy, Debug)]
 pub struct ErrorCode(pub &'static str);
 
-/// The HTTP status of every core error. A new core variant falls to 500 until it is
-/// listed here (the `_` arm exists only because `CoreError` is `#[non_exhaustive]`).
-pub fn status_of(e: &CoreError) -> StatusCode {
-    use CoreError::*;
-    match e {
-        InvalidAmount { .. }
-        | AmountTooSmall { .. }
-        | InvalidPhone { .. }
-        | UnknownToken { .. }
-        | TokenNotCarried { .. }
-        | UnknownCurrency { .. }
-        | InvalidQuoteId { .. }
-        | InvalidParameter { .. }
-        | InvalidPricing { .. }
-        | InvalidIdempotencyKey { .. } => StatusCode::BAD_REQUEST,
-        InvalidApiKey | ApiKeyRevoked => StatusCode::UNAUTHORIZED,
-        NotAMember | SandboxUnsupported { .. } | KeyOutOfScope { .. } | FeeAboveCeiling { .. } => {
-            StatusCode::FORBIDDEN
-        }
-        NotFound { .. } => StatusCode::NOT_FOUND,
-        QuoteExpired { .. } | CodeExpired => StatusCode::GONE,
-        QuoteAlreadyUsed { .. }
-        | AlreadyConfirmed { .. }
-        | FiatReferenceUsed { .. }
-        | SecondApproverRequired { .. }
-        | ApprovalMismatch { .. }
-        | CodeAlreadyUsed
-        | AlreadyAMember
-        | PhoneInUse { .. }
-        | IdempotencyKeyInUse
-        | InvalidTransition { .. }
-        | Conflict { .. } => StatusCode::CONFLICT,
-        QuoteTokenMismatch { .. }
-        | CodeInvalid { .. }
-        | InsufficientFunds { .. }
-        | SameWallet
-        | InsufficientLiquidity { .. }
-        | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-        TooManyAttempts { .. } | RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-        RailNotReady { .. }
-        | RateSource(_)
-        | RateStale(_)
-        | WithdrawalsUnavailable
-        | SwapsUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
-        Rail(_) | Notifier(_) => StatusCode::BAD_GATEWAY,
-        Storage(_) | Signer(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        NotImplemented { .. } => StatusCode::NOT_IMPLEMENTED,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
+/// The HTTP status of every class of product error: one table for wallets, escrow and
+/// checkout, in place of one per product, so a new variant or a new product adds no
+/// arm here (its class is chosen where it is declared). No catch-all: a new class must
+/// be given its status here.
+pub fn status(class: ErrorClass) -> StatusCode {
+    match class {
+        ErrorClass::BadInput => StatusCode::BAD_REQUEST,
+        ErrorClass::Unauthorized => StatusCode::UNAUTHORIZED,
+        ErrorClass::Forbidden => StatusCode::FORBIDDEN,
+        ErrorClass::NotFound => StatusCode::NOT_FOUND,
+        ErrorClass::Conflict => StatusCode::CONFLICT,
+        ErrorClass::Gone => StatusCode::GONE,
+        ErrorClass::Unprocessable => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorClass::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        ErrorClass::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorClass::Upstream => StatusCode::BAD_GATEWAY,
+        ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorClass::NotImplemented => StatusCode::NOT_IMPLEMENTED,
     }
 }
 
-impl From<CoreError> for ApiError {
-    fn from(e: CoreError) -> Self {
-        let status = status_of(&e);
-        // Dependency failures carry internals (database, signer): log them, answer plainly.
-        // Dependency failures carry internals (node URLs with API keys, gateway answers):
-        // they are logged and answered plainly; every other message is scrubbed of URLs.
-        let plain = |what: &str| {
-            tracing::warn!(code = e.code(), error = %e, "dependency failed");
-            what.to_string()
-        };
-        let message = match &e {
-            _ if status == StatusCode::INTERNAL_SERVER_ERROR => {
-                tracing::error!(code = e.code(), error = %e, "internal error");
-                "internal error; the request may be retried with the same Idempotency-Key".into()
+/// Every product error (core, escrow, checkout) is answered the same way: the status of
+/// its class, its code and param, a `Retry-After` for limits. An error whose text carries
+/// internals is logged and answered with the product's plain words
+/// ([`ProductError::public_message`]); every other text is scrubbed of URLs.
+impl<E: ProductError> From<E> for ApiError {
+    fn from(e: E) -> Self {
+        let class = e.class();
+        let code = e.code();
+        let message = match e.public_message() {
+            Some(words) => {
+                if class == ErrorClass::Internal {
+                    tracing::error!(code, error = %e, "internal error");
+                } else {
+                    tracing::warn!(code, error = %e, "dependency failed");
+                }
+                words.to_string()
             }
-            CoreError::Rail(_) => plain("the blockchain rail failed; the request may be retried"),
-            CoreError::Notifier(_) => plain("the SMS gateway failed; the request may be retried"),
-            CoreError::RateSource(_) => plain("no FX rate is available right now; retry later"),
-            CoreError::RateStale(_) => {
-                plain("the FX rate feed has not updated this rate recently enough; retry later")
-            }
-            _ => stablecoin_core::domain::redact::urls(&e.to_string()),
+            None => stablecoin_core::domain::redact::urls(&e.to_string()),
         };
         ApiError {
-            status,
-            code: e.code(),
+            status: status(class),
+            code,
             message,
             param: e.param().map(str::to_string),
             retry_after_secs: e
                 .retry_after_ms()
                 .map(stablecoin_core::error::retry_after_secs),
         }
-    }
-}
-
-/// The HTTP status of every escrow error (same classes as the core's).
-pub fn escrow_status_of(e: &EscrowError) -> StatusCode {
-    use EscrowError::*;
-    match e {
-        InvalidAmount { .. }
-        | InvalidPhone { .. }
-        | UnknownToken { .. }
-        | UnsupportedToken { .. }
-        | InvalidParameter { .. }
-        | MissingParameter { .. }
-        | InvalidIdempotencyKey { .. } => StatusCode::BAD_REQUEST,
-        InvalidApiKey => StatusCode::UNAUTHORIZED,
-        NotAMember { .. } | SandboxUnsupported => StatusCode::FORBIDDEN,
-        NotFound { .. } => StatusCode::NOT_FOUND,
-        InvalidState { .. }
-        | PayoutInFlight { .. }
-        | NothingToRecover { .. }
-        | SecondApproverRequired { .. }
-        | ResolutionMismatch { .. }
-        | ApprovalMismatch { .. }
-        | Conflict { .. }
-        | IdempotencyKeyInUse => StatusCode::CONFLICT,
-        SameWallet | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-        EscrowUnavailable { .. } | RailNotReady { .. } => StatusCode::SERVICE_UNAVAILABLE,
-        Rail(_) => StatusCode::BAD_GATEWAY,
-        Storage(_) | InvalidConfig(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
-/// The answer of a library crate's error (escrow, checkout): internals are logged and
-/// answered plainly, a rail failure says so without its detail, every other message is
-/// scrubbed of URLs.
-fn library_error(
-    status: StatusCode,
-    code: &'static str,
-    param: Option<&'static str>,
-    rail: bool,
-    error: &dyn std::fmt::Display,
-) -> ApiError {
-    let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
-        tracing::error!(code, error = %error, "internal error");
-        "internal error; the request may be retried".into()
-    } else if rail {
-        tracing::warn!(code, error = %error, "dependency failed");
-        "the blockchain rail failed; the request may be retried".into()
-    } else {
-        stablecoin_core::domain::redact::urls(&error.to_string())
-    };
-    ApiError {
-        status,
-        code,
-        message,
-        param: param.map(str::to_string),
-        retry_after_secs: None,
-    }
-}
-
-impl From<EscrowError> for ApiError {
-    fn from(e: EscrowError) -> Self {
-        let rail = matches!(e, EscrowError::Rail(_));
-        library_error(escrow_status_of(&e), e.code(), e.param(), rail, &e)
-    }
-}
-
-/// The HTTP status of every checkout error (same classes as the core's).
-pub fn checkout_status_of(e: &CheckoutError) -> StatusCode {
-    use CheckoutError::*;
-    match e {
-        InvalidAmount { .. }
-        | UnknownToken { .. }
-        | UnsupportedNetwork { .. }
-        | InvalidParameter { .. }
-        | MissingParameter { .. }
-        | InvalidIdempotencyKey { .. } => StatusCode::BAD_REQUEST,
-        WrongKeyKind { .. } | SandboxOnly => StatusCode::FORBIDDEN,
-        NotFound { .. } => StatusCode::NOT_FOUND,
-        InvalidState { .. } | Conflict { .. } | IdempotencyKeyInUse => StatusCode::CONFLICT,
-        IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-        Rail(_) => StatusCode::BAD_GATEWAY,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
-impl From<CheckoutError> for ApiError {
-    fn from(e: CheckoutError) -> Self {
-        let rail = matches!(e, CheckoutError::Rail(_));
-        library_error(checkout_status_of(&e), e.code(), e.param(), rail, &e)
     }
 }
 
@@ -338,6 +218,7 @@ pub fn at(field: &str) -> impl Fn(CoreError) -> ApiError + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stablecoin_escrow::EscrowError;
 
     fn every_variant() -> Vec<CoreError> {
         use CoreError::*;

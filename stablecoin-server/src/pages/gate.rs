@@ -7,10 +7,10 @@ use super::html::{self, Shell, e};
 use super::session::{
     PRE_SESSION_TTL_MS, SESSION_TTL_MS, SignedSession, cookie_name, cookie_value, set_cookie,
 };
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::rate_limit::Class;
 use crate::sign_in::{self, Client};
+use crate::state::AppState;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, Query};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};

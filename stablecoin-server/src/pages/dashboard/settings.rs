@@ -81,7 +81,7 @@ async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Respo
                 &rows,
             ));
         }
-        Err(err) => out.push_str(&error_notice(&ApiError::from(err))),
+        Err(err) => out.push_str(&error_notice(&ApiError::webhook(err))),
     }
     let _ = write!(
         out,
@@ -201,7 +201,7 @@ async fn webhooks_page(p: &TenantPage, flash: String, code: StatusCode) -> Respo
                 &rows,
             ));
         }
-        Err(err) => out.push_str(&error_notice(&ApiError::from(err))),
+        Err(err) => out.push_str(&error_notice(&ApiError::webhook(err))),
     }
     p.render_status(code, "Webhooks", "/dashboard/webhooks", &out)
 }
@@ -278,7 +278,7 @@ pub async fn create_endpoint(p: TenantPage, form: FormResult) -> Response {
             webhooks_page(&p, flash, StatusCode::CREATED).await
         }
         Err(err) => {
-            let err = ApiError::from(err);
+            let err = ApiError::webhook(err);
             let code = err.status;
             webhooks_page(&p, error_notice(&err), code).await
         }
@@ -328,7 +328,7 @@ pub async fn endpoint_action(
     match result {
         Ok(flash) => webhooks_page(&p, flash, StatusCode::OK).await,
         Err(err) => {
-            let err = ApiError::from(err);
+            let err = ApiError::webhook(err);
             let code = err.status;
             webhooks_page(&p, error_notice(&err), code).await
         }
@@ -358,7 +358,7 @@ pub async fn replay_event(p: TenantPage, Path(id): Path<String>, form: FormResul
             webhooks_page(&p, flash, StatusCode::ACCEPTED).await
         }
         Err(err) => {
-            let err = ApiError::from(err);
+            let err = ApiError::webhook(err);
             let code = err.status;
             webhooks_page(&p, error_notice(&err), code).await
         }
