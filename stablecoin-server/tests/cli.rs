@@ -554,10 +554,7 @@ fn check_config_validates_without_starting_anything() {
                 ("STABLECOIN_PAYOUTS_INITIATOR_NAME", "api-op"),
                 ("STABLECOIN_PAYOUTS_SECURITY_CREDENTIAL", "c2VjcmV0"),
                 ("STABLECOIN_PAYOUTS_SHORTCODE", "600000"),
-                (
-                    "STABLECOIN_PAYOUTS_CALLBACK_BASE_URL",
-                    "https://pay.example",
-                ),
+                ("STABLECOIN_PAYOUTS_CALLBACK_BASE_URL", "https://pay.example"),
                 ("STABLECOIN_PAYOUTS_CALLBACK_SECRET", "cb-secret-short"),
             ],
             "payouts.callback_secret",

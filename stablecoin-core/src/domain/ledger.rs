@@ -693,4 +693,55 @@ mod tests {
         let x = t("x", "w", "b", 5, Phase::Single);
         check_applied(&x, [bal(0, 0), bal(0, 0)], [bal(5, 0), bal(0, 5)], true);
     }
+
+    proptest::proptest! {
+        /// Random transfers of every phase among a wallet allowed negative and two
+        /// accounts that are not: the checks of every applied transfer hold (a panic
+        /// fails the case), and the ledger's totals balance at the end.
+        #[test]
+        fn random_transfers_keep_the_checks_and_balance_the_totals(
+            steps in proptest::collection::vec((0usize..3, 0usize..3, 1u64..80, 0u8..4), 1..60)
+        ) {
+            let names = ["w", "a", "b"];
+            let mut o = Overlay::new(&Empty);
+            o.create_account(&acct("w", true)).unwrap();
+            o.create_account(&acct("a", false)).unwrap();
+            o.create_account(&acct("b", false)).unwrap();
+            o.transfer(&t("fund", "w", "a", 100, Phase::Single)).unwrap();
+            let mut pending: Vec<LedgerTransfer> = Vec::new();
+            for (i, (d, c, amount, kind)) in steps.into_iter().enumerate() {
+                let id = format!("t{i}");
+                let x = match (kind, pending.pop()) {
+                    (0, p) => {
+                        pending.extend(p);
+                        t(&id, names[d], names[c], amount, Phase::Single)
+                    }
+                    (1, p) => {
+                        pending.extend(p);
+                        t(&id, names[d], names[c], amount, Phase::Pending)
+                    }
+                    (_, Some(p)) => {
+                        let pending_id = p.id.clone();
+                        let phase = if kind == 2 {
+                            Phase::Post { pending_id }
+                        } else {
+                            Phase::Void { pending_id }
+                        };
+                        t(&id, &p.debit, &p.credit, p.amount.0, phase)
+                    }
+                    (_, None) => continue,
+                };
+                // Refusals (same account, insufficient funds) are part of the walk.
+                if o.transfer(&x).is_ok() && x.phase == Phase::Pending {
+                    pending.push(x);
+                }
+            }
+            let changes = o.into_changes();
+            let total = |f: fn(&Balance) -> u64| -> u128 {
+                changes.accounts.iter().map(|a| u128::from(f(&a.state.balance))).sum()
+            };
+            proptest::prop_assert_eq!(total(|b| b.debits_posted), total(|b| b.credits_posted));
+            proptest::prop_assert_eq!(total(|b| b.debits_pending), total(|b| b.credits_pending));
+        }
+    }
 }
