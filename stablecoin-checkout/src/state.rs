@@ -120,6 +120,31 @@ impl DepositSplit {
     pub fn refundable(&self) -> crate::error::CheckoutResult<Micros> {
         crate::error::checked_sum(self.excess, self.late, "the refundable part")
     }
+
+    /// Asserts (debug builds, tests, the `sim` profile) the split's invariant: its parts
+    /// are the deposit, `applied + excess + late == amount`, so a deposit is counted
+    /// once, whole. Summed in `u128`, so the check itself cannot overflow.
+    pub fn assert_parts_of(&self, amount: Micros) {
+        let parts = u128::from(self.applied.get())
+            + u128::from(self.excess.get())
+            + u128::from(self.late.get());
+        debug_assert_eq!(
+            parts,
+            u128::from(amount.get()),
+            "deposit split does not add up to the deposit: {self:?}"
+        );
+    }
+}
+
+/// Asserts (debug builds, tests, the `sim` profile) what crediting a deposit leaves: the
+/// deposit's split adds up to it ([`DepositSplit::assert_parts_of`]) and the session's
+/// applied total (all tokens) is at most its amount.
+pub fn assert_credited(split: &DepositSplit, deposit: Micros, applied_total: Micros, due: Micros) {
+    split.assert_parts_of(deposit);
+    debug_assert!(
+        applied_total <= due,
+        "applied {applied_total:?} beyond the session's amount {due:?}"
+    );
 }
 
 /// Splits a confirmed deposit of `amount` (a token the session accepts) toward a session
@@ -128,9 +153,29 @@ impl DepositSplit {
 /// `detected_at` decides lateness: a payment seen by the expiry is on time even if it
 /// confirms after (the payer did pay in time); one first seen after it is late.
 ///
-/// Invariant (asserted by the tests): `applied + excess + late == amount`, and applied
-/// never takes the session past `due`.
+/// Invariant (asserted here in debug builds, and by the tests): `applied + excess +
+/// late == amount`, and applied never takes the session past `due`.
 pub fn split_deposit(
+    status: SessionStatus,
+    due: Micros,
+    applied: Micros,
+    expires_at: Timestamp,
+    detected_at: Timestamp,
+    amount: Micros,
+) -> DepositSplit {
+    let split = split_by_status(status, due, applied, expires_at, detected_at, amount);
+    split.assert_parts_of(amount);
+    debug_assert!(
+        split.applied.is_zero()
+            || u128::from(applied.get()) + u128::from(split.applied.get()) <= u128::from(due.get()),
+        "deposit applies {:?} past the amount {due:?} (already applied {applied:?})",
+        split.applied
+    );
+    split
+}
+
+/// [`split_deposit`]'s rule, before its invariant is checked.
+fn split_by_status(
     status: SessionStatus,
     due: Micros,
     applied: Micros,
@@ -354,5 +399,36 @@ mod tests {
             d(160, 0, 10),
             ExpiryDecision::Apply(SessionEvent::ExpireEmpty)
         );
+    }
+
+    fn parts(applied: u64, excess: u64, late: u64) -> DepositSplit {
+        DepositSplit {
+            applied: m(applied),
+            excess: m(excess),
+            late: m(late),
+            completes: false,
+        }
+    }
+
+    #[test]
+    fn a_credit_that_adds_up_passes_its_check() {
+        assert_credited(&parts(4, 1, 0), m(5), m(10), m(10));
+        assert_credited(&parts(0, 0, 7), m(7), m(0), m(10));
+    }
+
+    /// The checks are live in debug builds: a split that is not its deposit, and a
+    /// session applied beyond its amount, both panic.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "deposit split does not add up")]
+    fn a_split_that_is_not_its_deposit_is_caught() {
+        parts(4, 2, 0).assert_parts_of(m(5));
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "beyond the session's amount")]
+    fn a_session_applied_beyond_its_amount_is_caught() {
+        assert_credited(&parts(5, 0, 0), m(5), m(11), m(10));
     }
 }

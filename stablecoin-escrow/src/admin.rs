@@ -446,9 +446,10 @@ impl EscrowAdmin {
                 }
             }
             self.engine.require_can_send().await?;
-            deal.take_recoverable(kind, token);
             deal.pending_recovery = None;
             let source = accounts::bucket(&deal.id, kind, token);
+            // Built while the balance is still recoverable: `new_payout` checks the
+            // payout against it, and only then is it taken.
             let payout = self.engine.new_payout(
                 &mut deal,
                 PayoutKind::Recovery(kind),
@@ -462,6 +463,7 @@ impl EscrowAdmin {
                 false,
                 now,
             );
+            deal.take_recoverable(kind, token);
             deal.recoveries.push(RecoverySummary {
                 payout_id: payout.id.clone(),
                 kind,

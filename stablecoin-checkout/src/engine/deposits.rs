@@ -9,7 +9,7 @@ use crate::events::{self, DepositEventKind};
 use crate::model::{
     DepositState, Mode, Session, SessionDeposit, accounts, integer_id, placeholder_hash,
 };
-use crate::state::{SessionEvent, SessionStatus, split_deposit, transition};
+use crate::state::{SessionEvent, SessionStatus, assert_credited, split_deposit, transition};
 use crate::views::{SessionView, SimulatePaymentRequest};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::engine::AuthContext;
@@ -287,7 +287,7 @@ impl CheckoutEngine {
         s.excess = excess;
         s.late = late;
         s.refundable = refundable;
-        debug_assert!(s.applied_total() <= s.amount, "applied beyond the amount");
+        assert_credited(&split, dep.amount, s.applied_total(), s.amount);
         let live = s.mode == Mode::Live;
         let mut move_money =
             |id: String, from: LedgerAccount, to: LedgerAccount, amount: Micros| {

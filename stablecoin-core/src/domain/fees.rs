@@ -172,6 +172,21 @@ impl FeeSplit {
             tenant_fee_waived: false,
         }
     }
+
+    /// Asserts (debug builds, tests, the `sim` profile) the split's invariant: the
+    /// parts add up to the amount, `recipient + service_fee + tenant_fee == amount`, so
+    /// a send neither creates nor loses a micro-unit. The sum is taken in `u128`, so the
+    /// check itself cannot overflow.
+    pub fn assert_conserves(&self) {
+        let parts = u128::from(self.recipient.0)
+            + u128::from(self.service_fee.0)
+            + u128::from(self.tenant_fee.0);
+        debug_assert_eq!(
+            parts,
+            u128::from(self.amount.0),
+            "fee split does not add up to the amount: {self:?}"
+        );
+    }
 }
 
 /// The service fee: 0.30% rounded down, capped at 1.20. Because the rate is below 100%
@@ -194,21 +209,34 @@ pub fn split_fees(amount: Micros, pricing: &TenantPricing) -> CoreResult<FeeSpli
     }
     pricing.validate()?;
     let service_fee = service_fee(amount);
-    // Cannot fail: the service fee is always below a non-zero amount.
-    let after_service = amount.checked_sub(service_fee).unwrap_or(Micros::ZERO);
+    // The service fee is always below a non-zero amount ([`service_fee`]). Were it not,
+    // the send is refused rather than split into parts that do not add up.
+    debug_assert!(
+        service_fee < amount,
+        "service fee {service_fee:?} >= {amount:?}"
+    );
+    let after_service =
+        amount
+            .checked_sub(service_fee)
+            .ok_or_else(|| CoreError::InvalidAmount {
+                input: amount.to_decimal_string(),
+                reason: "amount does not cover the service fee".into(),
+            })?;
     let wanted = pricing.tenant_fee(amount);
     let (tenant_fee, tenant_fee_waived) = match after_service.checked_sub(wanted) {
         Some(rest) if !rest.is_zero() => (wanted, false),
         _ => (Micros::ZERO, !wanted.is_zero()),
     };
     let recipient = Micros(after_service.0 - tenant_fee.0);
-    Ok(FeeSplit {
+    let split = FeeSplit {
         amount,
         recipient,
         service_fee,
         tenant_fee,
         tenant_fee_waived,
-    })
+    };
+    split.assert_conserves();
+    Ok(split)
 }
 
 #[cfg(test)]
@@ -218,6 +246,24 @@ mod tests {
 
     fn m(s: &str) -> Micros {
         Micros::parse_decimal(s).unwrap()
+    }
+
+    #[test]
+    fn a_split_that_adds_up_passes_its_check() {
+        split_fees(m("100"), &TenantPricing::None)
+            .unwrap()
+            .assert_conserves();
+        FeeSplit::none(m("5")).assert_conserves();
+    }
+
+    /// The check is live in debug builds: a split whose parts miss a micro-unit panics.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "fee split does not add up")]
+    fn a_split_that_loses_a_micro_unit_is_caught() {
+        let mut s = split_fees(m("100"), &TenantPricing::None).unwrap();
+        s.recipient = Micros(s.recipient.0 - 1);
+        s.assert_conserves();
     }
 
     #[test]

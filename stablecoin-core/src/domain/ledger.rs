@@ -185,6 +185,70 @@ fn add(a: u64, b: u64) -> Option<u64> {
     a.checked_add(b).filter(|s| *s <= MAX_AMOUNT_MICROS)
 }
 
+/// How one transfer moves an account's four sums, as signed deltas:
+/// `(debits_posted, debits_pending, credits_posted, credits_pending)`.
+fn deltas(before: &Balance, after: &Balance) -> [i128; 4] {
+    let d = |b: u64, a: u64| i128::from(a) - i128::from(b);
+    [
+        d(before.debits_posted, after.debits_posted),
+        d(before.debits_pending, after.debits_pending),
+        d(before.credits_posted, after.credits_posted),
+        d(before.credits_pending, after.credits_pending),
+    ]
+}
+
+/// Asserts (debug builds, tests, the `sim` profile) what a validated transfer is about
+/// to apply, given the debit's and the credit's balances `[debit, credit]` before and
+/// after:
+/// - conservation: the debit account's debit sums and the credit account's credit sums
+///   move by the same amounts, the transfer's phase says which (`Single` +amount
+///   posted, `Pending` +amount pending, `Post` pending to posted, `Void` -amount
+///   pending), and nothing else moves;
+/// - an account without `allow_negative` is not negative afterwards
+///   (`debits_posted + debits_pending <= credits_posted`).
+///
+/// The release build enforces the second with `InsufficientFunds` before this point;
+/// this guards the arithmetic between the rules and the write.
+fn check_applied(
+    t: &LedgerTransfer,
+    before: [Balance; 2],
+    after: [Balance; 2],
+    debit_may_go_negative: bool,
+) {
+    let amount = i128::from(t.amount.0);
+    let (posted, pending) = match t.phase {
+        Phase::Single => (amount, 0),
+        Phase::Pending => (0, amount),
+        Phase::Post { .. } => (amount, -amount),
+        Phase::Void { .. } => (0, -amount),
+    };
+    let debit = deltas(&before[0], &after[0]);
+    let credit = deltas(&before[1], &after[1]);
+    debug_assert_eq!(
+        debit,
+        [posted, pending, 0, 0],
+        "ledger transfer {} moved the debit account {} off its phase",
+        t.id,
+        t.debit
+    );
+    debug_assert_eq!(
+        credit,
+        [0, 0, posted, pending],
+        "ledger transfer {} moved the credit account {} off its phase",
+        t.id,
+        t.credit
+    );
+    let d = &after[0];
+    debug_assert!(
+        debit_may_go_negative
+            || u128::from(d.debits_posted) + u128::from(d.debits_pending)
+                <= u128::from(d.credits_posted),
+        "ledger transfer {} left the non-negative account {} negative: {d:?}",
+        t.id,
+        t.debit
+    );
+}
+
 impl<'v, V: LedgerView + ?Sized> Overlay<'v, V> {
     /// An overlay with no changes yet.
     pub fn new(view: &'v V) -> Self {
@@ -349,6 +413,12 @@ impl<'v, V: LedgerView + ?Sized> Overlay<'v, V> {
                 needed: amount,
             });
         }
+        check_applied(
+            t,
+            [debit_before, credit_state.balance],
+            [debit, credit],
+            debit_state.allow_negative,
+        );
         // Validated: apply.
         if let Some(mut pending) = resolves {
             let id = pending.transfer.id.clone();
@@ -563,5 +633,115 @@ mod tests {
             "a refused transfer writes nothing"
         );
         assert_eq!(c.accounts.len(), 2);
+    }
+
+    fn bal(debits_posted: u64, credits_posted: u64) -> Balance {
+        Balance {
+            debits_posted,
+            credits_posted,
+            ..Balance::default()
+        }
+    }
+
+    #[test]
+    fn every_phase_passes_the_conservation_check() {
+        let mut o = Overlay::new(&Empty);
+        o.create_account(&acct("w", true)).unwrap();
+        o.create_account(&acct("a", false)).unwrap();
+        o.create_account(&acct("b", false)).unwrap();
+        o.transfer(&t("fund", "w", "a", 10, Phase::Single)).unwrap();
+        for (id, phase) in [
+            ("p1", Phase::Pending),
+            (
+                "post",
+                Phase::Post {
+                    pending_id: "p1".into(),
+                },
+            ),
+            ("p2", Phase::Pending),
+            (
+                "void",
+                Phase::Void {
+                    pending_id: "p2".into(),
+                },
+            ),
+        ] {
+            o.transfer(&t(id, "a", "b", 4, phase)).unwrap();
+        }
+    }
+
+    /// The checks are live in debug builds: a credit that moved less than the debit,
+    /// and a non-negative account pushed below zero, both panic.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "moved the credit account")]
+    fn a_transfer_that_creates_money_is_caught() {
+        let x = t("x", "a", "b", 5, Phase::Single);
+        check_applied(&x, [bal(0, 10), bal(0, 0)], [bal(5, 10), bal(0, 4)], false);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "left the non-negative account")]
+    fn a_transfer_that_overdraws_is_caught() {
+        let x = t("x", "a", "b", 5, Phase::Single);
+        check_applied(&x, [bal(0, 3), bal(0, 0)], [bal(5, 3), bal(0, 5)], false);
+    }
+
+    #[test]
+    fn an_account_allowed_negative_may_go_below_zero() {
+        let x = t("x", "w", "b", 5, Phase::Single);
+        check_applied(&x, [bal(0, 0), bal(0, 0)], [bal(5, 0), bal(0, 5)], true);
+    }
+
+    proptest::proptest! {
+        /// Random transfers of every phase among a wallet allowed negative and two
+        /// accounts that are not: the checks of every applied transfer hold (a panic
+        /// fails the case), and the ledger's totals balance at the end.
+        #[test]
+        fn random_transfers_keep_the_checks_and_balance_the_totals(
+            steps in proptest::collection::vec((0usize..3, 0usize..3, 1u64..80, 0u8..4), 1..60)
+        ) {
+            let names = ["w", "a", "b"];
+            let mut o = Overlay::new(&Empty);
+            o.create_account(&acct("w", true)).unwrap();
+            o.create_account(&acct("a", false)).unwrap();
+            o.create_account(&acct("b", false)).unwrap();
+            o.transfer(&t("fund", "w", "a", 100, Phase::Single)).unwrap();
+            let mut pending: Vec<LedgerTransfer> = Vec::new();
+            for (i, (d, c, amount, kind)) in steps.into_iter().enumerate() {
+                let id = format!("t{i}");
+                let x = match (kind, pending.pop()) {
+                    (0, p) => {
+                        pending.extend(p);
+                        t(&id, names[d], names[c], amount, Phase::Single)
+                    }
+                    (1, p) => {
+                        pending.extend(p);
+                        t(&id, names[d], names[c], amount, Phase::Pending)
+                    }
+                    (_, Some(p)) => {
+                        let pending_id = p.id.clone();
+                        let phase = if kind == 2 {
+                            Phase::Post { pending_id }
+                        } else {
+                            Phase::Void { pending_id }
+                        };
+                        t(&id, &p.debit, &p.credit, p.amount.0, phase)
+                    }
+                    (_, None) => continue,
+                };
+                // Refusals (same account, insufficient funds) are part of the walk.
+                if o.transfer(&x).is_ok() && x.phase == Phase::Pending {
+                    pending.push(x);
+                }
+            }
+            let changes = o.into_changes();
+            let total = |f: fn(&Balance) -> u64| -> u128 {
+                changes.accounts.iter().map(|a| u128::from(f(&a.state.balance))).sum()
+            };
+            proptest::prop_assert_eq!(total(|b| b.debits_posted), total(|b| b.credits_posted));
+            proptest::prop_assert_eq!(total(|b| b.debits_pending), total(|b| b.credits_pending));
+        }
     }
 }

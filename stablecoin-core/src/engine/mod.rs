@@ -26,6 +26,7 @@ mod submissions;
 mod swaps;
 mod tenants;
 mod topups;
+mod transfers;
 mod treasury_credits;
 mod wallets;
 mod withdrawals;

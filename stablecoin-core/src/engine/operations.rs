@@ -5,8 +5,8 @@
 
 use super::{Engine, accounts};
 use crate::domain::consent::Wallet;
-use crate::domain::fees::{FeeSplit, split_fees};
-use crate::domain::fx::{Quote, QuoteRef, QuoteView, make_quote};
+use crate::domain::fees::FeeSplit;
+use crate::domain::fx::{Quote, QuoteView, make_quote};
 use crate::domain::ids::{OperationId, QuoteId, TenantId, WalletId};
 use crate::domain::money::{Currency, Micros, Token};
 use crate::domain::phone::Phone;
@@ -14,7 +14,7 @@ use crate::domain::state::{OpKind, OpStatus, initial_status};
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
 use crate::ports::ledger::{LedgerAccount, LedgerTransfer, Phase};
-use crate::ports::rail::{ChainAddress, LegRole, PaymentLeg, Rail, RailId, RailPayment};
+use crate::ports::rail::{LegRole, PaymentLeg, RailId, RailPayment};
 use crate::ports::record::{Record, get_record};
 use crate::ports::services::RateSide;
 use crate::ports::signer::KeyPurpose;
@@ -23,7 +23,6 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 pub use super::operation_view::{OperationView, SendView};
-use std::sync::Arc;
 
 /// One asynchronous operation (funding, transfer, swap, withdrawal).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -308,7 +307,7 @@ pub struct SendRequest {
     pub quote_id: String,
 }
 
-fn hold(
+pub(super) fn hold(
     id: String,
     debit: &LedgerAccount,
     credit: &LedgerAccount,
@@ -485,264 +484,6 @@ impl Engine {
             rate,
             self.now(),
         )
-    }
-
-    /// `POST /v1/transfers/send`: a P2P transfer between phone-keyed wallets.
-    ///
-    /// Member only. The sender is debited exactly the amount; the recipient gets it minus
-    /// the service fee and the tenant fee, all in one on-chain batch. A recipient phone
-    /// that has no wallet gets one on the fly (unaffiliated) and an SMS once paid.
-    /// UNKNOWN_TOKEN, INVALID_QUOTE_ID and QUOTE_TOKEN_MISMATCH come before anything is
-    /// read; RAIL_NOT_READY unless the rail is READY.
-    pub async fn send(
-        &self,
-        tenant: &TenantId,
-        req: &SendRequest,
-        idempotency_key: Option<&str>,
-    ) -> CoreResult<SendView> {
-        let rail = self.evm_rail()?.id();
-        self.send_on(tenant, rail, req, idempotency_key).await
-    }
-
-    /// A P2P transfer on `rail_id`. On an EVM chain it is [`Engine::send`]. On a parallel
-    /// rail (`POST /v1/tron/transfers/send`, `POST /v1/solana/transfers/send`) it moves
-    /// the rail's own balance of the wallets (ledger accounts
-    /// `wallet:<id>:<rail>:<TOKEN>`, credited by that rail's deposit scanner) and deducts
-    /// no fee: the service fee and the tenant fee are EVM's (spec 1 item 8, 8.4); TRON's
-    /// sponsorship covers activation and resources, Solana's makes the service the fee
-    /// payer. A recipient wallet that has no address on the rail yet gets it (derived
-    /// offline, durable) in the same commit.
-    ///
-    /// Refused before anything is read: a token the rail does not carry (UNKNOWN_TOKEN,
-    /// e.g. USDC on TRON), a malformed `quote_id`, a `DIRECT_CRYPTO` quote of another
-    /// token. Then, unless an idempotent replay answers, RAIL_NOT_READY while the rail is
-    /// not READY (a TRON or Solana rail that is INBOUND_READY receives but does not send).
-    pub async fn send_on(
-        &self,
-        tenant: &TenantId,
-        rail_id: RailId,
-        req: &SendRequest,
-        idempotency_key: Option<&str>,
-    ) -> CoreResult<SendView> {
-        let rail = self.rail(rail_id)?.clone();
-        let quote_ref = self.check_send(&*rail, req)?;
-        let attempt = || self.send_attempt(tenant, &rail, &quote_ref, req, idempotency_key);
-        match attempt().await {
-            // A wallet it decided on changed before the commit (a cached copy was stale,
-            // or a concurrent change landed): nothing was written, so decide again on
-            // fresh reads, once.
-            Err(e) if e.lost_race_on(Wallet::KIND) => {
-                self.forget_wallet(&req.from_phone_number);
-                self.forget_wallet(&req.to_phone_number);
-                attempt().await
-            }
-            other => other,
-        }
-    }
-
-    /// One decision and commit of [`Engine::send_on`]. The two wallets come from the
-    /// wallet cache when it has them; the batch checks that both are still at the
-    /// version read (the one it updates is checked by its put).
-    async fn send_attempt(
-        &self,
-        tenant: &TenantId,
-        rail: &Arc<dyn Rail>,
-        quote_ref: &QuoteRef,
-        req: &SendRequest,
-        idempotency_key: Option<&str>,
-    ) -> CoreResult<SendView> {
-        let rail_id = rail.id();
-        let evm = matches!(rail_id, RailId::Evm(_));
-        let scope = self.scope_on("send", rail_id);
-        self.idempotent(tenant, idempotency_key, &scope, req, || async {
-            self.require_ready(rail_id).await?;
-            let rail_name = rail_id.name();
-            let now = self.now();
-            let sender_read = self
-                .wallet_by_phone_checked(&req.from_phone_number)
-                .await?
-                .ok_or_else(|| super::wallets::no_wallet(&req.from_phone_number))?;
-            let mut unchanged = vec![sender_read.unchanged()];
-            let sender = sender_read.record;
-            sender.require_member(tenant)?;
-            if req.from_phone_number == req.to_phone_number {
-                return Err(CoreError::SameWallet);
-            }
-            let mut puts = Vec::new();
-            let (amount, quote_id) = match quote_ref.clone() {
-                // Its token was checked with the request (`check_send`).
-                QuoteRef::DirectCrypto { amount, .. } => (amount, None),
-                QuoteRef::Fx(qid) => {
-                    let Some(v) = get_record::<Quote>(&*self.ports.store, &qid.0).await? else {
-                        return Err(CoreError::NotFound {
-                            kind: "quote",
-                            id: qid.0,
-                        });
-                    };
-                    if &v.record.tenant != tenant {
-                        return Err(CoreError::NotFound {
-                            kind: "quote",
-                            id: qid.0,
-                        });
-                    }
-                    v.record.check_usable(now, req.token)?;
-                    let mut q = v.record.clone();
-                    q.mark_used(now, "pending");
-                    puts.push(q.update(v.version)?);
-                    (v.record.expected_out, Some(qid.0))
-                }
-            };
-            self.config.min_send.check(rail_id, amount)?;
-            let tenant_rec = self.tenant(tenant).await?;
-            let fees = if evm {
-                split_fees(amount, &tenant_rec.pricing)?
-            } else {
-                FeeSplit::none(amount)
-            };
-            let recipient_read = self.wallet_by_phone_checked(&req.to_phone_number).await?;
-            let recipient_check = recipient_read.as_ref().map(|v| v.unchanged());
-            let (mut recipient, recipient_version) = match recipient_read {
-                Some(v) => (v.record, Some(v.version)),
-                None => (self.new_wallet(&req.to_phone_number, None).await?, None),
-            };
-            let created = recipient_version.is_none();
-            if recipient.id == sender.id {
-                return Err(CoreError::SameWallet);
-            }
-            let from_address =
-                sender
-                    .address(&rail_name)
-                    .cloned()
-                    .ok_or_else(|| CoreError::NotFound {
-                        kind: "wallet address",
-                        id: format!("{rail_name} (provision the sender on {rail_name} first)"),
-                    })?;
-            let recipient_put = match recipient.address(&rail_name).cloned() {
-                Some(_) => None,
-                None => {
-                    // Offline derivation: the wallet's key on this chain. No chain-side
-                    // preparation here (a Solana ATA would hold the request until
-                    // finality): the payment itself opens a missing recipient account and
-                    // reports it (`created_recipient_ata`); provisioning completes the rest.
-                    let purpose = KeyPurpose::Wallet(recipient.id.0.clone());
-                    let a = rail.address_for(&purpose).await.map_err(super::rail_err)?;
-                    recipient.addresses.insert(rail_name.clone(), a);
-                    recipient.updated_at = now;
-                    recipient_version.map(|v| recipient.update(v)).transpose()?
-                }
-            };
-            let to_address =
-                recipient
-                    .address(&rail_name)
-                    .cloned()
-                    .ok_or_else(|| CoreError::NotFound {
-                        kind: "wallet address",
-                        id: rail_name.clone(),
-                    })?;
-            let id = self.new_id(OpKind::Transfer.id_prefix());
-            let mut legs = vec![PaymentLeg {
-                to: to_address,
-                amount: fees.recipient,
-                role: LegRole::Recipient,
-            }];
-            let src = self.wallet_account(&sender.id, rail_id, req.token);
-            let dst = self.wallet_account(&recipient.id, rail_id, req.token);
-            let svc = accounts::service_fees(req.token);
-            let tfee = accounts::tenant_fees(tenant, req.token);
-            let mut holds = vec![hold(format!("{id}:recipient"), &src, &dst, fees.recipient)];
-            if !fees.service_fee.is_zero() {
-                let addr = self.service_address(rail, KeyPurpose::ServiceFees).await?;
-                legs.push(PaymentLeg {
-                    to: addr,
-                    amount: fees.service_fee,
-                    role: LegRole::ServiceFee,
-                });
-                holds.push(hold(
-                    format!("{id}:service_fee"),
-                    &src,
-                    &svc,
-                    fees.service_fee,
-                ));
-            }
-            if !fees.tenant_fee.is_zero() {
-                let addr: ChainAddress =
-                    tenant_rec
-                        .fee_address
-                        .clone()
-                        .ok_or_else(|| CoreError::InvalidPricing {
-                            reason: "tenant fee configured without fee_address".into(),
-                        })?;
-                legs.push(PaymentLeg {
-                    to: addr,
-                    amount: fees.tenant_fee,
-                    role: LegRole::TenantFee,
-                });
-                holds.push(hold(
-                    format!("{id}:tenant_fee"),
-                    &src,
-                    &tfee,
-                    fees.tenant_fee,
-                ));
-            }
-            let payment = RailPayment {
-                id: id.clone(),
-                from: KeyPurpose::Wallet(sender.id.0.clone()),
-                from_address,
-                token: req.token,
-                legs,
-                valid_until: None,
-            };
-            let mut op = self.new_operation(
-                OpKind::Transfer,
-                tenant,
-                rail.id(),
-                req.token,
-                amount,
-                payment,
-            );
-            op.fees = Some(fees);
-            op.from_wallet = Some(sender.id.clone());
-            op.from_customer = Some(sender.customer_id_for(tenant));
-            op.to_wallet = Some(recipient.id.clone());
-            op.from_phone = Some(sender.phone.clone());
-            op.to_phone = Some(recipient.phone.clone());
-            op.quote_id = quote_id;
-            op.notify_recipient = created;
-            op.holds = holds;
-            if let Some(put) = puts.first_mut() {
-                // Record which operation consumed the quote.
-                let mut q: Quote = Quote::from_stored(&put.record)?;
-                q.used_by = Some(id.clone());
-                put.record = q.to_stored()?;
-            }
-            puts.push(op.insert()?);
-            if created {
-                puts.push(recipient.insert()?);
-            }
-            if recipient_put.is_none() {
-                unchanged.extend(recipient_check);
-            }
-            puts.extend(recipient_put);
-            let batch = Batch {
-                unchanged,
-                puts,
-                accounts: vec![src, dst, svc, tfee],
-                ledger: op.holds.clone(),
-                ..Default::default()
-            };
-            Ok((batch, op.view()))
-        })
-        .await
-        .map_err(|e| {
-            // The quote was consumed by a concurrent send between our read and commit.
-            if e.lost_race_on(Quote::KIND) {
-                CoreError::QuoteAlreadyUsed {
-                    quote_id: req.quote_id.clone(),
-                }
-            } else {
-                e
-            }
-        })
     }
 
     /// The wallet's recipient-side membership, for events.

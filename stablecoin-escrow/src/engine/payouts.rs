@@ -31,6 +31,7 @@ impl EscrowEngine {
         staff_resolution: bool,
         now: Timestamp,
     ) -> PayoutRecord {
+        assert_within_custody(amount, custody_of(deal, kind, token));
         let id = match kind {
             PayoutKind::Deal(_) => {
                 deal.payout_attempts += 1;
@@ -108,5 +109,46 @@ impl EscrowEngine {
             });
         }
         Ok(())
+    }
+}
+
+/// What the deal's record says the payout's source account holds: the applied deposits
+/// for a deal payout (from `held`), the recoverable balance for a recovery (from its
+/// bucket, before it is taken).
+fn custody_of(deal: &Deal, kind: PayoutKind, token: Token) -> Micros {
+    match kind {
+        PayoutKind::Deal(_) if token == deal.token => deal.applied,
+        PayoutKind::Deal(_) => Micros::ZERO,
+        PayoutKind::Recovery(k) => deal.recoverable_of(k, token),
+    }
+}
+
+/// Asserts (debug builds, tests, the `sim` profile) that a payout never exceeds what
+/// custody holds for it. The release build relies on the ledger: the payout's pending
+/// hold on a non-negative account is refused (`InsufficientFunds`) before anything is
+/// sent, so this guards the callers' arithmetic, not hostile input.
+fn assert_within_custody(amount: Micros, custody: Micros) {
+    debug_assert!(
+        amount <= custody,
+        "payout of {amount:?} exceeds the {custody:?} custody holds"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payout_up_to_custody_passes_its_check() {
+        assert_within_custody(Micros::new(5), Micros::new(5));
+        assert_within_custody(Micros::ZERO, Micros::ZERO);
+    }
+
+    /// The check is live in debug builds: a payout beyond custody panics.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "exceeds the")]
+    fn a_payout_beyond_custody_is_caught() {
+        assert_within_custody(Micros::new(6), Micros::new(5));
     }
 }

@@ -121,61 +121,80 @@ fn prefetch(conn: &Connection, cache: &mut Cache, works: &[Work]) -> Result<(), 
     sort_dedup(&mut accounts);
     sort_dedup(&mut transfers);
     if !accounts.is_empty() {
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT allow_negative, debits_posted, credits_posted, debits_pending, \
-                 credits_pending FROM ledger_accounts WHERE id = ?1",
-            )
-            .map_err(backend)?;
-        for id in accounts {
-            let state = stmt
-                .query_row([&id], |r| {
-                    Ok((
-                        r.get::<_, bool>(0)?,
-                        [r.get::<_, i64>(1)?, r.get(2)?, r.get(3)?, r.get(4)?],
-                    ))
-                })
-                .optional()
-                .map_err(backend)?
-                .map(|(allow_negative, sums)| {
-                    Ok::<_, StoreError>(AccountState {
-                        allow_negative,
-                        balance: balance_from_sums(sums).map_err(backend)?,
-                    })
-                })
-                .transpose()?;
-            cache.known.accounts.insert(id, state);
-        }
+        load_accounts(conn, cache, accounts)?;
     }
     if !transfers.is_empty() {
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT id, debit, credit, amount, phase, pending_id, resolved \
-                 FROM ledger_transfers WHERE id = ?1",
-            )
-            .map_err(backend)?;
-        for id in transfers {
-            let state = stmt
-                .query_row([&id], transfer_from_row)
-                .optional()
-                .map_err(backend)?
-                .transpose()
-                .map_err(backend)?;
-            cache.known.transfers.insert(id, state);
-        }
-        if cache.next_transfer_seq.is_none() {
-            cache.next_transfer_seq = Some(
-                conn.prepare_cached(
-                    "SELECT value FROM ledger_meta WHERE key = 'next_transfer_seq'",
-                )
-                .and_then(|mut s| s.query_row([], |r| r.get(0)))
-                .map_err(backend)?,
-            );
-        }
+        load_transfers(conn, cache, transfers)?;
     }
     if outbox && cache.next_outbox_seq.is_none() {
         cache.next_outbox_seq = Some(
             conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM outbox")
+                .and_then(|mut s| s.query_row([], |r| r.get(0)))
+                .map_err(backend)?,
+        );
+    }
+    Ok(())
+}
+
+/// Caches these accounts: `None` for one that does not exist.
+fn load_accounts(
+    conn: &Connection,
+    cache: &mut Cache,
+    accounts: Vec<String>,
+) -> Result<(), StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT allow_negative, debits_posted, credits_posted, debits_pending, \
+             credits_pending FROM ledger_accounts WHERE id = ?1",
+        )
+        .map_err(backend)?;
+    for id in accounts {
+        let state = stmt
+            .query_row([&id], |r| {
+                Ok((
+                    r.get::<_, bool>(0)?,
+                    [r.get::<_, i64>(1)?, r.get(2)?, r.get(3)?, r.get(4)?],
+                ))
+            })
+            .optional()
+            .map_err(backend)?
+            .map(|(allow_negative, sums)| {
+                Ok::<_, StoreError>(AccountState {
+                    allow_negative,
+                    balance: balance_from_sums(sums).map_err(backend)?,
+                })
+            })
+            .transpose()?;
+        cache.known.accounts.insert(id, state);
+    }
+    Ok(())
+}
+
+/// Caches these transfers (`None` for one that does not exist), and the next transfer
+/// sequence number once.
+fn load_transfers(
+    conn: &Connection,
+    cache: &mut Cache,
+    transfers: Vec<String>,
+) -> Result<(), StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, debit, credit, amount, phase, pending_id, resolved \
+             FROM ledger_transfers WHERE id = ?1",
+        )
+        .map_err(backend)?;
+    for id in transfers {
+        let state = stmt
+            .query_row([&id], transfer_from_row)
+            .optional()
+            .map_err(backend)?
+            .transpose()
+            .map_err(backend)?;
+        cache.known.transfers.insert(id, state);
+    }
+    if cache.next_transfer_seq.is_none() {
+        cache.next_transfer_seq = Some(
+            conn.prepare_cached("SELECT value FROM ledger_meta WHERE key = 'next_transfer_seq'")
                 .and_then(|mut s| s.query_row([], |r| r.get(0)))
                 .map_err(backend)?,
         );
@@ -226,27 +245,8 @@ fn apply_batch(
         LedgerCheck::Accounts(e) => return Ok(Err(e)),
         LedgerCheck::Transfers(result) => result,
     };
-    if let Some(idem) = &batch.idempotency {
-        let inserted = conn
-            .prepare_cached(
-                "INSERT INTO idempotency (tenant, key, request_hash, response, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    idem.tenant,
-                    idem.key,
-                    idem.request_hash,
-                    idem.response,
-                    idem.created_at
-                ])
-            })
-            .map_err(backend)?;
-        if inserted == 0 {
-            return Ok(Err(StoreError::IdempotencyExists {
-                key: idem.key.clone(),
-            }));
-        }
+    if let Err(e) = insert_idempotency(conn, batch)? {
+        return Ok(Err(e));
     }
     for put in &batch.puts {
         if let Err(e) = put_record(conn, put)? {
@@ -264,6 +264,38 @@ fn apply_batch(
         .map(|seq| seq as u64)
         .collect();
     Ok(Ok((CommitReceipt { outbox_seqs }, changes)))
+}
+
+/// The batch's idempotency record, if it has one; the inner `Err` is a key already
+/// recorded (`IdempotencyExists`), the outer one a SQL failure.
+fn insert_idempotency(
+    conn: &Connection,
+    batch: &Prepared,
+) -> Result<Result<(), StoreError>, StoreError> {
+    let Some(idem) = &batch.idempotency else {
+        return Ok(Ok(()));
+    };
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO idempotency (tenant, key, request_hash, response, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                idem.tenant,
+                idem.key,
+                idem.request_hash,
+                idem.response,
+                idem.created_at
+            ])
+        })
+        .map_err(backend)?;
+    if inserted == 0 {
+        return Ok(Err(StoreError::IdempotencyExists {
+            key: idem.key.clone(),
+        }));
+    }
+    Ok(Ok(()))
 }
 
 /// The batch's ledger part decided in memory, before any of its SQL runs: an account it
@@ -306,65 +338,11 @@ fn needs_savepoint(batch: &Prepared, ledger: &LedgerCheck) -> bool {
 /// Writes the ledger and outbox changes of every kept batch, a prepared statement per
 /// row (no SQL text is built per group).
 fn flush(conn: &Connection, cache: &mut Cache, writes: &GroupWrites) -> Result<(), StoreError> {
-    let missing = |what: &str, id: &str| backend(format!("internal: {what} {id} not cached"));
     if !writes.dirty_accounts.is_empty() {
-        let mut stmt = conn
-            .prepare_cached(
-                "INSERT INTO ledger_accounts (id, allow_negative, debits_posted, \
-                   credits_posted, debits_pending, credits_pending) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-                 ON CONFLICT (id) DO UPDATE SET debits_posted = excluded.debits_posted, \
-                   credits_posted = excluded.credits_posted, \
-                   debits_pending = excluded.debits_pending, \
-                   credits_pending = excluded.credits_pending",
-            )
-            .map_err(backend)?;
-        for id in &writes.dirty_accounts {
-            let Some(Some(a)) = cache.known.accounts.get(id) else {
-                return Err(missing("account", id));
-            };
-            let b = a.balance;
-            stmt.execute(params![
-                id,
-                a.allow_negative,
-                i64_to_db(b.debits_posted),
-                i64_to_db(b.credits_posted),
-                i64_to_db(b.debits_pending),
-                i64_to_db(b.credits_pending)
-            ])
-            .map_err(backend)?;
-        }
+        flush_accounts(conn, cache, &writes.dirty_accounts)?;
     }
     if !writes.new_transfers.is_empty() {
-        let first_seq = cache.next_transfer_seq.unwrap_or(1);
-        let mut stmt = conn
-            .prepare_cached(
-                "INSERT INTO ledger_transfers (id, seq, debit, credit, amount, phase, \
-                   pending_id, resolved) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )
-            .map_err(backend)?;
-        for (seq, id) in (first_seq..).zip(&writes.new_transfers) {
-            let Some(Some(t)) = cache.known.transfers.get(id) else {
-                return Err(missing("transfer", id));
-            };
-            let (phase, pending_id) = phase_to_db(&t.transfer.phase);
-            stmt.execute(params![
-                t.transfer.id,
-                seq,
-                t.transfer.debit,
-                t.transfer.credit,
-                i64_to_db(t.transfer.amount.0),
-                phase,
-                pending_id,
-                t.resolved
-            ])
-            .map_err(backend)?;
-        }
-        let next_seq = first_seq + writes.new_transfers.len() as i64;
-        conn.prepare_cached("UPDATE ledger_meta SET value = ?1 WHERE key = 'next_transfer_seq'")
-            .and_then(|mut s| s.execute([next_seq]))
-            .map_err(backend)?;
-        cache.next_transfer_seq = Some(next_seq);
+        flush_transfers(conn, cache, &writes.new_transfers)?;
     }
     if !writes.resolved_before.is_empty() {
         let mut stmt = conn
@@ -375,23 +353,100 @@ fn flush(conn: &Connection, cache: &mut Cache, writes: &GroupWrites) -> Result<(
         }
     }
     if !writes.outbox.is_empty() {
-        let mut stmt = conn
-            .prepare_cached(
-                "INSERT INTO outbox (seq, id, tenant, event_type, occurred_at, payload) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .map_err(backend)?;
-        for (seq, e) in &writes.outbox {
-            stmt.execute(params![
-                seq,
-                e.id,
-                e.tenant,
-                e.event_type,
-                e.occurred_at,
-                e.payload
-            ])
-            .map_err(backend)?;
-        }
+        flush_outbox(conn, &writes.outbox)?;
+    }
+    Ok(())
+}
+
+/// A row the group changed is not in the cache: a bug in the writer, never data.
+fn missing(what: &str, id: &str) -> StoreError {
+    backend(format!("internal: {what} {id} not cached"))
+}
+
+/// Upserts the final state of every account the group created or changed.
+fn flush_accounts(conn: &Connection, cache: &Cache, ids: &[String]) -> Result<(), StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT INTO ledger_accounts (id, allow_negative, debits_posted, \
+               credits_posted, debits_pending, credits_pending) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+             ON CONFLICT (id) DO UPDATE SET debits_posted = excluded.debits_posted, \
+               credits_posted = excluded.credits_posted, \
+               debits_pending = excluded.debits_pending, \
+               credits_pending = excluded.credits_pending",
+        )
+        .map_err(backend)?;
+    for id in ids {
+        let Some(Some(a)) = cache.known.accounts.get(id) else {
+            return Err(missing("account", id));
+        };
+        let b = a.balance;
+        stmt.execute(params![
+            id,
+            a.allow_negative,
+            i64_to_db(b.debits_posted),
+            i64_to_db(b.credits_posted),
+            i64_to_db(b.debits_pending),
+            i64_to_db(b.credits_pending)
+        ])
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Inserts the group's transfers in order, numbered from the next transfer sequence
+/// number, and moves that number past them.
+fn flush_transfers(conn: &Connection, cache: &mut Cache, ids: &[String]) -> Result<(), StoreError> {
+    let first_seq = cache.next_transfer_seq.unwrap_or(1);
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT INTO ledger_transfers (id, seq, debit, credit, amount, phase, \
+               pending_id, resolved) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .map_err(backend)?;
+    for (seq, id) in (first_seq..).zip(ids) {
+        let Some(Some(t)) = cache.known.transfers.get(id) else {
+            return Err(missing("transfer", id));
+        };
+        let (phase, pending_id) = phase_to_db(&t.transfer.phase);
+        stmt.execute(params![
+            t.transfer.id,
+            seq,
+            t.transfer.debit,
+            t.transfer.credit,
+            i64_to_db(t.transfer.amount.0),
+            phase,
+            pending_id,
+            t.resolved
+        ])
+        .map_err(backend)?;
+    }
+    let next_seq = first_seq + ids.len() as i64;
+    conn.prepare_cached("UPDATE ledger_meta SET value = ?1 WHERE key = 'next_transfer_seq'")
+        .and_then(|mut s| s.execute([next_seq]))
+        .map_err(backend)?;
+    cache.next_transfer_seq = Some(next_seq);
+    Ok(())
+}
+
+/// Inserts the kept batches' events with the sequence numbers they were given.
+fn flush_outbox(conn: &Connection, outbox: &[(i64, &PreparedOutbox)]) -> Result<(), StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT INTO outbox (seq, id, tenant, event_type, occurred_at, payload) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(backend)?;
+    for (seq, e) in outbox {
+        stmt.execute(params![
+            seq,
+            e.id,
+            e.tenant,
+            e.event_type,
+            e.occurred_at,
+            e.payload
+        ])
+        .map_err(backend)?;
     }
     Ok(())
 }
