@@ -273,8 +273,9 @@ impl CheckoutEngine {
         dep.applied = split.applied;
         dep.excess = split.excess;
         dep.late = !split.late.is_zero();
-        // Every sum is checked before anything changes, so a refused deposit leaves the
-        // session as it was.
+        // Every sum is checked before the session's amounts change; a refused deposit
+        // returns the error before its batch is committed, so nothing is written (the
+        // copy of the session read for this report is dropped).
         let held_before = s.applied.get(&dep.token).copied().unwrap_or(Micros::ZERO);
         let held = checked_sum(held_before, split.applied, "the applied amount")?;
         let received = checked_sum(s.received, dep.amount, "the received amount")?;
