@@ -6,6 +6,7 @@ use crate::engine::{CheckoutEngine, DepositFact, DepositStage};
 use crate::error::{CheckoutResult, rail_err, store_err};
 use crate::model::{Mode, ScanCursor, Session, integer_id};
 use crate::state::{ExpiryDecision, decide_expiry};
+use stablecoin_core::kernel::{RoundReport, Worker};
 use stablecoin_core::ports::{Batch, Rail, Record, Versioned, get_record, get_record_by_unique};
 use std::sync::Arc;
 
@@ -20,6 +21,13 @@ pub struct CheckoutTickReport {
     pub swept: usize,
     /// Errors met (the tick goes on with the next item).
     pub errors: Vec<String>,
+}
+
+impl CheckoutTickReport {
+    /// How many items the round moved, of every kind.
+    pub fn moved(&self) -> usize {
+        self.deposits + self.closed + self.swept
+    }
 }
 
 impl CheckoutEngine {
@@ -51,7 +59,7 @@ impl CheckoutEngine {
         let mut total = CheckoutTickReport::default();
         for _ in 0..max_rounds {
             let r = self.tick().await;
-            let idle = r.deposits == 0 && r.closed == 0 && r.swept == 0;
+            let idle = r.moved() == 0;
             total.deposits += r.deposits;
             total.closed += r.closed;
             total.swept += r.swept;
@@ -210,5 +218,22 @@ impl CheckoutEngine {
             }
         }
         Ok(())
+    }
+}
+
+/// Checkout as one [`Worker`] of the kernel's [`stablecoin_core::kernel::Runtime`]: a
+/// round is a [`CheckoutEngine::tick`] (scan, expiries, sweeps).
+#[async_trait::async_trait]
+impl Worker for CheckoutEngine {
+    fn name(&self) -> &str {
+        "checkout"
+    }
+    async fn round(&self) -> RoundReport {
+        let r = self.tick().await;
+        RoundReport {
+            progressed: r.moved(),
+            errors: r.errors,
+            more_due: false,
+        }
     }
 }

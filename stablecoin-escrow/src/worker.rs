@@ -20,6 +20,7 @@ use crate::events::EscrowEventType;
 use crate::model::*;
 use crate::state::{Action, EscrowState, PayoutPurpose, classify_deposit, transition};
 use serde_json::json;
+use stablecoin_core::kernel::{RoundReport, Worker};
 use stablecoin_core::ports::{
     Batch, Inbound, LedgerTransfer, Phase as LedgerPhase, RailError, Record, SubmissionStatus,
     Versioned, get_record, hold_through_side_effect,
@@ -57,6 +58,11 @@ pub struct EscrowTickReport {
 impl EscrowTickReport {
     /// Nothing moved forward (waiting payouts do not count: they need the rail back).
     pub fn is_idle(&self) -> bool {
+        self.moved() == 0
+    }
+
+    /// How many items the round moved, of every kind (waiting payouts aside).
+    pub fn moved(&self) -> usize {
         self.deposits
             + self.funded
             + self.expired
@@ -66,7 +72,6 @@ impl EscrowTickReport {
             + self.failed
             + self.unknown
             + self.polled
-            == 0
     }
 
     fn add(&mut self, r: EscrowTickReport) {
@@ -189,25 +194,6 @@ impl EscrowEngine {
             }
         }
         total
-    }
-
-    /// Runs `tick` every `interval_ms` until `shutdown` turns true; the tick in progress
-    /// finishes first.
-    pub async fn run_workers(
-        &self,
-        interval_ms: u64,
-        mut shutdown: tokio::sync::watch::Receiver<bool>,
-    ) {
-        loop {
-            if *shutdown.borrow() {
-                return;
-            }
-            let _ = self.tick().await;
-            tokio::select! {
-                _ = tokio::time::sleep(std::time::Duration::from_millis(interval_ms)) => {}
-                _ = shutdown.changed() => {}
-            }
-        }
     }
 
     // ---- deposits --------------------------------------------------------------------
@@ -780,5 +766,23 @@ impl EscrowEngine {
         Err(EscrowError::Conflict {
             what: format!("payout {}", p.id),
         })
+    }
+}
+
+/// Escrow as one [`Worker`] of the kernel's [`stablecoin_core::kernel::Runtime`]: a
+/// round is an [`EscrowEngine::tick`]. Escrow's rounds claim a batch at most, so they
+/// never report `more_due`; the runtime runs them every interval.
+#[async_trait::async_trait]
+impl Worker for EscrowEngine {
+    fn name(&self) -> &str {
+        "escrow"
+    }
+    async fn round(&self) -> RoundReport {
+        let r = self.tick().await;
+        RoundReport {
+            progressed: r.moved(),
+            errors: r.errors,
+            more_due: false,
+        }
     }
 }

@@ -17,9 +17,7 @@ use stablecoin_core::CoreError;
 use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::engine::{
-    Engine, EngineConfig, KeyKind, KeyMode, LANE_ADVANCE, LANE_SUBMIT, Ports,
-};
+use stablecoin_core::engine::{Engine, EngineConfig, KeyKind, KeyMode, Ports};
 use stablecoin_core::memory::{MemoryNotifier, OsEntropy, SystemClock};
 use stablecoin_core::ports::{Batch, Clock, RailId, Record, get_record};
 use stablecoin_escrow::{EscrowConfig, EscrowEngine};
@@ -521,67 +519,11 @@ fn lower_thread_priority(nice: i32) {
     }
 }
 
-/// The engine workers, with metrics: the two claim lanes as loops of their own, side by
-/// side on the workers' threads ([`Engine::tick_lane`]), so a long submission batch
-/// never holds up the confirmations. A panic in either ends both and reaches
-/// [`run_guarded`], which restarts them.
+/// The engines' workers on the kernel's runtime ([`crate::workers`]), until `stop`. A
+/// panic in any of them ends all of them and reaches [`run_guarded`], which restarts
+/// them.
 async fn run_workers(state: AppState, stop: watch::Receiver<bool>) {
-    let mut submit = tokio::spawn(worker_loop(state.clone(), stop.clone(), LANE_SUBMIT));
-    let mut advance = tokio::spawn(worker_loop(state, stop, LANE_ADVANCE));
-    let (first, other) = tokio::select! {
-        ended = &mut submit => (ended, advance),
-        ended = &mut advance => (ended, submit),
-    };
-    if let Err(e) = first
-        && e.is_panic()
-    {
-        other.abort();
-        std::panic::resume_unwind(e.into_panic());
-    }
-    if let Err(e) = other.await
-        && e.is_panic()
-    {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
-/// One lane's loop: a round of `lane` every `worker_interval_ms`, at once while rounds
-/// come back `more_due`. The advance lane's loop also runs the housekeeping (deposits,
-/// SMS) and the escrow and checkout workers.
-async fn worker_loop(state: AppState, mut stop: watch::Receiver<bool>, lane: u8) {
-    let interval = std::time::Duration::from_millis(state.config.worker_interval_ms);
-    loop {
-        if *stop.borrow() {
-            return;
-        }
-        let mut report = state.engine.tick_lane(lane).await;
-        if lane == LANE_ADVANCE {
-            state.engine.tick_housekeeping(&mut report).await;
-        }
-        state.metrics.tick(&report);
-        for e in &report.errors {
-            tracing::warn!(error = %e, "worker");
-        }
-        if lane == LANE_ADVANCE {
-            if let Some(escrow) = &state.escrow {
-                for e in escrow.tick().await.errors {
-                    tracing::warn!(error = %e, "escrow worker");
-                }
-            }
-            for e in state.checkout.tick().await.errors {
-                tracing::warn!(error = %e, "checkout worker");
-            }
-        }
-        if report.more_due {
-            // The claim came back full: a backlog is waiting, so no pause.
-            tokio::task::yield_now().await;
-            continue;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            _ = stop.changed() => {}
-        }
-    }
+    crate::workers::runtime(&state).run(stop).await
 }
 
 /// The webhook dispatcher: a task of its own beside the engines' loop, never inside it,

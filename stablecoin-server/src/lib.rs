@@ -26,6 +26,7 @@ pub mod sms;
 pub mod state;
 pub mod storage;
 pub mod swaps;
+mod workers;
 
 pub use api::{API_VERSION, build_router, openapi};
 pub use app::{App, BuildOptions, DemoTenant};

@@ -3,8 +3,9 @@
 //! Each use case validates its input, reads what it needs, asks the domain what to do,
 //! and commits ONE `Batch` (records, ledger transfers, outbox events and the idempotency
 //! record together). Background work (submitting to rails, confirming, reconciling,
-//! scanning) happens in [`Engine::tick`], which a host calls in a loop
-//! ([`Engine::run_workers`]) or one step at a time in tests.
+//! scanning) happens in [`Engine::tick`]: a host runs the engine as a
+//! [`crate::kernel::Worker`] on the kernel's [`crate::kernel::Runtime`] beside the other
+//! products, and tests call it one step at a time.
 
 mod admission;
 mod chain_reconciliation;

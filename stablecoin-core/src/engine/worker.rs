@@ -18,6 +18,7 @@ use crate::domain::events::DomainEvent;
 use crate::domain::state::{OpEvent, OpKind, OpStatus, transition};
 use crate::domain::time::Timestamp;
 use crate::error::CoreResult;
+use crate::kernel::{RoundReport, Worker};
 use crate::ports::claim::hold_through_side_effect;
 use crate::ports::ledger::{LedgerTransfer, Phase};
 use crate::ports::rail::RailError;
@@ -60,6 +61,11 @@ impl TickReport {
     /// Whether the tick moved nothing (errors and `more_due` aside), so a worker loop may
     /// sleep its interval.
     pub fn is_idle(&self) -> bool {
+        self.moved() == 0
+    }
+
+    /// How many items the tick moved, of every kind.
+    pub fn moved(&self) -> usize {
         self.submitted
             + self.settled
             + self.failed
@@ -67,7 +73,6 @@ impl TickReport {
             + self.deposits
             + self.polled
             + self.sms_sent
-            == 0
     }
 
     /// Takes one lane's claim: its operations into `claimed`, whether it came back full,
@@ -330,29 +335,6 @@ impl Engine {
             }
         }
         total
-    }
-
-    /// Runs `tick` every `interval_ms` (at once while ticks come back `more_due`) until
-    /// `shutdown` turns true; the tick in progress finishes first (graceful shutdown).
-    pub async fn run_workers(
-        &self,
-        interval_ms: u64,
-        mut shutdown: tokio::sync::watch::Receiver<bool>,
-    ) {
-        loop {
-            if *shutdown.borrow() {
-                return;
-            }
-            if self.tick().await.more_due {
-                // A full claim: work is waiting, go again (letting other tasks run).
-                tokio::task::yield_now().await;
-                continue;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(std::time::Duration::from_millis(interval_ms)) => {}
-                _ = shutdown.changed() => {}
-            }
-        }
     }
 
     /// A worker's step of `op`: its update plus `extra`, as background work (no API
@@ -627,5 +609,28 @@ impl Engine {
             block_number: if confirmed { op.block } else { None },
         });
         self.raw_event(&op.tenant, name, payload)
+    }
+}
+
+impl From<TickReport> for RoundReport {
+    fn from(r: TickReport) -> Self {
+        RoundReport {
+            progressed: r.moved(),
+            errors: r.errors,
+            more_due: r.more_due,
+        }
+    }
+}
+
+/// The wallet engine as one [`Worker`] of a [`crate::kernel::Runtime`]: each round is a
+/// whole [`Engine::tick`] (both claim lanes, then the housekeeping). A server that wants
+/// the lanes side by side wraps [`Engine::tick_lane`] in workers of its own.
+#[async_trait::async_trait]
+impl Worker for Engine {
+    fn name(&self) -> &str {
+        "wallets"
+    }
+    async fn round(&self) -> RoundReport {
+        self.tick().await.into()
     }
 }

@@ -1,10 +1,15 @@
 //! The shared kernel: what the three products (wallets in [`crate::engine`], escrow and
 //! checkout in their own crates) have in common, written once (KERNEL.md §2).
 //!
-//! It starts with [`error`]: the classes every product error falls into, so the server
-//! maps classes, not each product's variants, to HTTP. The kernel's runtime, inbound
-//! routing and idempotency join it in later steps of issue #45.
+//! - [`error`]: the classes every product error falls into, so the server maps classes,
+//!   not each product's variants, to HTTP;
+//! - [`runtime`]: every product's background work behind one [`Worker`] trait, run by
+//!   one [`Runtime`].
+//!
+//! Inbound routing and idempotency join it in later steps of issue #45.
 
 pub mod error;
+pub mod runtime;
 
 pub use error::{ErrorClass, ProductError};
+pub use runtime::{RoundObserver, RoundReport, Runtime, Worker};

@@ -1,0 +1,98 @@
+//! The server's workers on the kernel's runtime ([`stablecoin_core::kernel::Runtime`]):
+//! the wallet engine's two claim lanes, escrow and checkout, each a loop of its own.
+//!
+//! Why the lanes are two workers here (an embedder can run the whole [`Engine`] as one):
+//! under load the submissions queue is long, and in one loop it would keep the polls
+//! (whose money is already on its way) waiting behind it. Their reports feed the
+//! metrics. Escrow and checkout used to run inside the advance lane's loop, one after
+//! the other; as workers of their own, a slow round of one no longer delays the others.
+//!
+//! [`Engine`]: stablecoin_core::engine::Engine
+
+use crate::state::AppState;
+use async_trait::async_trait;
+use stablecoin_core::engine::{LANE_ADVANCE, LANE_SUBMIT};
+use stablecoin_core::kernel::{RoundReport, Runtime, Worker};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One claim lane of the wallet engine; the advance lane also runs the housekeeping
+/// (inbound deposits, due SMS).
+struct WalletLane {
+    state: AppState,
+    lane: u8,
+}
+
+#[async_trait]
+impl Worker for WalletLane {
+    fn name(&self) -> &str {
+        if self.lane == LANE_SUBMIT {
+            "wallets:submit"
+        } else {
+            "wallets:advance"
+        }
+    }
+
+    async fn round(&self) -> RoundReport {
+        let mut report = self.state.engine.tick_lane(self.lane).await;
+        if self.lane == LANE_ADVANCE {
+            self.state.engine.tick_housekeeping(&mut report).await;
+        }
+        self.state.metrics.tick(&report);
+        report.into()
+    }
+}
+
+/// A product engine the state holds by value, run as a worker through the state.
+struct Held {
+    state: AppState,
+    name: &'static str,
+    pick: for<'a> fn(&'a AppState) -> Option<&'a dyn Worker>,
+}
+
+#[async_trait]
+impl Worker for Held {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    async fn round(&self) -> RoundReport {
+        match (self.pick)(&self.state) {
+            Some(worker) => worker.round().await,
+            None => RoundReport::default(),
+        }
+    }
+}
+
+/// The runtime of `state`'s workers, every `worker_interval_ms`, logging each round's
+/// errors.
+pub(crate) fn runtime(state: &AppState) -> Runtime {
+    let lane = |lane| -> Arc<dyn Worker> {
+        Arc::new(WalletLane {
+            state: state.clone(),
+            lane,
+        })
+    };
+    let mut workers = vec![lane(LANE_SUBMIT), lane(LANE_ADVANCE)];
+    if state.escrow.is_some() {
+        workers.push(Arc::new(Held {
+            state: state.clone(),
+            name: "escrow",
+            pick: |s| s.escrow.as_ref().map(|e| e as &dyn Worker),
+        }));
+    }
+    workers.push(Arc::new(Held {
+        state: state.clone(),
+        name: "checkout",
+        pick: |s| Some(&s.checkout as &dyn Worker),
+    }));
+    Runtime::new(
+        workers,
+        Duration::from_millis(state.config.worker_interval_ms),
+    )
+    .observe(Arc::new(|worker, report| {
+        for e in &report.errors {
+            tracing::warn!(worker, error = %e, "worker");
+        }
+    }))
+}
