@@ -9,10 +9,20 @@ mod fuzz_corpora;
 mod one_time_codes;
 mod simulation;
 
-#[cfg(all(feature = "escrow", feature = "checkout"))]
+#[cfg(all(
+    feature = "memory",
+    feature = "sim",
+    feature = "escrow",
+    feature = "checkout"
+))]
 mod embedder_runtime;
 /// The `three_products` example, compiled and run as a test: an embedder runs wallets,
 /// escrow and checkout on the kernel's one runtime (issue #45).
-#[cfg(all(feature = "escrow", feature = "checkout"))]
+#[cfg(all(
+    feature = "memory",
+    feature = "sim",
+    feature = "escrow",
+    feature = "checkout"
+))]
 #[path = "../examples/three_products.rs"]
 mod three_products_example;
