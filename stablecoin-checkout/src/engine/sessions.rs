@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::engine::{AuthContext, validate_idempotency_key};
+use stablecoin_core::kernel::idempotency::{Recorded, recorded};
 use stablecoin_core::ports::{
     Batch, IdempotencyRecord, KeyPurpose, LedgerTransfer, ListQuery, Phase as LedgerPhase, Record,
     StoreError, Versioned,
@@ -132,22 +133,14 @@ impl CheckoutEngine {
         key: &str,
         hash: &str,
     ) -> CheckoutResult<Option<SessionView>> {
-        let Some(rec) = self
-            .core
-            .ports()
-            .store
-            .idempotency(&scope.tenant.0, key)
+        match recorded(&*self.core.ports().store, &scope.tenant.0, key, hash)
             .await
             .map_err(store_err)?
-        else {
-            return Ok(None);
-        };
-        if rec.request_hash != hash {
-            return Err(CheckoutError::IdempotencyKeyReused);
+        {
+            Recorded::Nothing => Ok(None),
+            Recorded::Same(view) => Ok(Some(view)),
+            Recorded::Other => Err(CheckoutError::IdempotencyKeyReused),
         }
-        serde_json::from_value(rec.response)
-            .map(Some)
-            .map_err(|e| CheckoutError::Storage(format!("decode stored response: {e}")))
     }
 
     async fn new_session(

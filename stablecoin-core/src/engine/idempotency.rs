@@ -5,6 +5,7 @@ use super::{Engine, store_err};
 use crate::domain::consent::hex;
 use crate::domain::ids::TenantId;
 use crate::error::{CoreError, CoreResult};
+use crate::kernel::idempotency::{Recorded, recorded};
 use crate::ports::store::{Batch, IdempotencyRecord, StoreError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -103,22 +104,17 @@ impl Engine {
         key: &str,
         hash: &str,
     ) -> CoreResult<Option<T>> {
-        let Some(rec) = self
-            .ports
-            .store
-            .idempotency(&tenant.0, key)
+        match recorded(&*self.ports.store, &tenant.0, key, hash)
             .await
             .map_err(store_err)?
-        else {
-            return Ok(None);
-        };
-        if rec.request_hash != hash {
-            return Err(CoreError::IdempotencyKeyReused);
+        {
+            Recorded::Nothing => Ok(None),
+            Recorded::Other => Err(CoreError::IdempotencyKeyReused),
+            Recorded::Same(found) => {
+                // Outside `observe_replay` there is no flag to set.
+                let _ = REPLAYED.try_with(|r| r.set(true));
+                Ok(Some(found))
+            }
         }
-        let found = serde_json::from_value(rec.response)
-            .map_err(|e| CoreError::Storage(format!("decode stored response: {e}")))?;
-        // Outside `observe_replay` there is no flag to set.
-        let _ = REPLAYED.try_with(|r| r.set(true));
-        Ok(Some(found))
     }
 }

@@ -18,6 +18,7 @@ use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::engine::{AuthContext, validate_idempotency_key};
+use stablecoin_core::kernel::idempotency::{Recorded, recorded};
 use stablecoin_core::ports::{
     Batch, IdempotencyRecord, KeyPurpose, RailId, Record, StoreError, get_record_by_unique,
 };
@@ -361,21 +362,14 @@ impl EscrowEngine {
         key: &str,
         hash: &str,
     ) -> EscrowResult<Option<EscrowView>> {
-        let Some(rec) = self
-            .inner
-            .store
-            .idempotency(&tenant.0, key)
+        match recorded(&*self.inner.store, &tenant.0, key, hash)
             .await
             .map_err(store_err)?
-        else {
-            return Ok(None);
-        };
-        if rec.request_hash != hash {
-            return Err(EscrowError::IdempotencyKeyReused);
+        {
+            Recorded::Nothing => Ok(None),
+            Recorded::Same(view) => Ok(Some(view)),
+            Recorded::Other => Err(EscrowError::IdempotencyKeyReused),
         }
-        serde_json::from_value(rec.response)
-            .map(Some)
-            .map_err(|e| EscrowError::Storage(format!("decode stored response: {e}")))
     }
 }
 
