@@ -5,13 +5,12 @@
 //! gated on membership. A tenant becomes a member by provisioning a new or unaffiliated
 //! wallet, or by the customer's consent: a one-time code sent by SMS.
 
+use crate::domain::chain::ChainAddress;
 use crate::domain::ids::{ChallengeId, TenantId, WalletId};
 use crate::domain::otp::CodeKey;
 use crate::domain::phone::Phone;
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
-use crate::ports::rail::ChainAddress;
-use crate::ports::record::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use subtle::ConstantTimeEq;
@@ -88,18 +87,6 @@ impl Wallet {
             .cloned()
             .unwrap_or_else(|| self.id.0.clone())
     }
-    /// The unique key that finds a wallet by phone (one wallet per phone).
-    pub fn phone_key(phone: &Phone) -> String {
-        crate::ports::kinds::key(crate::ports::kinds::namespace::WALLET_PHONE, phone)
-    }
-    /// The unique key that finds a wallet by its address on `rail` (case-insensitive, for
-    /// inbound deposits).
-    pub fn address_key(rail: &str, address: &ChainAddress) -> String {
-        crate::ports::kinds::key(
-            crate::ports::kinds::namespace::WALLET_ADDR,
-            format_args!("{rail}:{}", address.0.to_ascii_lowercase()),
-        )
-    }
     /// True when `tenant` may move this wallet's money out.
     pub fn is_member(&self, tenant: &TenantId) -> bool {
         self.members.contains(tenant)
@@ -120,30 +107,6 @@ impl Wallet {
     /// The wallet's address on the rail named `rail`; `None` if it has none there.
     pub fn address(&self, rail: &str) -> Option<&ChainAddress> {
         self.addresses.get(rail)
-    }
-}
-
-impl Record for Wallet {
-    const KIND: &'static str = crate::ports::kinds::kind::WALLET;
-    fn id(&self) -> String {
-        self.id.0.clone()
-    }
-    /// Every wallet sits in one list, [`Wallet::LIST_OWNER`]'s: a wallet belongs to no
-    /// one tenant, and the chain reconciliation walks them all.
-    fn tenant(&self) -> Option<String> {
-        Some(Wallet::LIST_OWNER.to_string())
-    }
-    fn created_at(&self) -> Timestamp {
-        self.created_at
-    }
-    fn unique_keys(&self) -> Vec<String> {
-        let mut keys = vec![Wallet::phone_key(&self.phone)];
-        keys.extend(
-            self.addresses
-                .iter()
-                .map(|(r, a)| Wallet::address_key(r, a)),
-        );
-        keys
     }
 }
 
@@ -239,15 +202,9 @@ impl Challenge {
         }
     }
 
-    /// The key that finds the open challenge of (kind, tenant, wallet).
-    pub fn open_key(kind: &str, tenant: &TenantId, wallet: &WalletId) -> String {
-        crate::ports::kinds::key(
-            crate::ports::kinds::namespace::OTP_OPEN,
-            format_args!("{kind}:{tenant}:{wallet}"),
-        )
-    }
-
-    fn is_open(&self) -> bool {
+    /// Neither consumed nor superseded: the challenge that holds its purpose's open key
+    /// (a code may still confirm it).
+    pub fn is_open(&self) -> bool {
         self.consumed_at.is_none() && !self.superseded
     }
 
@@ -272,30 +229,6 @@ impl Challenge {
     }
 }
 
-impl Record for Challenge {
-    const KIND: &'static str = crate::ports::kinds::kind::CHALLENGE;
-    fn id(&self) -> String {
-        self.id.0.clone()
-    }
-    fn tenant(&self) -> Option<String> {
-        Some(self.tenant.0.clone())
-    }
-    fn created_at(&self) -> Timestamp {
-        self.created_at
-    }
-    fn unique_keys(&self) -> Vec<String> {
-        if self.is_open() {
-            vec![Challenge::open_key(
-                self.purpose.kind(),
-                &self.tenant,
-                &self.wallet,
-            )]
-        } else {
-            vec![]
-        }
-    }
-}
-
 /// A 6-digit code from 8 random bytes (modulo bias below 10^-13).
 pub fn code_from_random(random: [u8; 8]) -> String {
     let n = u64::from_le_bytes(random) % 10u64.pow(CODE_DIGITS as u32);
@@ -315,6 +248,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // The store impls live in engine/records.rs; these tests check what they claim.
+    use crate::ports::record::Record;
 
     fn wallet(members: Vec<TenantId>) -> Wallet {
         Wallet {

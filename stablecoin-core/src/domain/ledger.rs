@@ -32,7 +32,7 @@
 //!
 //! Accounts are created if absent; the same id with other flags is `AccountExists`.
 
-use crate::ports::ledger::{Balance, LedgerAccount, LedgerError, LedgerTransfer, Phase};
+use crate::domain::ledger_types::{Balance, LedgerAccount, LedgerError, LedgerTransfer, Phase};
 use std::collections::{HashMap, HashSet};
 
 /// The largest amount, and the largest account sum, any store holds: `i64::MAX`

@@ -11,13 +11,12 @@
 //! Pure: the engine reads the quota record, asks [`TenantQuota::count`], and commits the
 //! record with a version check, so concurrent requests are each counted once.
 
+use crate::domain::chain::RailId;
 use crate::domain::ids::TenantId;
 use crate::domain::money::Micros;
 use crate::domain::otp::Window;
 use crate::domain::time::Timestamp;
 use crate::error::CoreError;
-use crate::ports::rail::RailId;
-use crate::ports::record::Record;
 use serde::{Deserialize, Serialize};
 
 /// The smallest amount, in micro-units, a send may move on each rail family. The
@@ -133,19 +132,6 @@ impl TenantQuota {
         }
         self.used.add(now, quota.window_ms);
         Ok(())
-    }
-}
-
-impl Record for TenantQuota {
-    const KIND: &'static str = crate::ports::kinds::kind::TENANT_QUOTA;
-    fn id(&self) -> String {
-        self.id.clone()
-    }
-    fn tenant(&self) -> Option<String> {
-        Some(self.tenant.0.clone())
-    }
-    fn created_at(&self) -> Timestamp {
-        self.created_at
     }
 }
 

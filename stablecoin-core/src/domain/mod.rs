@@ -1,5 +1,6 @@
 //! Pure domain logic: no I/O, no clock reads, no randomness.
 
+pub mod chain;
 pub mod consent;
 #[cfg(feature = "crypto")]
 pub mod crypto;
@@ -8,6 +9,7 @@ pub mod fees;
 pub mod fx;
 pub mod ids;
 pub mod ledger;
+pub mod ledger_types;
 pub mod limits;
 pub mod money;
 pub mod otp;

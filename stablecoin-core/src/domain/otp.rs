@@ -21,7 +21,6 @@ use crate::domain::ids::{ChallengeId, TenantId, WalletId};
 use crate::domain::phone::Phone;
 use crate::domain::time::Timestamp;
 use crate::error::CoreError;
-use crate::ports::record::Record;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
@@ -262,24 +261,6 @@ impl OtpGuard {
             GuardScope::Phone { .. } => "one-time codes to this phone number",
             GuardScope::Tenant { .. } => "one-time codes of this tenant",
         }
-    }
-}
-
-impl Record for OtpGuard {
-    const KIND: &'static str = crate::ports::kinds::kind::OTP_GUARD;
-    fn id(&self) -> String {
-        self.id.clone()
-    }
-    fn tenant(&self) -> Option<String> {
-        match &self.scope {
-            GuardScope::Subject { tenant, .. } | GuardScope::Tenant { tenant } => {
-                Some(tenant.0.clone())
-            }
-            GuardScope::Phone { .. } => None,
-        }
-    }
-    fn created_at(&self) -> Timestamp {
-        self.created_at
     }
 }
 

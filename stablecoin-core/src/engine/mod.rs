@@ -18,6 +18,7 @@ mod operations;
 mod payout_resolution;
 mod polls;
 mod read_cache;
+mod records;
 mod retention;
 mod sandbox;
 mod scanner;

@@ -6,39 +6,10 @@ use crate::domain::time::Timestamp;
 use crate::ports::signer::KeyPurpose;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use thiserror::Error;
 
-/// Which chain a rail moves value on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum RailId {
-    /// An EVM chain by chain id (137 Polygon, 8453 Base, 56 BNB Smart Chain).
-    Evm(u64),
-    /// TRON (the network its node serves): USDT, sends sponsored by delegated resources.
-    Tron,
-    /// Solana (the cluster its RPC serves): SPL USDC and USDT.
-    Solana,
-}
-
-impl RailId {
-    /// Stable name used in records, webhooks (`rail`) and readiness fields.
-    pub fn name(&self) -> String {
-        match self {
-            RailId::Evm(137) => "polygon".into(),
-            RailId::Evm(8453) => "base".into(),
-            RailId::Evm(56) => "bsc".into(),
-            RailId::Evm(id) => format!("evm-{id}"),
-            RailId::Tron => "tron".into(),
-            RailId::Solana => "solana".into(),
-        }
-    }
-}
-
-impl fmt::Display for RailId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
-    }
-}
+/// Re-exported from [`crate::domain::chain`], where the domain names them too.
+pub use crate::domain::chain::{ChainAddress, RailId};
 
 /// Readiness as the spec defines it (1.4, 1.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,17 +71,6 @@ impl Readiness {
         } else {
             format!("{status}: {}", self.reasons.join("; "))
         }
-    }
-}
-
-/// An address on one chain, in that chain's canonical text form.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ChainAddress(pub String);
-
-impl fmt::Display for ChainAddress {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
     }
 }
 
