@@ -23,7 +23,12 @@
 //! runs. A table keyed by axum's `MatchedPath` would work too, but it is a second list of
 //! path templates beside the registrations, the thing this module removes. An unmarked
 //! route is an ordinary one: a write budget for its POSTs and DELETEs, and an HTTP record
-//! for its `Idempotency-Key`. `tests/rate_classes.rs` fails if a money route loses its mark.
+//! for its `Idempotency-Key`.
+//!
+//! A lost mark is caught by the tests: `tests/rate_classes.rs` sends every write of the
+//! OpenAPI document and requires the `money` budget on exactly the money routes, and
+//! `tests/idempotency.rs` has a test per kind of idempotency decision (a money key with
+//! one owner; an escrow replayed by its engine when the HTTP record is missing).
 
 use axum::extract::Request;
 use utoipa_axum::router::OpenApiRouter;
