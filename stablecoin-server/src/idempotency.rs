@@ -16,8 +16,9 @@
 //!    money route's key that another route recorded.
 //! 3. Errors are not stored: a failed request changed nothing (engine batches are atomic),
 //!    so retrying it with the same key runs it again.
-//! 4. The money endpoints ([`crate::rate_limit::MONEY_PATHS`]: fund, send on every
-//!    chain, withdraw, swap) keep no HTTP record: they pass the key to the engine, whose
+//! 4. The money endpoints (the routes marked [`RouteKind::Money`] where they are
+//!    registered, see [`crate::route_kind`]: fund, send on every chain, withdraw, swap)
+//!    keep no HTTP record: they pass the key to the engine, whose
 //!    idempotency record is committed in the SAME batch as the operation, and that record
 //!    alone answers duplicates. One commit per keyed request (not a second one for the
 //!    HTTP record after it), and one request fingerprint: the engine's, over the
@@ -43,6 +44,7 @@
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::body_error;
+use crate::route_kind::RouteKind;
 use crate::state::AppState;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
@@ -100,10 +102,6 @@ impl Drop for InFlightGuard {
         set.remove(&self.key);
     }
 }
-
-/// Routes (besides the money routes) whose engine records the key itself, under the bare
-/// key, in the commit of what it creates: escrow creation.
-const ENGINE_RECORDED: &[&str] = &["/v1/escrows"];
 
 /// The answer when a record already holds the key: `422 IDEMPOTENCY_KEY_REUSED` (another
 /// route's record), or the storage error; `None` when none does.
@@ -177,6 +175,8 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
     let Some(caller) = req.extensions().get::<Caller>().cloned() else {
         return next.run(req).await;
     };
+    // The router's mark on the route (set before this middleware runs).
+    let kind = RouteKind::of(&req);
     let tenant = caller.tenant().0.clone();
     let (parts, body) = req.into_parts();
     let bytes = match to_bytes(body, app.config.body_limit_bytes).await {
@@ -187,7 +187,7 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
         return ApiError::from(stablecoin_core::CoreError::IdempotencyKeyInUse).into_response();
     };
     let sandbox = caller.is_sandbox();
-    if !sandbox && crate::rate_limit::MONEY_PATHS.contains(&parts.uri.path()) {
+    if !sandbox && kind == Some(RouteKind::Money) {
         // The engine records the key in the operation's own commit (point 4). Another
         // route's record of the key (a read, not a commit) makes it someone else's.
         let found = app
@@ -230,9 +230,10 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
                     .into_response();
             }
             // A money route's (the engine's record under the bare key)? Not asked on a
-            // route whose own engine records the bare key: that engine decides (it
-            // replays its record when the HTTP one was lost).
-            Ok(None) if ENGINE_RECORDED.contains(&parts.uri.path()) => {}
+            // route whose own engine records the bare key ([`RouteKind::EngineRecorded`]:
+            // escrow creation): that engine decides (it replays its record when the HTTP
+            // one was lost).
+            Ok(None) if kind == Some(RouteKind::EngineRecorded) => {}
             Ok(None) => {
                 if let Some(refused) = refusal(store.idempotency(&tenant, &key).await) {
                     return refused;

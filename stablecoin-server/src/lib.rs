@@ -20,6 +20,7 @@ mod periodic;
 pub mod rails;
 pub mod rate_limit;
 pub mod retention;
+pub mod route_kind;
 pub mod sandbox;
 pub mod sign_in;
 pub mod sms;

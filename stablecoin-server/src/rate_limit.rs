@@ -1,8 +1,8 @@
 //! Per-API-key rate limits (API-CONVENTIONS "Rate limits").
 //!
 //! Each key has three budgets, so a burst of reads never starves the key's payments:
-//! money-moving POSTs (sends, fundings, withdrawals, escrow payouts), other POSTs, and
-//! reads. A budget is `quota` requests per `window_s` seconds, enforced with GCRA (the
+//! money-moving POSTs (sends, fundings, withdrawals, swaps, escrow payouts: the routes the
+//! router marks [`RouteKind::Money`], see [`crate::route_kind`]), other POSTs, and reads. A budget is `quota` requests per `window_s` seconds, enforced with GCRA (the
 //! generic cell rate algorithm: a token bucket kept as one timestamp per key), which
 //! allows a burst of `quota` and then one request every `window_s / quota` seconds.
 //!
@@ -16,6 +16,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::route_kind::RouteKind;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
@@ -46,32 +47,18 @@ impl Class {
         }
     }
 
-    /// The class of a request, by method and path.
-    pub fn of(method: &Method, path: &str) -> Class {
+    /// The class of a request, by its method and the mark of the route it was routed to
+    /// ([`RouteKind`]): a read, a POST of a money route, or any other write.
+    pub fn of(method: &Method, kind: Option<RouteKind>) -> Class {
         if method == Method::GET || method == Method::HEAD {
             return Class::Read;
         }
-        let escrow_payout = path.starts_with("/v1/escrows/")
-            && (path.ends_with("/release") || path.ends_with("/refund"));
-        if MONEY_PATHS.contains(&path) || escrow_payout {
-            Class::Money
-        } else {
-            Class::Write
+        match kind {
+            Some(RouteKind::Money) => Class::Money,
+            Some(RouteKind::EngineRecorded) | None => Class::Write,
         }
     }
 }
-
-/// The POST routes that move money through an engine operation: the money rate class,
-/// and the routes whose `Idempotency-Key` the engine alone records, in the commit of the
-/// operation itself (`crate::idempotency`).
-pub const MONEY_PATHS: &[&str] = &[
-    "/v1/transfers/send",
-    "/v1/users/fund",
-    "/v1/users/withdraw",
-    "/v1/tron/transfers/send",
-    "/v1/solana/transfers/send",
-    "/v1/swaps",
-];
 
 /// `quota` requests per `window_s` seconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,7 +266,7 @@ pub async fn enforce(
     else {
         return next.run(req).await;
     };
-    let class = Class::of(req.method(), req.uri().path());
+    let class = Class::of(req.method(), RouteKind::of(&req));
     let budget = limiter.limits.budget(class);
     let decision = limiter.check(&key, class);
     let mut res = if decision.allowed {
@@ -366,25 +353,20 @@ mod tests {
     }
 
     #[test]
-    fn requests_are_classed_by_method_and_path() {
-        assert_eq!(Class::of(&Method::GET, "/v1/transfers"), Class::Read);
-        assert_eq!(Class::of(&Method::POST, "/v1/transfers/send"), Class::Money);
+    fn requests_are_classed_by_method_and_route_mark() {
+        // Which routes carry which mark: `tests/rate_classes.rs`, over HTTP.
+        assert_eq!(Class::of(&Method::GET, None), Class::Read);
+        assert_eq!(Class::of(&Method::GET, Some(RouteKind::Money)), Class::Read);
         assert_eq!(
-            Class::of(&Method::POST, "/v1/escrows/esc_1/release"),
+            Class::of(&Method::POST, Some(RouteKind::Money)),
             Class::Money
         );
         assert_eq!(
-            Class::of(&Method::POST, "/v1/escrows/esc_1/dispute"),
+            Class::of(&Method::POST, Some(RouteKind::EngineRecorded)),
             Class::Write
         );
-        assert_eq!(
-            Class::of(&Method::POST, "/v1/users/link/request"),
-            Class::Write
-        );
-        assert_eq!(
-            Class::of(&Method::DELETE, "/v1/webhooks/endpoints/whe_1"),
-            Class::Write
-        );
+        assert_eq!(Class::of(&Method::POST, None), Class::Write);
+        assert_eq!(Class::of(&Method::DELETE, None), Class::Write);
     }
 
     #[test]

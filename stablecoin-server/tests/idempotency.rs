@@ -285,3 +285,34 @@ async fn a_keyed_money_request_is_one_commit_and_a_key_has_one_owner() {
     .expect_err(422, "IDEMPOTENCY_KEY_REUSED");
     assert_eq!(s.treasury(&t).await, m("70"), "funded once");
 }
+
+/// Escrow creation is marked as a route whose engine records the key itself
+/// (`RouteKind::EngineRecorded`): a key with the escrow engine's record but no HTTP one
+/// (the HTTP record lost, e.g. by a crash between the two commits) is the escrow
+/// engine's to answer, and it replays the escrow. Unmarked, the HTTP layer would take
+/// the engine's record for another route's and answer `IDEMPOTENCY_KEY_REUSED`.
+#[tokio::test]
+async fn an_escrow_whose_http_record_is_missing_is_replayed_by_its_engine() {
+    let s = start().await;
+    let t = s.tenant("Acme", "0").await;
+    s.provision(&t.live, A).await;
+    s.provision(&t.live, B).await;
+    let body = json!({"buyer_phone_number": A, "seller_phone_number": B,
+        "amount": "40", "reference": "lost-1"})
+    .to_string();
+    // The escrow engine alone, as if the HTTP record after it had not been written.
+    let auth = s.app.engine().authenticate(&t.live).await.unwrap();
+    let escrows = s.app.state().escrow.clone().expect("escrow engine");
+    let created = escrows
+        .create(
+            &auth,
+            &serde_json::from_str(&body).unwrap(),
+            Some("esc-lost"),
+        )
+        .await
+        .unwrap();
+    let r = s.post_idem(&t.live, "/v1/escrows", &body, "esc-lost").await;
+    r.expect(201);
+    assert_eq!(r.json()["id"], created.id.as_str());
+    assert_eq!(s.get(&t.live, "/v1/escrows").await.json()["total"], 1);
+}

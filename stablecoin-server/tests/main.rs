@@ -34,6 +34,7 @@ mod payouts_crash;
 mod payouts_http;
 mod payouts_switch;
 mod quickstart;
+mod rate_classes;
 mod readme_quickstart;
 mod reconciliation_http;
 mod remote_signer;

@@ -25,6 +25,7 @@ use crate::error::{ApiError, ErrorBody, ErrorDetail, at};
 use crate::idempotency;
 use crate::metrics;
 use crate::rate_limit;
+use crate::route_kind::{self, RouteKind};
 use crate::state::AppState;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -164,39 +165,55 @@ pub(crate) fn paging(limit: Option<&str>, page: Option<&str>) -> Result<Paging, 
 
 // ---- router ---------------------------------------------------------------------------
 
-/// Every route, grouped by the middleware it needs, with its OpenAPI entry.
-fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
-    // Rate limits run after authentication (they key on the caller's API key) and
-    // before idempotency and the handler.
-    let limiter = state.rate_limiter.clone();
-    // Tenant key + HTTP idempotency on POST.
-    let tenant = OpenApiRouter::new()
-        .routes(routes!(users::provision))
+/// The tenant-key stack over `routes`: authentication, then the rate limit (it keys on
+/// the caller's API key), then HTTP idempotency on POST, then the handler.
+fn tenant_key(routes: OpenApiRouter<AppState>, state: &AppState) -> OpenApiRouter<AppState> {
+    routes
+        .route_layer(from_fn_with_state(state.clone(), idempotency::idempotency))
+        .route_layer(from_fn_with_state(
+            state.rate_limiter.clone(),
+            rate_limit::enforce,
+        ))
+        .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key))
+}
+
+/// The tenant-key routes that move money through one engine operation, marked
+/// [`RouteKind::Money`] (`crate::route_kind`): the money rate budget, and the engine
+/// alone records their `Idempotency-Key`.
+fn money_routes(state: &AppState) -> OpenApiRouter<AppState> {
+    let routes = OpenApiRouter::new()
         .routes(routes!(users::fund))
-        .routes(routes!(users::balance))
         .routes(routes!(users::withdraw))
+        .routes(routes!(transfers::send))
+        .routes(routes!(swaps::create_swap))
+        .routes(routes!(chains::tron_send))
+        .routes(routes!(chains::solana_send));
+    // Marked last: the mark must be set before the stack's middleware runs.
+    route_kind::mark(tenant_key(routes, state), RouteKind::Money)
+}
+
+/// The other tenant-key routes, with HTTP idempotency on POST.
+fn tenant_routes(state: &AppState) -> OpenApiRouter<AppState> {
+    let routes = OpenApiRouter::new()
+        .routes(routes!(users::provision))
+        .routes(routes!(users::balance))
         .routes(routes!(users::link_request))
         .routes(routes!(users::link_confirm))
         .routes(routes!(users::phone_change_request))
         .routes(routes!(users::phone_change_confirm))
-        .routes(routes!(transfers::send))
         .routes(routes!(transfers::list_transfers))
         .routes(routes!(transfers::get_transfer))
         .routes(routes!(transfers::get_funding))
         .routes(routes!(transfers::get_withdrawal))
         .routes(routes!(transfers::get_swap))
-        .routes(routes!(swaps::create_swap))
         .routes(routes!(swaps::list_swaps))
         .routes(routes!(fx::quote))
         .routes(routes!(topups::create_topup, topups::list_topups))
         .routes(routes!(topups::get_topup))
         .routes(routes!(chains::tron_provision))
         .routes(routes!(chains::tron_balance))
-        .routes(routes!(chains::tron_send))
         .routes(routes!(chains::solana_provision))
         .routes(routes!(chains::solana_balance))
-        .routes(routes!(chains::solana_send))
-        .routes(routes!(escrow::create_escrow, escrow::list_escrows))
         .routes(routes!(escrow::get_escrow))
         .routes(routes!(escrow::escrow_events))
         .routes(routes!(
@@ -217,19 +234,39 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(
             checkout::create_business,
             checkout::list_businesses
-        ))
-        .route_layer(from_fn_with_state(state.clone(), idempotency::idempotency))
-        .route_layer(from_fn_with_state(limiter.clone(), rate_limit::enforce))
-        .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key));
-    // Tenant key, no idempotency key: escrow actions (spec 2.2; their state rules make
-    // them safe to retry).
-    let escrow_actions = OpenApiRouter::new()
+        ));
+    // Escrow creation: its engine records the bare key in the escrow's own commit.
+    let escrows = OpenApiRouter::new().routes(routes!(escrow::create_escrow, escrow::list_escrows));
+    tenant_key(routes, state).merge(route_kind::mark(
+        tenant_key(escrows, state),
+        RouteKind::EngineRecorded,
+    ))
+}
+
+/// Tenant key, no idempotency key: escrow actions (spec 2.2; their state rules make them
+/// safe to retry). Release and refund pay out, so they are money routes.
+fn escrow_action_routes(state: &AppState) -> OpenApiRouter<AppState> {
+    let limited = |routes: OpenApiRouter<AppState>| {
+        routes
+            .route_layer(from_fn_with_state(
+                state.rate_limiter.clone(),
+                rate_limit::enforce,
+            ))
+            .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key))
+    };
+    let payouts = OpenApiRouter::new()
         .routes(routes!(escrow::release_escrow))
-        .routes(routes!(escrow::refund_escrow))
+        .routes(routes!(escrow::refund_escrow));
+    let others = OpenApiRouter::new()
         .routes(routes!(escrow::dispute_escrow))
-        .routes(routes!(escrow::cancel_escrow))
-        .route_layer(from_fn_with_state(limiter.clone(), rate_limit::enforce))
-        .route_layer(from_fn_with_state(state.clone(), auth::require_tenant_key));
+        .routes(routes!(escrow::cancel_escrow));
+    route_kind::mark(limited(payouts), RouteKind::Money).merge(limited(others))
+}
+
+/// Every route, grouped by the middleware it needs and marked with its kind
+/// (`crate::route_kind`), with its OpenAPI entry.
+fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
+    let limiter = state.rate_limiter.clone();
     let business = OpenApiRouter::new()
         .routes(routes!(checkout::list))
         .routes(routes!(checkout::create_session))
@@ -262,8 +299,9 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(health::openapi))
         .routes(routes!(intake::deposit_events));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .merge(tenant)
-        .merge(escrow_actions)
+        .merge(money_routes(state))
+        .merge(tenant_routes(state))
+        .merge(escrow_action_routes(state))
         .merge(business)
         .merge(admin)
         .merge(public)
