@@ -146,9 +146,7 @@ KNOWN: dict[tuple[str, str], str] = {
     ("stablecoin-core/src/domain/fees.rs", "error"): OWN_ERRORS,
     ("stablecoin-core/src/domain/fx.rs", "error"): OWN_ERRORS,
     ("stablecoin-core/src/domain/limits.rs", "error"): OWN_ERRORS,
-    ("stablecoin-core/src/domain/money.rs", "error"): OWN_ERRORS,
     ("stablecoin-core/src/domain/otp.rs", "error"): OWN_ERRORS,
-    ("stablecoin-core/src/domain/phone.rs", "error"): OWN_ERRORS,
     ("stablecoin-core/src/domain/state.rs", "error"): OWN_ERRORS,
     ("stablecoin-core/src/domain/topup.rs", "error"): OWN_ERRORS,
     # ports -> error: `Record::decode` returns CoreError (the ports <-> error circle).

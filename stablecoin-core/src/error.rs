@@ -524,6 +524,31 @@ impl ProductError for CoreError {
     }
 }
 
+impl From<crate::domain::money::MoneyError> for CoreError {
+    /// Each refusal of money parsing is the `CoreError` variant of the same name, so the
+    /// API shows the same code, message and field as before money had its own error.
+    fn from(e: crate::domain::money::MoneyError) -> Self {
+        use crate::domain::money::MoneyError;
+        match e {
+            MoneyError::InvalidAmount { input, reason } => {
+                CoreError::InvalidAmount { input, reason }
+            }
+            MoneyError::UnknownToken { token } => CoreError::UnknownToken { token },
+            MoneyError::UnknownCurrency { currency } => CoreError::UnknownCurrency { currency },
+        }
+    }
+}
+
+impl From<crate::domain::phone::PhoneError> for CoreError {
+    /// A refused phone number is `InvalidPhone`, with the same code, message and field.
+    fn from(e: crate::domain::phone::PhoneError) -> Self {
+        CoreError::InvalidPhone {
+            input: e.input,
+            reason: e.reason,
+        }
+    }
+}
+
 impl From<crate::ports::services::RateError> for CoreError {
     /// A stale rate is RATE_STALE; every other failure of the source RATE_SOURCE_ERROR.
     fn from(e: crate::ports::services::RateError) -> Self {

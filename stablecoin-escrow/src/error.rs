@@ -351,6 +351,14 @@ impl From<TransitionError> for EscrowError {
     }
 }
 
+impl From<stablecoin_core::domain::money::MoneyError> for EscrowError {
+    /// Through `CoreError`, so a refused amount or token reads as it did before money
+    /// had its own error type.
+    fn from(e: stablecoin_core::domain::money::MoneyError) -> Self {
+        CoreError::from(e).into()
+    }
+}
+
 impl From<CoreError> for EscrowError {
     fn from(e: CoreError) -> Self {
         match e {

@@ -577,7 +577,7 @@ async fn ensure_demo_tenant(state: &AppState) -> Result<DemoTenant, StartupError
         .await
         .map_err(|e| StartupError::Engine(CoreError::Storage(e.to_string())))?;
     let credit = Micros::parse_whole_tokens(&state.config.demo.treasury_credit)
-        .map_err(StartupError::Engine)?;
+        .map_err(|e| StartupError::Engine(e.into()))?;
     if !credit.is_zero() {
         for token in Token::ALL {
             engine

@@ -5,7 +5,7 @@
 //! integer arithmetic, so a quote never promises more tokens than the fiat pays for.
 
 use crate::domain::ids::{QuoteId, TenantId};
-use crate::domain::money::{AMOUNT_DECIMALS, Currency, Micros, Token};
+use crate::domain::money::{AMOUNT_DECIMALS, Currency, Micros, MoneyError, Token};
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
 use rust_decimal::Decimal;
@@ -346,7 +346,7 @@ pub fn parse_quote_ref(s: &str) -> CoreResult<QuoteRef> {
         ));
     }
     let amount = Micros::parse_positive(amount).map_err(|e| match e {
-        CoreError::InvalidAmount { reason, .. } => bad(format!("DIRECT_CRYPTO {reason}")),
+        MoneyError::InvalidAmount { reason, .. } => bad(format!("DIRECT_CRYPTO {reason}")),
         other => bad(other.to_string()),
     })?;
     Ok(QuoteRef::DirectCrypto { token, amount })

@@ -4,11 +4,49 @@
 //! `u64`. Arithmetic is checked: an overflow is an error, never a wrap. Rails convert
 //! micro-units to on-chain base units themselves (18 decimals on BNB Smart Chain).
 
-use crate::error::CoreError;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+use thiserror::Error;
+
+/// Why an amount, token or currency text is refused. The domain's own error, so money
+/// names no outer layer (KERNEL.md §3.1); `CoreError` wraps each variant as its variant
+/// of the same name, with the same text, code and field.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum MoneyError {
+    /// An amount string the API refuses (format, sign, precision, zero, overflow).
+    #[error("invalid amount {input:?}: {reason}")]
+    InvalidAmount {
+        /// The amount as given (at most 64 characters of it).
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A token name other than `USDC` or `USDT`.
+    #[error("unknown token {token:?}: expected USDC or USDT")]
+    UnknownToken {
+        /// The name as given (at most 32 characters of it).
+        token: String,
+    },
+    /// A fiat currency the FX desk does not quote.
+    #[error("unknown or unsupported currency {currency:?}")]
+    UnknownCurrency {
+        /// The code as given (at most 16 characters of it).
+        currency: String,
+    },
+}
+
+impl MoneyError {
+    /// The stable machine code, the one `CoreError` shows for it (`INVALID_AMOUNT`, ...).
+    pub fn code(&self) -> &'static str {
+        match self {
+            MoneyError::InvalidAmount { .. } => "INVALID_AMOUNT",
+            MoneyError::UnknownToken { .. } => "UNKNOWN_TOKEN",
+            MoneyError::UnknownCurrency { .. } => "UNKNOWN_CURRENCY",
+        }
+    }
+}
 
 /// Micro-units per whole token.
 pub const MICROS_PER_TOKEN: u64 = 1_000_000;
@@ -65,8 +103,8 @@ impl Micros {
     ///
     /// Rejects signs, exponents, more than 6 decimal places, empty parts, and overflow,
     /// so a client typo can never be silently rounded into a different amount.
-    pub fn parse_decimal(input: &str) -> Result<Self, CoreError> {
-        let bad = |why: &str| CoreError::InvalidAmount {
+    pub fn parse_decimal(input: &str) -> Result<Self, MoneyError> {
+        let bad = |why: &str| MoneyError::InvalidAmount {
             input: input.chars().take(64).collect(),
             reason: why.to_string(),
         };
@@ -107,9 +145,9 @@ impl Micros {
 
     /// Parses a positive amount of a request (zero is rejected, and anything above
     /// [`Micros::MAX_REQUEST`]).
-    pub fn parse_positive(input: &str) -> Result<Self, CoreError> {
+    pub fn parse_positive(input: &str) -> Result<Self, MoneyError> {
         let v = Self::parse_decimal(input)?;
-        let bad = |reason: &str| CoreError::InvalidAmount {
+        let bad = |reason: &str| MoneyError::InvalidAmount {
             input: input.chars().take(64).collect(),
             reason: reason.into(),
         };
@@ -123,10 +161,10 @@ impl Micros {
     }
 
     /// Parses a whole-token string (`"150"`), as escrow create requests use (spec 8.5).
-    pub fn parse_whole_tokens(input: &str) -> Result<Self, CoreError> {
+    pub fn parse_whole_tokens(input: &str) -> Result<Self, MoneyError> {
         let s = input.trim();
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(CoreError::InvalidAmount {
+            return Err(MoneyError::InvalidAmount {
                 input: input.chars().take(64).collect(),
                 reason: "amount must be a whole number of tokens such as \"150\"".into(),
             });
@@ -134,7 +172,7 @@ impl Micros {
         s.parse::<u64>()
             .ok()
             .and_then(Micros::from_whole_tokens)
-            .ok_or_else(|| CoreError::InvalidAmount {
+            .ok_or_else(|| MoneyError::InvalidAmount {
                 input: input.chars().take(64).collect(),
                 reason: "amount is too large".into(),
             })
@@ -207,12 +245,12 @@ impl fmt::Display for Token {
 }
 
 impl FromStr for Token {
-    type Err = CoreError;
+    type Err = MoneyError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "USDC" => Ok(Token::Usdc),
             "USDT" => Ok(Token::Usdt),
-            other => Err(CoreError::UnknownToken {
+            other => Err(MoneyError::UnknownToken {
                 token: other.chars().take(32).collect(),
             }),
         }
@@ -299,12 +337,12 @@ pub const CURRENCIES: &[Currency] = &[
 impl Currency {
     /// The currency of an ISO 4217 code in [`CURRENCIES`] (case-sensitive); else
     /// `UnknownCurrency`.
-    pub fn parse(code: &str) -> Result<Currency, CoreError> {
+    pub fn parse(code: &str) -> Result<Currency, MoneyError> {
         CURRENCIES
             .iter()
             .copied()
             .find(|c| c.code == code)
-            .ok_or_else(|| CoreError::UnknownCurrency {
+            .ok_or_else(|| MoneyError::UnknownCurrency {
                 currency: code.chars().take(16).collect(),
             })
     }

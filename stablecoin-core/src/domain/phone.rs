@@ -1,8 +1,27 @@
 //! Phone numbers in E.164, the key of every EVM wallet.
 
-use crate::error::CoreError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use thiserror::Error;
+
+/// A phone number that is not a plausible E.164 number. The domain's own error, so phone
+/// parsing names no outer layer (KERNEL.md §3.1); `CoreError::InvalidPhone` wraps it
+/// with the same text, code and field.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("invalid phone number {input:?}: {reason}")]
+pub struct PhoneError {
+    /// The number as given (at most 32 characters of it).
+    pub input: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl PhoneError {
+    /// The stable machine code, the one `CoreError` shows for it.
+    pub fn code(&self) -> &'static str {
+        "INVALID_PHONE"
+    }
+}
 
 /// A normalised E.164 number: `+` then 8 to 15 digits, the first not zero.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -14,8 +33,8 @@ impl Phone {
     /// rejects anything that is not then E.164. A leading `00` is not accepted as `+`:
     /// the international prefix differs by country, so guessing could key a wallet to
     /// the wrong person.
-    pub fn parse(input: &str) -> Result<Phone, CoreError> {
-        let bad = |why: &str| CoreError::InvalidPhone {
+    pub fn parse(input: &str) -> Result<Phone, PhoneError> {
+        let bad = |why: &str| PhoneError {
             input: input.chars().take(32).collect(),
             reason: why.to_string(),
         };

@@ -185,10 +185,7 @@ impl EscrowEngine {
         let phone = |field: &'static str, s: &str| {
             Phone::parse(s).map_err(|e| EscrowError::InvalidPhone {
                 field,
-                reason: match e {
-                    stablecoin_core::CoreError::InvalidPhone { reason, .. } => reason,
-                    other => other.to_string(),
-                },
+                reason: e.reason,
             })
         };
         let buyer_phone = phone("buyer_phone_number", &req.buyer_phone_number)?;

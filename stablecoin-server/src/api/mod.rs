@@ -112,7 +112,7 @@ pub(crate) fn network(s: Option<&str>) -> Result<Option<RailId>, ApiError> {
 }
 
 pub(crate) fn amount(s: &str) -> Result<Micros, ApiError> {
-    Micros::parse_positive(s).map_err(ApiError::from)
+    Micros::parse_positive(s).map_err(|e| ApiError::from(stablecoin_core::CoreError::from(e)))
 }
 
 /// `202 Accepted` with the operation and, when it can be read back, its `Location`.

@@ -205,9 +205,9 @@ impl<E: ProductError> From<E> for ApiError {
 }
 
 /// A core error whose `param` names another request field (e.g. `to_phone_number`).
-pub fn at(field: &str) -> impl Fn(CoreError) -> ApiError + '_ {
+pub fn at<E: Into<CoreError>>(field: &str) -> impl Fn(E) -> ApiError + '_ {
     move |e| {
-        let mut a = ApiError::from(e);
+        let mut a = ApiError::from(e.into());
         if a.param.is_some() {
             a.param = Some(field.to_string());
         }

@@ -187,7 +187,9 @@ pub async fn wallets(p: TenantPage, query: MaybeQ) -> Response {
     let phone = match Phone::parse(phone) {
         Ok(ph) => ph,
         Err(err) => {
-            out.push_str(&error_notice(&ApiError::from(err)));
+            out.push_str(&error_notice(&ApiError::from(
+                stablecoin_core::CoreError::from(err),
+            )));
             return p.render_status(
                 StatusCode::BAD_REQUEST,
                 "Wallets",

@@ -605,7 +605,7 @@ fn form_micros(f: &HashMap<String, String>, name: &'static str) -> Result<Option
         "" => Ok(None),
         s => Micros::parse_decimal(s)
             .map(|m| Some(m.0))
-            .map_err(|err| ApiError::from(err).with_param(name)),
+            .map_err(|err| ApiError::from(stablecoin_core::CoreError::from(err)).with_param(name)),
     }
 }
 
