@@ -170,28 +170,9 @@ impl Engine {
 #[cfg(all(test, feature = "memory"))]
 mod tests {
     use super::*;
-    use crate::engine::{EngineConfig, Ports, Retention};
-    use crate::memory::*;
-    use std::sync::Arc;
+    use crate::engine::Retention;
 
-    fn engine() -> (Engine, Arc<ManualClock>) {
-        let store = Arc::new(MemoryStore::new());
-        let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_795_341_600)));
-        let ports = Ports {
-            store: store.clone(),
-            ledger: store,
-            signer: Arc::new(LocalSigner::from_seed([9; 32])),
-            notifier: Arc::new(MemoryNotifier::new()),
-            rates: Arc::new(FixedRates::demo()),
-            payouts: Arc::new(MemoryPayouts::new()),
-            clock: clock.clone(),
-            entropy: Arc::new(SeededEntropy::new(7)),
-        };
-        (
-            Engine::new(ports, Vec::new(), EngineConfig::default()),
-            clock,
-        )
-    }
+    use crate::engine::test_engine::engine;
 
     fn staff() -> ConsoleSubject {
         ConsoleSubject::Staff {

@@ -27,6 +27,8 @@ mod staff;
 mod submissions;
 mod swaps;
 mod tenants;
+#[cfg(all(test, feature = "memory"))]
+mod test_engine;
 mod topups;
 mod transfers;
 mod treasury_credits;

@@ -485,28 +485,8 @@ impl Engine {
 #[cfg(all(test, feature = "memory"))]
 mod tests {
     use super::*;
-    use crate::engine::{EngineConfig, Ports};
-    use crate::memory::*;
-    use std::sync::Arc;
 
-    fn engine() -> (Engine, Arc<ManualClock>) {
-        let store = Arc::new(MemoryStore::new());
-        let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_795_341_600)));
-        let ports = Ports {
-            store: store.clone(),
-            ledger: store,
-            signer: Arc::new(LocalSigner::from_seed([9; 32])),
-            notifier: Arc::new(MemoryNotifier::new()),
-            rates: Arc::new(FixedRates::demo()),
-            payouts: Arc::new(MemoryPayouts::new()),
-            clock: clock.clone(),
-            entropy: Arc::new(SeededEntropy::new(7)),
-        };
-        (
-            Engine::new(ports, Vec::new(), EngineConfig::default()),
-            clock,
-        )
-    }
+    use crate::engine::test_engine::engine;
 
     #[tokio::test]
     async fn staff_accounts_authenticate_until_disabled() {
