@@ -1,5 +1,6 @@
 //! Run wallets, escrow and checkout together, as the server does, with one call: the
-//! kernel's `Runtime` gives each product's worker a loop of its own.
+//! kernel's `Runtime::products` gives each product's worker a loop of its own, and one
+//! inbound router that scans each chain page once for every product.
 //!
 //! In-memory adapters and simulated chains; a checkout session is paid on chain while
 //! the runtime runs, and the runtime is stopped once it is `paid`.
@@ -9,7 +10,7 @@
 use stablecoin::checkout::{CheckoutConfig, CheckoutEngine, CreateSessionRequest};
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::engine::{Engine, EngineConfig, Ports};
-use stablecoin::core::kernel::{Runtime, Worker};
+use stablecoin::core::kernel::{InboundRouter, Product, Runtime};
 use stablecoin::core::memory::{
     FixedRates, LocalSigner, MemoryNotifier, MemoryPayouts, MemoryStore, OsEntropy, SystemClock,
 };
@@ -57,20 +58,28 @@ pub async fn demo() -> Result<String, Box<dyn std::error::Error>> {
     // 2. The products: wallets, escrow (TRON) and checkout.
     let rails: Vec<Arc<dyn Rail>> = vec![polygon.clone(), tron.clone()];
     let wallets = Engine::new(ports.clone(), rails, EngineConfig::default());
-    let escrow = EscrowEngine::new(&ports, tron, EscrowConfig::default())?;
+    let escrow = EscrowEngine::new(&ports, tron.clone(), EscrowConfig::default())?;
     let checkout = Arc::new(CheckoutEngine::new(
         wallets.clone(),
         CheckoutConfig::default(),
     )?);
 
-    // 3. One runtime, one call: each product's worker in a loop of its own until told
-    //    to stop.
-    let workers: Vec<Arc<dyn Worker>> = vec![
+    // 3. One runtime, one call: each product's worker in a loop of its own, and one
+    //    inbound router scanning each chain page once for all three, until told to
+    //    stop.
+    let router = InboundRouter::new(
+        ports.store.clone(),
+        ports.clock.clone(),
+        vec![polygon.clone(), tron],
+        Vec::new(),
+        100,
+    );
+    let products: Vec<Arc<dyn Product>> = vec![
         Arc::new(wallets.clone()),
         Arc::new(escrow),
         checkout.clone(),
     ];
-    let runtime = Runtime::new(workers, Duration::from_millis(20));
+    let runtime = Runtime::products(router, products, Duration::from_millis(20));
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     let running = tokio::spawn(async move { runtime.run(shutdown).await });
 

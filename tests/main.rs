@@ -7,6 +7,15 @@ mod embedder_limits;
 mod embedder_rules;
 mod fuzz_corpora;
 mod one_time_codes;
+#[cfg(all(
+    feature = "memory",
+    feature = "sim",
+    feature = "escrow",
+    feature = "checkout",
+    feature = "sqlite",
+    feature = "postgres"
+))]
+mod pre_kernel_data;
 mod simulation;
 
 #[cfg(all(

@@ -3,6 +3,7 @@
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod inbound;
 pub mod model;
 pub mod state;
 pub mod sweep;
@@ -13,6 +14,7 @@ pub use engine::{
     CheckoutConfig, CheckoutEngine, DepositFact, DepositOutcome, DepositStage, is_session_id,
 };
 pub use error::{CheckoutError, CheckoutResult};
+pub use inbound::CHECKOUT_PRODUCT;
 pub use model::{Business, DEFAULT_BUSINESS, Mode, PayOption, Session, SessionDeposit};
 pub use state::SessionStatus;
 pub use views::*;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::ports::kinds::{self, kind, namespace};
+use stablecoin_core::ports::kinds::kind;
 use stablecoin_core::ports::{ChainAddress, Record};
 use std::collections::BTreeMap;
 
@@ -165,9 +165,11 @@ impl Session {
         format!("{business}:{}", mode.as_str())
     }
 
-    /// The unique key of a deposit address on a network: one session per address.
+    /// The unique key of a deposit address on a network (`addr:{network}:{address}`,
+    /// the one address namespace of every product): one session per address, and no
+    /// session on another product's address.
     pub fn address_key(network: &str, address: &str) -> String {
-        kinds::key(namespace::CHECKOUT_ADDR, format!("{network}:{address}"))
+        stablecoin_core::kernel::inbound::address_key(network, address)
     }
 
     /// The applied amount of all tokens. Never above `amount`: a deposit applies at most
@@ -314,24 +316,6 @@ impl Record for SessionDeposit {
     /// Listed per session.
     fn subkind(&self) -> Option<String> {
         Some(self.session.clone())
-    }
-}
-
-/// Persisted scan position of the session-address scanner on one network.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct ScanCursor {
-    pub network: String,
-    pub cursor: String,
-    pub created_at: Timestamp,
-}
-
-impl Record for ScanCursor {
-    const KIND: &'static str = kind::CHECKOUT_SCAN_CURSOR;
-    fn id(&self) -> String {
-        self.network.clone()
-    }
-    fn created_at(&self) -> Timestamp {
-        self.created_at
     }
 }
 

@@ -1,14 +1,13 @@
-//! The checkout's background work, one [`CheckoutEngine::tick`] at a time: scan every
-//! network that watches deposits for transfers into session addresses, and end the
-//! sessions whose expiry came.
+//! The checkout's background work, one [`CheckoutEngine::tick`] at a time: deposits
+//! into session addresses (checkout's share of the kernel's inbound router,
+//! `inbound.rs`), then the sessions whose expiry came, then sweeps.
 
-use crate::engine::{CheckoutEngine, DepositFact, DepositStage};
-use crate::error::{CheckoutResult, rail_err, store_err};
-use crate::model::{Mode, ScanCursor, Session, integer_id};
+use crate::engine::CheckoutEngine;
+use crate::error::{CheckoutResult, store_err};
+use crate::model::Session;
 use crate::state::{ExpiryDecision, decide_expiry};
 use stablecoin_core::kernel::{RoundReport, Worker};
-use stablecoin_core::ports::{Batch, Rail, Record, Versioned, get_record, get_record_by_unique};
-use std::sync::Arc;
+use stablecoin_core::ports::{Batch, Record, Versioned};
 
 /// What one tick did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -31,20 +30,23 @@ impl CheckoutTickReport {
 }
 
 impl CheckoutEngine {
-    /// One round: scan, then expiries. Errors are reported, not fatal.
+    /// One round, checkout on its own: deposits into session addresses (through a
+    /// router of checkout alone, [`CheckoutEngine::inbound_router`]), then expiries and
+    /// sweeps. Errors are reported, not fatal.
     pub async fn tick(&self) -> CheckoutTickReport {
+        let mut report = self.scan_standalone().await;
+        let work = self.tick_work().await;
+        report.deposits += work.deposits;
+        report.closed += work.closed;
+        report.swept += work.swept;
+        report.errors.extend(work.errors);
+        report
+    }
+
+    /// Expiries, then sweeps: a round without the inbound scan (on a shared runtime the
+    /// kernel's router scans for every product).
+    pub(crate) async fn tick_work(&self) -> CheckoutTickReport {
         let mut report = CheckoutTickReport::default();
-        let rails: Vec<Arc<dyn Rail>> = self.core.rails().cloned().collect();
-        for rail in rails {
-            if !rail.monitors_inbound() {
-                continue;
-            }
-            if let Err(e) = self.scan(&rail, &mut report).await {
-                report
-                    .errors
-                    .push(format!("scan {}: {e}", rail.id().name()));
-            }
-        }
         if let Err(e) = self.expire_due(&mut report).await {
             report.errors.push(format!("expiry: {e}"));
         }
@@ -69,88 +71,6 @@ impl CheckoutEngine {
             }
         }
         total
-    }
-
-    /// Every inbound transfer after the cursor; those to a live session's address are
-    /// recorded (detected below the confirmation depth, credited at it). Found through
-    /// the store's unique address index, so the scan costs the same for ten sessions or
-    /// ten million. The cursor is saved after the page's deposits are recorded.
-    async fn scan(
-        &self,
-        rail: &Arc<dyn Rail>,
-        report: &mut CheckoutTickReport,
-    ) -> CheckoutResult<()> {
-        let network = rail.id().name();
-        let store = &*self.core.ports().store;
-        let cur = get_record::<ScanCursor>(store, &network).await?;
-        let cursor = cur
-            .as_ref()
-            .map(|v| v.record.cursor.clone())
-            .unwrap_or_default();
-        let page = rail
-            .scan(&cursor, &[], self.config.batch_limit)
-            .await
-            .map_err(rail_err)?;
-        for inbound in &page.inbound {
-            let Some(s) = get_record_by_unique::<Session>(
-                store,
-                &Session::address_key(&network, &inbound.to.0),
-            )
-            .await?
-            else {
-                continue;
-            };
-            if s.record.mode != Mode::Live {
-                // Test sessions are paid only by simulated deposits.
-                continue;
-            }
-            let index = inbound.index.to_string();
-            let fact = DepositFact {
-                deposit_id: integer_id(&[&network, &inbound.tx_hash, &index]),
-                network: network.clone(),
-                address: inbound.to.0.clone(),
-                token: inbound.token,
-                amount: inbound.amount,
-                tx_hash: Some(inbound.tx_hash.clone()),
-                confirmations: inbound.confirmations,
-                detected_by: format!("checkout-scanner-{network}"),
-            };
-            let stage = if inbound.confirmed {
-                DepositStage::Confirmed {
-                    safe_to_credit: true,
-                }
-            } else {
-                DepositStage::Detected
-            };
-            match self.record_deposit(&fact, stage, Mode::Live).await {
-                Ok(crate::engine::DepositOutcome::AlreadyRecorded)
-                | Ok(crate::engine::DepositOutcome::UnknownAddress) => {}
-                Ok(_) => report.deposits += 1,
-                Err(e) => report
-                    .errors
-                    .push(format!("deposit {}: {e}", fact.deposit_id)),
-            }
-        }
-        if page.cursor != cursor {
-            let rec = ScanCursor {
-                network,
-                cursor: page.cursor.clone(),
-                created_at: self.now(),
-            };
-            let put = match &cur {
-                Some(v) => rec.update(v.version)?,
-                None => rec.insert()?,
-            };
-            // A lost race means another scanner advanced it: fine, deposits dedupe.
-            let _ = self
-                .commit(Batch {
-                    puts: vec![put],
-                    background: true,
-                    ..Default::default()
-                })
-                .await;
-        }
-        Ok(())
     }
 
     /// Sessions whose expiry (or confirmation grace) came: each is claimed by one worker
@@ -229,7 +149,7 @@ impl Worker for CheckoutEngine {
         "checkout"
     }
     async fn round(&self) -> RoundReport {
-        let r = self.tick().await;
+        let r = self.tick_work().await;
         RoundReport {
             progressed: r.moved(),
             errors: r.errors,

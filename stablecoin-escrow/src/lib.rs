@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod admin;
+mod deposits;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -14,6 +15,7 @@ pub use admin::{
     EscrowAdmin, PendingRecoveryView, PendingResolutionView, RecoveryOutcome, ResolveOutcome,
     StaffActor, StaffEscrowList, StaffEscrowView,
 };
+pub use deposits::ESCROW_PRODUCT;
 pub use engine::{Decision, Effect, EscrowEngine, Requester, decide, parse_on_behalf_of};
 pub use error::{EscrowError, EscrowResult};
 pub use events::EscrowEventType;

@@ -2,7 +2,7 @@
 //!
 //! | record kind | id | what it is |
 //! |---|---|---|
-//! | `escrow` | `esc_...` | a deal ([`Deal`]); unique key `escrow_addr:tron:<address>` |
+//! | `escrow` | `esc_...` | a deal ([`Deal`]); unique key `addr:tron:<address>` |
 //! | `escrow_event` | `<deal id>:<seq, 8 digits>` | one entry of a deal's permanent history ([`HistoryEntry`]) |
 //! | `escrow_deposit` | `tron:<tx hash>:<index>` | a recorded inbound deposit ([`DepositRecord`]), once each |
 //! | `escrow_payout` | `<deal id>:payout:<n>` / `<deal id>:recovery:<n>` | an outbound payment ([`PayoutRecord`]); its id is the rail payment id |
@@ -339,14 +339,11 @@ impl Deal {
     /// Record kind of deals in the store.
     pub const KIND: &'static str = stablecoin_core::ports::kinds::kind::ESCROW;
 
-    /// The store unique key that reserves a deal address (`escrow_addr:tron:<address>`),
-    /// so no two deals share one.
+    /// The store unique key that reserves a deal address (`addr:tron:<address>`, the
+    /// one address namespace of every product), so no two deals, and no deal and
+    /// another product's record, share one.
     pub fn address_key(address: &ChainAddress) -> String {
-        // TRON base58 addresses are case-sensitive: the key keeps the exact text.
-        stablecoin_core::ports::kinds::key(
-            stablecoin_core::ports::kinds::namespace::ESCROW_ADDR,
-            format_args!("tron:{}", address.0),
-        )
+        stablecoin_core::kernel::inbound::address_key("tron", &address.0)
     }
 
     /// The machine's state: the public state plus the claimed payout's purpose.
@@ -702,24 +699,6 @@ impl Record for PayoutRecord {
         } else {
             self.next_check_at
         }
-    }
-}
-
-/// Persisted position of the deposit scanner.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct ScanCursor {
-    pub rail: String,
-    pub cursor: String,
-    pub created_at: Timestamp,
-}
-
-impl Record for ScanCursor {
-    const KIND: &'static str = stablecoin_core::ports::kinds::kind::ESCROW_SCAN_CURSOR;
-    fn id(&self) -> String {
-        self.rail.clone()
-    }
-    fn created_at(&self) -> Timestamp {
-        self.created_at
     }
 }
 

@@ -1,10 +1,11 @@
 //! Background work of escrow, one round per [`EscrowEngine::tick`], in this order:
 //!
-//! 1. **Deposits**: scan the TRON rail from the persisted cursor; every confirmed
-//!    transfer to a deal address is recorded once (dedupe by `tron:<tx>:<index>`) and
-//!    classified by [`classify_deposit`] in the same batch as its ledger entries, the
-//!    deal update, its history entries and events. Scanning first means a deposit
-//!    confirmed before the funding window closes is counted before the expiry runs.
+//! 1. **Deposits** (`deposits.rs`, escrow's share of the kernel's inbound router): every
+//!    confirmed transfer to a deal address is recorded once (dedupe by
+//!    `tron:<tx>:<index>`) and classified by `classify_deposit` in the same batch as its
+//!    ledger entries, the deal update, its history entries and events. Scanning first
+//!    means a deposit confirmed before the funding window closes is counted before the
+//!    expiry runs.
 //! 2. **Due deals**: CREATED deals at `funding_expires_at` expire; FUNDED deals at
 //!    `auto_release_at` claim a release to the seller (once).
 //! 3. **Payouts**: queued payouts are submitted (only while the rail can send, with a
@@ -15,15 +16,15 @@
 //!    void.
 
 use crate::engine::{EscrowEngine, MAX_RETRIES, overflow};
-use crate::error::{EscrowError, EscrowResult, rail_err, store_err};
+use crate::error::{EscrowError, EscrowResult, rail_err};
 use crate::events::EscrowEventType;
 use crate::model::*;
-use crate::state::{Action, EscrowState, PayoutPurpose, classify_deposit, transition};
+use crate::state::{Action, EscrowState, PayoutPurpose, transition};
 use serde_json::json;
 use stablecoin_core::kernel::{RoundReport, Worker};
 use stablecoin_core::ports::{
-    Batch, Inbound, LedgerTransfer, Phase as LedgerPhase, RailError, Record, SubmissionStatus,
-    Versioned, get_record, hold_through_side_effect,
+    Batch, LedgerTransfer, Phase as LedgerPhase, RailError, Record, SubmissionStatus, Versioned,
+    get_record, hold_through_side_effect,
 };
 
 /// What one [`EscrowEngine::tick`] did.
@@ -74,7 +75,7 @@ impl EscrowTickReport {
             + self.polled
     }
 
-    fn add(&mut self, r: EscrowTickReport) {
+    pub(crate) fn add(&mut self, r: EscrowTickReport) {
         self.deposits += r.deposits;
         self.funded += r.funded;
         self.expired += r.expired;
@@ -99,12 +100,19 @@ enum Outcome {
 }
 
 impl EscrowEngine {
-    /// One round of every escrow worker. Errors on one record are reported, not fatal.
+    /// One round of every escrow worker, escrow on its own: deposits (through a router
+    /// of escrow alone, [`EscrowEngine::inbound_router`]), due deals, payouts. Errors on
+    /// one record are reported, not fatal.
     pub async fn tick(&self) -> EscrowTickReport {
+        let mut report = self.scan_standalone().await;
+        report.add(self.tick_work().await);
+        report
+    }
+
+    /// Due deals, then payouts: a round without the inbound scan (on a shared runtime
+    /// the kernel's router scans for every product).
+    pub(crate) async fn tick_work(&self) -> EscrowTickReport {
         let mut report = EscrowTickReport::default();
-        if let Err(e) = self.scan_deposits(&mut report).await {
-            report.errors.push(format!("scan: {e}"));
-        }
         let cfg = &self.inner.config;
         match self
             .inner
@@ -194,237 +202,6 @@ impl EscrowEngine {
             }
         }
         total
-    }
-
-    // ---- deposits --------------------------------------------------------------------
-
-    /// Scans every inbound TRON transfer after the cursor (an empty `watched` list means
-    /// every address, per the `Rail::scan` contract) and keeps those to a deal address,
-    /// found through the store's unique address index: deal addresses are never listed
-    /// in the request, so the scan costs the same for ten deals or ten million. The
-    /// cursor is saved only after every deposit before it is recorded.
-    async fn scan_deposits(&self, report: &mut EscrowTickReport) -> EscrowResult<()> {
-        let rail_name = "tron".to_string();
-        let store = &*self.inner.store;
-        let cur = get_record::<ScanCursor>(store, &rail_name).await?;
-        let cursor = cur
-            .as_ref()
-            .map(|v| v.record.cursor.clone())
-            .unwrap_or_default();
-        let batch = self
-            .inner
-            .rail
-            .scan(&cursor, &[], self.inner.config.batch_limit)
-            .await
-            .map_err(rail_err)?;
-        for inbound in &batch.inbound {
-            let Some(rec) = store
-                .get_by_unique(&Deal::address_key(&inbound.to))
-                .await
-                .map_err(store_err)?
-            else {
-                continue;
-            };
-            if rec.kind != Deal::KIND {
-                continue;
-            }
-            if !inbound.confirmed {
-                report.polled += 1;
-                continue;
-            }
-            let dep_id = DepositRecord::make_id(&inbound.tx_hash, inbound.index);
-            if store
-                .get(DepositRecord::KIND, &dep_id)
-                .await
-                .map_err(store_err)?
-                .is_some()
-            {
-                continue;
-            }
-            self.record_deposit(&rec.id, &dep_id, inbound, report)
-                .await?;
-        }
-        if batch.cursor != cursor {
-            let rec = ScanCursor {
-                rail: rail_name,
-                cursor: batch.cursor.clone(),
-                created_at: self.now(),
-            };
-            let put = match &cur {
-                Some(v) => rec.update(v.version)?,
-                None => rec.insert()?,
-            };
-            // A lost race means another scanner advanced it: fine, deposits dedupe.
-            let _ = self
-                .commit(Batch {
-                    puts: vec![put],
-                    background: true,
-                    ..Default::default()
-                })
-                .await;
-        }
-        Ok(())
-    }
-
-    async fn record_deposit(
-        &self,
-        deal_id: &str,
-        dep_id: &str,
-        inbound: &Inbound,
-        report: &mut EscrowTickReport,
-    ) -> EscrowResult<()> {
-        let actor = Actor::Chain {
-            rail: "tron".into(),
-        };
-        for _ in 0..MAX_RETRIES {
-            let Versioned {
-                record: mut deal,
-                version,
-            } = self.load_any(deal_id).await?;
-            let now = self.now();
-            let from = deal.phase();
-            let d = classify_deposit(
-                from,
-                deal.token,
-                deal.amount,
-                deal.applied,
-                deal.funding_expires_at,
-                now,
-                inbound.token,
-                inbound.amount,
-            );
-            let mut batch = Batch::default();
-            let chain_in = accounts::chain_in(inbound.token);
-            batch.accounts.push(chain_in.clone());
-            if !d.applied.is_zero() {
-                let held = accounts::held(&deal.id, deal.token);
-                batch.ledger.push(LedgerTransfer {
-                    id: format!("escrow_dep:{dep_id}:applied"),
-                    debit: chain_in.id.clone(),
-                    credit: held.id.clone(),
-                    amount: d.applied,
-                    phase: LedgerPhase::Single,
-                });
-                batch.accounts.push(held);
-                deal.applied = deal.applied.checked_add(d.applied).ok_or_else(overflow)?;
-            }
-            if let Some(kind) = d.recoverable_kind
-                && !d.recoverable.is_zero()
-            {
-                let bucket = accounts::bucket(&deal.id, kind, inbound.token);
-                batch.ledger.push(LedgerTransfer {
-                    id: format!("escrow_dep:{dep_id}:recoverable"),
-                    debit: chain_in.id.clone(),
-                    credit: bucket.id.clone(),
-                    amount: d.recoverable,
-                    phase: LedgerPhase::Single,
-                });
-                batch.accounts.push(bucket);
-                deal.add_recoverable(kind, inbound.token, d.recoverable)
-                    .ok_or_else(overflow)?;
-            }
-            let total = deal
-                .deposited_of(inbound.token)
-                .checked_add(inbound.amount)
-                .ok_or_else(overflow)?;
-            deal.deposited.insert(inbound.token, total);
-            deal.deposit_count += 1;
-            let dep = DepositRecord {
-                id: dep_id.to_string(),
-                deal: deal.id.clone(),
-                tenant: deal.tenant.clone(),
-                tx_hash: inbound.tx_hash.clone(),
-                index: inbound.index,
-                from: inbound.from.clone(),
-                token: inbound.token,
-                amount: inbound.amount,
-                block: inbound.block,
-                kind: d.kind,
-                applied: d.applied,
-                recoverable: d.recoverable,
-                recoverable_kind: d.recoverable_kind,
-                recorded_at: now,
-            };
-            let data = json!({
-                "deposit_id": dep.id,
-                "tx_hash": dep.tx_hash,
-                "index": dep.index,
-                "from_address": dep.from.0,
-                "block": dep.block,
-                "token": dep.token.as_str(),
-                "kind": dep.kind.as_str(),
-                "amount": dep.amount.to_base_units_string(),
-                "applied": dep.applied.to_base_units_string(),
-                "recoverable": dep.recoverable.to_base_units_string(),
-                "recoverable_kind": dep.recoverable_kind.map(|k| k.as_str()),
-                "funded_amount": deal.applied.to_base_units_string(),
-            });
-            self.push_event(
-                &mut batch,
-                &mut deal,
-                EscrowEventType::DepositRecorded,
-                Some(from),
-                &actor,
-                None,
-                None,
-                Some(data),
-                now,
-            )?;
-            if d.funds {
-                let before = deal.phase();
-                let to = transition(before, Action::Fund)?;
-                deal.set_phase(to);
-                deal.funded_at = Some(now);
-                deal.auto_release_at = deal
-                    .auto_release_after_secs
-                    .map(|s| now.plus_secs(s as i64));
-                let data = json!({
-                    "funded_amount": deal.applied.to_base_units_string(),
-                    "auto_release_at": deal.auto_release_at.map(|t| t.to_rfc3339()),
-                });
-                self.push_event(
-                    &mut batch,
-                    &mut deal,
-                    EscrowEventType::Funded,
-                    Some(before),
-                    &actor,
-                    None,
-                    None,
-                    Some(data),
-                    now,
-                )?;
-            }
-            batch.puts.push(dep.insert()?);
-            batch.puts.push(deal.update(version)?);
-            self.queue_put(&mut batch, &deal).await?;
-            batch.background = true;
-            match self.commit(batch).await {
-                Ok(()) => {
-                    report.deposits += 1;
-                    if d.funds {
-                        report.funded += 1;
-                    }
-                    return Ok(());
-                }
-                Err(EscrowError::Conflict { .. }) => {
-                    // Recorded by a concurrent scanner, or the deal moved: look again.
-                    if self
-                        .inner
-                        .store
-                        .get(DepositRecord::KIND, dep_id)
-                        .await
-                        .map_err(store_err)?
-                        .is_some()
-                    {
-                        return Ok(());
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(EscrowError::Conflict {
-            what: format!("deposit {dep_id}"),
-        })
     }
 
     // ---- due deals ---------------------------------------------------------------------
@@ -770,15 +547,17 @@ impl EscrowEngine {
 }
 
 /// Escrow as one [`Worker`] of the kernel's [`stablecoin_core::kernel::Runtime`]: a
-/// round is an [`EscrowEngine::tick`]. Escrow's rounds claim a batch at most, so they
-/// never report `more_due`; the runtime runs them every interval.
+/// round is an [`EscrowEngine::tick`] without the inbound scan (the runtime's one router
+/// hands escrow its deposits, [`stablecoin_core::kernel::Runtime::products`]). Escrow's
+/// rounds claim a batch at most, so they never report `more_due`; the runtime runs them
+/// every interval.
 #[async_trait::async_trait]
 impl Worker for EscrowEngine {
     fn name(&self) -> &str {
         "escrow"
     }
     async fn round(&self) -> RoundReport {
-        let r = self.tick().await;
+        let r = self.tick_work().await;
         RoundReport {
             progressed: r.moved(),
             errors: r.errors,

@@ -1,5 +1,6 @@
 //! The server's workers on the kernel's runtime ([`stablecoin_core::kernel::Runtime`]):
-//! the wallet engine's two claim lanes, escrow and checkout, each a loop of its own.
+//! the one inbound router (every product's deposits), the wallet engine's two claim
+//! lanes, escrow and checkout, each a loop of its own.
 //!
 //! Why the lanes are two workers here (an embedder can run the whole [`Engine`] as one):
 //! under load the submissions queue is long, and in one loop it would keep the polls
@@ -11,13 +12,13 @@
 
 use crate::state::AppState;
 use async_trait::async_trait;
-use stablecoin_core::engine::{LANE_ADVANCE, LANE_SUBMIT};
-use stablecoin_core::kernel::{RoundReport, Runtime, Worker};
+use stablecoin_core::engine::{LANE_ADVANCE, LANE_SUBMIT, TickReport, WALLET_PRODUCT};
+use stablecoin_core::kernel::{InboundHandler, InboundRouter, RoundReport, Runtime, Worker};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// One claim lane of the wallet engine; the advance lane also runs the housekeeping
-/// (inbound deposits, due SMS).
+/// (due SMS).
 struct WalletLane {
     state: AppState,
     lane: u8,
@@ -64,6 +65,58 @@ impl Worker for Held {
     }
 }
 
+/// The one inbound router of every product (wallets, escrow when enabled, checkout):
+/// one scan of each rail page per round feeds them all.
+struct Inbound {
+    state: AppState,
+    router: InboundRouter,
+}
+
+#[async_trait]
+impl Worker for Inbound {
+    fn name(&self) -> &str {
+        "inbound"
+    }
+
+    async fn round(&self) -> RoundReport {
+        let r = self.router.pump().await;
+        let wallet = r.of(WALLET_PRODUCT);
+        // The wallet deposits feed the transition metrics as the wallet lanes' did.
+        self.state.metrics.tick(&TickReport {
+            deposits: wallet.credited,
+            polled: wallet.detected,
+            errors: r.errors.clone(),
+            ..Default::default()
+        });
+        RoundReport {
+            progressed: r.moved(),
+            more_due: r.more_due,
+            errors: r.errors,
+        }
+    }
+}
+
+fn inbound(state: &AppState) -> Arc<dyn Worker> {
+    let engine = &state.engine;
+    let mut handlers: Vec<Arc<dyn InboundHandler>> = vec![Arc::new(engine.clone())];
+    if let Some(escrow) = &state.escrow {
+        handlers.push(Arc::new(escrow.clone()));
+    }
+    handlers.push(Arc::new(state.checkout.clone()));
+    let ports = engine.ports();
+    let router = InboundRouter::new(
+        ports.store.clone(),
+        ports.clock.clone(),
+        engine.rails().cloned().collect(),
+        handlers,
+        engine.config().batch_limit,
+    );
+    Arc::new(Inbound {
+        state: state.clone(),
+        router,
+    })
+}
+
 /// The runtime of `state`'s workers, every `worker_interval_ms`, logging each round's
 /// errors.
 pub(crate) fn runtime(state: &AppState) -> Runtime {
@@ -73,7 +126,7 @@ pub(crate) fn runtime(state: &AppState) -> Runtime {
             lane,
         })
     };
-    let mut workers = vec![lane(LANE_SUBMIT), lane(LANE_ADVANCE)];
+    let mut workers = vec![inbound(state), lane(LANE_SUBMIT), lane(LANE_ADVANCE)];
     if state.escrow.is_some() {
         workers.push(Arc::new(Held {
             state: state.clone(),

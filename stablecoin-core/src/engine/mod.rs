@@ -51,6 +51,7 @@ pub use operations::{
 pub use payout_resolution::{PayoutDecision, ResolvePayoutRequest};
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
+pub use scanner::WALLET_PRODUCT;
 pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};
 pub use staff::{
     IssuedStaff, STAFF_ACTOR_CLI, STAFF_ADMIN_TOKEN, STAFF_ID_PREFIX, STAFF_LIST_OWNER,

@@ -22,13 +22,10 @@ impl Wallet {
     pub fn phone_key(phone: &Phone) -> String {
         kinds::key(kinds::namespace::WALLET_PHONE, phone)
     }
-    /// The unique key that finds a wallet by its address on `rail` (case-insensitive, for
-    /// inbound deposits).
+    /// The unique key that reserves the wallet's address on `rail` in the one address
+    /// namespace of every product (the kernel's inbound router finds the wallet by it).
     pub fn address_key(rail: &str, address: &ChainAddress) -> String {
-        kinds::key(
-            kinds::namespace::WALLET_ADDR,
-            format_args!("{rail}:{}", address.0.to_ascii_lowercase()),
-        )
+        crate::kernel::inbound::address_key(rail, &address.0)
     }
 }
 

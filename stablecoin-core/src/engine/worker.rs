@@ -183,13 +183,24 @@ impl Record for DepositRecord {
 use crate::domain::payments_events::{WalletTransferFields, wallet_transfer_payload};
 
 impl Engine {
-    /// One round of every worker. Errors on one record are reported, not fatal.
+    /// One round of every worker, the engine on its own. Errors on one record are
+    /// reported, not fatal.
     ///
-    /// The two claim lanes ([`Engine::tick_lane`]) advance side by side, then the
-    /// housekeeping runs ([`Engine::tick_housekeeping`]: inbound deposits, due SMS). A
-    /// server runs the lanes as loops of their own instead, so a long submission batch
-    /// never holds up the confirmations (or the other way round).
+    /// The two claim lanes ([`Engine::tick_lane`]) advance side by side, then inbound
+    /// deposits are scanned (by a router of the wallet product alone,
+    /// [`Engine::inbound_router`]), then the housekeeping runs
+    /// ([`Engine::tick_housekeeping`]: due SMS). A server runs the lanes as loops of
+    /// their own instead, so a long submission batch never holds up the confirmations
+    /// (or the other way round), and one router scans for every product.
     pub async fn tick(&self) -> TickReport {
+        let mut report = self.tick_lanes().await;
+        self.scan_inbound(&mut report).await;
+        self.tick_housekeeping(&mut report).await;
+        report
+    }
+
+    /// Both claim lanes side by side, one dispatch.
+    async fn tick_lanes(&self) -> TickReport {
         // Both claims first, then one dispatch: an operation this round submits is not
         // polled in the same round.
         let (submit, advance) =
@@ -201,7 +212,6 @@ impl Engine {
             report.take_claim(lane, &mut claimed);
         }
         report.absorb(self.advance_claimed(claimed).await);
-        self.tick_housekeeping(&mut report).await;
         report
     }
 
@@ -279,11 +289,10 @@ impl Engine {
         report
     }
 
-    /// The work beside the lanes: inbound deposits (the scanner), then the SMS due now
-    /// (after the lanes in [`Engine::tick`], so a settlement of the same round queues
-    /// its SMS and this sends it).
+    /// The work beside the lanes: the SMS due now (after the lanes in [`Engine::tick`],
+    /// so a settlement of the same round queues its SMS and this sends it). Inbound
+    /// deposits are the inbound router's ([`crate::kernel::inbound`]).
     pub async fn tick_housekeeping(&self, report: &mut TickReport) {
-        self.scan_inbound(report).await;
         let (sent, more) = self.send_due_sms(&mut report.errors).await;
         report.sms_sent += sent;
         report.more_due |= more;
@@ -622,15 +631,19 @@ impl From<TickReport> for RoundReport {
     }
 }
 
-/// The wallet engine as one [`Worker`] of a [`crate::kernel::Runtime`]: each round is a
-/// whole [`Engine::tick`] (both claim lanes, then the housekeeping). A server that wants
-/// the lanes side by side wraps [`Engine::tick_lane`] in workers of its own.
+/// The wallet engine as one [`Worker`] of a [`crate::kernel::Runtime`]: each round is
+/// both claim lanes, then the housekeeping. Not the inbound scan: on a runtime, one
+/// [`crate::kernel::InboundRouter`] scans for every product
+/// ([`crate::kernel::Runtime::products`] adds it). A server that wants the lanes side by
+/// side wraps [`Engine::tick_lane`] in workers of its own.
 #[async_trait::async_trait]
 impl Worker for Engine {
     fn name(&self) -> &str {
         "wallets"
     }
     async fn round(&self) -> RoundReport {
-        self.tick().await.into()
+        let mut report = self.tick_lanes().await;
+        self.tick_housekeeping(&mut report).await;
+        report.into()
     }
 }

@@ -5,13 +5,17 @@
 //!   not each product's variants, to HTTP;
 //! - [`runtime`]: every product's background work behind one [`Worker`] trait, run by
 //!   one [`Runtime`];
-//! - [`idempotency`]: the one read of a stored first result ([`idempotency::recorded`]).
-//!
-//! Inbound routing and the rest of idempotency join it in later steps of issue #45.
+//! - [`idempotency`]: the one read of a stored first result ([`idempotency::recorded`]);
+//! - [`inbound`]: one scan of each rail page feeding every product, over one address
+//!   namespace, with each product's position kept apart.
 
 pub mod error;
 pub mod idempotency;
+pub mod inbound;
 pub mod runtime;
 
 pub use error::{ErrorClass, ProductError};
-pub use runtime::{RoundObserver, RoundReport, Runtime, Worker};
+pub use inbound::{
+    InboundError, InboundHandler, InboundOutcome, InboundReport, InboundRouter, address_key,
+};
+pub use runtime::{Product, RoundObserver, RoundReport, Runtime, Worker};

@@ -9,6 +9,7 @@
 //! `interval`; [`Runtime::settle`] runs rounds until every worker is idle (tests,
 //! examples, a CLI).
 
+use super::inbound::{InboundHandler, InboundRouter};
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +44,12 @@ pub trait Worker: Send + Sync {
     async fn round(&self) -> RoundReport;
 }
 
+/// A product on the kernel: its background work ([`Worker`]) and its share of the inbound
+/// transfers ([`InboundHandler`]). The wallet engine, escrow and checkout are each one.
+pub trait Product: Worker + InboundHandler {}
+
+impl<T: Worker + InboundHandler> Product for T {}
+
 /// Called after every round with the worker's name and report (logs, metrics).
 pub type RoundObserver = Arc<dyn Fn(&str, &RoundReport) + Send + Sync>;
 
@@ -62,6 +69,25 @@ impl Runtime {
             interval,
             observer: None,
         }
+    }
+
+    /// The one call that runs products side by side: each product's worker, plus
+    /// `router` feeding every product's share of the inbound transfers (one scan of each
+    /// rail page for all of them; the products' own rounds never scan). `router` comes
+    /// with its rails and store and usually no handlers; the products are added to it.
+    pub fn products(
+        router: InboundRouter,
+        products: Vec<Arc<dyn Product>>,
+        interval: Duration,
+    ) -> Self {
+        let mut router = router;
+        let mut workers: Vec<Arc<dyn Worker>> = Vec::with_capacity(products.len() + 1);
+        for p in products {
+            router = router.with_handler(p.clone());
+            workers.push(p);
+        }
+        workers.insert(0, Arc::new(router));
+        Runtime::new(workers, interval)
     }
 
     /// Calls `observer` after every round of every worker.

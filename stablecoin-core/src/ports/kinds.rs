@@ -13,7 +13,8 @@
 pub mod kind {
     /// Core: a tenant operation (funding, transfer, withdrawal, swap, payout, ...).
     pub const OPERATION: &str = "operation";
-    /// Core: a rail's deposit-scan position.
+    /// Kernel: a rail's deposit-scan position, one per product in one record
+    /// (`kernel::inbound::ScanPositions`).
     pub const SCAN_CURSOR: &str = "scan_cursor";
     /// Core: an observed inbound transfer, credited once.
     pub const DEPOSIT: &str = "deposit";
@@ -43,7 +44,8 @@ pub mod kind {
     pub const ESCROW_DEPOSIT: &str = "escrow_deposit";
     /// Escrow: a payout out of a deal.
     pub const ESCROW_PAYOUT: &str = "escrow_payout";
-    /// Escrow: the deal-address scan position.
+    /// Retired: escrow's own TRON scan position, moved into [`SCAN_CURSOR`] by the store's
+    /// migration `one_inbound_router`. Kept so the name is never reused.
     pub const ESCROW_SCAN_CURSOR: &str = "escrow_scan_cursor";
     /// Webhooks: a tenant's endpoint.
     pub const WEBHOOK_ENDPOINT: &str = "webhook_endpoint";
@@ -61,7 +63,8 @@ pub mod kind {
     pub const CHECKOUT_BUSINESS: &str = "checkout_business";
     /// Checkout: a deposit into a session's address, recorded once per `deposit_id`.
     pub const CHECKOUT_DEPOSIT: &str = "checkout_deposit";
-    /// Checkout: a rail's session-address scan position.
+    /// Retired: checkout's own scan position per rail, moved into [`SCAN_CURSOR`] by
+    /// the store's migration `one_inbound_router`. Kept so the name is never reused.
     pub const CHECKOUT_SCAN_CURSOR: &str = "checkout_scan_cursor";
     /// Checkout: a deposit's move from its session address to the treasury.
     pub const CHECKOUT_SWEEP: &str = "checkout_sweep";
@@ -126,7 +129,12 @@ pub mod kind {
 pub mod namespace {
     /// A wallet's phone number: one wallet per phone.
     pub const WALLET_PHONE: &str = "wallet_phone";
-    /// A wallet's address on one rail: one wallet per address.
+    /// A deposit address on one rail, of any product (a wallet, an escrow deal, a checkout
+    /// session): `addr:{rail}:{address}`, made by `kernel::inbound::address_key`. One
+    /// namespace, so the store refuses an address two products claim.
+    pub const ADDRESS: &str = "addr";
+    /// Retired: wallet addresses before the kernel's one namespace ([`ADDRESS`]; the store's
+    /// migration `one_inbound_router` moved them). Kept so the name is never reused.
     pub const WALLET_ADDR: &str = "wallet_addr";
     /// The open one-time-code challenge of (purpose, tenant, wallet): at most one.
     pub const OTP_OPEN: &str = "otp_open";
@@ -134,11 +142,13 @@ pub mod namespace {
     pub const API_KEY: &str = "apikey";
     /// An operation's transaction hash on one rail: one operation per transaction.
     pub const OPERATION_TX: &str = "optx";
-    /// An escrow deal's address: no two deals share one.
+    /// Retired: escrow deal addresses before [`ADDRESS`] (migration
+    /// `one_inbound_router`). Never reuse.
     pub const ESCROW_ADDR: &str = "escrow_addr";
     /// An SMS gateway's message id: finds the delivery record its reports name.
     pub const SMS_GATEWAY_ID: &str = "sms_gateway_id";
-    /// A checkout session's deposit address on one rail: no two sessions share one.
+    /// Retired: checkout session addresses before [`ADDRESS`] (migration
+    /// `one_inbound_router`). Never reuse.
     pub const CHECKOUT_ADDR: &str = "checkout_addr";
     /// A fiat receipt's reference: it confirms at most one top-up.
     pub const TOPUP_REFERENCE: &str = "topup_ref";
@@ -150,6 +160,7 @@ pub mod namespace {
     /// Every namespace above.
     pub const ALL: &[&str] = &[
         WALLET_PHONE,
+        ADDRESS,
         WALLET_ADDR,
         OTP_OPEN,
         API_KEY,

@@ -1,0 +1,103 @@
+//! Checkout's share of the inbound transfers: the kernel's router
+//! ([`stablecoin_core::kernel::inbound`]) hands checkout every transfer to an address a
+//! payment session reserved, on every network that monitors deposits. Each is recorded
+//! through [`CheckoutEngine::record_deposit`], the path the deposit intake route takes
+//! too: detected below the confirmation depth, credited at it.
+
+use crate::engine::{CheckoutEngine, DepositFact, DepositOutcome, DepositStage};
+use crate::model::{Mode, Session, integer_id};
+use crate::worker::CheckoutTickReport;
+use async_trait::async_trait;
+use stablecoin_core::kernel::ProductError;
+use stablecoin_core::kernel::inbound::{
+    InboundError, InboundHandler, InboundOutcome, InboundRouter,
+};
+use stablecoin_core::ports::{Inbound, RailId, Record, StoredRecord};
+use std::sync::Arc;
+
+/// Checkout's name in the inbound router (its position's key in each rail's cursor
+/// record). Persisted: never renamed.
+pub const CHECKOUT_PRODUCT: &str = "checkout";
+
+impl CheckoutEngine {
+    /// A router of the rails checkout takes payments on, feeding checkout alone: what
+    /// [`CheckoutEngine::tick`] pumps when checkout runs on its own.
+    pub fn inbound_router(&self) -> InboundRouter {
+        let ports = self.core.ports();
+        InboundRouter::new(
+            ports.store.clone(),
+            ports.clock.clone(),
+            self.core.rails().cloned().collect(),
+            vec![Arc::new(self.clone())],
+            self.config.batch_limit,
+        )
+    }
+
+    /// One pump of [`CheckoutEngine::inbound_router`], as a tick's report.
+    pub(crate) async fn scan_standalone(&self) -> CheckoutTickReport {
+        let r = self.inbound_router().pump().await;
+        let mine = r.of(CHECKOUT_PRODUCT);
+        CheckoutTickReport {
+            deposits: mine.credited + mine.detected,
+            errors: r.errors,
+            ..Default::default()
+        }
+    }
+}
+
+/// Checkout as a product of the shared runtime: payment sessions own their addresses.
+/// Test-mode sessions are paid only by simulated deposits, never by a chain.
+#[async_trait]
+impl InboundHandler for CheckoutEngine {
+    fn product(&self) -> &'static str {
+        CHECKOUT_PRODUCT
+    }
+
+    fn owns(&self, kind: &str) -> bool {
+        kind == Session::KIND
+    }
+
+    /// A failure worth a retry (the store, a rail, a lost race) holds checkout's position
+    /// so the transfer is offered again; any other (an amount no ledger can hold) is
+    /// reported and passed, so one bad transfer cannot stop checkout's deposits.
+    async fn on_inbound(
+        &self,
+        rail: RailId,
+        owner: &StoredRecord,
+        inbound: &Inbound,
+    ) -> Result<InboundOutcome, InboundError> {
+        let session = Session::from_stored(owner)
+            .map_err(|e| InboundError::Retry(format!("session {}: {e}", owner.id)))?;
+        if session.mode != Mode::Live {
+            return Ok(InboundOutcome::Ignored);
+        }
+        let network = rail.name();
+        let index = inbound.index.to_string();
+        let fact = DepositFact {
+            deposit_id: integer_id(&[&network, &inbound.tx_hash, &index]),
+            network: network.clone(),
+            address: inbound.to.0.clone(),
+            token: inbound.token,
+            amount: inbound.amount,
+            tx_hash: Some(inbound.tx_hash.clone()),
+            confirmations: inbound.confirmations,
+            detected_by: format!("checkout-scanner-{network}"),
+        };
+        let (stage, outcome) = if inbound.confirmed {
+            let stage = DepositStage::Confirmed {
+                safe_to_credit: true,
+            };
+            (stage, InboundOutcome::Credited)
+        } else {
+            (DepositStage::Detected, InboundOutcome::Detected)
+        };
+        match self.record_deposit(&fact, stage, Mode::Live).await {
+            Ok(DepositOutcome::AlreadyRecorded) | Ok(DepositOutcome::UnknownAddress) => {
+                Ok(InboundOutcome::Ignored)
+            }
+            Ok(_) => Ok(outcome),
+            Err(e) if e.is_retryable() => Err(InboundError::Retry(e.to_string())),
+            Err(e) => Err(InboundError::Skip(e.to_string())),
+        }
+    }
+}
