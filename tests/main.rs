@@ -6,6 +6,13 @@
 mod embedder_limits;
 mod embedder_rules;
 mod fuzz_corpora;
+#[cfg(all(
+    feature = "memory",
+    feature = "sim",
+    feature = "escrow",
+    feature = "checkout"
+))]
+mod inbound_router;
 mod one_time_codes;
 #[cfg(all(
     feature = "memory",

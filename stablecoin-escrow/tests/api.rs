@@ -616,7 +616,7 @@ async fn escrow_addresses_are_fresh_and_never_reused_even_across_a_restart() {
         let v = w.escrow.admin().get(&w.staff, id).await.unwrap();
         let rec = w
             .store
-            .get_by_unique(&format!("escrow_addr:tron:{}", v.escrow_address))
+            .get_by_unique(&format!("addr:tron:{}", v.escrow_address))
             .await
             .unwrap()
             .unwrap();

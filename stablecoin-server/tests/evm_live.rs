@@ -229,7 +229,7 @@ async fn the_server_runs_a_real_evm_chain_configured_by_its_operator() {
         .await
         .unwrap()
         .expect("the scan cursor is persisted");
-    let scanned_to: u64 = cursor.body.to_value().unwrap()["cursor"]
+    let scanned_to: u64 = cursor.body.to_value().unwrap()["positions"]["wallet"]
         .as_str()
         .unwrap()
         .parse()

@@ -649,3 +649,82 @@ pub async fn case_idempotency<S: Store + Ledger + ?Sized>(store: Arc<S>) {
         Some(other_tenant)
     );
 }
+
+/// The kernel's one address namespace (`kernel::inbound`): an address one product's
+/// record reserved is refused at commit to another product's record, on the same rail,
+/// and the refused batch writes nothing. An EVM address is one key in any letter case;
+/// a base58 one is not (two case variants are two accounts).
+pub async fn case_address_owned_by_one_product<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    use crate::kernel::inbound::address_key;
+    use crate::ports::kinds::kind;
+    let s = &*store;
+    let owner = |kind: &str, id: &str, keys: Vec<String>| {
+        let mut r = record(id, "t1", 1);
+        r.kind = kind.to_string();
+        r.unique_keys = keys;
+        r
+    };
+    let evm = "0xAb5801a7D398351b8bE11C439e05C5B3259aeC9B";
+    let tron = "TPfTHuNtw2SwWi7YT8scDfoGZyWtv6oSXF";
+    let wallet = owner(
+        kind::WALLET,
+        "wal_1",
+        vec![address_key("polygon", evm), address_key("tron", tron)],
+    );
+    commit_ok(
+        s,
+        puts(vec![insert(wallet)]),
+        "a wallet reserves two addresses",
+    )
+    .await;
+
+    let session = owner(
+        kind::PAYMENT_SESSION,
+        "cs_1",
+        vec![address_key("polygon", &evm.to_ascii_lowercase())],
+    );
+    let err = commit_err(
+        s,
+        puts(vec![insert(session)]),
+        "a session on the wallet's address",
+    )
+    .await;
+    assert!(
+        matches!(err, StoreError::UniqueViolation { .. }),
+        "the second product is refused by the unique key: {err:?}"
+    );
+    assert_eq!(
+        store.get(kind::PAYMENT_SESSION, "cs_1").await.unwrap(),
+        None
+    );
+    let deal = owner(kind::ESCROW, "esc_1", vec![address_key("tron", tron)]);
+    let err = commit_err(
+        s,
+        puts(vec![insert(deal)]),
+        "a deal on the wallet's address",
+    )
+    .await;
+    assert!(matches!(err, StoreError::UniqueViolation { .. }), "{err:?}");
+
+    // The same text on another rail, or a base58 case variant, is another address.
+    let variant = tron.to_ascii_lowercase();
+    let deal = owner(
+        kind::ESCROW,
+        "esc_2",
+        vec![address_key("tron", &variant), address_key("solana", tron)],
+    );
+    commit_ok(
+        s,
+        puts(vec![insert(deal)]),
+        "a case variant and another rail",
+    )
+    .await;
+    let got = store
+        .get_by_unique(&address_key("polygon", evm))
+        .await
+        .unwrap();
+    assert_eq!(
+        got.map(|r| (r.kind, r.id)),
+        Some((kind::WALLET.into(), "wal_1".into()))
+    );
+}
