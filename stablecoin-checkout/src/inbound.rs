@@ -87,7 +87,7 @@ impl InboundHandler for CheckoutEngine {
             let stage = DepositStage::Confirmed {
                 safe_to_credit: true,
             };
-            (stage, InboundOutcome::Credited)
+            (stage, InboundOutcome::Credited { completes: false })
         } else {
             (DepositStage::Detected, InboundOutcome::Detected)
         };

@@ -19,7 +19,6 @@ use stablecoin_core::ports::{
     Batch, Inbound, LedgerTransfer, Phase as LedgerPhase, RailId, Record, StoredRecord, Versioned,
 };
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Escrow's name in the inbound router (its position's key in the TRON cursor record).
 /// Persisted: never renamed.
@@ -41,7 +40,7 @@ impl EscrowEngine {
             self.inner.store.clone(),
             self.inner.clock.clone(),
             vec![self.inner.rail.clone()],
-            Vec::new(),
+            vec![Arc::new(self.clone())],
             self.inner.config.batch_limit,
         )
     }
@@ -49,17 +48,12 @@ impl EscrowEngine {
     /// One pump of [`EscrowEngine::inbound_router`], as a tick's report (deposits
     /// recorded, deals funded, transfers still below the confirmation depth).
     pub(crate) async fn scan_standalone(&self) -> EscrowTickReport {
-        let funded = Arc::new(AtomicUsize::new(0));
-        let handler = Arc::new(Tally {
-            engine: self.clone(),
-            funded: funded.clone(),
-        });
-        let r = self.inbound_router().with_handler(handler).pump().await;
+        let r = self.inbound_router().pump().await;
         let mine = r.of(ESCROW_PRODUCT);
         EscrowTickReport {
             deposits: mine.credited,
             polled: mine.detected,
-            funded: funded.load(Ordering::SeqCst),
+            funded: mine.completed,
             errors: r.errors,
             ..Default::default()
         }
@@ -71,7 +65,6 @@ impl EscrowEngine {
         &self,
         owner: &StoredRecord,
         inbound: &Inbound,
-        funded: Option<&AtomicUsize>,
     ) -> Result<InboundOutcome, InboundError> {
         if !inbound.confirmed {
             return Ok(InboundOutcome::Detected);
@@ -87,12 +80,7 @@ impl EscrowEngine {
             return Ok(InboundOutcome::Ignored);
         }
         match self.record_deposit(&owner.id, &dep_id, inbound).await {
-            Ok(Recorded::Now { funded: f }) => {
-                if f && let Some(n) = funded {
-                    n.fetch_add(1, Ordering::SeqCst);
-                }
-                Ok(InboundOutcome::Credited)
-            }
+            Ok(Recorded::Now { funded }) => Ok(InboundOutcome::Credited { completes: funded }),
             Ok(Recorded::Before) => Ok(InboundOutcome::Ignored),
             Err(e) => Err(InboundError::Retry(e.to_string())),
         }
@@ -276,39 +264,6 @@ impl InboundHandler for EscrowEngine {
         owner: &StoredRecord,
         inbound: &Inbound,
     ) -> Result<InboundOutcome, InboundError> {
-        self.take_inbound(owner, inbound, None).await
-    }
-}
-
-/// Escrow's handler for a standalone tick, counting the deals its deposits fund (the
-/// tick reports them).
-struct Tally {
-    engine: EscrowEngine,
-    funded: Arc<AtomicUsize>,
-}
-
-#[async_trait]
-impl InboundHandler for Tally {
-    fn product(&self) -> &'static str {
-        ESCROW_PRODUCT
-    }
-
-    fn owns(&self, kind: &str) -> bool {
-        kind == Deal::KIND
-    }
-
-    fn watches(&self, rail: RailId) -> bool {
-        rail == RailId::Tron
-    }
-
-    async fn on_inbound(
-        &self,
-        _rail: RailId,
-        owner: &StoredRecord,
-        inbound: &Inbound,
-    ) -> Result<InboundOutcome, InboundError> {
-        self.engine
-            .take_inbound(owner, inbound, Some(&self.funded))
-            .await
+        self.take_inbound(owner, inbound).await
     }
 }

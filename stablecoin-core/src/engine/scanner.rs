@@ -185,7 +185,7 @@ impl Engine {
             })
             .await;
         match res {
-            Ok(_) => Ok(InboundOutcome::Credited),
+            Ok(_) => Ok(InboundOutcome::Credited { completes: false }),
             // Credited by a concurrent scanner.
             Err(CoreError::Conflict { .. }) => Ok(InboundOutcome::Ignored),
             Err(e) => Err(e),

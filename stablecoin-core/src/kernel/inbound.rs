@@ -69,8 +69,12 @@ fn is_hex_rail(rail: &str) -> bool {
 /// What a product did with one inbound transfer to an address it owns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InboundOutcome {
-    /// Recorded at the confirmation depth: credited (or applied) now.
-    Credited,
+    /// Recorded at the confirmation depth: credited (or applied) now. `completes` when
+    /// it completed what its owner waited for (a deal funded, a session paid).
+    Credited {
+        /// The owner's funding is complete with it.
+        completes: bool,
+    },
     /// Seen below the confirmation depth: recorded or left for a later page.
     Detected,
     /// Nothing to do (recorded before, an internal movement, a test-mode owner, ...).
@@ -145,6 +149,8 @@ pub struct ProductInbound {
     pub credited: usize,
     /// Transfers seen below it.
     pub detected: usize,
+    /// Credited transfers that completed their owner's funding (deals funded, ...).
+    pub completed: usize,
 }
 
 /// What one pump did.
@@ -315,7 +321,10 @@ impl InboundRouter {
             }
             let counts = report.products.entry(h.product()).or_default();
             match h.on_inbound(rail, &owner, inbound).await {
-                Ok(InboundOutcome::Credited) => counts.credited += 1,
+                Ok(InboundOutcome::Credited { completes }) => {
+                    counts.credited += 1;
+                    counts.completed += usize::from(completes);
+                }
                 Ok(InboundOutcome::Detected) => counts.detected += 1,
                 Ok(InboundOutcome::Ignored) => {}
                 Err(e) => {
