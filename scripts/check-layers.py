@@ -165,11 +165,6 @@ KNOWN: dict[tuple[str, str], str] = {
     # Ledger account names through `engine::accounts`, which re-exports ports::accounts.
     ("stablecoin-checkout/src/model.rs", "engine"): ACCOUNTS,
     ("stablecoin-escrow/src/model.rs", "engine"): ACCOUNTS,
-    # An adapter naming the engine: the SMS delivery report type lives in engine/sms.rs.
-    ("stablecoin-providers/src/africastalking.rs", "engine"):
-        "#45 (found by this check): SmsDelivery moves beside the Notifier port",
-    ("stablecoin-providers/src/twilio.rs", "engine"):
-        "#45 (found by this check): SmsDelivery moves beside the Notifier port",
 }
 
 

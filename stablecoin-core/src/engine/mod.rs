@@ -38,6 +38,8 @@ mod worker;
 
 /// Ledger account naming, defined beside the ports (adapters name accounts too).
 pub use crate::ports::accounts;
+/// The delivery report type lives beside the Notifier port; re-exported where it was.
+pub use crate::ports::services::SmsDelivery;
 pub use chain_reconciliation::{DriftDirection, DriftLine, ReconciliationReport, drift_micros};
 pub use console_sessions::{
     CONSOLE_SESSION_PREFIX, CONSOLE_SESSION_RETENTION_MS, ConsoleSession, ConsoleSubject,
@@ -51,7 +53,7 @@ pub use operations::{
 pub use payout_resolution::{PayoutDecision, ResolvePayoutRequest};
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
-pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};
+pub use sms::{SmsPolicy, SmsRecord, SmsStatus};
 pub use staff::{
     IssuedStaff, STAFF_ACTOR_CLI, STAFF_ADMIN_TOKEN, STAFF_ID_PREFIX, STAFF_LIST_OWNER,
     STAFF_SECRET_PREFIX, StaffAccount, StaffAuditEntry, StaffIdentity,

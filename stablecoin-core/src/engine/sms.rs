@@ -22,7 +22,7 @@ use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
 use crate::ports::kinds;
 use crate::ports::record::{Record, Versioned, get_record, get_record_by_unique};
-use crate::ports::services::{SmsKind, SmsMessage};
+use crate::ports::services::{SmsDelivery, SmsKind, SmsMessage};
 use crate::ports::store::{Batch, Put};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -215,20 +215,6 @@ impl Record for SmsRecord {
             .map(|id| Self::gateway_key(id))
             .collect()
     }
-}
-
-/// What a gateway's delivery report says of a message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SmsDelivery {
-    /// Delivered to the handset (final).
-    Delivered,
-    /// Not deliverable (final): the gateway's reason.
-    Failed {
-        /// The gateway's reason (`AbsentSubscriber`, error code 30003, ...).
-        reason: String,
-    },
-    /// Still on its way (queued, sent to the carrier, buffered).
-    InProgress,
 }
 
 /// How one attempt to send ended.
