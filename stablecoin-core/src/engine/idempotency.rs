@@ -104,7 +104,7 @@ impl Engine {
         key: &str,
         hash: &str,
     ) -> CoreResult<Option<T>> {
-        match recorded(&*self.ports.store, &tenant.0, key, hash)
+        match recorded(&*self.ports().store, &tenant.0, key, hash)
             .await
             .map_err(store_err)?
         {

@@ -17,7 +17,6 @@ mod operation_view;
 mod operations;
 mod payout_resolution;
 mod polls;
-mod read_cache;
 mod records;
 mod retention;
 mod sandbox;
@@ -36,6 +35,8 @@ mod wallets;
 mod withdrawals;
 mod worker;
 
+/// The ports every product drives, defined in the kernel; re-exported where they were.
+pub use crate::kernel::Ports;
 /// Ledger account naming, defined beside the ports (adapters name accounts too).
 pub use crate::ports::accounts;
 /// The delivery report type lives beside the Notifier port; re-exported where it was.
@@ -73,38 +74,15 @@ pub use worker::{DepositRecord, DepositStatus, TickReport};
 
 use crate::domain::consent::Wallet;
 use crate::domain::ids::WalletId;
-use crate::domain::ids::make_id;
 use crate::domain::limits::{MinSend, RentQuota};
 use crate::domain::money::Token;
 use crate::domain::otp::{CodeKey, OtpPolicy};
 use crate::error::{CoreError, CoreResult};
+use crate::kernel::{Kernel, read_cache};
 use crate::ports::record::Versioned;
 use crate::ports::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// Every port the engine drives.
-#[derive(Clone)]
-pub struct Ports {
-    /// Records, ledger transfers, outbox and idempotency records: every decision commits
-    /// here.
-    pub store: Arc<dyn Store>,
-    /// Ledger reads; must read the ledger that `store` commits to (the same database).
-    pub ledger: Arc<dyn Ledger>,
-    /// Key custody for wallet and service addresses.
-    pub signer: Arc<dyn Signer>,
-    /// Sends SMS: one-time codes, and the "money received" notice to a recipient no tenant
-    /// serves.
-    pub notifier: Arc<dyn Notifier>,
-    /// FX rates for quotes and withdrawals.
-    pub rates: Arc<dyn RateSource>,
-    /// Mobile-money payouts of withdrawals.
-    pub payouts: Arc<dyn PayoutProvider>,
-    /// The only source of time the engine reads.
-    pub clock: Arc<dyn Clock>,
-    /// The only source of randomness the engine reads (ids, codes, API keys).
-    pub entropy: Arc<dyn Entropy>,
-}
 
 /// Engine settings; every field has a default.
 #[derive(Clone, Debug)]
@@ -207,9 +185,9 @@ impl Default for EngineConfig {
 /// The stablecoin engine: cheap to clone, share it across tasks.
 #[derive(Clone)]
 pub struct Engine {
-    pub(crate) ports: Ports,
+    /// The ports and rails, shared with the other products built on this kernel.
+    pub(crate) kernel: Kernel,
     pub(crate) config: EngineConfig,
-    pub(crate) rails: Arc<BTreeMap<RailId, Arc<dyn Rail>>>,
     /// Service addresses (treasury, fee collection) per rail: derived once, since a
     /// derivation is an elliptic-curve multiplication and they never change.
     service_addresses: Arc<std::sync::RwLock<BTreeMap<(RailId, KeyPurpose), ChainAddress>>>,
@@ -245,7 +223,6 @@ impl Engine {
     /// An engine over `ports` and `rails` (one per [`RailId`]; a later duplicate replaces
     /// an earlier one). Does no I/O: rails are asked for readiness when used.
     pub fn new(ports: Ports, rails: Vec<Arc<dyn Rail>>, config: EngineConfig) -> Self {
-        let rails = rails.into_iter().map(|r| (r.id(), r)).collect();
         let ttl = config.read_cache_ms;
         let wallet_ttl = config.wallet_cache_ms;
         let code_key = config.code_key.clone().unwrap_or_else(|| {
@@ -256,9 +233,8 @@ impl Engine {
         let readiness_ttl = config.readiness_cache_ms;
         Engine {
             code_key,
-            ports,
+            kernel: Kernel::new(ports, rails),
             config,
-            rails: Arc::new(rails),
             service_addresses: Default::default(),
             auth_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
             tenant_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
@@ -272,7 +248,13 @@ impl Engine {
 
     /// The ports the engine was built with (for hosts that share the store, clock, ...).
     pub fn ports(&self) -> &Ports {
-        &self.ports
+        self.kernel.ports()
+    }
+
+    /// The kernel the engine runs on: its ports and rails, to build escrow and checkout
+    /// on beside the wallets (`EscrowEngine::new(engine.kernel(), ..)`).
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
     }
 
     /// The settings the engine was built with.
@@ -282,15 +264,12 @@ impl Engine {
 
     /// The configured rail `id`; `RailNotReady` if it is not configured.
     pub fn rail(&self, id: RailId) -> CoreResult<&Arc<dyn Rail>> {
-        self.rails.get(&id).ok_or_else(|| CoreError::RailNotReady {
-            rail: id.name(),
-            reason: "rail is not configured".into(),
-        })
+        self.kernel.rail(id)
     }
 
     /// Every configured rail, in [`RailId`] order.
     pub fn rails(&self) -> impl Iterator<Item = &Arc<dyn Rail>> {
-        self.rails.values()
+        self.kernel.rails()
     }
 
     /// The EVM rail of `/v1/users/*`.
@@ -298,7 +277,8 @@ impl Engine {
         if let Some(id) = self.config.primary_evm_rail {
             return self.rail(id);
         }
-        self.rails
+        self.kernel
+            .rail_map()
             .iter()
             .find(|(id, _)| matches!(id, RailId::Evm(_)))
             .map(|(_, r)| r)
@@ -314,7 +294,8 @@ impl Engine {
         match network {
             None => self.evm_rail(),
             Some(id @ RailId::Evm(_)) => {
-                self.rails
+                self.kernel
+                    .rail_map()
                     .get(&id)
                     .ok_or_else(|| CoreError::InvalidParameter {
                         field: "network",
@@ -335,7 +316,8 @@ impl Engine {
     pub fn evm_rails(&self) -> Vec<&Arc<dyn Rail>> {
         let primary = self.evm_rail().ok().map(|r| r.id());
         let mut out: Vec<&Arc<dyn Rail>> = self
-            .rails
+            .kernel
+            .rail_map()
             .iter()
             .filter(|(id, _)| matches!(id, RailId::Evm(_)))
             .map(|(_, r)| r)
@@ -395,17 +377,15 @@ impl Engine {
     }
 
     pub(crate) fn now(&self) -> crate::domain::time::Timestamp {
-        self.ports.clock.now()
+        self.kernel.now()
     }
 
     pub(crate) fn random10(&self) -> [u8; 10] {
-        let mut b = [0u8; 10];
-        self.ports.entropy.fill(&mut b);
-        b
+        self.kernel.random10()
     }
 
     pub(crate) fn new_id(&self, prefix: &str) -> String {
-        make_id(prefix, self.now().millis(), self.random10())
+        self.kernel.new_id(prefix)
     }
 
     pub(crate) async fn commit(&self, batch: Batch) -> CoreResult<CommitReceipt> {
@@ -416,7 +396,7 @@ impl Engine {
     /// use it directly): the wallet cache drops what the batch changes first.
     pub(crate) async fn commit_raw(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
         self.forget_changed_wallets(&batch);
-        self.ports.store.commit(batch).await
+        self.kernel.commit(batch).await
     }
 }
 

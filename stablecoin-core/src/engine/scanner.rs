@@ -40,7 +40,7 @@ impl Engine {
     /// Credits confirmed inbound deposits from outside the service to wallets, once each.
     /// Each rail on its own: one chain's outage must not stop the others' deposits.
     pub(super) async fn scan_inbound(&self, report: &mut TickReport) {
-        for (id, rail) in self.rails.iter() {
+        for (id, rail) in self.kernel.rail_map().iter() {
             if !rail.monitors_inbound() {
                 // Switched off on purpose (Solana without SOLANA_SCAN_ENABLED): its
                 // readiness says so; an error every tick would say nothing new.
@@ -59,7 +59,7 @@ impl Engine {
         report: &mut TickReport,
     ) -> CoreResult<()> {
         let name = id.name();
-        let cur = get_record::<ScanCursor>(&*self.ports.store, &name).await?;
+        let cur = get_record::<ScanCursor>(&*self.ports().store, &name).await?;
         let cursor = cur
             .as_ref()
             .map(|v| v.record.cursor.clone())
@@ -74,13 +74,13 @@ impl Engine {
             // operation; crediting them here would count them twice.
             if inbound.from == treasury
                 || get_record_by_unique::<Wallet>(
-                    &*self.ports.store,
+                    &*self.ports().store,
                     &Wallet::address_key(&name, &inbound.from),
                 )
                 .await?
                 .is_some()
                 || self
-                    .ports
+                    .ports()
                     .store
                     .get_by_unique(&Operation::tx_key(&id, &inbound.tx_hash))
                     .await
@@ -90,7 +90,7 @@ impl Engine {
                 continue;
             }
             let Some(w) = get_record_by_unique::<Wallet>(
-                &*self.ports.store,
+                &*self.ports().store,
                 &Wallet::address_key(&name, &inbound.to),
             )
             .await?
@@ -99,7 +99,7 @@ impl Engine {
             };
             let w = w.record;
             let dep_id = format!("{name}:{}:{}", inbound.tx_hash, inbound.index);
-            let existing = get_record::<DepositRecord>(&*self.ports.store, &dep_id).await?;
+            let existing = get_record::<DepositRecord>(&*self.ports().store, &dep_id).await?;
             if existing
                 .as_ref()
                 .is_some_and(|v| v.record.status == DepositStatus::Confirmed)

@@ -309,7 +309,7 @@ impl Engine {
             kind: rec.kind,
             text,
         };
-        let sent = self.ports.notifier.send_sms(&rec.to, &message).await;
+        let sent = self.ports().notifier.send_sms(&rec.to, &message).await;
         let now = self.now();
         let outcome = match sent {
             Ok(accepted) => {
@@ -346,7 +346,7 @@ impl Engine {
             return Ok(true);
         };
         Ok(
-            match get_record::<Challenge>(&*self.ports.store, id).await? {
+            match get_record::<Challenge>(&*self.ports().store, id).await? {
                 Some(c) => {
                     let c = c.record;
                     c.consumed_at.is_none() && !c.superseded && now < c.expires_at
@@ -360,7 +360,7 @@ impl Engine {
     /// how many a gateway accepted; failures go to `errors` (never with a text).
     pub(crate) async fn send_due_sms(&self, errors: &mut Vec<String>) -> (usize, bool) {
         let claimed = match self
-            .ports
+            .ports()
             .store
             .claim_due(
                 SmsRecord::KIND,
@@ -426,7 +426,7 @@ impl Engine {
         };
         for _ in 0..8 {
             let Some(v) = get_record_by_unique::<SmsRecord>(
-                &*self.ports.store,
+                &*self.ports().store,
                 &SmsRecord::gateway_key(message_id),
             )
             .await?
@@ -468,7 +468,7 @@ impl Engine {
 
     /// The outbox record `id` (its delivery record).
     pub async fn sms_record(&self, id: &str) -> CoreResult<SmsRecord> {
-        get_record::<SmsRecord>(&*self.ports.store, id)
+        get_record::<SmsRecord>(&*self.ports().store, id)
             .await?
             .map(|v| v.record)
             .ok_or_else(|| CoreError::NotFound {

@@ -283,7 +283,7 @@ impl Engine {
     pub async fn create_staff(&self, name: &str) -> CoreResult<IssuedStaff> {
         let name = clean("name", name, MAX_NAME, false)?;
         let mut raw = [0u8; 20];
-        self.ports.entropy.fill(&mut raw);
+        self.ports().entropy.fill(&mut raw);
         let body = super::tenants::base32_lower(&raw);
         let secret = format!("{STAFF_SECRET_PREFIX}{body}");
         let now = self.now();
@@ -329,7 +329,7 @@ impl Engine {
         }
         let hash = sha256_hex(secret);
         let Some(v) = get_record_by_unique::<StaffAccount>(
-            &*self.ports.store,
+            &*self.ports().store,
             &StaffAccount::secret_key(&hash),
         )
         .await?
@@ -346,13 +346,15 @@ impl Engine {
     /// (case-insensitive). `NOT_FOUND` when neither exists.
     pub async fn find_staff(&self, id_or_name: &str) -> CoreResult<StaffAccount> {
         let s = id_or_name.trim();
-        if let Some(v) = get_record::<StaffAccount>(&*self.ports.store, s).await? {
+        if let Some(v) = get_record::<StaffAccount>(&*self.ports().store, s).await? {
             return Ok(v.record);
         }
         if !s.is_empty()
-            && let Some(v) =
-                get_record_by_unique::<StaffAccount>(&*self.ports.store, &StaffAccount::name_key(s))
-                    .await?
+            && let Some(v) = get_record_by_unique::<StaffAccount>(
+                &*self.ports().store,
+                &StaffAccount::name_key(s),
+            )
+            .await?
         {
             return Ok(v.record);
         }
@@ -365,7 +367,7 @@ impl Engine {
     /// Disables an account for good (audited, actor `cli`); disabling twice is harmless
     /// and audited once.
     pub async fn disable_staff(&self, id: &str) -> CoreResult<StaffAccount> {
-        let Some(v) = get_record::<StaffAccount>(&*self.ports.store, id.trim()).await? else {
+        let Some(v) = get_record::<StaffAccount>(&*self.ports().store, id.trim()).await? else {
             return Err(CoreError::NotFound {
                 kind: "staff_account",
                 id: id.chars().take(64).collect(),
@@ -390,7 +392,7 @@ impl Engine {
         let mut out = Vec::new();
         loop {
             let (rows, total) = self
-                .ports
+                .ports()
                 .store
                 .list(&ListQuery {
                     kind: kind::STAFF_ACCOUNT.into(),
@@ -452,7 +454,7 @@ impl Engine {
             });
         }
         let (rows, total) = self
-            .ports
+            .ports()
             .store
             .list(&ListQuery {
                 kind: kind::STAFF_AUDIT.into(),

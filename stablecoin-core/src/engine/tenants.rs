@@ -291,7 +291,7 @@ impl Engine {
         if let Some(t) = self.tenant_cache.get(id, now) {
             return Ok(t);
         }
-        let t = get_record::<Tenant>(&*self.ports.store, &id.0)
+        let t = get_record::<Tenant>(&*self.ports().store, &id.0)
             .await?
             .map(|v| v.record)
             .ok_or_else(|| CoreError::NotFound {
@@ -331,7 +331,7 @@ impl Engine {
         business: Option<String>,
     ) -> IssuedKey {
         let mut raw = [0u8; 20];
-        self.ports.entropy.fill(&mut raw);
+        self.ports().entropy.fill(&mut raw);
         let body = base32_lower(&raw);
         let secret = format!("{}{}", kind.prefix(mode), body);
         let key = ApiKey {
@@ -351,7 +351,7 @@ impl Engine {
 
     /// Revokes a key of `tenant`; revoking twice is harmless.
     pub async fn revoke_api_key(&self, tenant: &TenantId, key_id: &ApiKeyId) -> CoreResult<ApiKey> {
-        let Some(v) = get_record::<ApiKey>(&*self.ports.store, &key_id.0).await? else {
+        let Some(v) = get_record::<ApiKey>(&*self.ports().store, &key_id.0).await? else {
             return Err(CoreError::NotFound {
                 kind: "api_key",
                 id: key_id.0.clone(),
@@ -404,7 +404,7 @@ impl Engine {
         let mut out = Vec::new();
         loop {
             let (recs, total) = self
-                .ports
+                .ports()
                 .store
                 .list(&crate::ports::store::ListQuery {
                     kind: ApiKey::KIND.into(),
@@ -485,7 +485,7 @@ impl Engine {
         offset: usize,
     ) -> CoreResult<(Vec<ApiKey>, u64)> {
         let (recs, total) = self
-            .ports
+            .ports()
             .store
             .list(&crate::ports::store::ListQuery {
                 kind: ApiKey::KIND.into(),
@@ -508,7 +508,7 @@ impl Engine {
     /// missing one. A console session names its key by id and asks here, on every
     /// request, whether it was revoked since.
     pub async fn api_key(&self, tenant: &TenantId, key_id: &ApiKeyId) -> CoreResult<ApiKey> {
-        match get_record::<ApiKey>(&*self.ports.store, &key_id.0).await? {
+        match get_record::<ApiKey>(&*self.ports().store, &key_id.0).await? {
             Some(v) if &v.record.tenant == tenant => Ok(v.record),
             _ => Err(CoreError::NotFound {
                 kind: "api_key",
@@ -532,7 +532,7 @@ impl Engine {
             return Ok(ctx);
         }
         let Some(v) =
-            get_record_by_unique::<ApiKey>(&*self.ports.store, &ApiKey::hash_key(&hash)).await?
+            get_record_by_unique::<ApiKey>(&*self.ports().store, &ApiKey::hash_key(&hash)).await?
         else {
             return Err(CoreError::InvalidApiKey);
         };
@@ -620,7 +620,7 @@ impl Engine {
         if let Some(a) = &fee_address {
             check_fee_address(a)?;
         }
-        let Some(v) = get_record::<Tenant>(&*self.ports.store, &tenant.0).await? else {
+        let Some(v) = get_record::<Tenant>(&*self.ports().store, &tenant.0).await? else {
             return Err(CoreError::NotFound {
                 kind: "tenant",
                 id: tenant.0.clone(),
@@ -704,7 +704,7 @@ impl Engine {
     }
 
     pub(crate) async fn available(&self, account: &str) -> CoreResult<Micros> {
-        match self.ports.ledger.balance(account).await {
+        match self.ports().ledger.balance(account).await {
             Ok(b) => Ok(Micros(b.available().max(0) as u64)),
             Err(crate::ports::ledger::LedgerError::UnknownAccount { .. }) => Ok(Micros::ZERO),
             Err(e) => Err(CoreError::Storage(e.to_string())),

@@ -191,7 +191,7 @@ impl Engine {
             }
             QuoteRef::Fx(qid) => qid,
         };
-        let Some(v) = get_record::<Quote>(&*self.ports.store, &qid.0).await? else {
+        let Some(v) = get_record::<Quote>(&*self.ports().store, &qid.0).await? else {
             return Err(CoreError::NotFound {
                 kind: "quote",
                 id: qid.0,
