@@ -89,7 +89,7 @@ impl Record for ConsoleSession {
     fn tenant(&self) -> Option<String> {
         match &self.subject {
             ConsoleSubject::Tenant { tenant, .. } => Some(tenant.0.clone()),
-            _ => Some(super::staff::STAFF_LIST_OWNER.into()),
+            _ => Some(crate::kernel::staff::STAFF_LIST_OWNER.into()),
         }
     }
     fn created_at(&self) -> Timestamp {

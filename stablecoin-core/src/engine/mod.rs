@@ -37,6 +37,15 @@ mod worker;
 
 /// The ports every product drives, defined in the kernel; re-exported where they were.
 pub use crate::kernel::Ports;
+/// Tenants, API keys and the caller: every product's identity, defined in the kernel.
+pub use crate::kernel::auth::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
+/// Idempotency keys: the kernel's, re-exported where they were.
+pub use crate::kernel::idempotency::{observe_replay, validate_idempotency_key};
+/// The staff types, defined in the kernel (escrow records staff decisions too).
+pub use crate::kernel::staff::{
+    IssuedStaff, STAFF_ACTOR_CLI, STAFF_ADMIN_TOKEN, STAFF_ID_PREFIX, STAFF_LIST_OWNER,
+    STAFF_SECRET_PREFIX, StaffAccount, StaffAuditEntry, StaffIdentity,
+};
 /// Ledger account naming, defined beside the ports (adapters name accounts too).
 pub use crate::ports::accounts;
 /// The delivery report type lives beside the Notifier port; re-exported where it was.
@@ -46,7 +55,6 @@ pub use console_sessions::{
     CONSOLE_SESSION_PREFIX, CONSOLE_SESSION_RETENTION_MS, ConsoleSession, ConsoleSubject,
     MAX_CONSOLE_SESSION_TTL_MS,
 };
-pub use idempotency::{observe_replay, validate_idempotency_key};
 pub use operations::{
     FundRequest, LANE_ADVANCE, LANE_SUBMIT, Operation, OperationView, PayoutLeg, PayoutResolution,
     SendRequest, SendView,
@@ -55,17 +63,10 @@ pub use payout_resolution::{PayoutDecision, ResolvePayoutRequest};
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use sms::{SmsPolicy, SmsRecord, SmsStatus};
-pub use staff::{
-    IssuedStaff, STAFF_ACTOR_CLI, STAFF_ADMIN_TOKEN, STAFF_ID_PREFIX, STAFF_LIST_OWNER,
-    STAFF_SECRET_PREFIX, StaffAccount, StaffAuditEntry, StaffIdentity,
-};
 pub use swaps::{
     DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS, SwapLeg, SwapRequest, min_amount_out, venue_account,
 };
-pub use tenants::{
-    ApiKey, AuthContext, FeeCeiling, IssuedKey, KeyKind, KeyMode, Tenant, check_fee_address,
-    key_actor,
-};
+pub use tenants::{FeeCeiling, check_fee_address, key_actor};
 pub use topups::topup_transfer_id;
 pub use treasury_credits::{StaffCreditView, TreasuryCredit};
 pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView, sum_balances};
@@ -167,7 +168,7 @@ impl Default for EngineConfig {
             refund_retry_max_ms: 3_600_000,
             batch_limit: 64,
             worker_id: "worker-1".into(),
-            read_cache_ms: 1_000,
+            read_cache_ms: crate::kernel::DEFAULT_READ_CACHE_MS,
             wallet_cache_ms: 60_000,
             otp: OtpPolicy::default(),
             code_key: None,
@@ -193,7 +194,6 @@ pub struct Engine {
     service_addresses: Arc<std::sync::RwLock<BTreeMap<(RailId, KeyPurpose), ChainAddress>>>,
     /// Secret hash -> the authenticated caller.
     pub(crate) auth_cache: Arc<read_cache::TtlCache<String, AuthContext>>,
-    pub(crate) tenant_cache: Arc<read_cache::TtlCache<crate::domain::ids::TenantId, Tenant>>,
     /// Phone key -> the wallet as read, for transfers only (see `wallet_cache_ms`).
     pub(crate) wallet_cache: Arc<read_cache::TtlCache<String, Versioned<Wallet>>>,
     /// [`EngineConfig::code_key`], or the random key drawn at start.
@@ -233,11 +233,10 @@ impl Engine {
         let readiness_ttl = config.readiness_cache_ms;
         Engine {
             code_key,
-            kernel: Kernel::new(ports, rails),
+            kernel: Kernel::with_read_cache_ms(ports, rails, ttl),
             config,
             service_addresses: Default::default(),
             auth_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
-            tenant_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
             wallet_cache: Arc::new(read_cache::TtlCache::new(wallet_ttl, WALLET_CACHE_ENTRIES)),
             readiness_cache: Arc::new(read_cache::TtlCache::new(readiness_ttl, RAILS_MAX)),
             sandbox_quotes: Default::default(),

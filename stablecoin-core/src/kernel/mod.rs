@@ -5,23 +5,31 @@
 //!   clock read, id draw and commit. The wallet engine holds one; escrow and checkout
 //!   are built on one (`engine.kernel()`), so all three share its ports, rails and
 //!   caches instead of each copying them;
+//! - [`auth`]: tenants, API keys and the caller a key establishes: every product's
+//!   identity;
+//! - [`staff`]: staff accounts, the identity a host proved, and the audit entry a staff
+//!   decision commits in its own batch;
 //! - [`error`]: the classes every product error falls into, so the server maps classes,
 //!   not each product's variants, to HTTP;
 //! - [`runtime`]: every product's background work behind one [`Worker`] trait, run by
 //!   one [`Runtime`];
-//! - [`idempotency`]: the one read of a stored first result ([`idempotency::recorded`]).
+//! - [`idempotency`]: keys, request fingerprints and the one idempotent path of every
+//!   product ([`Kernel::idempotent`]);
 //!
 //! Inbound routing joins it in a later step of issue #45.
 
+pub mod auth;
 pub mod error;
 pub mod idempotency;
 pub(crate) mod read_cache;
 pub mod runtime;
+pub mod staff;
 
+pub use auth::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
 pub use error::{ErrorClass, ProductError};
 pub use runtime::{RoundObserver, RoundReport, Runtime, Worker};
 
-use crate::domain::ids::make_id;
+use crate::domain::ids::{TenantId, make_id};
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
 use crate::ports::*;
@@ -61,15 +69,41 @@ pub struct Kernel {
 struct Inner {
     ports: Ports,
     rails: BTreeMap<RailId, Arc<dyn Rail>>,
+    /// Tenant records as last read (`read_cache`): every authenticated request of every
+    /// product reads its tenant.
+    tenant_cache: read_cache::TtlCache<TenantId, Tenant>,
 }
+
+/// How long a tenant record is reused from memory unless told otherwise (the wallet
+/// engine's `EngineConfig::read_cache_ms` default).
+pub const DEFAULT_READ_CACHE_MS: i64 = 1_000;
+
+/// Tenants the cache holds before it starts over.
+const TENANT_CACHE_ENTRIES: usize = 65_536;
 
 impl Kernel {
     /// A kernel over `ports` and `rails` (one per [`RailId`]; a later duplicate replaces
     /// an earlier one). Does no I/O: rails are asked for readiness when used.
+    /// Tenant records are reused from memory for [`DEFAULT_READ_CACHE_MS`].
     pub fn new(ports: Ports, rails: Vec<Arc<dyn Rail>>) -> Kernel {
+        Kernel::with_read_cache_ms(ports, rails, DEFAULT_READ_CACHE_MS)
+    }
+
+    /// [`Kernel::new`] with tenant records reused from memory for `read_cache_ms`: a
+    /// change made by another process shows after at most this long (this process's
+    /// own changes at once). 0 reads the store every time.
+    pub fn with_read_cache_ms(
+        ports: Ports,
+        rails: Vec<Arc<dyn Rail>>,
+        read_cache_ms: i64,
+    ) -> Kernel {
         let rails = rails.into_iter().map(|r| (r.id(), r)).collect();
         Kernel {
-            inner: Arc::new(Inner { ports, rails }),
+            inner: Arc::new(Inner {
+                ports,
+                rails,
+                tenant_cache: read_cache::TtlCache::new(read_cache_ms, TENANT_CACHE_ENTRIES),
+            }),
         }
     }
 
@@ -97,6 +131,10 @@ impl Kernel {
     /// The rail set by id, for the wallet engine's own look-ups.
     pub(crate) fn rail_map(&self) -> &BTreeMap<RailId, Arc<dyn Rail>> {
         &self.inner.rails
+    }
+
+    fn tenant_cache(&self) -> &read_cache::TtlCache<TenantId, Tenant> {
+        &self.inner.tenant_cache
     }
 
     /// Now, by the one clock every product reads.
