@@ -57,9 +57,10 @@ pub async fn demo() -> Result<String, Box<dyn std::error::Error>> {
     // 2. The products: wallets, escrow (TRON) and checkout.
     let rails: Vec<Arc<dyn Rail>> = vec![polygon.clone(), tron.clone()];
     let wallets = Engine::new(ports.clone(), rails, EngineConfig::default());
-    let escrow = EscrowEngine::new(&ports, tron, EscrowConfig::default())?;
+    // Escrow and checkout stand on the wallet engine's kernel: its ports and rails.
+    let escrow = EscrowEngine::new(wallets.kernel(), EscrowConfig::default())?;
     let checkout = Arc::new(CheckoutEngine::new(
-        wallets.clone(),
+        wallets.kernel(),
         CheckoutConfig::default(),
     )?);
 

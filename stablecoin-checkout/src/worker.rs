@@ -34,7 +34,7 @@ impl CheckoutEngine {
     /// One round: scan, then expiries. Errors are reported, not fatal.
     pub async fn tick(&self) -> CheckoutTickReport {
         let mut report = CheckoutTickReport::default();
-        let rails: Vec<Arc<dyn Rail>> = self.core.rails().cloned().collect();
+        let rails: Vec<Arc<dyn Rail>> = self.kernel.rails().cloned().collect();
         for rail in rails {
             if !rail.monitors_inbound() {
                 continue;
@@ -81,7 +81,7 @@ impl CheckoutEngine {
         report: &mut CheckoutTickReport,
     ) -> CheckoutResult<()> {
         let network = rail.id().name();
-        let store = &*self.core.ports().store;
+        let store = &*self.kernel.ports().store;
         let cur = get_record::<ScanCursor>(store, &network).await?;
         let cursor = cur
             .as_ref()
@@ -158,7 +158,7 @@ impl CheckoutEngine {
     async fn expire_due(&self, report: &mut CheckoutTickReport) -> CheckoutResult<()> {
         let now = self.now();
         let claimed = self
-            .core
+            .kernel
             .ports()
             .store
             .claim_due(

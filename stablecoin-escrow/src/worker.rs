@@ -108,6 +108,8 @@ impl EscrowEngine {
         let cfg = &self.inner.config;
         match self
             .inner
+            .kernel
+            .ports()
             .store
             .claim_due(
                 Deal::KIND,
@@ -144,6 +146,8 @@ impl EscrowEngine {
         }
         match self
             .inner
+            .kernel
+            .ports()
             .store
             .claim_due(
                 PayoutRecord::KIND,
@@ -205,7 +209,7 @@ impl EscrowEngine {
     /// cursor is saved only after every deposit before it is recorded.
     async fn scan_deposits(&self, report: &mut EscrowTickReport) -> EscrowResult<()> {
         let rail_name = "tron".to_string();
-        let store = &*self.inner.store;
+        let store = &*self.inner.kernel.ports().store;
         let cur = get_record::<ScanCursor>(store, &rail_name).await?;
         let cursor = cur
             .as_ref()
@@ -410,6 +414,8 @@ impl EscrowEngine {
                     // Recorded by a concurrent scanner, or the deal moved: look again.
                     if self
                         .inner
+                        .kernel
+                        .ports()
                         .store
                         .get(DepositRecord::KIND, dep_id)
                         .await
@@ -751,7 +757,9 @@ impl EscrowEngine {
                     return Ok(());
                 }
                 Err(EscrowError::Conflict { .. }) => {
-                    let Some(cur) = get_record::<PayoutRecord>(&*self.inner.store, &p.id).await?
+                    let Some(cur) =
+                        get_record::<PayoutRecord>(&*self.inner.kernel.ports().store, &p.id)
+                            .await?
                     else {
                         return Err(EscrowError::Storage(format!("payout {} vanished", p.id)));
                     };

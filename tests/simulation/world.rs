@@ -117,7 +117,7 @@ impl World {
             entropy: Arc::new(SeededEntropy::new(seed)),
         };
         let engine = build_engine(&ports, &evm, &tron, &store, seed, 0);
-        let escrow = super::escrow::engine(&ports, tron.clone(), format!("escrow-{seed}-0"));
+        let escrow = super::escrow::engine(engine.kernel(), format!("escrow-{seed}-0"));
         let webhooks = super::webhooks::deliverer(&store, &clock, seed, 0);
         let checkout = super::checkout::engine(&engine, format!("checkout-{seed}-0"));
         let receiver = super::webhooks::receiver().await;
@@ -209,8 +209,7 @@ impl World {
             self.restarts,
         );
         self.escrow = super::escrow::engine(
-            &self.ports,
-            self.tron.clone(),
+            self.engine.kernel(),
             format!("escrow-{}-{}", self.seed, self.restarts),
         );
         self.webhooks =
