@@ -278,3 +278,97 @@ impl Kernel {
         }
     }
 }
+
+#[cfg(all(test, feature = "memory"))]
+mod tests {
+    use super::*;
+    use crate::domain::time::Timestamp;
+    use crate::kernel::Ports;
+    use crate::memory::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn kernel() -> Kernel {
+        let store = Arc::new(MemoryStore::new());
+        Kernel::new(
+            Ports {
+                store: store.clone(),
+                ledger: store,
+                signer: Arc::new(LocalSigner::from_seed([9; 32])),
+                notifier: Arc::new(MemoryNotifier::new()),
+                rates: Arc::new(FixedRates::demo()),
+                payouts: Arc::new(MemoryPayouts::new()),
+                clock: Arc::new(ManualClock::new(Timestamp::from_secs(1_795_341_600))),
+                entropy: Arc::new(SeededEntropy::new(7)),
+            },
+            Vec::new(),
+        )
+    }
+
+    /// One keyed call: `decide` counts its runs and answers a fresh id.
+    async fn call(
+        k: &Kernel,
+        at: KeyedRequest<'_>,
+        request: &str,
+        runs: &AtomicUsize,
+    ) -> Result<String, IdempotencyError> {
+        k.idempotent(at, &request, || async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, IdempotencyError>((Batch::default(), k.new_id("t")))
+        })
+        .await
+    }
+
+    /// The same key and request replays the first result without running; another
+    /// request is refused; another namespace is another key.
+    #[tokio::test]
+    async fn a_key_runs_its_request_once() {
+        let k = kernel();
+        let runs = AtomicUsize::new(0);
+        let at = KeyedRequest::new("ten_a", Some("k1"), "op");
+        let first = call(&k, at, "req", &runs).await.unwrap();
+        let (again, replayed) = observe_replay(call(&k, at, "req", &runs)).await;
+        assert_eq!((again.unwrap(), replayed), (first.clone(), true));
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        let other = call(&k, at, "another", &runs).await;
+        assert!(matches!(other, Err(IdempotencyError::Reused)));
+        let elsewhere = KeyedRequest {
+            namespace: "biz_b:",
+            ..at
+        };
+        assert_ne!(call(&k, elsewhere, "req", &runs).await.unwrap(), first);
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+    }
+
+    /// Two requests with one key that both looked before either committed: the loser's
+    /// commit answers the winner's result.
+    #[tokio::test]
+    async fn the_loser_of_a_commit_race_replays_the_winner() {
+        let k = kernel();
+        let at = KeyedRequest::new("ten_a", Some("k1"), "op");
+        let Lookup::Run(a) = k.idempotency_lookup::<String>(at, &"req").await.unwrap() else {
+            panic!("nothing is recorded yet");
+        };
+        let Lookup::Run(b) = k.idempotency_lookup::<String>(at, &"req").await.unwrap() else {
+            panic!("nothing is recorded yet");
+        };
+        let won = k.commit_keyed(&a, Batch::default(), "first".to_string());
+        assert_eq!(won.await.unwrap(), "first");
+        let lost = k.commit_keyed(&b, Batch::default(), "second".to_string());
+        assert_eq!(lost.await.unwrap(), "first");
+    }
+
+    /// A malformed key runs nothing; no key runs every time.
+    #[tokio::test]
+    async fn a_bad_key_is_refused_and_no_key_always_runs() {
+        let k = kernel();
+        let runs = AtomicUsize::new(0);
+        let bad = KeyedRequest::new("ten_a", Some(""), "op");
+        let refused = call(&k, bad, "req", &runs).await;
+        assert!(matches!(refused, Err(IdempotencyError::InvalidKey)));
+        let none = KeyedRequest::new("ten_a", None, "op");
+        call(&k, none, "req", &runs).await.unwrap();
+        call(&k, none, "req", &runs).await.unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+    }
+}
