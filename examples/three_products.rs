@@ -10,7 +10,7 @@
 use stablecoin::checkout::{CheckoutConfig, CheckoutEngine, CreateSessionRequest};
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::engine::{Engine, EngineConfig, Ports};
-use stablecoin::core::kernel::{InboundRouter, Product, Runtime};
+use stablecoin::core::kernel::{Product, Runtime};
 use stablecoin::core::memory::{
     FixedRates, LocalSigner, MemoryNotifier, MemoryPayouts, MemoryStore, OsEntropy, SystemClock,
 };
@@ -58,22 +58,17 @@ pub async fn demo() -> Result<String, Box<dyn std::error::Error>> {
     // 2. The products: wallets, escrow (TRON) and checkout.
     let rails: Vec<Arc<dyn Rail>> = vec![polygon.clone(), tron.clone()];
     let wallets = Engine::new(ports.clone(), rails, EngineConfig::default());
-    let escrow = EscrowEngine::new(&ports, tron.clone(), EscrowConfig::default())?;
+    // Escrow and checkout stand on the wallet engine's kernel: its ports and rails.
+    let escrow = EscrowEngine::new(wallets.kernel(), EscrowConfig::default())?;
     let checkout = Arc::new(CheckoutEngine::new(
-        wallets.clone(),
+        wallets.kernel(),
         CheckoutConfig::default(),
     )?);
 
     // 3. One runtime, one call: each product's worker in a loop of its own, and one
     //    inbound router scanning each chain page once for all three, until told to
     //    stop.
-    let router = InboundRouter::new(
-        ports.store.clone(),
-        ports.clock.clone(),
-        vec![polygon.clone(), tron],
-        Vec::new(),
-        100,
-    );
+    let router = wallets.kernel().inbound_router(100);
     let products: Vec<Arc<dyn Product>> = vec![
         Arc::new(wallets.clone()),
         Arc::new(escrow),

@@ -138,8 +138,6 @@ TEST_SUPPORT_EXTRA = {"memory", "testkit"}
 # Today's known violations: (file, core module it may not name) -> what removes it.
 # KERNEL.md is the design of issue #45 (`shared/KERNEL.md` of the project).
 OWN_ERRORS = "#45, KERNEL.md §3.1: money/phone (and the rules) get their own error types"
-KERNEL_STEP = "#45, KERNEL.md §2.1: escrow and checkout stand on kernel/, not engine/"
-ACCOUNTS = "#45: name them through stablecoin_core::ports::accounts (a one-line change)"
 KNOWN: dict[tuple[str, str], str] = {
     # domain -> error: the domain's rules return CoreError.
     ("stablecoin-core/src/domain/consent.rs", "error"): OWN_ERRORS,
@@ -151,25 +149,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("stablecoin-core/src/domain/topup.rs", "error"): OWN_ERRORS,
     # ports -> error: `Record::decode` returns CoreError (the ports <-> error circle).
     ("stablecoin-core/src/ports/record.rs", "error"): OWN_ERRORS,
-    # escrow and checkout on the wallet engine: AuthContext, KeyKind/KeyMode, Ports,
-    # validate_idempotency_key, the staff audit types (kernel/auth.rs, kernel/mod.rs,
-    # kernel/idempotency.rs); checkout wraps the whole Engine.
-    ("stablecoin-checkout/src/engine/deposits.rs", "engine"): KERNEL_STEP,
-    ("stablecoin-checkout/src/engine/mod.rs", "engine"): KERNEL_STEP,
-    ("stablecoin-checkout/src/engine/sessions.rs", "engine"): KERNEL_STEP,
-    ("stablecoin-escrow/src/admin.rs", "engine"): KERNEL_STEP,
-    ("stablecoin-escrow/src/engine/actions.rs", "engine"): KERNEL_STEP,
-    ("stablecoin-escrow/src/engine/create.rs", "engine"): KERNEL_STEP,
-    ("stablecoin-escrow/src/engine/history.rs", "engine"): KERNEL_STEP,
-    ("stablecoin-escrow/src/engine/mod.rs", "engine"): KERNEL_STEP,
-    # Ledger account names through `engine::accounts`, which re-exports ports::accounts.
-    ("stablecoin-checkout/src/model.rs", "engine"): ACCOUNTS,
-    ("stablecoin-escrow/src/model.rs", "engine"): ACCOUNTS,
-    # An adapter naming the engine: the SMS delivery report type lives in engine/sms.rs.
-    ("stablecoin-providers/src/africastalking.rs", "engine"):
-        "#45 (found by this check): SmsDelivery moves beside the Notifier port",
-    ("stablecoin-providers/src/twilio.rs", "engine"):
-        "#45 (found by this check): SmsDelivery moves beside the Notifier port",
 }
 
 

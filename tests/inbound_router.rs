@@ -111,9 +111,8 @@ impl World {
         };
         let rails: Vec<Arc<dyn Rail>> = vec![scans["polygon"].clone(), scans["tron"].clone()];
         let wallets = Engine::new(ports.clone(), rails, EngineConfig::default());
-        let escrow =
-            EscrowEngine::new(&ports, scans["tron"].clone(), EscrowConfig::default()).unwrap();
-        let checkout = CheckoutEngine::new(wallets.clone(), CheckoutConfig::default()).unwrap();
+        let escrow = EscrowEngine::new(wallets.kernel(), EscrowConfig::default()).unwrap();
+        let checkout = CheckoutEngine::new(wallets.kernel(), CheckoutConfig::default()).unwrap();
         let t = wallets.create_tenant("Router Ltd").await.unwrap().id;
         let key = wallets
             .issue_api_key(&t, KeyKind::Tenant, KeyMode::Live)
@@ -143,18 +142,14 @@ impl World {
 
     /// One router over both rails feeding all three products, as a server runs them.
     fn router(&self) -> InboundRouter {
-        let ports = self.wallets.ports();
         let handlers: Vec<Arc<dyn InboundHandler>> = vec![
             Arc::new(self.wallets.clone()),
             Arc::new(self.escrow.clone()),
             Arc::new(self.checkout.clone()),
         ];
-        InboundRouter::new(
-            ports.store.clone(),
-            ports.clock.clone(),
-            self.wallets.rails().cloned().collect(),
-            handlers,
-            100,
+        handlers.into_iter().fold(
+            self.wallets.kernel().inbound_router(100),
+            InboundRouter::with_handler,
         )
     }
 

@@ -18,7 +18,7 @@ use stablecoin::core::domain::ids::WalletId;
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::domain::time::Timestamp;
 use stablecoin::core::engine::{Engine, EngineConfig, Ports};
-use stablecoin::core::kernel::{InboundRouter, Product, Runtime, address_key};
+use stablecoin::core::kernel::{Product, Runtime, address_key};
 use stablecoin::core::memory::{
     FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, SeededEntropy,
 };
@@ -220,9 +220,9 @@ async fn products_go_on(store: Arc<dyn Store>, ledger: Arc<dyn Ledger>, m: &Valu
         poll_interval_ms: 0,
         ..EngineConfig::default()
     };
-    let wallets = Engine::new(ports.clone(), rails.clone(), config);
-    let escrow = EscrowEngine::new(&ports, tron.clone(), EscrowConfig::default()).unwrap();
-    let checkout = CheckoutEngine::new(wallets.clone(), CheckoutConfig::default()).unwrap();
+    let wallets = Engine::new(ports.clone(), rails, config);
+    let escrow = EscrowEngine::new(wallets.kernel(), EscrowConfig::default()).unwrap();
+    let checkout = CheckoutEngine::new(wallets.kernel(), CheckoutConfig::default()).unwrap();
 
     // The old chains stood at these heights; the new ones reach them, then carry one
     // deposit to each product's address.
@@ -249,13 +249,7 @@ async fn products_go_on(store: Arc<dyn Store>, ledger: Arc<dyn Ledger>, m: &Valu
     polygon.mine(2);
     tron.mine(2);
 
-    let router = InboundRouter::new(
-        ports.store.clone(),
-        ports.clock.clone(),
-        rails,
-        Vec::new(),
-        100,
-    );
+    let router = wallets.kernel().inbound_router(100);
     let products: Vec<Arc<dyn Product>> = vec![
         Arc::new(wallets.clone()),
         Arc::new(escrow.clone()),

@@ -23,6 +23,7 @@
 use stablecoin_core::CoreError;
 use stablecoin_core::domain::ledger::MAX_AMOUNT_MICROS;
 use stablecoin_core::domain::money::Micros;
+use stablecoin_core::kernel::idempotency::{INVALID_KEY_REASON, IdempotencyError};
 use stablecoin_core::kernel::{ErrorClass, ProductError};
 use thiserror::Error;
 
@@ -230,6 +231,21 @@ pub fn checked_sum(a: Micros, b: Micros, what: &str) -> CheckoutResult<Micros> {
         .ok_or_else(|| CheckoutError::InvalidAmount {
             reason: format!("{what} would exceed {MAX_AMOUNT_MICROS} micro-units"),
         })
+}
+
+/// The kernel's idempotent path, answered with checkout's codes.
+impl From<IdempotencyError> for CheckoutError {
+    fn from(e: IdempotencyError) -> Self {
+        match e {
+            IdempotencyError::InvalidKey => CheckoutError::InvalidIdempotencyKey {
+                reason: INVALID_KEY_REASON.into(),
+            },
+            IdempotencyError::Reused => CheckoutError::IdempotencyKeyReused,
+            IdempotencyError::InUse => CheckoutError::IdempotencyKeyInUse,
+            IdempotencyError::Encode(why) => CheckoutError::Storage(why),
+            IdempotencyError::Store(e) => store_err(e),
+        }
+    }
 }
 
 pub(crate) fn store_err(e: stablecoin_core::ports::StoreError) -> CheckoutError {

@@ -23,14 +23,9 @@ impl CheckoutEngine {
     /// A router of the rails checkout takes payments on, feeding checkout alone: what
     /// [`CheckoutEngine::tick`] pumps when checkout runs on its own.
     pub fn inbound_router(&self) -> InboundRouter {
-        let ports = self.core.ports();
-        InboundRouter::new(
-            ports.store.clone(),
-            ports.clock.clone(),
-            self.core.rails().cloned().collect(),
-            vec![Arc::new(self.clone())],
-            self.config.batch_limit,
-        )
+        self.kernel
+            .inbound_router(self.config.batch_limit)
+            .with_handler(Arc::new(self.clone()))
     }
 
     /// One pump of [`CheckoutEngine::inbound_router`], as a tick's report.

@@ -146,7 +146,7 @@ impl CheckoutEngine {
     pub(crate) async fn sweep_due(&self, report: &mut CheckoutTickReport) -> CheckoutResult<()> {
         let now = self.now();
         let claimed = self
-            .core
+            .kernel
             .ports()
             .store
             .claim_due(
@@ -192,7 +192,7 @@ impl CheckoutEngine {
         } = v;
         let now = self.now();
         let Some(rail) = self
-            .core
+            .kernel
             .rails()
             .find(|r| r.id().name() == s.network)
             .cloned()

@@ -78,7 +78,7 @@ impl CheckoutEngine {
     async fn expire_due(&self, report: &mut CheckoutTickReport) -> CheckoutResult<()> {
         let now = self.now();
         let claimed = self
-            .core
+            .kernel
             .ports()
             .store
             .claim_due(

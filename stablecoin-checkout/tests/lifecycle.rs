@@ -18,6 +18,8 @@ struct H {
     clock: Arc<ManualClock>,
     chain: Arc<SimRail>,
     checkout: CheckoutEngine,
+    /// The wallet engine the checkout shares a kernel with (it authenticates keys).
+    core: Engine,
     live: AuthContext,
     test: AuthContext,
     tenant: String,
@@ -55,7 +57,7 @@ async fn harness() -> H {
         },
     );
     let tenant = core.create_tenant("Shop").await.unwrap().id;
-    let checkout = CheckoutEngine::new(core.clone(), CheckoutConfig::default()).unwrap();
+    let checkout = CheckoutEngine::new(core.kernel(), CheckoutConfig::default()).unwrap();
     let b = checkout
         .create_business(&tenant, "Corner Shop")
         .await
@@ -73,6 +75,7 @@ async fn harness() -> H {
         clock,
         chain,
         checkout,
+        core,
         live,
         test,
         tenant: tenant.0,
@@ -583,8 +586,7 @@ async fn create_is_idempotent_cancel_fails_and_other_businesses_see_nothing() {
         .await
         .unwrap();
     let other_key = h
-        .checkout
-        .core_engine()
+        .core
         .authenticate(other.live_key.as_deref().unwrap())
         .await
         .unwrap();

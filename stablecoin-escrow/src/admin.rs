@@ -6,7 +6,7 @@
 //! Every staff action is recorded in the deal's history with the staff id as its
 //! authority, and every staff decision (a resolution, a recovery, or a two-person
 //! proposal of either) writes its entry of the cross-cutting staff audit log
-//! (`stablecoin_core::engine::StaffAuditEntry`) IN THE DECISION'S OWN BATCH: a decision
+//! (`stablecoin_core::kernel::staff::StaffAuditEntry`) IN THE DECISION'S OWN BATCH: a decision
 //! cannot happen unaudited, and an audit entry never records a decision that did not.
 //!
 //! Two-person rule ([`EscrowConfig::second_approval_above`]): a resolution of a deal, or
@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::engine::{StaffAuditEntry, StaffIdentity};
+use stablecoin_core::kernel::staff::{StaffAuditEntry, StaffIdentity};
 use stablecoin_core::ports::{Batch, ListQuery, Put, Record, Versioned, get_record};
 use std::fmt;
 
@@ -150,6 +150,8 @@ impl EscrowAdmin {
         let (rows, total) = self
             .engine
             .inner
+            .kernel
+            .ports()
             .store
             .list(&ListQuery {
                 kind: StaffQueueEntry::KIND.into(),
@@ -534,7 +536,9 @@ impl EscrowAdmin {
             .map(|n| format!("{}:payout:{n}", deal.id))
             .chain((1..=deal.recovery_attempts).map(|n| format!("{}:recovery:{n}", deal.id)));
         for pid in ids {
-            if let Some(p) = get_record::<PayoutRecord>(&*self.engine.inner.store, &pid).await? {
+            if let Some(p) =
+                get_record::<PayoutRecord>(&*self.engine.inner.kernel.ports().store, &pid).await?
+            {
                 out.push(PayoutView::from_record(&p.record));
             }
         }

@@ -33,16 +33,13 @@ enum Recorded {
 }
 
 impl EscrowEngine {
-    /// A router of escrow's TRON rail feeding escrow alone: what [`EscrowEngine::tick`]
+    /// A router of the kernel's rails (escrow watches TRON's) feeding escrow alone: what [`EscrowEngine::tick`]
     /// pumps when escrow runs on its own.
     pub fn inbound_router(&self) -> InboundRouter {
-        InboundRouter::new(
-            self.inner.store.clone(),
-            self.inner.clock.clone(),
-            vec![self.inner.rail.clone()],
-            vec![Arc::new(self.clone())],
-            self.inner.config.batch_limit,
-        )
+        self.inner
+            .kernel
+            .inbound_router(self.inner.config.batch_limit)
+            .with_handler(Arc::new(self.clone()))
     }
 
     /// One pump of [`EscrowEngine::inbound_router`], as a tick's report (deposits
@@ -72,6 +69,8 @@ impl EscrowEngine {
         let dep_id = DepositRecord::make_id(&inbound.tx_hash, inbound.index);
         let seen = self
             .inner
+            .kernel
+            .ports()
             .store
             .get(DepositRecord::KIND, &dep_id)
             .await
@@ -225,6 +224,8 @@ impl EscrowEngine {
                     // Recorded by a concurrent scanner, or the deal moved: look again.
                     if self
                         .inner
+                        .kernel
+                        .ports()
                         .store
                         .get(DepositRecord::KIND, dep_id)
                         .await

@@ -27,6 +27,7 @@
 //! | `RAIL_ERROR` / `STORAGE_ERROR` / `INVALID_CONFIG` | internal | a dependency failed / misconfiguration |
 
 use stablecoin_core::CoreError;
+use stablecoin_core::kernel::idempotency::{INVALID_KEY_REASON, IdempotencyError};
 use stablecoin_core::kernel::{ErrorClass, ProductError};
 use stablecoin_core::ports::{RailError, StoreError};
 use thiserror::Error;
@@ -381,6 +382,21 @@ impl From<CoreError> for EscrowError {
             CoreError::RailNotReady { rail, reason } => EscrowError::RailNotReady { rail, reason },
             CoreError::Rail(r) => EscrowError::Rail(r),
             other => EscrowError::Storage(other.to_string()),
+        }
+    }
+}
+
+/// The kernel's idempotent path, answered with escrow's codes.
+impl From<IdempotencyError> for EscrowError {
+    fn from(e: IdempotencyError) -> Self {
+        match e {
+            IdempotencyError::InvalidKey => EscrowError::InvalidIdempotencyKey {
+                reason: INVALID_KEY_REASON.into(),
+            },
+            IdempotencyError::Reused => EscrowError::IdempotencyKeyReused,
+            IdempotencyError::InUse => EscrowError::IdempotencyKeyInUse,
+            IdempotencyError::Encode(why) => EscrowError::Storage(why),
+            IdempotencyError::Store(e) => store_err(e),
         }
     }
 }

@@ -98,7 +98,9 @@ impl EscrowEngine {
     /// concurrent writer of the same deal makes the batch fail as a version conflict.
     pub(crate) async fn queue_put(&self, batch: &mut Batch, deal: &Deal) -> EscrowResult<()> {
         let entry = StaffQueueEntry::of(deal);
-        let put = match get_record::<StaffQueueEntry>(&*self.inner.store, &deal.id.0).await? {
+        let put = match get_record::<StaffQueueEntry>(&*self.inner.kernel.ports().store, &deal.id.0)
+            .await?
+        {
             Some(v) => entry.update(v.version)?,
             None => entry.insert()?,
         };

@@ -116,6 +116,8 @@ impl EscrowEngine {
         let cfg = &self.inner.config;
         match self
             .inner
+            .kernel
+            .ports()
             .store
             .claim_due(
                 Deal::KIND,
@@ -152,6 +154,8 @@ impl EscrowEngine {
         }
         match self
             .inner
+            .kernel
+            .ports()
             .store
             .claim_due(
                 PayoutRecord::KIND,
@@ -528,7 +532,9 @@ impl EscrowEngine {
                     return Ok(());
                 }
                 Err(EscrowError::Conflict { .. }) => {
-                    let Some(cur) = get_record::<PayoutRecord>(&*self.inner.store, &p.id).await?
+                    let Some(cur) =
+                        get_record::<PayoutRecord>(&*self.inner.kernel.ports().store, &p.id)
+                            .await?
                     else {
                         return Err(EscrowError::Storage(format!("payout {} vanished", p.id)));
                     };

@@ -9,6 +9,7 @@ use common::*;
 use stablecoin_core::domain::money::Token;
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::engine::{KeyKind, KeyMode};
+use stablecoin_core::kernel::Kernel;
 use stablecoin_core::memory::SeededEntropy;
 use stablecoin_core::ports::{ChainAddress, Rail, Store};
 use stablecoin_escrow::*;
@@ -556,7 +557,11 @@ async fn escrow_addresses_are_fresh_and_never_reused_even_across_a_restart() {
     let commits = w.store.commit_count();
     let mut ports = w.ports.clone();
     ports.entropy = Arc::new(SeededEntropy::new(7));
-    let restarted = EscrowEngine::new(&ports, w.tron.rail(), test_config()).unwrap();
+    let restarted = EscrowEngine::new(
+        &Kernel::new(ports.clone(), vec![w.tron.rail()]),
+        test_config(),
+    )
+    .unwrap();
     // Replay the first engine's entropy stream position: World's core engine and the
     // first escrow engine shared seed 7, so fresh draws collide with stored ids.
     let mut fresh = 0;
@@ -579,7 +584,11 @@ async fn escrow_addresses_are_fresh_and_never_reused_even_across_a_restart() {
     // And with fresh entropy (a real restart), no collision at all.
     let mut ports = w.ports.clone();
     ports.entropy = Arc::new(SeededEntropy::new(99));
-    let restarted = EscrowEngine::new(&ports, w.tron.rail(), test_config()).unwrap();
+    let restarted = EscrowEngine::new(
+        &Kernel::new(ports.clone(), vec![w.tron.rail()]),
+        test_config(),
+    )
+    .unwrap();
     for _ in 0..50 {
         let d = restarted
             .create(&w.auth, &w.request("1"), None)
@@ -599,11 +608,19 @@ async fn escrow_addresses_are_fresh_and_never_reused_even_across_a_restart() {
     }
     let mut ports = w.ports.clone();
     ports.entropy = Arc::new(Constant);
-    let first = EscrowEngine::new(&ports, w.tron.rail(), test_config()).unwrap();
+    let first = EscrowEngine::new(
+        &Kernel::new(ports.clone(), vec![w.tron.rail()]),
+        test_config(),
+    )
+    .unwrap();
     let d = first.create(&w.auth, &w.request("1"), None).await.unwrap();
     assert!(addresses.insert(d.escrow_address.clone()));
     w.deals.lock().unwrap().insert(d.id.clone());
-    let again = EscrowEngine::new(&ports, w.tron.rail(), test_config()).unwrap();
+    let again = EscrowEngine::new(
+        &Kernel::new(ports.clone(), vec![w.tron.rail()]),
+        test_config(),
+    )
+    .unwrap();
     refused!(w, "CONFLICT", again.create(&w.auth, &w.request("1"), None));
     w.clock.advance_ms(1);
     let d2 = again.create(&w.auth, &w.request("1"), None).await.unwrap();
@@ -742,22 +759,22 @@ async fn config_is_validated() {
         default_funding_window_secs: 10,
         ..EscrowConfig::default()
     };
-    let e = EscrowEngine::new(&w.ports, w.tron.rail(), bad)
-        .err()
-        .unwrap();
+    let e = EscrowEngine::new(w.core.kernel(), bad).err().unwrap();
     assert_eq!(e.code(), "INVALID_CONFIG");
     let evm: Arc<dyn Rail> = Arc::new(stablecoin_rails::SimRail::new(
         stablecoin_rails::SimProfile::Evm(137),
         w.signer.clone(),
         stablecoin_rails::SimConfig::for_profile(stablecoin_rails::SimProfile::Evm(137)),
     ));
-    let e = EscrowEngine::new(&w.ports, evm, EscrowConfig::default())
-        .err()
-        .unwrap();
+    let e = EscrowEngine::new(
+        &Kernel::new(w.ports.clone(), vec![evm]),
+        EscrowConfig::default(),
+    )
+    .err()
+    .unwrap();
     assert_eq!(e.code(), "INVALID_CONFIG");
     let custom = EscrowEngine::new(
-        &w.ports,
-        w.tron.rail(),
+        w.core.kernel(),
         EscrowConfig {
             network: "nile".into(),
             chain_id: 3_448_148_188,

@@ -16,7 +16,7 @@ use crate::http::{base_url, client, field, form_pairs, status_error, transport};
 use async_trait::async_trait;
 use serde::Deserialize;
 use stablecoin_core::domain::phone::Phone;
-use stablecoin_core::engine::SmsDelivery;
+use stablecoin_core::ports::SmsDelivery;
 use stablecoin_core::ports::{Notifier, NotifyError, SmsAccepted, SmsMessage};
 use std::time::Duration;
 

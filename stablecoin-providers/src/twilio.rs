@@ -17,7 +17,7 @@ use hmac::{Hmac, Mac};
 use serde::Deserialize;
 use sha1::Sha1;
 use stablecoin_core::domain::phone::Phone;
-use stablecoin_core::engine::SmsDelivery;
+use stablecoin_core::ports::SmsDelivery;
 use stablecoin_core::ports::{Notifier, NotifyError, SmsAccepted, SmsMessage};
 use std::time::Duration;
 use subtle::ConstantTimeEq;

@@ -2,7 +2,7 @@
 //! loopback.
 
 use stablecoin_core::domain::phone::Phone;
-use stablecoin_core::engine::SmsDelivery;
+use stablecoin_core::ports::SmsDelivery;
 use stablecoin_core::ports::{Notifier, SmsKind, SmsMessage};
 use stablecoin_providers::testkit::{Behaviour, FakeTwilio};
 use stablecoin_providers::twilio::{StatusCallback, Twilio, TwilioConfig, TwilioSender};

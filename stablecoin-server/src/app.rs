@@ -231,8 +231,9 @@ impl App {
             topup_single_approval_max: config.admin.topup_single_approval_max_micros(),
             ..EngineConfig::default()
         };
-        let escrow = match rails.get(RailId::Tron) {
-            Some(tron) => {
+        // Escrow runs on the engine's kernel (its TRON rail), built below.
+        let escrow_config = match rails.get(RailId::Tron) {
+            Some(_) => {
                 let defaults = EscrowConfig::default();
                 let mut escrow_config = EscrowConfig {
                     claim_lease_ms: engine_config.claim_lease_ms,
@@ -251,10 +252,7 @@ impl App {
                     escrow_config.network = "simulated".into();
                     escrow_config.chain_id = 0;
                 }
-                Some(
-                    EscrowEngine::new(&ports, tron, escrow_config)
-                        .map_err(|e| StartupError::Rails(format!("escrow: {e}")))?,
-                )
+                Some(escrow_config)
             }
             None => None,
         };
@@ -272,7 +270,14 @@ impl App {
             &rails,
             swap_ledger,
         )?;
-        let checkout = CheckoutEngine::new(engine.clone(), checkout_config)
+        let escrow = match escrow_config {
+            Some(escrow_config) => Some(
+                EscrowEngine::new(engine.kernel(), escrow_config)
+                    .map_err(|e| StartupError::Rails(format!("escrow: {e}")))?,
+            ),
+            None => None,
+        };
+        let checkout = CheckoutEngine::new(engine.kernel(), checkout_config)
             .map_err(|e| StartupError::Config(ConfigError::Invalid(format!("checkout: {e}"))))?;
         let rate_limiter = Arc::new(crate::rate_limit::RateLimiter::new(
             config.rate_limits.limits(),

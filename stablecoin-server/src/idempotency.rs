@@ -26,7 +26,7 @@
 //!    `"amount": "10.00"` are the same request, and a key used on two money routes is
 //!    `IDEMPOTENCY_KEY_REUSED`. A replay is the handler's answer built from the first
 //!    result (same status, `Location` and body) with `Idempotent-Replayed: true`
-//!    ([`stablecoin_core::engine::observe_replay`]). It is also what makes duplicates
+//!    ([`stablecoin_core::kernel::idempotency::observe_replay`]). It is also what makes duplicates
 //!    safe across processes: on several nodes sharing one database the in-flight set does
 //!    not see the other node, but the second commit fails on the engine's record and
 //!    replays the first result, so money moves once.
@@ -37,6 +37,14 @@
 //!    secret, and that is what is stored and replayed (same status, `Idempotent-Replayed:
 //!    true`). A client that lost the first answer gets the endpoint, not its secret, and
 //!    rotates it; the secret stays shown once.
+//!
+//! The key check, the request fingerprint (with method and path as its operation) and
+//! the comparison with a stored record are the kernel's
+//! (`stablecoin_core::kernel::idempotency`), the same code the products' own records
+//! use. What stays here is HTTP's: the in-flight set (point 1), the record of response
+//! bytes committed after the handler (only this layer has them; the products record
+//! their typed result in their own batch), the route kinds that decide which record
+//! answers, sandbox and secret-bearing responses.
 //!
 //! Records live until the retention job purges them (`[retention] idempotency_hours`,
 //! at least 24 hours, 72 by default), on every store.
@@ -51,8 +59,9 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use sha2::{Digest, Sha256};
-use stablecoin_core::engine::validate_idempotency_key;
+use stablecoin_core::kernel::idempotency::{
+    Recorded, observe_replay, recorded, validate_idempotency_key,
+};
 use stablecoin_core::ports::{Batch, IdempotencyRecord, StoreError};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -122,29 +131,26 @@ fn store_key(key: &str) -> String {
 }
 
 /// Hash of what identifies a request: method, path and the body (canonical JSON when it
-/// parses, so formatting and key order do not matter; raw bytes otherwise).
+/// parses, so formatting and key order do not matter; raw bytes otherwise). The
+/// kernel's fingerprint, with method and path as the operation.
 fn fingerprint(method: &Method, path: &str, body: &[u8]) -> String {
     let canonical = serde_json::from_slice::<serde_json::Value>(body)
         .ok()
         .and_then(|v| serde_json::to_vec(&v).ok())
         .unwrap_or_else(|| body.to_vec());
-    let mut h = Sha256::new();
-    h.update(method.as_str().as_bytes());
-    h.update(b"\n");
-    h.update(path.as_bytes());
-    h.update(b"\n");
-    h.update(&canonical);
-    crate::config::hex(&h.finalize())
+    let operation = format!("{}\n{path}", method.as_str());
+    stablecoin_core::kernel::idempotency::fingerprint(&operation, &canonical)
 }
 
-fn replay(rec: &IdempotencyRecord) -> Option<Response> {
-    let status = StatusCode::from_u16(rec.response.get("status")?.as_u64()? as u16).ok()?;
-    let body = rec.response.get("body")?.as_str()?.to_string();
+/// The stored response (status, body, `Location`) answered again.
+fn replay(response: &serde_json::Value) -> Option<Response> {
+    let status = StatusCode::from_u16(response.get("status")?.as_u64()? as u16).ok()?;
+    let body = response.get("body")?.as_str()?.to_string();
     let mut res = Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")
         .header(REPLAYED_HEADER, "true");
-    if let Some(loc) = rec.response.get("location").and_then(|l| l.as_str()) {
+    if let Some(loc) = response.get("location").and_then(|l| l.as_str()) {
         res = res.header(header::LOCATION, loc);
     }
     res.body(Body::from(body)).ok()
@@ -199,7 +205,7 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
             return refused;
         }
         let req = Request::from_parts(parts, Body::from(bytes));
-        let (res, replayed) = stablecoin_core::engine::observe_replay(next.run(req)).await;
+        let (res, replayed) = observe_replay(next.run(req)).await;
         let (mut rparts, rbody) = res.into_parts();
         if rparts.status.is_success() {
             if replayed {
@@ -216,16 +222,17 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
     let print = fingerprint(&parts.method, parts.uri.path(), &bytes);
     let store = &app.storage.store;
     if !sandbox {
-        match store.idempotency(&tenant, &store_key(&key)).await {
-            Ok(Some(rec)) if rec.request_hash == print => {
-                if let Some(res) = replay(&rec) {
+        // The kernel's comparison: the same request's record, another request's, or none.
+        match recorded::<serde_json::Value>(&**store, &tenant, &store_key(&key), &print).await {
+            Ok(Recorded::Same(response)) => {
+                if let Some(res) = replay(&response) {
                     app.metrics.replay();
                     return res;
                 }
                 return ApiError::internal("stored idempotent response is unreadable")
                     .into_response();
             }
-            Ok(Some(_)) => {
+            Ok(Recorded::Other) => {
                 return ApiError::from(stablecoin_core::CoreError::IdempotencyKeyReused)
                     .into_response();
             }
@@ -233,8 +240,8 @@ pub async fn idempotency(State(app): State<AppState>, req: Request, next: Next) 
             // route whose own engine records the bare key ([`RouteKind::EngineRecorded`]:
             // escrow creation): that engine decides (it replays its record when the HTTP
             // one was lost).
-            Ok(None) if kind == Some(RouteKind::EngineRecorded) => {}
-            Ok(None) => {
+            Ok(Recorded::Nothing) if kind == Some(RouteKind::EngineRecorded) => {}
+            Ok(Recorded::Nothing) => {
                 if let Some(refused) = refusal(store.idempotency(&tenant, &key).await) {
                     return refused;
                 }

@@ -103,13 +103,9 @@ fn inbound(state: &AppState) -> Arc<dyn Worker> {
         handlers.push(Arc::new(escrow.clone()));
     }
     handlers.push(Arc::new(state.checkout.clone()));
-    let ports = engine.ports();
-    let router = InboundRouter::new(
-        ports.store.clone(),
-        ports.clock.clone(),
-        engine.rails().cloned().collect(),
-        handlers,
-        engine.config().batch_limit,
+    let router = handlers.into_iter().fold(
+        engine.kernel().inbound_router(engine.config().batch_limit),
+        InboundRouter::with_handler,
     );
     Arc::new(Inbound {
         state: state.clone(),

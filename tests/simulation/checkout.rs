@@ -22,7 +22,7 @@ pub struct Session {
 
 pub fn engine(core: &Engine, worker: String) -> CheckoutEngine {
     CheckoutEngine::new(
-        core.clone(),
+        core.kernel(),
         CheckoutConfig {
             worker_id: worker,
             ..CheckoutConfig::default()

@@ -19,14 +19,9 @@ pub struct Deal {
     pub amount: Micros,
 }
 
-pub fn engine(
-    w_ports: &stablecoin::core::engine::Ports,
-    tron: std::sync::Arc<dyn Rail>,
-    worker: String,
-) -> EscrowEngine {
+pub fn engine(kernel: &stablecoin::core::kernel::Kernel, worker: String) -> EscrowEngine {
     EscrowEngine::new(
-        w_ports,
-        tron,
+        kernel,
         EscrowConfig {
             poll_interval_ms: 0,
             send_retry_ms: 0,

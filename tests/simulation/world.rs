@@ -117,7 +117,7 @@ impl World {
             entropy: Arc::new(SeededEntropy::new(seed)),
         };
         let engine = build_engine(&ports, &evm, &tron, &store, seed, 0);
-        let escrow = super::escrow::engine(&ports, tron.clone(), format!("escrow-{seed}-0"));
+        let escrow = super::escrow::engine(engine.kernel(), format!("escrow-{seed}-0"));
         let webhooks = super::webhooks::deliverer(&store, &clock, seed, 0);
         let checkout = super::checkout::engine(&engine, format!("checkout-{seed}-0"));
         let receiver = super::webhooks::receiver().await;
@@ -209,8 +209,7 @@ impl World {
             self.restarts,
         );
         self.escrow = super::escrow::engine(
-            &self.ports,
-            self.tron.clone(),
+            self.engine.kernel(),
             format!("escrow-{}-{}", self.seed, self.restarts),
         );
         self.webhooks =
@@ -413,19 +412,14 @@ impl World {
     /// round, which never scans. (`drain` ticks each product on its own instead, with a
     /// router of its own: the positions of one cursor record part and meet again.)
     async fn shared_round(&self) {
-        use stablecoin::core::kernel::{InboundRouter, Worker};
-        let ports = self.engine.ports();
-        let router = InboundRouter::new(
-            ports.store.clone(),
-            ports.clock.clone(),
-            self.engine.rails().cloned().collect(),
-            vec![
-                Arc::new(self.engine.clone()),
-                Arc::new(self.escrow.clone()),
-                Arc::new(self.checkout.clone()),
-            ],
-            self.engine.config().batch_limit,
-        );
+        use stablecoin::core::kernel::Worker;
+        let router = self
+            .engine
+            .kernel()
+            .inbound_router(self.engine.config().batch_limit)
+            .with_handler(Arc::new(self.engine.clone()))
+            .with_handler(Arc::new(self.escrow.clone()))
+            .with_handler(Arc::new(self.checkout.clone()));
         drop(router.pump().await);
         drop(self.escrow.round().await);
         drop(self.checkout.round().await);

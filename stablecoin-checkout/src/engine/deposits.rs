@@ -12,7 +12,7 @@ use crate::model::{
 use crate::state::{SessionEvent, SessionStatus, assert_credited, split_deposit, transition};
 use crate::views::{SessionView, SimulatePaymentRequest};
 use stablecoin_core::domain::money::{Micros, Token};
-use stablecoin_core::engine::AuthContext;
+use stablecoin_core::kernel::AuthContext;
 use stablecoin_core::ports::{
     Batch, ChainAddress, LedgerAccount, LedgerTransfer, Phase as LedgerPhase, Record, Versioned,
     get_record, get_record_by_unique,
@@ -81,7 +81,7 @@ impl CheckoutEngine {
     ) -> CheckoutResult<DepositOutcome> {
         // One deposit above what a ledger can hold is no real deposit of any token.
         checked_sum(Micros::ZERO, fact.amount, "the deposit")?;
-        let store = &*self.core.ports().store;
+        let store = &*self.kernel.ports().store;
         for _ in 0..MAX_RETRIES {
             let existing =
                 get_record::<SessionDeposit>(store, &SessionDeposit::record_id(fact.deposit_id))
@@ -366,7 +366,7 @@ impl CheckoutEngine {
         tx_hash: &str,
         mode: Mode,
     ) -> CheckoutResult<DepositOutcome> {
-        let store = &*self.core.ports().store;
+        let store = &*self.kernel.ports().store;
         for _ in 0..MAX_RETRIES {
             let Some(v) =
                 get_record::<SessionDeposit>(store, &SessionDeposit::record_id(deposit_id)).await?

@@ -14,10 +14,10 @@ pub use deposits::{DepositFact, DepositOutcome, DepositStage};
 use crate::error::{CheckoutError, CheckoutResult, store_err};
 use crate::model::{Business, DEFAULT_BUSINESS, Mode, Session, SessionDeposit};
 use crate::views::{BusinessView, NewBusiness};
-use stablecoin_core::domain::ids::{TenantId, make_id};
+use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::engine::{AuthContext, Engine, KeyKind, KeyMode};
+use stablecoin_core::kernel::{AuthContext, Kernel, KeyKind, KeyMode};
 use stablecoin_core::ports::{Batch, ListQuery, Record, Versioned, get_record};
 
 /// Times a decision is re-read and re-made after losing a race for the same record.
@@ -65,7 +65,8 @@ impl Default for CheckoutConfig {
 /// The checkout engine: cheap to clone, share it across tasks.
 #[derive(Clone)]
 pub struct CheckoutEngine {
-    pub(crate) core: Engine,
+    /// The ports, rails and tenants shared with the other products.
+    pub(crate) kernel: Kernel,
     pub(crate) config: CheckoutConfig,
 }
 
@@ -78,8 +79,9 @@ pub(crate) struct Scope {
 }
 
 impl CheckoutEngine {
-    /// A checkout over the core engine's ports and rails.
-    pub fn new(core: Engine, config: CheckoutConfig) -> CheckoutResult<Self> {
+    /// A checkout on `kernel`: its ports, every rail it has (sessions take deposits on
+    /// each), its tenants.
+    pub fn new(kernel: &Kernel, config: CheckoutConfig) -> CheckoutResult<Self> {
         let c = &config;
         if c.min_expiry_secs == 0
             || c.min_expiry_secs > c.default_expiry_secs
@@ -95,12 +97,15 @@ impl CheckoutEngine {
                 reason: "expiry bounds must satisfy 0 < min <= default <= max; amounts, batch and lease positive".into(),
             });
         }
-        Ok(CheckoutEngine { core, config })
+        Ok(CheckoutEngine {
+            kernel: kernel.clone(),
+            config,
+        })
     }
 
-    /// The core engine it runs on (its ports, rails and keys).
-    pub fn core_engine(&self) -> &Engine {
-        &self.core
+    /// The kernel it runs on (its ports, rails and tenants).
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
     }
 
     /// The settings it was built with.
@@ -109,22 +114,15 @@ impl CheckoutEngine {
     }
 
     pub(crate) fn now(&self) -> Timestamp {
-        self.core.ports().clock.now()
+        self.kernel.now()
     }
 
     pub(crate) fn new_id(&self, prefix: &str) -> String {
-        let mut b = [0u8; 10];
-        self.core.ports().entropy.fill(&mut b);
-        make_id(prefix, self.now().millis(), b)
+        self.kernel.new_id(prefix)
     }
 
     pub(crate) async fn commit(&self, batch: Batch) -> CheckoutResult<()> {
-        self.core
-            .ports()
-            .store
-            .commit(batch)
-            .await
-            .map_err(store_err)?;
+        self.kernel.commit(batch).await.map_err(store_err)?;
         Ok(())
     }
 
@@ -163,20 +161,20 @@ impl CheckoutEngine {
                 reason: "1 to 100 characters, no control characters".into(),
             });
         }
-        self.core.tenant(tenant).await?;
+        self.kernel.tenant(tenant).await?;
         let business = Business {
             id: self.new_id("biz"),
             tenant: tenant.clone(),
             name: name.into(),
             created_at: self.now(),
         };
-        let live = self.core.new_api_key(
+        let live = self.kernel.new_api_key(
             tenant,
             KeyKind::Business,
             KeyMode::Live,
             Some(business.id.clone()),
         );
-        let test = self.core.new_api_key(
+        let test = self.kernel.new_api_key(
             tenant,
             KeyKind::Business,
             KeyMode::Test,
@@ -197,7 +195,7 @@ impl CheckoutEngine {
     /// A tenant's businesses, newest first (at most 100).
     pub async fn list_businesses(&self, tenant: &TenantId) -> CheckoutResult<Vec<BusinessView>> {
         let (rows, _) = self
-            .core
+            .kernel
             .ports()
             .store
             .list(&ListQuery {
@@ -219,10 +217,10 @@ impl CheckoutEngine {
     /// own name).
     pub(crate) async fn business_name(&self, s: &Session) -> CheckoutResult<String> {
         if s.business == DEFAULT_BUSINESS {
-            return Ok(self.core.tenant(&s.tenant).await?.name);
+            return Ok(self.kernel.tenant(&s.tenant).await?.name);
         }
         Ok(
-            get_record::<Business>(&*self.core.ports().store, &s.business)
+            get_record::<Business>(&*self.kernel.ports().store, &s.business)
                 .await?
                 .map(|v| v.record.name)
                 .unwrap_or_default(),
@@ -235,7 +233,7 @@ impl CheckoutEngine {
         if !is_session_id(id) {
             return Ok(None);
         }
-        Ok(get_record::<Session>(&*self.core.ports().store, id).await?)
+        Ok(get_record::<Session>(&*self.kernel.ports().store, id).await?)
     }
 
     /// The session, only for the business and mode that own it: anything else is
@@ -266,7 +264,7 @@ impl CheckoutEngine {
             return Ok(Vec::new());
         }
         let (rows, _) = self
-            .core
+            .kernel
             .ports()
             .store
             .list(&ListQuery {

@@ -7,14 +7,12 @@ use crate::events;
 use crate::model::{Mode, PayOption, Session, accounts, integer_id};
 use crate::state::{SessionEvent, SessionStatus, transition};
 use crate::views::{CreateSessionRequest, ListItem, SessionList, SessionView};
-use sha2::{Digest, Sha256};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::engine::{AuthContext, validate_idempotency_key};
-use stablecoin_core::kernel::idempotency::{Recorded, recorded};
+use stablecoin_core::kernel::AuthContext;
+use stablecoin_core::kernel::idempotency::KeyedRequest;
 use stablecoin_core::ports::{
-    Batch, IdempotencyRecord, KeyPurpose, LedgerTransfer, ListQuery, Phase as LedgerPhase, Record,
-    StoreError, Versioned,
+    Batch, KeyPurpose, LedgerTransfer, ListQuery, Phase as LedgerPhase, Record, Versioned,
 };
 use std::collections::BTreeMap;
 
@@ -69,14 +67,6 @@ fn check_metadata(
     Ok(m.clone())
 }
 
-fn request_hash(req: &CreateSessionRequest) -> CheckoutResult<String> {
-    let body = serde_json::to_vec(req).map_err(|e| CheckoutError::Storage(e.to_string()))?;
-    let mut h = Sha256::new();
-    h.update(b"checkout.create\n");
-    h.update(&body);
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
 impl CheckoutEngine {
     /// `POST /api/v1/checkout/sessions`: a new pending session with a fresh deposit
     /// address on each accepted network. The same `Idempotency-Key` with the same
@@ -88,59 +78,24 @@ impl CheckoutEngine {
         idempotency_key: Option<&str>,
     ) -> CheckoutResult<SessionView> {
         let scope = Self::scope(auth)?;
-        let idem = match idempotency_key {
-            Some(k) => {
-                validate_idempotency_key(k)?;
-                let key = format!("checkout:{}:{}:{k}", scope.business, scope.mode.as_str());
-                let hash = request_hash(req)?;
-                if let Some(v) = self.replay(&scope, &key, &hash).await? {
-                    return Ok(v);
-                }
-                Some((key, hash))
-            }
-            None => None,
+        // A business's keys are its own: filed per business and mode.
+        let namespace = format!("checkout:{}:{}:", scope.business, scope.mode.as_str());
+        let at = KeyedRequest {
+            tenant: &scope.tenant.0,
+            key: idempotency_key,
+            namespace: &namespace,
+            operation: "checkout.create",
         };
-        let (session, view) = self.new_session(&scope, req).await?;
-        let mut batch = Batch {
-            puts: vec![session.insert()?],
-            ..Default::default()
-        };
-        if let Some((key, hash)) = &idem {
-            batch.idempotency = Some(IdempotencyRecord {
-                tenant: scope.tenant.0.clone(),
-                key: key.clone(),
-                request_hash: hash.clone(),
-                response: serde_json::to_value(&view)
-                    .map_err(|e| CheckoutError::Storage(e.to_string()))?,
-                created_at: session.created_at,
-            });
-        }
-        match self.core.ports().store.commit(batch).await {
-            Ok(_) => Ok(view),
-            Err(StoreError::IdempotencyExists { .. }) => {
-                let (key, hash) = idem.unwrap_or_default();
-                self.replay(&scope, &key, &hash)
-                    .await?
-                    .ok_or(CheckoutError::IdempotencyKeyInUse)
-            }
-            Err(e) => Err(store_err(e)),
-        }
-    }
-
-    async fn replay(
-        &self,
-        scope: &Scope,
-        key: &str,
-        hash: &str,
-    ) -> CheckoutResult<Option<SessionView>> {
-        match recorded(&*self.core.ports().store, &scope.tenant.0, key, hash)
+        self.kernel
+            .idempotent(at, req, || async {
+                let (session, view) = self.new_session(&scope, req).await?;
+                let batch = Batch {
+                    puts: vec![session.insert()?],
+                    ..Default::default()
+                };
+                Ok::<_, CheckoutError>((batch, view))
+            })
             .await
-            .map_err(store_err)?
-        {
-            Recorded::Nothing => Ok(None),
-            Recorded::Same(view) => Ok(Some(view)),
-            Recorded::Other => Err(CheckoutError::IdempotencyKeyReused),
-        }
     }
 
     async fn new_session(
@@ -226,7 +181,7 @@ impl CheckoutEngine {
         let id = self.new_id("cs");
         let mut options = Vec::new();
         let mut found = Vec::new();
-        for rail in self.core.rails() {
+        for rail in self.kernel.rails() {
             let network = rail.id().name();
             if let Some(w) = &wanted
                 && !w.contains(&network)
@@ -339,7 +294,7 @@ impl CheckoutEngine {
             ),
         };
         let (rows, total) = self
-            .core
+            .kernel
             .ports()
             .store
             .list(&ListQuery {

@@ -43,7 +43,7 @@ impl Engine {
     /// reports; the send gate's cache is not used here).
     pub async fn readiness(&self) -> BTreeMap<String, Readiness> {
         let mut out = BTreeMap::new();
-        for (id, rail) in self.rails.iter() {
+        for (id, rail) in self.kernel.rail_map().iter() {
             out.insert(id.name(), rail.readiness().await);
         }
         out
@@ -78,7 +78,7 @@ impl Engine {
     /// service hammer its nodes), and URLs in the reasons are redacted.
     pub async fn readiness_report(&self) -> BTreeMap<String, Readiness> {
         let mut out = BTreeMap::new();
-        for (id, rail) in self.rails.iter() {
+        for (id, rail) in self.kernel.rail_map().iter() {
             let mut r = self.send_readiness(rail).await;
             for reason in &mut r.reasons {
                 *reason = crate::domain::redact::urls(reason);

@@ -172,7 +172,7 @@ impl Engine {
         let mut offset = 0;
         loop {
             let page = self
-                .ports
+                .ports()
                 .store
                 .list(&ListQuery {
                     kind: kind::WALLET.into(),
@@ -276,7 +276,7 @@ impl Engine {
     }
 
     async fn ledger_balance(&self, account: &str) -> Result<Balance, String> {
-        match self.ports.ledger.balance(account).await {
+        match self.ports().ledger.balance(account).await {
             Ok(b) => Ok(b),
             Err(LedgerError::UnknownAccount { .. }) => Ok(Balance::default()),
             Err(e) => Err(e.to_string()),

@@ -72,13 +72,13 @@ fn lost_version_race(e: &CoreError) -> bool {
 impl Engine {
     fn random_code(&self) -> String {
         let mut b = [0u8; 8];
-        self.ports.entropy.fill(&mut b);
+        self.ports().entropy.fill(&mut b);
         code_from_random(b)
     }
 
     async fn guard(&self, scope: GuardScope, now: Timestamp) -> CoreResult<ReadGuard> {
         Ok(
-            match get_record::<OtpGuard>(&*self.ports.store, &scope.guard_id()).await? {
+            match get_record::<OtpGuard>(&*self.ports().store, &scope.guard_id()).await? {
                 Some(v) => ReadGuard {
                     guard: v.record,
                     version: Some(v.version),
@@ -171,7 +171,7 @@ impl Engine {
             let mut puts = vec![subject.put()?, phone.put()?, quota.put()?];
             let open_key = Challenge::open_key(purpose.kind(), tenant, &wallet.id);
             if let Some(old) =
-                get_record_by_unique::<Challenge>(&*self.ports.store, &open_key).await?
+                get_record_by_unique::<Challenge>(&*self.ports().store, &open_key).await?
             {
                 let mut o = old.record;
                 o.superseded = true;
@@ -246,7 +246,8 @@ impl Engine {
             let now = self.now();
             let mut guard = self.guard(Self::subject(kind, tenant, wallet), now).await?;
             guard.guard.check_not_locked(now)?;
-            let Some(v) = get_record_by_unique::<Challenge>(&*self.ports.store, &key).await? else {
+            let Some(v) = get_record_by_unique::<Challenge>(&*self.ports().store, &key).await?
+            else {
                 return Err(CoreError::NotFound {
                     kind: "challenge",
                     id: format!("open {kind} request"),

@@ -89,7 +89,7 @@ impl Record for ConsoleSession {
     fn tenant(&self) -> Option<String> {
         match &self.subject {
             ConsoleSubject::Tenant { tenant, .. } => Some(tenant.0.clone()),
-            _ => Some(super::staff::STAFF_LIST_OWNER.into()),
+            _ => Some(crate::kernel::staff::STAFF_LIST_OWNER.into()),
         }
     }
     fn created_at(&self) -> Timestamp {
@@ -142,7 +142,7 @@ impl Engine {
             return Ok(None);
         }
         let now = self.now();
-        Ok(get_record::<ConsoleSession>(&*self.ports.store, id)
+        Ok(get_record::<ConsoleSession>(&*self.ports().store, id)
             .await?
             .map(|v| v.record)
             .filter(|s| s.is_live(now)))
@@ -150,7 +150,7 @@ impl Engine {
 
     /// Ends the session `id` (sign-out); ending an ended or unknown session is harmless.
     pub async fn end_console_session(&self, id: &str) -> CoreResult<()> {
-        let Some(v) = get_record::<ConsoleSession>(&*self.ports.store, id).await? else {
+        let Some(v) = get_record::<ConsoleSession>(&*self.ports().store, id).await? else {
             return Ok(());
         };
         if v.record.ended_at.is_some() {

@@ -17,7 +17,6 @@ mod operation_view;
 mod operations;
 mod payout_resolution;
 mod polls;
-mod read_cache;
 mod records;
 mod retention;
 mod sandbox;
@@ -36,14 +35,26 @@ mod wallets;
 mod withdrawals;
 mod worker;
 
+/// The ports every product drives, defined in the kernel; re-exported where they were.
+pub use crate::kernel::Ports;
+/// Tenants, API keys and the caller: every product's identity, defined in the kernel.
+pub use crate::kernel::auth::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
+/// Idempotency keys: the kernel's, re-exported where they were.
+pub use crate::kernel::idempotency::{observe_replay, validate_idempotency_key};
+/// The staff types, defined in the kernel (escrow records staff decisions too).
+pub use crate::kernel::staff::{
+    IssuedStaff, STAFF_ACTOR_CLI, STAFF_ADMIN_TOKEN, STAFF_ID_PREFIX, STAFF_LIST_OWNER,
+    STAFF_SECRET_PREFIX, StaffAccount, StaffAuditEntry, StaffIdentity,
+};
 /// Ledger account naming, defined beside the ports (adapters name accounts too).
 pub use crate::ports::accounts;
+/// The delivery report type lives beside the Notifier port; re-exported where it was.
+pub use crate::ports::services::SmsDelivery;
 pub use chain_reconciliation::{DriftDirection, DriftLine, ReconciliationReport, drift_micros};
 pub use console_sessions::{
     CONSOLE_SESSION_PREFIX, CONSOLE_SESSION_RETENTION_MS, ConsoleSession, ConsoleSubject,
     MAX_CONSOLE_SESSION_TTL_MS,
 };
-pub use idempotency::{observe_replay, validate_idempotency_key};
 pub use operations::{
     FundRequest, LANE_ADVANCE, LANE_SUBMIT, Operation, OperationView, PayoutLeg, PayoutResolution,
     SendRequest, SendView,
@@ -52,18 +63,11 @@ pub use payout_resolution::{PayoutDecision, ResolvePayoutRequest};
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use scanner::WALLET_PRODUCT;
-pub use sms::{SmsDelivery, SmsPolicy, SmsRecord, SmsStatus};
-pub use staff::{
-    IssuedStaff, STAFF_ACTOR_CLI, STAFF_ADMIN_TOKEN, STAFF_ID_PREFIX, STAFF_LIST_OWNER,
-    STAFF_SECRET_PREFIX, StaffAccount, StaffAuditEntry, StaffIdentity,
-};
+pub use sms::{SmsPolicy, SmsRecord, SmsStatus};
 pub use swaps::{
     DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS, SwapLeg, SwapRequest, min_amount_out, venue_account,
 };
-pub use tenants::{
-    ApiKey, AuthContext, FeeCeiling, IssuedKey, KeyKind, KeyMode, Tenant, check_fee_address,
-    key_actor,
-};
+pub use tenants::{FeeCeiling, check_fee_address, key_actor};
 pub use topups::topup_transfer_id;
 pub use treasury_credits::{StaffCreditView, TreasuryCredit};
 pub use wallets::{BalanceView, ChallengeView, ProvisionView, RailBalanceView, sum_balances};
@@ -72,38 +76,15 @@ pub use worker::{DepositRecord, DepositStatus, TickReport};
 
 use crate::domain::consent::Wallet;
 use crate::domain::ids::WalletId;
-use crate::domain::ids::make_id;
 use crate::domain::limits::{MinSend, RentQuota};
 use crate::domain::money::Token;
 use crate::domain::otp::{CodeKey, OtpPolicy};
 use crate::error::{CoreError, CoreResult};
+use crate::kernel::{Kernel, read_cache};
 use crate::ports::record::Versioned;
 use crate::ports::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// Every port the engine drives.
-#[derive(Clone)]
-pub struct Ports {
-    /// Records, ledger transfers, outbox and idempotency records: every decision commits
-    /// here.
-    pub store: Arc<dyn Store>,
-    /// Ledger reads; must read the ledger that `store` commits to (the same database).
-    pub ledger: Arc<dyn Ledger>,
-    /// Key custody for wallet and service addresses.
-    pub signer: Arc<dyn Signer>,
-    /// Sends SMS: one-time codes, and the "money received" notice to a recipient no tenant
-    /// serves.
-    pub notifier: Arc<dyn Notifier>,
-    /// FX rates for quotes and withdrawals.
-    pub rates: Arc<dyn RateSource>,
-    /// Mobile-money payouts of withdrawals.
-    pub payouts: Arc<dyn PayoutProvider>,
-    /// The only source of time the engine reads.
-    pub clock: Arc<dyn Clock>,
-    /// The only source of randomness the engine reads (ids, codes, API keys).
-    pub entropy: Arc<dyn Entropy>,
-}
 
 /// Engine settings; every field has a default.
 #[derive(Clone, Debug)]
@@ -188,7 +169,7 @@ impl Default for EngineConfig {
             refund_retry_max_ms: 3_600_000,
             batch_limit: 64,
             worker_id: "worker-1".into(),
-            read_cache_ms: 1_000,
+            read_cache_ms: crate::kernel::DEFAULT_READ_CACHE_MS,
             wallet_cache_ms: 60_000,
             otp: OtpPolicy::default(),
             code_key: None,
@@ -206,15 +187,14 @@ impl Default for EngineConfig {
 /// The stablecoin engine: cheap to clone, share it across tasks.
 #[derive(Clone)]
 pub struct Engine {
-    pub(crate) ports: Ports,
+    /// The ports and rails, shared with the other products built on this kernel.
+    pub(crate) kernel: Kernel,
     pub(crate) config: EngineConfig,
-    pub(crate) rails: Arc<BTreeMap<RailId, Arc<dyn Rail>>>,
     /// Service addresses (treasury, fee collection) per rail: derived once, since a
     /// derivation is an elliptic-curve multiplication and they never change.
     service_addresses: Arc<std::sync::RwLock<BTreeMap<(RailId, KeyPurpose), ChainAddress>>>,
     /// Secret hash -> the authenticated caller.
     pub(crate) auth_cache: Arc<read_cache::TtlCache<String, AuthContext>>,
-    pub(crate) tenant_cache: Arc<read_cache::TtlCache<crate::domain::ids::TenantId, Tenant>>,
     /// Phone key -> the wallet as read, for transfers only (see `wallet_cache_ms`).
     pub(crate) wallet_cache: Arc<read_cache::TtlCache<String, Versioned<Wallet>>>,
     /// [`EngineConfig::code_key`], or the random key drawn at start.
@@ -244,7 +224,6 @@ impl Engine {
     /// An engine over `ports` and `rails` (one per [`RailId`]; a later duplicate replaces
     /// an earlier one). Does no I/O: rails are asked for readiness when used.
     pub fn new(ports: Ports, rails: Vec<Arc<dyn Rail>>, config: EngineConfig) -> Self {
-        let rails = rails.into_iter().map(|r| (r.id(), r)).collect();
         let ttl = config.read_cache_ms;
         let wallet_ttl = config.wallet_cache_ms;
         let code_key = config.code_key.clone().unwrap_or_else(|| {
@@ -255,12 +234,10 @@ impl Engine {
         let readiness_ttl = config.readiness_cache_ms;
         Engine {
             code_key,
-            ports,
+            kernel: Kernel::with_read_cache_ms(ports, rails, ttl),
             config,
-            rails: Arc::new(rails),
             service_addresses: Default::default(),
             auth_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
-            tenant_cache: Arc::new(read_cache::TtlCache::new(ttl, READ_CACHE_ENTRIES)),
             wallet_cache: Arc::new(read_cache::TtlCache::new(wallet_ttl, WALLET_CACHE_ENTRIES)),
             readiness_cache: Arc::new(read_cache::TtlCache::new(readiness_ttl, RAILS_MAX)),
             sandbox_quotes: Default::default(),
@@ -271,7 +248,13 @@ impl Engine {
 
     /// The ports the engine was built with (for hosts that share the store, clock, ...).
     pub fn ports(&self) -> &Ports {
-        &self.ports
+        self.kernel.ports()
+    }
+
+    /// The kernel the engine runs on: its ports and rails, to build escrow and checkout
+    /// on beside the wallets (`EscrowEngine::new(engine.kernel(), ..)`).
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
     }
 
     /// The settings the engine was built with.
@@ -281,15 +264,12 @@ impl Engine {
 
     /// The configured rail `id`; `RailNotReady` if it is not configured.
     pub fn rail(&self, id: RailId) -> CoreResult<&Arc<dyn Rail>> {
-        self.rails.get(&id).ok_or_else(|| CoreError::RailNotReady {
-            rail: id.name(),
-            reason: "rail is not configured".into(),
-        })
+        self.kernel.rail(id)
     }
 
     /// Every configured rail, in [`RailId`] order.
     pub fn rails(&self) -> impl Iterator<Item = &Arc<dyn Rail>> {
-        self.rails.values()
+        self.kernel.rails()
     }
 
     /// The EVM rail of `/v1/users/*`.
@@ -297,7 +277,8 @@ impl Engine {
         if let Some(id) = self.config.primary_evm_rail {
             return self.rail(id);
         }
-        self.rails
+        self.kernel
+            .rail_map()
             .iter()
             .find(|(id, _)| matches!(id, RailId::Evm(_)))
             .map(|(_, r)| r)
@@ -313,7 +294,8 @@ impl Engine {
         match network {
             None => self.evm_rail(),
             Some(id @ RailId::Evm(_)) => {
-                self.rails
+                self.kernel
+                    .rail_map()
                     .get(&id)
                     .ok_or_else(|| CoreError::InvalidParameter {
                         field: "network",
@@ -334,7 +316,8 @@ impl Engine {
     pub fn evm_rails(&self) -> Vec<&Arc<dyn Rail>> {
         let primary = self.evm_rail().ok().map(|r| r.id());
         let mut out: Vec<&Arc<dyn Rail>> = self
-            .rails
+            .kernel
+            .rail_map()
             .iter()
             .filter(|(id, _)| matches!(id, RailId::Evm(_)))
             .map(|(_, r)| r)
@@ -394,17 +377,15 @@ impl Engine {
     }
 
     pub(crate) fn now(&self) -> crate::domain::time::Timestamp {
-        self.ports.clock.now()
+        self.kernel.now()
     }
 
     pub(crate) fn random10(&self) -> [u8; 10] {
-        let mut b = [0u8; 10];
-        self.ports.entropy.fill(&mut b);
-        b
+        self.kernel.random10()
     }
 
     pub(crate) fn new_id(&self, prefix: &str) -> String {
-        make_id(prefix, self.now().millis(), self.random10())
+        self.kernel.new_id(prefix)
     }
 
     pub(crate) async fn commit(&self, batch: Batch) -> CoreResult<CommitReceipt> {
@@ -415,7 +396,7 @@ impl Engine {
     /// use it directly): the wallet cache drops what the batch changes first.
     pub(crate) async fn commit_raw(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
         self.forget_changed_wallets(&batch);
-        self.ports.store.commit(batch).await
+        self.kernel.commit(batch).await
     }
 }
 

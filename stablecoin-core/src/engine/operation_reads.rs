@@ -50,7 +50,7 @@ impl Engine {
 
     /// An operation of this tenant (another tenant's is NOT_FOUND).
     pub async fn operation(&self, tenant: &TenantId, id: &str) -> CoreResult<Operation> {
-        match get_record::<Operation>(&*self.ports.store, id).await? {
+        match get_record::<Operation>(&*self.ports().store, id).await? {
             Some(v) if &v.record.tenant == tenant => Ok(v.record),
             _ => Err(CoreError::NotFound {
                 kind: "operation",
@@ -80,7 +80,7 @@ impl Engine {
             return Err(invalid_status_filter(kind));
         }
         let (recs, total) = self
-            .ports
+            .ports()
             .store
             .list(&ListQuery {
                 kind: Operation::KIND.into(),

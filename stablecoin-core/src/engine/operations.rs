@@ -471,7 +471,7 @@ impl Engine {
         token: Token,
     ) -> CoreResult<Quote> {
         let rate = self
-            .ports
+            .ports()
             .rates
             .rate_for(currency, token, RateSide::CustomerBuysToken)
             .await?;
@@ -488,7 +488,7 @@ impl Engine {
 
     /// The wallet's recipient-side membership, for events.
     pub(crate) async fn wallet_members(&self, id: &WalletId) -> CoreResult<Option<Wallet>> {
-        Ok(get_record::<Wallet>(&*self.ports.store, &id.0)
+        Ok(get_record::<Wallet>(&*self.ports().store, &id.0)
             .await?
             .map(|v| v.record))
     }

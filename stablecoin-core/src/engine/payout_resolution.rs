@@ -68,7 +68,7 @@ impl Engine {
     /// callback against (amount, payee, the provider that took it). NOT_FOUND for an
     /// unknown id or an operation that is not a withdrawal with a payout.
     pub async fn withdrawal_payout(&self, id: &str) -> CoreResult<super::PayoutLeg> {
-        get_record::<Operation>(&*self.ports.store, id)
+        get_record::<Operation>(&*self.ports().store, id)
             .await?
             .filter(|v| v.record.kind == OpKind::Withdrawal)
             .and_then(|v| v.record.payout)
@@ -90,7 +90,7 @@ impl Engine {
         id: &str,
         req: &ResolvePayoutRequest,
     ) -> CoreResult<OperationView> {
-        let staff = match get_record::<super::StaffAccount>(&*self.ports.store, staff_id).await? {
+        let staff = match get_record::<super::StaffAccount>(&*self.ports().store, staff_id).await? {
             Some(a) if a.record.is_active() => a.record,
             _ => {
                 return Err(CoreError::InvalidParameter {
@@ -104,7 +104,7 @@ impl Engine {
             kind: "withdrawal",
             id: id.to_string(),
         };
-        let v = get_record::<Operation>(&*self.ports.store, id)
+        let v = get_record::<Operation>(&*self.ports().store, id)
             .await?
             .ok_or_else(not_found)?;
         let (mut op, version) = (v.record, v.version);

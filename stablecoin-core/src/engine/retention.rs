@@ -182,7 +182,7 @@ impl Engine {
     /// once (each row goes once) and at any time: nothing it deletes can still be used.
     pub async fn purge_expired(&self, retention: &Retention) -> CoreResult<PurgeReport> {
         let now = self.now();
-        let store = &*self.ports.store;
+        let store = &*self.ports().store;
         let purge = |target: PurgeTarget, window_ms: i64| Purge {
             target,
             before: cutoff(now, window_ms),

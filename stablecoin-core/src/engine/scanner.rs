@@ -31,13 +31,9 @@ impl Engine {
     /// [`Engine::tick`] pumps when the engine runs on its own. On a shared runtime one
     /// router feeds every product instead ([`crate::kernel::Runtime::products`]).
     pub fn inbound_router(&self) -> InboundRouter {
-        InboundRouter::new(
-            self.ports.store.clone(),
-            self.ports.clock.clone(),
-            self.rails().cloned().collect(),
-            vec![Arc::new(self.clone())],
-            self.config.batch_limit,
-        )
+        self.kernel
+            .inbound_router(self.config.batch_limit)
+            .with_handler(Arc::new(self.clone()))
     }
 
     /// Credits confirmed inbound deposits from outside the service to wallets, once each,
@@ -64,7 +60,7 @@ impl Engine {
         // Internal movements (fundings, P2P transfers) are settled by their own
         // operation; crediting them here would count them twice.
         let from_wallet = match self
-            .ports
+            .ports()
             .store
             .get_by_unique(&Wallet::address_key(&name, &inbound.from))
             .await
@@ -76,7 +72,7 @@ impl Engine {
         if inbound.from == treasury
             || from_wallet
             || self
-                .ports
+                .ports()
                 .store
                 .get_by_unique(&Operation::tx_key(&id, &inbound.tx_hash))
                 .await
@@ -86,7 +82,7 @@ impl Engine {
             return Ok(InboundOutcome::Ignored);
         }
         let dep_id = format!("{name}:{}:{}", inbound.tx_hash, inbound.index);
-        let existing = get_record::<DepositRecord>(&*self.ports.store, &dep_id).await?;
+        let existing = get_record::<DepositRecord>(&*self.ports().store, &dep_id).await?;
         if existing
             .as_ref()
             .is_some_and(|v| v.record.status == DepositStatus::Confirmed)

@@ -22,7 +22,7 @@ use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
 use crate::ports::kinds;
 use crate::ports::record::{Record, Versioned, get_record, get_record_by_unique};
-use crate::ports::services::{SmsKind, SmsMessage};
+use crate::ports::services::{SmsDelivery, SmsKind, SmsMessage};
 use crate::ports::store::{Batch, Put};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -217,20 +217,6 @@ impl Record for SmsRecord {
     }
 }
 
-/// What a gateway's delivery report says of a message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SmsDelivery {
-    /// Delivered to the handset (final).
-    Delivered,
-    /// Not deliverable (final): the gateway's reason.
-    Failed {
-        /// The gateway's reason (`AbsentSubscriber`, error code 30003, ...).
-        reason: String,
-    },
-    /// Still on its way (queued, sent to the carrier, buffered).
-    InProgress,
-}
-
 /// How one attempt to send ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Attempt {
@@ -323,7 +309,7 @@ impl Engine {
             kind: rec.kind,
             text,
         };
-        let sent = self.ports.notifier.send_sms(&rec.to, &message).await;
+        let sent = self.ports().notifier.send_sms(&rec.to, &message).await;
         let now = self.now();
         let outcome = match sent {
             Ok(accepted) => {
@@ -360,7 +346,7 @@ impl Engine {
             return Ok(true);
         };
         Ok(
-            match get_record::<Challenge>(&*self.ports.store, id).await? {
+            match get_record::<Challenge>(&*self.ports().store, id).await? {
                 Some(c) => {
                     let c = c.record;
                     c.consumed_at.is_none() && !c.superseded && now < c.expires_at
@@ -374,7 +360,7 @@ impl Engine {
     /// how many a gateway accepted; failures go to `errors` (never with a text).
     pub(crate) async fn send_due_sms(&self, errors: &mut Vec<String>) -> (usize, bool) {
         let claimed = match self
-            .ports
+            .ports()
             .store
             .claim_due(
                 SmsRecord::KIND,
@@ -440,7 +426,7 @@ impl Engine {
         };
         for _ in 0..8 {
             let Some(v) = get_record_by_unique::<SmsRecord>(
-                &*self.ports.store,
+                &*self.ports().store,
                 &SmsRecord::gateway_key(message_id),
             )
             .await?
@@ -482,7 +468,7 @@ impl Engine {
 
     /// The outbox record `id` (its delivery record).
     pub async fn sms_record(&self, id: &str) -> CoreResult<SmsRecord> {
-        get_record::<SmsRecord>(&*self.ports.store, id)
+        get_record::<SmsRecord>(&*self.ports().store, id)
             .await?
             .map(|v| v.record)
             .ok_or_else(|| CoreError::NotFound {

@@ -1,4 +1,5 @@
-//! Tenants, their API keys, pricing and treasury.
+//! Tenants, their API keys, pricing and treasury: the wallet engine's use cases over the
+//! kernel's identity types (`kernel/auth.rs`).
 //!
 //! API keys are shown once at issue and stored only as a SHA-256 hash (a key is 160
 //! random bits, so a fast hash is enough: there is nothing to brute-force). The prefix
@@ -6,132 +7,15 @@
 //! `test_sk_` for checkout business keys (spec 5.2, 5.3).
 
 use super::{Engine, accounts, store_err};
-use crate::domain::consent::hex;
 use crate::domain::fees::TenantPricing;
 use crate::domain::ids::{ApiKeyId, TenantId};
 use crate::domain::money::{Micros, Token};
-use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
+use crate::kernel::auth::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant, sha256_hex};
 use crate::ports::ledger::{LedgerTransfer, Phase};
 use crate::ports::rail::ChainAddress;
 use crate::ports::record::{Record, get_record, get_record_by_unique};
 use crate::ports::store::Batch;
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use std::fmt;
-
-/// A fintech that uses the service through its API keys; owns wallets' memberships,
-/// operations and webhooks.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tenant {
-    /// `ten_...`.
-    pub id: TenantId,
-    /// Display name, 1 to 200 characters.
-    pub name: String,
-    /// The tenant's own fee on its transfers (see `Engine::set_pricing`).
-    pub pricing: TenantPricing,
-    /// EVM address the tenant controls, where its fee goes (spec 8).
-    pub fee_address: Option<ChainAddress>,
-    /// When the tenant was created.
-    pub created_at: Timestamp,
-    /// Last change of pricing or fee address.
-    pub updated_at: Timestamp,
-}
-
-impl Record for Tenant {
-    const KIND: &'static str = crate::ports::kinds::kind::TENANT;
-    fn id(&self) -> String {
-        self.id.0.clone()
-    }
-    fn tenant(&self) -> Option<String> {
-        Some(self.id.0.clone())
-    }
-    fn created_at(&self) -> Timestamp {
-        self.created_at
-    }
-}
-
-/// Whether an API key moves real money or only simulates (sandbox, see
-/// [`Engine::sandbox`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KeyMode {
-    /// Real operations on the configured rails.
-    Live,
-    /// Sandbox: mutations are checked and priced but nothing is stored or sent.
-    Test,
-}
-
-/// Which API a key opens.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KeyKind {
-    /// Wallet, transfer, FX and escrow API (`svc_sk_*`).
-    Tenant,
-    /// Checkout business key (`live_sk_*` / `test_sk_*`).
-    Business,
-}
-
-impl KeyKind {
-    /// The secret's prefix for this kind and mode (`svc_sk_live_`, `test_sk_`, ...).
-    pub fn prefix(self, mode: KeyMode) -> &'static str {
-        match (self, mode) {
-            (KeyKind::Tenant, KeyMode::Live) => "svc_sk_live_",
-            (KeyKind::Tenant, KeyMode::Test) => "svc_sk_test_",
-            (KeyKind::Business, KeyMode::Live) => "live_sk_",
-            (KeyKind::Business, KeyMode::Test) => "test_sk_",
-        }
-    }
-
-    /// Splits a presented key into kind and mode by prefix, checking its shape.
-    pub fn classify(secret: &str) -> Option<(KeyKind, KeyMode)> {
-        let kinds = [
-            (KeyKind::Tenant, KeyMode::Live),
-            (KeyKind::Tenant, KeyMode::Test),
-            (KeyKind::Business, KeyMode::Live),
-            (KeyKind::Business, KeyMode::Test),
-        ];
-        kinds.into_iter().find(|(k, m)| {
-            secret.strip_prefix(k.prefix(*m)).is_some_and(|rest| {
-                rest.len() == 32
-                    && rest
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            })
-        })
-    }
-}
-
-/// An issued API key as stored: only a hash of the secret.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiKey {
-    /// `key_...`: names the key in lists and revocation (never the secret).
-    pub id: ApiKeyId,
-    /// The tenant the key acts for.
-    pub tenant: TenantId,
-    /// Which API it opens.
-    pub kind: KeyKind,
-    /// Live or sandbox.
-    pub mode: KeyMode,
-    /// hex SHA-256 of the secret.
-    pub hash: String,
-    /// First characters of the secret, for humans (`svc_sk_test_ab12...`).
-    pub hint: String,
-    /// When it was issued.
-    pub created_at: Timestamp,
-    /// When it was revoked; a revoked key never authenticates again.
-    pub revoked_at: Option<Timestamp>,
-    /// The checkout business (`biz_...`) a business key belongs to; `None` for tenant
-    /// keys and for business keys issued before businesses existed, which act for the
-    /// tenant's default business.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub business: Option<String>,
-    /// The key whose dashboard session issued this one (`None`: issued by the service,
-    /// the CLI or the API). Revoking that key revokes this one with it, so a leaked key
-    /// cannot leave behind keys that outlive its own revocation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub issued_by: Option<ApiKeyId>,
-}
 
 /// The highest tenant fee a tenant may set for itself (its dashboard); above it, the
 /// service staff set the pricing (`stablecoin-server pricing set`).
@@ -169,94 +53,6 @@ pub fn check_fee_address(address: &ChainAddress) -> CoreResult<()> {
     }
 }
 
-impl ApiKey {
-    /// The unique key that finds an API key by the hash of its secret.
-    pub fn hash_key(hash: &str) -> String {
-        crate::ports::kinds::key(crate::ports::kinds::namespace::API_KEY, hash)
-    }
-}
-
-impl Record for ApiKey {
-    const KIND: &'static str = crate::ports::kinds::kind::API_KEY;
-    fn id(&self) -> String {
-        self.id.0.clone()
-    }
-    fn tenant(&self) -> Option<String> {
-        Some(self.tenant.0.clone())
-    }
-    fn created_at(&self) -> Timestamp {
-        self.created_at
-    }
-    fn status(&self) -> Option<String> {
-        Some(
-            if self.revoked_at.is_some() {
-                "revoked"
-            } else {
-                "active"
-            }
-            .into(),
-        )
-    }
-    fn unique_keys(&self) -> Vec<String> {
-        vec![ApiKey::hash_key(&self.hash)]
-    }
-}
-
-/// A newly issued key: the secret is shown once and never stored.
-#[derive(Clone, PartialEq, Eq)]
-pub struct IssuedKey {
-    /// The stored record.
-    pub key: ApiKey,
-    /// The full secret to give the tenant; it cannot be recovered later.
-    pub secret: String,
-}
-
-impl fmt::Debug for IssuedKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IssuedKey")
-            .field("key", &self.key)
-            .field("secret", &"<redacted>")
-            .finish()
-    }
-}
-
-/// Who is calling, established from an API key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuthContext {
-    /// The tenant every call of this key acts for.
-    pub tenant: TenantId,
-    /// The key used (for audit and revocation).
-    pub key_id: ApiKeyId,
-    /// Which API the key opens.
-    pub kind: KeyKind,
-    /// Live or sandbox: decides whether a mutation runs or is simulated.
-    pub mode: KeyMode,
-    /// The checkout business of a business key ([`ApiKey::business`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub business: Option<String>,
-}
-
-impl AuthContext {
-    /// True for a test key: its mutations go to [`Engine::sandbox`].
-    pub fn is_sandbox(&self) -> bool {
-        self.mode == KeyMode::Test
-    }
-
-    /// SANDBOX_UNSUPPORTED for a test key: `what` is a mutation that has no simulation
-    /// (webhook endpoint changes, replays: a sandbox must not change what live receives).
-    /// The engine's own use cases answer this through [`Engine::sandbox`].
-    pub fn require_live(&self, what: &str) -> CoreResult<()> {
-        if self.is_sandbox() {
-            return Err(CoreError::sandbox_unsupported(what));
-        }
-        Ok(())
-    }
-}
-
-fn sha256_hex(s: &str) -> String {
-    hex(&Sha256::digest(s.as_bytes()))
-}
-
 impl Engine {
     /// Creates a tenant named `name` (trimmed, 1 to 200 characters) with no pricing and no
     /// keys.
@@ -285,21 +81,10 @@ impl Engine {
         Ok(tenant)
     }
 
-    /// A tenant record; reused from memory for `EngineConfig::read_cache_ms`.
+    /// A tenant record; reused from memory for `EngineConfig::read_cache_ms` (the
+    /// kernel's tenant cache, shared with the products built on it).
     pub async fn tenant(&self, id: &TenantId) -> CoreResult<Tenant> {
-        let now = self.now().millis();
-        if let Some(t) = self.tenant_cache.get(id, now) {
-            return Ok(t);
-        }
-        let t = get_record::<Tenant>(&*self.ports.store, &id.0)
-            .await?
-            .map(|v| v.record)
-            .ok_or_else(|| CoreError::NotFound {
-                kind: "tenant",
-                id: id.0.clone(),
-            })?;
-        self.tenant_cache.put(id.clone(), t.clone(), now);
-        Ok(t)
+        self.kernel.tenant(id).await
     }
 
     /// Issues a new key of `kind` and `mode` for an existing tenant: 160 random bits after
@@ -322,7 +107,7 @@ impl Engine {
 
     /// A new key, not stored: for a caller that commits it in its own batch (a checkout
     /// business and its keys are one commit). `business` scopes a business key to one
-    /// checkout business.
+    /// checkout business. See [`Kernel::new_api_key`](crate::kernel::Kernel::new_api_key).
     pub fn new_api_key(
         &self,
         tenant: &TenantId,
@@ -330,28 +115,12 @@ impl Engine {
         mode: KeyMode,
         business: Option<String>,
     ) -> IssuedKey {
-        let mut raw = [0u8; 20];
-        self.ports.entropy.fill(&mut raw);
-        let body = base32_lower(&raw);
-        let secret = format!("{}{}", kind.prefix(mode), body);
-        let key = ApiKey {
-            id: ApiKeyId(self.new_id(ApiKeyId::PREFIX)),
-            tenant: tenant.clone(),
-            kind,
-            mode,
-            hash: sha256_hex(&secret),
-            hint: format!("{}{}...", kind.prefix(mode), &body[..4]),
-            created_at: self.now(),
-            revoked_at: None,
-            business,
-            issued_by: None,
-        };
-        IssuedKey { key, secret }
+        self.kernel.new_api_key(tenant, kind, mode, business)
     }
 
     /// Revokes a key of `tenant`; revoking twice is harmless.
     pub async fn revoke_api_key(&self, tenant: &TenantId, key_id: &ApiKeyId) -> CoreResult<ApiKey> {
-        let Some(v) = get_record::<ApiKey>(&*self.ports.store, &key_id.0).await? else {
+        let Some(v) = get_record::<ApiKey>(&*self.ports().store, &key_id.0).await? else {
             return Err(CoreError::NotFound {
                 kind: "api_key",
                 id: key_id.0.clone(),
@@ -404,7 +173,7 @@ impl Engine {
         let mut out = Vec::new();
         loop {
             let (recs, total) = self
-                .ports
+                .ports()
                 .store
                 .list(&crate::ports::store::ListQuery {
                     kind: ApiKey::KIND.into(),
@@ -485,7 +254,7 @@ impl Engine {
         offset: usize,
     ) -> CoreResult<(Vec<ApiKey>, u64)> {
         let (recs, total) = self
-            .ports
+            .ports()
             .store
             .list(&crate::ports::store::ListQuery {
                 kind: ApiKey::KIND.into(),
@@ -508,7 +277,7 @@ impl Engine {
     /// missing one. A console session names its key by id and asks here, on every
     /// request, whether it was revoked since.
     pub async fn api_key(&self, tenant: &TenantId, key_id: &ApiKeyId) -> CoreResult<ApiKey> {
-        match get_record::<ApiKey>(&*self.ports.store, &key_id.0).await? {
+        match get_record::<ApiKey>(&*self.ports().store, &key_id.0).await? {
             Some(v) if &v.record.tenant == tenant => Ok(v.record),
             _ => Err(CoreError::NotFound {
                 kind: "api_key",
@@ -532,7 +301,7 @@ impl Engine {
             return Ok(ctx);
         }
         let Some(v) =
-            get_record_by_unique::<ApiKey>(&*self.ports.store, &ApiKey::hash_key(&hash)).await?
+            get_record_by_unique::<ApiKey>(&*self.ports().store, &ApiKey::hash_key(&hash)).await?
         else {
             return Err(CoreError::InvalidApiKey);
         };
@@ -559,8 +328,13 @@ impl Engine {
         pricing: TenantPricing,
         fee_address: Option<ChainAddress>,
     ) -> CoreResult<Tenant> {
-        self.set_pricing_as(super::staff::STAFF_ACTOR_CLI, tenant, pricing, fee_address)
-            .await
+        self.set_pricing_as(
+            crate::kernel::staff::STAFF_ACTOR_CLI,
+            tenant,
+            pricing,
+            fee_address,
+        )
+        .await
     }
 
     /// A tenant's own change of its pricing (the dashboard, signed in with `by`): live
@@ -620,7 +394,7 @@ impl Engine {
         if let Some(a) = &fee_address {
             check_fee_address(a)?;
         }
-        let Some(v) = get_record::<Tenant>(&*self.ports.store, &tenant.0).await? else {
+        let Some(v) = get_record::<Tenant>(&*self.ports().store, &tenant.0).await? else {
             return Err(CoreError::NotFound {
                 kind: "tenant",
                 id: tenant.0.clone(),
@@ -641,7 +415,7 @@ impl Engine {
             ..Default::default()
         })
         .await?;
-        self.tenant_cache.remove(tenant);
+        self.kernel.forget_tenant(tenant);
         Ok(t)
     }
 
@@ -704,29 +478,10 @@ impl Engine {
     }
 
     pub(crate) async fn available(&self, account: &str) -> CoreResult<Micros> {
-        match self.ports.ledger.balance(account).await {
+        match self.ports().ledger.balance(account).await {
             Ok(b) => Ok(Micros(b.available().max(0) as u64)),
             Err(crate::ports::ledger::LedgerError::UnknownAccount { .. }) => Ok(Micros::ZERO),
             Err(e) => Err(CoreError::Storage(e.to_string())),
         }
     }
-}
-
-pub(crate) fn base32_lower(bytes: &[u8]) -> String {
-    const A: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
-    let mut out = String::new();
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    for &b in bytes {
-        acc = (acc << 8) | b as u32;
-        bits += 8;
-        while bits >= 5 {
-            bits -= 5;
-            out.push(A[((acc >> bits) & 31) as usize] as char);
-        }
-    }
-    if bits > 0 {
-        out.push(A[((acc << (5 - bits)) & 31) as usize] as char);
-    }
-    out
 }

@@ -87,7 +87,7 @@ impl Engine {
         offset: usize,
     ) -> CoreResult<(Vec<TopUpView>, u64)> {
         let (recs, total) = self
-            .ports
+            .ports()
             .store
             .list(&ListQuery {
                 kind: TopUp::KIND.into(),
@@ -199,7 +199,7 @@ impl Engine {
         if !is_valid_id(TOPUP_ID_PREFIX, id) {
             return Ok(None);
         }
-        get_record::<TopUp>(&*self.ports.store, id).await
+        get_record::<TopUp>(&*self.ports().store, id).await
     }
 }
 

@@ -4,7 +4,6 @@
 //! ledger holds, the batch.
 
 use super::operations::{SendRequest, SendView, hold};
-use super::tenants::Tenant;
 use super::{Engine, accounts};
 use crate::domain::consent::Wallet;
 use crate::domain::fees::{FeeSplit, split_fees};
@@ -14,6 +13,7 @@ use crate::domain::money::Micros;
 use crate::domain::state::OpKind;
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
+use crate::kernel::auth::Tenant;
 use crate::ports::ledger::{LedgerAccount, LedgerTransfer};
 use crate::ports::rail::{ChainAddress, LegRole, PaymentLeg, Rail, RailId, RailPayment};
 use crate::ports::record::{Record, get_record};
@@ -191,7 +191,7 @@ impl Engine {
             }
             QuoteRef::Fx(qid) => qid,
         };
-        let Some(v) = get_record::<Quote>(&*self.ports.store, &qid.0).await? else {
+        let Some(v) = get_record::<Quote>(&*self.ports().store, &qid.0).await? else {
             return Err(CoreError::NotFound {
                 kind: "quote",
                 id: qid.0,

@@ -127,7 +127,7 @@ impl Engine {
         self.tenant(tenant).await?;
         let id = format!("{tenant}:{reference}");
         let now = self.now();
-        let stored = get_record::<TreasuryCredit>(&*self.ports.store, &id).await?;
+        let stored = get_record::<TreasuryCredit>(&*self.ports().store, &id).await?;
         let reused = || CoreError::InvalidParameter {
             field: "reference",
             reason: "this reference was already credited with another amount or token".into(),

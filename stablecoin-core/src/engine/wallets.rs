@@ -95,7 +95,7 @@ impl Engine {
         &self,
         phone: &Phone,
     ) -> CoreResult<Option<Versioned<Wallet>>> {
-        get_record_by_unique::<Wallet>(&*self.ports.store, &Wallet::phone_key(phone)).await
+        get_record_by_unique::<Wallet>(&*self.ports().store, &Wallet::phone_key(phone)).await
     }
 
     /// The wallet of `phone` for a decision that the commit re-checks
@@ -115,7 +115,7 @@ impl Engine {
         if let Some(found) = self.wallet_cache.get(&key, now) {
             return Ok(Some(found));
         }
-        let found = get_record_by_unique::<Wallet>(&*self.ports.store, &key).await?;
+        let found = get_record_by_unique::<Wallet>(&*self.ports().store, &key).await?;
         if let Some(v) = &found {
             self.wallet_cache.put(key, v.clone(), now);
         }
@@ -329,7 +329,7 @@ impl Engine {
         rail_id: RailId,
     ) -> CoreResult<()> {
         let name = rail_id.name();
-        let prepared = get_record::<Wallet>(&*self.ports.store, &wallet_id.0)
+        let prepared = get_record::<Wallet>(&*self.ports().store, &wallet_id.0)
             .await?
             .is_some_and(|v| v.record.address(&name).is_some());
         if prepared {
@@ -338,7 +338,7 @@ impl Engine {
         for _ in 0..5 {
             let now = self.now();
             let id = TenantQuota::id_of(tenant, rail_id);
-            let read = get_record::<TenantQuota>(&*self.ports.store, &id).await?;
+            let read = get_record::<TenantQuota>(&*self.ports().store, &id).await?;
             let (mut quota, version) = match read {
                 Some(v) => (v.record, Some(v.version)),
                 None => (TenantQuota::new(tenant, rail_id, now), None),
@@ -383,7 +383,7 @@ impl Engine {
             .await
             .map_err(super::rail_err)?;
         for _ in 0..3 {
-            let v = get_record::<Wallet>(&*self.ports.store, &wallet_id.0)
+            let v = get_record::<Wallet>(&*self.ports().store, &wallet_id.0)
                 .await?
                 .ok_or_else(|| CoreError::NotFound {
                     kind: "wallet",
@@ -517,7 +517,7 @@ impl Engine {
 
     /// A wallet by id, for hosts and tests.
     pub async fn wallet(&self, id: &WalletId) -> CoreResult<Wallet> {
-        get_record::<Wallet>(&*self.ports.store, &id.0)
+        get_record::<Wallet>(&*self.ports().store, &id.0)
             .await?
             .map(|v| v.record)
             .ok_or_else(|| CoreError::NotFound {

@@ -128,7 +128,7 @@ impl Engine {
                         id: name.clone(),
                     })?;
             let rate = self
-                .ports
+                .ports()
                 .rates
                 .rate_for(currency, req.token, RateSide::CustomerSellsToken)
                 .await?;
@@ -229,7 +229,7 @@ impl Engine {
         if payout.refund.is_some() {
             return self.advance_refund(op, version, payout, report).await;
         }
-        let current = self.ports.payouts.identity();
+        let current = self.ports().payouts.identity();
         if op.status == OpStatus::CryptoReceived {
             op.status = transition(op.kind, op.status, OpEvent::PayoutStart)?;
             payout.submitted_at = Some(now);
@@ -251,7 +251,7 @@ impl Engine {
             ));
             return self.poll_later(op, version).await;
         }
-        match self.ports.payouts.status(&op.id.0).await {
+        match self.ports().payouts.status(&op.id.0).await {
             Ok(PayoutStatus::Delivered { reference }) => {
                 self.complete_payout(op, version, payout, reference, report)
                     .await
@@ -259,7 +259,7 @@ impl Engine {
             Ok(PayoutStatus::Failed { reason }) => {
                 self.start_refund(op, version, payout, reason, report).await
             }
-            Ok(PayoutStatus::NotFound) if !self.ports.payouts.resubmit_is_idempotent() => {
+            Ok(PayoutStatus::NotFound) if !self.ports().payouts.resubmit_is_idempotent() => {
                 // The provider may hold it unseen, and does not document that it
                 // refuses a second payment under the same id: never sent again. It
                 // waits for a definite answer, or for staff.
@@ -313,7 +313,7 @@ impl Engine {
             amount: payout.amount,
             source_micros: op.amount,
         };
-        match self.ports.payouts.submit(&request).await {
+        match self.ports().payouts.submit(&request).await {
             Ok(()) => {}
             Err(PayoutError::Rejected(reason)) => {
                 return self.start_refund(op, version, payout, reason, report).await;

@@ -247,7 +247,7 @@ impl Engine {
         let mut single = Vec::with_capacity(claimed.len());
         let mut polls = Vec::new();
         for v in claimed {
-            let known_rail = self.rails.contains_key(&v.record.rail);
+            let known_rail = self.kernel.rail_map().contains_key(&v.record.rail);
             if Self::batch_submittable(&v.record) && known_rail {
                 groups.entry(v.record.rail).or_default().push(v);
             } else if Self::pollable(&v.record) && known_rail {
@@ -303,7 +303,7 @@ impl Engine {
     /// decode.
     async fn claim_lane(&self, lane: u8) -> LaneClaim {
         let claimed = self
-            .ports
+            .ports()
             .store
             .claim_due(
                 Operation::KIND,

@@ -54,6 +54,21 @@ pub struct SmsAccepted {
     pub message_id: String,
 }
 
+/// What a gateway's delivery report says of a message: what an SMS adapter parses its
+/// callbacks into, so it sits beside the [`Notifier`] port (adapters name no engine type).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SmsDelivery {
+    /// Delivered to the handset (final).
+    Delivered,
+    /// Not deliverable (final): the gateway's reason.
+    Failed {
+        /// The gateway's reason (`AbsentSubscriber`, error code 30003, ...).
+        reason: String,
+    },
+    /// Still on its way (queued, sent to the carrier, buffered).
+    InProgress,
+}
+
 /// The SMS could not be sent. The engine keeps the message queued and tries again with
 /// backoff while `retryable`; a permanent refusal (an invalid number, a blacklisted
 /// recipient) ends it at once. A code request whose SMS is refused for good answers

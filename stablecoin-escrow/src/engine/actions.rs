@@ -12,7 +12,7 @@ use crate::model::*;
 use crate::state::{Action, PayoutPurpose, Phase, transition};
 use crate::view::*;
 use serde_json::json;
-use stablecoin_core::engine::AuthContext;
+use stablecoin_core::kernel::AuthContext;
 use stablecoin_core::ports::{Batch, LedgerTransfer, Phase as LedgerPhase, Put, Record, Versioned};
 
 /// Longest `reason` / note.

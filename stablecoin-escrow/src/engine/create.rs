@@ -9,19 +9,15 @@ use crate::events::EscrowEventType;
 use crate::model::*;
 use crate::state::EscrowState;
 use crate::view::*;
-use serde::Serialize;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use stablecoin_core::domain::consent::Wallet;
 use stablecoin_core::domain::ids::{EscrowId, TenantId};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::engine::{AuthContext, validate_idempotency_key};
-use stablecoin_core::kernel::idempotency::{Recorded, recorded};
-use stablecoin_core::ports::{
-    Batch, IdempotencyRecord, KeyPurpose, RailId, Record, StoreError, get_record_by_unique,
-};
+use stablecoin_core::kernel::AuthContext;
+use stablecoin_core::kernel::idempotency::{IdempotencyError, KeyedRequest, Lookup};
+use stablecoin_core::ports::{Batch, KeyPurpose, RailId, Record, StoreError, get_record_by_unique};
 
 /// Longest partner `reference`.
 const MAX_REFERENCE: usize = 200;
@@ -56,15 +52,11 @@ impl EscrowEngine {
             return self.simulate_create(auth, req).await;
         }
         let valid = self.validate_create(req)?;
-        if let Some(key) = idempotency_key {
-            validate_idempotency_key(key)?;
-        }
-        let hash = request_hash("escrow.create", req)?;
-        if let Some(key) = idempotency_key
-            && let Some(found) = self.replay(&auth.tenant, key, &hash).await?
-        {
-            return Ok(found);
-        }
+        let at = KeyedRequest::new(&auth.tenant.0, idempotency_key, "escrow.create");
+        let keyed = match self.kernel().idempotency_lookup(at, req).await? {
+            Lookup::Replay(found) => return Ok(found),
+            Lookup::Run(keyed) => keyed,
+        };
         let (buyer, seller) = self.parties(&auth.tenant, &valid).await?;
         self.admit().await?;
         let actor = Actor::Tenant {
@@ -113,30 +105,13 @@ impl EscrowEngine {
             batch.puts.push(deal.insert()?);
             self.queue_put(&mut batch, &deal).await?;
             let view = EscrowView::from_deal(&deal);
-            if let Some(key) = idempotency_key {
-                batch.idempotency = Some(IdempotencyRecord {
-                    tenant: auth.tenant.0.clone(),
-                    key: key.to_string(),
-                    request_hash: hash.clone(),
-                    response: serde_json::to_value(&view)
-                        .map_err(|e| EscrowError::Storage(format!("encode response: {e}")))?,
-                    created_at: now,
-                });
-            }
-            match self.inner.store.commit(batch).await {
-                Ok(_) => return Ok(view),
-                Err(StoreError::IdempotencyExists { .. }) => {
-                    let key = idempotency_key.unwrap_or_default();
-                    return self
-                        .replay(&auth.tenant, key, &hash)
-                        .await?
-                        .ok_or(EscrowError::IdempotencyKeyInUse);
-                }
+            match self.kernel().commit_keyed(&keyed, batch, view).await {
+                Ok(view) => return Ok(view),
                 // The id or the address is taken (a clash of ids): never reuse, draw again.
-                Err(StoreError::VersionConflict { .. } | StoreError::UniqueViolation { .. }) => {
-                    continue;
-                }
-                Err(e) => return Err(store_err(e)),
+                Err(IdempotencyError::Store(
+                    StoreError::VersionConflict { .. } | StoreError::UniqueViolation { .. },
+                )) => continue,
+                Err(e) => return Err(e.into()),
             }
         }
         Err(EscrowError::Conflict {
@@ -299,14 +274,17 @@ impl EscrowEngine {
             Party::Buyer => ("buyer_phone_number", "buyer"),
             Party::Seller => ("seller_phone_number", "seller"),
         };
-        let w = get_record_by_unique::<Wallet>(&*self.inner.store, &Wallet::phone_key(phone))
-            .await?
-            .ok_or_else(|| EscrowError::NotFound {
-                kind: "wallet",
-                id: phone.masked(),
-                field: Some(field),
-            })?
-            .record;
+        let w = get_record_by_unique::<Wallet>(
+            &*self.inner.kernel.ports().store,
+            &Wallet::phone_key(phone),
+        )
+        .await?
+        .ok_or_else(|| EscrowError::NotFound {
+            kind: "wallet",
+            id: phone.masked(),
+            field: Some(field),
+        })?
+        .record;
         if !w.is_member(tenant) {
             return Err(EscrowError::NotAMember { party: name });
         }
@@ -341,7 +319,7 @@ impl EscrowEngine {
         &self,
         address: &stablecoin_core::ports::ChainAddress,
     ) -> EscrowResult<bool> {
-        let store = &self.inner.store;
+        let store = &self.inner.kernel.ports().store;
         let deal = store
             .get_by_unique(&Deal::address_key(address))
             .await
@@ -351,22 +329,6 @@ impl EscrowEngine {
             .await
             .map_err(store_err)?;
         Ok(deal.is_some() || wallet.is_some())
-    }
-
-    async fn replay(
-        &self,
-        tenant: &TenantId,
-        key: &str,
-        hash: &str,
-    ) -> EscrowResult<Option<EscrowView>> {
-        match recorded(&*self.inner.store, &tenant.0, key, hash)
-            .await
-            .map_err(store_err)?
-        {
-            Recorded::Nothing => Ok(None),
-            Recorded::Same(view) => Ok(Some(view)),
-            Recorded::Other => Err(EscrowError::IdempotencyKeyReused),
-        }
     }
 }
 
@@ -422,14 +384,4 @@ fn new_deal(
         created_at: now,
         updated_at: now,
     }
-}
-
-fn request_hash(operation: &str, request: &impl Serialize) -> EscrowResult<String> {
-    let body = serde_json::to_vec(request)
-        .map_err(|e| EscrowError::Storage(format!("encode request: {e}")))?;
-    let mut h = Sha256::new();
-    h.update(operation.as_bytes());
-    h.update(b"\n");
-    h.update(&body);
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }

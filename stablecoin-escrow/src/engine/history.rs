@@ -10,7 +10,7 @@ use crate::state::Phase;
 use crate::view::*;
 use stablecoin_core::domain::ids::EventId;
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::engine::AuthContext;
+use stablecoin_core::kernel::AuthContext;
 use stablecoin_core::ports::{Batch, OutboxEvent, Record, get_record};
 
 impl EscrowEngine {
@@ -95,7 +95,7 @@ impl EscrowEngine {
             for i in 0..count {
                 let seq = newest - i;
                 let entry = get_record::<HistoryEntry>(
-                    &*self.inner.store,
+                    &*self.inner.kernel.ports().store,
                     &HistoryEntry::make_id(&deal.id, seq),
                 )
                 .await?

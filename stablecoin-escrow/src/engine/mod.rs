@@ -23,10 +23,9 @@ use crate::state::EscrowState;
 use crate::view::*;
 use stablecoin_core::domain::ids::{EscrowId, TenantId};
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::engine::{AuthContext, KeyKind, Ports};
+use stablecoin_core::kernel::{AuthContext, Kernel, KeyKind};
 use stablecoin_core::ports::{
-    Batch, Clock, Entropy, Ledger, LedgerError, ListQuery, Rail, RailId, Record, Store, Versioned,
-    get_record,
+    Batch, LedgerError, ListQuery, Rail, RailId, Record, Versioned, get_record,
 };
 use std::sync::Arc;
 
@@ -40,23 +39,22 @@ pub struct EscrowEngine {
 }
 
 pub(crate) struct Inner {
-    pub store: Arc<dyn Store>,
-    pub ledger: Arc<dyn Ledger>,
-    pub clock: Arc<dyn Clock>,
-    pub entropy: Arc<dyn Entropy>,
+    /// The ports (store, ledger, clock, entropy) shared with the other products.
+    pub kernel: Kernel,
+    /// The kernel's TRON rail: escrow runs on TRON only.
     pub rail: Arc<dyn Rail>,
     pub config: EscrowConfig,
 }
 
 impl EscrowEngine {
-    /// An engine over the core ports and the TRON rail (`tron.id()` must be TRON).
-    pub fn new(ports: &Ports, tron: Arc<dyn Rail>, config: EscrowConfig) -> EscrowResult<Self> {
-        if tron.id() != RailId::Tron {
-            return Err(EscrowError::InvalidConfig(format!(
-                "escrow needs the TRON rail, got {}",
-                tron.id()
-            )));
-        }
+    /// An engine on `kernel` (its ports, and its TRON rail, which it must have:
+    /// INVALID_CONFIG otherwise).
+    pub fn new(kernel: &Kernel, config: EscrowConfig) -> EscrowResult<Self> {
+        let Ok(tron) = kernel.rail(RailId::Tron) else {
+            return Err(EscrowError::InvalidConfig(
+                "escrow needs the TRON rail, and the kernel has none".into(),
+            ));
+        };
         let c = &config;
         let bounds_ok = c.min_funding_window_secs > 0
             && c.min_funding_window_secs <= c.default_funding_window_secs
@@ -85,11 +83,8 @@ impl EscrowEngine {
         }
         Ok(EscrowEngine {
             inner: Arc::new(Inner {
-                store: ports.store.clone(),
-                ledger: ports.ledger.clone(),
-                clock: ports.clock.clone(),
-                entropy: ports.entropy.clone(),
-                rail: tron,
+                kernel: kernel.clone(),
+                rail: tron.clone(),
                 config,
             }),
         })
@@ -100,18 +95,21 @@ impl EscrowEngine {
         &self.inner.config
     }
 
+    /// The kernel it runs on.
+    pub fn kernel(&self) -> &Kernel {
+        &self.inner.kernel
+    }
+
     pub(crate) fn now(&self) -> Timestamp {
-        self.inner.clock.now()
+        self.inner.kernel.now()
     }
 
     pub(crate) fn random10(&self) -> [u8; 10] {
-        let mut b = [0u8; 10];
-        self.inner.entropy.fill(&mut b);
-        b
+        self.inner.kernel.random10()
     }
 
     pub(crate) async fn commit(&self, batch: Batch) -> EscrowResult<()> {
-        self.inner.store.commit(batch).await.map_err(store_err)?;
+        self.inner.kernel.commit(batch).await.map_err(store_err)?;
         Ok(())
     }
 
@@ -144,6 +142,8 @@ impl EscrowEngine {
         };
         let (records, total) = self
             .inner
+            .kernel
+            .ports()
             .store
             .list(&ListQuery {
                 kind: Deal::KIND.into(),
@@ -172,7 +172,7 @@ impl EscrowEngine {
         if EscrowId::parse(id).is_none() {
             return Ok(None);
         }
-        Ok(get_record::<Deal>(&*self.inner.store, id).await?)
+        Ok(get_record::<Deal>(&*self.inner.kernel.ports().store, id).await?)
     }
 
     pub(crate) async fn load_any(&self, id: &str) -> EscrowResult<Versioned<Deal>> {
@@ -191,7 +191,7 @@ impl EscrowEngine {
         &self,
         account: &str,
     ) -> EscrowResult<stablecoin_core::ports::Balance> {
-        match self.inner.ledger.balance(account).await {
+        match self.inner.kernel.ports().ledger.balance(account).await {
             Ok(b) => Ok(b),
             Err(LedgerError::UnknownAccount { .. }) => Ok(Default::default()),
             Err(e) => Err(EscrowError::Storage(e.to_string())),

@@ -93,7 +93,7 @@ impl World {
         };
         let rails: Vec<Arc<dyn Rail>> = vec![evm, tron.rail()];
         let core = Engine::new(ports.clone(), rails, EngineConfig::default());
-        let escrow = EscrowEngine::new(&ports, tron.rail(), config).unwrap();
+        let escrow = EscrowEngine::new(core.kernel(), config).unwrap();
 
         let tenant = core.create_tenant("Acme Marketplace").await.unwrap().id;
         let auth = key(&core, &tenant, KeyMode::Live).await;

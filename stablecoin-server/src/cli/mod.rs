@@ -354,7 +354,7 @@ pub async fn run_admin(
         }
         Command::Business(BusinessCommand::Create { tenant, name }) => {
             let checkout = stablecoin_checkout::CheckoutEngine::new(
-                engine.clone(),
+                engine.kernel(),
                 stablecoin_checkout::CheckoutConfig::default(),
             )
             .map_err(|e| CoreError::Storage(e.to_string()))?;

@@ -84,7 +84,7 @@ pub fn view_of(
 impl PaySource for CheckoutPages {
     async fn pay_view(&self, session_id: &str) -> Option<PayView> {
         let (s, deposits, business) = self.0.public_session(session_id).await.ok()??;
-        let now = self.0.core_engine().ports().clock.now();
+        let now = self.0.kernel().now();
         Some(view_of(&s, &deposits, business, now))
     }
 }
