@@ -327,3 +327,80 @@ async fn a_product_that_fails_its_share_holds_back_only_its_own_position() {
     w.router().pump().await;
     assert_eq!(w.scans("polygon") - before, 1, "one scan again");
 }
+
+/// A base58 address that differs from a customer's only in letter case is another
+/// account: a transfer to it is no deposit of that customer's (the wallet keys used to be
+/// lower-cased on every rail, which credited it, money the service never received).
+#[tokio::test]
+async fn a_transfer_to_a_case_variant_of_a_solana_wallet_is_not_credited() {
+    let store = Arc::new(MemoryStore::new());
+    let signer = Arc::new(LocalSigner::from_seed([47; 32]));
+    let config = SimConfig {
+        confirmations: 1,
+        auto_mine: false,
+    };
+    let solana = Arc::new(SimRail::new(SimProfile::Solana, signer.clone(), config));
+    let evm = Arc::new(SimRail::new(SimProfile::Evm(137), signer.clone(), config));
+    let ports = Ports {
+        store: store.clone(),
+        ledger: store.clone(),
+        signer,
+        notifier: Arc::new(MemoryNotifier::new()),
+        rates: Arc::new(FixedRates::demo()),
+        payouts: Arc::new(MemoryPayouts::new()),
+        clock: Arc::new(ManualClock::new(
+            stablecoin::core::domain::time::Timestamp::from_secs(1_795_341_600),
+        )),
+        entropy: Arc::new(SeededEntropy::new(47)),
+    };
+    let rails: Vec<Arc<dyn Rail>> = vec![evm, solana.clone()];
+    let wallets = Engine::new(ports, rails, EngineConfig::default());
+    let t = wallets.create_tenant("Case Ltd").await.unwrap().id;
+    let view = wallets
+        .provision_on(&t, &phone(1), RailId::Solana)
+        .await
+        .unwrap();
+    let account = wallets.wallet_account(
+        &stablecoin::core::domain::ids::WalletId(view.wallet_id.clone()),
+        RailId::Solana,
+        Token::Usdc,
+    );
+    // An account no transfer touched yet does not exist: nothing credited.
+    let credited = || async {
+        match store.balance(&account.id).await {
+            Ok(b) => b.posted(),
+            Err(stablecoin::core::ports::LedgerError::UnknownAccount { .. }) => 0,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let one = Micros::from_whole_tokens(1).unwrap();
+
+    // Every variant the chain takes as an address of its own (flip one letter's case).
+    let exact = view.address.clone();
+    let mut variants = 0;
+    for (i, c) in exact
+        .char_indices()
+        .filter(|(_, c)| c.is_ascii_alphabetic())
+    {
+        let flipped = if c.is_ascii_lowercase() {
+            c.to_ascii_uppercase()
+        } else {
+            c.to_ascii_lowercase()
+        };
+        let mut variant = exact.clone();
+        variant.replace_range(i..i + 1, &flipped.to_string());
+        if solana.mint(&addr(&variant), Token::Usdc, one).is_ok() {
+            variants += 1;
+        }
+    }
+    assert!(variants > 0, "some case variant is a Solana address");
+    solana.mine(2);
+    let r = wallets.settle_all(10).await;
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(credited().await, 0, "{variants} variants, none credited");
+
+    solana.mint(&addr(&exact), Token::Usdc, one).unwrap();
+    solana.mine(2);
+    wallets.settle_all(10).await;
+    assert_eq!(credited().await, 1_000_000, "the exact address is");
+}
