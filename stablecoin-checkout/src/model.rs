@@ -351,12 +351,12 @@ pub mod accounts {
 
     /// Where deposits on `network` come from (the core engine's account).
     pub fn chain_in(network: &str, token: Token) -> LedgerAccount {
-        stablecoin_core::ports::accounts::chain_in(network, token)
+        stablecoin_core::kernel::accounts::chain_in(network, token)
     }
 
     /// The tenant's treasury (the core engine's account).
     pub fn treasury(tenant: &TenantId, token: Token) -> LedgerAccount {
-        stablecoin_core::ports::accounts::treasury(tenant, token)
+        stablecoin_core::kernel::accounts::treasury(tenant, token)
     }
 }
 

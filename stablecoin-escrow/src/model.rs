@@ -720,7 +720,7 @@ impl Record for PayoutRecord {
 /// `deposited == held + partial + excess + late + unsupported + paid_out` (posted).
 pub mod accounts {
     use super::*;
-    use stablecoin_core::ports::accounts as core_accounts;
+    use stablecoin_core::kernel::accounts as core_accounts;
 
     /// Core's `chain_in:tron:<TOKEN>`: value that arrived from outside on TRON (may go
     /// negative).

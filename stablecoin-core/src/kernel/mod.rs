@@ -16,7 +16,10 @@
 //! - [`idempotency`]: keys, request fingerprints and the one idempotent path of every
 //!   product ([`Kernel::idempotent`]);
 //! - [`inbound`]: one scan of each rail page feeding every product, over one address
-//!   namespace, with each product's position kept apart.
+//!   namespace, with each product's position kept apart;
+//! - [`accounts`]: the ledger's account names every product posts to. Defined beside the
+//!   ports (`ports::accounts`), because adapters name accounts too (a swap venue's), and
+//!   re-exported here as the products' vocabulary.
 
 pub mod auth;
 pub mod error;
@@ -26,6 +29,7 @@ pub(crate) mod read_cache;
 pub mod runtime;
 pub mod staff;
 
+pub use crate::ports::accounts;
 pub use auth::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
 pub use error::{ErrorClass, ProductError};
 pub use inbound::{
