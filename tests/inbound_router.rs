@@ -2,22 +2,21 @@
 //! rail page per pump for all of them, and a product that fails its share holds back
 //! only its own position.
 
+use crate::support::{self, START};
 use async_trait::async_trait;
 use stablecoin::checkout::{CheckoutConfig, CheckoutEngine, CreateSessionRequest, SessionView};
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::domain::phone::Phone;
-use stablecoin::core::engine::{AuthContext, Engine, EngineConfig, KeyKind, KeyMode, Ports};
+use stablecoin::core::engine::{AuthContext, Engine, EngineConfig, KeyKind, KeyMode};
 use stablecoin::core::kernel::{InboundHandler, InboundRouter};
-use stablecoin::core::memory::{
-    FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, MemoryStore, SeededEntropy,
-};
+use stablecoin::core::memory::{LocalSigner, MemoryStore};
 use stablecoin::core::ports::{
     Batch, ChainAddress, CommitReceipt, Ledger, Rail, RailError, RailId, ScanBatch, Store,
     StoreError,
 };
 use stablecoin::core::testkit::{DelegatingRail, DelegatingStore, RailOverride, StoreOverride};
 use stablecoin::escrow::{CreateEscrowRequest, EscrowConfig, EscrowEngine, EscrowView};
-use stablecoin::rails::sim::{SimConfig, SimProfile, SimRail};
+use stablecoin::rails::sim::{SimProfile, SimRail};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -82,33 +81,15 @@ impl World {
             FailCheckout::default(),
         ));
         let signer = Arc::new(LocalSigner::from_seed([46; 32]));
-        let sim = |profile| {
-            let config = SimConfig {
-                confirmations: 1,
-                auto_mine: false,
-            };
-            Arc::new(SimRail::new(profile, signer.clone(), config))
-        };
-        let polygon = sim(SimProfile::Evm(137));
-        let tron = sim(SimProfile::Tron);
+        let polygon = support::chain(SimProfile::Evm(137), &signer);
+        let tron = support::chain(SimProfile::Tron, &signer);
         let counted =
             |rail: Arc<SimRail>| Arc::new(DelegatingRail::new(rail, CountScans::default()));
         let scans = BTreeMap::from([
             ("polygon", counted(polygon.clone())),
             ("tron", counted(tron.clone())),
         ]);
-        let ports = Ports {
-            store: failing.clone(),
-            ledger: memory as Arc<dyn Ledger>,
-            signer: signer.clone(),
-            notifier: Arc::new(MemoryNotifier::new()),
-            rates: Arc::new(FixedRates::demo()),
-            payouts: Arc::new(MemoryPayouts::new()),
-            clock: Arc::new(ManualClock::new(
-                stablecoin::core::domain::time::Timestamp::from_secs(1_795_341_600),
-            )),
-            entropy: Arc::new(SeededEntropy::new(46)),
-        };
+        let ports = support::ports(failing.clone(), memory, signer.clone(), START, 46);
         let rails: Vec<Arc<dyn Rail>> = vec![scans["polygon"].clone(), scans["tron"].clone()];
         let wallets = Engine::new(ports.clone(), rails, EngineConfig::default());
         let escrow = EscrowEngine::new(wallets.kernel(), EscrowConfig::default()).unwrap();
@@ -335,24 +316,9 @@ async fn a_product_that_fails_its_share_holds_back_only_its_own_position() {
 async fn a_transfer_to_a_case_variant_of_a_solana_wallet_is_not_credited() {
     let store = Arc::new(MemoryStore::new());
     let signer = Arc::new(LocalSigner::from_seed([47; 32]));
-    let config = SimConfig {
-        confirmations: 1,
-        auto_mine: false,
-    };
-    let solana = Arc::new(SimRail::new(SimProfile::Solana, signer.clone(), config));
-    let evm = Arc::new(SimRail::new(SimProfile::Evm(137), signer.clone(), config));
-    let ports = Ports {
-        store: store.clone(),
-        ledger: store.clone(),
-        signer,
-        notifier: Arc::new(MemoryNotifier::new()),
-        rates: Arc::new(FixedRates::demo()),
-        payouts: Arc::new(MemoryPayouts::new()),
-        clock: Arc::new(ManualClock::new(
-            stablecoin::core::domain::time::Timestamp::from_secs(1_795_341_600),
-        )),
-        entropy: Arc::new(SeededEntropy::new(47)),
-    };
+    let solana = support::chain(SimProfile::Solana, &signer);
+    let evm = support::chain(SimProfile::Evm(137), &signer);
+    let ports = support::ports(store.clone(), store.clone(), signer.clone(), START, 47);
     let rails: Vec<Arc<dyn Rail>> = vec![evm, solana.clone()];
     let wallets = Engine::new(ports, rails, EngineConfig::default());
     let t = wallets.create_tenant("Case Ltd").await.unwrap().id;

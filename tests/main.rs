@@ -24,6 +24,8 @@ mod one_time_codes;
 ))]
 mod pre_kernel_data;
 mod simulation;
+#[cfg(all(feature = "memory", feature = "sim"))]
+mod support;
 
 #[cfg(all(
     feature = "memory",

@@ -12,19 +12,18 @@
 //! without the URL it prints `SKIPPED`, unless `STABLECOIN_REQUIRE_PG` is set, when it
 //! fails. `scripts/test-postgres.sh` starts a throwaway cluster and sets both.
 
+use crate::support;
 use serde_json::Value;
 use stablecoin::checkout::{CheckoutConfig, CheckoutEngine};
 use stablecoin::core::domain::ids::WalletId;
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::domain::time::Timestamp;
-use stablecoin::core::engine::{Engine, EngineConfig, Ports};
+use stablecoin::core::engine::{Engine, EngineConfig};
 use stablecoin::core::kernel::{Product, Runtime, address_key};
-use stablecoin::core::memory::{
-    FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, SeededEntropy,
-};
+use stablecoin::core::memory::LocalSigner;
 use stablecoin::core::ports::{ChainAddress, Ledger, Rail, RailId, Store};
 use stablecoin::escrow::{EscrowConfig, EscrowEngine};
-use stablecoin::rails::sim::{SimConfig, SimProfile, SimRail};
+use stablecoin::rails::sim::{SimProfile, SimRail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -196,25 +195,9 @@ async fn migrated_rows(store: &dyn Store, m: &Value) {
 /// product on one runtime, and nothing credited before is credited again.
 async fn products_go_on(store: Arc<dyn Store>, ledger: Arc<dyn Ledger>, m: &Value) {
     let signer = Arc::new(LocalSigner::from_seed([45; 32]));
-    let sim = |profile| {
-        let config = SimConfig {
-            confirmations: 1,
-            auto_mine: false,
-        };
-        Arc::new(SimRail::new(profile, signer.clone(), config))
-    };
-    let polygon = sim(SimProfile::Evm(137));
-    let tron = sim(SimProfile::Tron);
-    let ports = Ports {
-        store,
-        ledger: ledger.clone(),
-        signer: signer.clone(),
-        notifier: Arc::new(MemoryNotifier::new()),
-        rates: Arc::new(FixedRates::demo()),
-        payouts: Arc::new(MemoryPayouts::new()),
-        clock: Arc::new(ManualClock::new(WRITTEN_AT.plus_secs(60))),
-        entropy: Arc::new(SeededEntropy::new(46)),
-    };
+    let polygon = support::chain(SimProfile::Evm(137), &signer);
+    let tron = support::chain(SimProfile::Tron, &signer);
+    let ports = support::ports(store, ledger.clone(), signer, WRITTEN_AT.plus_secs(60), 46);
     let rails: Vec<Arc<dyn Rail>> = vec![polygon.clone(), tron.clone()];
     let config = EngineConfig {
         poll_interval_ms: 0,
