@@ -24,7 +24,12 @@ mod one_time_codes;
 ))]
 mod pre_kernel_data;
 mod simulation;
-#[cfg(all(feature = "memory", feature = "sim"))]
+#[cfg(all(
+    feature = "memory",
+    feature = "sim",
+    feature = "escrow",
+    feature = "checkout"
+))]
 mod support;
 
 #[cfg(all(
