@@ -141,14 +141,6 @@ OWN_ERRORS = "#45, KERNEL.md §3.1: money/phone (and the rules) get their own er
 KERNEL_STEP = "#45, KERNEL.md §2.1: escrow and checkout stand on kernel/, not engine/"
 ACCOUNTS = "#45: name them through stablecoin_core::ports::accounts (a one-line change)"
 KNOWN: dict[tuple[str, str], str] = {
-    # domain -> error: the domain's rules return CoreError.
-    ("stablecoin-core/src/domain/consent.rs", "error"): OWN_ERRORS,
-    ("stablecoin-core/src/domain/fees.rs", "error"): OWN_ERRORS,
-    ("stablecoin-core/src/domain/fx.rs", "error"): OWN_ERRORS,
-    ("stablecoin-core/src/domain/limits.rs", "error"): OWN_ERRORS,
-    ("stablecoin-core/src/domain/otp.rs", "error"): OWN_ERRORS,
-    ("stablecoin-core/src/domain/state.rs", "error"): OWN_ERRORS,
-    ("stablecoin-core/src/domain/topup.rs", "error"): OWN_ERRORS,
     # ports -> error: `Record::decode` returns CoreError (the ports <-> error circle).
     ("stablecoin-core/src/ports/record.rs", "error"): OWN_ERRORS,
     # escrow and checkout on the wallet engine: AuthContext, KeyKind/KeyMode, Ports,
