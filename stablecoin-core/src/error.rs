@@ -601,6 +601,16 @@ impl From<crate::domain::RuleError> for CoreError {
     }
 }
 
+impl From<crate::ports::record::RecordError> for CoreError {
+    /// A record that could not be encoded, decoded or read is `Storage` with the record
+    /// error's text (`decode wallet w1: ...`, or the store's own), as before the record
+    /// port had its own error. A store failure met on a read stays `Storage` too (not
+    /// `store_err`'s finer mapping): a read has no race to report.
+    fn from(e: crate::ports::record::RecordError) -> Self {
+        CoreError::Storage(e.to_string())
+    }
+}
+
 impl From<crate::ports::services::RateError> for CoreError {
     /// A stale rate is RATE_STALE; every other failure of the source RATE_SOURCE_ERROR.
     fn from(e: crate::ports::services::RateError) -> Self {
@@ -660,4 +670,4 @@ mod tests {
 }
 
 #[cfg(test)]
-mod rule_tests;
+mod wrap_tests;

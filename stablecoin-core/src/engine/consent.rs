@@ -35,10 +35,10 @@ struct ReadGuard {
 
 impl ReadGuard {
     fn put(&self) -> CoreResult<Put> {
-        match self.version {
-            Some(v) => self.guard.update(v),
-            None => self.guard.insert(),
-        }
+        Ok(match self.version {
+            Some(v) => self.guard.update(v)?,
+            None => self.guard.insert()?,
+        })
     }
 }
 

@@ -500,7 +500,7 @@ impl Engine {
         let keys = recs
             .iter()
             .map(ApiKey::from_stored)
-            .collect::<CoreResult<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         Ok((keys, total))
     }
 

@@ -1,6 +1,7 @@
-//! Pins the mapping of every domain rule refusal (`RuleError`) onto its `CoreError`:
-//! the wire (code, message, field, status) must not change when a rule moves to its own
-//! error type.
+//! Pins how `CoreError` wraps the inner layers' own errors: every domain rule refusal
+//! (`RuleError`) and every record error (`RecordError`) becomes the `CoreError` the rule
+//! or the port returned before it had its own type, so the wire (code, message, field,
+//! status) does not change.
 
 use super::CoreError;
 
@@ -212,4 +213,46 @@ fn rule_refusals_keep_their_codes_and_texts() {
         core(R::NotAMember),
         "the calling tenant is not a member of this wallet"
     );
+}
+
+#[test]
+fn a_record_error_is_a_storage_error_with_the_same_text() {
+    use crate::ports::record::RecordError;
+    use crate::ports::store::StoreError;
+    let cases = [
+        (
+            RecordError::Encode {
+                kind: "wallet",
+                reason: "key must be a string".into(),
+            },
+            "encode wallet: key must be a string",
+        ),
+        (
+            RecordError::Decode {
+                kind: "wallet",
+                id: "w1".into(),
+                reason: "EOF while parsing".into(),
+            },
+            "decode wallet w1: EOF while parsing",
+        ),
+        (
+            RecordError::Store(StoreError::Backend("disk full".into())),
+            "store backend: disk full",
+        ),
+        (
+            // A read is never a race: even a version conflict stays STORAGE_ERROR here.
+            RecordError::Store(StoreError::VersionConflict {
+                kind: "wallet".into(),
+                id: "w1".into(),
+            }),
+            "version conflict on wallet w1",
+        ),
+    ];
+    for (record, text) in cases {
+        assert_eq!(record.to_string(), text);
+        let core = CoreError::from(record);
+        assert_eq!(core, CoreError::Storage(text.into()));
+        assert_eq!(core.code(), "STORAGE_ERROR");
+        assert_eq!(core.to_string(), format!("storage error: {text}"));
+    }
 }
