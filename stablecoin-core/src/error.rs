@@ -7,8 +7,10 @@ use thiserror::Error;
 
 use crate::kernel::error::{ErrorClass, ProductError};
 
-/// Every error the engine and the domain return. [`CoreError::code`] is the stable code
-/// the API shows; the `Display` text is for humans and may change.
+/// Every error the engine returns; the domain's and the record port's own errors
+/// (`MoneyError`, `PhoneError`, `RuleError`, `RecordError`) convert into it with `?`.
+/// [`CoreError::code`] is the stable code the API shows; the `Display` text is for
+/// humans and may change.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum CoreError {

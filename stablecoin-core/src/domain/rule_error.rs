@@ -11,8 +11,8 @@
 //! top-ups, an expired quote from FX and top-ups, a rate limit from limits and one-time
 //! codes, an invalid transition from both state machines), so per-module enums would
 //! repeat those variants and their mappings, and the crate keeps to few error types.
-//! Money and phone parsing keep their own (`MoneyError`, `PhoneError`): adapters parse
-//! with them and never meet a rule.
+//! Money and phone parsing keep their own (`MoneyError`, `PhoneError`): parsing is used
+//! far beyond the rules (the server, adapters), whose callers need only those variants.
 
 use crate::domain::money::Micros;
 use crate::domain::time::retry_after_secs;
