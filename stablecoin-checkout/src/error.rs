@@ -202,6 +202,14 @@ impl ProductError for CheckoutError {
 }
 
 /// A core error met inside a checkout call.
+impl From<stablecoin_core::ports::record::RecordError> for CheckoutError {
+    /// Through `CoreError`, so a record that cannot be encoded, decoded or read keeps
+    /// the `STORAGE_ERROR` text it had when the record port returned `CoreError`.
+    fn from(e: stablecoin_core::ports::record::RecordError) -> Self {
+        CoreError::from(e).into()
+    }
+}
+
 impl From<CoreError> for CheckoutError {
     fn from(e: CoreError) -> Self {
         match e {

@@ -61,8 +61,13 @@ impl InboundHandler for CheckoutEngine {
         owner: &StoredRecord,
         inbound: &Inbound,
     ) -> Result<InboundOutcome, InboundError> {
-        let session = Session::from_stored(owner)
-            .map_err(|e| InboundError::Retry(format!("session {}: {e}", owner.id)))?;
+        let session = Session::from_stored(owner).map_err(|e| {
+            InboundError::Retry(format!(
+                "session {}: {}",
+                owner.id,
+                stablecoin_core::CoreError::from(e)
+            ))
+        })?;
         if session.mode != Mode::Live {
             return Ok(InboundOutcome::Ignored);
         }

@@ -7,8 +7,10 @@ use thiserror::Error;
 
 use crate::kernel::error::{ErrorClass, ProductError};
 
-/// Every error the engine and the domain return. [`CoreError::code`] is the stable code
-/// the API shows; the `Display` text is for humans and may change.
+/// Every error the engine returns; the domain's and the record port's own errors
+/// (`MoneyError`, `PhoneError`, `RuleError`, `RecordError`) convert into it with `?`.
+/// [`CoreError::code`] is the stable code the API shows; the `Display` text is for
+/// humans and may change.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum CoreError {
@@ -549,6 +551,68 @@ impl From<crate::domain::phone::PhoneError> for CoreError {
     }
 }
 
+impl From<crate::domain::RuleError> for CoreError {
+    /// Each refusal of a domain rule is the `CoreError` variant of the same name with the
+    /// same fields, so the API shows the same code, message, field and status as when
+    /// the rules returned `CoreError` themselves. The match has no catch-all: a new rule
+    /// refusal chooses its variant here.
+    fn from(e: crate::domain::RuleError) -> Self {
+        use crate::domain::RuleError as R;
+        match e {
+            R::InvalidAmount { input, reason } => CoreError::InvalidAmount { input, reason },
+            R::AmountTooSmall { rail, minimum } => CoreError::AmountTooSmall { rail, minimum },
+            R::InvalidQuoteId { quote_id, reason } => {
+                CoreError::InvalidQuoteId { quote_id, reason }
+            }
+            R::InvalidParameter { field, reason } => CoreError::InvalidParameter { field, reason },
+            R::InvalidPricing { reason } => CoreError::InvalidPricing { reason },
+            R::NotAMember => CoreError::NotAMember,
+            R::QuoteExpired { quote_id } => CoreError::QuoteExpired { quote_id },
+            R::AlreadyConfirmed { id, fiat_reference } => {
+                CoreError::AlreadyConfirmed { id, fiat_reference }
+            }
+            R::SecondApproverRequired { proposed_by } => {
+                CoreError::SecondApproverRequired { proposed_by }
+            }
+            R::ApprovalMismatch { field } => CoreError::ApprovalMismatch { field },
+            R::QuoteAlreadyUsed { quote_id } => CoreError::QuoteAlreadyUsed { quote_id },
+            R::QuoteTokenMismatch { quote_token, token } => {
+                CoreError::QuoteTokenMismatch { quote_token, token }
+            }
+            R::CodeExpired => CoreError::CodeExpired,
+            R::CodeInvalid { attempts_left } => CoreError::CodeInvalid { attempts_left },
+            R::TooManyAttempts { retry_after_ms } => CoreError::TooManyAttempts { retry_after_ms },
+            R::CodeAlreadyUsed => CoreError::CodeAlreadyUsed,
+            R::InvalidTransition {
+                machine,
+                from,
+                event,
+            } => CoreError::InvalidTransition {
+                machine,
+                from,
+                event,
+            },
+            R::RateLimited {
+                what,
+                retry_after_ms,
+            } => CoreError::RateLimited {
+                what,
+                retry_after_ms,
+            },
+        }
+    }
+}
+
+impl From<crate::ports::record::RecordError> for CoreError {
+    /// A record that could not be encoded, decoded or read is `Storage` with the record
+    /// error's text (`decode wallet w1: ...`, or the store's own), as before the record
+    /// port had its own error. A store failure met on a read stays `Storage` too (not
+    /// `store_err`'s finer mapping): a read has no race to report.
+    fn from(e: crate::ports::record::RecordError) -> Self {
+        CoreError::Storage(e.to_string())
+    }
+}
+
 impl From<crate::ports::services::RateError> for CoreError {
     /// A stale rate is RATE_STALE; every other failure of the source RATE_SOURCE_ERROR.
     fn from(e: crate::ports::services::RateError) -> Self {
@@ -560,13 +624,13 @@ impl From<crate::ports::services::RateError> for CoreError {
     }
 }
 
-/// The result of every engine and domain call.
+/// The result of every engine call (the domain's rules return their own errors, which
+/// convert into `CoreError`).
 pub type CoreResult<T> = Result<T, CoreError>;
 
-/// Whole seconds, rounded up (a wait of 1 ms is "1 s", never "0 s").
-pub fn retry_after_secs(ms: i64) -> i64 {
-    (ms.max(0) + 999) / 1000
-}
+/// Whole seconds, rounded up; defined beside the domain's time so the rules' own error
+/// texts use it too, and kept at this path for the server.
+pub use crate::domain::time::retry_after_secs;
 
 #[cfg(test)]
 mod tests {
@@ -606,3 +670,6 @@ mod tests {
         assert!(stale.is_retryable() && down.is_retryable());
     }
 }
+
+#[cfg(test)]
+mod wrap_tests;

@@ -360,6 +360,14 @@ impl From<stablecoin_core::domain::money::MoneyError> for EscrowError {
     }
 }
 
+impl From<stablecoin_core::ports::record::RecordError> for EscrowError {
+    /// Through `CoreError`, so a record that cannot be encoded, decoded or read keeps
+    /// the `STORAGE_ERROR` text it had when the record port returned `CoreError`.
+    fn from(e: stablecoin_core::ports::record::RecordError) -> Self {
+        CoreError::from(e).into()
+    }
+}
+
 impl From<CoreError> for EscrowError {
     fn from(e: CoreError) -> Self {
         match e {

@@ -177,6 +177,14 @@ impl From<CoreError> for WebhookError {
     }
 }
 
+impl From<stablecoin_core::ports::record::RecordError> for WebhookError {
+    /// Through `CoreError`, so a record that cannot be encoded, decoded or read keeps
+    /// the `STORAGE_ERROR` text it had when the record port returned `CoreError`.
+    fn from(e: stablecoin_core::ports::record::RecordError) -> Self {
+        CoreError::from(e).into()
+    }
+}
+
 /// Result alias of this crate.
 pub type WebhookResult<T> = Result<T, WebhookError>;
 

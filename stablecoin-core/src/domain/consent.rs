@@ -5,12 +5,12 @@
 //! gated on membership. A tenant becomes a member by provisioning a new or unaffiliated
 //! wallet, or by the customer's consent: a one-time code sent by SMS.
 
+use crate::domain::RuleError;
 use crate::domain::chain::ChainAddress;
 use crate::domain::ids::{ChallengeId, TenantId, WalletId};
 use crate::domain::otp::CodeKey;
 use crate::domain::phone::Phone;
 use crate::domain::time::Timestamp;
-use crate::error::{CoreError, CoreResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use subtle::ConstantTimeEq;
@@ -97,11 +97,11 @@ impl Wallet {
         self.members.first()
     }
     /// Money-out gate (transfers, withdrawals, phone change).
-    pub fn require_member(&self, tenant: &TenantId) -> CoreResult<()> {
+    pub fn require_member(&self, tenant: &TenantId) -> Result<(), RuleError> {
         if self.is_member(tenant) {
             Ok(())
         } else {
-            Err(CoreError::NotAMember)
+            Err(RuleError::NotAMember)
         }
     }
     /// The wallet's address on the rail named `rail`; `None` if it has none there.
@@ -212,12 +212,12 @@ impl Challenge {
     /// consumed when it matches, `Ok(false)` when it is wrong (the caller counts the
     /// failure on the subject's guard and persists both), `Err` when the challenge can no
     /// longer be used whatever the code.
-    pub fn verify(&mut self, key: &CodeKey, code: &str, now: Timestamp) -> CoreResult<bool> {
+    pub fn verify(&mut self, key: &CodeKey, code: &str, now: Timestamp) -> Result<bool, RuleError> {
         if self.consumed_at.is_some() {
-            return Err(CoreError::CodeAlreadyUsed);
+            return Err(RuleError::CodeAlreadyUsed);
         }
         if self.superseded || now >= self.expires_at {
-            return Err(CoreError::CodeExpired);
+            return Err(RuleError::CodeExpired);
         }
         self.attempts = self.attempts.saturating_add(1);
         let given = key.hash_code(&self.id, code.trim());

@@ -9,8 +9,8 @@
 //! published rate. All arithmetic is on integer micro-units with `u128` intermediates, so
 //! it cannot overflow and the parts always add back to the amount exactly.
 
+use crate::domain::RuleError;
 use crate::domain::money::Micros;
-use crate::error::{CoreError, CoreResult};
 use serde::{Deserialize, Serialize};
 
 /// The service fee rate in basis points (0.30%).
@@ -55,10 +55,10 @@ pub enum TenantPricing {
 impl TenantPricing {
     /// Checked when pricing is configured and again before every split, so a pricing
     /// record stored before a rule change can never overcharge a customer.
-    pub fn validate(&self) -> CoreResult<()> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         match self {
             TenantPricing::Percentage { fee_bps, .. } if *fee_bps > MAX_TENANT_FEE_BPS => {
-                Err(CoreError::InvalidPricing {
+                Err(RuleError::InvalidPricing {
                     reason: format!(
                         "fee_bps {fee_bps} exceeds the maximum of {MAX_TENANT_FEE_BPS} (10%)"
                     ),
@@ -78,8 +78,8 @@ impl TenantPricing {
         fee_bps: Option<u32>,
         fee_cap_micros: Option<u64>,
         fee_flat_micros: Option<u64>,
-    ) -> CoreResult<Self> {
-        let bad = |reason: &str| CoreError::InvalidPricing {
+    ) -> Result<Self, RuleError> {
+        let bad = |reason: &str| RuleError::InvalidPricing {
             reason: reason.to_string(),
         };
         let pricing = match mode {
@@ -112,7 +112,7 @@ impl TenantPricing {
                 TenantPricing::Flat { fee_flat_micros }
             }
             other => {
-                return Err(CoreError::InvalidPricing {
+                return Err(RuleError::InvalidPricing {
                     reason: format!(
                         "unknown mode {:?}: expected PERCENTAGE, FLAT or NONE",
                         other.chars().take(32).collect::<String>()
@@ -200,9 +200,9 @@ pub fn service_fee(amount: Micros) -> Micros {
 /// The tenant fee is waived whole (not reduced) when charging it would leave the
 /// recipient nothing (spec 8, rule 3): a partial fee would make the charge depend on the
 /// amount in a way the tenant never configured.
-pub fn split_fees(amount: Micros, pricing: &TenantPricing) -> CoreResult<FeeSplit> {
+pub fn split_fees(amount: Micros, pricing: &TenantPricing) -> Result<FeeSplit, RuleError> {
     if amount.is_zero() {
-        return Err(CoreError::InvalidAmount {
+        return Err(RuleError::InvalidAmount {
             input: amount.to_decimal_string(),
             reason: "amount must be greater than zero".into(),
         });
@@ -218,7 +218,7 @@ pub fn split_fees(amount: Micros, pricing: &TenantPricing) -> CoreResult<FeeSpli
     let after_service =
         amount
             .checked_sub(service_fee)
-            .ok_or_else(|| CoreError::InvalidAmount {
+            .ok_or_else(|| RuleError::InvalidAmount {
                 input: amount.to_decimal_string(),
                 reason: "amount does not cover the service fee".into(),
             })?;

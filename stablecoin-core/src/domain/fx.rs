@@ -4,10 +4,10 @@
 //! Conversion rounds the token amount DOWN to the micro-unit and is computed with exact
 //! integer arithmetic, so a quote never promises more tokens than the fiat pays for.
 
+use crate::domain::RuleError;
 use crate::domain::ids::{QuoteId, TenantId};
 use crate::domain::money::{AMOUNT_DECIMALS, Currency, Micros, MoneyError, Token};
 use crate::domain::time::Timestamp;
-use crate::error::{CoreError, CoreResult};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -24,8 +24,8 @@ const MAX_FIAT_AMOUNT: i64 = 1_000_000_000_000;
 /// The `quote_id` prefix of a transfer that moves tokens without FX (spec 2.3).
 const DIRECT_CRYPTO_PREFIX: &str = "DIRECT_CRYPTO:";
 
-fn bad_fiat(reason: &str) -> CoreError {
-    CoreError::InvalidParameter {
+fn bad_fiat(reason: &str) -> RuleError {
+    RuleError::InvalidParameter {
         field: "fiat_amount",
         reason: reason.to_string(),
     }
@@ -44,7 +44,7 @@ fn is_plain_decimal(s: &str) -> bool {
 
 /// Rejects what the API refuses; shared by request parsing and `make_quote` so a quote can
 /// never hold an amount a request could not have carried.
-fn check_fiat_amount(d: Decimal) -> CoreResult<Decimal> {
+fn check_fiat_amount(d: Decimal) -> Result<Decimal, RuleError> {
     if d <= Decimal::ZERO {
         return Err(bad_fiat("fiat_amount must be greater than zero"));
     }
@@ -65,7 +65,7 @@ fn check_fiat_amount(d: Decimal) -> CoreResult<Decimal> {
 /// Exponent forms (`1e4`, `1.5E+3`) are accepted because a JSON number may be written
 /// that way; trailing zeros beyond two places (`10.500`) are accepted because they do
 /// not change the value. The result always has scale 2.
-pub fn parse_fiat_amount(s: &str) -> CoreResult<Decimal> {
+pub fn parse_fiat_amount(s: &str) -> Result<Decimal, RuleError> {
     let t = s.trim();
     if t.is_empty() {
         return Err(bad_fiat("fiat_amount is empty"));
@@ -171,21 +171,21 @@ pub fn make_quote(
     fiat_amount: Decimal,
     rate: Decimal,
     now: Timestamp,
-) -> CoreResult<Quote> {
+) -> Result<Quote, RuleError> {
     if rate <= Decimal::ZERO {
-        return Err(CoreError::InvalidParameter {
+        return Err(RuleError::InvalidParameter {
             field: "rate",
             reason: format!("rate must be greater than zero, got {rate}"),
         });
     }
     let fiat_amount = check_fiat_amount(fiat_amount)?;
     let expected_out =
-        tokens_for_fiat(fiat_amount, rate).ok_or_else(|| CoreError::InvalidAmount {
+        tokens_for_fiat(fiat_amount, rate).ok_or_else(|| RuleError::InvalidAmount {
             input: fiat_amount.to_string(),
             reason: "fiat_amount converts to more tokens than can be represented".into(),
         })?;
     if expected_out.is_zero() {
-        return Err(CoreError::InvalidAmount {
+        return Err(RuleError::InvalidAmount {
             input: fiat_amount.to_string(),
             reason: format!(
                 "fiat_amount is too small: it converts to less than 0.000001 {target_token}"
@@ -220,19 +220,19 @@ impl Quote {
     /// must learn that the transfer already happened, not be told to fetch a new quote and
     /// pay twice. A quote is dead at its `expires_at` instant, so a client that checks
     /// `expires_at` (spec 4.2) never sees a quote it believed valid refused.
-    pub fn check_usable(&self, now: Timestamp, token: Token) -> CoreResult<()> {
+    pub fn check_usable(&self, now: Timestamp, token: Token) -> Result<(), RuleError> {
         if self.used_at.is_some() {
-            return Err(CoreError::QuoteAlreadyUsed {
+            return Err(RuleError::QuoteAlreadyUsed {
                 quote_id: self.id.to_string(),
             });
         }
         if now >= self.expires_at {
-            return Err(CoreError::QuoteExpired {
+            return Err(RuleError::QuoteExpired {
                 quote_id: self.id.to_string(),
             });
         }
         if token != self.target_token {
-            return Err(CoreError::QuoteTokenMismatch {
+            return Err(RuleError::QuoteTokenMismatch {
                 quote_token: self.target_token.to_string(),
                 token: token.to_string(),
             });
@@ -316,8 +316,8 @@ impl fmt::Display for QuoteRef {
 
 /// "fx_..." (must be a well-formed QuoteId) or "DIRECT_CRYPTO:{USDC|USDT}:{amount}" (amount
 /// positive, <= 6 places); anything else InvalidQuoteId with a clear reason; never panics
-pub fn parse_quote_ref(s: &str) -> CoreResult<QuoteRef> {
-    let bad = |reason: String| CoreError::InvalidQuoteId {
+pub fn parse_quote_ref(s: &str) -> Result<QuoteRef, RuleError> {
+    let bad = |reason: String| RuleError::InvalidQuoteId {
         quote_id: s.chars().take(64).collect(),
         reason,
     };
@@ -365,7 +365,7 @@ mod tests {
         Decimal::from_str(s).unwrap()
     }
 
-    fn quote(fiat: &str, rate: &str) -> CoreResult<Quote> {
+    fn quote(fiat: &str, rate: &str) -> Result<Quote, RuleError> {
         make_quote(
             QuoteId::generate(NOW.millis(), [7; 10]),
             TenantId::generate(NOW.millis(), [1; 10]),

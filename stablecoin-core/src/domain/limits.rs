@@ -11,12 +11,12 @@
 //! Pure: the engine reads the quota record, asks [`TenantQuota::count`], and commits the
 //! record with a version check, so concurrent requests are each counted once.
 
+use crate::domain::RuleError;
 use crate::domain::chain::RailId;
 use crate::domain::ids::TenantId;
 use crate::domain::money::Micros;
 use crate::domain::otp::Window;
 use crate::domain::time::Timestamp;
-use crate::error::CoreError;
 use serde::{Deserialize, Serialize};
 
 /// The smallest amount, in micro-units, a send may move on each rail family. The
@@ -43,10 +43,10 @@ impl MinSend {
     }
 
     /// `Err(AmountTooSmall)` when `amount` is below the floor of `rail`.
-    pub fn check(&self, rail: RailId, amount: Micros) -> Result<(), CoreError> {
+    pub fn check(&self, rail: RailId, amount: Micros) -> Result<(), RuleError> {
         let minimum = self.floor(rail);
         if amount < minimum {
-            return Err(CoreError::AmountTooSmall {
+            return Err(RuleError::AmountTooSmall {
                 rail: rail.name(),
                 minimum,
             });
@@ -119,9 +119,9 @@ impl TenantQuota {
 
     /// Counts one preparation, or refuses it with `RateLimited` (nothing counted) when
     /// the window is full.
-    pub fn count(&mut self, now: Timestamp, quota: &RentQuota) -> Result<(), CoreError> {
+    pub fn count(&mut self, now: Timestamp, quota: &RentQuota) -> Result<(), RuleError> {
         if self.used.current(now, quota.window_ms) >= quota.max_per_tenant {
-            return Err(CoreError::RateLimited {
+            return Err(RuleError::RateLimited {
                 what: "rent-paying wallet provisionings of this tenant".into(),
                 retry_after_ms: if quota.max_per_tenant == 0 {
                     quota.window_ms

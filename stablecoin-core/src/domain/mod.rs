@@ -16,6 +16,9 @@ pub mod otp;
 pub mod payments_events;
 pub mod phone;
 pub mod redact;
+pub mod rule_error;
 pub mod state;
 pub mod time;
 pub mod topup;
+
+pub use rule_error::RuleError;

@@ -17,10 +17,10 @@
 //! commits the updated guards in the same batch as the challenge, with version checks,
 //! so concurrent requests and guesses are each counted exactly once.
 
+use crate::domain::RuleError;
 use crate::domain::ids::{ChallengeId, TenantId, WalletId};
 use crate::domain::phone::Phone;
 use crate::domain::time::Timestamp;
-use crate::error::CoreError;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
@@ -200,9 +200,9 @@ impl OtpGuard {
     }
 
     /// `Err(TooManyAttempts)` while the subject is locked out.
-    pub fn check_not_locked(&self, now: Timestamp) -> Result<(), CoreError> {
+    pub fn check_not_locked(&self, now: Timestamp) -> Result<(), RuleError> {
         match self.locked_until {
-            Some(until) if now < until => Err(CoreError::TooManyAttempts {
+            Some(until) if now < until => Err(RuleError::TooManyAttempts {
                 retry_after_ms: until.millis() - now.millis(),
             }),
             _ => Ok(()),
@@ -216,10 +216,10 @@ impl OtpGuard {
         now: Timestamp,
         policy: &OtpPolicy,
         max: u32,
-    ) -> Result<(), CoreError> {
+    ) -> Result<(), RuleError> {
         let window_ms = policy.request_window_ms;
         if self.requests.current(now, window_ms) >= max {
-            return Err(CoreError::RateLimited {
+            return Err(RuleError::RateLimited {
                 what: self.limit_name().into(),
                 retry_after_ms: self.requests.retry_after_ms(now, window_ms),
             });
@@ -232,17 +232,17 @@ impl OtpGuard {
     /// Counts a wrong code. Returns the error the caller answers: `CodeInvalid` with the
     /// attempts left, or `TooManyAttempts` when this one reached the limit (the subject
     /// is then locked out and its failure count starts again after the lockout).
-    pub fn count_failure(&mut self, now: Timestamp, policy: &OtpPolicy) -> CoreError {
+    pub fn count_failure(&mut self, now: Timestamp, policy: &OtpPolicy) -> RuleError {
         self.failures.add(now, policy.failure_window_ms);
         self.updated_at = now;
         if self.failures.count >= policy.max_failed_attempts {
             self.failures = Window::default();
             self.locked_until = Some(now.plus_millis(policy.lockout_ms));
-            CoreError::TooManyAttempts {
+            RuleError::TooManyAttempts {
                 retry_after_ms: policy.lockout_ms,
             }
         } else {
-            CoreError::CodeInvalid {
+            RuleError::CodeInvalid {
                 attempts_left: policy.max_failed_attempts - self.failures.count,
             }
         }
@@ -337,7 +337,7 @@ mod tests {
         for left in (1..p.max_failed_attempts).rev() {
             assert_eq!(
                 g.count_failure(Timestamp(10), &p),
-                CoreError::CodeInvalid {
+                RuleError::CodeInvalid {
                     attempts_left: left
                 }
             );
@@ -345,18 +345,18 @@ mod tests {
         }
         assert_eq!(
             g.count_failure(Timestamp(10), &p),
-            CoreError::TooManyAttempts {
+            RuleError::TooManyAttempts {
                 retry_after_ms: p.lockout_ms
             }
         );
         assert_eq!(
             g.check_not_locked(Timestamp(10 + p.lockout_ms - 1)),
-            Err(CoreError::TooManyAttempts { retry_after_ms: 1 })
+            Err(RuleError::TooManyAttempts { retry_after_ms: 1 })
         );
         assert!(g.check_not_locked(Timestamp(10 + p.lockout_ms)).is_ok());
         assert_eq!(
             g.count_failure(Timestamp(10 + p.lockout_ms), &p),
-            CoreError::CodeInvalid {
+            RuleError::CodeInvalid {
                 attempts_left: p.max_failed_attempts - 1
             },
             "a new budget after the lockout, not an immediate second lockout"
@@ -371,7 +371,7 @@ mod tests {
         g.count_failure(Timestamp(0), &p);
         assert_eq!(
             g.count_failure(Timestamp(p.failure_window_ms), &p),
-            CoreError::CodeInvalid {
+            RuleError::CodeInvalid {
                 attempts_left: p.max_failed_attempts - 1
             }
         );

@@ -38,7 +38,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::CoreError;
+use crate::domain::RuleError;
 
 /// A money-moving operation kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -230,8 +230,8 @@ pub fn initial_status(kind: OpKind) -> OpStatus {
 }
 
 /// The one transition function. Every refused move is
-/// [`CoreError::InvalidTransition`] (code `INVALID_STATE`).
-pub fn transition(kind: OpKind, from: OpStatus, event: OpEvent) -> Result<OpStatus, CoreError> {
+/// [`RuleError::InvalidTransition`] (code `INVALID_STATE`).
+pub fn transition(kind: OpKind, from: OpStatus, event: OpEvent) -> Result<OpStatus, RuleError> {
     use OpEvent as E;
     use OpStatus as S;
 
@@ -264,7 +264,7 @@ pub fn transition(kind: OpKind, from: OpStatus, event: OpEvent) -> Result<OpStat
         _ => None,
     };
 
-    next.ok_or_else(|| CoreError::InvalidTransition {
+    next.ok_or_else(|| RuleError::InvalidTransition {
         machine: kind.as_str(),
         from: from.as_str().to_owned(),
         event: event.name().to_owned(),
@@ -370,7 +370,7 @@ mod tests {
                             ));
                             assert_eq!(err.code(), "INVALID_STATE");
                             match err {
-                                CoreError::InvalidTransition {
+                                RuleError::InvalidTransition {
                                     machine,
                                     from: f,
                                     event: e,

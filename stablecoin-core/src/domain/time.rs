@@ -3,6 +3,12 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// Whole seconds, rounded up (a wait of 1 ms is "1 s", never "0 s"): how a wait in
+/// milliseconds is shown to people (error texts, `Retry-After`).
+pub fn retry_after_secs(ms: i64) -> i64 {
+    (ms.max(0) + 999) / 1000
+}
+
 /// Milliseconds since the Unix epoch, UTC.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,

@@ -24,11 +24,11 @@
 //! Another approver's different reference is APPROVAL_MISMATCH. A proposal does not
 //! expire: its first approver recorded that the fiat arrived in time.
 
+use crate::domain::RuleError;
 use crate::domain::fx::Quote;
 use crate::domain::ids::TenantId;
 use crate::domain::money::{Micros, Token};
 use crate::domain::time::Timestamp;
-use crate::error::{CoreError, CoreResult};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -198,22 +198,22 @@ pub enum ConfirmOutcome {
     Proposed,
 }
 
-fn clean(field: &'static str, s: &str, max: usize, required: bool) -> CoreResult<String> {
+fn clean(field: &'static str, s: &str, max: usize, required: bool) -> Result<String, RuleError> {
     let t = s.trim();
     if required && t.is_empty() {
-        return Err(CoreError::InvalidParameter {
+        return Err(RuleError::InvalidParameter {
             field,
             reason: "must not be empty".into(),
         });
     }
     if s.chars().count() > max {
-        return Err(CoreError::InvalidParameter {
+        return Err(RuleError::InvalidParameter {
             field,
             reason: format!("must be at most {max} characters"),
         });
     }
     if s.chars().any(|c| c.is_control() && c != '\n') {
-        return Err(CoreError::InvalidParameter {
+        return Err(RuleError::InvalidParameter {
             field,
             reason: "must not contain control characters".into(),
         });
@@ -226,9 +226,9 @@ impl TopUpConfirmation {
     /// `fiat_reference` or `note`. The checks read the fields as given (a
     /// control character is refused even where trimming would remove it), as the
     /// OpenAPI patterns state them; a reference has no line feed either.
-    pub fn checked(self) -> CoreResult<TopUpConfirmation> {
+    pub fn checked(self) -> Result<TopUpConfirmation, RuleError> {
         if self.fiat_reference.contains('\n') {
-            return Err(CoreError::InvalidParameter {
+            return Err(RuleError::InvalidParameter {
                 field: "fiat_reference",
                 reason: "must be one line".into(),
             });
@@ -299,12 +299,12 @@ impl TopUp {
         staff: &str,
         cap: Micros,
         now: Timestamp,
-    ) -> CoreResult<ConfirmOutcome> {
+    ) -> Result<ConfirmOutcome, RuleError> {
         let from = self.status_at(now);
         let event = match (from, self.proposed_by.as_deref()) {
             (TopUpStatus::AwaitingSecondApproval, Some(p)) if p == staff => {
                 if self.fiat_reference.as_deref() == Some(c.fiat_reference.as_str()) {
-                    return Err(CoreError::SecondApproverRequired {
+                    return Err(RuleError::SecondApproverRequired {
                         proposed_by: p.to_string(),
                     });
                 }
@@ -313,7 +313,7 @@ impl TopUp {
             }
             (TopUpStatus::AwaitingSecondApproval, _) => {
                 if self.fiat_reference.as_deref() != Some(c.fiat_reference.as_str()) {
-                    return Err(CoreError::ApprovalMismatch {
+                    return Err(RuleError::ApprovalMismatch {
                         field: "fiat_reference",
                     });
                 }
@@ -340,14 +340,14 @@ impl TopUp {
                 self.confirmed_by = Some(staff.to_string());
                 Ok(ConfirmOutcome::Credited)
             }
-            Err(TopUpRefusal::AlreadyCredited) => Err(CoreError::AlreadyConfirmed {
+            Err(TopUpRefusal::AlreadyCredited) => Err(RuleError::AlreadyConfirmed {
                 id: self.id.clone(),
                 fiat_reference: self.fiat_reference.clone().unwrap_or_default(),
             }),
-            Err(TopUpRefusal::Expired) => Err(CoreError::QuoteExpired {
+            Err(TopUpRefusal::Expired) => Err(RuleError::QuoteExpired {
                 quote_id: self.id.clone(),
             }),
-            Err(TopUpRefusal::Invalid) => Err(CoreError::InvalidTransition {
+            Err(TopUpRefusal::Invalid) => Err(RuleError::InvalidTransition {
                 machine: "topup",
                 from: from.as_str().into(),
                 event: format!("{event:?}"),

@@ -193,7 +193,11 @@ impl Engine {
             for rec in &records {
                 match Wallet::from_stored(rec) {
                     Ok(wallet) => self.reconcile_wallet(&wallet, report).await,
-                    Err(e) => report.errors.push(format!("{}: {e}", rec.id)),
+                    Err(e) => report.errors.push(format!(
+                        "{}: {}",
+                        rec.id,
+                        crate::error::CoreError::from(e)
+                    )),
                 }
             }
             if records.len() < WALLET_PAGE {

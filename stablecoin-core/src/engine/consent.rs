@@ -35,10 +35,10 @@ struct ReadGuard {
 
 impl ReadGuard {
     fn put(&self) -> CoreResult<Put> {
-        match self.version {
-            Some(v) => self.guard.update(v),
-            None => self.guard.insert(),
-        }
+        Ok(match self.version {
+            Some(v) => self.guard.update(v)?,
+            None => self.guard.insert()?,
+        })
     }
 }
 
@@ -270,7 +270,7 @@ impl Engine {
                 ..Default::default()
             };
             match self.commit(batch).await {
-                Ok(_) => return Err(refusal),
+                Ok(_) => return Err(refusal.into()),
                 // Another guess or request moved the guard or the challenge first: read
                 // again, so this guess is counted too.
                 Err(e) if lost_version_race(&e) && tries < MAX_RACE_RETRIES => tries += 1,

@@ -95,7 +95,7 @@ impl Engine {
         let ops = recs
             .iter()
             .map(Operation::from_stored)
-            .collect::<CoreResult<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         Ok((ops, total))
     }
 

@@ -484,6 +484,7 @@ impl Engine {
             rate,
             self.now(),
         )
+        .map_err(CoreError::from)
     }
 
     /// The wallet's recipient-side membership, for events.

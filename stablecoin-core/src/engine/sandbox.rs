@@ -156,7 +156,7 @@ impl Sandbox<'_> {
                         .redeem(tenant, &req.quote_id, req.token, now)?;
                 (amount, Some(req.quote_id.clone()))
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         self.engine.config.min_send.check(rail_id, amount)?;
         if req.from_phone_number == req.to_phone_number {

@@ -386,7 +386,7 @@ impl Engine {
                     record: rec,
                     version: r.version,
                 }),
-                Err(e) => errors.push(format!("{}: {e}", r.id)),
+                Err(e) => errors.push(format!("{}: {}", r.id, CoreError::from(e))),
             }
         }
         let done = futures_util::future::join_all(recs.into_iter().map(|v| async move {

@@ -269,7 +269,7 @@ impl Engine {
         let keys = recs
             .iter()
             .map(ApiKey::from_stored)
-            .collect::<CoreResult<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         Ok((keys, total))
     }
 

@@ -103,7 +103,7 @@ impl Engine {
         let views = recs
             .iter()
             .map(|r| TopUp::from_stored(r).map(|t| t.view(now)))
-            .collect::<CoreResult<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         Ok((views, total))
     }
 
@@ -199,7 +199,7 @@ impl Engine {
         if !is_valid_id(TOPUP_ID_PREFIX, id) {
             return Ok(None);
         }
-        get_record::<TopUp>(&*self.ports().store, id).await
+        Ok(get_record::<TopUp>(&*self.ports().store, id).await?)
     }
 }
 

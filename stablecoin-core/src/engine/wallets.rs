@@ -95,7 +95,7 @@ impl Engine {
         &self,
         phone: &Phone,
     ) -> CoreResult<Option<Versioned<Wallet>>> {
-        get_record_by_unique::<Wallet>(&*self.ports().store, &Wallet::phone_key(phone)).await
+        Ok(get_record_by_unique::<Wallet>(&*self.ports().store, &Wallet::phone_key(phone)).await?)
     }
 
     /// The wallet of `phone` for a decision that the commit re-checks

@@ -324,7 +324,7 @@ impl Engine {
                     record: op,
                     version: rec.version,
                 }),
-                Err(e) => errors.push(format!("{}: {e}", rec.id)),
+                Err(e) => errors.push(format!("{}: {}", rec.id, crate::error::CoreError::from(e))),
             }
         }
         Ok((ops, full, errors))

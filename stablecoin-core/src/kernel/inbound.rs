@@ -253,7 +253,7 @@ impl InboundRouter {
         let name = rail.id().name();
         let stored = get_record::<ScanPositions>(&*self.store, &name)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| crate::error::CoreError::from(e).to_string())?;
         let mut positions = stored
             .as_ref()
             .map(|v| v.record.positions.clone())
@@ -362,7 +362,7 @@ impl InboundRouter {
             Some(v) => rec.update(v.version),
             None => rec.insert(),
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| crate::error::CoreError::from(e).to_string())?;
         let batch = Batch {
             puts: vec![put],
             background: true,

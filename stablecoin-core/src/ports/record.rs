@@ -1,9 +1,40 @@
 //! Typed records over the untyped `StoredRecord`.
 
-use crate::error::CoreError;
-use crate::ports::store::{JsonText, Put, Store, StoredRecord, Unchanged};
+use crate::ports::store::{JsonText, Put, Store, StoreError, StoredRecord, Unchanged};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use thiserror::Error;
+
+/// Why a typed record could not be written or read: the port's own error, so the ports
+/// name no outer layer (docs/architecture.md §2). `CoreError` wraps every variant as
+/// `CoreError::Storage` with this text (`encode wallet: ...`, `decode wallet w1: ...`,
+/// or the store's own), the text the API and logs showed before it had its own type.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The record could not be serialized (a bug in its type, never bad input).
+    #[error("encode {kind}: {reason}")]
+    Encode {
+        /// `Record::KIND`.
+        kind: &'static str,
+        /// What serde said.
+        reason: String,
+    },
+    /// A stored body that does not decode as its kind: corrupt, or written by an
+    /// incompatible version.
+    #[error("decode {kind} {id}: {reason}")]
+    Decode {
+        /// `Record::KIND`.
+        kind: &'static str,
+        /// The record's id.
+        id: String,
+        /// What serde said.
+        reason: String,
+    },
+    /// The store's read failed.
+    #[error("{0}")]
+    Store(StoreError),
+}
 
 /// A record type the engine stores.
 pub trait Record: Serialize + DeserializeOwned + Send + Sync {
@@ -46,7 +77,7 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
     }
 
     /// The untyped form a store writes (version 0: the store sets it).
-    fn to_stored(&self) -> Result<StoredRecord, CoreError> {
+    fn to_stored(&self) -> Result<StoredRecord, RecordError> {
         Ok(StoredRecord {
             kind: Self::KIND.to_string(),
             id: self.id(),
@@ -58,20 +89,24 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
             due_at: self.due_at(),
             lane: self.lane(),
             unique_keys: self.unique_keys(),
-            body: JsonText::encode(self)
-                .map_err(|e| CoreError::Storage(format!("encode {}: {e}", Self::KIND)))?,
+            body: JsonText::encode(self).map_err(|e| RecordError::Encode {
+                kind: Self::KIND,
+                reason: e.to_string(),
+            })?,
         })
     }
 
-    /// Decodes a stored body; a corrupt one is `CoreError::Storage` naming the record.
-    fn from_stored(r: &StoredRecord) -> Result<Self, CoreError> {
-        r.body
-            .decode()
-            .map_err(|e| CoreError::Storage(format!("decode {} {}: {e}", Self::KIND, r.id)))
+    /// Decodes a stored body; a corrupt one is [`RecordError::Decode`] naming the record.
+    fn from_stored(r: &StoredRecord) -> Result<Self, RecordError> {
+        r.body.decode().map_err(|e| RecordError::Decode {
+            kind: Self::KIND,
+            id: r.id.clone(),
+            reason: e.to_string(),
+        })
     }
 
     /// A put that inserts this record (it must not exist).
-    fn insert(&self) -> Result<Put, CoreError> {
+    fn insert(&self) -> Result<Put, RecordError> {
         Ok(Put {
             record: self.to_stored()?,
             expected_version: None,
@@ -79,7 +114,7 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
     }
 
     /// A put that updates this record from `version`.
-    fn update(&self, version: u64) -> Result<Put, CoreError> {
+    fn update(&self, version: u64) -> Result<Put, RecordError> {
         Ok(Put {
             record: self.to_stored()?,
             expected_version: Some(version),
@@ -113,12 +148,8 @@ impl<R: Record> Versioned<R> {
 pub async fn get_record<R: Record>(
     store: &dyn Store,
     id: &str,
-) -> Result<Option<Versioned<R>>, CoreError> {
-    match store
-        .get(R::KIND, id)
-        .await
-        .map_err(|e| CoreError::Storage(e.to_string()))?
-    {
+) -> Result<Option<Versioned<R>>, RecordError> {
+    match store.get(R::KIND, id).await.map_err(RecordError::Store)? {
         Some(r) => Ok(Some(Versioned {
             version: r.version,
             record: R::from_stored(&r)?,
@@ -132,12 +163,8 @@ pub async fn get_record<R: Record>(
 pub async fn get_record_by_unique<R: Record>(
     store: &dyn Store,
     key: &str,
-) -> Result<Option<Versioned<R>>, CoreError> {
-    match store
-        .get_by_unique(key)
-        .await
-        .map_err(|e| CoreError::Storage(e.to_string()))?
-    {
+) -> Result<Option<Versioned<R>>, RecordError> {
+    match store.get_by_unique(key).await.map_err(RecordError::Store)? {
         Some(r) if r.kind == R::KIND => Ok(Some(Versioned {
             version: r.version,
             record: R::from_stored(&r)?,
@@ -212,13 +239,13 @@ mod tests {
         stored.body = JsonText::from_stored_text(r#"{"id":"n1","n":"#.into());
         let err = Note::from_stored(&stored).unwrap_err();
         assert!(
-            matches!(&err, CoreError::Storage(m) if m.contains("decode note n1")),
+            matches!(&err, RecordError::Decode { .. } if err.to_string().contains("decode note n1")),
             "{err:?}"
         );
         stored.body = JsonText::from(json!({ "id": "n1", "n": "seven", "at": 5 }));
         assert!(matches!(
             Note::from_stored(&stored),
-            Err(CoreError::Storage(_))
+            Err(RecordError::Decode { .. })
         ));
     }
 }

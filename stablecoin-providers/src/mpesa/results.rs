@@ -7,9 +7,10 @@ use crate::ProviderError;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use stablecoin_core::CoreError;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::kinds::kind;
-use stablecoin_core::ports::record::{Record, get_record};
+use stablecoin_core::ports::record::{Record, RecordError, get_record};
 use stablecoin_core::ports::store::{Batch, Store};
 use stablecoin_core::ports::{Clock, SystemClock};
 use std::sync::Arc;
@@ -379,6 +380,12 @@ fn storage(e: impl std::fmt::Display) -> ProviderError {
     ProviderError::Storage(e.to_string())
 }
 
+/// A record read or write that failed, with the text it had when the record port
+/// returned `CoreError` (`storage error: decode ...`).
+fn record_storage(e: RecordError) -> ProviderError {
+    storage(CoreError::from(e))
+}
+
 impl MpesaResults {
     /// A store over `store` that reads [`DEFAULT_NOT_FOUND_CODES`] as "unknown id".
     pub fn new(store: Arc<dyn Store>) -> Self {
@@ -405,7 +412,7 @@ impl MpesaResults {
     async fn read(&self, payout_id: &str) -> Result<Option<PayoutResults>, ProviderError> {
         Ok(get_record::<PayoutResults>(&*self.store, payout_id)
             .await
-            .map_err(storage)?
+            .map_err(record_storage)?
             .map(|v| v.record))
     }
 
@@ -420,7 +427,7 @@ impl MpesaResults {
         for _ in 0..5 {
             let found = get_record::<PayoutResults>(&*self.store, payout_id)
                 .await
-                .map_err(storage)?;
+                .map_err(record_storage)?;
             let (mut rec, version) = match found {
                 Some(v) => (v.record, Some(v.version)),
                 None => (
@@ -440,7 +447,7 @@ impl MpesaResults {
                 Some(v) => rec.update(v),
                 None => rec.insert(),
             }
-            .map_err(storage)?;
+            .map_err(record_storage)?;
             match self
                 .store
                 .commit(Batch {

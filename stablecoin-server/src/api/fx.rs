@@ -9,6 +9,7 @@ use crate::sandbox::simulated;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
+use stablecoin_core::CoreError;
 use stablecoin_core::domain::fx::parse_fiat_amount;
 use stablecoin_core::domain::money::Currency;
 
@@ -29,7 +30,7 @@ pub async fn quote(
     caller: Caller,
     ApiJson(body): ApiJson<QuoteBody>,
 ) -> Result<Json<QuoteResponse>, ApiError> {
-    let fiat = parse_fiat_amount(&body.fiat_amount.0)?;
+    let fiat = parse_fiat_amount(&body.fiat_amount.0).map_err(CoreError::from)?;
     let currency = Currency::parse(body.local_currency.trim()).map_err(at("local_currency"))?;
     let tok = token(
         "target_token",

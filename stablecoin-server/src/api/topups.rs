@@ -15,6 +15,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
+use stablecoin_core::CoreError;
 use stablecoin_core::domain::fx::parse_fiat_amount;
 use stablecoin_core::domain::money::Currency;
 use stablecoin_core::domain::topup::{TopUpConfirmation, TopUpStatus, TopUpView};
@@ -199,7 +200,7 @@ pub async fn create_topup(
     caller: Caller,
     ApiJson(body): ApiJson<TopUpBody>,
 ) -> Result<Response, ApiError> {
-    let fiat = parse_fiat_amount(&body.fiat_amount.0)?;
+    let fiat = parse_fiat_amount(&body.fiat_amount.0).map_err(CoreError::from)?;
     let currency = Currency::parse(body.currency_code.trim()).map_err(at("currency_code"))?;
     let tok = token("token", &body.token)?;
     caller.0.require_live("a top-up")?;

@@ -31,3 +31,12 @@ pub enum StartupError {
     #[error("rails: {0}")]
     Rails(String),
 }
+
+impl From<stablecoin_core::ports::record::RecordError> for StartupError {
+    /// A start-up record (the demo tenant's marker) that cannot be read or written is an
+    /// engine failure, `start-up: storage error: ...`, as when the record port returned
+    /// `CoreError`.
+    fn from(e: stablecoin_core::ports::record::RecordError) -> Self {
+        StartupError::Engine(e.into())
+    }
+}

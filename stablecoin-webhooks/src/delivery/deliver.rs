@@ -6,10 +6,9 @@ use super::retry::Next;
 use super::{AUTO_DISABLE_AFTER_MS, Deliverer, Delivery, Endpoint, RoundReport, store_err};
 use crate::error::{WebhookError, WebhookResult};
 use futures_util::StreamExt;
-use stablecoin_core::CoreError;
 use stablecoin_core::domain::ids::WebhookEndpointId;
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::ports::record::{Record, get_record};
+use stablecoin_core::ports::record::{Record, RecordError, get_record};
 use stablecoin_core::ports::{Batch, Put, StoreError, StoredRecord};
 use std::collections::HashMap;
 
@@ -197,7 +196,7 @@ impl Deliverer {
     pub(super) async fn commit_each<T>(
         &self,
         items: Vec<T>,
-        put: impl Fn(&T) -> Result<Put, CoreError>,
+        put: impl Fn(&T) -> Result<Put, RecordError>,
     ) -> WebhookResult<Vec<T>> {
         if items.is_empty() {
             return Ok(items);

@@ -634,7 +634,8 @@ pub async fn set_pricing(p: TenantPage, form: FormResult) -> Response {
             bps,
             form_micros(&f, "fee_cap")?,
             form_micros(&f, "fee_flat")?,
-        )?;
+        )
+        .map_err(stablecoin_core::CoreError::from)?;
         let address = field(&f, "fee_address");
         let address =
             (!address.is_empty() && mode != "NONE").then(|| ChainAddress(address.to_string()));
