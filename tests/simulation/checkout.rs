@@ -5,7 +5,7 @@
 use super::world::World;
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::engine::{AuthContext, Engine};
-use stablecoin::core::ports::{ChainAddress, Ledger, Rail};
+use stablecoin::core::ports::{ChainAddress, Rail};
 use stablecoin_checkout::model::accounts;
 use stablecoin_checkout::{CheckoutConfig, CheckoutEngine, CheckoutError, CreateSessionRequest};
 
@@ -147,7 +147,7 @@ pub async fn after_drain(w: &World) {
             paid_sessions += s.amount.get();
         }
         held += w
-            .store
+            .ledger
             .balance(&accounts::held(&s.id, Token::Usdc).id)
             .await
             .map(|b| b.posted())
@@ -156,7 +156,7 @@ pub async fn after_drain(w: &World) {
     let mut refundable = 0i128;
     for (t, (business, _)) in w.tenants.iter().zip(&w.businesses) {
         refundable += w
-            .store
+            .ledger
             .balance(&accounts::refundable(t, business, Token::Usdc).id)
             .await
             .map(|b| b.posted())

@@ -4,7 +4,7 @@ use super::world::World;
 use stablecoin::core::domain::money::Token;
 use stablecoin::core::domain::state::{OpKind, OpStatus};
 use stablecoin::core::engine::accounts;
-use stablecoin::core::ports::{Ledger, Rail, RailId, Store};
+use stablecoin::core::ports::{Rail, RailId, Store};
 use std::collections::BTreeMap;
 
 /// Every rail of the world and the tokens it carries.
@@ -18,7 +18,7 @@ fn rails(w: &World) -> [(RailId, Vec<Token>); 2] {
 pub async fn after_step(w: &World, step: usize) {
     let seed = w.seed;
     assert_eq!(
-        w.store.posted_sum().await.unwrap(),
+        w.ledger.posted_sum().await.unwrap(),
         0,
         "seed {seed} step {step}: double entry"
     );
@@ -55,7 +55,7 @@ async fn no_negative_balance(w: &World, step: usize) {
         accounts_seen.push(accounts::service_fees(token).id);
     }
     for a in accounts_seen {
-        if let Ok(b) = w.store.balance(&a).await {
+        if let Ok(b) = w.ledger.balance(&a).await {
             assert!(
                 b.available() >= 0,
                 "seed {} step {step}: {a} is negative: {b:?}",
@@ -151,7 +151,7 @@ pub async fn after_drain(w: &World) {
             };
             for token in tokens {
                 let account = w.engine.wallet_account(&id, rail, token).id;
-                let b = w.store.balance(&account).await.unwrap_or_default();
+                let b = w.ledger.balance(&account).await.unwrap_or_default();
                 let on_chain = chain.balance(address, token).await.unwrap().get();
                 assert_eq!(
                     (b.debits_pending, b.credits_pending),
@@ -169,7 +169,7 @@ pub async fn after_drain(w: &World) {
     for t in &w.tenants {
         for token in Token::ALL {
             let b = w
-                .store
+                .ledger
                 .balance(&accounts::treasury(t, token).id)
                 .await
                 .unwrap_or_default();

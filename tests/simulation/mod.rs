@@ -27,12 +27,14 @@
 //!   escrow deal's and checkout session's custody is conserved on chain and in the
 //!   ledger, and every subscribed event was delivered.
 //!
-//! The store is the in-memory one: the SQLite and PostgreSQL stores pass the same
-//! conformance suites (`stablecoin_core::testkit`), and the kill tests run the real
-//! server on both.
+//! Every seed runs on two stores: the in-memory one and SQLite (an in-memory database:
+//! its SQL, record encodings and writer), each with injected commit failures. The
+//! PostgreSQL store passes the same conformance suites (`stablecoin_core::testkit`), and
+//! the kill tests run the real server on SQLite and PostgreSQL.
 //!
 //! Run many seeds with `scripts/simulate SEEDS`; replay one with
-//! `SIM_SEED=<seed> scripts/simulate`. `SIM_STEPS` sets the steps per seed.
+//! `SIM_SEED=<seed> scripts/simulate`. `SIM_STEPS` sets the steps per seed, `SIM_STORE`
+//! (`memory` or `sqlite`) runs one backend only.
 
 mod checkout;
 mod checks;
@@ -41,29 +43,36 @@ mod webhooks;
 mod world;
 
 use std::collections::BTreeMap;
-use world::World;
+use world::{Backend, World};
 
 /// Prints the replay command if the seed's run panics.
 struct ReplayHint {
     seed: u64,
     steps: usize,
+    backend: Backend,
 }
 
 impl Drop for ReplayHint {
     fn drop(&mut self) {
         if std::thread::panicking() {
             eprintln!(
-                "\nsimulation failed: replay with\n  SIM_SEED={} SIM_STEPS={} scripts/simulate\n",
-                self.seed, self.steps
+                "\nsimulation failed: replay with\n  SIM_SEED={} SIM_STEPS={} SIM_STORE={} scripts/simulate\n",
+                self.seed,
+                self.steps,
+                self.backend.name()
             );
         }
     }
 }
 
-/// Runs one seed; returns what happened, by "action outcome".
-async fn run_seed(seed: u64, steps: usize) -> BTreeMap<String, u64> {
-    let _hint = ReplayHint { seed, steps };
-    let mut world = World::new(seed).await;
+/// Runs one seed on `backend`; returns what happened, by "action outcome".
+async fn run_seed(seed: u64, steps: usize, backend: Backend) -> BTreeMap<String, u64> {
+    let _hint = ReplayHint {
+        seed,
+        steps,
+        backend,
+    };
+    let mut world = World::new(seed, backend).await;
     for step in 0..steps {
         world.step(step).await;
         checks::after_step(&world, step).await;
@@ -81,12 +90,29 @@ fn env_u64(name: &str) -> Option<u64> {
 }
 
 /// The fixed budget of `scripts/test` (CI), or `SIM_SEEDS` seeds from `SIM_FIRST_SEED`
-/// (1 by default), or the one `SIM_SEED`.
+/// (1 by default), or the one `SIM_SEED`, on the in-memory store.
 #[tokio::test]
 async fn seeded_workloads_with_faults_keep_every_invariant() {
+    seeded_workloads(Backend::Memory).await;
+}
+
+/// The same seeds on the SQLite store (issue #47): its SQL, its record encodings and its
+/// writer under the same workload and faults.
+#[tokio::test]
+async fn seeded_workloads_on_sqlite_keep_every_invariant() {
+    seeded_workloads(Backend::Sqlite).await;
+}
+
+async fn seeded_workloads(backend: Backend) {
+    // `SIM_STORE=memory|sqlite` runs one backend only (a replay, a long run).
+    if let Ok(only) = std::env::var("SIM_STORE")
+        && only != backend.name()
+    {
+        return;
+    }
     let steps = env_u64("SIM_STEPS").unwrap_or(400) as usize;
     if let Some(seed) = env_u64("SIM_SEED") {
-        run_seed(seed, steps).await;
+        run_seed(seed, steps, backend).await;
         return;
     }
     let first = env_u64("SIM_FIRST_SEED").unwrap_or(1);
@@ -94,7 +120,7 @@ async fn seeded_workloads_with_faults_keep_every_invariant() {
     let started = std::time::Instant::now();
     let mut stats: BTreeMap<String, u64> = BTreeMap::new();
     for seed in first..first + count {
-        for (k, n) in run_seed(seed, steps).await {
+        for (k, n) in run_seed(seed, steps, backend).await {
             *stats.entry(k).or_default() += n;
         }
     }
@@ -133,7 +159,7 @@ async fn seeded_workloads_with_faults_keep_every_invariant() {
     }
     let secs = started.elapsed().as_secs_f64();
     eprintln!(
-        "simulation: {count} seeds x {steps} steps in {secs:.1} s ({:.2} seeds/s)",
+        "simulation: {count} seeds x {steps} steps on {backend:?} in {secs:.1} s ({:.2} seeds/s)",
         count as f64 / secs.max(1e-9)
     );
 }

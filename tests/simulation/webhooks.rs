@@ -4,7 +4,7 @@
 //! delivered (at least once), none is dead and none pending.
 
 use super::world::World;
-use stablecoin::core::memory::{ManualClock, MemoryStore, SeededEntropy};
+use stablecoin::core::memory::{ManualClock, SeededEntropy};
 use stablecoin_webhooks::delivery::{DeliveryState, WALLET_EVENT_TYPES};
 use stablecoin_webhooks::ssrf::AllowList;
 use stablecoin_webhooks::{Deliverer, DeliveryConfig};
@@ -83,7 +83,7 @@ async fn answer(mut sock: TcpStream, up: Arc<AtomicBool>, accepted: Arc<AtomicU6
 }
 
 pub fn deliverer(
-    store: &Arc<MemoryStore>,
+    store: &Arc<super::world::SimStore>,
     clock: &Arc<ManualClock>,
     seed: u64,
     restarts: u64,

@@ -13,10 +13,14 @@ use stablecoin::core::memory::{
     FixedRates, LocalSigner, ManualClock, MemoryNotifier, MemoryPayouts, MemoryStore, PayoutFault,
     SeededEntropy,
 };
-use stablecoin::core::ports::{ChainAddress, KeyPurpose, Rail, RailId, Store};
+use stablecoin::core::ports::{
+    Batch, ChainAddress, CommitReceipt, KeyPurpose, Ledger, Rail, RailId, Store, StoreError,
+};
+use stablecoin::core::testkit::{DelegatingStore, StoreOverride};
 use stablecoin::rails::sim::{Fault, SimConfig, SimProfile, SimRail};
 use stablecoin::rails::{TreasuryRate, TreasuryVenue};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// xorshift64*: deterministic and dependency-free.
 pub struct Rng(u64);
@@ -47,10 +51,80 @@ const PROVISIONED: usize = 6;
 const TREASURY_FLOAT_MICROS: u64 = 1_000_000_000_000;
 const TENANT_CREDIT_MICROS: u64 = 5_000_000_000;
 
+/// The store a world runs on: the in-memory one, or SQLite (an in-memory database, the
+/// real SQL, encodings and writer; issue #47 runs the CI seeds on both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Memory,
+    Sqlite,
+}
+
+impl Backend {
+    /// Its `SIM_STORE` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Memory => "memory",
+            Backend::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// Fails the next commits the world asks to, before they reach the store: "a store
+/// commit fails" on any backend.
+#[derive(Default)]
+pub struct InjectFailures {
+    next: AtomicUsize,
+}
+
+impl InjectFailures {
+    /// The next `n` commits fail and change nothing; replaces any count still pending.
+    pub fn fail_next_commits(&self, n: usize) {
+        self.next.store(n, Ordering::SeqCst);
+    }
+}
+
+#[async_trait::async_trait]
+impl StoreOverride for InjectFailures {
+    async fn commit(&self, inner: &dyn Store, batch: Batch) -> Result<CommitReceipt, StoreError> {
+        let failing = self
+            .next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if failing {
+            return Err(StoreError::Backend("injected failure".into()));
+        }
+        inner.commit(batch).await
+    }
+}
+
+/// The world's database: the store every product commits to (with injected failures)
+/// and its ledger.
+pub type SimStore = DelegatingStore<InjectFailures>;
+
+async fn database(backend: Backend) -> (Arc<SimStore>, Arc<dyn Ledger>) {
+    let (store, ledger): (Arc<dyn Store>, Arc<dyn Ledger>) = match backend {
+        Backend::Memory => {
+            let m = Arc::new(MemoryStore::new());
+            (m.clone(), m)
+        }
+        Backend::Sqlite => {
+            let s = Arc::new(
+                stablecoin::store::sqlite::SqliteStore::open_in_memory()
+                    .await
+                    .expect("an in-memory SQLite store"),
+            );
+            (s.clone(), s)
+        }
+    };
+    let store = Arc::new(DelegatingStore::new(store, InjectFailures::default()));
+    (store, ledger)
+}
+
 pub struct World {
     pub seed: u64,
     pub rng: Rng,
-    pub store: Arc<MemoryStore>,
+    pub store: Arc<SimStore>,
+    pub ledger: Arc<dyn Ledger>,
     pub clock: Arc<ManualClock>,
     pub evm: Arc<SimRail>,
     pub tron: Arc<SimRail>,
@@ -86,8 +160,8 @@ pub struct World {
 }
 
 impl World {
-    pub async fn new(seed: u64) -> World {
-        let store = Arc::new(MemoryStore::new());
+    pub async fn new(seed: u64, backend: Backend) -> World {
+        let (store, ledger) = database(backend).await;
         let signer = Arc::new(LocalSigner::from_seed(seed_bytes(seed)));
         let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_800_000_000)));
         let chain = |profile| {
@@ -108,7 +182,7 @@ impl World {
         let payouts = Arc::new(MemoryPayouts::new());
         let ports = Ports {
             store: store.clone(),
-            ledger: store.clone(),
+            ledger: ledger.clone(),
             signer,
             notifier: notifier.clone(),
             rates: Arc::new(FixedRates::demo()),
@@ -116,7 +190,7 @@ impl World {
             clock: clock.clone(),
             entropy: Arc::new(SeededEntropy::new(seed)),
         };
-        let engine = build_engine(&ports, &evm, &tron, &store, seed, 0);
+        let engine = build_engine(&ports, &evm, &tron, seed, 0);
         let escrow = super::escrow::engine(engine.kernel(), format!("escrow-{seed}-0"));
         let webhooks = super::webhooks::deliverer(&store, &clock, seed, 0);
         let checkout = super::checkout::engine(&engine, format!("checkout-{seed}-0"));
@@ -125,6 +199,7 @@ impl World {
             seed,
             rng: Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
             store,
+            ledger,
             clock,
             evm,
             tron,
@@ -200,14 +275,7 @@ impl World {
         self.ports.entropy = Arc::new(SeededEntropy::new(
             self.seed ^ self.restarts.wrapping_mul(0xA24B_AED4_963E_E407),
         ));
-        self.engine = build_engine(
-            &self.ports,
-            &self.evm,
-            &self.tron,
-            &self.store,
-            self.seed,
-            self.restarts,
-        );
+        self.engine = build_engine(&self.ports, &self.evm, &self.tron, self.seed, self.restarts);
         self.escrow = super::escrow::engine(
             self.engine.kernel(),
             format!("escrow-{}-{}", self.seed, self.restarts),
@@ -372,7 +440,7 @@ impl World {
             self.payouts.inject(fault);
         }
         if self.rng.below(12) == 0 {
-            self.store.fail_next_commits(1);
+            self.store.overrides().fail_next_commits(1);
         }
         if self.rng.below(20) == 0 {
             // The receiver goes down, or comes back.
@@ -480,7 +548,7 @@ impl World {
     /// the payout provider calls back.
     pub async fn drain(&mut self) {
         self.faults_on = false;
-        self.store.fail_next_commits(0);
+        self.store.overrides().fail_next_commits(0);
         for _ in 0..40 {
             self.tron.mine(3);
             self.escrow.settle_all(200).await;
@@ -561,13 +629,12 @@ fn build_engine(
     ports: &Ports,
     evm: &Arc<SimRail>,
     tron: &Arc<SimRail>,
-    store: &Arc<MemoryStore>,
     seed: u64,
     restarts: u64,
 ) -> Engine {
     let venue = TreasuryVenue::new(
         evm.clone(),
-        store.clone(),
+        ports.ledger.clone(),
         TreasuryRate::default(),
         Micros::new(TREASURY_FLOAT_MICROS / 10),
     );
