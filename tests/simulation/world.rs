@@ -109,7 +109,7 @@ async fn database(backend: Backend) -> (Arc<SimStore>, Arc<dyn Ledger>) {
         }
         Backend::Sqlite => {
             let s = Arc::new(
-                stablecoin::store::sqlite::SqliteStore::open_in_memory()
+                stablecoin_store::sqlite::SqliteStore::open_in_memory()
                     .await
                     .expect("an in-memory SQLite store"),
             );
