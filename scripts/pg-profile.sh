@@ -24,9 +24,11 @@ WITH s AS (
   FROM pg_stat_statements
   WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'stablecoin_test')
 )
-SELECT calls, rows, round(total_exec_time::numeric, 0) AS ms,
-       round((total_exec_time / calls)::numeric, 3) AS ms_per_call, left(q, 110) AS statement
-FROM s ORDER BY calls DESC LIMIT 30;
+-- One line per statement text (each fresh schema gives a statement new ids).
+SELECT sum(calls) AS calls, sum(rows) AS rows, round(sum(total_exec_time)::numeric, 0) AS ms,
+       round((sum(total_exec_time) / sum(calls))::numeric, 3) AS ms_per_call,
+       left(q, 110) AS statement
+FROM s GROUP BY q ORDER BY sum(calls) DESC LIMIT 40;
 WITH s AS (
   SELECT calls, query FROM pg_stat_statements
   WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'stablecoin_test')
