@@ -5,6 +5,8 @@
 #   scripts/bench-sustained.sh                  # ceilings, max acceptance, then a ladder
 #   RATES="4000 5000 6000" scripts/bench-sustained.sh   # these offered rates only
 #   DURATION=30 scripts/bench-sustained.sh      # shorter runs (default 60 s)
+#   BIN=/tmp/old/stablecoin-server HELLO=/tmp/old/hello scripts/bench-sustained.sh
+#                                               # prebuilt binaries, no build
 #
 # In one run, so the figures compare (this machine is shared and changes speed):
 #   1. ceilings: the plain axum hello-world (wrk, 64 connections) and the SQLite send
@@ -58,9 +60,13 @@ fi
 command -v wrk >/dev/null || { apt-get update && apt-get install -y wrk; }
 command -v oha >/dev/null || cargo install oha --locked
 command -v sqlite3 >/dev/null || { apt-get update && apt-get install -y sqlite3; }
-cargo build --release -p stablecoin-server --bin stablecoin-server --example hello
-BIN=target/release/stablecoin-server
-HELLO=target/release/examples/hello
+# BIN and HELLO name prebuilt binaries (e.g. a copy of the build before a change, to
+# compare two builds in one session); unset, the release build of this tree.
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -p stablecoin-server --bin stablecoin-server --example hello
+fi
+BIN="${BIN:-target/release/stablecoin-server}"
+HELLO="${HELLO:-target/release/examples/hello}"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/stablecoin-sustained.XXXXXX")"
 stop_server() {

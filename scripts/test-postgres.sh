@@ -15,7 +15,9 @@
 # `concurrency` and `kill` tests (scripts/test runs the whole suite under `--run`
 # instead), and stops and removes the cluster on exit, whatever happens. The cluster keeps
 # PostgreSQL's durable defaults (fsync on, synchronous_commit on), so bench numbers are
-# honest.
+# honest. PG_SERVER_OPTS adds server options, e.g. to profile statements:
+#   PG_SERVER_OPTS="-c shared_preload_libraries=pg_stat_statements" \
+#     scripts/test-postgres.sh --run scripts/pg-profile.sh scripts/bench-sustained.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -83,7 +85,7 @@ PORT=""
 for _ in 1 2 3 4 5; do
   PORT="$(free_port)"
   if "${AS_PG[@]}" "$PG_BIN/pg_ctl" -D "$DATA" -l "$TMP/server.log" -w -t 60 \
-       -o "-c listen_addresses=127.0.0.1 -p $PORT -k $SOCK -c max_connections=300 -c shared_buffers=256MB" \
+       -o "-c listen_addresses=127.0.0.1 -p $PORT -k $SOCK -c max_connections=300 -c shared_buffers=256MB ${PG_SERVER_OPTS:-}" \
        start >/dev/null; then
     break
   fi

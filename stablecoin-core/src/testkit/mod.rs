@@ -67,6 +67,7 @@ where
         case_unchanged_checks,
         case_unique_keys,
         case_unique_violation_rolls_back_batch,
+        case_keys_change_hands_in_one_batch,
         case_address_owned_by_one_product,
         case_single_step_failures_write_nothing,
         case_list,

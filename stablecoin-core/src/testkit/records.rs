@@ -142,6 +142,75 @@ pub async fn case_many_puts_in_one_batch<S: Store + Ledger + ?Sized>(store: Arc<
     assert_eq!(get(s, &id(n)).await, None);
 }
 
+/// Unique keys moving between the records of one batch, as if its puts were written one
+/// after the other in order: a key a put drops is free for a later put, but not for an
+/// earlier one; a record put twice sees its own first write; and the error reported is
+/// that of the first put that fails (a store that writes many puts per statement must
+/// still answer this way).
+pub async fn case_keys_change_hands_in_one_batch<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    let holder = with_keys(record("w1", "t1", 1), &["k:a"]);
+    commit_ok(s, puts(vec![insert(holder)]), "w1 holds k:a").await;
+
+    // Dropped first, claimed after: the key changes hands.
+    let batch = puts(vec![
+        update(with_keys(record("w1", "t1", 1), &[]), 1),
+        insert(with_keys(record("w2", "t1", 2), &["k:a"])),
+    ]);
+    commit_ok(s, batch, "w1 drops k:a, then w2 claims it").await;
+    let got = store.get_by_unique("k:a").await.unwrap().unwrap();
+    assert_eq!(got.id, "w2");
+
+    // Claimed first, dropped after: still held when claimed, nothing written.
+    let batch = puts(vec![
+        insert(with_keys(record("w3", "t1", 3), &["k:a"])),
+        update(with_keys(record("w2", "t1", 2), &["k:b"]), 1),
+    ]);
+    let err = commit_err(s, batch, "w3 claims k:a before w2 drops it").await;
+    assert!(
+        matches!(&err, StoreError::UniqueViolation { key } if key == "k:a"),
+        "expected UniqueViolation(k:a), got {err:?}"
+    );
+    assert_eq!(get(s, "w3").await, None);
+    let w2 = get(s, "w2").await.unwrap();
+    assert_eq!(
+        (w2.version, w2.unique_keys.clone()),
+        (1, vec!["k:a".to_string()])
+    );
+    assert_eq!(store.get_by_unique("k:b").await.unwrap(), None);
+
+    // One record inserted and updated in one batch: the update sees the insert.
+    let batch = puts(vec![
+        insert(with_keys(record("w4", "t1", 4), &["k:c"])),
+        update(with_keys(record("w4", "t1", 4), &["k:d"]), 1),
+    ]);
+    commit_ok(s, batch, "insert and re-key of one record").await;
+    let w4 = get(s, "w4").await.unwrap();
+    assert_eq!((w4.version, w4.unique_keys), (2, vec!["k:d".to_string()]));
+    assert_eq!(store.get_by_unique("k:c").await.unwrap(), None);
+
+    // The first failing put reports, whichever check it fails.
+    let stale = update(with_keys(record("w2", "t1", 2), &[]), 9);
+    let taken = insert(with_keys(record("w5", "t1", 5), &["k:d"]));
+    let err = commit_err(
+        s,
+        puts(vec![stale.clone(), taken.clone()]),
+        "stale put first",
+    )
+    .await;
+    assert!(
+        matches!(&err, StoreError::VersionConflict { id, .. } if id == "w2"),
+        "expected VersionConflict(w2), got {err:?}"
+    );
+    let err = commit_err(s, puts(vec![taken, stale]), "taken key first").await;
+    assert!(
+        matches!(&err, StoreError::UniqueViolation { key } if key == "k:d"),
+        "expected UniqueViolation(k:d), got {err:?}"
+    );
+    assert_eq!(get(s, "w5").await, None);
+    assert_eq!(get(s, "w2").await.unwrap().version, 1);
+}
+
 /// Both directions of a version mismatch fail with `VersionConflict` and change nothing.
 pub async fn case_version_conflict<S: Store + Ledger + ?Sized>(store: Arc<S>) {
     let s = &*store;

@@ -2,16 +2,17 @@
 //! the module doc of `postgres`).
 
 use super::backend;
+use super::puts::write_puts;
 use super::rows::{balance_from_row, transfer_from_row};
 use super::{Attempt, classify};
-use crate::codec::{dedup_keys, i64_to_db, keys_to_db, phase_to_db, sort_dedup};
+use crate::codec::{i64_to_db, phase_to_db, sort_dedup};
 use sqlx::Row;
 use sqlx::postgres::PgConnection;
 use stablecoin_core::domain::ledger::{
     AccountChange, AccountState, Known, LedgerChanges, Overlay, TransferState, needed_ids,
 };
 use stablecoin_core::ports::ledger::Balance;
-use stablecoin_core::ports::store::{Batch, CommitReceipt, OutboxEvent, Put, StoreError};
+use stablecoin_core::ports::store::{Batch, CommitReceipt, OutboxEvent, StoreError};
 use std::collections::HashMap;
 
 /// One commit, in `Store::commit`'s steps: the unchanged checks, the ledger rows locked
@@ -28,9 +29,7 @@ pub(super) async fn commit_in(
         overlay.create_account(account)?;
     }
     insert_idempotency(conn, batch).await?;
-    for put in &batch.puts {
-        put_record(conn, put).await?;
-    }
+    write_puts(conn, &batch.puts).await?;
     for transfer in &batch.ledger {
         overlay.transfer(transfer)?;
     }
@@ -41,19 +40,40 @@ pub(super) async fn commit_in(
 
 /// Step 0: the records the batch relied on are still at their version, and
 /// share-locked so a concurrent update waits for this commit (READ COMMITTED would not
-/// keep them still).
+/// keep them still). One statement, the rows locked in (kind, id) order; then each check
+/// in the batch's order, so the first stale one reports.
 async fn check_unchanged(conn: &mut PgConnection, batch: &Batch) -> Result<(), Attempt> {
+    if batch.unchanged.is_empty() {
+        return Ok(());
+    }
+    let (kinds, ids): (Vec<_>, Vec<_>) = batch
+        .unchanged
+        .iter()
+        .map(|c| (c.kind.clone(), c.id.clone()))
+        .unzip();
+    let rows = sqlx::query(
+        "SELECT kind, id, version FROM records \
+         WHERE (kind, id) IN (SELECT * FROM UNNEST($1::text[], $2::text[])) \
+         ORDER BY kind, id FOR SHARE",
+    )
+    .bind(&kinds)
+    .bind(&ids)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(classify)?;
+    let mut versions = HashMap::new();
+    for row in &rows {
+        let kind: String = row.try_get(0).map_err(backend)?;
+        let id: String = row.try_get(1).map_err(backend)?;
+        let version: i64 = row.try_get(2).map_err(backend)?;
+        versions.insert((kind, id), u64::try_from(version).ok());
+    }
     for check in &batch.unchanged {
-        let version: Option<i64> =
-            sqlx::query_scalar("SELECT version FROM records WHERE kind = $1 AND id = $2 FOR SHARE")
-                .bind(&check.kind)
-                .bind(&check.id)
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(classify)?;
-        check
-            .verify(version.and_then(|v| u64::try_from(v).ok()))
-            .map_err(Attempt::Done)?;
+        let current = versions
+            .get(&(check.kind.clone(), check.id.clone()))
+            .copied()
+            .flatten();
+        check.verify(current).map_err(Attempt::Done)?;
     }
     Ok(())
 }
@@ -309,98 +329,4 @@ async fn append_outbox(conn: &mut PgConnection, ev: &[OutboxEvent]) -> Result<Ve
     .await
     .map_err(classify)?;
     Ok(seqs.into_iter().map(|s| s as u64).collect())
-}
-
-/// One put: version check and write (releasing any claim), then the unique keys.
-async fn put_record(conn: &mut PgConnection, put: &Put) -> Result<(), Attempt> {
-    let rec = &put.record;
-    let keys = dedup_keys(&rec.unique_keys);
-    let lane = i16::from(rec.lane);
-    let query = match put.expected_version {
-        None => sqlx::query(
-            "INSERT INTO records (kind, id, tenant, version, created_at, status, due_at, \
-               lease_owner, lease_until, unique_keys, body, subkind, lane) \
-             VALUES ($1, $2, $3, 1, $4, $5, $6, NULL, NULL, $7, $8, $9, $10) \
-             ON CONFLICT (kind, id) DO NOTHING",
-        )
-        .bind(&rec.kind)
-        .bind(&rec.id)
-        .bind(&rec.tenant)
-        .bind(rec.created_at.0)
-        .bind(&rec.status)
-        .bind(rec.due_at.map(|t| t.0))
-        .bind(keys_to_db(&keys))
-        .bind(rec.body.as_str())
-        .bind(&rec.subkind)
-        .bind(lane),
-        // Only what a record's life changes: its tenant, creation time and subkind are
-        // fixed at insert (`Store::commit`), as in the SQLite store.
-        Some(v) => sqlx::query(
-            "UPDATE records SET version = version + 1, status = $3, due_at = $4, \
-               lane = $5, lease_owner = NULL, lease_until = NULL, unique_keys = $6, \
-               body = $7 \
-             WHERE kind = $1 AND id = $2 AND version = $8",
-        )
-        .bind(&rec.kind)
-        .bind(&rec.id)
-        .bind(&rec.status)
-        .bind(rec.due_at.map(|t| t.0))
-        .bind(lane)
-        .bind(keys_to_db(&keys))
-        .bind(rec.body.as_str())
-        // A version beyond i64 cannot be stored, so it can never match: -1 never does.
-        .bind(i64::try_from(v).unwrap_or(-1)),
-    };
-    let written = query.execute(&mut *conn).await.map_err(classify)?;
-    if written.rows_affected() == 0 {
-        return Err(Attempt::Done(StoreError::VersionConflict {
-            kind: rec.kind.clone(),
-            id: rec.id.clone(),
-        }));
-    }
-    sqlx::query("DELETE FROM unique_keys WHERE kind = $1 AND id = $2 AND key <> ALL($3)")
-        .bind(&rec.kind)
-        .bind(&rec.id)
-        .bind(&keys)
-        .execute(&mut *conn)
-        .await
-        .map_err(classify)?;
-    if keys.is_empty() {
-        return Ok(());
-    }
-    sqlx::query(
-        "INSERT INTO unique_keys (key, kind, id) SELECT k, $2, $3 FROM UNNEST($1::text[]) \
-         AS k ON CONFLICT (key) DO NOTHING",
-    )
-    .bind(&keys)
-    .bind(&rec.kind)
-    .bind(&rec.id)
-    .execute(&mut *conn)
-    .await
-    .map_err(classify)?;
-    let rows = sqlx::query("SELECT key, kind, id FROM unique_keys WHERE key = ANY($1)")
-        .bind(&keys)
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(classify)?;
-    let mut held = HashMap::new();
-    for row in &rows {
-        let key: String = row.try_get(0).map_err(backend)?;
-        let kind: String = row.try_get(1).map_err(backend)?;
-        let id: String = row.try_get(2).map_err(backend)?;
-        held.insert(key, (kind, id));
-    }
-    for key in &rec.unique_keys {
-        match held.get(key) {
-            Some((kind, id)) if kind == &rec.kind && id == &rec.id => {}
-            Some(_) => {
-                return Err(Attempt::Done(StoreError::UniqueViolation {
-                    key: key.clone(),
-                }));
-            }
-            // Its holder released it between our insert and our read: try again.
-            None => return Err(Attempt::Retry(format!("unique key {key} changed hands"))),
-        }
-    }
-    Ok(())
 }

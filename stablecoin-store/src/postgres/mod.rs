@@ -11,12 +11,22 @@
 //!    run too): concurrent debits of one account queue on its row lock and each sees the
 //!    balance the previous one left, so a refusal is always `InsufficientFunds`, never a
 //!    serialization error.
-//! 2. Accounts, idempotency record (`ON CONFLICT DO NOTHING`), puts (insert `ON CONFLICT
-//!    DO NOTHING` / `UPDATE ... WHERE version = expected`, unique keys), ledger writes.
+//! 2. Accounts, idempotency record (`ON CONFLICT DO NOTHING`), puts, ledger writes. The
+//!    puts are statements over arrays (`UNNEST`), not a statement per put (`puts.rs`):
+//!    one `INSERT ... ON CONFLICT DO NOTHING RETURNING` of the new records, one
+//!    `UPDATE ... FROM UNNEST(..) WHERE version = expected RETURNING` of the others, and
+//!    one DELETE, one INSERT and one SELECT of their unique keys; the outcome and the
+//!    error are those of writing the puts one by one in the batch's order.
 //! 3. Outbox last: `UPDATE outbox_counter ... RETURNING last_seq` takes the counter row's
 //!    lock and holds it until COMMIT. Sequence numbers are therefore handed out in commit
 //!    order and become visible in order: a reader paging with `outbox_after` never sees
 //!    seq n+1 while seq n is still invisible (and so never skips it).
+//!
+//! So a commit is a bounded number of round trips whatever its size: BEGIN, one
+//! statement for all `unchanged` checks (`FOR SHARE`), two for the ledger rows, one for
+//! the idempotency record, at most five for the puts, at most four for the ledger writes,
+//! two for the outbox, COMMIT; each only when the batch has something for it (a batch
+//! that puts one record twice writes its puts one at a time: five statements a put).
 //!
 //! A deadlock (between record updates of two batches), a serialization failure, or a
 //! unique violation from a race on a new id (account, transfer) rolls the transaction back
@@ -27,11 +37,13 @@
 //! (in one process or many) never hold one record.
 
 //! The files: `config.rs` (what a store connects with), `commit.rs` (one commit's
-//! transaction), `rows.rs` (row decoding), `store.rs` and `ledger.rs` (the two traits).
+//! transaction), `puts.rs` (its puts), `rows.rs` (row decoding), `store.rs` and
+//! `ledger.rs` (the two traits).
 
 mod commit;
 mod config;
 mod ledger;
+mod puts;
 mod rows;
 mod store;
 
