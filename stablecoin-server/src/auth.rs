@@ -13,46 +13,13 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use stablecoin_core::CoreError;
-use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::engine::{AuthContext, KeyKind, StaffIdentity};
 
 /// The header that carries the API key (HTTP header names are case-insensitive).
 pub const API_KEY_HEADER: &str = "x-api-key";
 
-/// The authenticated caller, put in the request extensions by the auth middleware.
-#[derive(Clone, Debug)]
-pub struct Caller(pub AuthContext);
-
-impl Caller {
-    /// The tenant the key belongs to: every read and write of the request is scoped to it.
-    pub fn tenant(&self) -> &TenantId {
-        &self.0.tenant
-    }
-    /// A test key: mutations are simulated or refused (spec 1 "Sandbox mode").
-    pub fn is_sandbox(&self) -> bool {
-        self.0.is_sandbox()
-    }
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for Caller {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        parts
-            .extensions
-            .get::<Caller>()
-            .cloned()
-            .ok_or_else(missing_key)
-    }
-}
-
-fn missing_key() -> ApiError {
-    ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "MISSING_API_KEY",
-        "the X-API-Key header is required",
-    )
-}
+pub use crate::caller::Caller;
+use crate::caller::missing_key;
 
 async fn authenticate(app: &AppState, raw: Option<HeaderValue>) -> Result<AuthContext, ApiError> {
     let Some(raw) = raw else {

@@ -208,7 +208,7 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        match parts.headers.get(crate::idempotency::HEADER) {
+        match parts.headers.get(crate::in_flight::HEADER) {
             None => Ok(IdempotencyKey(None)),
             Some(v) => v
                 .to_str()

@@ -63,11 +63,7 @@ use stablecoin_core::kernel::idempotency::{
     Recorded, observe_replay, recorded, validate_idempotency_key,
 };
 use stablecoin_core::ports::{Batch, IdempotencyRecord, StoreError};
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
 
-/// The request header carrying the client's idempotency key (lower-case, as `http` names it).
-pub const HEADER: &str = "idempotency-key";
 /// The response header saying whether a keyed response was replayed (`true`) or just
 /// produced (`false`).
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
@@ -78,39 +74,7 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 #[derive(Clone, Debug)]
 pub struct ReplayBody(pub axum::body::Bytes);
 
-/// Keys of requests running in this process, per tenant.
-#[derive(Default)]
-pub struct InFlight(Mutex<HashSet<(String, String)>>);
-
-/// Removes its key from the in-flight set when dropped (also when the request is
-/// cancelled because the client went away).
-pub struct InFlightGuard {
-    set: Arc<InFlight>,
-    key: (String, String),
-}
-
-impl InFlight {
-    /// Marks `key` as running for `tenant`; `None` when a request with it already runs
-    /// in this process (answer `409 IDEMPOTENCY_KEY_IN_USE`). Drop the guard to release it.
-    pub fn try_acquire(self: &Arc<Self>, tenant: &str, key: &str) -> Option<InFlightGuard> {
-        let k = (tenant.to_string(), key.to_string());
-        let mut set = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if !set.insert(k.clone()) {
-            return None;
-        }
-        Some(InFlightGuard {
-            set: self.clone(),
-            key: k,
-        })
-    }
-}
-
-impl Drop for InFlightGuard {
-    fn drop(&mut self) {
-        let mut set = self.set.0.lock().unwrap_or_else(|e| e.into_inner());
-        set.remove(&self.key);
-    }
-}
+pub use crate::in_flight::{HEADER, InFlight, InFlightGuard};
 
 /// The answer when a record already holds the key: `422 IDEMPOTENCY_KEY_REUSED` (another
 /// route's record), or the storage error; `None` when none does.

@@ -14,7 +14,7 @@
 //! times its budget. That is the documented trade-off for not needing a shared store on
 //! every request (see the server README).
 
-use crate::auth::Caller;
+use crate::caller::Caller;
 use crate::error::ApiError;
 use crate::route_kind::RouteKind;
 use axum::extract::{Request, State};

@@ -5,9 +5,9 @@
 //! import cycle (issue #45). This module imports only the parts the state holds.
 
 use crate::config::Config;
-use crate::idempotency::InFlight;
+use crate::in_flight::InFlight;
 use crate::metrics::Metrics;
-use crate::payouts::SimPayouts;
+use crate::payout_providers::SimPayouts;
 use crate::rails::LiveRail;
 use crate::storage::Storage;
 use stablecoin_checkout::CheckoutEngine;
@@ -68,7 +68,7 @@ pub struct AppInner {
     /// Signs and checks the web consoles' session cookies and CSRF tokens.
     pub sessions: crate::pages::session::SessionKeys,
     /// Failed sign-ins per source and per credential (`[consoles]`).
-    pub sign_in_throttle: Arc<crate::sign_in::SignInThrottle>,
+    pub sign_in_throttle: Arc<crate::sign_in_throttle::SignInThrottle>,
 }
 
 impl AppInner {
