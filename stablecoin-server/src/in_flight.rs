@@ -44,3 +44,18 @@ impl Drop for InFlightGuard {
         set.remove(&self.key);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_flight_is_exclusive_and_released() {
+        let set = Arc::new(InFlight::default());
+        let g = set.try_acquire("t", "k").unwrap();
+        assert!(set.try_acquire("t", "k").is_none());
+        assert!(set.try_acquire("u", "k").is_some());
+        drop(g);
+        assert!(set.try_acquire("t", "k").is_some());
+    }
+}
