@@ -191,19 +191,19 @@ pub struct InboundRouter {
 }
 
 impl InboundRouter {
-    /// A router over `rails` feeding `handlers`, `page_limit` transfers per scan.
+    /// A router over `rails`, `page_limit` transfers per scan, feeding no product yet
+    /// (add each with [`InboundRouter::with_handler`]).
     pub fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         rails: Vec<Arc<dyn Rail>>,
-        handlers: Vec<Arc<dyn InboundHandler>>,
         page_limit: usize,
     ) -> Self {
         InboundRouter {
             store,
             clock,
             rails,
-            handlers,
+            handlers: Vec::new(),
             page_limit: page_limit.max(1),
         }
     }

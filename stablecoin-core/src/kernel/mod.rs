@@ -145,7 +145,6 @@ impl Kernel {
             ports.store.clone(),
             ports.clock.clone(),
             self.rails().cloned().collect(),
-            Vec::new(),
             page_limit,
         )
     }
