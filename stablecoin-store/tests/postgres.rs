@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Whether a database is configured; without one a test skips, or fails when
 /// `STABLECOIN_REQUIRE_PG` says a database was promised.
-fn pg_available(test: &str) -> bool {
+pub(crate) fn pg_available(test: &str) -> bool {
     if std::env::var_os("STABLECOIN_TEST_PG_URL").is_some() {
         return true;
     }
@@ -44,7 +44,7 @@ fn pg_url() -> String {
     })
 }
 
-fn schema(tag: &str) -> String {
+pub(crate) fn schema(tag: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
     format!(
         "t_{tag}_{}_{}",
@@ -53,7 +53,7 @@ fn schema(tag: &str) -> String {
     )
 }
 
-async fn store_in(schema: &str, max_connections: u32) -> PgStore {
+pub(crate) async fn store_in(schema: &str, max_connections: u32) -> PgStore {
     PgStore::connect(
         PgConfig::new(pg_url())
             .schema(schema)
@@ -63,7 +63,7 @@ async fn store_in(schema: &str, max_connections: u32) -> PgStore {
     .unwrap_or_else(|e| panic!("connect to {schema}: {e}"))
 }
 
-fn single(id: &str, debit: &str, credit: &str, amount: u64) -> LedgerTransfer {
+pub(crate) fn single(id: &str, debit: &str, credit: &str, amount: u64) -> LedgerTransfer {
     LedgerTransfer {
         id: id.into(),
         debit: debit.into(),

@@ -12,9 +12,14 @@ use stablecoin_core::ports::ledger::{Balance, Ledger, LedgerEntry, LedgerError};
 #[async_trait]
 impl Ledger for PgStore {
     async fn balance(&self, account: &str) -> Result<Balance, LedgerError> {
+        // Row + deltas in one statement: one snapshot (see `ledger_rows`).
         let row = sqlx::query(
-            "SELECT debits_posted, credits_posted, debits_pending, credits_pending \
-             FROM ledger_accounts WHERE id = $1",
+            "SELECT (a.debits_posted + COALESCE(SUM(d.debits_posted), 0))::int8, \
+               (a.credits_posted + COALESCE(SUM(d.credits_posted), 0))::int8, \
+               (a.debits_pending + COALESCE(SUM(d.debits_pending), 0))::int8, \
+               (a.credits_pending + COALESCE(SUM(d.credits_pending), 0))::int8 \
+             FROM ledger_accounts a LEFT JOIN ledger_deltas d ON d.account = a.id \
+             WHERE a.id = $1 GROUP BY a.id",
         )
         .bind(account)
         .fetch_optional(&self.pool)
@@ -75,8 +80,11 @@ impl Ledger for PgStore {
 
     async fn posted_sum(&self) -> Result<i128, LedgerError> {
         // SUM(bigint) is numeric in PostgreSQL: no overflow; read it as text.
+        // Rows and deltas in one statement: one snapshot.
         let sum: String = sqlx::query_scalar(
-            "SELECT COALESCE(SUM(credits_posted - debits_posted), 0)::text FROM ledger_accounts",
+            "SELECT ((SELECT COALESCE(SUM(credits_posted - debits_posted), 0) \
+               FROM ledger_accounts) + (SELECT COALESCE(SUM(credits_posted - debits_posted), 0) \
+               FROM ledger_deltas))::text",
         )
         .fetch_one(&self.pool)
         .await

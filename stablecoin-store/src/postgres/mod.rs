@@ -3,14 +3,17 @@
 //!
 //! A commit is one READ COMMITTED transaction, in the order `Store::commit` documents:
 //!
-//! 1. `SELECT ... FROM ledger_accounts WHERE id = ANY(..) ORDER BY id COLLATE "C" FOR
-//!    UPDATE` locks every account the batch names, always in the same order (no two
-//!    commits deadlock on accounts), then loads the transfers it names (own and pending
-//!    ids). The ledger rules run in memory on those locked rows
-//!    (`stablecoin_core::domain::ledger`, the one implementation SQLite and `MemoryStore`
-//!    run too): concurrent debits of one account queue on its row lock and each sees the
-//!    balance the previous one left, so a refusal is always `InsufficientFunds`, never a
-//!    serialization error.
+//! 1. The ledger rows (`ledger_rows.rs`): the transfers the batch names, locked in id
+//!    order (a pending transfer is posted or voided once); the accounts it names, read
+//!    as row + deltas; and only the accounts whose balance the rules must check (a
+//!    `Single` or `Pending` debit of an account without `allow_negative`) locked `FOR NO
+//!    KEY UPDATE` in id order, their deltas folded into their rows. The ledger rules run
+//!    in memory on those rows (`stablecoin_core::domain::ledger`, the one implementation
+//!    SQLite and `MemoryStore` run too): concurrent debits of one account queue on its
+//!    row lock and each sees the balance the previous one left, so a refusal is always
+//!    `InsufficientFunds`, never a serialization error. Credits and postings append
+//!    signed deltas to `ledger_deltas` and hold no account row, so no hot account (the
+//!    service fee account, a treasury, a recipient) is held across a durable commit.
 //! 2. Accounts, idempotency record (`ON CONFLICT DO NOTHING`), puts, ledger writes. The
 //!    puts are statements over arrays (`UNNEST`), not a statement per put (`puts.rs`):
 //!    one `INSERT ... ON CONFLICT DO NOTHING RETURNING` of the new records, one
@@ -23,8 +26,8 @@
 //!    seq n+1 while seq n is still invisible (and so never skips it).
 //!
 //! So a commit is a bounded number of round trips whatever its size: BEGIN, one
-//! statement for all `unchanged` checks (`FOR SHARE`), two for the ledger rows, one for
-//! the idempotency record, at most five for the puts, at most four for the ledger writes,
+//! statement for all `unchanged` checks (`FOR SHARE`), three for the ledger rows, one for
+//! the idempotency record, at most five for the puts, at most five for the ledger writes,
 //! two for the outbox, COMMIT; each only when the batch has something for it (a batch
 //! that puts one record twice writes its puts one at a time: five statements a put).
 //!
@@ -37,12 +40,14 @@
 //! (in one process or many) never hold one record.
 
 //! The files: `config.rs` (what a store connects with), `commit.rs` (one commit's
-//! transaction), `puts.rs` (its puts), `rows.rs` (row decoding), `store.rs` and
-//! `ledger.rs` (the two traits).
+//! transaction), `ledger_rows.rs` (its ledger rows, and the deltas' compaction),
+//! `puts.rs` (its puts), `rows.rs` (row decoding), `store.rs` and `ledger.rs` (the two
+//! traits).
 
 mod commit;
 mod config;
 mod ledger;
+mod ledger_rows;
 mod puts;
 mod rows;
 mod store;
@@ -52,6 +57,8 @@ use commit::commit_in;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use stablecoin_core::ports::ledger::LedgerError;
 use stablecoin_core::ports::store::{Batch, CommitReceipt, StoreError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use config::PgConfig;
 
@@ -78,6 +85,9 @@ pub async fn migrate(config: &PgConfig) -> Result<(), Error> {
 pub struct PgStore {
     pool: PgPool,
     max_retries: u32,
+    /// Commits that appended ledger deltas, shared by clones: every
+    /// `ledger_rows::COMPACT_EVERY`th runs a compaction.
+    delta_commits: Arc<AtomicU64>,
 }
 
 /// Why one attempt at a commit ended without committing.
@@ -132,6 +142,7 @@ impl PgStore {
         Ok(PgStore {
             pool,
             max_retries: config.max_retries,
+            delta_commits: Arc::default(),
         })
     }
 
@@ -151,11 +162,33 @@ impl PgStore {
         self.pool.close().await;
     }
 
+    /// Counts a commit that appended ledger deltas, and every
+    /// `ledger_rows::COMPACT_EVERY`th folds them (see `ledger_rows`). A failed compaction
+    /// loses nothing (the deltas stay, summed on every read) and is not the commit's
+    /// error (it committed): the next turn tries again.
+    async fn after_deltas(&self) {
+        let n = self.delta_commits.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_multiple_of(ledger_rows::COMPACT_EVERY) {
+            let _ = ledger_rows::compact(&self.pool).await;
+        }
+    }
+
+    /// Folds every ledger delta no other transaction holds into its account row now
+    /// (the store does this by itself every `COMPACT_EVERY` commits that append
+    /// deltas); answers how many account rows took deltas. For tests and operators'
+    /// maintenance; balances read the same before and after.
+    pub async fn compact_ledger(&self) -> Result<u64, Error> {
+        Ok(ledger_rows::compact(&self.pool).await?)
+    }
+
     async fn try_commit(&self, batch: &Batch) -> Result<CommitReceipt, Attempt> {
         let mut tx = self.pool.begin().await.map_err(classify)?;
         match commit_in(&mut tx, batch).await {
-            Ok(receipt) => {
+            Ok((receipt, deltas)) => {
                 tx.commit().await.map_err(classify)?;
+                if deltas {
+                    self.after_deltas().await;
+                }
                 Ok(receipt)
             }
             Err(e) => {
