@@ -11,22 +11,31 @@ use stablecoin_core::domain::ledger::Overlay;
 use stablecoin_core::ports::store::{Batch, CommitReceipt, OutboxEvent, StoreError};
 use std::collections::HashMap;
 
-/// One commit, in `Store::commit`'s steps: the unchanged checks, the ledger rows loaded
+/// One commit, in `Store::commit`'s steps: the unchanged checks, the ledger rows read
 /// (`ledger_rows.rs`) and the batch's accounts created (so an account error comes before
-/// any write), the idempotency record, the puts, the ledger transfers and their writes,
-/// the outbox. Also answers whether it appended ledger deltas.
+/// any write), the idempotency record, the puts, the accounts whose balance is checked
+/// locked (last, so they are held briefly), the ledger transfers and their writes, the
+/// outbox. Also answers whether it appended ledger deltas.
 pub(super) async fn commit_in(
     conn: &mut PgConnection,
     batch: &Batch,
 ) -> Result<(CommitReceipt, bool), Attempt> {
     check_unchanged(conn, batch).await?;
-    let loaded = ledger_rows::load(conn, batch).await?;
+    let mut loaded = ledger_rows::read(conn, batch).await?;
+    // The accounts' checks on the rows as read: an account's flags never change, and an
+    // account created meanwhile by another commit makes this one's insert a unique
+    // violation, retried.
+    let mut accounts = Overlay::new(&loaded.known);
+    for account in &batch.accounts {
+        accounts.create_account(account)?;
+    }
+    insert_idempotency(conn, batch).await?;
+    write_puts(conn, &batch.puts).await?;
+    ledger_rows::lock_checked(conn, batch, &mut loaded).await?;
     let mut overlay = Overlay::new(&loaded.known);
     for account in &batch.accounts {
         overlay.create_account(account)?;
     }
-    insert_idempotency(conn, batch).await?;
-    write_puts(conn, &batch.puts).await?;
     for transfer in &batch.ledger {
         overlay.transfer(transfer)?;
     }

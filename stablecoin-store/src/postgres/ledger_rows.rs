@@ -63,8 +63,8 @@ const DELTA_SUMS: &str = "SELECT account, SUM(debits_posted) AS dp, \
      SUM(credits_posted) AS cp, SUM(debits_pending) AS dpe, SUM(credits_pending) AS cpe \
      FROM ledger_deltas WHERE account = ANY($1) GROUP BY account";
 
-/// Steps 1 to 3 of the module doc.
-pub(super) async fn load(conn: &mut PgConnection, batch: &Batch) -> Result<Loaded, Attempt> {
+/// Steps 1 and 2 of the module doc: the rows, none of the accounts locked yet.
+pub(super) async fn read(conn: &mut PgConnection, batch: &Batch) -> Result<Loaded, Attempt> {
     let mut account_ids = Vec::new();
     let mut transfer_ids = Vec::new();
     needed_ids(
@@ -82,14 +82,26 @@ pub(super) async fn load(conn: &mut PgConnection, batch: &Batch) -> Result<Loade
     if !account_ids.is_empty() {
         read_accounts(conn, &account_ids, &mut known).await?;
     }
-    let checked = checked_accounts(&batch.ledger, &known);
-    if !checked.is_empty() {
-        lock_and_fold(conn, &checked, &mut known).await?;
-    }
     Ok(Loaded {
         known,
-        locked: checked.into_iter().collect(),
+        locked: HashSet::new(),
     })
+}
+
+/// Step 3 of the module doc. The commit runs it as late as it can, after its
+/// idempotency record and puts, so that an account it must lock (a sender's, debited
+/// by each of its sends) is held for the ledger writes and COMMIT only.
+pub(super) async fn lock_checked(
+    conn: &mut PgConnection,
+    batch: &Batch,
+    loaded: &mut Loaded,
+) -> Result<(), Attempt> {
+    let checked = checked_accounts(&batch.ledger, &loaded.known);
+    if !checked.is_empty() {
+        lock_and_fold(conn, &checked, &mut loaded.known).await?;
+    }
+    loaded.locked = checked.into_iter().collect();
+    Ok(())
 }
 
 /// Step 1: the transfers, locked, every id present in the result.

@@ -7,7 +7,10 @@
 //!    order (a pending transfer is posted or voided once); the accounts it names, read
 //!    as row + deltas; and only the accounts whose balance the rules must check (a
 //!    `Single` or `Pending` debit of an account without `allow_negative`) locked `FOR NO
-//!    KEY UPDATE` in id order, their deltas folded into their rows. The ledger rules run
+//!    KEY UPDATE` in id order, their deltas folded into their rows (this lock is taken
+//!    after the idempotency record and the puts of step 2, so that a sender's account,
+//!    debited by each of its sends, is held for the ledger writes and COMMIT only). The
+//!    ledger rules run
 //!    in memory on those rows (`stablecoin_core::domain::ledger`, the one implementation
 //!    SQLite and `MemoryStore` run too): concurrent debits of one account queue on its
 //!    row lock and each sees the balance the previous one left, so a refusal is always
