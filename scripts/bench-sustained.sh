@@ -36,6 +36,13 @@
 # to each node. Every node runs the workers; claims are leases taken with FOR UPDATE
 # SKIP LOCKED. The checks run in PostgreSQL. Step 2 (acceptance) loads the first node.
 #
+# NODE_CPU=q (cores, e.g. 0.5; default none) holds each server node to q cores with a
+# control group's CPU quota (scripts/bench-cgroup.sh; root needed), so that 1, 2 and 3
+# nodes compare on equal per-node capacity however many cores the machine has. Whatever
+# the quota, each run reports the CPU its nodes and (with PostgreSQL) its database
+# cluster used per settled transfer, and how many cores the database used: near the
+# machine's free cores, the database is what saturates.
+#
 # SENDERS=n (default 1) spreads the offered load over n funded senders, one load
 # generator each (node i % NODES): every send debits its sender's ledger account, and
 # with one sender all of them queue on that account's row lock (PostgreSQL) however many
@@ -79,12 +86,15 @@ stop_server() {
 }
 cleanup() {
   stop_server
+  cg_teardown
   [ -n "${HELLO_PID:-}" ] && kill "$HELLO_PID" 2>/dev/null || true
   [ -n "${OHA_PID:-}" ] && kill $OHA_PID 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 . scripts/bench-lib.sh
+. scripts/bench-cgroup.sh
+cg_setup
 
 wrk_rate() { # url [script]: requests per second over 10 s
   wrk -t2 -c64 -d10s ${2:+-s "$2"} "$1" | awk '/Requests\/sec/ {printf "%.0f", $2}'
@@ -120,7 +130,11 @@ fresh() {
     for b in $BASES; do
       for _ in $(seq 100); do curl -sf "$b/health/live" > /dev/null && break; sleep 0.1; done
     done
+    cg_join chain "" "$CHAIN_PID"
   fi
+  cg_join node1 "${NODE_CPU:-}" "$SERVER_PID"
+  local p k=1
+  for p in ${NODE_PIDS:-}; do k=$((k + 1)); cg_join "node$k" "${NODE_CPU:-}" "$p"; done
   bench_fund_sender
   local i first="$SENDER"
   for i in $(seq 2 "$SENDERS"); do
@@ -152,6 +166,15 @@ accepted() { q "select count(*) - $SENDERS from records where kind='operation'";
 in_flight() { q "select count(*) from records where kind='operation' and due_at is not null"; }
 settled() { q "select count(*) from records where kind='operation' and status='SETTLED'"; }
 
+# The database cluster's processes (the postmaster and every backend it forks) in their
+# own group, for its CPU per settled transfer.
+if [ -n "$PG_URL" ]; then
+  PG_DATA="$("$PG_BIN/psql" "$PG_URL" -Atq -c "show data_directory")"
+  PG_MASTER="$(head -1 "$PG_DATA/postmaster.pid")"
+  cg_join db "" "$PG_MASTER" $(pgrep -P "$PG_MASTER")
+fi
+nodes_cpu_ms() { local n t=0; for n in $(seq "$NODES"); do t=$((t + $(cg_usage_ms "node$n"))); done; echo "$t"; }
+
 echo "== ceilings"
 "$HELLO" "127.0.0.1:$HELLO_PORT" > /dev/null &
 HELLO_PID=$!
@@ -162,11 +185,29 @@ FLOOR="$(python3 scripts/sqlite-ceiling.py send | awk '/sends\/s/ {gsub(",", "",
 echo "hello-world: $HELLO_RATE req/s; SQLite send floor: $FLOOR sends/s"
 
 echo "== maximum acceptance (fresh servers, wrk 64 connections, 10 s)"
+# With SENDERS > 1 the requests take the senders in turn (so acceptance, like the
+# offered rates, is measured over SENDERS accounts).
+senders_lua() { # FILE [idem]
+  local i phones=""
+  for i in $(seq "$SENDERS"); do phones="$phones\"$(sender_phone "$i")\","; done
+  cat > "$1" <<LUA
+local phones = {$phones}
+local counter, threads = 0, 0
+function setup(thread) threads = threads + 1; thread:set("tid", threads) end
+request = function()
+  counter = counter + 1
+  local h = {["X-API-Key"] = "$KEY", ["Content-Type"] = "application/json"}
+  if "${2:-}" == "idem" then h["Idempotency-Key"] = "bench-" .. tid .. "-" .. counter end
+  return wrk.format("POST", nil, h,
+    '{"from_phone_number":"' .. phones[(counter + tid) % #phones + 1] .. '","to_phone_number":"$RECIPIENT","token":"USDC","quote_id":"DIRECT_CRYPTO:USDC:0.01"}')
+end
+LUA
+}
 fresh accept
-bench_send_lua "$WORK/send.lua"
+if [ "$SENDERS" -gt 1 ]; then senders_lua "$WORK/send.lua"; else bench_send_lua "$WORK/send.lua"; fi
 ACCEPT="$(wrk_rate "$base/v1/transfers/send" "$WORK/send.lua")"
 fresh accept-keyed
-bench_send_idem_lua "$WORK/send-idem.lua"
+if [ "$SENDERS" -gt 1 ]; then senders_lua "$WORK/send-idem.lua" idem; else bench_send_idem_lua "$WORK/send-idem.lua"; fi
 ACCEPT_KEYED="$(wrk_rate "$base/v1/transfers/send" "$WORK/send-idem.lua")"
 stop_server
 echo "send: $ACCEPT/s; keyed send: $ACCEPT_KEYED/s"
@@ -191,6 +232,8 @@ run_rate() {
     pids="$pids $!"
   done
   OHA_PID="$pids"
+  local cpu_nodes0 cpu_db0 settled0 ms0
+  cpu_nodes0="$(nodes_cpu_ms)"; cpu_db0="$(cg_usage_ms db)"; settled0="$(settled)"; ms0="$(date +%s%3N)"
   start=$(date +%s)
   while any_alive $OHA_PID; do
     sleep "$EVERY"
@@ -206,6 +249,14 @@ run_rate() {
     printf '  +%d s after the load  accepted %8d  settled %8d  backlog %7d\n' "$t" "$(accepted)" "$(settled)" "$backlog"
     [ "$backlog" -eq 0 ] && break
   done
+  local n_settled wall_ms
+  n_settled=$(($(settled) - settled0)); wall_ms=$(($(date +%s%3N) - ms0))
+  CPU_LINE="$(awk -v n="$(($(nodes_cpu_ms) - cpu_nodes0))" -v d="$(($(cg_usage_ms db) - cpu_db0))" \
+    -v s="$n_settled" -v w="$wall_ms" -v q="${NODE_CPU:-none}" -v k="$NODES" 'BEGIN {
+      if (s < 1) s = 1
+      printf "CPU per settled transfer: nodes %.3f ms, database %.3f ms; over %.1f s the nodes used %.2f cores (quota %s each, %d nodes), the database %.2f cores",
+        n / s, d / s, w / 1000, n / w, q, k, d / w }')"
+  echo "  $CPU_LINE"
   # The slowest node's percentiles; the 202s and answers of all of them.
   P50="$(cat "$WORK"/oha-"$rate"-*.txt | awk '/50.00% in/ {v = $3 * 1000; if (v > m) m = v} END {printf "%.1f", m}')"
   P99="$(cat "$WORK"/oha-"$rate"-*.txt | awk '/99.00% in/ {v = $3 * 1000; if (v > m) m = v} END {printf "%.1f", m}')"
@@ -240,7 +291,7 @@ BEST=0; BEST_P50=; BEST_P99=
 if [ -n "${RATES:-}" ]; then
   for r in $RATES; do
     run_rate "$r"
-    if [ "$SUSTAINED" = 1 ] && [ "$r" -gt "$BEST" ]; then BEST=$r; BEST_P50=$P50; BEST_P99=$P99; fi
+    if [ "$SUSTAINED" = 1 ] && [ "$r" -gt "$BEST" ]; then BEST=$r; BEST_P50=$P50; BEST_P99=$P99; BEST_CPU="$CPU_LINE"; fi
   done
 else
   # Bisection between 0 and the acceptance, first at 0.4 x acceptance (the target), to
@@ -249,7 +300,7 @@ else
   for _ in 1 2 3 4 5; do
     run_rate "$r"
     if [ "$SUSTAINED" = 1 ]; then
-      lo=$r; BEST=$r; BEST_P50=$P50; BEST_P99=$P99
+      lo=$r; BEST=$r; BEST_P50=$P50; BEST_P99=$P99; BEST_CPU="$CPU_LINE"
     else
       hi=$r
     fi
@@ -261,9 +312,10 @@ fi
 STORAGE="SQLite FULL"; [ -z "$PG_URL" ] || STORAGE=PostgreSQL
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 echo
-echo "== summary ($(date -u +%Y-%m-%d), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), storage $STORAGE, $NODES node(s), $SENDERS sender(s))"
+echo "== summary ($(date -u +%Y-%m-%d), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), storage $STORAGE, $NODES node(s), $SENDERS sender(s), node CPU quota ${NODE_CPU:-none})"
 echo "hello-world ceiling            $HELLO_RATE req/s"
 echo "SQLite send floor              $FLOOR sends/s"
 echo "send acceptance (max)          $ACCEPT/s = $(ratio "$ACCEPT" "$FLOOR") x the floor (target >= 0.8)"
 echo "keyed send acceptance (max)    $ACCEPT_KEYED/s = $(ratio "$ACCEPT_KEYED" "$ACCEPT") x unkeyed (target >= 0.8)"
 echo "sustained end to end           $BEST transfers/s = $(ratio "$BEST" "$ACCEPT") x acceptance (target >= 0.4 and >= 4000/s), send p50 ${BEST_P50:-n/a} ms, p99 ${BEST_P99:-n/a} ms (target p99 <= 25 ms)"
+echo "at the sustained rate          ${BEST_CPU:-n/a}"
