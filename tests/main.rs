@@ -23,6 +23,15 @@ mod one_time_codes;
     feature = "postgres"
 ))]
 mod pre_kernel_data;
+#[cfg(all(
+    feature = "memory",
+    feature = "sim",
+    feature = "escrow",
+    feature = "checkout",
+    feature = "sqlite",
+    feature = "postgres"
+))]
+mod schema_upgrades;
 mod simulation;
 #[cfg(all(
     feature = "memory",
