@@ -26,7 +26,8 @@ post() { curl -sf -X POST "$base$1" -H "X-API-Key: $KEY" -H 'Content-Type: appli
 SENDER="+2250700000001"
 RECIPIENT="+2250700000002"
 
-# bench_fund_sender: provisions SENDER and RECIPIENT and funds SENDER with 10M USDC,
+# bench_fund_sender: provisions SENDER and RECIPIENT and funds SENDER with FUND_USDC
+# (default 10M) USDC,
 # waiting until the funding is SETTLED. Not until the on-chain balance shows it: the
 # balance is a live chain read and shows the tokens before the ledger posts the credit,
 # and a send spends only posted funds (a send in between is a correct 422
@@ -35,7 +36,7 @@ bench_fund_sender() {
   post /v1/users/provision "{\"phone_number\":\"$SENDER\"}" > /dev/null
   post /v1/users/provision "{\"phone_number\":\"$RECIPIENT\"}" > /dev/null
   local funding fst=""
-  funding="$(post /v1/users/fund "{\"phone_number\":\"$SENDER\",\"token\":\"USDC\",\"amount\":\"10000000\"}" |
+  funding="$(post /v1/users/fund "{\"phone_number\":\"$SENDER\",\"token\":\"USDC\",\"amount\":\"${FUND_USDC:-10000000}\"}" |
     sed -n 's/.*"id":"\([^"]*\)".*/\1/p')"
   for _ in $(seq 300); do
     fst="$(curl -sf "$base/v1/fundings/$funding" -H "X-API-Key: $KEY")"

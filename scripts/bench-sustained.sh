@@ -135,10 +135,11 @@ fresh() {
   cg_join node1 "${NODE_CPU:-}" "$SERVER_PID"
   local p k=1
   for p in ${NODE_PIDS:-}; do k=$((k + 1)); cg_join "node$k" "${NODE_CPU:-}" "$p"; done
-  bench_fund_sender
+  # The demo treasury (100M USDC) shared by the senders.
+  FUND_USDC=$((10000000 / SENDERS)) bench_fund_sender
   local i first="$SENDER"
   for i in $(seq 2 "$SENDERS"); do
-    SENDER="$(sender_phone "$i")" bench_fund_sender
+    SENDER="$(sender_phone "$i")" FUND_USDC=$((10000000 / SENDERS)) bench_fund_sender
   done
   SENDER="$first"
   DB="$WORK/$1/data/stablecoin.db"

@@ -20,3 +20,13 @@ CREATE TABLE ledger_deltas (
     credits_pending BIGINT NOT NULL
 );
 CREATE INDEX ledger_deltas_account ON ledger_deltas (account);
+
+-- The transfers' foreign keys to their accounts go for the same reason: each one took a
+-- key-share lock on both account rows of every transfer, so every concurrent transfer
+-- into the service fee account shared a lock on one row (a MultiXact rewritten by each
+-- new locker, and a WAL record per lock). The rules check both accounts exist before a
+-- transfer is written, accounts are never deleted, and the SQLite schema never had
+-- these keys.
+ALTER TABLE ledger_transfers
+    DROP CONSTRAINT IF EXISTS ledger_transfers_debit_fkey,
+    DROP CONSTRAINT IF EXISTS ledger_transfers_credit_fkey;

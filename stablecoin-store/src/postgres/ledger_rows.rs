@@ -11,8 +11,9 @@
 //! an account that may go negative, decides the same whatever the exact balance is.
 //!
 //! So a commit:
-//! 1. locks the transfers it names (`FOR UPDATE`, in id order): a pending transfer is
-//!    posted or voided once, by the commit that holds it;
+//! 1. reads the transfers it names (a pending transfer it posts or voids is marked
+//!    resolved in step 4 only if it still is not, else the batch runs again: resolved
+//!    once, without a lock on read);
 //! 2. reads every account it names, unlocked, as row + deltas in one statement (one
 //!    snapshot; the rules see exact sums as of it);
 //! 3. locks the accounts it must check ([`checked_accounts`]), `FOR NO KEY UPDATE` in
@@ -77,7 +78,7 @@ pub(super) async fn read(conn: &mut PgConnection, batch: &Batch) -> Result<Loade
     sort_dedup(&mut transfer_ids);
     let mut known = Known::default();
     if !transfer_ids.is_empty() {
-        lock_transfers(conn, &transfer_ids, &mut known).await?;
+        load_transfers(conn, &transfer_ids, &mut known).await?;
     }
     if !account_ids.is_empty() {
         read_accounts(conn, &account_ids, &mut known).await?;
@@ -104,15 +105,17 @@ pub(super) async fn lock_checked(
     Ok(())
 }
 
-/// Step 1: the transfers, locked, every id present in the result.
-async fn lock_transfers(
+/// Step 1: the transfers, every id present in the result. Not locked: a pending
+/// transfer is resolved by a conditional UPDATE in step 4 (`resolve`), so two commits
+/// that both read it unresolved cannot both resolve it.
+async fn load_transfers(
     conn: &mut PgConnection,
     transfer_ids: &[String],
     known: &mut Known,
 ) -> Result<(), Attempt> {
     let rows = sqlx::query(
         "SELECT id, debit, credit, amount, phase, pending_id, resolved \
-         FROM ledger_transfers WHERE id = ANY($1) ORDER BY id COLLATE \"C\" FOR UPDATE",
+         FROM ledger_transfers WHERE id = ANY($1)",
     )
     .bind(transfer_ids)
     .fetch_all(&mut *conn)
@@ -265,13 +268,33 @@ pub(super) async fn write(
         insert_transfers(conn, &changes.new_transfers).await?;
     }
     if !changes.resolved.is_empty() {
-        sqlx::query("UPDATE ledger_transfers SET resolved = true WHERE id = ANY($1)")
-            .bind(&changes.resolved)
-            .execute(&mut *conn)
-            .await
-            .map_err(classify)?;
+        resolve(conn, &changes.resolved).await?;
     }
     Ok(!deltas.is_empty())
+}
+
+/// Marks the pending transfers the batch posted or voided resolved, if they still are
+/// not. The UPDATE waits for a concurrent commit holding one of them and then sees its
+/// outcome; if that commit resolved it first, fewer rows change than the batch
+/// resolves, and the batch runs again (`Retry`): it then reads the transfer resolved,
+/// and the rules answer `PendingResolved`. So a pending transfer is resolved once,
+/// without a lock taken on it when it is read (a settlement reads hundreds).
+async fn resolve(conn: &mut PgConnection, ids: &[String]) -> Result<(), Attempt> {
+    let done = sqlx::query(
+        "UPDATE ledger_transfers SET resolved = true WHERE id = ANY($1) AND NOT resolved",
+    )
+    .bind(ids)
+    .execute(&mut *conn)
+    .await
+    .map_err(classify)?;
+    if done.rows_affected() != ids.len() as u64 {
+        return Err(Attempt::Retry(format!(
+            "{} of {} pending transfers were resolved by a concurrent commit",
+            ids.len() as u64 - done.rows_affected(),
+            ids.len()
+        )));
+    }
+    Ok(())
 }
 
 /// One account's signed change, as `ledger_deltas` stores it.

@@ -3,8 +3,9 @@
 //!
 //! A commit is one READ COMMITTED transaction, in the order `Store::commit` documents:
 //!
-//! 1. The ledger rows (`ledger_rows.rs`): the transfers the batch names, locked in id
-//!    order (a pending transfer is posted or voided once); the accounts it names, read
+//! 1. The ledger rows (`ledger_rows.rs`): the transfers the batch names (a pending
+//!    transfer is marked resolved only if it still is not: posted or voided once); the
+//!    accounts it names, read
 //!    as row + deltas; and only the accounts whose balance the rules must check (a
 //!    `Single` or `Pending` debit of an account without `allow_negative`) locked `FOR NO
 //!    KEY UPDATE` in id order, their deltas folded into their rows (this lock is taken
