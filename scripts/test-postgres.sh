@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the PostgreSQL tests of stablecoin-store, and the server's tests of two servers on
-# one database and one shared simulated chain (shared_chain, concurrency, kill), against a
+# one database and one shared simulated chain (shared_chain, concurrency, kill, nodes), against a
 # throwaway local cluster.
 #
 #   scripts/test-postgres.sh [cargo test args...]     # e.g. a test-name filter
@@ -12,7 +12,7 @@
 # as the `postgres` user (initdb in a temp dir, listening on 127.0.0.1 on a free port,
 # unix socket in the temp dir, trust auth), exports STABLECOIN_TEST_PG_URL, runs
 # `cargo test -p stablecoin-store --features postgres` and the server's `shared_chain`,
-# `concurrency` and `kill` tests (scripts/test runs the whole suite under `--run`
+# `concurrency`, `kill` and `nodes` tests (scripts/test runs the whole suite under `--run`
 # instead), and stops and removes the cluster on exit, whatever happens. The cluster keeps
 # PostgreSQL's durable defaults (fsync on, synchronous_commit on), so bench numbers are
 # honest. PG_SERVER_OPTS adds server options, e.g. to profile statements:
@@ -111,6 +111,6 @@ elif [ "${1:-}" = "--bench" ]; then
 else
   echo "== cargo test -p stablecoin-store --features postgres $*"
   cargo test -p stablecoin-store --features postgres "$@"
-  echo "== cargo test -p stablecoin-server --test integration: shared_chain, concurrency, kill $*"
-  cargo test -p stablecoin-server --test integration "$@" -- shared_chain:: concurrency:: kill::
+  echo "== cargo test -p stablecoin-server --test integration: shared_chain, concurrency, kill, nodes $*"
+  cargo test -p stablecoin-server --test integration "$@" -- shared_chain:: concurrency:: kill:: nodes::
 fi

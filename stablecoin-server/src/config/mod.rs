@@ -63,7 +63,8 @@
 //! | `engine.claim_lease_ms` | `STABLECOIN_ENGINE_CLAIM_LEASE_MS` | `30000` |
 //! | `engine.unknown_grace_ms` | `STABLECOIN_ENGINE_UNKNOWN_GRACE_MS` | `60000` |
 //! | `engine.batch_limit` | `STABLECOIN_ENGINE_BATCH_LIMIT` | `256` (records one worker step claims and commits together; see `EngineSettings::batch_limit`) |
-//! | `engine.worker_id` | `STABLECOIN_ENGINE_WORKER_ID` | `server-<pid>` |
+//! | `engine.worker_id` | `STABLECOIN_ENGINE_WORKER_ID` | `<hostname>-<pid>-<8 random hex>` (this node's id in claims and singleton leases, shown by `/health/ready`; unique per process) |
+//! | `engine.singleton_lease_ms` | `STABLECOIN_ENGINE_SINGLETON_LEASE_MS` | `3000` (300-600000: the lease of a singleton job, renewed every third of it; a dead node's jobs move to another within it) |
 //! | `engine.read_cache_ms` | `STABLECOIN_ENGINE_READ_CACHE_MS` | `1000` (API key and tenant reads reused this long; a key revoked by another process, e.g. the CLI, stops working within it; 0: off) |
 //! | `engine.wallet_cache_ms` | `STABLECOIN_ENGINE_WALLET_CACHE_MS` | `60000` (wallets read by transfers reused this long; every transfer re-checks them at commit, so a change made anywhere is never missed; 0: off) |
 //! | `engine.payment_validity_ms` | `STABLECOIN_ENGINE_PAYMENT_VALIDITY_MS` | `600000` (a payment's on-chain deadline after its first submission) |

@@ -1,0 +1,242 @@
+//! N nodes as one service (issue #46, item 3), over real loopback HTTP: the
+//! `stablecoin-server` binary, two processes on one PostgreSQL database and one shared
+//! simulated chain.
+//!
+//! - singleton jobs: each (the chain scan `inbound`, `reconciliation`, `retention`) runs
+//!   on exactly one node, as each node's `/health/ready` says and the lease records in
+//!   the database agree; when that node is killed (SIGKILL: no release), the other takes
+//!   every job over, never before the dead node's lease expired; a node restarted
+//!   afterwards runs none of them while the other lives.
+//!
+//! Needs `STABLECOIN_TEST_PG_URL` (`scripts/test-postgres.sh` sets it); without it the
+//! cases print SKIPPED, unless `STABLECOIN_REQUIRE_PG` is set.
+
+use crate::common::shared::{fresh_schema, pg_url, shared_chain};
+use crate::common::{METRICS_TOKEN, temp_dir, test_config};
+use serde_json::Value;
+use stablecoin_core::kernel::LeaseRecord;
+use stablecoin_core::ports::get_record;
+use stablecoin_store::{PgConfig, PgStore};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SINGLETONS: [&str; 3] = ["inbound", "reconciliation", "retention"];
+/// The lease of a singleton job in these tests: renewed every 500 ms.
+const LEASE_MS: u64 = 1_500;
+
+/// A server process, killed (SIGKILL) and reaped when dropped.
+struct Node {
+    child: Option<std::process::Child>,
+    base: String,
+    id: String,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Node {
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// `GET /health/ready` with the metrics token: the `node` object.
+    async fn role(&self) -> Option<(String, BTreeSet<String>)> {
+        let r = reqwest::Client::new()
+            .get(format!("{}/health/ready", self.base))
+            .bearer_auth(METRICS_TOKEN)
+            .send()
+            .await
+            .ok()?;
+        let body: Value = r.json().await.ok()?;
+        let node = body.get("node")?;
+        let held = node["singletons"]
+            .as_array()?
+            .iter()
+            .filter_map(|j| j.as_str().map(str::to_string))
+            .collect();
+        Some((node["id"].as_str()?.to_string(), held))
+    }
+
+    async fn held(&self) -> BTreeSet<String> {
+        self.role().await.map(|(_, h)| h).unwrap_or_default()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Two (or more) nodes' shared environment: the database, the chain, the seed.
+struct Cluster {
+    dir: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl Cluster {
+    async fn start(db_url: &str) -> Cluster {
+        let config = test_config();
+        let chain = shared_chain(&config).await;
+        let env = [
+            ("STABLECOIN_STORAGE", "postgres".to_string()),
+            ("STABLECOIN_POSTGRES_URL", db_url.to_string()),
+            ("STABLECOIN_SIM_CHAIN_URL", chain),
+            ("STABLECOIN_MASTER_SEED", "07".repeat(32)),
+            ("STABLECOIN_DEMO", "false".into()),
+            ("STABLECOIN_METRICS_TOKEN", METRICS_TOKEN.into()),
+            ("STABLECOIN_WORKER_INTERVAL_MS", "50".into()),
+            ("STABLECOIN_ENGINE_SINGLETON_LEASE_MS", LEASE_MS.to_string()),
+            ("STABLECOIN_LOG", "warn".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let dir = temp_dir("nodes");
+        std::fs::create_dir_all(&dir).unwrap();
+        Cluster { dir, env }
+    }
+
+    /// Starts node `id` and waits until it answers.
+    async fn node(&self, id: &str) -> Node {
+        let port = free_port();
+        let data = self.dir.join(id);
+        std::fs::create_dir_all(&data).unwrap();
+        let log = |ext: &str| std::fs::File::create(self.dir.join(format!("{id}.{ext}"))).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_stablecoin-server"))
+            .arg("serve")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env("STABLECOIN_LISTEN", format!("127.0.0.1:{port}"))
+            .env("STABLECOIN_DATA_DIR", &data)
+            .env("STABLECOIN_ENGINE_WORKER_ID", id)
+            .stdin(Stdio::null())
+            .stdout(log("out"))
+            .stderr(log("log"))
+            .spawn()
+            .expect("the server starts");
+        let node = Node {
+            child: Some(child),
+            base: format!("http://127.0.0.1:{port}"),
+            id: id.into(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while node.role().await.is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "{id} never answered (logs in {:?})",
+                self.dir
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        node
+    }
+}
+
+fn all() -> BTreeSet<String> {
+    SINGLETONS.iter().map(|s| s.to_string()).collect()
+}
+
+/// Waits (at most `within`) until `node` holds every singleton; how long it took.
+async fn until_it_holds_all(node: &Node, within: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        if node.held().await == all() {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < within,
+            "{} never took every singleton (holds {:?})",
+            node.id,
+            node.held().await
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// The lease records in the database, by job.
+async fn leases(store: &PgStore) -> Vec<LeaseRecord> {
+    let mut out = Vec::new();
+    for job in SINGLETONS {
+        let v = get_record::<LeaseRecord>(store, job)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no lease record of {job}"));
+        out.push(v.record);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_singleton_job_runs_on_exactly_one_of_two_nodes_and_moves_when_it_dies() {
+    let Some(url) = pg_url("each_singleton_job_runs_on_exactly_one_of_two_nodes") else {
+        return;
+    };
+    let db = fresh_schema(&url).await;
+    let store = PgStore::connect(PgConfig::new(db.clone()))
+        .await
+        .expect("the test reads the database");
+    let cluster = Cluster::start(&db).await;
+
+    // Node 1 starts alone and takes every singleton.
+    let mut one = cluster.node("node-1").await;
+    until_it_holds_all(&one, Duration::from_secs(30)).await;
+    // Node 2 joins: across several lease lengths, node 1 keeps every job and node 2
+    // runs none; each node's readiness names it.
+    let two = cluster.node("node-2").await;
+    assert_eq!(one.role().await.unwrap().0, "node-1");
+    assert_eq!(two.role().await.unwrap().0, "node-2");
+    let watch_until = Instant::now() + Duration::from_millis(LEASE_MS * 3);
+    let mut polls = 0;
+    while Instant::now() < watch_until {
+        let (h1, h2) = (one.held().await, two.held().await);
+        assert!(h1.is_disjoint(&h2), "both nodes hold {:?}", &h1 & &h2);
+        assert_eq!(h1, all(), "node 1 kept every job");
+        polls += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(polls > 3);
+    for l in leases(&store).await {
+        assert_eq!(l.holder.as_deref(), Some("node-1"), "{l:?}");
+    }
+
+    // Node 1 dies without a word (SIGKILL: no release). Node 2 takes every job over,
+    // and never before node 1's lease on it expired.
+    let before = leases(&store).await;
+    one.kill();
+    let took = until_it_holds_all(&two, Duration::from_secs(30)).await;
+    eprintln!(
+        "node 2 took the singletons {} ms after node 1 died (lease {LEASE_MS} ms)",
+        took.as_millis()
+    );
+    let after = leases(&store).await;
+    for (old, new) in before.iter().zip(&after) {
+        assert_eq!(new.holder.as_deref(), Some("node-2"), "{new:?}");
+        assert!(
+            new.taken_at >= old.expires_at,
+            "{} taken at {:?}, before node 1's lease expired at {:?}",
+            new.job,
+            new.taken_at,
+            old.expires_at
+        );
+    }
+
+    // Node 1 comes back: node 2 keeps the jobs, node 1 runs none.
+    let back = cluster.node("node-1").await;
+    let watch_until = Instant::now() + Duration::from_millis(LEASE_MS * 2);
+    while Instant::now() < watch_until {
+        let (h1, h2) = (back.held().await, two.held().await);
+        assert!(h1.is_empty(), "the restarted node took {h1:?}");
+        assert_eq!(h2, all());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
