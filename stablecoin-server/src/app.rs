@@ -287,9 +287,13 @@ impl App {
         };
         let checkout = CheckoutEngine::new(engine.kernel(), checkout_config)
             .map_err(|e| StartupError::Config(ConfigError::Invalid(format!("checkout: {e}"))))?;
-        let rate_limiter = Arc::new(crate::rate_limit::RateLimiter::new(
-            config.rate_limits.limits(),
-        ));
+        // PostgreSQL: one budget per key across every node on the database.
+        let rate_limiter = Arc::new(match &storage.postgres {
+            Some(pg) => {
+                crate::rate_limit::RateLimiter::shared(config.rate_limits.limits(), pg.clone())
+            }
+            None => crate::rate_limit::RateLimiter::new(config.rate_limits.limits()),
+        });
         let config_throttle = (
             config.consoles.sign_in_max_failures,
             config.consoles.sign_in_lockout_s,

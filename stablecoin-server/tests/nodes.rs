@@ -6,16 +6,22 @@
 //!   on exactly one node, as each node's `/health/ready` says and the lease records in
 //!   the database agree; when that node is killed (SIGKILL: no release), the other takes
 //!   every job over, never before the dead node's lease expired; a node restarted
-//!   afterwards runs none of them while the other lives.
+//!   afterwards runs none of them while the other lives;
+//! - rate limits: a key's budget is one budget across the nodes (kept in the database):
+//!   with a quota of N, N requests pass spread over both nodes and the next one, on
+//!   either node, is `429 RATE_LIMITED` with `Retry-After`; the `RateLimit` headers
+//!   count down across the nodes.
 //!
 //! Needs `STABLECOIN_TEST_PG_URL` (`scripts/test-postgres.sh` sets it); without it the
 //! cases print SKIPPED, unless `STABLECOIN_REQUIRE_PG` is set.
 
 use crate::common::shared::{fresh_schema, pg_url, shared_chain};
-use crate::common::{METRICS_TOKEN, temp_dir, test_config};
+use crate::common::{METRICS_TOKEN, Server, serve, temp_dir, test_config};
 use serde_json::Value;
 use stablecoin_core::kernel::LeaseRecord;
 use stablecoin_core::ports::get_record;
+use stablecoin_server::App;
+use stablecoin_server::config::{Secret, StorageConfig};
 use stablecoin_store::{PgConfig, PgStore};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -239,4 +245,72 @@ async fn each_singleton_job_runs_on_exactly_one_of_two_nodes_and_moves_when_it_d
         assert_eq!(h2, all());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Two servers in this process on a fresh schema and one shared chain, with `quota`
+/// reads per hour per key (nothing refills during the test).
+async fn two_limited_servers(url: &str, quota: u32) -> (Server, Server) {
+    let mut base = test_config();
+    base.storage = StorageConfig::Postgres {
+        url: Secret::new(fresh_schema(url).await),
+        connect_timeout_secs: 30,
+    };
+    base.sim.chain_url = Some(shared_chain(&base).await);
+    base.rate_limits.enabled = true;
+    base.rate_limits.window_s = 3_600;
+    base.rate_limits.read = quota;
+    let node = |id: &str| {
+        let mut c = base.clone();
+        c.engine.worker_id = Some(id.into());
+        c
+    };
+    let s1 = serve(App::build(node("node-1")).await.expect("app builds")).await;
+    let s2 = serve(App::build(node("node-2")).await.expect("app builds")).await;
+    (s1, s2)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_keys_rate_budget_is_one_budget_across_two_nodes() {
+    let Some(url) = pg_url("a_keys_rate_budget_is_one_budget_across_two_nodes") else {
+        return;
+    };
+    const QUOTA: u32 = 6;
+    let (s1, s2) = two_limited_servers(&url, QUOTA).await;
+    let t = s1.tenant("Acme", "0").await;
+    let other = s2.tenant("Other", "0").await;
+    let path = "/v1/transfers";
+    // The quota, alternating nodes: each passes, and `RateLimit` counts down across both
+    // (an interval of 3600 s / 6 = 600 s: the budget is whole again 600 s per request
+    // spent after the last).
+    for i in 0..QUOTA {
+        let node = if i % 2 == 0 { &s1 } else { &s2 };
+        let r = node.get(&t.live, path).await;
+        assert_eq!(r.status, 200, "request {i}: {}", r.text());
+        assert_eq!(
+            r.header("ratelimit").as_deref(),
+            Some(format!("\"read\";r={};t={}", QUOTA - 1 - i, 600 * (i + 1)).as_str()),
+            "request {i}"
+        );
+        assert_eq!(
+            r.header("ratelimit-policy").as_deref(),
+            Some(format!("\"read\";q={QUOTA};w=3600").as_str())
+        );
+    }
+    // The next one is refused on either node: N nodes do not give a key N budgets.
+    for node in [&s1, &s2] {
+        let r = node.get(&t.live, path).await;
+        r.expect_err(429, "RATE_LIMITED");
+        let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
+        assert!(
+            (590..=600).contains(&retry),
+            "Retry-After {retry}: one interval"
+        );
+        assert_eq!(
+            r.header("ratelimit").as_deref(),
+            Some("\"read\";r=0;t=3600")
+        );
+    }
+    // Another key's budget is its own.
+    assert_eq!(s2.get(&other.live, path).await.status, 200);
+    assert_eq!(s1.app.state().rate_limiter.backend(), "shared");
 }

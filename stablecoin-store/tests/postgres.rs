@@ -523,3 +523,77 @@ async fn postgres_purges_walk_the_creation_time_indexes() {
     }
     tx.rollback().await.unwrap();
 }
+
+/// The shared rate-limit state (`PgStore::rate_limit`, migration 0008): a burst of the
+/// quota, then refusals that leave the state as it was; budgets per key and class;
+/// concurrent requests of one key from two stores (two nodes' pools) never get more than
+/// the quota between them; rows whose budget is whole again are purged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_rate_limits_share_one_budget_across_stores() {
+    if !pg_available("postgres_rate_limits_share_one_budget_across_stores") {
+        return;
+    }
+    let schema = schema("rate_limits");
+    let (a, b) = (store_in(&schema, 8).await, store_in(&schema, 8).await);
+    // 5 per second: an interval of 200 ms, a burst of 5.
+    let (interval, tolerance) = (200_000, 800_000);
+    let mut last = None;
+    for _ in 0..5 {
+        let step = a
+            .rate_limit("k", "money", interval, tolerance)
+            .await
+            .unwrap();
+        assert!(step.allowed, "{step:?}");
+        last = Some(step.tat_us);
+    }
+    for s in [&a, &b, &a] {
+        let step = s
+            .rate_limit("k", "money", interval, tolerance)
+            .await
+            .unwrap();
+        assert!(!step.allowed, "{step:?}");
+        assert_eq!(Some(step.tat_us), last, "a refusal leaves the state");
+        assert!(step.tat_us - step.now_us > tolerance);
+    }
+    assert!(
+        b.rate_limit("k", "read", interval, tolerance)
+            .await
+            .unwrap()
+            .allowed
+    );
+    assert!(
+        b.rate_limit("k2", "money", interval, tolerance)
+            .await
+            .unwrap()
+            .allowed
+    );
+
+    // 60 requests of one fresh key at once, half through each store, with a budget of
+    // 20 an hour (nothing refills during the test): exactly 20 pass.
+    let (interval, tolerance) = (180_000_000, 180_000_000 * 19);
+    let calls = (0..60).map(|i| {
+        let s = if i % 2 == 0 { a.clone() } else { b.clone() };
+        tokio::spawn(async move {
+            s.rate_limit("burst", "write", interval, tolerance)
+                .await
+                .unwrap()
+                .allowed
+        })
+    });
+    let mut allowed = 0;
+    for c in calls.collect::<Vec<_>>() {
+        allowed += usize::from(c.await.unwrap());
+    }
+    assert_eq!(allowed, 20);
+
+    // Nothing whole yet but `k`'s read and `k2` in a second: purged then, `k` too.
+    assert_eq!(a.purge_rate_limits(100).await.unwrap(), 0);
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert_eq!(a.purge_rate_limits(100).await.unwrap(), 3);
+    assert!(
+        a.rate_limit("k", "money", 200_000, 800_000)
+            .await
+            .unwrap()
+            .allowed
+    );
+}

@@ -100,7 +100,7 @@
 //! | `http.header_read_timeout_ms` | `STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS` | `10000` |
 //! | `http.request_timeout_ms` | `STABLECOIN_HTTP_REQUEST_TIMEOUT_MS` | `30000` (then 408 REQUEST_TIMEOUT) |
 //! | `http.max_connections` | `STABLECOIN_HTTP_MAX_CONNECTIONS` | `10000` |
-//! | `rate_limits.enabled` | `STABLECOIN_RATE_LIMITS` | `true` (per API key and per process) |
+//! | `rate_limits.enabled` | `STABLECOIN_RATE_LIMITS` | `true` (per API key; with `postgres` storage one budget across every node on the database, else per process) |
 //! | `rate_limits.window_s` | `STABLECOIN_RATE_LIMIT_WINDOW_S` | `1` |
 //! | `rate_limits.money` | `STABLECOIN_RATE_LIMIT_MONEY` | `100` money-moving POSTs per window |
 //! | `rate_limits.write` | `STABLECOIN_RATE_LIMIT_WRITE` | `50` other POSTs/DELETEs per window |

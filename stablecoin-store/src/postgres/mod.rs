@@ -38,12 +38,13 @@
 
 //! The files: `config.rs` (what a store connects with), `commit.rs` (one commit's
 //! transaction), `puts.rs` (its puts), `rows.rs` (row decoding), `store.rs` and
-//! `ledger.rs` (the two traits).
+//! `ledger.rs` (the two traits), `rate_limits.rs` (the server's shared rate-limit state).
 
 mod commit;
 mod config;
 mod ledger;
 mod puts;
+mod rate_limits;
 mod rows;
 mod store;
 
@@ -54,6 +55,7 @@ use stablecoin_core::ports::ledger::LedgerError;
 use stablecoin_core::ports::store::{Batch, CommitReceipt, StoreError};
 
 pub use config::PgConfig;
+pub use rate_limits::RateLimitStep;
 
 /// The migrations shipped in `migrations/postgres/`.
 pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
