@@ -10,12 +10,15 @@
 //! - rate limits: a key's budget is one budget across the nodes (kept in the database):
 //!   with a quota of N, N requests pass spread over both nodes and the next one, on
 //!   either node, is `429 RATE_LIMITED` with `Retry-After`; the `RateLimit` headers
-//!   count down across the nodes.
+//!   count down across the nodes;
+//! - PgBouncer: two nodes reaching the database only through PgBouncer in transaction
+//!   pooling mode (Debian's, started by `scripts/test-postgres.sh`) fund a wallet and
+//!   settle sends once, share a rate budget, and run the singleton jobs on one node.
 //!
 //! Needs `STABLECOIN_TEST_PG_URL` (`scripts/test-postgres.sh` sets it); without it the
 //! cases print SKIPPED, unless `STABLECOIN_REQUIRE_PG` is set.
 
-use crate::common::shared::{fresh_schema, pg_url, shared_chain};
+use crate::common::shared::{fresh_database_behind_pgbouncer, fresh_schema, pg_url, shared_chain};
 use crate::common::{METRICS_TOKEN, Server, serve, temp_dir, test_config};
 use serde_json::Value;
 use stablecoin_core::kernel::LeaseRecord;
@@ -313,4 +316,101 @@ async fn a_keys_rate_budget_is_one_budget_across_two_nodes() {
     // Another key's budget is its own.
     assert_eq!(s2.get(&other.live, path).await.status, 200);
     assert_eq!(s1.app.state().rate_limiter.backend(), "shared");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_nodes_through_pgbouncer_in_transaction_mode_settle_sends_once() {
+    let test = "two_nodes_through_pgbouncer_in_transaction_mode_settle_sends_once";
+    let Some(url) = fresh_database_behind_pgbouncer(test).await else {
+        return;
+    };
+    let mut base = test_config();
+    base.storage = StorageConfig::Postgres {
+        url: Secret::new(url),
+        connect_timeout_secs: 30,
+    };
+    base.sim.chain_url = Some(shared_chain(&base).await);
+    base.rate_limits.enabled = true;
+    base.rate_limits.window_s = 3_600;
+    base.rate_limits.read = 20;
+    let node = |id: &str| {
+        let mut c = base.clone();
+        c.engine.worker_id = Some(id.into());
+        c
+    };
+    let s1 = serve(App::build(node("node-1")).await.expect("app builds")).await;
+    let s2 = serve(App::build(node("node-2")).await.expect("app builds")).await;
+    let t = s1.tenant("Pooled Co", "100").await;
+    for phone in ["+2250700000001", "+2250700000002"] {
+        s1.provision(&t.live, phone).await;
+    }
+    // Funded through node 1, settled by node 2's workers.
+    let r = s1
+        .post(
+            &t.live,
+            "/v1/users/fund",
+            r#"{"phone_number":"+2250700000001","token":"USDC","amount":"50"}"#,
+        )
+        .await;
+    r.expect(202);
+    let funding = r.header("location").unwrap();
+    s2.settle().await;
+    assert_eq!(s1.get(&t.live, &funding).await.json()["status"], "SETTLED");
+    // Two sends through node 2, settled by node 1.
+    let mut sends = Vec::new();
+    for amount in ["10", "5"] {
+        let body = serde_json::json!({"from_phone_number": "+2250700000001",
+            "to_phone_number": "+2250700000002", "token": "USDC",
+            "quote_id": format!("DIRECT_CRYPTO:USDC:{amount}")});
+        let r = s2
+            .post(&t.live, "/v1/transfers/send", &body.to_string())
+            .await;
+        r.expect(202);
+        sends.push(r.header("location").unwrap());
+    }
+    s1.settle().await;
+    assert!(s2.app.engine().tick().await.is_idle(), "nothing left to do");
+    for loc in &sends {
+        let r = s2.get(&t.live, loc).await;
+        assert_eq!(r.json()["status"], "SETTLED", "{}", r.text());
+    }
+    let balance = s1
+        .get(&t.live, "/v1/users/balance?phone_number=%2B2250700000001")
+        .await;
+    balance.expect(200);
+    assert!(
+        balance.text().contains("\"35"),
+        "50 funded, 15 sent: {}",
+        balance.text()
+    );
+    // The rate budget is shared through the pooler too: 20 reads an hour in all, some
+    // already spent above; the rest go, then 429 on either node.
+    let mut ok = 0;
+    for i in 0..40 {
+        let node = if i % 2 == 0 { &s1 } else { &s2 };
+        match node.get(&t.live, "/v1/transfers").await.status {
+            200 => ok += 1,
+            429 => {}
+            other => panic!("status {other}"),
+        }
+    }
+    assert!(ok < 20, "{ok} reads passed after the earlier ones");
+    assert_eq!(s1.get(&t.live, "/v1/transfers").await.status, 429);
+    assert_eq!(s2.get(&t.live, "/v1/transfers").await.status, 429);
+    // The singleton leases through the pooler: one node takes a job, the other sees it.
+    use stablecoin_core::kernel::LeaseStatus;
+    let (l1, l2) = (&s1.app.state().leases, &s2.app.state().leases);
+    assert!(matches!(
+        l1.acquire("inbound").await.unwrap(),
+        LeaseStatus::Held { .. }
+    ));
+    match l2.acquire("inbound").await.unwrap() {
+        LeaseStatus::Elsewhere { holder, .. } => assert_eq!(holder, "node-1"),
+        other => panic!("{other:?}"),
+    }
+    l1.release("inbound").await.unwrap();
+    assert!(matches!(
+        l2.acquire("inbound").await.unwrap(),
+        LeaseStatus::Held { .. }
+    ));
 }

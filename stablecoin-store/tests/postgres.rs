@@ -597,3 +597,96 @@ async fn postgres_rate_limits_share_one_budget_across_stores() {
             .allowed
     );
 }
+
+/// PgBouncer in transaction pooling mode in front of the database
+/// (`STABLECOIN_TEST_PGBOUNCER_URL`, set by `scripts/test-postgres.sh`); `None` (SKIPPED)
+/// without one.
+fn pgbouncer_url(test: &str) -> Option<String> {
+    match std::env::var("STABLECOIN_TEST_PGBOUNCER_URL") {
+        Ok(url) => Some(url),
+        Err(_) if std::env::var_os("STABLECOIN_REQUIRE_PG").is_some() => panic!(
+            "STABLECOIN_TEST_PGBOUNCER_URL is not set but STABLECOIN_REQUIRE_PG is: \
+             scripts/test-postgres.sh starts PgBouncer"
+        ),
+        Err(_) => {
+            eprintln!("SKIPPED {test}: STABLECOIN_TEST_PGBOUNCER_URL is not set");
+            None
+        }
+    }
+}
+
+/// `url` with its database replaced by `db`.
+fn with_database(url: &str, db: &str) -> String {
+    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
+    format!("{base}/{db}")
+}
+
+/// The PgBouncer URL of database `db`: with `pooler=transaction` (no named prepared
+/// statements, every statement in a transaction) unless the PgBouncer is 1.21 or later,
+/// which keeps named statements itself (`max_prepared_statements`, set by the script).
+fn through_pgbouncer(bouncer: &str, db: &str) -> String {
+    let version = std::env::var("STABLECOIN_TEST_PGBOUNCER_VERSION").unwrap_or_default();
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    let url = with_database(bouncer, db);
+    if (major, minor) >= (1, 21) {
+        url
+    } else {
+        format!("{url}?pooler=transaction")
+    }
+}
+
+/// A fresh database (through PgBouncer the schema cannot come as a startup option:
+/// PgBouncer passes no `options`), copied from `template`, created on the server directly.
+async fn database_from(template: &str, tag: &str) -> String {
+    use sqlx::Connection as _;
+    let name = schema(tag);
+    let mut admin = sqlx::PgConnection::connect(&pg_url()).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE DATABASE {name} TEMPLATE {template}"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let _ = admin.close().await;
+    name
+}
+
+/// The store through PgBouncer in transaction pooling mode: the conformance suite, each
+/// case on a database of its own (migrated directly, then used only through the pooler).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_passes_store_suite_through_pgbouncer_in_transaction_mode() {
+    let test = "postgres_passes_store_suite_through_pgbouncer_in_transaction_mode";
+    if !pg_available(test) {
+        return;
+    }
+    let Some(bouncer) = pgbouncer_url(test) else {
+        return;
+    };
+    // A migrated template: CREATE DATABASE .. TEMPLATE copies it per case.
+    let template = {
+        use sqlx::Connection as _;
+        let name = schema("bouncer_template");
+        let mut admin = sqlx::PgConnection::connect(&pg_url()).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        let _ = admin.close().await;
+        let direct = PgStore::connect(PgConfig::new(with_database(&pg_url(), &name)))
+            .await
+            .unwrap();
+        direct.close().await;
+        name
+    };
+    let template = Arc::new(template);
+    testkit::store_suite(|| {
+        let (template, bouncer) = (template.clone(), bouncer.clone());
+        async move {
+            let db = database_from(&template, "bouncer").await;
+            let config = PgConfig::new(through_pgbouncer(&bouncer, &db)).max_connections(8);
+            Arc::new(PgStore::connect(config).await.unwrap())
+        }
+    })
+    .await;
+}

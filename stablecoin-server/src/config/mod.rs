@@ -55,7 +55,7 @@
 //! | `storage.kind` (`memory`/`sqlite`/`postgres`) | `STABLECOIN_STORAGE` | `sqlite` |
 //! | `storage.path` (sqlite) | `STABLECOIN_SQLITE_PATH` | `<data_dir>/stablecoin.db` |
 //! | `storage.max_background` (sqlite) | `STABLECOIN_SQLITE_MAX_BACKGROUND` | `4` (worker commits the writer adds to a group with API commits in it: lower favours API latency under a settlement backlog, higher settlement progress while the API is busy) |
-//! | `storage.url` (postgres) | `STABLECOIN_POSTGRES_URL` | none (required) |
+//! | `storage.url` (postgres) | `STABLECOIN_POSTGRES_URL` | none (required; add `?pooler=transaction` through PgBouncer older than 1.21 in transaction mode: `stablecoin_store::PgConfig::transaction_pooler`) |
 //! | `storage.connect_timeout_secs` (postgres) | `STABLECOIN_POSTGRES_CONNECT_TIMEOUT_SECS` | `30` |
 //! | `log.filter` | `STABLECOIN_LOG` | `info` |
 //! | `log.format` (`text`/`json`) | `STABLECOIN_LOG_FORMAT` | `text` |

@@ -40,7 +40,8 @@ RETURNING allowed, tat_us, seen_us";
 impl PgStore {
     /// Counts one request of `key` in budget `class` (GCRA: `interval_us` between two
     /// requests at the sustained rate, a burst of `tolerance_us / interval_us + 1`):
-    /// one statement in autocommit, so the row is locked for that statement only, and
+    /// one statement in autocommit (through a transaction pooler, in a transaction of
+    /// its own committed at once), so the row is locked for that statement only, and
     /// concurrent requests of one key on any node queue on it and each sees the state
     /// the previous one left.
     pub async fn rate_limit(
@@ -50,13 +51,15 @@ impl PgStore {
         interval_us: i64,
         tolerance_us: i64,
     ) -> Result<RateLimitStep, Error> {
+        let mut conn = self.write_conn().await?;
         let (allowed, tat_us, now_us): (bool, i64, i64) = sqlx::query_as(STEP)
             .bind(key)
             .bind(class)
             .bind(interval_us)
             .bind(tolerance_us)
-            .fetch_one(self.pool())
+            .fetch_one(conn.conn())
             .await?;
+        conn.done().await?;
         Ok(RateLimitStep {
             allowed,
             tat_us,
@@ -75,9 +78,10 @@ impl PgStore {
                   LIMIT $1)
                AND tat_us < (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT",
         )
-        .bind(limit)
-        .execute(self.pool())
-        .await?;
+        .bind(limit);
+        let mut conn = self.write_conn().await?;
+        let done = done.execute(conn.conn()).await?;
+        conn.done().await?;
         Ok(done.rows_affected())
     }
 }
