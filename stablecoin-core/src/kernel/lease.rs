@@ -9,9 +9,9 @@
 //! id the job's name) naming the node that runs it and until when.
 //!
 //! How: taking or renewing a lease is a read and one versioned commit of that record
-//! ([`Put`] with the version read, the check every store applies), so of two nodes that
-//! race for it exactly one commit succeeds, on memory, SQLite and PostgreSQL alike and
-//! with no table of its own. A node runs the job only while it holds the lease by its
+//! (a [`Put`](crate::ports::store::Put) with the version read, the check every store
+//! applies), so of two nodes that race for it exactly one commit succeeds, on memory,
+//! SQLite and PostgreSQL alike and with no table of its own. A node runs the job only while it holds the lease by its
 //! own clock ([`Leases::holds`]: the expiry it wrote is still ahead); [`Leases::keep`]
 //! renews every lease a third of the lease's length apart, so the lease never runs out
 //! while the node is alive; a node that dies (or loses the database) stops renewing,
