@@ -236,7 +236,14 @@ pub struct RateLimiter {
     shared: Option<PgStore>,
     /// Shared checks so far (a purge every [`PURGE_EVERY`]).
     shared_checks: AtomicU64,
+    /// When the last "shared state did not answer" warning was logged (seconds on the
+    /// limiter's clock, +1; 0: never): at most one every [`WARN_EVERY_S`], not one per
+    /// request during an outage.
+    warned_at_s: AtomicU64,
 }
+
+/// Seconds between two warnings that the shared state did not answer.
+const WARN_EVERY_S: u64 = 10;
 
 impl RateLimiter {
     /// A limiter keeping its state in this process, no key tracked yet.
@@ -247,6 +254,7 @@ impl RateLimiter {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             shared: None,
             shared_checks: AtomicU64::new(0),
+            warned_at_s: AtomicU64::new(0),
         }
     }
 
@@ -317,7 +325,16 @@ impl RateLimiter {
             match step {
                 Ok(step) => return decision_of_step(step, budget),
                 Err(e) => {
-                    tracing::warn!(error = %e, "rate limits: the shared state did not answer; counting in this process");
+                    let now_s = self.started.elapsed().as_secs() + 1;
+                    let last = self.warned_at_s.load(Ordering::Relaxed);
+                    if (last == 0 || now_s >= last + WARN_EVERY_S)
+                        && self
+                            .warned_at_s
+                            .compare_exchange(last, now_s, Ordering::Relaxed, Ordering::Relaxed)
+                            .is_ok()
+                    {
+                        tracing::warn!(error = %e, "rate limits: the shared state did not answer; counting in this process");
+                    }
                 }
             }
         }

@@ -13,7 +13,8 @@
 //!   count down across the nodes;
 //! - PgBouncer: two nodes reaching the database only through PgBouncer in transaction
 //!   pooling mode (Debian's, started by `scripts/test-postgres.sh`) fund a wallet and
-//!   settle sends once, share a rate budget, and run the singleton jobs on one node.
+//!   settle sends once, share a rate budget, and hand a singleton lease to one node;
+//! - a node whose database does not answer still limits each key, in its own process.
 //!
 //! Needs `STABLECOIN_TEST_PG_URL` (`scripts/test-postgres.sh` sets it); without it the
 //! cases print SKIPPED, unless `STABLECOIN_REQUIRE_PG` is set.
@@ -413,4 +414,33 @@ async fn two_nodes_through_pgbouncer_in_transaction_mode_settle_sends_once() {
         l2.acquire("inbound").await.unwrap(),
         LeaseStatus::Held { .. }
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_counts_in_its_own_process_when_the_database_does_not_answer() {
+    use stablecoin_server::rate_limit::{Budget, Class, RateLimiter, RateLimits};
+    let Some(url) = pg_url("a_node_counts_in_its_own_process_when_the_database_does_not_answer")
+    else {
+        return;
+    };
+    let pg = PgStore::connect(PgConfig::new(fresh_schema(&url).await))
+        .await
+        .unwrap();
+    let limits = RateLimits {
+        read: Budget {
+            quota: 3,
+            window_s: 3_600,
+        },
+        ..RateLimits::default()
+    };
+    let limiter = RateLimiter::shared(limits, pg.clone());
+    assert_eq!(limiter.backend(), "shared");
+    assert!(limiter.check("k", Class::Read).await.allowed, "shared");
+    // The database goes away: the limits still hold, counted in this process.
+    pg.close().await;
+    for i in 0..3 {
+        assert!(limiter.check("k", Class::Read).await.allowed, "request {i}");
+    }
+    let d = limiter.check("k", Class::Read).await;
+    assert!(!d.allowed && d.retry_after_s >= 1, "{d:?}");
 }
