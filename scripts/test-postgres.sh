@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the PostgreSQL tests of stablecoin-store, and the server's tests of two servers on
-# one database and one shared simulated chain (shared_chain, concurrency, kill), against a
+# one database and one shared simulated chain (shared_chain, concurrency, kill, nodes), against a
 # throwaway local cluster.
 #
 #   scripts/test-postgres.sh [cargo test args...]     # e.g. a test-name filter
@@ -12,7 +12,7 @@
 # as the `postgres` user (initdb in a temp dir, listening on 127.0.0.1 on a free port,
 # unix socket in the temp dir, trust auth), exports STABLECOIN_TEST_PG_URL, runs
 # `cargo test -p stablecoin-store --features postgres` and the server's `shared_chain`,
-# `concurrency` and `kill` tests (scripts/test runs the whole suite under `--run`
+# `concurrency`, `kill` and `nodes` tests (scripts/test runs the whole suite under `--run`
 # instead), and stops and removes the cluster on exit, whatever happens. The cluster keeps
 # PostgreSQL's durable defaults (fsync on, synchronous_commit on), so bench numbers are
 # honest. PG_SERVER_OPTS adds server options, e.g. to profile statements:
@@ -31,7 +31,7 @@ PG_BIN="$(find_pg_bin)"
 if [ -z "$PG_BIN" ]; then
   echo "== installing PostgreSQL from Debian's packages"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update
+  apt-get update && PG_APT_UPDATED=1
   apt-get install -y postgresql
   PG_BIN="$(find_pg_bin)"
 fi
@@ -56,6 +56,9 @@ mkdir -p "$SOCK"
 
 cleanup() {
   local rc=$?
+  if [ -f "$TMP/pgbouncer.pid" ]; then
+    kill "$(cat "$TMP/pgbouncer.pid")" 2>/dev/null || true
+  fi
   if [ -f "$DATA/postmaster.pid" ]; then
     "${AS_PG[@]}" "$PG_BIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null 2>&1 || true
   fi
@@ -99,6 +102,58 @@ export STABLECOIN_TEST_PG_URL="postgres://postgres@127.0.0.1:$PORT/stablecoin_te
 export STABLECOIN_REQUIRE_PG=1
 echo "== PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT"
 
+# PgBouncer (Debian's `pgbouncer`) in transaction pooling mode on loopback, in front of
+# the cluster: the store's tests run through it (STABLECOIN_TEST_PGBOUNCER_URL). Every
+# database of the cluster is reachable through it (`*`). PgBouncer refuses to run as
+# root: it runs as `postgres` too. From 1.21 on it keeps the clients' named prepared
+# statements across server connections (`max_prepared_statements`); before, the store
+# connects with `pooler=transaction` (PgConfig::pooler): no named statements, every
+# statement in a transaction of its own.
+find_pgbouncer() {
+  command -v pgbouncer 2>/dev/null || { [ -x /usr/sbin/pgbouncer ] && echo /usr/sbin/pgbouncer; } || true
+}
+PGBOUNCER="$(find_pgbouncer)"
+if [ -z "$PGBOUNCER" ]; then
+  echo "== installing PgBouncer from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  [ -n "${PG_APT_UPDATED:-}" ] || apt-get update
+  apt-get install -y --no-install-recommends pgbouncer
+  PGBOUNCER="$(find_pgbouncer)"
+fi
+if [ -n "$PGBOUNCER" ]; then
+  BOUNCER_VERSION="$("$PGBOUNCER" --version | awk 'NR==1 {print $2}')"
+  BOUNCER_PORT="$(free_port)"
+  printf '"postgres" ""\n' >"$TMP/userlist.txt"
+  {
+    echo "[databases]"
+    echo "* = host=127.0.0.1 port=$PORT"
+    echo "[pgbouncer]"
+    echo "listen_addr = 127.0.0.1"
+    echo "listen_port = $BOUNCER_PORT"
+    echo "unix_socket_dir ="
+    echo "auth_type = trust"
+    echo "auth_file = $TMP/userlist.txt"
+    echo "pool_mode = transaction"
+    echo "max_client_conn = 1000"
+    echo "default_pool_size = 5"
+    echo "ignore_startup_parameters = extra_float_digits"
+    echo "logfile = $TMP/pgbouncer.log"
+    echo "pidfile = $TMP/pgbouncer.pid"
+    if [ "$(printf '%s\n' 1.21.0 "$BOUNCER_VERSION" | sort -V | head -n 1)" = 1.21.0 ]; then
+      echo "max_prepared_statements = 500"
+    fi
+  } >"$TMP/pgbouncer.ini"
+  [ "$(id -u)" = 0 ] && chown postgres "$TMP/pgbouncer.ini" "$TMP/userlist.txt"
+  "${AS_PG[@]}" "$PGBOUNCER" -d -q "$TMP/pgbouncer.ini"
+  for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$BOUNCER_PORT") 2>/dev/null && break
+    sleep 0.1
+  done
+  export STABLECOIN_TEST_PGBOUNCER_URL="postgres://postgres@127.0.0.1:$BOUNCER_PORT/stablecoin_test"
+  export STABLECOIN_TEST_PGBOUNCER_VERSION="$BOUNCER_VERSION"
+  echo "== PgBouncer $BOUNCER_VERSION (transaction pooling) on 127.0.0.1:$BOUNCER_PORT"
+fi
+
 export PG_BIN
 if [ "${1:-}" = "--run" ]; then
   shift
@@ -111,6 +166,6 @@ elif [ "${1:-}" = "--bench" ]; then
 else
   echo "== cargo test -p stablecoin-store --features postgres $*"
   cargo test -p stablecoin-store --features postgres "$@"
-  echo "== cargo test -p stablecoin-server --test integration: shared_chain, concurrency, kill $*"
-  cargo test -p stablecoin-server --test integration "$@" -- shared_chain:: concurrency:: kill::
+  echo "== cargo test -p stablecoin-server --test integration: shared_chain, concurrency, kill, nodes $*"
+  cargo test -p stablecoin-server --test integration "$@" -- shared_chain:: concurrency:: kill:: nodes::
 fi

@@ -214,7 +214,7 @@ impl App {
                 .engine
                 .worker_id
                 .clone()
-                .unwrap_or_else(|| format!("server-{}", std::process::id())),
+                .unwrap_or_else(|| stablecoin_core::kernel::default_node_id(&OsEntropy)),
             code_key: Some(code_key),
             otp: config.otp.policy(),
             payment_validity_ms: config.engine.payment_validity_ms,
@@ -263,6 +263,14 @@ impl App {
             worker_id: format!("{}-checkout", engine_config.worker_id),
             ..config.checkout.engine_config()
         };
+        // The leases of the singleton jobs, on the wall clock: they are about real time
+        // between nodes, whatever clock the engine reads (a test's shifted one).
+        let leases = Arc::new(stablecoin_core::kernel::Leases::new(
+            storage.store.clone(),
+            Arc::new(SystemClock),
+            engine_config.worker_id.clone(),
+            std::time::Duration::from_millis(config.engine.singleton_lease_ms as u64),
+        ));
         let swap_ledger = ports.ledger.clone();
         let engine = crate::swaps::with_venue(
             Engine::new(ports, rails.all(), engine_config),
@@ -279,9 +287,13 @@ impl App {
         };
         let checkout = CheckoutEngine::new(engine.kernel(), checkout_config)
             .map_err(|e| StartupError::Config(ConfigError::Invalid(format!("checkout: {e}"))))?;
-        let rate_limiter = Arc::new(crate::rate_limit::RateLimiter::new(
-            config.rate_limits.limits(),
-        ));
+        // PostgreSQL: one budget per key across every node on the database.
+        let rate_limiter = Arc::new(match &storage.postgres {
+            Some(pg) => {
+                crate::rate_limit::RateLimiter::shared(config.rate_limits.limits(), pg.clone())
+            }
+            None => crate::rate_limit::RateLimiter::new(config.rate_limits.limits()),
+        });
         let config_throttle = (
             config.consoles.sign_in_max_failures,
             config.consoles.sign_in_lockout_s,
@@ -304,6 +316,7 @@ impl App {
             checkout,
             webhooks,
             rate_limiter,
+            leases,
             sessions: crate::pages::session::SessionKeys::new(session_key),
             sign_in_throttle: Arc::new(crate::sign_in::SignInThrottle::new(
                 config_throttle.0,

@@ -32,7 +32,9 @@ pub(crate) async fn run(state: AppState, stop: watch::Receiver<bool>) {
         let engine = engine.clone();
         async move { engine.reconcile_chains().await }
     };
-    crate::periodic::every(interval, stop, pass, |outcome| match outcome {
+    let leases = state.leases.clone();
+    let job = (crate::workers::RECONCILIATION, &*leases);
+    crate::periodic::every(job, interval, stop, pass, |outcome| match outcome {
         Ok(report) => {
             state.metrics.reconciliation_ran(&report);
             log(&report);

@@ -10,9 +10,21 @@
 //! the IETF `RateLimit-Policy` and `RateLimit` headers
 //! (draft-ietf-httpapi-ratelimit-headers), so clients can pace themselves.
 //!
-//! Limits are per process: with N server processes behind a balancer a key gets up to N
-//! times its budget. That is the documented trade-off for not needing a shared store on
-//! every request (see the server README).
+//! Where the state lives: one policy ([`decide`], the GCRA step and the numbers the
+//! headers carry), two backends for the arrival times.
+//!
+//! - PostgreSQL storage: in the database, shared by every node on it
+//!   ([`RateLimiter::shared`]), so N nodes behind a balancer give a key its budget once,
+//!   not N times. Each request is one statement (`PgStore::rate_limit`: an `INSERT ..
+//!   ON CONFLICT DO UPDATE .. RETURNING` in autocommit, on the database's clock, in an
+//!   UNLOGGED table), so the key's row is locked for that statement only and no session
+//!   state is kept (it works through PgBouncer in transaction mode). The statement takes
+//!   the same step as [`decide`] and returns the state; the decision and its headers are
+//!   [`decide`]'s on that state. If the database does not answer, the request is
+//!   counted in this process instead (the in-process backend), so a database outage
+//!   never lifts the limits, and the request goes on to meet the outage itself.
+//! - Memory and SQLite storage (one node): in this process, sharded maps of arrival
+//!   times ([`RateLimiter::new`]).
 
 use crate::caller::Caller;
 use crate::error::ApiError;
@@ -21,8 +33,10 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use stablecoin_store::{PgStore, RateLimitStep};
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -154,7 +168,9 @@ pub struct Decision {
     pub retry_after_s: u64,
 }
 
-/// GCRA on one theoretical arrival time. Pure: `now_us` comes in.
+/// GCRA on one theoretical arrival time. Pure: `now_us` comes in. The one policy of both
+/// backends: the in-process one runs it on its map, and the shared one's statement takes
+/// the same step ([`decision_of_step`] reads its outcome through this function).
 pub fn decide(tat_us: Option<i64>, now_us: i64, budget: Budget) -> (Decision, Option<i64>) {
     let interval = budget.interval_us();
     let tolerance = budget.tolerance_us();
@@ -182,25 +198,81 @@ pub fn decide(tat_us: Option<i64>, now_us: i64, budget: Budget) -> (Decision, Op
     (decision, Some(new_tat))
 }
 
+/// The decision on a step the shared backend took (`PgStore::rate_limit`): [`decide`] on
+/// the arrival time the step started from, at the database's clock. An allowed step
+/// moved the time one interval forward from `max(tat, now)`; a refused one left it.
+pub fn decision_of_step(step: RateLimitStep, budget: Budget) -> Decision {
+    let before = if step.allowed {
+        step.tat_us - budget.interval_us()
+    } else {
+        step.tat_us
+    };
+    let (mut decision, _) = decide(Some(before), step.now_us, budget);
+    // The same inequality on the same numbers; the database's answer counted the request.
+    decision.allowed = step.allowed;
+    if !step.allowed {
+        decision.remaining = 0;
+        decision.retry_after_s = decision.retry_after_s.max(1);
+    }
+    decision
+}
+
+/// Shared checks between two purges of the shared table's whole budgets.
+const PURGE_EVERY: u64 = 4_096;
+/// Rows one purge deletes at most.
+const PURGE_ROWS: i64 = 10_000;
+
 const SHARDS: usize = 16;
 /// Keys one shard tracks before it forgets the idle ones (a key whose budget is whole
 /// again needs no entry).
 const SHARD_ENTRIES: usize = 4_096;
 
-/// The state of every key's budgets, in memory.
+/// The state of every key's budgets: in this process, or shared in PostgreSQL.
 pub struct RateLimiter {
     limits: RateLimits,
     started: Instant,
     shards: Vec<Mutex<HashMap<(String, Class), i64>>>,
+    /// The shared backend, when storage is PostgreSQL.
+    shared: Option<PgStore>,
+    /// Shared checks so far (a purge every [`PURGE_EVERY`]).
+    shared_checks: AtomicU64,
+    /// When the last "shared state did not answer" warning was logged (seconds on the
+    /// limiter's clock, +1; 0: never): at most one every [`WARN_EVERY_S`], not one per
+    /// request during an outage.
+    warned_at_s: AtomicU64,
 }
 
+/// Seconds between two warnings that the shared state did not answer.
+const WARN_EVERY_S: u64 = 10;
+
 impl RateLimiter {
-    /// A limiter with no key tracked yet.
+    /// A limiter keeping its state in this process, no key tracked yet.
     pub fn new(limits: RateLimits) -> Self {
         RateLimiter {
             limits,
             started: Instant::now(),
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shared: None,
+            shared_checks: AtomicU64::new(0),
+            warned_at_s: AtomicU64::new(0),
+        }
+    }
+
+    /// A limiter keeping its state in `pg`'s `rate_limits` table, shared by every node
+    /// on that database (in this process while the database does not answer).
+    pub fn shared(limits: RateLimits, pg: PgStore) -> Self {
+        RateLimiter {
+            shared: Some(pg),
+            ..RateLimiter::new(limits)
+        }
+    }
+
+    /// `shared` or `in-process`: where the budgets are kept.
+    pub fn backend(&self) -> &'static str {
+        if self.shared.is_some() {
+            "shared"
+        } else {
+            "in-process"
         }
     }
 
@@ -228,9 +300,44 @@ impl RateLimiter {
         decision
     }
 
-    /// Counts one request of `key` in `class` now (the same as [`RateLimiter::check_at`] on
-    /// the limiter's own monotonic clock).
-    pub fn check(&self, key: &str, class: Class) -> Decision {
+    /// Counts one request of `key` in `class` now: in the shared table when there is
+    /// one (one statement), else (or when the database fails) as
+    /// [`RateLimiter::check_at`] on the limiter's own monotonic clock.
+    pub async fn check(&self, key: &str, class: Class) -> Decision {
+        if let Some(pg) = &self.shared {
+            let budget = self.limits.budget(class);
+            let step = pg
+                .rate_limit(
+                    key,
+                    class.name(),
+                    budget.interval_us(),
+                    budget.tolerance_us(),
+                )
+                .await;
+            if self.shared_checks.fetch_add(1, Ordering::Relaxed) % PURGE_EVERY == PURGE_EVERY - 1 {
+                let pg = pg.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = pg.purge_rate_limits(PURGE_ROWS).await {
+                        tracing::debug!(error = %e, "rate limits: purge of whole budgets");
+                    }
+                });
+            }
+            match step {
+                Ok(step) => return decision_of_step(step, budget),
+                Err(e) => {
+                    let now_s = self.started.elapsed().as_secs() + 1;
+                    let last = self.warned_at_s.load(Ordering::Relaxed);
+                    if (last == 0 || now_s >= last + WARN_EVERY_S)
+                        && self
+                            .warned_at_s
+                            .compare_exchange(last, now_s, Ordering::Relaxed, Ordering::Relaxed)
+                            .is_ok()
+                    {
+                        tracing::warn!(error = %e, "rate limits: the shared state did not answer; counting in this process");
+                    }
+                }
+            }
+        }
         let now_us = self.started.elapsed().as_micros() as i64;
         self.check_at(key, class, now_us)
     }
@@ -268,7 +375,7 @@ pub async fn enforce(
     };
     let class = Class::of(req.method(), RouteKind::of(&req));
     let budget = limiter.limits.budget(class);
-    let decision = limiter.check(&key, class);
+    let decision = limiter.check(&key, class).await;
     let mut res = if decision.allowed {
         next.run(req).await
     } else {
@@ -377,6 +484,38 @@ mod tests {
         }
         let total: usize = l.shards.iter().map(|s| s.lock().unwrap().len()).sum();
         assert!(total <= SHARD_ENTRIES * SHARDS, "{total}");
+    }
+
+    #[test]
+    fn a_shared_step_reads_as_the_in_process_decision_on_the_same_state() {
+        // Replay the shared statement's step (`PgStore::rate_limit`) beside `decide` at
+        // the same times: every request gets the same decision, remaining, reset and
+        // retry-after from either backend.
+        let mut local = None;
+        let mut stored: Option<i64> = None;
+        for (i, now) in [
+            0, 0, 0, 0, 0, 0, 10_000, 190_000, 200_000, 200_001, 5_000_000,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (want, next) = decide(local, now, B);
+            if next.is_some() {
+                local = next;
+            }
+            // The SQL: allowed when max(tat, now) - now <= tolerance; then + interval.
+            let base = stored.unwrap_or(now).max(now);
+            let allowed = base - now <= B.tolerance_us();
+            if allowed {
+                stored = Some(base + B.interval_us());
+            }
+            let step = RateLimitStep {
+                allowed,
+                tat_us: stored.unwrap_or(now),
+                now_us: now,
+            };
+            assert_eq!(decision_of_step(step, B), want, "request {i} at {now}");
+        }
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! engines' rules (`Engine::purge_expired`: idempotency records, quotes, challenges;
 //! `Deliverer::purge_expired`: webhook events and finished deliveries). Each purge is a
 //! run of small deletes, so a large backlog never holds the database for long; several
-//! processes may run the job on one database (every row goes once).
+//! nodes on one database run it one at a time, on the node holding its lease
+//! (`crate::workers::SINGLETONS`; were two to run it, every row would still go once).
 //!
 //! A failing run is logged, counted (`stablecoin_retention_errors_total`) and tried again
 //! at the next interval. It does not make readiness fail: records kept a little longer
@@ -78,7 +79,9 @@ pub(crate) async fn run(state: AppState, stop: watch::Receiver<bool>) {
         let task = task.clone();
         async move { purge_once(&task).await }
     };
-    crate::periodic::every(interval, stop, pass, |outcome| match outcome {
+    let leases = state.leases.clone();
+    let job = (crate::workers::RETENTION, &*leases);
+    crate::periodic::every(job, interval, stop, pass, |outcome| match outcome {
         Ok(Ok(report)) => {
             state.metrics.retention_ran(&report.counts());
             let deleted: u64 = report.counts().iter().map(|(_, n)| n).sum();

@@ -65,6 +65,9 @@ pub struct AppInner {
     pub webhooks: Deliverer,
     /// Per-API-key request budgets (`[rate_limits]`).
     pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
+    /// This node's id and its leases of the singleton jobs (`workers::SINGLETONS`),
+    /// kept by the workers' runtime; readiness shows which it holds.
+    pub leases: Arc<stablecoin_core::kernel::Leases>,
     /// Signs and checks the web consoles' session cookies and CSRF tokens.
     pub sessions: crate::pages::session::SessionKeys,
     /// Failed sign-ins per source and per credential (`[consoles]`).

@@ -17,6 +17,9 @@ pub struct Storage {
     pub ledger: Arc<dyn Ledger>,
     /// The in-memory backend, when that is the one in use (tests count its commits).
     pub memory: Option<Arc<MemoryStore>>,
+    /// The PostgreSQL store, when that is the backend (the rate limits share their state
+    /// through it: `crate::rate_limit`).
+    pub postgres: Option<PgStore>,
     /// `memory`, `sqlite` or `postgres`.
     pub kind: &'static str,
     /// Whether records survive a restart.
@@ -64,6 +67,7 @@ pub async fn open_storage(
                 store: mem.clone(),
                 ledger: mem.clone(),
                 memory: Some(mem),
+                postgres: None,
                 kind: "memory",
                 durable: false,
             })
@@ -89,6 +93,7 @@ pub async fn open_storage(
                 store: store.clone(),
                 ledger: store,
                 memory: None,
+                postgres: None,
                 kind: "sqlite",
                 durable: true,
             })
@@ -99,11 +104,13 @@ pub async fn open_storage(
         } => {
             let mut pg = PgConfig::new(url.expose());
             pg.acquire_timeout = std::time::Duration::from_secs((*connect_timeout_secs).max(1));
-            let store = Arc::new(PgStore::connect(pg).await?);
+            let pg = PgStore::connect(pg).await?;
+            let store = Arc::new(pg.clone());
             Ok(Storage {
                 store: store.clone(),
                 ledger: store,
                 memory: None,
+                postgres: Some(pg),
                 kind: "postgres",
                 durable: true,
             })

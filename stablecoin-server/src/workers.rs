@@ -8,6 +8,11 @@
 //! metrics. Escrow and checkout used to run inside the advance lane's loop, one after
 //! the other; as workers of their own, a slow round of one no longer delays the others.
 //!
+//! With several nodes on one database, the jobs of [`SINGLETONS`] run on one node at a
+//! time: the runtime keeps their leases ([`stablecoin_core::kernel::lease`]); the
+//! claim lanes, escrow, checkout and the webhook dispatcher claim due records and run
+//! on every node.
+//!
 //! [`Engine`]: stablecoin_core::engine::Engine
 
 use crate::state::AppState;
@@ -75,7 +80,7 @@ struct Inbound {
 #[async_trait]
 impl Worker for Inbound {
     fn name(&self) -> &str {
-        "inbound"
+        INBOUND
     }
 
     async fn round(&self) -> RoundReport {
@@ -113,6 +118,32 @@ fn inbound(state: &AppState) -> Arc<dyn Worker> {
     })
 }
 
+/// The chain scan (the inbound router).
+pub const INBOUND: &str = "inbound";
+/// The comparison of the ledger with the chains (`crate::chain_reconciliation`).
+pub const RECONCILIATION: &str = "reconciliation";
+/// The purges (`crate::retention`).
+pub const RETENTION: &str = "retention";
+
+/// The jobs that run on one node at a time, each under a lease: they scan or compare
+/// everything instead of claiming due records, so on two nodes each would do all the
+/// work twice (two scans of every chain page, two reconciliations, two purges racing).
+pub const SINGLETONS: [&str; 3] = [INBOUND, RECONCILIATION, RETENTION];
+
+/// The singleton jobs this node's configuration runs (a disabled job takes no lease).
+fn singletons(state: &AppState) -> Vec<String> {
+    let on = |job: &str| match job {
+        RECONCILIATION => state.config.reconciliation.enabled,
+        RETENTION => state.config.retention.enabled,
+        _ => true,
+    };
+    SINGLETONS
+        .iter()
+        .filter(|job| on(job))
+        .map(|job| job.to_string())
+        .collect()
+}
+
 /// The runtime of `state`'s workers, every `worker_interval_ms`, logging each round's
 /// errors.
 pub(crate) fn runtime(state: &AppState) -> Runtime {
@@ -139,6 +170,7 @@ pub(crate) fn runtime(state: &AppState) -> Runtime {
         workers,
         Duration::from_millis(state.config.worker_interval_ms),
     )
+    .singletons(state.leases.clone(), singletons(state))
     .observe(Arc::new(|worker, report| {
         for e in &report.errors {
             tracing::warn!(worker, error = %e, "worker");

@@ -25,6 +25,7 @@ mod hardening;
 mod http_api;
 mod idempotency;
 mod kill;
+mod nodes;
 mod one_time_codes_http;
 mod openapi;
 mod openapi_truth;

@@ -10,7 +10,7 @@ pub mod sqlite;
 
 pub use error::Error;
 #[cfg(feature = "postgres")]
-pub use postgres::{PgConfig, PgStore};
+pub use postgres::{PgConfig, PgStore, RateLimitStep};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{DEFAULT_MAX_BACKGROUND, Durability, SqliteConfig, SqliteStore, WriterStats};
 /// The largest amount or account sum the store holds (2^63 - 1 micro-units): core's

@@ -523,3 +523,170 @@ async fn postgres_purges_walk_the_creation_time_indexes() {
     }
     tx.rollback().await.unwrap();
 }
+
+/// The shared rate-limit state (`PgStore::rate_limit`, migration 0008): a burst of the
+/// quota, then refusals that leave the state as it was; budgets per key and class;
+/// concurrent requests of one key from two stores (two nodes' pools) never get more than
+/// the quota between them; rows whose budget is whole again are purged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_rate_limits_share_one_budget_across_stores() {
+    if !pg_available("postgres_rate_limits_share_one_budget_across_stores") {
+        return;
+    }
+    let schema = schema("rate_limits");
+    let (a, b) = (store_in(&schema, 8).await, store_in(&schema, 8).await);
+    // 5 per second: an interval of 200 ms, a burst of 5.
+    let (interval, tolerance) = (200_000, 800_000);
+    let mut last = None;
+    for _ in 0..5 {
+        let step = a
+            .rate_limit("k", "money", interval, tolerance)
+            .await
+            .unwrap();
+        assert!(step.allowed, "{step:?}");
+        last = Some(step.tat_us);
+    }
+    for s in [&a, &b, &a] {
+        let step = s
+            .rate_limit("k", "money", interval, tolerance)
+            .await
+            .unwrap();
+        assert!(!step.allowed, "{step:?}");
+        assert_eq!(Some(step.tat_us), last, "a refusal leaves the state");
+        assert!(step.tat_us - step.now_us > tolerance);
+    }
+    assert!(
+        b.rate_limit("k", "read", interval, tolerance)
+            .await
+            .unwrap()
+            .allowed
+    );
+    assert!(
+        b.rate_limit("k2", "money", interval, tolerance)
+            .await
+            .unwrap()
+            .allowed
+    );
+
+    // 60 requests of one fresh key at once, half through each store, with a budget of
+    // 20 an hour (nothing refills during the test): exactly 20 pass.
+    let (interval, tolerance) = (180_000_000, 180_000_000 * 19);
+    let calls = (0..60).map(|i| {
+        let s = if i % 2 == 0 { a.clone() } else { b.clone() };
+        tokio::spawn(async move {
+            s.rate_limit("burst", "write", interval, tolerance)
+                .await
+                .unwrap()
+                .allowed
+        })
+    });
+    let mut allowed = 0;
+    for c in calls.collect::<Vec<_>>() {
+        allowed += usize::from(c.await.unwrap());
+    }
+    assert_eq!(allowed, 20);
+
+    // Nothing whole yet but `k`'s read and `k2` in a second: purged then, `k` too.
+    assert_eq!(a.purge_rate_limits(100).await.unwrap(), 0);
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert_eq!(a.purge_rate_limits(100).await.unwrap(), 3);
+    assert!(
+        a.rate_limit("k", "money", 200_000, 800_000)
+            .await
+            .unwrap()
+            .allowed
+    );
+}
+
+/// PgBouncer in transaction pooling mode in front of the database
+/// (`STABLECOIN_TEST_PGBOUNCER_URL`, set by `scripts/test-postgres.sh`); `None` (SKIPPED)
+/// without one.
+fn pgbouncer_url(test: &str) -> Option<String> {
+    match std::env::var("STABLECOIN_TEST_PGBOUNCER_URL") {
+        Ok(url) => Some(url),
+        Err(_) if std::env::var_os("STABLECOIN_REQUIRE_PG").is_some() => panic!(
+            "STABLECOIN_TEST_PGBOUNCER_URL is not set but STABLECOIN_REQUIRE_PG is: \
+             scripts/test-postgres.sh starts PgBouncer"
+        ),
+        Err(_) => {
+            eprintln!("SKIPPED {test}: STABLECOIN_TEST_PGBOUNCER_URL is not set");
+            None
+        }
+    }
+}
+
+/// `url` with its database replaced by `db`.
+fn with_database(url: &str, db: &str) -> String {
+    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
+    format!("{base}/{db}")
+}
+
+/// The PgBouncer URL of database `db`: with `pooler=transaction` (no named prepared
+/// statements, every statement in a transaction) unless the PgBouncer is 1.21 or later,
+/// which keeps named statements itself (`max_prepared_statements`, set by the script).
+fn through_pgbouncer(bouncer: &str, db: &str) -> String {
+    let version = std::env::var("STABLECOIN_TEST_PGBOUNCER_VERSION").unwrap_or_default();
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    let url = with_database(bouncer, db);
+    if (major, minor) >= (1, 21) {
+        url
+    } else {
+        format!("{url}?pooler=transaction")
+    }
+}
+
+/// A fresh database (through PgBouncer the schema cannot come as a startup option:
+/// PgBouncer passes no `options`), copied from `template`, created on the server directly.
+async fn database_from(template: &str, tag: &str) -> String {
+    use sqlx::Connection as _;
+    let name = schema(tag);
+    let mut admin = sqlx::PgConnection::connect(&pg_url()).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE DATABASE {name} TEMPLATE {template}"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let _ = admin.close().await;
+    name
+}
+
+/// The store through PgBouncer in transaction pooling mode: the conformance suite, each
+/// case on a database of its own (migrated directly, then used only through the pooler).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_passes_store_suite_through_pgbouncer_in_transaction_mode() {
+    let test = "postgres_passes_store_suite_through_pgbouncer_in_transaction_mode";
+    if !pg_available(test) {
+        return;
+    }
+    let Some(bouncer) = pgbouncer_url(test) else {
+        return;
+    };
+    // A migrated template: CREATE DATABASE .. TEMPLATE copies it per case.
+    let template = {
+        use sqlx::Connection as _;
+        let name = schema("bouncer_template");
+        let mut admin = sqlx::PgConnection::connect(&pg_url()).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        let _ = admin.close().await;
+        let direct = PgStore::connect(PgConfig::new(with_database(&pg_url(), &name)))
+            .await
+            .unwrap();
+        direct.close().await;
+        name
+    };
+    let template = Arc::new(template);
+    testkit::store_suite(|| {
+        let (template, bouncer) = (template.clone(), bouncer.clone());
+        async move {
+            let db = database_from(&template, "bouncer").await;
+            let config = PgConfig::new(through_pgbouncer(&bouncer, &db)).max_connections(8);
+            Arc::new(PgStore::connect(config).await.unwrap())
+        }
+    })
+    .await;
+}

@@ -15,6 +15,8 @@
 //!   one [`Runtime`];
 //! - [`idempotency`]: keys, request fingerprints and the one idempotent path of every
 //!   product ([`Kernel::idempotent`]);
+//! - [`lease`]: singleton jobs (the chain scan, reconciliation, retention) under a
+//!   lease in the shared store, so of N nodes on one database one runs each;
 //! - [`inbound`]: one scan of each rail page feeding every product, over one address
 //!   namespace, with each product's position kept apart;
 //! - [`accounts`]: the ledger's account names every product posts to. Defined beside the
@@ -25,6 +27,7 @@ pub mod auth;
 pub mod error;
 pub mod idempotency;
 pub mod inbound;
+pub mod lease;
 pub(crate) mod read_cache;
 pub mod runtime;
 pub mod staff;
@@ -35,6 +38,7 @@ pub use error::{ErrorClass, ProductError};
 pub use inbound::{
     InboundError, InboundHandler, InboundOutcome, InboundReport, InboundRouter, address_key,
 };
+pub use lease::{LeaseRecord, LeaseStatus, Leases, default_node_id};
 pub use runtime::{Product, RoundObserver, RoundReport, Runtime, Worker};
 
 use crate::domain::ids::{TenantId, make_id};

@@ -8,8 +8,14 @@
 //! at once while its rounds come back [`RoundReport::more_due`], and otherwise every
 //! `interval`; [`Runtime::settle`] runs rounds until every worker is idle (tests,
 //! examples, a CLI).
+//!
+//! With several nodes on one database, [`Runtime::singletons`] puts named jobs under a
+//! lease ([`super::lease`]): the runtime keeps their leases, and a worker named among
+//! them runs its rounds only on the node holding its lease (the others skip the round
+//! and ask again after `interval`). Workers that claim due records need no lease.
 
 use super::inbound::{InboundHandler, InboundRouter};
+use super::lease::Leases;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +65,14 @@ pub struct Runtime {
     workers: Vec<Arc<dyn Worker>>,
     interval: Duration,
     observer: Option<RoundObserver>,
+    singletons: Option<Singletons>,
+}
+
+/// The jobs under a lease, and this node's leases.
+#[derive(Clone)]
+struct Singletons {
+    leases: Arc<Leases>,
+    jobs: Vec<String>,
 }
 
 impl Runtime {
@@ -68,7 +82,19 @@ impl Runtime {
             workers,
             interval,
             observer: None,
+            singletons: None,
         }
+    }
+
+    /// Puts `jobs` under `leases` when the runtime [runs](Runtime::run): it keeps their
+    /// leases (taken, renewed, released at shutdown: [`Leases::keep`]), and a worker
+    /// whose name is among `jobs` runs a round only while this node holds its lease.
+    /// `jobs` may name work that runs outside the runtime (a periodic job that asks
+    /// [`Leases::holds`] itself). A renewal's store error reaches the observer as an
+    /// error of the worker `lease:<job>`.
+    pub fn singletons(mut self, leases: Arc<Leases>, jobs: Vec<String>) -> Self {
+        self.singletons = Some(Singletons { leases, jobs });
+        self
     }
 
     /// The one call that runs products side by side: each product's worker, plus
@@ -107,9 +133,31 @@ impl Runtime {
     /// here, so a supervisor (the server's) can count it and start again.
     pub async fn run(&self, shutdown: watch::Receiver<bool>) {
         let mut loops = tokio::task::JoinSet::new();
+        if let Some(s) = &self.singletons {
+            let (s, observer, shutdown) = (s.clone(), self.observer.clone(), shutdown.clone());
+            loops.spawn(async move {
+                s.leases
+                    .keep(&s.jobs, shutdown, |job, e| {
+                        if let Some(observe) = &observer {
+                            let report = RoundReport {
+                                errors: vec![e.to_string()],
+                                ..Default::default()
+                            };
+                            observe(&format!("lease:{job}"), &report);
+                        }
+                    })
+                    .await
+            });
+        }
         for worker in &self.workers {
+            let lease = self
+                .singletons
+                .as_ref()
+                .filter(|s| s.jobs.iter().any(|j| j == worker.name()))
+                .map(|s| s.leases.clone());
             loops.spawn(run_loop(
                 worker.clone(),
+                lease,
                 self.interval,
                 self.observer.clone(),
                 shutdown.clone(),
@@ -156,9 +204,11 @@ impl Runtime {
 }
 
 /// One worker's loop: a round, then at once again while it comes back `more_due`, else
-/// after `interval` (or at shutdown).
+/// after `interval` (or at shutdown). Under a `lease`, a round only while this node
+/// holds it.
 async fn run_loop(
     worker: Arc<dyn Worker>,
+    lease: Option<Arc<Leases>>,
     interval: Duration,
     observer: Option<RoundObserver>,
     mut shutdown: watch::Receiver<bool>,
@@ -166,6 +216,16 @@ async fn run_loop(
     loop {
         if *shutdown.borrow() {
             return;
+        }
+        if let Some(leases) = &lease
+            && !leases.holds(worker.name())
+        {
+            // Another node runs it (or nobody yet): ask again after the interval.
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = shutdown.changed() => {}
+            }
+            continue;
         }
         let report = worker.round().await;
         if let Some(observe) = &observer {
@@ -271,6 +331,82 @@ mod tests {
             .await
             .expect("stops on shutdown")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_singleton_runs_on_the_one_node_holding_its_lease() {
+        use crate::kernel::lease::Leases;
+        use crate::memory::MemoryStore;
+        let store = Arc::new(MemoryStore::new());
+        let clock: Arc<dyn crate::ports::Clock> = Arc::new(crate::ports::SystemClock);
+        let node = |id: &str| {
+            Arc::new(Leases::new(
+                store.clone(),
+                clock.clone(),
+                id.into(),
+                Duration::from_secs(60),
+            ))
+        };
+        let (la, lb) = (node("a"), node("b"));
+        // Two nodes, each with a singleton `scan` and an ordinary `claims` worker.
+        let (scan_a, claims_a) = (countdown("scan", 0, 1), countdown("claims", 0, 1));
+        let (scan_b, claims_b) = (countdown("scan", 0, 1), countdown("claims", 0, 1));
+        let jobs = vec!["scan".to_string()];
+        let rt_a = Runtime::new(
+            vec![scan_a.clone(), claims_a.clone()],
+            Duration::from_millis(5),
+        )
+        .singletons(la.clone(), jobs.clone());
+        let rt_b = Runtime::new(
+            vec![scan_b.clone(), claims_b.clone()],
+            Duration::from_millis(5),
+        )
+        .singletons(lb.clone(), jobs);
+        // a's keeper runs first, so a takes the lease.
+        let (stop, shutdown) = watch::channel(false);
+        let run_a = tokio::spawn({
+            let (rt, s) = (rt_a.clone(), shutdown.clone());
+            async move { rt.run(s).await }
+        });
+        for _ in 0..400 {
+            if la.holds("scan") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(la.holds("scan"));
+        let run_b = tokio::spawn({
+            let rt = rt_b.clone();
+            async move { rt.run(shutdown).await }
+        });
+        for _ in 0..400 {
+            if claims_b.rounds.load(Ordering::SeqCst) >= 5 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(
+            claims_b.rounds.load(Ordering::SeqCst) >= 5,
+            "b's own workers run"
+        );
+        assert!(
+            scan_a.rounds.load(Ordering::SeqCst) >= 1,
+            "the holder runs the job"
+        );
+        assert_eq!(
+            scan_b.rounds.load(Ordering::SeqCst),
+            0,
+            "the other never does"
+        );
+        assert!(!lb.holds("scan"));
+        stop.send(true).unwrap();
+        for run in [run_a, run_b] {
+            tokio::time::timeout(Duration::from_secs(5), run)
+                .await
+                .expect("stops on shutdown")
+                .unwrap();
+        }
+        assert!(!la.holds("scan"), "released at shutdown");
     }
 
     struct Panics;

@@ -86,6 +86,10 @@ pub mod kind {
     /// purged by retention.
     pub const PAYOUT_RESULT: &str = "payout_result";
 
+    /// Kernel: the lease of one singleton job (`kernel::lease`): which node runs it, and
+    /// until when. Id: the job's name.
+    pub const LEASE: &str = "lease";
+
     /// Every kind above.
     pub const ALL: &[&str] = &[
         OPERATION,
@@ -122,6 +126,7 @@ pub mod kind {
         CONSOLE_SESSION,
         TREASURY_CREDIT,
         PAYOUT_RESULT,
+        LEASE,
     ];
 }
 

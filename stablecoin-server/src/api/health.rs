@@ -119,6 +119,10 @@ pub async fn ready(State(app): State<AppState>, headers: HeaderMap) -> Response 
                 app.engine.last_reconciliation().as_ref(),
             )
         }),
+        node: details.then(|| NodeRole {
+            id: app.leases.node().to_string(),
+            singletons: app.leases.held().into_iter().map(|(job, _)| job).collect(),
+        }),
     };
     let status = if storage_ok && workers_ok {
         StatusCode::OK

@@ -727,6 +727,23 @@ pub struct ReadinessResponse {
     /// Only for a caller with `Authorization: Bearer <metrics_token>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconciliation: Option<super::reconciliation::ReconciliationSummary>,
+    /// This node's role among the nodes sharing the database. Only for a caller with
+    /// `Authorization: Bearer <metrics_token>` (the id names the host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<NodeRole>,
+}
+
+/// A node's id and the singleton jobs it runs (`GET /health/ready`, `node`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct NodeRole {
+    /// This node's id (`engine.worker_id`; default `<hostname>-<pid>-<random>`).
+    #[schema(example = "api-1-4711-9f2c01ab")]
+    pub id: String,
+    /// The singleton jobs (`inbound`, `reconciliation`, `retention`) whose lease this
+    /// node holds now, so it runs them; every other node runs none of these. Empty on a
+    /// node without workers (`run_workers = false`) or while another node holds them.
+    #[schema(example = json!(["inbound", "reconciliation", "retention"]))]
+    pub singletons: Vec<String>,
 }
 
 /// `GET /health/live`.

@@ -255,6 +255,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         &["engine", "worker_id"],
         EnvKind::Str,
     ),
+    (
+        "STABLECOIN_ENGINE_SINGLETON_LEASE_MS",
+        &["engine", "singleton_lease_ms"],
+        EnvKind::Int,
+    ),
     ("STABLECOIN_RAILS_MODE", &["rails", "mode"], EnvKind::Str),
     (
         "STABLECOIN_RAILS_EVM_CHAINS",

@@ -55,7 +55,7 @@
 //! | `storage.kind` (`memory`/`sqlite`/`postgres`) | `STABLECOIN_STORAGE` | `sqlite` |
 //! | `storage.path` (sqlite) | `STABLECOIN_SQLITE_PATH` | `<data_dir>/stablecoin.db` |
 //! | `storage.max_background` (sqlite) | `STABLECOIN_SQLITE_MAX_BACKGROUND` | `4` (worker commits the writer adds to a group with API commits in it: lower favours API latency under a settlement backlog, higher settlement progress while the API is busy) |
-//! | `storage.url` (postgres) | `STABLECOIN_POSTGRES_URL` | none (required) |
+//! | `storage.url` (postgres) | `STABLECOIN_POSTGRES_URL` | none (required; add `?pooler=transaction` through PgBouncer older than 1.21 in transaction mode: `stablecoin_store::PgConfig::transaction_pooler`) |
 //! | `storage.connect_timeout_secs` (postgres) | `STABLECOIN_POSTGRES_CONNECT_TIMEOUT_SECS` | `30` |
 //! | `log.filter` | `STABLECOIN_LOG` | `info` |
 //! | `log.format` (`text`/`json`) | `STABLECOIN_LOG_FORMAT` | `text` |
@@ -63,7 +63,8 @@
 //! | `engine.claim_lease_ms` | `STABLECOIN_ENGINE_CLAIM_LEASE_MS` | `30000` |
 //! | `engine.unknown_grace_ms` | `STABLECOIN_ENGINE_UNKNOWN_GRACE_MS` | `60000` |
 //! | `engine.batch_limit` | `STABLECOIN_ENGINE_BATCH_LIMIT` | `256` (records one worker step claims and commits together; see `EngineSettings::batch_limit`) |
-//! | `engine.worker_id` | `STABLECOIN_ENGINE_WORKER_ID` | `server-<pid>` |
+//! | `engine.worker_id` | `STABLECOIN_ENGINE_WORKER_ID` | `<hostname>-<pid>-<8 random hex>` (this node's id in claims and singleton leases, shown by `/health/ready`; unique per process) |
+//! | `engine.singleton_lease_ms` | `STABLECOIN_ENGINE_SINGLETON_LEASE_MS` | `3000` (300-600000: the lease of a singleton job, renewed every third of it; a dead node's jobs move to another within it) |
 //! | `engine.read_cache_ms` | `STABLECOIN_ENGINE_READ_CACHE_MS` | `1000` (API key and tenant reads reused this long; a key revoked by another process, e.g. the CLI, stops working within it; 0: off) |
 //! | `engine.wallet_cache_ms` | `STABLECOIN_ENGINE_WALLET_CACHE_MS` | `60000` (wallets read by transfers reused this long; every transfer re-checks them at commit, so a change made anywhere is never missed; 0: off) |
 //! | `engine.payment_validity_ms` | `STABLECOIN_ENGINE_PAYMENT_VALIDITY_MS` | `600000` (a payment's on-chain deadline after its first submission) |
@@ -99,7 +100,7 @@
 //! | `http.header_read_timeout_ms` | `STABLECOIN_HTTP_HEADER_READ_TIMEOUT_MS` | `10000` |
 //! | `http.request_timeout_ms` | `STABLECOIN_HTTP_REQUEST_TIMEOUT_MS` | `30000` (then 408 REQUEST_TIMEOUT) |
 //! | `http.max_connections` | `STABLECOIN_HTTP_MAX_CONNECTIONS` | `10000` |
-//! | `rate_limits.enabled` | `STABLECOIN_RATE_LIMITS` | `true` (per API key and per process) |
+//! | `rate_limits.enabled` | `STABLECOIN_RATE_LIMITS` | `true` (per API key; with `postgres` storage one budget across every node on the database, else per process) |
 //! | `rate_limits.window_s` | `STABLECOIN_RATE_LIMIT_WINDOW_S` | `1` |
 //! | `rate_limits.money` | `STABLECOIN_RATE_LIMIT_MONEY` | `100` money-moving POSTs per window |
 //! | `rate_limits.write` | `STABLECOIN_RATE_LIMIT_WRITE` | `50` other POSTs/DELETEs per window |

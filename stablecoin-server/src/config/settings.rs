@@ -51,8 +51,14 @@ pub struct EngineSettings {
     /// Larger claims hold more records per lease and make one refused merged commit
     /// fall back to more single commits.
     pub batch_limit: usize,
-    /// This process's name in claims; must be unique per process (default `server-<pid>`).
+    /// This node's id: its name in claims and singleton leases, shown by readiness; must
+    /// be unique per process (default `<hostname>-<pid>-<8 random hex digits>`).
     pub worker_id: Option<String>,
+    /// How long a node holds the lease of a singleton job (the chain scan, the chain
+    /// reconciliation, retention) after its last renewal, in milliseconds (300 to
+    /// 600000). It is renewed every third of this; when a node dies, another takes its
+    /// jobs over within this time.
+    pub singleton_lease_ms: i64,
     /// How long API key and tenant reads are reused from memory, in milliseconds (0: off).
     pub read_cache_ms: i64,
     /// How long wallets read by transfers are reused from memory, in milliseconds
@@ -76,6 +82,7 @@ impl Default for EngineSettings {
             unknown_grace_ms: 60_000,
             batch_limit: 256,
             worker_id: None,
+            singleton_lease_ms: 3_000,
             read_cache_ms: 1_000,
             wallet_cache_ms: 60_000,
             payment_validity_ms: 600_000,

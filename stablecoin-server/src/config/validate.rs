@@ -34,6 +34,9 @@ impl Config {
                     .into(),
             );
         }
+        if !(300..=600_000).contains(&self.engine.singleton_lease_ms) {
+            return bad("engine.singleton_lease_ms must be between 300 and 600000".into());
+        }
         self.http
             .serve_limits()
             .validate()

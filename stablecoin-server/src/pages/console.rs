@@ -112,7 +112,9 @@ impl FromRequestParts<AppState> for StaffPage {
             ConsoleSubject::Tenant { .. } => return Err(gate::to_sign_in(&client, &GATE, false)),
         };
         let bucket = format!("staff:{}", staff.id);
-        if let Some(r) = gate::rate_limited(app, &GATE, &parts.method, &[&bucket, &session.id]) {
+        if let Some(r) =
+            gate::rate_limited(app, &GATE, &parts.method, &[&bucket, &session.id]).await
+        {
             return Err(r);
         }
         Ok(StaffPage {

@@ -358,7 +358,7 @@ pub async fn open(
 /// limiter's keys (the API key id a tenant signed in with, so the dashboard and the API
 /// share one budget, and the session's own id). Over budget: `Some`, the 429 page with
 /// `Retry-After` to answer instead.
-pub fn rate_limited(
+pub async fn rate_limited(
     app: &AppState,
     console: &Console,
     method: &Method,
@@ -374,7 +374,7 @@ pub fn rate_limited(
         Class::Write
     };
     for b in buckets {
-        let d = limiter.check(b, class);
+        let d = limiter.check(b, class).await;
         if !d.allowed {
             let budget = limiter.limits().budget(class);
             let mut err = ApiError::new(

@@ -51,3 +51,58 @@ pub async fn fresh_schema(url: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
     format!("{url}{sep}options=-c%20search_path%3D{schema}")
 }
+
+/// A fresh database, migrated over a direct connection, and its URL through PgBouncer in
+/// transaction pooling mode (`STABLECOIN_TEST_PGBOUNCER_URL`, set with `PG_BIN` by
+/// `scripts/test-postgres.sh`), with `pooler=transaction` unless the PgBouncer is 1.21
+/// or later; `None` (SKIPPED) without one.
+pub async fn fresh_database_behind_pgbouncer(test: &str) -> Option<String> {
+    let direct = pg_url(test)?;
+    let bouncer = match std::env::var("STABLECOIN_TEST_PGBOUNCER_URL") {
+        Ok(url) => url,
+        Err(_) if std::env::var_os("STABLECOIN_REQUIRE_PG").is_some() => {
+            panic!(
+                "STABLECOIN_TEST_PGBOUNCER_URL is not set: scripts/test-postgres.sh starts PgBouncer"
+            )
+        }
+        Err(_) => {
+            eprintln!("SKIPPED {test}: STABLECOIN_TEST_PGBOUNCER_URL is not set");
+            return None;
+        }
+    };
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros();
+    let db = format!("t_bouncer_{}_{micros}", std::process::id());
+    let psql = std::path::Path::new(&std::env::var("PG_BIN").expect("PG_BIN")).join("psql");
+    let out = std::process::Command::new(psql)
+        .args([
+            direct.as_str(),
+            "-q",
+            "-c",
+            &format!("CREATE DATABASE {db}"),
+        ])
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let swap = |url: &str| format!("{}/{db}", url.rsplit_once('/').unwrap().0);
+    // Migrations run over a direct connection, never through the pooler.
+    stablecoin_store::PgStore::connect(stablecoin_store::PgConfig::new(swap(&direct)))
+        .await
+        .expect("migrated directly")
+        .close()
+        .await;
+    let version = std::env::var("STABLECOIN_TEST_PGBOUNCER_VERSION").unwrap_or_default();
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let new_enough = (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (1, 21);
+    Some(if new_enough {
+        swap(&bouncer)
+    } else {
+        format!("{}?pooler=transaction", swap(&bouncer))
+    })
+}

@@ -22,6 +22,18 @@ pub struct PgConfig {
     /// How long a call waits for a free pooled connection before it fails with
     /// `Backend`.
     pub acquire_timeout: Duration,
+    /// The URL reaches PostgreSQL through a pooler in transaction mode that keeps no
+    /// prepared statements across server connections (PgBouncer before 1.21, or without
+    /// `max_prepared_statements`). Set by the URL parameter `pooler=transaction` (taken
+    /// out of the URL before connecting) or [`PgConfig::transaction_pooler`]. Then the
+    /// store keeps no session state: no named prepared statements (sqlx's statement
+    /// cache is off), every statement runs inside a transaction (so the pooler keeps
+    /// one server connection from its parse to its result), the schema is set per
+    /// transaction (`SET LOCAL search_path`, not a startup option the pooler would drop),
+    /// and migrations are never run through it (a session advisory lock would outlive
+    /// its server connection): a schema with pending migrations is refused, to be
+    /// migrated over a direct connection (`stablecoin-server migrate`).
+    pub transaction_pooler: bool,
 }
 
 impl std::fmt::Debug for PgConfig {
@@ -32,6 +44,7 @@ impl std::fmt::Debug for PgConfig {
             .field("max_connections", &self.max_connections)
             .field("max_retries", &self.max_retries)
             .field("acquire_timeout", &self.acquire_timeout)
+            .field("transaction_pooler", &self.transaction_pooler)
             .finish()
     }
 }
@@ -45,7 +58,44 @@ impl PgConfig {
             max_connections: 16,
             max_retries: 32,
             acquire_timeout: Duration::from_secs(30),
+            transaction_pooler: false,
         }
+    }
+
+    /// Connects through a pooler in transaction mode ([`PgConfig::transaction_pooler`]).
+    pub fn transaction_pooler(mut self, on: bool) -> Self {
+        self.transaction_pooler = on;
+        self
+    }
+
+    /// The URL without the store's own `pooler=` parameter, and whether it asked for
+    /// transaction-pooler mode.
+    fn url_and_pooler(&self) -> Result<(String, bool), Error> {
+        let Some((base, query)) = self.url.split_once('?') else {
+            return Ok((self.url.clone(), self.transaction_pooler));
+        };
+        let mut pooler = self.transaction_pooler;
+        let mut kept = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("pooler", "transaction")) => pooler = true,
+                Some(("pooler", "none")) => pooler = false,
+                Some(("pooler", other)) => {
+                    return Err(Error::Config {
+                        reason: format!(
+                            "postgres URL parameter pooler={other}: expected `transaction` or `none`"
+                        ),
+                    });
+                }
+                _ => kept.push(pair),
+            }
+        }
+        let url = if kept.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        Ok((url, pooler))
     }
 
     /// Keeps the store's tables in `schema`, created if missing; it must match
@@ -91,14 +141,22 @@ impl PgConfig {
         Ok(())
     }
 
-    /// Connection options with the schema as search_path (creating the schema).
-    pub(super) async fn options(&self) -> Result<PgConnectOptions, Error> {
+    /// Connection options with the schema as search_path (creating the schema), and
+    /// whether the connection goes through a transaction pooler (then the schema is not
+    /// in the options: the store sets it per transaction).
+    pub(super) async fn options(&self) -> Result<(PgConnectOptions, bool), Error> {
         self.validate()?;
-        let options = PgConnectOptions::from_str(&self.url).map_err(|e| Error::Config {
-            reason: format!("bad postgres URL {}: {e}", crate::redact_url(&self.url)),
+        let (url, pooler) = self.url_and_pooler()?;
+        let mut options = PgConnectOptions::from_str(&url).map_err(|e| Error::Config {
+            reason: format!("bad postgres URL {}: {e}", crate::redact_url(&url)),
         })?;
+        if pooler {
+            // Unnamed statements only: a named one would stay on the server connection
+            // it was prepared on, which the pooler gives to another client next.
+            options = options.statement_cache_capacity(0);
+        }
         let Some(schema) = &self.schema else {
-            return Ok(options);
+            return Ok((options, pooler));
         };
         let mut conn = PgConnection::connect_with(&options).await?;
         // Validated above: a plain lowercase identifier, safe to splice.
@@ -119,6 +177,54 @@ impl PgConfig {
             }
         }
         let _ = conn.close().await;
-        Ok(options.options([("search_path", schema.as_str())]))
+        if pooler {
+            return Ok((options, pooler));
+        }
+        Ok((options.options([("search_path", schema.as_str())]), pooler))
+    }
+}
+
+#[cfg(test)]
+mod pooler_tests {
+    use super::*;
+
+    #[test]
+    fn the_pooler_parameter_is_read_and_taken_out_of_the_url() {
+        let at = |url: &str| PgConfig::new(url).url_and_pooler();
+        assert_eq!(
+            at("postgres://u@h:6432/db?pooler=transaction").unwrap(),
+            ("postgres://u@h:6432/db".to_string(), true)
+        );
+        assert_eq!(
+            at("postgres://u@h/db?sslmode=disable&pooler=transaction&application_name=x").unwrap(),
+            (
+                "postgres://u@h/db?sslmode=disable&application_name=x".to_string(),
+                true
+            )
+        );
+        assert_eq!(
+            at("postgres://u@h/db?sslmode=disable").unwrap(),
+            ("postgres://u@h/db?sslmode=disable".to_string(), false)
+        );
+        assert_eq!(
+            at("postgres://u@h/db").unwrap(),
+            ("postgres://u@h/db".to_string(), false)
+        );
+        assert!(
+            !PgConfig::new("postgres://u@h/db?pooler=none")
+                .transaction_pooler(true)
+                .url_and_pooler()
+                .unwrap()
+                .1,
+            "the URL says none"
+        );
+        assert!(
+            PgConfig::new("postgres://u@h/db")
+                .transaction_pooler(true)
+                .url_and_pooler()
+                .unwrap()
+                .1
+        );
+        assert!(at("postgres://u@h/db?pooler=session").is_err());
     }
 }

@@ -46,13 +46,14 @@
 //! The files: `config.rs` (what a store connects with), `commit.rs` (one commit's
 //! transaction), `ledger_rows.rs` (its ledger rows, and the deltas' compaction),
 //! `puts.rs` (its puts), `rows.rs` (row decoding), `store.rs` and `ledger.rs` (the two
-//! traits).
+//! traits), `rate_limits.rs` (the server's shared rate-limit state).
 
 mod commit;
 mod config;
 mod ledger;
 mod ledger_rows;
 mod puts;
+mod rate_limits;
 mod rows;
 mod store;
 
@@ -65,6 +66,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use config::PgConfig;
+pub use rate_limits::RateLimitStep;
 
 /// The migrations shipped in `migrations/postgres/`.
 pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
@@ -73,7 +75,14 @@ pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations
 /// this too; this is for a `migrate` command. Safe to run from several processes at once
 /// (sqlx takes an advisory lock).
 pub async fn migrate(config: &PgConfig) -> Result<(), Error> {
-    let options = config.options().await?;
+    let (options, pooler) = config.options().await?;
+    if pooler {
+        return Err(Error::Config {
+            reason: "migrations run over a direct connection, not through a transaction \
+                     pooler (pooler=transaction): use the database's own address"
+                .into(),
+        });
+    }
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(config.acquire_timeout)
@@ -92,6 +101,37 @@ pub struct PgStore {
     /// Commits that appended ledger deltas, shared by clones: every
     /// `ledger_rows::COMPACT_EVERY`th runs a compaction.
     delta_commits: Arc<AtomicU64>,
+    /// Connected through a transaction pooler (`PgConfig::transaction_pooler`): a
+    /// statement that writes outside a commit (a claim, a purge, a rate-limit step) runs
+    /// in a transaction of its own, committed before it returns, since the pool's
+    /// wrapping transaction commits only once the connection is back in the pool.
+    pooler: bool,
+}
+
+/// See [`PgStore::write_conn`].
+pub(crate) enum WriteConn {
+    /// Autocommit: the statement's write is committed when it returns.
+    Direct(sqlx::pool::PoolConnection<sqlx::Postgres>),
+    /// Through a transaction pooler: committed by [`WriteConn::done`].
+    Tx(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+impl WriteConn {
+    /// The connection to run the statement on.
+    pub(crate) fn conn(&mut self) -> &mut sqlx::PgConnection {
+        match self {
+            WriteConn::Direct(c) => c,
+            WriteConn::Tx(t) => t,
+        }
+    }
+
+    /// Commits the statement's write (a no-op in autocommit).
+    pub(crate) async fn done(self) -> Result<(), sqlx::Error> {
+        match self {
+            WriteConn::Direct(_) => Ok(()),
+            WriteConn::Tx(t) => t.commit().await,
+        }
+    }
 }
 
 /// Why one attempt at a commit ended without committing.
@@ -133,26 +173,139 @@ fn classify(e: sqlx::Error) -> Attempt {
     Attempt::Done(backend(e))
 }
 
+/// A pool whose every connection is inside a transaction from the moment a caller gets
+/// it until it comes back, with the schema set for that transaction. Through a pooler in
+/// transaction mode this keeps the caller on one server connection for its statements,
+/// each of which sqlx sends as a parse and then a bind in two round trips; outside a
+/// transaction the pooler could hand the second to another server connection. A
+/// caller's own transaction (`pool.begin()`, every commit) runs inside it: its `BEGIN` is
+/// a no-op, and its `COMMIT` or `ROLLBACK` ends the transaction, as it would alone.
+///
+/// sqlx names every statement it prepares (`sqlx_s_<n>`, counted per client
+/// connection) even with its statement cache off, and never closes one it does not
+/// cache: the server connection the pooler hands out next may still hold another
+/// client's `sqlx_s_1`. So each acquire first clears the server connection it got
+/// (`DEALLOCATE ALL` in a transaction of its own, in the same message, so on the same
+/// server connection), then begins the caller's transaction. Both strings are one
+/// simple-query message each, and neither leaves anything on the server session:
+///
+/// - acquire: `BEGIN; DEALLOCATE ALL; COMMIT; BEGIN; SET LOCAL ...` (the transaction's
+///   own settings: the schema, and `client_min_messages = error`, which keeps
+///   PostgreSQL's "already in a transaction" warning on the caller's `BEGIN` out of the
+///   logs);
+/// - release: `SET LOCAL client_min_messages = error; COMMIT`, which commits what is
+///   open, and is silent when the caller's own `COMMIT` already ended it.
+fn pooled_in_transactions(pool: PgPoolOptions, schema: Option<String>) -> PgPoolOptions {
+    let mut begin = String::from(
+        "BEGIN; DEALLOCATE ALL; COMMIT; BEGIN; SET LOCAL client_min_messages TO error",
+    );
+    if let Some(schema) = &schema {
+        // Validated by `PgConfig` (a plain lowercase identifier), safe to splice.
+        begin.push_str(&format!("; SET LOCAL search_path TO {schema}"));
+    }
+    let begin: std::sync::Arc<str> = begin.into();
+    let on_connect = begin.clone();
+    pool.after_connect(move |conn, _| {
+        let begin = on_connect.clone();
+        Box::pin(async move {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(begin.to_string()))
+                .execute(conn)
+                .await
+                .map(|_| ())
+        })
+    })
+    .before_acquire(move |conn, _| {
+        let begin = begin.clone();
+        Box::pin(async move {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(begin.to_string()))
+                .execute(conn)
+                .await
+                .map(|_| true)
+        })
+    })
+    .after_release(|conn, _| {
+        Box::pin(async move {
+            sqlx::raw_sql("SET LOCAL client_min_messages TO error; COMMIT")
+                .execute(conn)
+                .await
+                .map(|_| true)
+        })
+    })
+}
+
+/// The first shipped migration the database has not applied (or applied with other
+/// contents), if any.
+async fn pending_migration(pool: &PgPool) -> Result<Option<i64>, Error> {
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+        .fetch_one(pool)
+        .await?;
+    let applied: Vec<(i64, Vec<u8>)> = if exists {
+        sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations WHERE success")
+            .fetch_all(pool)
+            .await?
+    } else {
+        Vec::new()
+    };
+    Ok(MIGRATOR
+        .iter()
+        .filter(|m| m.migration_type.is_up_migration())
+        .find(|m| {
+            !applied
+                .iter()
+                .any(|(v, sum)| *v == m.version && sum.as_slice() == &*m.checksum)
+        })
+        .map(|m| m.version))
+}
+
 impl PgStore {
     /// Connects, creates the schema if one is configured, and applies the migrations.
     pub async fn connect(config: PgConfig) -> Result<Self, Error> {
-        let options = config.options().await?;
-        let pool = PgPoolOptions::new()
+        let (options, pooler) = config.options().await?;
+        let mut pool = PgPoolOptions::new()
             .max_connections(config.max_connections)
-            .acquire_timeout(config.acquire_timeout)
-            .connect_with(options)
-            .await?;
-        MIGRATOR.run(&pool).await?;
+            .acquire_timeout(config.acquire_timeout);
+        if pooler {
+            pool = pooled_in_transactions(pool, config.schema.clone());
+        }
+        let pool = pool.connect_with(options).await?;
+        if pooler {
+            // Never through the pooler (see `PgConfig::transaction_pooler`).
+            if let Some(pending) = pending_migration(&pool).await? {
+                pool.close().await;
+                return Err(Error::Config {
+                    reason: format!(
+                        "the schema needs migration {pending}, and this URL goes through a \
+                         transaction pooler: migrate over a direct connection first \
+                         (`stablecoin-server migrate` with the database's own address)"
+                    ),
+                });
+            }
+        } else {
+            MIGRATOR.run(&pool).await?;
+        }
         Ok(PgStore {
             pool,
             max_retries: config.max_retries,
             delta_commits: Arc::default(),
+            pooler,
         })
     }
 
     /// Connects with the default configuration.
     pub async fn connect_url(url: &str) -> Result<Self, Error> {
         Self::connect(PgConfig::new(url)).await
+    }
+
+    /// A connection for one statement that writes outside a commit (a claim, a purge,
+    /// a rate-limit step), whose write is committed by [`WriteConn::done`]: in
+    /// autocommit on a direct connection, in a transaction of its own through a
+    /// transaction pooler (see `PgStore::pooler`).
+    pub(crate) async fn write_conn(&self) -> Result<WriteConn, sqlx::Error> {
+        Ok(if self.pooler {
+            WriteConn::Tx(self.pool.begin().await?)
+        } else {
+            WriteConn::Direct(self.pool.acquire().await?)
+        })
     }
 
     /// The connection pool (for health checks and the like).

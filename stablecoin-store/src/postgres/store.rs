@@ -221,10 +221,10 @@ impl Store for PgStore {
         .bind(kind)
         .bind(now.0)
         .bind(sql_count(limit))
-        .bind(i16::from(lane))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend)?;
+        .bind(i16::from(lane));
+        let mut conn = self.write_conn().await.map_err(backend)?;
+        let rows = rows.fetch_all(conn.conn()).await.map_err(backend)?;
+        conn.done().await.map_err(backend)?;
         let mut records = rows
             .iter()
             .map(record_from_row)
@@ -300,7 +300,9 @@ impl Store for PgStore {
                 .bind(limit)
                 .bind(list),
         };
-        let n = query.fetch_one(&self.pool).await.map_err(backend)?;
+        let mut conn = self.write_conn().await.map_err(backend)?;
+        let n = query.fetch_one(conn.conn()).await.map_err(backend)?;
+        conn.done().await.map_err(backend)?;
         u64_from_db(n, "count").map_err(backend)
     }
 }

@@ -176,7 +176,9 @@ impl FromRequestParts<AppState> for TenantPage {
             Err(err) => return Err(gate::error_page(&GATE, ApiError::from(err))),
         }
         // The key's API budget, shared with its API requests, and the session's own.
-        if let Some(r) = gate::rate_limited(app, &GATE, &parts.method, &[&key_id.0, &session.id]) {
+        if let Some(r) =
+            gate::rate_limited(app, &GATE, &parts.method, &[&key_id.0, &session.id]).await
+        {
             return Err(r);
         }
         let name = match app.engine.tenant(&tenant).await {
