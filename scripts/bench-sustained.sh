@@ -167,6 +167,12 @@ accepted() { q "select count(*) - $SENDERS from records where kind='operation'";
 in_flight() { q "select count(*) from records where kind='operation' and due_at is not null"; }
 settled() { q "select count(*) from records where kind='operation' and status='SETTLED'"; }
 
+# A busy service's autovacuum setting (see stablecoin-store/README.md, "PostgreSQL
+# settings"): every run starts on an empty schema, and without an ANALYZE within its
+# first seconds the statements keep the plans made for empty tables (sequential scans).
+if [ -n "$PG_URL" ]; then
+  "$PG_BIN/psql" "$PG_URL" -q -c "ALTER SYSTEM SET autovacuum_naptime = '1s'" -c "SELECT pg_reload_conf()" > /dev/null
+fi
 # The database cluster's processes (the postmaster and every backend it forks) in their
 # own group, for its CPU per settled transfer.
 if [ -n "$PG_URL" ]; then

@@ -20,6 +20,11 @@ CREATE TABLE ledger_deltas (
     credits_pending BIGINT NOT NULL
 );
 CREATE INDEX ledger_deltas_account ON ledger_deltas (account);
+-- Every delta is deleted soon after it is written (folded), like a queue's rows: vacuum
+-- this table after every thousand dead rows, not after a share of a table that stays
+-- small, so a hot account's index range is not a walk over dead entries. (How often
+-- autovacuum looks is the server's `autovacuum_naptime`: see the store README.)
+ALTER TABLE ledger_deltas SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 
 -- The transfers' foreign keys to their accounts go for the same reason: each one took a
 -- key-share lock on both account rows of every transfer, so every concurrent transfer
