@@ -11,9 +11,9 @@
 //! an account that may go negative, decides the same whatever the exact balance is.
 //!
 //! So a commit:
-//! 1. reads the transfers it names (a pending transfer it posts or voids is marked
-//!    resolved in step 4 only if it still is not, else the batch runs again: resolved
-//!    once, without a lock on read);
+//! 1. reads the transfers it names, and marks the pending ones it posts or voids
+//!    resolved only if they still are not, else the batch runs again (resolved once,
+//!    without a lock on read);
 //! 2. reads every account it names, unlocked, as row + deltas in one statement (one
 //!    snapshot; the rules see exact sums as of it);
 //! 3. locks the accounts it must check ([`checked_accounts`]), `FOR NO KEY UPDATE` in
@@ -51,6 +51,8 @@ pub(super) struct Loaded {
     pub known: Known,
     /// The accounts locked and folded in step 3: written as final sums.
     pub locked: HashSet<String>,
+    /// The pending transfers marked resolved in step 1 (`claim_pending`).
+    pub claimed: HashSet<String>,
 }
 
 /// The row + deltas sums of an account, as `balance_from_row` reads them from column 2.
@@ -83,10 +85,51 @@ pub(super) async fn read(conn: &mut PgConnection, batch: &Batch) -> Result<Loade
     if !account_ids.is_empty() {
         read_accounts(conn, &account_ids, &mut known).await?;
     }
-    Ok(Loaded {
+    let mut loaded = Loaded {
         known,
         locked: HashSet::new(),
-    })
+        claimed: HashSet::new(),
+    };
+    claim_pending(conn, batch, &mut loaded).await?;
+    Ok(loaded)
+}
+
+/// The rest of step 1: marks resolved, at once, the pending transfers the batch posts or
+/// voids that were read unresolved (its own Post or Void not applied yet), if they still
+/// are not. The UPDATE waits for a concurrent commit holding one of them and then sees
+/// its outcome; if that commit resolved it first, fewer rows change, and the batch runs
+/// again (`Retry`): it then reads the transfer resolved, and the rules answer
+/// `PendingResolved`. Done before the rules run, because the accounts were read by a
+/// later statement than the transfers: once the marks hold, no commit can have resolved
+/// these transfers in between, so the sums the rules see agree with them. So a pending
+/// transfer is resolved once, without a lock taken when it is read (a settlement reads
+/// hundreds); if the batch fails, the marks roll back with it.
+async fn claim_pending(
+    conn: &mut PgConnection,
+    batch: &Batch,
+    loaded: &mut Loaded,
+) -> Result<(), Attempt> {
+    let known = &loaded.known;
+    let mut ids: Vec<String> = batch
+        .ledger
+        .iter()
+        .filter_map(|t| match &t.phase {
+            Phase::Post { pending_id } | Phase::Void { pending_id } => Some((t, pending_id)),
+            _ => None,
+        })
+        .filter(|(t, _)| matches!(known.transfers.get(&t.id), Some(None)))
+        .filter(|(_, p)| {
+            matches!(known.transfers.get(*p),
+                Some(Some(s)) if s.transfer.phase == Phase::Pending && !s.resolved)
+        })
+        .map(|(_, p)| p.clone())
+        .collect();
+    sort_dedup(&mut ids);
+    if !ids.is_empty() {
+        resolve(conn, &ids).await?;
+    }
+    loaded.claimed = ids.into_iter().collect();
+    Ok(())
 }
 
 /// Step 3 of the module doc. The commit runs it as late as it can, after its
@@ -105,9 +148,9 @@ pub(super) async fn lock_checked(
     Ok(())
 }
 
-/// Step 1: the transfers, every id present in the result. Not locked: a pending
-/// transfer is resolved by a conditional UPDATE in step 4 (`resolve`), so two commits
-/// that both read it unresolved cannot both resolve it.
+/// Step 1: the transfers, every id present in the result. Not locked: the pending ones
+/// the batch resolves are marked by a conditional UPDATE (`claim_pending`), so two
+/// commits that both read one unresolved cannot both resolve it.
 async fn load_transfers(
     conn: &mut PgConnection,
     transfer_ids: &[String],
@@ -267,18 +310,22 @@ pub(super) async fn write(
     if !changes.new_transfers.is_empty() {
         insert_transfers(conn, &changes.new_transfers).await?;
     }
-    if !changes.resolved.is_empty() {
-        resolve(conn, &changes.resolved).await?;
+    // Marked in step 1 already; anything else the rules resolved (none expected) the same
+    // way now.
+    let unclaimed: Vec<String> = changes
+        .resolved
+        .iter()
+        .filter(|id| !loaded.claimed.contains(*id))
+        .cloned()
+        .collect();
+    if !unclaimed.is_empty() {
+        resolve(conn, &unclaimed).await?;
     }
     Ok(!deltas.is_empty())
 }
 
-/// Marks the pending transfers the batch posted or voided resolved, if they still are
-/// not. The UPDATE waits for a concurrent commit holding one of them and then sees its
-/// outcome; if that commit resolved it first, fewer rows change than the batch
-/// resolves, and the batch runs again (`Retry`): it then reads the transfer resolved,
-/// and the rules answer `PendingResolved`. So a pending transfer is resolved once,
-/// without a lock taken on it when it is read (a settlement reads hundreds).
+/// Marks these pending transfers resolved if they still are not; if any already was,
+/// the batch runs again (see `claim_pending`).
 async fn resolve(conn: &mut PgConnection, ids: &[String]) -> Result<(), Attempt> {
     let done = sqlx::query(
         "UPDATE ledger_transfers SET resolved = true WHERE id = ANY($1) AND NOT resolved",
