@@ -1,5 +1,6 @@
 //! What a [`PgStore`](super::PgStore) connects with.
 
+use super::failover::{self, SessionAttrs};
 use crate::error::Error;
 use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -9,7 +10,10 @@ use std::time::Duration;
 /// Configuration of a [`PgStore`](super::PgStore).
 #[derive(Clone, PartialEq, Eq)]
 pub struct PgConfig {
-    /// `postgres://user:password@host:port/database`.
+    /// `postgres://user:password@host:port/database`, or with several hosts, libpq's
+    /// way: `postgres://user@h1:p1,h2:p2/database?target_session_attrs=read-write`
+    /// (the store connects to the first host that can write and follows the writable
+    /// one after a failover; see `postgres/failover.rs`).
     pub url: String,
     /// A schema to keep the store's tables in (created if missing; the connections'
     /// `search_path`). `None`: the database's default (usually `public`).
@@ -91,16 +95,58 @@ impl PgConfig {
         Ok(())
     }
 
-    /// Connection options with the schema as search_path (creating the schema).
+    /// The one-host connect options of every host when the URL names several (or sets
+    /// `target_session_attrs`), each with the schema as search_path; `None` for a plain
+    /// one-host URL.
+    pub(super) fn host_candidates(
+        &self,
+    ) -> Result<Option<(Vec<PgConnectOptions>, SessionAttrs)>, Error> {
+        let hosts = failover::parse(&self.url)?;
+        if hosts.urls.len() == 1 && hosts.attrs == SessionAttrs::Any {
+            return Ok(None);
+        }
+        let candidates = failover::candidates(self, &hosts)?
+            .into_iter()
+            .map(|o| self.with_search_path(o))
+            .collect();
+        Ok(Some((candidates, hosts.attrs)))
+    }
+
+    fn with_search_path(&self, options: PgConnectOptions) -> PgConnectOptions {
+        match &self.schema {
+            Some(schema) => options.options([("search_path", schema.as_str())]),
+            None => options,
+        }
+    }
+
+    /// Connection options with the schema as search_path (creating the schema). With
+    /// several hosts: those of the first that qualifies (waiting up to
+    /// `acquire_timeout` for one, e.g. during a failover).
     pub(super) async fn options(&self) -> Result<PgConnectOptions, Error> {
         self.validate()?;
-        let options = PgConnectOptions::from_str(&self.url).map_err(|e| Error::Config {
-            reason: format!("bad postgres URL {}: {e}", crate::redact_url(&self.url)),
-        })?;
+        let hosts = failover::parse(&self.url)?;
+        let (options, conn) = if hosts.urls.len() == 1 && hosts.attrs == SessionAttrs::Any {
+            let options = PgConnectOptions::from_str(&self.url).map_err(|e| Error::Config {
+                reason: format!("bad postgres URL {}: {e}", crate::redact_url(&self.url)),
+            })?;
+            (options, None)
+        } else {
+            let candidates = failover::candidates(self, &hosts)?;
+            let (i, conn) =
+                failover::choose_within(&self.url, &candidates, hosts.attrs, self.acquire_timeout)
+                    .await?;
+            (candidates[i].clone(), Some(conn))
+        };
         let Some(schema) = &self.schema else {
+            if let Some(conn) = conn {
+                let _ = conn.close().await;
+            }
             return Ok(options);
         };
-        let mut conn = PgConnection::connect_with(&options).await?;
+        let mut conn = match conn {
+            Some(conn) => conn,
+            None => PgConnection::connect_with(&options).await?,
+        };
         // Validated above: a plain lowercase identifier, safe to splice.
         let created = sqlx::query(sqlx::AssertSqlSafe(format!(
             "CREATE SCHEMA IF NOT EXISTS {schema}"
@@ -119,6 +165,6 @@ impl PgConfig {
             }
         }
         let _ = conn.close().await;
-        Ok(options.options([("search_path", schema.as_str())]))
+        Ok(self.with_search_path(options))
     }
 }
