@@ -517,5 +517,7 @@ async fn the_primary_killed_under_load_loses_and_repeats_nothing() {
         back.as_secs_f64()
     );
     drop(node);
+    let dir = cluster.dir.clone();
     drop(cluster);
+    let _ = std::fs::remove_dir_all(dir);
 }
