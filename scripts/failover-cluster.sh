@@ -78,10 +78,14 @@ cleanup() {
     sleep 0.1
   done
   for g in "${PGIDS[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
-  # A postmaster that outlived its keeper (killed keeper): stop it by its pid file.
+  # A postmaster that outlived its keeper: stopped by its pid file, if that pid is still
+  # this data directory's postmaster (a killed node's pid may have been reused).
+  local d pid
   for d in "$TMP"/monitor "$TMP"/node1 "$TMP"/node2; do
-    if [ -f "$d/postmaster.pid" ]; then
-      kill -KILL "$(head -n 1 "$d/postmaster.pid")" 2>/dev/null || true
+    [ -f "$d/postmaster.pid" ] || continue
+    pid="$(head -n 1 "$d/postmaster.pid")"
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-D $d "; then
+      kill -KILL "$pid" 2>/dev/null || true
     fi
   done
   if [ "$rc" != 0 ]; then
