@@ -38,18 +38,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const SEED_HEX: &str = "4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b";
-const A: &str = "+2250700000001";
-const B: &str = "+2250700000002";
+pub(crate) const A: &str = "+2250700000001";
+pub(crate) const B: &str = "+2250700000002";
 /// Keyed sends of 1 USDC from A to B.
 const SENDS: usize = 240;
 /// Sends in flight at once.
 const CLIENTS: usize = 12;
 
 /// A child process, killed (SIGKILL) and reaped when dropped.
-struct Proc(std::process::Child);
+pub(crate) struct Proc(pub(crate) std::process::Child);
 
 impl Proc {
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -98,30 +98,30 @@ fn seed() -> u64 {
 }
 
 /// The shared chain process and the environment every node gets.
-struct Cluster {
-    dir: PathBuf,
+pub(crate) struct Cluster {
+    pub(crate) dir: PathBuf,
     env: Vec<(String, String)>,
-    chain_url: String,
+    pub(crate) chain_url: String,
     _chain: Proc,
     starts: usize,
 }
 
 /// A running node: its process and URL.
-struct Node {
-    proc: Option<Proc>,
+pub(crate) struct Node {
+    pub(crate) proc: Option<Proc>,
     port: u16,
     data: PathBuf,
 }
 
 impl Node {
-    fn base(&self) -> String {
+    pub(crate) fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 }
 
 impl Cluster {
     /// Starts the chain process; `storage` is the nodes' storage environment.
-    async fn start(tag: &str, storage: Vec<(String, String)>) -> Cluster {
+    pub(crate) async fn start(tag: &str, storage: Vec<(String, String)>) -> Cluster {
         let dir = temp_dir(tag);
         std::fs::create_dir_all(&dir).unwrap();
         let port = free_port();
@@ -172,7 +172,7 @@ impl Cluster {
         }
     }
 
-    fn node(&self, i: usize) -> Node {
+    pub(crate) fn node(&self, i: usize) -> Node {
         let data = self.dir.join(format!("node{i}"));
         std::fs::create_dir_all(&data).unwrap();
         Node {
@@ -183,7 +183,7 @@ impl Cluster {
     }
 
     /// Starts (or restarts) `node` and waits until it answers.
-    async fn run(&mut self, node: &mut Node) {
+    pub(crate) async fn run(&mut self, node: &mut Node) {
         self.starts += 1;
         let out = self.dir.join(format!("start{}.out", self.starts));
         let child = Command::new(env!("CARGO_BIN_EXE_stablecoin-server"))
@@ -200,7 +200,7 @@ impl Cluster {
     }
 
     /// The demo tenant's live key, from the banner of the first start.
-    fn demo_key(&self) -> String {
+    pub(crate) fn demo_key(&self) -> String {
         let banner = std::fs::read_to_string(self.dir.join("start1.out")).unwrap();
         banner
             .lines()
@@ -230,7 +230,7 @@ async fn wait_for(url: &str, any: bool) {
 }
 
 /// A JSON request; `None` when no node answered (connection refused or reset).
-async fn call(
+pub(crate) async fn call(
     client: &reqwest::Client,
     method: reqwest::Method,
     url: &str,
@@ -329,7 +329,11 @@ async fn acked_at_least(acks: &AtomicUsize, n: usize) {
 }
 
 /// Waits until every transfer in `ids` is final; their views by id.
-async fn final_views(base: &str, key: &str, ids: &BTreeSet<String>) -> BTreeMap<String, Value> {
+pub(crate) async fn final_views(
+    base: &str,
+    key: &str,
+    ids: &BTreeSet<String>,
+) -> BTreeMap<String, Value> {
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut done = BTreeMap::new();
@@ -357,7 +361,7 @@ async fn final_views(base: &str, key: &str, ids: &BTreeSet<String>) -> BTreeMap<
 }
 
 /// The transfer ids of the received webhook deliveries of `event`.
-fn delivered(got: &Received, event: &str) -> BTreeSet<String> {
+pub(crate) fn delivered(got: &Received, event: &str) -> BTreeSet<String> {
     got.lock()
         .unwrap()
         .iter()
@@ -370,6 +374,16 @@ fn delivered(got: &Received, event: &str) -> BTreeSet<String> {
 /// Provisions A and B, funds A with 500 USDC (waiting until it settles) and registers
 /// the webhook receiver; A's and B's addresses.
 async fn prepare(base: &str, key: &str, hooks: &str) -> (ChainAddress, ChainAddress) {
+    prepare_funded(base, key, hooks, "500").await
+}
+
+/// [`prepare`], funding A with `amount` USDC.
+pub(crate) async fn prepare_funded(
+    base: &str,
+    key: &str,
+    hooks: &str,
+    amount: &str,
+) -> (ChainAddress, ChainAddress) {
     let client = reqwest::Client::new();
     let post = |path: &str, body: Value| {
         let (client, url) = (&client, format!("{base}{path}"));
@@ -393,7 +407,7 @@ async fn prepare(base: &str, key: &str, hooks: &str) -> (ChainAddress, ChainAddr
     assert_eq!(status, 201, "{v}");
     let (status, v) = post(
         "/v1/users/fund",
-        json!({"phone_number": A, "token": "USDC", "amount": "500"}),
+        json!({"phone_number": A, "token": "USDC", "amount": amount}),
     )
     .await;
     assert_eq!(status, 202, "{v}");

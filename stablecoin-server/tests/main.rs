@@ -20,6 +20,7 @@ mod evm_bundled_live;
 mod evm_chains_http;
 mod evm_live;
 mod evm_two_chains_live;
+mod failover;
 mod fx_rate_feed;
 mod hardening;
 mod http_api;

@@ -1,5 +1,6 @@
 //! What a [`PgStore`](super::PgStore) connects with.
 
+use super::failover::{self, SessionAttrs};
 use crate::error::Error;
 use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -9,7 +10,10 @@ use std::time::Duration;
 /// Configuration of a [`PgStore`](super::PgStore).
 #[derive(Clone, PartialEq, Eq)]
 pub struct PgConfig {
-    /// `postgres://user:password@host:port/database`.
+    /// `postgres://user:password@host:port/database`, or with several hosts, libpq's
+    /// way: `postgres://user@h1:p1,h2:p2/database?target_session_attrs=read-write`
+    /// (the store connects to the first host that can write and follows the writable
+    /// one after a failover; see `postgres/failover.rs`).
     pub url: String,
     /// A schema to keep the store's tables in (created if missing; the connections'
     /// `search_path`). `None`: the database's default (usually `public`).
@@ -141,24 +145,74 @@ impl PgConfig {
         Ok(())
     }
 
-    /// Connection options with the schema as search_path (creating the schema), and
-    /// whether the connection goes through a transaction pooler (then the schema is not
-    /// in the options: the store sets it per transaction).
+    /// The one-host connect options of every host when the URL names several (or sets
+    /// `target_session_attrs`), each with the schema as search_path (unless through a
+    /// transaction pooler, where the store sets it per transaction); `None` for a plain
+    /// one-host URL.
+    pub(super) fn host_candidates(
+        &self,
+    ) -> Result<Option<(Vec<PgConnectOptions>, SessionAttrs)>, Error> {
+        let (url, pooler) = self.url_and_pooler()?;
+        let hosts = failover::parse(&url)?;
+        if hosts.urls.len() == 1 && hosts.attrs == SessionAttrs::Any {
+            return Ok(None);
+        }
+        let candidates = failover::candidates(self, &hosts)?
+            .into_iter()
+            .map(|o| self.session_options(o, pooler))
+            .collect();
+        Ok(Some((candidates, hosts.attrs)))
+    }
+
+    /// What every session of the pool gets: no statement cache through a transaction
+    /// pooler (a named statement would stay on the server connection it was prepared
+    /// on, which the pooler gives to another client next), the schema as search_path
+    /// otherwise (through a pooler the store sets it per transaction).
+    fn session_options(&self, options: PgConnectOptions, pooler: bool) -> PgConnectOptions {
+        if pooler {
+            return options.statement_cache_capacity(0);
+        }
+        match &self.schema {
+            Some(schema) => options.options([("search_path", schema.as_str())]),
+            None => options,
+        }
+    }
+
+    /// Connection options (see `session_options`), creating the schema if one is set,
+    /// and whether the connection goes through a transaction pooler. With several hosts:
+    /// those of the first that qualifies (waiting up to `acquire_timeout` for one, e.g.
+    /// during a failover).
     pub(super) async fn options(&self) -> Result<(PgConnectOptions, bool), Error> {
         self.validate()?;
         let (url, pooler) = self.url_and_pooler()?;
-        let mut options = PgConnectOptions::from_str(&url).map_err(|e| Error::Config {
-            reason: format!("bad postgres URL {}: {e}", crate::redact_url(&url)),
-        })?;
-        if pooler {
-            // Unnamed statements only: a named one would stay on the server connection
-            // it was prepared on, which the pooler gives to another client next.
-            options = options.statement_cache_capacity(0);
-        }
-        let Some(schema) = &self.schema else {
-            return Ok((options, pooler));
+        let hosts = failover::parse(&url)?;
+        let (options, conn) = if hosts.urls.len() == 1 && hosts.attrs == SessionAttrs::Any {
+            let options = PgConnectOptions::from_str(&url).map_err(|e| Error::Config {
+                reason: format!("bad postgres URL {}: {e}", crate::redact_url(&url)),
+            })?;
+            (options, None)
+        } else {
+            let candidates = failover::candidates(self, &hosts)?;
+            let (i, conn) =
+                failover::choose_within(&url, &candidates, hosts.attrs, self.acquire_timeout)
+                    .await?;
+            (candidates[i].clone(), Some(conn))
         };
-        let mut conn = PgConnection::connect_with(&options).await?;
+        let options = if pooler {
+            options.statement_cache_capacity(0)
+        } else {
+            options
+        };
+        let Some(schema) = &self.schema else {
+            if let Some(conn) = conn {
+                let _ = conn.close().await;
+            }
+            return Ok((self.session_options(options, pooler), pooler));
+        };
+        let mut conn = match conn {
+            Some(conn) => conn,
+            None => PgConnection::connect_with(&options).await?,
+        };
         // Validated above: a plain lowercase identifier, safe to splice.
         let created = sqlx::query(sqlx::AssertSqlSafe(format!(
             "CREATE SCHEMA IF NOT EXISTS {schema}"
@@ -177,10 +231,7 @@ impl PgConfig {
             }
         }
         let _ = conn.close().await;
-        if pooler {
-            return Ok((options, pooler));
-        }
-        Ok((options.options([("search_path", schema.as_str())]), pooler))
+        Ok((self.session_options(options, pooler), pooler))
     }
 }
 

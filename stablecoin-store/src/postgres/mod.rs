@@ -43,13 +43,15 @@
 //! `claim_due` is one `UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED)`: two workers
 //! (in one process or many) never hold one record.
 
-//! The files: `config.rs` (what a store connects with), `commit.rs` (one commit's
+//! The files: `config.rs` (what a store connects with), `failover.rs` (several hosts,
+//! following the writable one), `commit.rs` (one commit's
 //! transaction), `ledger_rows.rs` (its ledger rows, and the deltas' compaction),
 //! `puts.rs` (its puts), `rows.rs` (row decoding), `store.rs` and `ledger.rs` (the two
 //! traits), `rate_limits.rs` (the server's shared rate-limit state).
 
 mod commit;
 mod config;
+mod failover;
 mod ledger;
 mod ledger_rows;
 mod puts;
@@ -283,6 +285,8 @@ impl PgStore {
         } else {
             MIGRATOR.run(&pool).await?;
         }
+        // Several hosts: keep the pool on the writable one (failover.rs).
+        failover::follow(&pool, &config);
         Ok(PgStore {
             pool,
             max_retries: config.max_retries,

@@ -142,14 +142,19 @@ impl Budget {
         }
     }
 
-    /// Releases an ended attempt and folds its latency into the endpoint's.
-    fn finish(&mut self, f: &Flight, now: Instant) {
+    /// Releases an ended attempt and folds its latency into the endpoint's: `took_ms`,
+    /// the attempt's own measure when it has one, else the time from its start to `now`
+    /// (which also counts the dispatcher's own waits: a dispatcher held 10 s by a store
+    /// failing over would otherwise take a 6 ms endpoint for a 10 s one and spread its
+    /// deferred deliveries seconds apart for minutes).
+    fn finish(&mut self, f: &Flight, now: Instant, took_ms: Option<u64>) {
         self.deliveries.remove(&f.delivery);
         if let Some(load) = self.endpoints.get_mut(&f.endpoint) {
             if let Some(i) = load.started.iter().position(|s| *s == f.started) {
                 load.started.swap_remove(i);
             }
-            let took = now.saturating_duration_since(f.started).as_millis() as u64;
+            let took = took_ms
+                .unwrap_or_else(|| now.saturating_duration_since(f.started).as_millis() as u64);
             load.latency_ms = Some(match load.latency_ms {
                 None => took,
                 Some(l) => (l * 3 + took) / 4,
@@ -284,7 +289,11 @@ impl Deliverer {
             for done in ended {
                 let (flight, prepared) = running.ended(done);
                 if let Some(f) = flight {
-                    budget.finish(&f, now);
+                    let took = prepared
+                        .as_ref()
+                        .and_then(|p| p.delivery.attempts.last())
+                        .map(|a| a.latency_ms);
+                    budget.finish(&f, now, took);
                 }
                 ready.extend(prepared);
             }
@@ -411,7 +420,7 @@ mod tests {
         b.start(&delivery("d5", "B", "e5"), now);
         assert!(!b.can_start(&delivery("d6", "C", "e6")), "the budget");
         assert!(b.is_in_flight("d1") && b.free() == 0);
-        b.finish(&a1, now);
+        b.finish(&a1, now, None);
         assert!(!b.is_in_flight("d1"));
         assert!(b.can_start(&delivery("d6", "C", "e6")));
         assert!(
@@ -429,7 +438,7 @@ mod tests {
         assert_eq!(b.defer_slot("fast", 1_000, t0), 1_000 + 2 * MIN_DEFER_MS);
         // An endpoint whose attempts take 10 s, cap 2: one slot every 5 s.
         let f = b.start(&delivery("d1", "A", "slow"), t0);
-        b.finish(&f, t0 + Duration::from_secs(10));
+        b.finish(&f, t0 + Duration::from_secs(10), None);
         let slot = |b: &mut Budget| b.defer_slot("slow", 1_000, t0 + Duration::from_secs(10));
         assert_eq!(slot(&mut b), 6_000);
         assert_eq!(slot(&mut b), 11_000);
@@ -442,6 +451,19 @@ mod tests {
         );
         b.prune(5_000);
         assert!(b.endpoints.contains_key("hang"), "in flight: kept");
+    }
+
+    #[test]
+    fn an_attempts_own_latency_wins_over_a_late_reaping() {
+        // The attempt took 6 ms; the dispatcher reaped it 10 s later (it was waiting on
+        // a store failing over): the endpoint is fast, its deferrals stay at the floor.
+        let t0 = Instant::now();
+        let mut b = budget(16, 2, 8);
+        let f = b.start(&delivery("d1", "A", "quick"), t0);
+        let late = t0 + Duration::from_secs(10);
+        b.finish(&f, late, Some(6));
+        assert_eq!(b.defer_slot("quick", 1_000, late), 1_000 + MIN_DEFER_MS);
+        assert_eq!(b.defer_slot("quick", 1_000, late), 1_000 + 2 * MIN_DEFER_MS);
     }
 
     #[test]
