@@ -55,16 +55,21 @@ pub(super) struct Loaded {
     pub claimed: HashSet<String>,
 }
 
-/// The row + deltas sums of an account, as `balance_from_row` reads them from column 2.
+/// The row + deltas sums of an account (`a` its row, `d` its summed deltas), as
+/// `balance_from_row` reads them.
 const SUMS: &str = "(a.debits_posted + COALESCE(d.dp, 0))::int8, \
      (a.credits_posted + COALESCE(d.cp, 0))::int8, \
      (a.debits_pending + COALESCE(d.dpe, 0))::int8, \
      (a.credits_pending + COALESCE(d.cpe, 0))::int8";
 
-/// The deltas of the accounts in `$1`, summed per account.
-const DELTA_SUMS: &str = "SELECT account, SUM(debits_posted) AS dp, \
-     SUM(credits_posted) AS cp, SUM(debits_pending) AS dpe, SUM(credits_pending) AS cpe \
-     FROM ledger_deltas WHERE account = ANY($1) GROUP BY account";
+/// Deltas summed per account, from a relation with `ledger_deltas`' columns.
+const SUMMED: &str = "SELECT account, SUM(debits_posted) AS dp, \
+     SUM(credits_posted) AS cp, SUM(debits_pending) AS dpe, SUM(credits_pending) AS cpe";
+
+/// Deletes the deltas of the accounts of the locked relation `l`, returning them.
+const FOLD: &str = "DELETE FROM ledger_deltas x USING l WHERE x.account = l.id \
+     RETURNING x.account, x.debits_posted, x.credits_posted, x.debits_pending, \
+     x.credits_pending";
 
 /// Steps 1 and 2 of the module doc: the rows, none of the accounts locked yet.
 pub(super) async fn read(conn: &mut PgConnection, batch: &Batch) -> Result<Loaded, Attempt> {
@@ -182,7 +187,8 @@ async fn read_accounts(
 ) -> Result<(), Attempt> {
     let sql = format!(
         "SELECT a.id, a.allow_negative, {SUMS} FROM ledger_accounts a \
-         LEFT JOIN ({DELTA_SUMS}) d ON d.account = a.id WHERE a.id = ANY($1)"
+         LEFT JOIN ({SUMMED} FROM ledger_deltas WHERE account = ANY($1) GROUP BY account) d \
+         ON d.account = a.id WHERE a.id = ANY($1)"
     );
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(account_ids)
@@ -230,29 +236,19 @@ async fn lock_and_fold(
     ids: &[String],
     known: &mut Known,
 ) -> Result<(), Attempt> {
-    let rows = sqlx::query(
+    let sql = format!(
         "WITH l AS ( \
            SELECT id, debits_posted, credits_posted, debits_pending, credits_pending \
            FROM ledger_accounts WHERE id = ANY($1) \
            ORDER BY id COLLATE \"C\" FOR NO KEY UPDATE), \
-         gone AS ( \
-           DELETE FROM ledger_deltas x USING l WHERE x.account = l.id \
-           RETURNING x.account, x.debits_posted, x.credits_posted, x.debits_pending, \
-             x.credits_pending), \
-         d AS ( \
-           SELECT account, SUM(debits_posted) AS dp, SUM(credits_posted) AS cp, \
-             SUM(debits_pending) AS dpe, SUM(credits_pending) AS cpe \
-           FROM gone GROUP BY account) \
-         SELECT a.id, (a.debits_posted + COALESCE(d.dp, 0))::int8, \
-           (a.credits_posted + COALESCE(d.cp, 0))::int8, \
-           (a.debits_pending + COALESCE(d.dpe, 0))::int8, \
-           (a.credits_pending + COALESCE(d.cpe, 0))::int8 \
-         FROM l a LEFT JOIN d ON d.account = a.id",
-    )
-    .bind(ids)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(classify)?;
+         gone AS ({FOLD}), d AS ({SUMMED} FROM gone GROUP BY account) \
+         SELECT a.id, {SUMS} FROM l a LEFT JOIN d ON d.account = a.id"
+    );
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(ids)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(classify)?;
     for row in rows {
         let id: String = row.try_get(0).map_err(backend)?;
         let balance = balance_from_row(&row, 1).map_err(backend)?;
@@ -396,29 +392,23 @@ async fn append_deltas(conn: &mut PgConnection, deltas: &[Delta]) -> Result<(), 
 /// transaction holds are skipped, not waited for, and folded next time.
 pub(super) async fn compact(pool: &PgPool) -> Result<u64, sqlx::Error> {
     let mut conn = pool.acquire().await?;
-    let done = sqlx::raw_sql(
+    let sql = format!(
         "BEGIN; SET LOCAL synchronous_commit = off; \
          WITH l AS ( \
            SELECT id FROM ledger_accounts \
            WHERE id IN (SELECT DISTINCT account FROM ledger_deltas) \
            ORDER BY id COLLATE \"C\" FOR NO KEY UPDATE SKIP LOCKED), \
-         gone AS ( \
-           DELETE FROM ledger_deltas x USING l WHERE x.account = l.id \
-           RETURNING x.account, x.debits_posted, x.credits_posted, x.debits_pending, \
-             x.credits_pending), \
-         d AS ( \
-           SELECT account, SUM(debits_posted) AS dp, SUM(credits_posted) AS cp, \
-             SUM(debits_pending) AS dpe, SUM(credits_pending) AS cpe \
-           FROM gone GROUP BY account) \
+         gone AS ({FOLD}), d AS ({SUMMED} FROM gone GROUP BY account) \
          UPDATE ledger_accounts a SET debits_posted = (a.debits_posted + d.dp)::int8, \
            credits_posted = (a.credits_posted + d.cp)::int8, \
            debits_pending = (a.debits_pending + d.dpe)::int8, \
            credits_pending = (a.credits_pending + d.cpe)::int8 \
          FROM d WHERE a.id = d.account; \
-         COMMIT;",
-    )
-    .execute(&mut *conn)
-    .await;
+         COMMIT;"
+    );
+    let done = sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(&mut *conn)
+        .await;
     match done {
         Ok(r) => Ok(r.rows_affected()),
         Err(e) => {
