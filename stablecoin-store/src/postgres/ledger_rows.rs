@@ -11,11 +11,11 @@
 //! an account that may go negative, decides the same whatever the exact balance is.
 //!
 //! So a commit:
-//! 1. reads the transfers it names, and marks the pending ones it posts or voids
-//!    resolved only if they still are not, else the batch runs again (resolved once,
-//!    without a lock on read);
-//! 2. reads every account it names, unlocked, as row + deltas in one statement (one
-//!    snapshot; the rules see exact sums as of it);
+//! 1. reads the transfers it names, and
+//! 2. every account it names, unlocked, as row + deltas, both in one statement (one
+//!    snapshot; the rules see exact sums as of it); then marks the pending transfers it
+//!    posts or voids resolved only if they still are not, else the batch runs again
+//!    (resolved once, without a lock on read);
 //! 3. locks the accounts it must check ([`checked_accounts`]), `FOR NO KEY UPDATE` in
 //!    id order (the key-share locks of transfers' foreign keys do not conflict with
 //!    it), and in the same statement folds their deltas into their rows: the balance
@@ -84,11 +84,8 @@ pub(super) async fn read(conn: &mut PgConnection, batch: &Batch) -> Result<Loade
     sort_dedup(&mut account_ids);
     sort_dedup(&mut transfer_ids);
     let mut known = Known::default();
-    if !transfer_ids.is_empty() {
-        load_transfers(conn, &transfer_ids, &mut known).await?;
-    }
-    if !account_ids.is_empty() {
-        read_accounts(conn, &account_ids, &mut known).await?;
+    if !transfer_ids.is_empty() || !account_ids.is_empty() {
+        read_rows(conn, &transfer_ids, &account_ids, &mut known).await?;
     }
     let mut loaded = Loaded {
         known,
@@ -104,11 +101,10 @@ pub(super) async fn read(conn: &mut PgConnection, batch: &Batch) -> Result<Loade
 /// are not. The UPDATE waits for a concurrent commit holding one of them and then sees
 /// its outcome; if that commit resolved it first, fewer rows change, and the batch runs
 /// again (`Retry`): it then reads the transfer resolved, and the rules answer
-/// `PendingResolved`. Done before the rules run, because the accounts were read by a
-/// later statement than the transfers: once the marks hold, no commit can have resolved
-/// these transfers in between, so the sums the rules see agree with them. So a pending
-/// transfer is resolved once, without a lock taken when it is read (a settlement reads
-/// hundreds); if the batch fails, the marks roll back with it.
+/// `PendingResolved`. Done before the rules run, so that a commit that resolved one of
+/// them after this batch's read is found before anything is decided on that read. So a
+/// pending transfer is resolved once, without a lock taken when it is read (a settlement
+/// reads hundreds); if the batch fails, the marks roll back with it.
 async fn claim_pending(
     conn: &mut PgConnection,
     batch: &Batch,
@@ -153,58 +149,52 @@ pub(super) async fn lock_checked(
     Ok(())
 }
 
-/// Step 1: the transfers, every id present in the result. Not locked: the pending ones
-/// the batch resolves are marked by a conditional UPDATE (`claim_pending`), so two
-/// commits that both read one unresolved cannot both resolve it.
-async fn load_transfers(
+/// Steps 1 and 2's reads, in one statement (one round trip, one snapshot): the
+/// transfers and the accounts (row + deltas), every id present in `known`. Nothing is
+/// locked: the pending transfers the batch resolves are marked by a conditional UPDATE
+/// (`claim_pending`), so two commits that both read one unresolved cannot both resolve
+/// it.
+async fn read_rows(
     conn: &mut PgConnection,
     transfer_ids: &[String],
-    known: &mut Known,
-) -> Result<(), Attempt> {
-    let rows = sqlx::query(
-        "SELECT id, debit, credit, amount, phase, pending_id, resolved \
-         FROM ledger_transfers WHERE id = ANY($1)",
-    )
-    .bind(transfer_ids)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(classify)?;
-    for id in transfer_ids {
-        known.transfers.insert(id.clone(), None);
-    }
-    for row in rows {
-        let t = transfer_from_row(&row).map_err(backend)?;
-        known.transfers.insert(t.transfer.id.clone(), Some(t));
-    }
-    Ok(())
-}
-
-/// Step 2: the accounts as row + deltas, unlocked, every id present in the result.
-async fn read_accounts(
-    conn: &mut PgConnection,
     account_ids: &[String],
     known: &mut Known,
 ) -> Result<(), Attempt> {
     let sql = format!(
-        "SELECT a.id, a.allow_negative, {SUMS} FROM ledger_accounts a \
-         LEFT JOIN ({SUMMED} FROM ledger_deltas WHERE account = ANY($1) GROUP BY account) d \
-         ON d.account = a.id WHERE a.id = ANY($1)"
+        "SELECT 't', id, debit, credit, amount, phase, pending_id, resolved, \
+           NULL::bool, NULL::int8, NULL::int8, NULL::int8, NULL::int8 \
+         FROM ledger_transfers WHERE id = ANY($1) \
+         UNION ALL \
+         SELECT 'a', a.id, NULL, NULL, NULL, NULL, NULL, NULL, a.allow_negative, {SUMS} \
+         FROM ledger_accounts a \
+         LEFT JOIN ({SUMMED} FROM ledger_deltas WHERE account = ANY($2) GROUP BY account) d \
+         ON d.account = a.id WHERE a.id = ANY($2)"
     );
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(transfer_ids)
         .bind(account_ids)
         .fetch_all(&mut *conn)
         .await
         .map_err(classify)?;
+    for id in transfer_ids {
+        known.transfers.insert(id.clone(), None);
+    }
     for id in account_ids {
         known.accounts.insert(id.clone(), None);
     }
     for row in rows {
-        let id: String = row.try_get(0).map_err(backend)?;
-        let state = AccountState {
-            allow_negative: row.try_get(1).map_err(backend)?,
-            balance: balance_from_row(&row, 2).map_err(backend)?,
-        };
-        known.accounts.insert(id, Some(state));
+        let what: String = row.try_get(0).map_err(backend)?;
+        if what == "t" {
+            let t = transfer_from_row(&row, 1).map_err(backend)?;
+            known.transfers.insert(t.transfer.id.clone(), Some(t));
+        } else {
+            let id: String = row.try_get(1).map_err(backend)?;
+            let state = AccountState {
+                allow_negative: row.try_get(8).map_err(backend)?,
+                balance: balance_from_row(&row, 9).map_err(backend)?,
+            };
+            known.accounts.insert(id, Some(state));
+        }
     }
     Ok(())
 }

@@ -30,10 +30,11 @@
 //!    seq n+1 while seq n is still invisible (and so never skips it).
 //!
 //! So a commit is a bounded number of round trips whatever its size: BEGIN, one
-//! statement for all `unchanged` checks (`FOR SHARE`), three to read the ledger rows (the
-//! transfers, the accounts, the pending transfers marked resolved), one for the
-//! idempotency record, at most five for the puts, one to lock the checked accounts, at
-//! most four for the ledger writes, two for the outbox, COMMIT (at most 20); each only
+//! statement for all `unchanged` checks (`FOR SHARE`), two for the ledger rows (the
+//! transfers and accounts read in one, the pending transfers it resolves marked in the
+//! other), one for the idempotency record, at most five for the puts, one to lock the
+//! checked accounts, at most four for the ledger writes, two for the outbox, COMMIT (at
+//! most 19); each only
 //! when the batch has something for it (a batch that puts one record twice writes its
 //! puts one at a time: five statements a put).
 //!

@@ -50,18 +50,20 @@ pub(super) fn balance_from_row(row: &PgRow, first: usize) -> Result<Balance, Str
     })
 }
 
-pub(super) fn transfer_from_row(row: &PgRow) -> Result<TransferState, String> {
+/// A transfer's seven columns from column `first` on: id, debit, credit, amount, phase,
+/// pending_id, resolved.
+pub(super) fn transfer_from_row(row: &PgRow, first: usize) -> Result<TransferState, String> {
     let s = |e: sqlx::Error| e.to_string();
-    let amount: i64 = row.try_get(3).map_err(s)?;
-    let phase: String = row.try_get(4).map_err(s)?;
+    let amount: i64 = row.try_get(first + 3).map_err(s)?;
+    let phase: String = row.try_get(first + 4).map_err(s)?;
     Ok(TransferState {
         transfer: LedgerTransfer {
-            id: row.try_get(0).map_err(s)?,
-            debit: row.try_get(1).map_err(s)?,
-            credit: row.try_get(2).map_err(s)?,
+            id: row.try_get(first + 0).map_err(s)?,
+            debit: row.try_get(first + 1).map_err(s)?,
+            credit: row.try_get(first + 2).map_err(s)?,
             amount: Micros(u64_from_db(amount, "amount")?),
-            phase: phase_from_db(&phase, row.try_get(5).map_err(s)?)?,
+            phase: phase_from_db(&phase, row.try_get(first + 5).map_err(s)?)?,
         },
-        resolved: row.try_get(6).map_err(s)?,
+        resolved: row.try_get(first + 6).map_err(s)?,
     })
 }
