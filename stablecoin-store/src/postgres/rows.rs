@@ -58,7 +58,7 @@ pub(super) fn transfer_from_row(row: &PgRow, first: usize) -> Result<TransferSta
     let phase: String = row.try_get(first + 4).map_err(s)?;
     Ok(TransferState {
         transfer: LedgerTransfer {
-            id: row.try_get(first + 0).map_err(s)?,
+            id: row.try_get(first).map_err(s)?,
             debit: row.try_get(first + 1).map_err(s)?,
             credit: row.try_get(first + 2).map_err(s)?,
             amount: Micros(u64_from_db(amount, "amount")?),
