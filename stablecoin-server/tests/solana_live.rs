@@ -238,3 +238,69 @@ async fn a_production_server_with_the_remote_signer_settles_on_the_real_solana_r
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Spec 1.5 names the variable `SOLANA_SCAN_ENABLED`: a server whose configuration was
+/// loaded from an environment with that name alone (no `STABLECOIN_` prefix) monitors
+/// receipts on the real Solana rail (development mode, litesvm over JSON-RPC), so its
+/// readiness is not DEGRADED for monitoring; the same environment without it is DEGRADED
+/// and says which variable to set.
+#[tokio::test]
+async fn the_specs_solana_scan_enabled_without_the_prefix_turns_receipt_monitoring_on() {
+    use stablecoin_server::config::Config;
+    let kit = Arc::new(LiteSvmRpc::new());
+    kit.create_mint(&MAINNET_USDC_MINT, 6);
+    kit.create_mint(&MAINNET_USDT_MINT, 6);
+    let rpc = RpcServer::start(kit.clone()).await.unwrap();
+    // The development seed of `test_config` is 0x07 repeated: fund its fee payer.
+    let sponsor_key = LocalSigner::from_seed([0x07; 32])
+        .public_key(&KeyPurpose::Sponsor, Curve::Ed25519)
+        .await
+        .unwrap();
+    kit.airdrop(
+        &codec::address_from_public_key(&sponsor_key.bytes).unwrap(),
+        10 * SOL,
+    );
+    let dir = temp_dir("solana-spec-scan-var");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("solana.toml");
+    std::fs::write(&file, "[rails.solana_node]\nscan_start_slot = 0\n").unwrap();
+
+    let readiness = |vars: Vec<(&'static str, String)>| {
+        let file = file.clone();
+        async move {
+            let loaded = Config::load(Some(&file), |k| {
+                vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+            })
+            .expect("the environment loads");
+            let mut config = test_config();
+            config.metrics_token = Some(Secret::new(common::METRICS_TOKEN));
+            config.rails.solana = true;
+            config.rails.solana_node = loaded.rails.solana_node;
+            let s = serve(App::build(config).await.expect("app builds")).await;
+            s.ready_details().await.json()
+        }
+    };
+    let url = ("STABLECOIN_SOLANA_RPC_URL", rpc.url());
+
+    let on = readiness(vec![url.clone(), ("SOLANA_SCAN_ENABLED", "true".into())]).await;
+    assert_eq!(on["rails"]["solana"]["simulated"], false, "{on}");
+    assert_eq!(
+        on["solana"], "INBOUND_READY",
+        "monitoring on, sends off: {on}"
+    );
+    assert!(
+        !on["rails"]["solana"]["reasons"]
+            .to_string()
+            .contains("SOLANA_SCAN_ENABLED"),
+        "{on}"
+    );
+
+    let off = readiness(vec![url]).await;
+    assert_eq!(off["solana"], "DEGRADED", "{off}");
+    assert!(
+        off["rails"]["solana"]["reasons"]
+            .to_string()
+            .contains("SOLANA_SCAN_ENABLED is not true"),
+        "{off}"
+    );
+}

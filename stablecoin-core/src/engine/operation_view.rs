@@ -68,6 +68,14 @@ pub struct OperationView {
     /// recipient's new token account (spec 1.5).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub created_recipient_ata: Option<bool>,
+    /// Swaps: the swap's id under the `swap.*` webhooks' name (`swap_id`); the same value
+    /// as `id`, which stays (spec 6.1: the read carries the webhooks' status fields).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub swap_id: Option<String>,
+    /// Swaps, once FAILED: why, under the `swap.failed` webhook's name (`reason`); the
+    /// same value as `error_reason`, which stays.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
     /// Swaps: the token given (the same as `token`, named as in the swap webhooks).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub token_in: Option<String>,

@@ -204,6 +204,9 @@ impl Operation {
                 && self.kind == OpKind::Transfer
                 && self.block.is_some())
             .then_some(self.created_recipient_account),
+            // The swap webhooks' names for `id` and `error_reason` (spec 6.1).
+            swap_id: self.swap.as_ref().map(|_| self.id.0.clone()),
+            reason: self.swap.as_ref().and_then(|_| self.error_reason.clone()),
             token_in: self.swap.as_ref().map(|_| self.token.as_str().to_string()),
             token_out: self.swap.as_ref().map(|s| s.token_out.as_str().to_string()),
             amount_in: self.swap.as_ref().map(|_| self.amount.to_decimal_string()),

@@ -289,6 +289,8 @@ impl Sandbox<'_> {
             payout_reference: None,
             refund_tx_hash: None,
             created_recipient_ata: None,
+            swap_id: None,
+            reason: None,
             token_in: None,
             token_out: None,
             amount_in: None,

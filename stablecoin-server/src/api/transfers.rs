@@ -123,9 +123,10 @@ pub async fn get_withdrawal(
     read_operation(&app, &caller, &id, OpKind::Withdrawal).await
 }
 
-/// Read a swap: the same status fields as the swap webhooks (`id` is their `swap_id`,
-/// `error_reason` their `reason`), plus `amount_out` once SETTLED, which the webhook does
-/// not carry (spec 6.1).
+/// Read a swap: the same status fields as the swap webhooks under their names (spec 6.1:
+/// `swap_id`, `status`, `token_in`, `token_out`, `amount_in`, `tx_hash` once broadcast,
+/// `reason` once FAILED, `updated_at`), plus `amount_out` once SETTLED, which the webhook
+/// does not carry. `id` and `error_reason` stay as aliases of `swap_id` and `reason`.
 #[utoipa::path(get, path = "/v1/swaps/{id}", tag = "transfers",
     params(("id" = String, Path, description = "Swap id (`sw_...`)")),
     responses(

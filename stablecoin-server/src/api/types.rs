@@ -437,7 +437,7 @@ pub struct OperationResponse {
     /// PENDING ... CRYPTO_RECEIVED, PAYOUT_SUBMITTING, PAYOUT_UNKNOWN, COMPLETED, REFUNDED).
     #[schema(example = "QUEUED")]
     pub status: String,
-    /// Why the operation FAILED.
+    /// Why the operation FAILED (swaps: also as `reason`, the webhook's name).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error_reason: Option<String>,
     /// The rail it moves on (`polygon`, `base`, `bsc`, `tron`, `solana`).
@@ -496,6 +496,16 @@ pub struct OperationResponse {
     /// recipient's new token account (a recipient that never held the mint, spec 1.5).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub created_recipient_ata: Option<bool>,
+    /// Swaps: the swap's id under the name the `swap.*` webhooks give it; always equal to
+    /// `id`, which stays as its alias (spec 6.1: the read returns the webhooks' status
+    /// fields).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    #[schema(example = "sw_01JD0000000000000000000000")]
+    pub swap_id: Option<String>,
+    /// Swaps, once FAILED: why, under the `swap.failed` webhook's name; always equal to
+    /// `error_reason`, which stays as its alias.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
     /// Swaps: the token given (as `token`, named as in the swap webhooks).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub token_in: Option<String>,
@@ -549,6 +559,8 @@ impl From<OperationView> for OperationResponse {
             payout_reference,
             refund_tx_hash,
             created_recipient_ata,
+            swap_id,
+            reason,
             token_in,
             token_out,
             amount_in,
@@ -581,6 +593,8 @@ impl From<OperationView> for OperationResponse {
             payout_reference,
             refund_tx_hash,
             created_recipient_ata,
+            swap_id,
+            reason,
             token_in,
             token_out,
             amount_in,

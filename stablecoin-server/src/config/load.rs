@@ -1,5 +1,7 @@
 //! Loading: built-in defaults, then the TOML file, then `STABLECOIN_*` environment
-//! variables, each variable mapped onto the TOML key it sets.
+//! variables, each variable mapped onto the TOML key it sets. The variables the spec
+//! names without the prefix (`SOLANA_SCAN_ENABLED`) are aliases of their prefixed form
+//! ([`SPEC_ALIASES`]).
 
 use super::{Config, ConfigError};
 use serde::Deserialize;
@@ -522,9 +524,67 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
     ),
 ];
 
-/// The environment variables the server reads (besides `STABLECOIN_CONFIG`).
+/// Every environment variable the spec names (`SOLANA_SCAN_ENABLED`, spec 1.5), and the
+/// `STABLECOIN_*` variable it is an alias of: the spec's name works beside the prefixed
+/// form, setting the same key. Precedence: the prefixed form is authoritative; both set
+/// to the same value is accepted, both set to different values refuses to start
+/// (`ConfigError::Env` naming both), since guessing which one the operator meant could
+/// silently turn receipt monitoring on or off.
+const SPEC_ALIASES: &[(&str, &str)] = &[("SOLANA_SCAN_ENABLED", "STABLECOIN_SOLANA_SCAN_ENABLED")];
+
+/// The spec's names of environment variables and the prefixed variable each aliases.
+pub fn spec_env_aliases() -> impl Iterator<Item = (&'static str, &'static str)> {
+    SPEC_ALIASES.iter().copied()
+}
+
+/// The spec's alias of a prefixed variable, if the spec names one.
+fn spec_alias(prefixed: &str) -> Option<&'static str> {
+    SPEC_ALIASES
+        .iter()
+        .find(|(_, p)| *p == prefixed)
+        .map(|(alias, _)| *alias)
+}
+
+/// The environment variables the server reads (besides `STABLECOIN_CONFIG`): every
+/// `STABLECOIN_*` variable, then the spec's names that alias some of them.
 pub fn env_var_names() -> impl Iterator<Item = &'static str> {
-    ENV.iter().map(|(name, _, _)| *name)
+    ENV.iter()
+        .map(|(name, _, _)| *name)
+        .chain(SPEC_ALIASES.iter().map(|(alias, _)| *alias))
+}
+
+/// The value of `var` from the environment, or from its spec alias (see
+/// [`SPEC_ALIASES`] for the precedence), parsed as `kind`.
+fn env_lookup(
+    env: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    kind: EnvKind,
+) -> Result<Option<toml::Value>, ConfigError> {
+    let prefixed = env(var)
+        .map(|raw| env_value(var, &raw, kind).map(|v| (raw, v)))
+        .transpose()?;
+    let aliased = match spec_alias(var) {
+        Some(alias) => env(alias)
+            .map(|raw| env_value(alias, &raw, kind).map(|v| (alias, raw, v)))
+            .transpose()?,
+        None => None,
+    };
+    Ok(match (prefixed, aliased) {
+        (Some((raw, v)), Some((alias, alias_raw, alias_v))) => {
+            if v != alias_v {
+                return Err(ConfigError::Env {
+                    var,
+                    error: format!(
+                        "{var}={raw:?} conflicts with {alias}={alias_raw:?} (the spec's name of the same setting); set one of them, or both to the same value"
+                    ),
+                });
+            }
+            Some(v)
+        }
+        (Some((_, v)), None) => Some(v),
+        (None, Some((_, _, v))) => Some(v),
+        (None, None) => None,
+    })
 }
 
 fn env_value(var: &'static str, raw: &str, kind: EnvKind) -> Result<toml::Value, ConfigError> {
@@ -583,9 +643,10 @@ impl Config {
         };
         let mut from_env = false;
         for (var, path, kind) in ENV {
-            let Some(raw) = env(var) else { continue };
+            let Some(value) = env_lookup(&env, var, *kind)? else {
+                continue;
+            };
             from_env = true;
-            let value = env_value(var, &raw, *kind)?;
             let mut t = &mut table;
             for key in &path[..path.len() - 1] {
                 let entry = t

@@ -79,7 +79,7 @@
 //! | `rails.tron_node` (a table) | file only | none: TRON simulated |
 //! | `rails.solana_node` (a table) | file only, except: | none: Solana simulated |
 //! | `rails.solana_node.rpc_url` | `STABLECOIN_SOLANA_RPC_URL` | none (required; a secret: never logged) |
-//! | `rails.solana_node.scan_enabled` | `STABLECOIN_SOLANA_SCAN_ENABLED` | `false` (receipt monitoring off: readiness DEGRADED) |
+//! | `rails.solana_node.scan_enabled` | `STABLECOIN_SOLANA_SCAN_ENABLED`, or the spec's `SOLANA_SCAN_ENABLED` (both set: they must agree, or the server refuses to start) | `false` (receipt monitoring off: readiness DEGRADED) |
 //! | `rails.solana_node.sends_enabled` | `STABLECOIN_SOLANA_SENDS_ENABLED` | `false` (sponsored sends off: readiness INBOUND_READY) |
 //! | `sim.treasury_float` | `STABLECOIN_SIM_TREASURY_FLOAT` | `1000000` (USDC and USDT; minted at every start, or once by the shared chain's process) |
 //! | `sim.chain_url` (`http://127.0.0.1:<port>`) | `STABLECOIN_SIM_CHAIN_URL` | none: simulated chains run in this process (refused with `postgres` storage: every process would have its own chain; run `stablecoin-server sim-chain` and point every server at it) |
@@ -233,7 +233,7 @@ pub use admin::AdminSettings;
 pub use checkout::CheckoutSettings;
 pub use consoles::{ConsoleSettings, Network};
 pub use limits::{HttpSettings, OtpSettings, RateLimitSettings, SponsorshipSettings};
-pub use load::env_var_names;
+pub use load::{env_var_names, spec_env_aliases};
 pub use payouts::PayoutSettings;
 pub use rails::{
     EvmChainSettings, RailsConfig, RailsMode, SimSettings, SolanaNodeSettings, TokenSettings,

@@ -646,3 +646,82 @@ fn notices_set_the_ussd_instructions_per_country() {
         assert!(e.contains("notices.ussd_instructions"), "{bad}: {e}");
     }
 }
+
+/// One variable the spec names: its name, a config file it needs beside it, two values
+/// it can take, and what each value sets.
+struct SpecVar {
+    name: &'static str,
+    file: &'static str,
+    values: [&'static str; 2],
+    probe: fn(&Config) -> String,
+}
+
+/// Every environment variable the spec names (`grep -oE '[A-Z][A-Z0-9_]+=' spec`: only
+/// spec 1.5's `SOLANA_SCAN_ENABLED`), with what it sets.
+const SPEC_VARS: &[SpecVar] = &[SpecVar {
+    name: "SOLANA_SCAN_ENABLED",
+    file: "[rails.solana_node]\nrpc_url = \"http://node\"\nscan_start_slot = 7\n",
+    values: ["true", "false"],
+    probe: |c| {
+        c.rails
+            .solana_node
+            .as_ref()
+            .map(|s| s.scan_enabled)
+            .unwrap_or_default()
+            .to_string()
+    },
+}];
+
+#[test]
+fn every_variable_the_spec_names_is_an_alias_of_its_prefixed_form() {
+    let aliases: HashMap<&str, &str> = spec_env_aliases().collect();
+    let mut names: Vec<&str> = SPEC_VARS.iter().map(|v| v.name).collect();
+    let mut listed: Vec<&str> = aliases.keys().copied().collect();
+    names.sort_unstable();
+    listed.sort_unstable();
+    assert_eq!(
+        names, listed,
+        "every spec variable has an alias, and only those"
+    );
+    let dir = std::env::temp_dir().join(format!("scfg-specvars-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for v in SPEC_VARS {
+        let prefixed = aliases[v.name];
+        assert_eq!(prefixed, format!("STABLECOIN_{}", v.name));
+        assert!(env_var_names().any(|n| n == v.name), "{}", v.name);
+        assert!(env_var_names().any(|n| n == prefixed), "{prefixed}");
+        let path = dir.join(format!("{}.toml", v.name));
+        std::fs::write(&path, v.file).unwrap();
+        let load = |pairs: &[(&str, &str)]| Config::load(Some(&path), env(pairs));
+        for value in v.values {
+            // The spec's name alone sets what the prefixed form sets, the whole config
+            // alike.
+            let by_alias = load(&[(v.name, value)]).unwrap();
+            let by_prefixed = load(&[(prefixed, value)]).unwrap();
+            assert_eq!(
+                format!("{by_alias:?}"),
+                format!("{by_prefixed:?}"),
+                "{}={value}",
+                v.name
+            );
+            assert_eq!((v.probe)(&by_alias), value, "{}={value}", v.name);
+            // Both set and agreeing: accepted, the same value.
+            let both = load(&[(v.name, value), (prefixed, value)]).unwrap();
+            assert_eq!((v.probe)(&both), value);
+        }
+        // Both set and disagreeing: refused, naming both (the prefixed form is
+        // authoritative, so neither is silently dropped).
+        let [a, b] = v.values;
+        for (alias_value, prefixed_value) in [(a, b), (b, a)] {
+            let e = load(&[(v.name, alias_value), (prefixed, prefixed_value)])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(v.name) && e.contains(prefixed), "{e}");
+            assert!(e.contains("conflicts"), "{e}");
+        }
+        // A bad value under the spec's name is refused under that name.
+        let e = load(&[(v.name, "maybe")]).unwrap_err().to_string();
+        assert!(e.contains(&format!("variable {}:", v.name)), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
