@@ -64,8 +64,9 @@ fn body(amount: &str) -> String {
     .to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_swap_settles_and_its_read_equals_its_webhook() {
+/// A server whose tenant "Acme" has a receiver subscribed to the `swap.*` webhooks, and
+/// wallet `A` provisioned and funded with 100 USDC.
+async fn swap_world() -> (Server, Tenant, Received) {
     let mut c = test_config();
     c.webhooks_allow_loopback_http = true;
     let s = start_with(c).await;
@@ -80,6 +81,12 @@ async fn a_swap_settles_and_its_read_equals_its_webhook() {
     .expect(201);
     s.provision(&acme.live, A).await;
     s.fund_settled(&acme.live, A, "100").await;
+    (s, acme, got)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swap_settles_and_its_read_equals_its_webhook() {
+    let (s, acme, got) = swap_world().await;
 
     let r = s
         .post_idem(&acme.live, "/v1/swaps", &body("40"), "swap-1")
@@ -230,20 +237,7 @@ async fn a_swap_beyond_the_treasury_float_is_refused_and_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_swap_reads_as_its_webhook_field_by_field() {
-    let mut c = test_config();
-    c.webhooks_allow_loopback_http = true;
-    let s = start_with(c).await;
-    let acme = s.tenant("Acme", "1000").await;
-    let (url, got) = recording_receiver().await;
-    s.post(
-        &acme.live,
-        "/v1/webhook-endpoints",
-        &json!({"url": url, "events": ["swap.settled", "swap.failed"]}).to_string(),
-    )
-    .await
-    .expect(201);
-    s.provision(&acme.live, A).await;
-    s.fund_settled(&acme.live, A, "100").await;
+    let (s, acme, got) = swap_world().await;
 
     // The wallet's leg is accepted by the chain and reverts.
     let rail = RailId::Evm(s.app.config().primary_evm_chain().unwrap());
