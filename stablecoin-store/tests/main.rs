@@ -6,6 +6,8 @@
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
+mod postgres_group_commit;
+#[cfg(feature = "postgres")]
 mod postgres_hot_accounts;
 #[cfg(feature = "sqlite")]
 mod sqlite_bad_input;

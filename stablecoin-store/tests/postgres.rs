@@ -34,7 +34,7 @@ pub(crate) fn pg_available(test: &str) -> bool {
     false
 }
 
-fn pg_url() -> String {
+pub(crate) fn pg_url() -> String {
     std::env::var("STABLECOIN_TEST_PG_URL").unwrap_or_else(|_| {
         panic!(
             "STABLECOIN_TEST_PG_URL is not set. The PostgreSQL tests (compiled because the \
@@ -73,7 +73,7 @@ pub(crate) fn single(id: &str, debit: &str, credit: &str, amount: u64) -> Ledger
     }
 }
 
-fn record(kind: &str, id: &str, due: Option<i64>) -> StoredRecord {
+pub(crate) fn record(kind: &str, id: &str, due: Option<i64>) -> StoredRecord {
     StoredRecord {
         kind: kind.into(),
         id: id.into(),
@@ -89,7 +89,7 @@ fn record(kind: &str, id: &str, due: Option<i64>) -> StoredRecord {
     }
 }
 
-fn event(id: &str) -> OutboxEvent {
+pub(crate) fn event(id: &str) -> OutboxEvent {
     OutboxEvent {
         id: id.into(),
         tenant: "t1".into(),

@@ -8,17 +8,22 @@ use super::{Attempt, classify};
 use sqlx::Row;
 use sqlx::postgres::PgConnection;
 use stablecoin_core::domain::ledger::Overlay;
-use stablecoin_core::ports::store::{Batch, CommitReceipt, OutboxEvent, StoreError};
+use stablecoin_core::ports::store::{
+    Batch, CommitReceipt, IdempotencyRecord, OutboxEvent, StoreError,
+};
 use std::collections::HashMap;
 
 /// One commit, in `Store::commit`'s steps: the unchanged checks, the ledger rows read
 /// (`ledger_rows.rs`) and the batch's accounts created (so an account error comes before
 /// any write), the idempotency record, the puts, the accounts whose balance is checked
 /// locked (last, so they are held briefly), the ledger transfers and their writes, the
-/// outbox. Also answers whether it appended ledger deltas.
+/// outbox. Also answers whether it appended ledger deltas. `idempotency`: the batch's
+/// idempotency records (a merged group's, `group.rs`, has one per batch that had one;
+/// `batch.idempotency` is not read).
 pub(super) async fn commit_in(
     conn: &mut PgConnection,
     batch: &Batch,
+    idempotency: &[&IdempotencyRecord],
 ) -> Result<(CommitReceipt, bool), Attempt> {
     check_unchanged(conn, batch).await?;
     let mut loaded = ledger_rows::read(conn, batch).await?;
@@ -29,7 +34,7 @@ pub(super) async fn commit_in(
     for account in &batch.accounts {
         accounts.create_account(account)?;
     }
-    insert_idempotency(conn, batch).await?;
+    insert_idempotency(conn, idempotency).await?;
     write_puts(conn, &batch.puts).await?;
     ledger_rows::lock_checked(conn, batch, &mut loaded).await?;
     let mut overlay = Overlay::new(&loaded.known);
@@ -84,29 +89,54 @@ async fn check_unchanged(conn: &mut PgConnection, batch: &Batch) -> Result<(), A
     Ok(())
 }
 
-/// Step 2: the idempotency record; a key already recorded is `IdempotencyExists`.
-async fn insert_idempotency(conn: &mut PgConnection, batch: &Batch) -> Result<(), Attempt> {
-    let Some(idem) = &batch.idempotency else {
+/// Step 2: the idempotency records, in one statement; a key already recorded is
+/// `IdempotencyExists` (the first such, in order).
+async fn insert_idempotency(
+    conn: &mut PgConnection,
+    records: &[&IdempotencyRecord],
+) -> Result<(), Attempt> {
+    if records.is_empty() {
         return Ok(());
-    };
-    let done = sqlx::query(
+    }
+    let rows = sqlx::query(
         "INSERT INTO idempotency (tenant, key, request_hash, response, created_at) \
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+         SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[]) \
+         ON CONFLICT DO NOTHING RETURNING tenant, key",
     )
-    .bind(&idem.tenant)
-    .bind(&idem.key)
-    .bind(&idem.request_hash)
-    .bind(idem.response.to_string())
-    .bind(idem.created_at.0)
-    .execute(&mut *conn)
+    .bind(records.iter().map(|i| i.tenant.clone()).collect::<Vec<_>>())
+    .bind(records.iter().map(|i| i.key.clone()).collect::<Vec<_>>())
+    .bind(
+        records
+            .iter()
+            .map(|i| i.request_hash.clone())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        records
+            .iter()
+            .map(|i| i.response.to_string())
+            .collect::<Vec<_>>(),
+    )
+    .bind(records.iter().map(|i| i.created_at.0).collect::<Vec<_>>())
+    .fetch_all(&mut *conn)
     .await
     .map_err(classify)?;
-    if done.rows_affected() == 0 {
-        return Err(Attempt::Done(StoreError::IdempotencyExists {
-            key: idem.key.clone(),
-        }));
+    if rows.len() == records.len() {
+        return Ok(());
     }
-    Ok(())
+    let mut inserted = std::collections::HashSet::new();
+    for row in &rows {
+        let tenant: String = row.try_get(0).map_err(backend)?;
+        let key: String = row.try_get(1).map_err(backend)?;
+        inserted.insert((tenant, key));
+    }
+    let taken = records
+        .iter()
+        .find(|i| !inserted.contains(&(i.tenant.clone(), i.key.clone())))
+        .unwrap_or(&records[0]);
+    Err(Attempt::Done(StoreError::IdempotencyExists {
+        key: taken.key.clone(),
+    }))
 }
 
 /// Step 4, last: the outbox events with their sequence numbers. The counter row stays

@@ -38,6 +38,15 @@ pub struct PgConfig {
     /// its server connection): a schema with pending migrations is refused, to be
     /// migrated over a direct connection (`stablecoin-server migrate`).
     pub transaction_pooler: bool,
+    /// Group commit: at most this many concurrent interactive commits (batches not
+    /// marked `background`) share one transaction and its statements (`group.rs`); 1
+    /// turns it off. Set by [`PgConfig::group_commit`] or the URL parameter
+    /// `group_commit=<n>` (taken out of the URL before connecting).
+    pub group_commit: u32,
+    /// How many group transactions run at once (each holds one connection while it
+    /// commits). The store uses at most `max_connections - 1` of them (one connection
+    /// stays for reads and background commits), and no group commit on a pool of one.
+    pub group_writers: u32,
 }
 
 impl std::fmt::Debug for PgConfig {
@@ -49,12 +58,15 @@ impl std::fmt::Debug for PgConfig {
             .field("max_retries", &self.max_retries)
             .field("acquire_timeout", &self.acquire_timeout)
             .field("transaction_pooler", &self.transaction_pooler)
+            .field("group_commit", &self.group_commit)
+            .field("group_writers", &self.group_writers)
             .finish()
     }
 }
 
 impl PgConfig {
-    /// Defaults: public schema, 16 connections, 32 retries, 30 s acquire timeout.
+    /// Defaults: public schema, 16 connections, 32 retries, 30 s acquire timeout,
+    /// groups of up to 32 commits written by 4 group transactions at once.
     pub fn new(url: impl Into<String>) -> Self {
         PgConfig {
             url: url.into(),
@@ -63,7 +75,41 @@ impl PgConfig {
             max_retries: 32,
             acquire_timeout: Duration::from_secs(30),
             transaction_pooler: false,
+            group_commit: 32,
+            group_writers: 4,
         }
+    }
+
+    /// At most `n` concurrent interactive commits share a transaction
+    /// ([`PgConfig::group_commit`]); 1 turns group commit off.
+    pub fn group_commit(mut self, n: u32) -> Self {
+        self.group_commit = n;
+        self
+    }
+
+    /// How many group transactions run at once ([`PgConfig::group_writers`]).
+    pub fn group_writers(mut self, n: u32) -> Self {
+        self.group_writers = n;
+        self
+    }
+
+    /// The group size: the URL's `group_commit=<n>` if it has one, else
+    /// [`PgConfig::group_commit`].
+    pub(super) fn group_size(&self) -> Result<u32, Error> {
+        let query = self.url.split_once('?').map_or("", |(_, q)| q);
+        for pair in query.split('&') {
+            if let Some(("group_commit", n)) = pair.split_once('=') {
+                return match n.parse::<u32>() {
+                    Ok(n) if n >= 1 => Ok(n),
+                    _ => Err(Error::Config {
+                        reason: format!(
+                            "postgres URL parameter group_commit={n}: expected a whole number >= 1"
+                        ),
+                    }),
+                };
+            }
+        }
+        Ok(self.group_commit)
     }
 
     /// Connects through a pooler in transaction mode ([`PgConfig::transaction_pooler`]).
@@ -91,6 +137,8 @@ impl PgConfig {
                         ),
                     });
                 }
+                // The store's own (`group_size`), not the server's.
+                Some(("group_commit", _)) => {}
                 _ => kept.push(pair),
             }
         }
@@ -125,6 +173,9 @@ impl PgConfig {
         let bad = |reason: String| Err(Error::Config { reason });
         if self.max_connections == 0 {
             return bad("postgres max_connections must be at least 1".into());
+        }
+        if self.group_size()? == 0 {
+            return bad("postgres group_commit must be at least 1".into());
         }
         if let Some(schema) = &self.schema {
             let ok = !schema.is_empty()
@@ -277,5 +328,26 @@ mod pooler_tests {
                 .1
         );
         assert!(at("postgres://u@h/db?pooler=session").is_err());
+        assert_eq!(
+            at("postgres://u@h/db?group_commit=1&sslmode=disable").unwrap(),
+            ("postgres://u@h/db?sslmode=disable".to_string(), false)
+        );
+    }
+
+    #[test]
+    fn the_group_size_comes_from_the_url_or_the_config() {
+        let size = |url: &str| PgConfig::new(url).group_size();
+        assert_eq!(size("postgres://u@h/db").unwrap(), 32);
+        assert_eq!(size("postgres://u@h/db?group_commit=1").unwrap(), 1);
+        assert_eq!(size("postgres://u@h/db?a=b&group_commit=8").unwrap(), 8);
+        assert!(size("postgres://u@h/db?group_commit=0").is_err());
+        assert!(size("postgres://u@h/db?group_commit=many").is_err());
+        assert_eq!(
+            PgConfig::new("postgres://u@h/db")
+                .group_commit(1)
+                .group_size()
+                .unwrap(),
+            1
+        );
     }
 }

@@ -55,6 +55,7 @@
 mod commit;
 mod config;
 mod failover;
+mod group;
 mod ledger;
 mod ledger_rows;
 mod puts;
@@ -71,6 +72,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use config::PgConfig;
+pub use group::GroupStats;
 pub use rate_limits::RateLimitStep;
 
 /// The migrations shipped in `migrations/postgres/`.
@@ -111,6 +113,9 @@ pub struct PgStore {
     /// in a transaction of its own, committed before it returns, since the pool's
     /// wrapping transaction commits only once the connection is back in the pool.
     pooler: bool,
+    /// Group commit's queue (`group.rs`); `None` when it is off, and in the writers'
+    /// own handle.
+    group: Option<Arc<group::Queue>>,
 }
 
 /// See [`PgStore::write_conn`].
@@ -290,12 +295,29 @@ impl PgStore {
         }
         // Several hosts: keep the pool on the writable one (failover.rs).
         failover::follow(&pool, &config);
-        Ok(PgStore {
+        let mut store = PgStore {
             pool,
             max_retries: config.max_retries,
             delta_commits: Arc::default(),
             pooler,
-        })
+            group: None,
+        };
+        // One connection stays for reads and background commits.
+        let writers = config.group_writers.min(config.max_connections - 1);
+        let size = config.group_size()?;
+        if size > 1 && writers > 0 {
+            store.group = Some(group::Queue::start(
+                store.clone(),
+                writers as usize,
+                size as usize,
+            ));
+        }
+        Ok(store)
+    }
+
+    /// What group commit has done so far (all zero when it is off).
+    pub fn group_commit_stats(&self) -> GroupStats {
+        self.group.as_ref().map(|g| g.stats()).unwrap_or_default()
     }
 
     /// Connects with the default configuration.
@@ -345,19 +367,87 @@ impl PgStore {
         Ok(ledger_rows::compact(&self.pool).await?)
     }
 
-    async fn try_commit(&self, batch: &Batch) -> Result<CommitReceipt, Attempt> {
-        let mut tx = self.pool.begin().await.map_err(classify)?;
-        match commit_in(&mut tx, batch).await {
-            Ok((receipt, deltas)) => {
-                tx.commit().await.map_err(classify)?;
+    /// A commit: an interactive one through group commit when it is on, any other
+    /// alone.
+    async fn commit_batch(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
+        match &self.group {
+            Some(group) if !batch.background => match group.commit(batch).await {
+                Ok(outcome) => outcome,
+                Err(batch) => self.commit_alone(&batch).await,
+            },
+            _ => self.commit_alone(&batch).await,
+        }
+    }
+
+    /// One batch in a transaction of its own, run again after each lost race (up to
+    /// `max_retries`).
+    async fn commit_alone(&self, batch: &Batch) -> Result<CommitReceipt, StoreError> {
+        let mut attempt: u32 = 0;
+        loop {
+            match self.try_commit(&[batch]).await {
+                Ok(mut receipts) => return Ok(receipts.pop().unwrap_or_default()),
+                Err(group::Failed::AtCommit(e)) => return Err(e),
+                Err(group::Failed::Before(Attempt::Done(e))) => return Err(e),
+                Err(group::Failed::Before(Attempt::Retry(reason))) => {
+                    attempt += 1;
+                    if attempt > self.max_retries {
+                        return Err(StoreError::Backend(format!(
+                            "postgres: commit lost {attempt} races in a row, last: {reason}"
+                        )));
+                    }
+                    // Back off a little, with jitter, so racing commits spread out.
+                    let jitter = u64::from(
+                        std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map(|d| d.subsec_micros())
+                            .unwrap_or(0)
+                            % 1_000,
+                    );
+                    let base = 500u64 << attempt.min(6);
+                    tokio::time::sleep(std::time::Duration::from_micros(base + jitter)).await;
+                }
+            }
+        }
+    }
+
+    /// One transaction of one batch, or of a group's batches merged (`group.rs`); a
+    /// receipt for each.
+    async fn try_commit(&self, batches: &[&Batch]) -> Result<Vec<CommitReceipt>, group::Failed> {
+        let before = |e: Attempt| group::Failed::Before(e);
+        let mut tx = self.pool.begin().await.map_err(|e| before(classify(e)))?;
+        let outcome = match batches {
+            [one] => {
+                let idempotency: Vec<_> = one.idempotency.iter().collect();
+                commit_in(&mut tx, one, &idempotency)
+                    .await
+                    .map(|(r, d)| (vec![r], d))
+            }
+            _ => {
+                let (merged, idempotency, counts) = group::merge(batches);
+                commit_in(&mut tx, &merged, &idempotency)
+                    .await
+                    .map(|(r, d)| (group::split(r, &counts), d))
+            }
+        };
+        match outcome {
+            Ok((receipts, deltas)) => {
+                // The server's error answer to COMMIT means it rolled back; any other
+                // failure (the connection lost) leaves the outcome unknown.
+                tx.commit().await.map_err(|e| {
+                    if e.as_database_error().is_some() {
+                        before(classify(e))
+                    } else {
+                        group::Failed::AtCommit(backend(e))
+                    }
+                })?;
                 if deltas {
                     self.after_deltas().await;
                 }
-                Ok(receipt)
+                Ok(receipts)
             }
             Err(e) => {
                 let _ = tx.rollback().await;
-                Err(e)
+                Err(before(e))
             }
         }
     }

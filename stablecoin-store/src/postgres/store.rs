@@ -1,6 +1,5 @@
 //! `Store` on PostgreSQL: commits retried on lost races, reads on the pool.
 
-use super::Attempt;
 use super::PgStore;
 use super::backend;
 use super::rows::{RECORD_COLS, record_from_row};
@@ -12,7 +11,6 @@ use stablecoin_core::ports::store::{
     Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Purge, PurgeTarget, Store,
     StoreError, StoredRecord,
 };
-use std::time::Duration;
 
 /// The WHERE clause of a list, and the number of the next bind parameter. The values to
 /// bind after `$1` kind and `$2` tenant are the query's subkind and status, those that
@@ -79,31 +77,7 @@ impl Store for PgStore {
         if batch.is_empty() {
             return Ok(CommitReceipt::default());
         }
-        let mut attempt: u32 = 0;
-        loop {
-            match self.try_commit(&batch).await {
-                Ok(receipt) => return Ok(receipt),
-                Err(Attempt::Done(e)) => return Err(e),
-                Err(Attempt::Retry(reason)) => {
-                    attempt += 1;
-                    if attempt > self.max_retries {
-                        return Err(StoreError::Backend(format!(
-                            "postgres: commit lost {attempt} races in a row, last: {reason}"
-                        )));
-                    }
-                    // Back off a little, with jitter, so racing commits spread out.
-                    let jitter = u64::from(
-                        std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map(|d| d.subsec_micros())
-                            .unwrap_or(0)
-                            % 1_000,
-                    );
-                    let base = 500u64 << attempt.min(6);
-                    tokio::time::sleep(Duration::from_micros(base + jitter)).await;
-                }
-            }
-        }
+        self.commit_batch(batch).await
     }
 
     async fn get(&self, kind: &str, id: &str) -> Result<Option<StoredRecord>, StoreError> {
