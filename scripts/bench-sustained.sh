@@ -43,6 +43,9 @@
 # cluster used per settled transfer, and how many cores the database used: near the
 # machine's free cores, the database is what saturates.
 #
+# PG_PARAMS=k=v&... (default none) appends store parameters to each node's PostgreSQL
+# URL, e.g. PG_PARAMS=group_commit=1 to compare without group commit.
+#
 # SENDERS=n (default 1) spreads the offered load over n funded senders, one load
 # generator each (node i % NODES): every send debits its sender's ledger account, and
 # with one sender all of them queue on that account's row lock (PostgreSQL) however many
@@ -110,7 +113,7 @@ fresh() {
     BASES="$base"
   else
     "$PG_BIN/psql" "$PG_URL" -q -c "DROP SCHEMA public CASCADE; CREATE SCHEMA public" 2>/dev/null
-    export STABLECOIN_STORAGE=postgres STABLECOIN_POSTGRES_URL="$PG_URL" \
+    export STABLECOIN_STORAGE=postgres STABLECOIN_POSTGRES_URL="$PG_URL${PG_PARAMS:+?$PG_PARAMS}" \
       STABLECOIN_MASTER_SEED="$SEED" STABLECOIN_SIM_CHAIN_URL="http://127.0.0.1:$CHAIN_PORT"
     STABLECOIN_LOG=warn STABLECOIN_SIM_TREASURY_FLOAT=100000000 \
       "$BIN" sim-chain --listen "127.0.0.1:$CHAIN_PORT" > "$WORK/$1/chain.txt" 2>&1 &

@@ -43,11 +43,15 @@
 //! and the store runs the batch again, up to `PgConfig::max_retries` times: callers see
 //! the typed outcome, not the race.
 //!
+//! Concurrent interactive commits are grouped (`group.rs`): the batches waiting are
+//! merged into one batch and committed in one such transaction, and committed one by one
+//! if it fails, so each caller sees the outcome it would have had alone.
+//!
 //! `claim_due` is one `UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED)`: two workers
 //! (in one process or many) never hold one record.
 
 //! The files: `config.rs` (what a store connects with), `failover.rs` (several hosts,
-//! following the writable one), `commit.rs` (one commit's
+//! following the writable one), `group.rs` (group commit), `commit.rs` (one commit's
 //! transaction), `ledger_rows.rs` (its ledger rows, and the deltas' compaction),
 //! `puts.rs` (its puts), `rows.rs` (row decoding), `store.rs` and `ledger.rs` (the two
 //! traits), `rate_limits.rs` (the server's shared rate-limit state).
