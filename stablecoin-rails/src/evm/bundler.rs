@@ -6,12 +6,15 @@
 
 use super::abi::{self, selector};
 use super::address::EvmAddress;
+use super::replacement::{InFlight, Replacement};
 use super::rpc::{Eth, JsonRpc, RpcError};
 use super::tx::Eip1559Tx;
 use super::userop::{UserOp, handle_ops_call};
 use async_trait::async_trait;
 use stablecoin_core::ports::{Curve, KeyPurpose, Signer};
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::Mutex;
 
 /// Why [`Bundler::send`] returned no bundle hash. The variant decides what the rail may
@@ -82,6 +85,11 @@ pub trait Bundler: Send + Sync {
         false
     }
 
+    /// Housekeeping the rail runs at each status poll: the [`SelfBundler`] replaces or
+    /// cancels the bundles the chain leaves unmined (`replacement.rs`). Nothing by
+    /// default; never fails (a problem is retried at the next poll).
+    async fn maintain(&self) {}
+
     /// Why the bundler cannot take operations now (unreachable, does not serve the
     /// rail's EntryPoint); empty when it can. Empty by default.
     async fn problems(&self) -> Vec<String> {
@@ -92,14 +100,20 @@ pub trait Bundler: Send + Sync {
 /// The service as its own bundler: `handleOps` in an EIP-1559 transaction signed by the
 /// sponsor key, which is also the beneficiary (it gets the paymaster's gas refund).
 pub struct SelfBundler {
-    rpc: Arc<dyn JsonRpc>,
-    signer: Arc<dyn Signer>,
-    key: KeyPurpose,
+    pub(super) rpc: Arc<dyn JsonRpc>,
+    pub(super) signer: Arc<dyn Signer>,
+    pub(super) key: KeyPurpose,
     entry_point: EvmAddress,
     chain_id: u64,
     /// Next transaction nonce; `None` re-reads the node's pending count (at start, and
     /// after a send of unknown outcome).
     next_nonce: Mutex<Option<u64>>,
+    /// When and how far unmined bundles are replaced (`replacement.rs`).
+    pub(super) replacement: Replacement,
+    /// The bundles sent and not yet seen mined, by nonce.
+    pub(super) inflight: Mutex<BTreeMap<u64, InFlight>>,
+    /// When `replace_stuck` last asked the node.
+    pub(super) last_check: Mutex<Option<Instant>>,
 }
 
 impl SelfBundler {
@@ -120,7 +134,16 @@ impl SelfBundler {
             entry_point,
             chain_id,
             next_nonce: Mutex::new(None),
+            replacement: Replacement::default(),
+            inflight: Mutex::new(BTreeMap::new()),
+            last_check: Mutex::new(None),
         }
+    }
+
+    /// Replaces unmined bundles on `replacement`'s terms instead of the default ones.
+    pub fn with_replacement(mut self, replacement: Replacement) -> Self {
+        self.replacement = replacement;
+        self
     }
 
     /// The bundler account: the EOA of its key, which pays the bundles' gas and receives the
@@ -214,6 +237,8 @@ fn rejected_by_node(e: RpcError) -> BundleError {
 #[async_trait]
 impl Bundler for SelfBundler {
     async fn send(&self, ops: &[UserOp]) -> Result<Option<[u8; 32]>, BundleError> {
+        // A stuck bundle would hold this one behind its nonce: unstick it first.
+        let _ = self.replace_stuck().await;
         let eth = Eth(&*self.rpc);
         let me = self.address().await.map_err(BundleError::Rejected)?;
         let data = handle_ops_call(ops, &me);
@@ -263,6 +288,18 @@ impl Bundler for SelfBundler {
         match eth.send_raw(&raw).await {
             Ok(_) => {
                 *next = Some(nonce + 1);
+                drop(next);
+                let max_fee = tx.max_fee_per_gas;
+                self.inflight.lock().await.insert(
+                    nonce,
+                    InFlight {
+                        tx,
+                        hashes: vec![hash],
+                        first_max_fee: max_fee,
+                        last_sent: Instant::now(),
+                        cancelled: false,
+                    },
+                );
                 Ok(Some(hash))
             }
             Err(RpcError::Node { message, .. }) => {
@@ -281,5 +318,9 @@ impl Bundler for SelfBundler {
 
     async fn account(&self) -> Option<EvmAddress> {
         self.address().await.ok()
+    }
+
+    async fn maintain(&self) {
+        let _ = self.replace_stuck().await;
     }
 }

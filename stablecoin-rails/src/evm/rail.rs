@@ -102,6 +102,19 @@ pub fn parse_address(a: &ChainAddress) -> Result<EvmAddress, RailError> {
 }
 
 impl EvmRail {
+    /// A payment of `sender` will never land: if it was the one deploying the account
+    /// (and the account has no code), the account's next operation must carry the
+    /// `initCode` again. Without this, a dropped or cancelled first bundle would leave
+    /// every later payment of the account refused (`AA20 account not deployed`).
+    async fn undeployed_unless_on_chain(&self, sender: &EvmAddress) {
+        if let Ok(code) = self.eth().code(sender).await
+            && code.is_empty()
+            && let Ok(mut d) = self.deploying.lock()
+        {
+            d.remove(sender);
+        }
+    }
+
     /// A rail over `rpc` (a node of `config.chain_id`), signing with `signer`'s keys and
     /// sending through `bundler`; its send journal is in memory until
     /// [`with_journal`](Self::with_journal). `Err`: what [`EvmConfig::validate`] finds wrong.
@@ -373,6 +386,9 @@ impl Rail for EvmRail {
     }
 
     async fn status(&self, payment_id: &str) -> Result<SubmissionStatus, RailError> {
+        // The engine polls every submitted payment: the bundler's chance to replace a
+        // bundle the chain leaves unmined (rate-limited inside).
+        self.bundler.maintain().await;
         let Some(mut s) = self.lookup(payment_id).await?.filter(|s| !s.rejected) else {
             return Ok(SubmissionStatus::NotFound);
         };
@@ -438,11 +454,15 @@ impl Rail for EvmRail {
             // Journaled but no bundle was ever sent (a crash between the journal and the
             // send, or the bundler refused before sending) and no bundler holds it: the
             // engine fails it once its deadline has passed.
-            None if s.tx_hash.is_none() && !s.sent && !in_mempool => Ok(SubmissionStatus::NotFound),
+            None if s.tx_hash.is_none() && !s.sent && !in_mempool => {
+                self.undeployed_unless_on_chain(&s.sender).await;
+                Ok(SubmissionStatus::NotFound)
+            }
             // Sent, not in any block up to the head, and the head is past its
             // `validUntil`: the EntryPoint refuses it in every later block, so it can
             // never land (its bundle was dropped, or reverted for another operation).
             None if self.expired_at_head(s.valid_until, head).await? => {
+                self.undeployed_unless_on_chain(&s.sender).await;
                 Ok(SubmissionStatus::NotFound)
             }
             None => Ok(SubmissionStatus::Pending {

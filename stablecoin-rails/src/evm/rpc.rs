@@ -282,6 +282,16 @@ impl Eth<'_> {
         Ok(quantity("eth_getTransactionCount", &v)? as u64)
     }
 
+    /// `eth_getTransactionCount` at `latest`: how many of `a`'s transactions are mined
+    /// (the nonce of the first one that is not).
+    pub async fn latest_nonce(&self, a: &EvmAddress) -> Result<u64, RpcError> {
+        let v = self
+            .0
+            .request("eth_getTransactionCount", json!([a.to_hex(), "latest"]))
+            .await?;
+        Ok(quantity("eth_getTransactionCount", &v)? as u64)
+    }
+
     /// `eth_gasPrice`: the node's suggested price, in wei per gas.
     pub async fn gas_price(&self) -> Result<u128, RpcError> {
         let v = self.0.request("eth_gasPrice", json!([])).await?;
