@@ -239,7 +239,8 @@ async fn build_live(
     journal: Arc<dyn RailJournal>,
 ) -> Result<LiveEvm, StartupError> {
     use stablecoin_rails::evm::{
-        Bundler, EvmAddress, EvmRail, HttpJsonRpc, RpcBundler, SelfBundler, UniswapV2Venue,
+        Bundler, Ceiling, EvmAddress, EvmRail, HttpJsonRpc, Replacement, RpcBundler, SelfBundler,
+        UniswapV2Venue,
     };
     let mut out = BTreeMap::new();
     let mut venues: Vec<Arc<dyn SwapVenue>> = Vec::new();
@@ -256,7 +257,14 @@ async fn build_live(
             KeyPurpose::Sponsor,
             evm_config.entry_point,
             chain_id,
-        );
+        )
+        .with_replacement(Replacement {
+            after: Duration::from_millis(settings.replace_bundle_after_ms),
+            ceiling: settings
+                .max_fee_per_gas_ceiling_wei
+                .map_or(Replacement::default().ceiling, |w| Ceiling::Wei(w.0)),
+            ..Replacement::default()
+        });
         // The sponsor key signs every sponsorship whoever bundles.
         let sponsor = self_bundler
             .address()
@@ -560,6 +568,8 @@ mod tests {
             rpc_timeout_ms: 5,
             max_scan_blocks: Some(0),
             bundler_url: None,
+            replace_bundle_after_ms: 60_000,
+            max_fee_per_gas_ceiling_wei: None,
         }
     }
 

@@ -167,6 +167,8 @@ async fn a_node_url_and_its_key_never_reach_a_client() {
             rpc_timeout_ms: 500,
             max_scan_blocks: None,
             bundler_url: None,
+            replace_bundle_after_ms: 60_000,
+            max_fee_per_gas_ceiling_wei: None,
         },
     );
     let s = common::start_with(config).await;

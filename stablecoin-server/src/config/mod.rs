@@ -154,13 +154,16 @@
 //! scan_start_block = 64000000
 //! # optional: rpc_timeout_ms = 10000, max_scan_blocks = 2000
 //! # optional: bundler_url = "https://bundler.example/rpc"  # a secret: never logged
+//! # optional: replace_bundle_after_ms = 60000, max_fee_per_gas_ceiling_wei = "500000000000"
 //! ```
 //!
 //! Without `bundler_url` the service bundles its chain's operations itself (its sponsor
 //! key sends `handleOps` and must hold `min_bundler_balance_wei`); with it they go to that
 //! external ERC-4337 bundler (`eth_sendUserOperation`, which must serve `entry_point`:
 //! readiness checks `eth_supportedEntryPoints`), and a lost answer is reconciled by the
-//! user-operation hash, never sent twice.
+//! user-operation hash, never sent twice. The service's own bundles that the chain leaves
+//! unmined `replace_bundle_after_ms` are re-sent at their nonce with higher fees, up to
+//! `max_fee_per_gas_ceiling_wei` (default 10x the first fee cap), then cancelled.
 //!
 //! Likewise `rails.tron = true` runs the simulated TRON chain unless a `[rails.tron_node]`
 //! table makes it the real TRON rail (feature `tron`, on by default) over java-tron's

@@ -266,10 +266,25 @@ pub struct EvmChainSettings {
     /// sponsor key sending `handleOps`.
     #[serde(default)]
     pub bundler_url: Option<Secret>,
+    /// The service's own bundles (no `bundler_url`): one the chain has not mined this
+    /// many milliseconds after its send is re-sent at its nonce with fees raised by at
+    /// least 12.5% and to what the node asks (default 60 000).
+    #[serde(default = "default_replace_bundle_after_ms")]
+    pub replace_bundle_after_ms: u64,
+    /// The highest `max_fee_per_gas` a re-sent bundle may get; past it the bundle is
+    /// cancelled (a 21,000-gas transfer to itself at its nonce) and its payments fail
+    /// with their money returned once their deadline passes. Default: 10x the bundle's
+    /// first fee cap.
+    #[serde(default)]
+    pub max_fee_per_gas_ceiling_wei: Option<Wei>,
 }
 
 fn default_rpc_timeout_ms() -> u64 {
     10_000
+}
+
+fn default_replace_bundle_after_ms() -> u64 {
+    60_000
 }
 
 /// A token contract and its decimals.

@@ -314,6 +314,11 @@ fn a_real_evm_chain_is_configured_in_full() {
     assert_eq!(bsc.min_bundler_balance_wei, Wei(10u128.pow(17)));
     assert_eq!(bsc.rpc_timeout_ms, 10_000);
     assert!(bsc.bundler_url.is_none(), "self-bundling by default");
+    assert_eq!(bsc.replace_bundle_after_ms, 60_000);
+    assert_eq!(
+        bsc.max_fee_per_gas_ceiling_wei, None,
+        "10x the first fee cap"
+    );
     assert!(!live.contains_key(&137), "137 stays simulated");
     assert!(
         !format!("{c:?}").contains("apikey"),
@@ -337,6 +342,25 @@ fn an_evm_chain_may_name_an_external_bundler_which_stays_secret() {
         !format!("{c:?}").contains("bndkey"),
         "the bundler URL is redacted"
     );
+}
+
+#[test]
+fn an_evm_chain_sets_when_and_how_far_its_bundles_are_replaced() {
+    let text = CHAIN.replace(
+        "confirmations = 12\n",
+        "confirmations = 12\nreplace_bundle_after_ms = 20000\n\
+         max_fee_per_gas_ceiling_wei = \"300000000000\"\n",
+    );
+    let c = load_text("evm-replace", &text).unwrap();
+    let bsc = c.rails.live_evm().unwrap()[&56];
+    assert_eq!(bsc.replace_bundle_after_ms, 20_000);
+    assert_eq!(bsc.max_fee_per_gas_ceiling_wei, Some(Wei(300_000_000_000)));
+    let never = CHAIN.replace(
+        "confirmations = 12\n",
+        "confirmations = 12\nreplace_bundle_after_ms = 0\n",
+    );
+    let e = load_text("evm-replace-0", &never).unwrap_err().to_string();
+    assert!(e.contains("replace_bundle_after_ms"), "{e}");
 }
 
 #[test]

@@ -105,6 +105,11 @@ impl Config {
                     "rails.evm.{id}: configure usdc or usdt (address and decimals)"
                 ));
             }
+            if chain.replace_bundle_after_ms == 0 {
+                return Err(ConfigError::Invalid(format!(
+                    "rails.evm.{id}: replace_bundle_after_ms must be at least 1"
+                )));
+            }
             if chain.confirmations == 0 || chain.rpc_timeout_ms == 0 {
                 return bad(format!(
                     "rails.evm.{id}: confirmations and rpc_timeout_ms must be at least 1"

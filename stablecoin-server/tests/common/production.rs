@@ -41,6 +41,8 @@ pub fn evm_chain(w: &World, url: &str) -> EvmChainSettings {
         rpc_timeout_ms: 10_000,
         max_scan_blocks: None,
         bundler_url: None,
+        replace_bundle_after_ms: 60_000,
+        max_fee_per_gas_ceiling_wei: None,
     }
 }
 
