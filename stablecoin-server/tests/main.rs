@@ -54,3 +54,4 @@ mod tron_live;
 mod webhooks_http;
 mod webhooks_security;
 mod webhooks_standard;
+mod withdrawals_live;
