@@ -169,6 +169,9 @@ pub struct Chain {
     pub(crate) revert_next_trigger: bool,
     /// The next broadcast of this contract type never reaches the node (fault injection).
     pub(crate) drop_next_request: Option<i32>,
+    /// The next broadcast of this contract type is refused with this java-tron
+    /// `code` and `message`, nothing executed (fault injection).
+    pub(crate) refuse_next_request: Option<(i32, String, String)>,
     pub(crate) controls: Arc<Controls>,
 }
 
@@ -231,6 +234,15 @@ impl Controls {
         self.edit(move |c| c.drop_next_request = Some(contract_type));
     }
 
+    /// The next broadcast of `contract_type` is refused as java-tron refuses a
+    /// transaction it does not accept (`{"result": false, "code", "message"}` with its
+    /// txID): nothing is executed or stored, as when validation fails
+    /// (`CONTRACT_VALIDATE_ERROR`) or the node is out of sync (`SERVER_BUSY`).
+    pub fn refuse_next_broadcast(&self, contract_type: i32, code: &str, message: &str) {
+        let (code, message) = (code.to_string(), message.to_string());
+        self.edit(move |c| c.refuse_next_request = Some((contract_type, code, message)));
+    }
+
     /// TriggerSmartContract transactions the node accepted (reverted ones included).
     pub fn triggers_accepted(&self) -> usize {
         self.triggers_accepted
@@ -283,6 +295,7 @@ impl Chain {
             evm: None,
             revert_next_trigger: false,
             drop_next_request: None,
+            refuse_next_request: None,
             controls: Arc::new(Controls::default()),
         };
         for contract in chain.tokens() {

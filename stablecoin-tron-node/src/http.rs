@@ -211,6 +211,20 @@ pub(crate) async fn broadcasthex(State(s): State<Shared>, Json(body): Json<Value
         c.drop_next_request = None;
         return (StatusCode::BAD_GATEWAY, "").into_response();
     }
+    if let Some((code, message)) = c
+        .refuse_next_request
+        .take_if(|(k, _, _)| Some(*k) == kind)
+        .map(|(_, code, message)| (code, message))
+    {
+        let mut v = json!({"result": false, "code": code, "message": message});
+        if let Some(raw) = pb::Transaction::decode(&bytes[..])
+            .ok()
+            .and_then(|t| t.raw_data)
+        {
+            v["txid"] = json!(hex::encode(sha2::Sha256::digest(raw.encode_to_vec())));
+        }
+        return Json(v).into_response();
+    }
     let lose = c.lose_next_response.is_some() && c.lose_next_response == kind;
     if lose {
         c.lose_next_response = None;
