@@ -70,6 +70,11 @@ pub struct NodeConfig {
     /// Produce a block before answering every `getnowblock`: the chain advances as its
     /// clients poll it (block production without a wall clock).
     pub block_per_head_read: bool,
+    /// The genesis block's id (`getblockbynum` 0), which names the network: its last
+    /// four bytes are the chain id (mainnet `…2b6653dc`, Nile `…cd8690dc`). Default
+    /// `None`: a hash of this private chain's genesis, which is no public network's.
+    /// A given id must carry block number 0 (its first eight bytes zero).
+    pub genesis_block_id: Option<[u8; 32]>,
 }
 
 impl Default for NodeConfig {
@@ -92,6 +97,7 @@ impl Default for NodeConfig {
             usdc_contract: addr_from_base58("TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8").unwrap(),
             usdt_issuer: addr_from_base58("THPvaUhoh2Qn2y9THCZML3H815hhFhn5YC").unwrap(),
             block_per_head_read: false,
+            genesis_block_id: None,
         }
     }
 }
@@ -274,7 +280,9 @@ impl Chain {
     pub(crate) fn new(config: NodeConfig) -> Self {
         let genesis = Block {
             number: 0,
-            id: block_id(0, &[0; 32], &[]),
+            id: config
+                .genesis_block_id
+                .unwrap_or_else(|| block_id(0, &[0; 32], &[])),
             parent: [0; 32],
             timestamp: config.genesis_ms,
             txids: vec![],

@@ -53,6 +53,20 @@ pub(crate) async fn getnowblock(State(s): State<Shared>) -> Response {
     Json(block_json(c.head())).into_response()
 }
 
+/// `/wallet/getblockbynum` (`{"num": n}`): the block, or `{}` when there is none (as
+/// java-tron answers); transactions are not listed.
+pub(crate) async fn getblockbynum(State(s): State<Shared>, Json(body): Json<Value>) -> Response {
+    let c = guard!(s);
+    let block = body
+        .get("num")
+        .and_then(Value::as_u64)
+        .and_then(|n| c.blocks.get(usize::try_from(n).ok()?));
+    match block {
+        Some(b) => Json(block_json(b)).into_response(),
+        None => Json(json!({})).into_response(),
+    }
+}
+
 pub(crate) fn body_addr(body: &Value, key: &str) -> Option<Addr> {
     body.get(key)
         .and_then(Value::as_str)
