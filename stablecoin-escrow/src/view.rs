@@ -161,9 +161,13 @@ pub struct EscrowView {
     pub token: String,
     /// `tron`.
     pub rail: String,
-    /// The TRON network (`mainnet`; `simulated` on a simulated chain, never `mainnet`).
+    /// The TRON network the host's node serves (the reference server reads it from the
+    /// node's genesis block): `mainnet`, `nile`, `shasta`, `private` (any other chain),
+    /// `unknown` (the node could not be asked at start); `simulated` on a simulated
+    /// chain. A testnet is never `mainnet`.
     pub network: String,
-    /// The TRON chain id (728126428 on mainnet; 0 on a simulated chain).
+    /// The TRON chain id (728126428 on mainnet, 3448148188 on Nile; 0 on a simulated
+    /// chain or when unknown).
     pub chain_id: u64,
     /// The partner's reference, as given at creation.
     pub reference: String,

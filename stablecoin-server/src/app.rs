@@ -247,11 +247,20 @@ impl App {
                     second_approval_above: config.admin.second_approval_above_micros(),
                     ..defaults
                 };
-                // A simulated TRON is never "mainnet" in a deal's view.
+                // A deal's view names the network the TRON node serves (a simulated TRON
+                // or a testnet node is never "mainnet").
                 if rails.is_simulated(RailId::Tron) {
                     escrow_config.network = "simulated".into();
                     escrow_config.chain_id = 0;
+                } else if let Some((network, chain_id)) = rails
+                    .live
+                    .get(&RailId::Tron)
+                    .and_then(|(_, info)| info.network.clone())
+                {
+                    escrow_config.network = network;
+                    escrow_config.chain_id = chain_id;
                 }
+                escrow_config.deposits_enabled = config.escrow.deposits_enabled;
                 Some(escrow_config)
             }
             None => None,

@@ -39,6 +39,10 @@ pub struct LiveRail {
     pub sponsor: String,
     /// The service treasury's account: fundings are paid from it.
     pub treasury: String,
+    /// The network the node says it serves, as (name, chain id): TRON's from its genesis
+    /// block (`mainnet`, `nile`, `shasta`, `private`; `unknown` and 0 if the node could
+    /// not be asked at start). `None` on the other rails.
+    pub network: Option<(String, u64)>,
 }
 
 /// Every rail of a server.
@@ -300,6 +304,7 @@ async fn build_live(
             rail: id,
             sponsor: sponsor.to_string(),
             treasury: treasury.to_string(),
+            network: None,
         };
         let rail = Arc::new(rail);
         if config.swaps.venue == crate::config::SwapVenueKind::UniswapV2
@@ -354,6 +359,14 @@ async fn build_live_tron(
     if let Some(key) = &settings.api_key {
         api = api.with_api_key(key.expose());
     }
+    // What the node serves names the deals' network (a testnet is never "mainnet").
+    let network = match api.network().await {
+        Ok(n) => (n.name.to_string(), n.chain_id),
+        Err(e) => {
+            tracing::warn!(rail = "tron", error = %e, "the TRON node's network could not be read: escrow views say \"unknown\"");
+            ("unknown".to_string(), 0)
+        }
+    };
     let rail = TronRail::new(Arc::new(api), signer, tron_config)
         .await
         .map_err(|e| fail(e.to_string()))?
@@ -372,10 +385,12 @@ async fn build_live_tron(
         treasury = %treasury,
         "real TRON rail"
     );
+    tracing::info!(rail = "tron", network = %network.0, chain_id = network.1, "TRON network");
     let info = LiveRail {
         rail: RailId::Tron,
         sponsor,
         treasury: treasury.0,
+        network: Some(network),
     };
     out.insert(RailId::Tron, (Arc::new(rail) as Arc<dyn Rail>, info));
     Ok(out)
@@ -436,6 +451,7 @@ async fn build_live_solana(
         rail: RailId::Solana,
         sponsor: fee_payer.to_string(),
         treasury: treasury.0,
+        network: None,
     };
     out.insert(RailId::Solana, (Arc::new(rail) as Arc<dyn Rail>, info));
     Ok(out)

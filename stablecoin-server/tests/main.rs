@@ -3,6 +3,7 @@
 //! Run one file's tests with a filter on its module, e.g. `cargo nextest run -p stablecoin-server
 //! -E 'test(/^MODULE::/)'` or `cargo test -p stablecoin-server --test integration MODULE::`.
 
+mod chain_failures_live;
 mod checkout_evm_live;
 mod checkout_http;
 mod cli;
@@ -15,6 +16,7 @@ mod dashboard_browser;
 mod dashboard_http;
 mod dashboard_scope;
 mod escrow_http;
+mod escrow_tron_live;
 mod evm_alto_live;
 mod evm_bundled_live;
 mod evm_chains_http;
@@ -54,3 +56,4 @@ mod tron_live;
 mod webhooks_http;
 mod webhooks_security;
 mod webhooks_standard;
+mod withdrawals_live;

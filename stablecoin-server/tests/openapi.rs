@@ -28,6 +28,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/tron/users/provision"),
     ("GET", "/v1/tron/users/balance"),
     ("POST", "/v1/tron/transfers/send"),
+    ("POST", "/v1/tron/users/withdraw"),
     ("POST", "/v1/solana/users/provision"),
     ("GET", "/v1/solana/users/balance"),
     ("POST", "/v1/solana/transfers/send"),

@@ -20,6 +20,7 @@ const MONEY_ROUTES: &[&str] = &[
     "POST /v1/swaps",
     "POST /v1/transfers/send",
     "POST /v1/tron/transfers/send",
+    "POST /v1/tron/users/withdraw",
     "POST /v1/users/fund",
     "POST /v1/users/withdraw",
 ];

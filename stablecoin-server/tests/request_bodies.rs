@@ -59,6 +59,11 @@ const BODIES: &[(&str, &str, &str)] = &[
         SEND,
     ),
     (
+        "POST /v1/tron/users/withdraw",
+        "/v1/tron/users/withdraw",
+        r#""phone_number":"+2250700000001","token":"USDT","amount":"1","payout_currency":"XOF""#,
+    ),
+    (
         "POST /v1/solana/transfers/send",
         "/v1/solana/transfers/send",
         SEND,
@@ -246,6 +251,7 @@ body_tests! {
     send_refuses_unknown_fields => "POST /v1/transfers/send",
     swap_refuses_unknown_fields => "POST /v1/swaps",
     tron_send_refuses_unknown_fields => "POST /v1/tron/transfers/send",
+    tron_withdraw_refuses_unknown_fields => "POST /v1/tron/users/withdraw",
     solana_send_refuses_unknown_fields => "POST /v1/solana/transfers/send",
     fx_quote_refuses_unknown_fields => "POST /api/v1/fx/quote",
     tron_provision_refuses_unknown_fields => "POST /v1/tron/users/provision",

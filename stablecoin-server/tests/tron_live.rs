@@ -25,20 +25,7 @@ const BANDWIDTH: i32 = 0;
 const ENERGY: i32 = 1;
 
 fn settings(url: &str, usdt: &TronAddress) -> TronNodeSettings {
-    TronNodeSettings {
-        api_url: Secret::new(url),
-        api_key: None,
-        scan_start_block: 0,
-        usdt_contract: usdt.to_base58(),
-        usdc_contract: None,
-        confirmations: 19,
-        energy_per_transfer: 65_000,
-        bandwidth_per_transfer: 500,
-        activation_reserve_sun: 2_000_000,
-        fee_limit_sun: 100_000_000,
-        timeout_ms: 10_000,
-        max_scan_blocks: 100,
-    }
+    common::production::tron_node(url, usdt)
 }
 
 async fn address_of(signer: &LocalSigner, purpose: &KeyPurpose) -> TronAddress {

@@ -70,6 +70,11 @@ pub struct NodeConfig {
     /// Produce a block before answering every `getnowblock`: the chain advances as its
     /// clients poll it (block production without a wall clock).
     pub block_per_head_read: bool,
+    /// The genesis block's id (`getblockbynum` 0), which names the network: its last
+    /// four bytes are the chain id (mainnet `…2b6653dc`, Nile `…cd8690dc`). Default
+    /// `None`: a hash of this private chain's genesis, which is no public network's.
+    /// A given id must carry block number 0 (its first eight bytes zero).
+    pub genesis_block_id: Option<[u8; 32]>,
 }
 
 impl Default for NodeConfig {
@@ -92,6 +97,7 @@ impl Default for NodeConfig {
             usdc_contract: addr_from_base58("TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8").unwrap(),
             usdt_issuer: addr_from_base58("THPvaUhoh2Qn2y9THCZML3H815hhFhn5YC").unwrap(),
             block_per_head_read: false,
+            genesis_block_id: None,
         }
     }
 }
@@ -169,6 +175,9 @@ pub struct Chain {
     pub(crate) revert_next_trigger: bool,
     /// The next broadcast of this contract type never reaches the node (fault injection).
     pub(crate) drop_next_request: Option<i32>,
+    /// The next broadcast of this contract type is refused with this java-tron
+    /// `code` and `message`, nothing executed (fault injection).
+    pub(crate) refuse_next_request: Option<(i32, String, String)>,
     pub(crate) controls: Arc<Controls>,
 }
 
@@ -231,6 +240,15 @@ impl Controls {
         self.edit(move |c| c.drop_next_request = Some(contract_type));
     }
 
+    /// The next broadcast of `contract_type` is refused as java-tron refuses a
+    /// transaction it does not accept (`{"result": false, "code", "message"}` with its
+    /// txID): nothing is executed or stored, as when validation fails
+    /// (`CONTRACT_VALIDATE_ERROR`) or the node is out of sync (`SERVER_BUSY`).
+    pub fn refuse_next_broadcast(&self, contract_type: i32, code: &str, message: &str) {
+        let (code, message) = (code.to_string(), message.to_string());
+        self.edit(move |c| c.refuse_next_request = Some((contract_type, code, message)));
+    }
+
     /// TriggerSmartContract transactions the node accepted (reverted ones included).
     pub fn triggers_accepted(&self) -> usize {
         self.triggers_accepted
@@ -262,7 +280,9 @@ impl Chain {
     pub(crate) fn new(config: NodeConfig) -> Self {
         let genesis = Block {
             number: 0,
-            id: block_id(0, &[0; 32], &[]),
+            id: config
+                .genesis_block_id
+                .unwrap_or_else(|| block_id(0, &[0; 32], &[])),
             parent: [0; 32],
             timestamp: config.genesis_ms,
             txids: vec![],
@@ -283,6 +303,7 @@ impl Chain {
             evm: None,
             revert_next_trigger: false,
             drop_next_request: None,
+            refuse_next_request: None,
             controls: Arc::new(Controls::default()),
         };
         for contract in chain.tokens() {

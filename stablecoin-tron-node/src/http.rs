@@ -53,6 +53,20 @@ pub(crate) async fn getnowblock(State(s): State<Shared>) -> Response {
     Json(block_json(c.head())).into_response()
 }
 
+/// `/wallet/getblockbynum` (`{"num": n}`): the block, or `{}` when there is none (as
+/// java-tron answers); transactions are not listed.
+pub(crate) async fn getblockbynum(State(s): State<Shared>, Json(body): Json<Value>) -> Response {
+    let c = guard!(s);
+    let block = body
+        .get("num")
+        .and_then(Value::as_u64)
+        .and_then(|n| c.blocks.get(usize::try_from(n).ok()?));
+    match block {
+        Some(b) => Json(block_json(b)).into_response(),
+        None => Json(json!({})).into_response(),
+    }
+}
+
 pub(crate) fn body_addr(body: &Value, key: &str) -> Option<Addr> {
     body.get(key)
         .and_then(Value::as_str)
@@ -210,6 +224,20 @@ pub(crate) async fn broadcasthex(State(s): State<Shared>, Json(body): Json<Value
     if c.drop_next_request.is_some() && c.drop_next_request == kind {
         c.drop_next_request = None;
         return (StatusCode::BAD_GATEWAY, "").into_response();
+    }
+    if let Some((code, message)) = c
+        .refuse_next_request
+        .take_if(|(k, _, _)| Some(*k) == kind)
+        .map(|(_, code, message)| (code, message))
+    {
+        let mut v = json!({"result": false, "code": code, "message": message});
+        if let Some(raw) = pb::Transaction::decode(&bytes[..])
+            .ok()
+            .and_then(|t| t.raw_data)
+        {
+            v["txid"] = json!(hex::encode(sha2::Sha256::digest(raw.encode_to_vec())));
+        }
+        return Json(v).into_response();
     }
     let lose = c.lose_next_response.is_some() && c.lose_next_response == kind;
     if lose {

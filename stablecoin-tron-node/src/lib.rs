@@ -33,11 +33,14 @@
 //! - Blocks: with `automine` every accepted transaction is sealed in its own block
 //!   (3 s apart, deterministic timestamps from `genesis_ms`); `mine(n)` adds blocks;
 //!   with `block_per_head_read` every `getnowblock` first seals a block, so the chain
-//!   advances as its clients poll it, without a wall clock.
+//!   advances as its clients poll it, without a wall clock. `getblockbynum` answers a
+//!   block's id and header; the genesis block's id, which names the network (its last
+//!   four bytes are the chain id), is a hash of this private chain unless
+//!   `genesis_block_id` gives a public network's.
 //! - Tokens: USDT and a USDC-like second TRC-20 (same bytecode, same issuer).
 //! - Test controls: async methods on [`TronNode`], and [`Controls`] for callers outside
 //!   an async context (queued, applied before the node's next answer). Faults: a lost
-//!   broadcast answer, a reverting TRC-20 call, the node down.
+//!   broadcast answer, a refused broadcast, a reverting TRC-20 call, the node down.
 //!
 //! Simplifications (NOT java-tron): Anvil's EVM (istanbul gas schedule) stands in for
 //! the TVM, whose Energy prices and dynamic energy factor differ; resource usage never
@@ -113,6 +116,7 @@ impl TronNode {
         let chain: Shared = Arc::new(Mutex::new(chain));
         let app = Router::new()
             .route("/wallet/getnowblock", post(getnowblock).get(getnowblock))
+            .route("/wallet/getblockbynum", post(getblockbynum))
             .route("/wallet/getaccount", post(getaccount))
             .route("/wallet/getaccountresource", post(getaccountresource))
             .route(

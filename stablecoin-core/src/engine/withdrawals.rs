@@ -53,7 +53,7 @@ pub struct WithdrawRequest {
     /// The withdrawing wallet's phone, which the payout is also sent to; the caller must
     /// be a member of that wallet.
     pub phone_number: Phone,
-    /// The stablecoin withdrawn (USDC or USDT on the EVM rail).
+    /// The stablecoin withdrawn (USDC or USDT on an EVM chain, USDT on TRON).
     pub token: Token,
     /// Micro-units of `token` to withdraw; must be above zero.
     pub amount: Micros,
@@ -97,21 +97,25 @@ impl Engine {
         req: &WithdrawRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<OperationView> {
-        if !self.config.withdrawals_enabled {
-            return Err(CoreError::WithdrawalsUnavailable);
-        }
-        if req.amount.is_zero() {
-            return Err(CoreError::InvalidAmount {
-                input: "0".into(),
-                reason: "amount must be greater than zero".into(),
-            });
-        }
-        let currency =
-            Currency::parse(&req.payout_currency).map_err(|_| CoreError::InvalidParameter {
-                field: "payout_currency",
-                reason: format!("unsupported payout currency {:?}", req.payout_currency),
-            })?;
-        let rail = self.evm_rail_for(network)?.clone();
+        // The product's own refusals (switched off, a zero amount) come first.
+        self.check_withdrawal(req)?;
+        let rail = self.evm_rail_for(network)?.id();
+        self.withdraw_from(tenant, rail, req, idempotency_key).await
+    }
+
+    /// [`Engine::withdraw`] from the wallet's balance on `rail`, any configured rail
+    /// (`/v1/tron/users/withdraw` uses TRON): the sweep goes to the treasury's address
+    /// there and a refund comes back on the same rail. The steps after acceptance are
+    /// the same on every rail: each is a [`RailPayment`] the rail submits and confirms.
+    pub async fn withdraw_from(
+        &self,
+        tenant: &crate::domain::ids::TenantId,
+        rail: crate::ports::rail::RailId,
+        req: &WithdrawRequest,
+        idempotency_key: Option<&str>,
+    ) -> CoreResult<OperationView> {
+        let currency = self.check_withdrawal(req)?;
+        let rail = self.rail(rail)?.clone();
         super::admission::check_token(&*rail, req.token)?;
         let scope = self.scope_on("withdraw", rail.id());
         self.idempotent(tenant, idempotency_key, &scope, req, || async {
@@ -132,8 +136,15 @@ impl Engine {
                 .rates
                 .rate_for(currency, req.token, RateSide::CustomerSellsToken)
                 .await?;
+            // Down to what the provider pays (never more than the currency's minor
+            // unit), in the service's favour: M-Pesa pays whole shillings only.
+            let decimals = self
+                .ports()
+                .payouts
+                .payout_decimals(&currency)
+                .min(currency.exponent);
             let amount = (req.amount.to_decimal() * rate)
-                .round_dp_with_strategy(currency.exponent, rust_decimal::RoundingStrategy::ToZero);
+                .round_dp_with_strategy(decimals, rust_decimal::RoundingStrategy::ToZero);
             if amount <= Decimal::ZERO {
                 return Err(CoreError::InvalidAmount {
                     input: req.amount.to_decimal_string(),
@@ -198,6 +209,24 @@ impl Engine {
             Ok((batch, op.view()))
         })
         .await
+    }
+
+    /// The refusals that come before any rail is looked at: withdrawals switched off
+    /// (no payout provider), a zero amount, a currency the service does not know.
+    fn check_withdrawal(&self, req: &WithdrawRequest) -> CoreResult<Currency> {
+        if !self.config.withdrawals_enabled {
+            return Err(CoreError::WithdrawalsUnavailable);
+        }
+        if req.amount.is_zero() {
+            return Err(CoreError::InvalidAmount {
+                input: "0".into(),
+                reason: "amount must be greater than zero".into(),
+            });
+        }
+        Currency::parse(&req.payout_currency).map_err(|_| CoreError::InvalidParameter {
+            field: "payout_currency",
+            reason: format!("unsupported payout currency {:?}", req.payout_currency),
+        })
     }
 
     /// Moves a withdrawal whose crypto leg is done through its payout, from whichever

@@ -240,6 +240,18 @@ pub trait PayoutProvider: Send + Sync {
     /// re-used `OriginatorConversationID`).
     fn resubmit_is_idempotent(&self) -> bool;
 
+    /// The decimal places of `currency` this provider pays (default: the currency's
+    /// own minor unit). The engine rounds a withdrawal's payout amount down to them when
+    /// it accepts the withdrawal.
+    ///
+    /// Why: a rate feed prices to the currency's minor unit (KES 1280.70), but a
+    /// provider may pay coarser units (M-Pesa B2C: whole shillings) and refuses any
+    /// other amount; without this every such payout would be refused after the sweep
+    /// and refunded.
+    fn payout_decimals(&self, currency: &crate::domain::money::Currency) -> u32 {
+        currency.exponent
+    }
+
     /// Submits a payout. Idempotent by `payout.id` where the provider documents it
     /// ([`PayoutProvider::resubmit_is_idempotent`]). `Ok` means received, not paid.
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError>;

@@ -380,6 +380,11 @@ impl PayoutProvider for MpesaB2c {
         false
     }
 
+    /// Whole shillings: B2C's `Amount` has no cents (see [`MpesaB2c::submit`]).
+    fn payout_decimals(&self, _currency: &stablecoin_core::domain::money::Currency) -> u32 {
+        0
+    }
+
     async fn submit(&self, payout: &Payout) -> Result<(), PayoutError> {
         let amount = Self::amount(payout)?;
         let party_b = payout.phone.as_str().trim_start_matches('+');

@@ -264,6 +264,21 @@ impl FakeMpesa {
             .unwrap_or(0)
     }
 
+    /// The M-Pesa receipt (`TransactionReceipt`) of the payment
+    /// `originator_conversation_id`, once paid: the reference a caller must end up with.
+    pub fn receipt(&self, originator_conversation_id: &str) -> Option<String> {
+        match &self
+            .state
+            .lock()
+            .payments
+            .get(originator_conversation_id)?
+            .state
+        {
+            PayState::Paid(receipt) => Some(receipt.clone()),
+            _ => None,
+        }
+    }
+
     /// Every payment held, as (`OriginatorConversationID`, `PartyB`, `Amount`).
     pub fn payments(&self) -> Vec<(String, String, String)> {
         let mut v: Vec<_> = self

@@ -542,7 +542,7 @@ impl HttpTronApi {
         self
     }
 
-    async fn post(&self, path: &str, body: Value) -> Result<Value, ApiError> {
+    pub(super) async fn post(&self, path: &str, body: Value) -> Result<Value, ApiError> {
         let mut req = self
             .http
             .post(format!("{}{path}", self.base_url))

@@ -10,6 +10,7 @@
 
 pub mod address;
 pub mod client;
+pub mod network;
 pub mod proto;
 pub mod rail;
 pub mod tx;
@@ -18,4 +19,5 @@ pub use address::{AddressError, TronAddress};
 pub use tx::{Resource, SignedTx, TxError, TxHeader, UnsignedTx};
 
 pub use client::{HttpTronApi, TronApi};
+pub use network::TronNetwork;
 pub use rail::{MAINNET_USDT, TronConfig, TronRail};

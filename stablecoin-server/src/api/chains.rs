@@ -7,7 +7,9 @@
 //! the sends (503 RAIL_NOT_READY until the rail reports READY, spec 7), and the sandbox
 //! (these mutations have no simulation: SANDBOX_UNSUPPORTED).
 
-use super::schemas::{SolanaSendBody, TronSendBody};
+use super::schemas::{
+    CurrencyCode, PhoneNumber, SolanaSendBody, TokenAmount, TronSendBody, TronToken,
+};
 use super::types::*;
 use super::users::required_phone;
 use super::{accepted, phone, token};
@@ -187,6 +189,76 @@ pub async fn tron_send(
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Response, ApiError> {
     send(&app, &caller, &body, RailId::Tron, key.as_deref()).await
+}
+
+/// `POST /v1/tron/users/withdraw`: the EVM withdrawal body without the EVM `network`
+/// selector (the route names the chain). Unknown fields are refused (`UNKNOWN_FIELD`).
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TronWithdrawBody {
+    /// The wallet debited; the payout goes to this number's mobile-money account.
+    #[schema(value_type = PhoneNumber)]
+    pub phone_number: String,
+    /// `target_token` is accepted as the same field.
+    #[serde(alias = "target_token")]
+    #[schema(value_type = TronToken)]
+    pub token: String,
+    /// Tokens taken from the wallet's TRON address and converted for the payout.
+    #[schema(value_type = TokenAmount)]
+    pub amount: String,
+    /// Fiat currency of the mobile-money payout (spec 2.6).
+    #[schema(value_type = CurrencyCode)]
+    pub payout_currency: String,
+}
+
+/// Withdraw (off-ramp) from a wallet's TRON address: sweep its USDT to the service
+/// treasury's TRON address, then pay out fiat by mobile money.
+///
+/// As `/v1/users/withdraw`, on TRON: member only; the sweep is a sponsored TRC-20
+/// transfer (the customer needs no TRX); a payout the provider refuses is refunded to
+/// the wallet's TRON address. 202 with the withdrawal (`wd_`, PENDING, `rail: tron`) and
+/// a `Location`; it moves through SUBMITTING, SUBMITTED, CRYPTO_RECEIVED,
+/// PAYOUT_SUBMITTING to COMPLETED (or REFUNDED). 503 RAIL_NOT_READY until
+/// `/health/ready` reports `tron: READY`. Sandbox: SANDBOX_UNSUPPORTED.
+#[utoipa::path(post, path = "/v1/tron/users/withdraw", tag = "tron",
+    request_body = TronWithdrawBody,
+    responses(
+        (status = 202, description = "Accepted; poll Location", body = OperationResponse,
+            headers(("Location" = String, description = "/v1/withdrawals/{id}"))),
+        (status = 400, description = "UNKNOWN_TOKEN (TRON moves USDT only), UNKNOWN_CURRENCY (the payout provider pays another currency), INVALID_AMOUNT (also when the amount converts, at the current rate, to less than one unit the provider pays) and other bad input", body = ErrorBody),
+        (status = 403, description = "NOT_A_MEMBER, SANDBOX_UNSUPPORTED", body = ErrorBody),
+        (status = 404, description = "No wallet for this phone, or no TRON address for it", body = ErrorBody),
+        (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody),
+        (status = 503, description = "RAIL_NOT_READY: TRON is not READY; RATE_SOURCE_ERROR, RATE_STALE: no usable rate for the payout currency; WITHDRAWALS_UNAVAILABLE: this deployment has no payout provider", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn tron_withdraw(
+    State(app): State<AppState>,
+    caller: Caller,
+    IdempotencyKey(key): IdempotencyKey,
+    ApiJson(body): ApiJson<TronWithdrawBody>,
+) -> Result<Response, ApiError> {
+    let req = super::users::withdraw_request(
+        &app,
+        &caller,
+        [
+            &body.phone_number,
+            &body.token,
+            &body.amount,
+            &body.payout_currency,
+        ],
+    )?;
+    if caller.is_sandbox() {
+        return Err(
+            stablecoin_core::error::CoreError::sandbox_unsupported("a tron withdrawal").into(),
+        );
+    }
+    let op = app
+        .engine
+        .withdraw_from(caller.tenant(), RailId::Tron, &req, key.as_deref())
+        .await?;
+    app.metrics.operation_accepted("withdrawal");
+    let loc = format!("/v1/withdrawals/{}", op.id);
+    Ok(accepted(op.into(), Some(loc)))
 }
 
 /// Provision a Solana wallet: a durable base58 address and its USDC and USDT associated

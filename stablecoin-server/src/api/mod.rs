@@ -187,6 +187,7 @@ fn money_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(transfers::send))
         .routes(routes!(swaps::create_swap))
         .routes(routes!(chains::tron_send))
+        .routes(routes!(chains::tron_withdraw))
         .routes(routes!(chains::solana_send));
     // Marked last: the mark must be set before the stack's middleware runs.
     route_kind::mark(tenant_key(routes, state), RouteKind::Money)

@@ -174,7 +174,7 @@ pub(crate) fn required_phone(
             headers(("Location" = String, description = "/v1/withdrawals/{id}"))),
         (status = 403, description = "NOT_A_MEMBER or SANDBOX_UNSUPPORTED", body = ErrorBody),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
-        (status = 400, description = "INVALID_AMOUNT also when the amount converts, at the current rate, to less than one minor unit of the payout currency", body = ErrorBody),
+        (status = 400, description = "INVALID_AMOUNT also when the amount converts, at the current rate, to less than one unit the payout provider pays (a minor unit of the payout currency; M-Pesa: a whole shilling)", body = ErrorBody),
         (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY; RATE_SOURCE_ERROR: no rate for the payout currency; RATE_STALE: the feed's rate is older than its maximum age; WITHDRAWALS_UNAVAILABLE: this deployment has no payout provider", body = ErrorBody)),
     security(("tenant_key" = [])))]
@@ -184,26 +184,16 @@ pub async fn withdraw(
     IdempotencyKey(key): IdempotencyKey,
     ApiJson(body): ApiJson<WithdrawBody>,
 ) -> Result<Response, ApiError> {
-    let req = WithdrawRequest {
-        phone_number: phone("phone_number", &body.phone_number)?,
-        token: token("token", &body.token)?,
-        amount: amount(&body.amount)?,
-        payout_currency: body.payout_currency.clone(),
-    };
-    stablecoin_core::domain::money::Currency::parse(&req.payout_currency)
-        .map_err(at("payout_currency"))?;
-    // A provider paying one currency (M-Pesa: KES) would refuse any other only after
-    // the sweep: refuse it here, before anything is held.
-    if let Some(pays) = app.config.payouts.currency()
-        && !caller.is_sandbox()
-        && req.payout_currency != pays
-    {
-        return Err(ApiError::bad_request(
-            "UNKNOWN_CURRENCY",
-            format!("the payout provider pays {pays} only"),
-        )
-        .with_param("payout_currency"));
-    }
+    let req = withdraw_request(
+        &app,
+        &caller,
+        [
+            &body.phone_number,
+            &body.token,
+            &body.amount,
+            &body.payout_currency,
+        ],
+    )?;
     if caller.is_sandbox() {
         let v = app.engine.sandbox().withdraw(caller.tenant(), &req).await?;
         return Ok(accepted(simulated(&app, "/v1/users/withdraw", v), None));
@@ -220,6 +210,36 @@ pub async fn withdraw(
     app.metrics.operation_accepted("withdrawal");
     let loc = format!("/v1/withdrawals/{}", op.id);
     Ok(accepted(op.into(), Some(loc)))
+}
+
+/// A withdrawal request from its body's `[phone_number, token, amount, payout_currency]`
+/// (the EVM and the TRON route's alike). A provider paying one currency (M-Pesa: KES)
+/// would refuse any other only after the sweep: it is refused here, before anything is
+/// held (UNKNOWN_CURRENCY).
+pub(crate) fn withdraw_request(
+    app: &AppState,
+    caller: &Caller,
+    [phone_number, token_name, token_amount, payout_currency]: [&String; 4],
+) -> Result<WithdrawRequest, ApiError> {
+    let req = WithdrawRequest {
+        phone_number: phone("phone_number", phone_number)?,
+        token: token("token", token_name)?,
+        amount: amount(token_amount)?,
+        payout_currency: payout_currency.clone(),
+    };
+    stablecoin_core::domain::money::Currency::parse(&req.payout_currency)
+        .map_err(at("payout_currency"))?;
+    if let Some(pays) = app.config.payouts.currency()
+        && !caller.is_sandbox()
+        && req.payout_currency != pays
+    {
+        return Err(ApiError::bad_request(
+            "UNKNOWN_CURRENCY",
+            format!("the payout provider pays {pays} only"),
+        )
+        .with_param("payout_currency"));
+    }
+    Ok(req)
 }
 
 /// Ask the customer for consent: send a one-time code to the wallet's phone.

@@ -468,6 +468,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Str,
     ),
     (
+        "STABLECOIN_ESCROW_DEPOSITS_ENABLED",
+        &["escrow", "deposits_enabled"],
+        EnvKind::Bool,
+    ),
+    (
         "STABLECOIN_RECONCILIATION",
         &["reconciliation", "enabled"],
         EnvKind::Bool,

@@ -129,6 +129,7 @@
 //! | `retention.challenges_hours` | `STABLECOIN_RETENTION_CHALLENGES_HOURS` | `168` (at least 1) |
 //! | `retention.webhook_events_hours` | `STABLECOIN_RETENTION_WEBHOOK_EVENTS_HOURS` | `720` (events, delivered and dead deliveries; at least 168; pending deliveries are kept until final) |
 //! | `retention.payout_results_hours` | `STABLECOIN_RETENTION_PAYOUT_RESULTS_HOURS` | `720` (M-Pesa results kept per payout since its last change; at least 24; once purged the adapter queries again) |
+//! | `escrow.deposits_enabled` | `STABLECOIN_ESCROW_DEPOSITS_ENABLED` | `true` (off: no new escrow is admitted, 503 ESCROW_UNAVAILABLE; existing deals run on) |
 //! | `reconciliation.enabled` | `STABLECOIN_RECONCILIATION` | `true` (the ledger is compared with the chains, with the workers) |
 //! | `reconciliation.interval_ms` | `STABLECOIN_RECONCILIATION_INTERVAL_MS` | `300000` (between passes; the first at start) |
 //! | `webhooks_allow_loopback_http` (deprecated) | `STABLECOIN_WEBHOOKS_ALLOW_LOOPBACK_HTTP` | `false`; `true` adds `127.0.0.1/32,::1/128` to `webhooks.allow_networks` |
@@ -215,6 +216,7 @@
 mod admin;
 mod checkout;
 mod consoles;
+mod escrow;
 mod limits;
 mod load;
 mod payouts;
@@ -235,6 +237,7 @@ mod webhooks;
 pub use admin::AdminSettings;
 pub use checkout::CheckoutSettings;
 pub use consoles::{ConsoleSettings, Network};
+pub use escrow::EscrowSettings;
 pub use limits::{HttpSettings, OtpSettings, RateLimitSettings, SponsorshipSettings};
 pub use load::{env_var_names, spec_env_aliases};
 pub use payouts::PayoutSettings;
@@ -362,6 +365,8 @@ pub struct Config {
     pub reconciliation: ReconciliationSettings,
     /// `[checkout]`: session bounds and the deposit-intake secret.
     pub checkout: CheckoutSettings,
+    /// `[escrow]`: whether new escrows are admitted (TRON deposits enabled for escrow).
+    pub escrow: EscrowSettings,
     /// `[swaps]`: the venue of `POST /v1/swaps`.
     pub swaps: SwapSettings,
     /// `[admin]`: the staff routes' bearer token (absent: they answer 404) and the
@@ -405,6 +410,7 @@ impl Default for Config {
             retention: RetentionSettings::default(),
             reconciliation: ReconciliationSettings::default(),
             checkout: CheckoutSettings::default(),
+            escrow: EscrowSettings::default(),
             swaps: SwapSettings::default(),
             admin: AdminSettings::default(),
             consoles: ConsoleSettings::default(),

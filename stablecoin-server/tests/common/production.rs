@@ -8,7 +8,8 @@ use stablecoin_providers::testkit::FakeAfricasTalking;
 use stablecoin_rails::evm::testkit::World;
 use stablecoin_server::Config;
 use stablecoin_server::config::{
-    EvmChainSettings, Mode, PayoutSettings, RatesSettings, Secret, SmsSettings, TokenSettings, Wei,
+    EvmChainSettings, Mode, PayoutSettings, RatesSettings, Secret, SmsSettings, TokenSettings,
+    TronNodeSettings, Wei,
 };
 
 /// The outside services a production server talks to in these tests.
@@ -43,6 +44,25 @@ pub fn evm_chain(w: &World, url: &str) -> EvmChainSettings {
         bundler_url: None,
         replace_bundle_after_ms: 60_000,
         max_fee_per_gas_ceiling_wei: None,
+    }
+}
+
+/// `[rails.tron_node]` for the local TRON node at `url` whose USDT is `usdt`: 19
+/// confirmations, as on mainnet.
+pub fn tron_node(url: &str, usdt: &stablecoin_rails::tron::TronAddress) -> TronNodeSettings {
+    TronNodeSettings {
+        api_url: Secret::new(url),
+        api_key: None,
+        scan_start_block: 0,
+        usdt_contract: usdt.to_base58(),
+        usdc_contract: None,
+        confirmations: 19,
+        energy_per_transfer: 65_000,
+        bandwidth_per_transfer: 500,
+        activation_reserve_sun: 2_000_000,
+        fee_limit_sun: 100_000_000,
+        timeout_ms: 10_000,
+        max_scan_blocks: 100,
     }
 }
 
