@@ -35,6 +35,7 @@ fn rail_of(w: &World, after: Duration, ceiling: Ceiling) -> (EvmRail, Arc<SelfBu
             after,
             check_every: Duration::ZERO,
             ceiling,
+            final_depth: 1,
         }),
     );
     let rail = rail_with_bundler(

@@ -267,6 +267,8 @@ async fn build_live(
             ceiling: settings
                 .max_fee_per_gas_ceiling_wei
                 .map_or(Replacement::default().ceiling, |w| Ceiling::Wei(w.0)),
+            // Kept until final, so a reorganisation that drops one re-sends it.
+            final_depth: evm_config.confirmations,
             ..Replacement::default()
         });
         // The sponsor key signs every sponsorship whoever bundles.

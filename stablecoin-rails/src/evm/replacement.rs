@@ -8,8 +8,10 @@
 //! transaction underpriced" loop. So the bundler remembers what it sent ([`InFlight`]),
 //! and [`SelfBundler::replace_stuck`] (run by the rail's status polls and before each send,
 //! at most every [`Replacement::check_every`]):
-//! - forgets the bundles the chain has mined (their nonce is below the account's mined
-//!   transaction count);
+//! - forgets the bundles the chain has mined [`Replacement::final_depth`] blocks deep
+//!   (their nonce is below the account's transaction count at that block); one mined
+//!   less deep is kept, so that if a reorganisation takes it out of the chain it is
+//!   re-sent below, as a stuck one is;
 //! - re-sends each bundle waiting longer than [`Replacement::after`] with the same nonce
 //!   and call, its tip and fee cap each raised by at least 12.5% (the replacement
 //!   minimum of geth, Anvil and most nodes) and to at least what the node asks now;
@@ -39,6 +41,11 @@ pub struct Replacement {
     pub check_every: Duration,
     /// The highest fee cap a bundle may be given; past it, it is cancelled.
     pub ceiling: Ceiling,
+    /// How many blocks deep a bundle must be before it is forgotten: until then a
+    /// reorganisation that takes it out of the chain makes it unmined again, and it is
+    /// re-sent at its nonce like a stuck one (the rail's `confirmations`; 1 forgets it
+    /// once mined).
+    pub final_depth: u64,
 }
 
 impl Default for Replacement {
@@ -49,6 +56,7 @@ impl Default for Replacement {
             after: Duration::from_secs(60),
             check_every: Duration::from_secs(2),
             ceiling: Ceiling::TimesFirst(10),
+            final_depth: 1,
         }
     }
 }
@@ -79,7 +87,7 @@ pub(super) struct InFlight {
 /// What one [`SelfBundler::replace_stuck`] round did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Maintenance {
-    /// Bundles the chain has mined since the last round, forgotten.
+    /// Bundles now final (mined `final_depth` deep) since the last round, forgotten.
     pub mined: usize,
     /// Bundles re-sent with higher fees: (nonce, new hash).
     pub replaced: Vec<(u64, [u8; 32])>,
@@ -131,19 +139,32 @@ impl SelfBundler {
                 return Some(report);
             }
         };
-        let mined = match eth.latest_nonce(&me).await {
-            Ok(n) => n,
+        let counts = async {
+            let mined = eth.latest_nonce(&me).await?;
+            if self.replacement.final_depth <= 1 {
+                return Ok::<_, RpcError>((mined, mined));
+            }
+            let head = eth.block_number().await?;
+            let deep = match (head + 1).checked_sub(self.replacement.final_depth) {
+                Some(block) => eth.nonce_at(&me, block).await?,
+                None => 0,
+            };
+            Ok((mined, deep))
+        };
+        let (mined, final_count) = match counts.await {
+            Ok(c) => c,
             Err(e) => {
                 report.errors.push(format!("eth_getTransactionCount: {e}"));
                 return Some(report);
             }
         };
         let before = inflight.len();
-        inflight.retain(|nonce, _| *nonce >= mined);
+        inflight.retain(|nonce, _| *nonce >= final_count);
         report.mined = before - inflight.len();
+        // Unmined (never, or no longer after a reorganisation) for `after`.
         let due: Vec<u64> = inflight
             .iter()
-            .filter(|(_, b)| b.last_sent.elapsed() >= self.replacement.after)
+            .filter(|(n, b)| **n >= mined && b.last_sent.elapsed() >= self.replacement.after)
             .map(|(n, _)| *n)
             .collect();
         if due.is_empty() {

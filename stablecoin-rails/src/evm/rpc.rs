@@ -292,6 +292,19 @@ impl Eth<'_> {
         Ok(quantity("eth_getTransactionCount", &v)? as u64)
     }
 
+    /// `eth_getTransactionCount` at block `number`: how many of `a`'s transactions that
+    /// block and those before it hold.
+    pub async fn nonce_at(&self, a: &EvmAddress, number: u64) -> Result<u64, RpcError> {
+        let v = self
+            .0
+            .request(
+                "eth_getTransactionCount",
+                json!([a.to_hex(), format!("0x{number:x}")]),
+            )
+            .await?;
+        Ok(quantity("eth_getTransactionCount", &v)? as u64)
+    }
+
     /// `eth_gasPrice`: the node's suggested price, in wei per gas.
     pub async fn gas_price(&self) -> Result<u128, RpcError> {
         let v = self.0.request("eth_gasPrice", json!([])).await?;
