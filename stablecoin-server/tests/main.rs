@@ -51,6 +51,7 @@ mod swaps_evm_live;
 mod swaps_http;
 mod topups_http;
 mod tron_live;
+mod webhook_events_http;
 mod webhooks_http;
 mod webhooks_security;
 mod webhooks_standard;
