@@ -3,6 +3,7 @@
 //! Run one file's tests with a filter on its module, e.g. `cargo nextest run -p stablecoin-server
 //! -E 'test(/^MODULE::/)'` or `cargo test -p stablecoin-server --test integration MODULE::`.
 
+mod account_test_mode;
 mod checkout_evm_live;
 mod checkout_http;
 mod cli;
