@@ -53,6 +53,7 @@ mod swaps_http;
 mod topups_http;
 mod tron_live;
 mod webhook_events_http;
+mod webhook_events_live;
 mod webhooks_http;
 mod webhooks_security;
 mod webhooks_standard;
