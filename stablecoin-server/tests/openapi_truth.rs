@@ -534,9 +534,34 @@ async fn network_lists_the_enabled_chains_and_rail_sends_describe_only_what_they
         r.expect_err(400, "UNKNOWN_FIELD");
     }
 
-    // Two chains configured: both listed, and only those.
+    // The checkout's networks: the rails watching deposits here, each accepted.
+    let checkout = &schemas["CreateSessionRequest"]["properties"]["networks"]["items"];
+    let listed = checkout["enum"].as_array().unwrap().clone();
+    assert_eq!(
+        listed,
+        vec![Value::from("polygon"), "tron".into(), "solana".into()],
+        "{checkout}"
+    );
+    for n in &listed {
+        let r = s
+            .post(
+                &t.business_live,
+                "/api/v1/checkout/sessions",
+                &serde_json::json!({"amount": "5", "currency": "USDT", "networks": [n]})
+                    .to_string(),
+            )
+            .await;
+        r.expect(201);
+    }
+    assert_eq!(
+        schemas["SimulatePaymentRequest"]["properties"]["network"]["enum"],
+        serde_json::json!(["polygon", "tron", "solana", null])
+    );
+
+    // Two chains configured and TRON off: listed as configured, and only those.
     let mut c = test_config();
     c.rails.evm_chains = vec![137, 8453];
+    c.rails.tron = false;
     let s2 = start_with(c).await;
     let doc = document(&s2).await;
     assert_eq!(
@@ -544,5 +569,9 @@ async fn network_lists_the_enabled_chains_and_rail_sends_describe_only_what_they
         serde_json::json!([
             "polygon", "evm-137", "137", "base", "evm-8453", "8453", null
         ])
+    );
+    assert_eq!(
+        doc["components"]["schemas"]["CreateSessionRequest"]["properties"]["networks"]["items"]["enum"],
+        serde_json::json!(["polygon", "base", "solana"])
     );
 }

@@ -233,6 +233,7 @@ fn configured_schemas(doc: &mut OpenApi, state: &AppState) {
     for (name, schema) in escrow_request_schemas(&escrow_config) {
         components.schemas.insert(name.into(), schema);
     }
+    checkout_networks(components, state);
     let networks = network_values(state);
     for body in ["FundBody", "WithdrawBody", "SendBody", "SwapBody"] {
         if let Some(schema) = components.schemas.get_mut(body) {
@@ -242,6 +243,48 @@ fn configured_schemas(doc: &mut OpenApi, state: &AppState) {
                 }
             });
         }
+    }
+}
+
+/// The checkout's networks (`networks` of a session, `network` of a simulated payment)
+/// as the rails of this server that watch deposits: the others are refused
+/// (`UNSUPPORTED_NETWORK`), so they are not listed.
+fn checkout_networks(components: &mut utoipa::openapi::Components, state: &AppState) {
+    let names: Vec<Value> = state
+        .engine
+        .rails()
+        .filter(|r| r.monitors_inbound())
+        .map(|r| json!(r.id().name()))
+        .collect();
+    // Property by property: these schemas hold parts (free-form metadata) that do not
+    // survive a round trip through utoipa's types as a whole.
+    if let Some(p) = property(components, "CreateSessionRequest", "networks") {
+        *p = with_json(&*p, |v| {
+            v["items"] = json!({"type": "string", "enum": names.clone()});
+        });
+    }
+    if let Some(p) = property(components, "SimulatePaymentRequest", "network") {
+        *p = with_json(&*p, |v| {
+            let mut all = names.clone();
+            all.push(Value::Null);
+            let description = v.get("description").cloned();
+            *v = json!({"type": ["string", "null"], "enum": all});
+            if let Some(d) = description {
+                v["description"] = d;
+            }
+        });
+    }
+}
+
+/// The property `name` of the object schema `schema` of the components.
+fn property<'a>(
+    components: &'a mut utoipa::openapi::Components,
+    schema: &str,
+    name: &str,
+) -> Option<&'a mut RefOr<utoipa::openapi::schema::Schema>> {
+    match components.schemas.get_mut(schema)? {
+        RefOr::T(utoipa::openapi::schema::Schema::Object(o)) => o.properties.get_mut(name),
+        _ => None,
     }
 }
 
