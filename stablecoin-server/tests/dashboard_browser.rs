@@ -365,3 +365,45 @@ async fn the_tenant_dashboard_in_chromium() {
     b.navigate(&format!("{base}/dashboard")).await;
     b.shot("overview-desktop").await;
 }
+
+/// Account test mode from the API keys page, in Chromium: the live session's button puts
+/// the account in test mode (the badge and notice say so, and the live key's API calls
+/// are simulated), and takes it out again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn account_test_mode_from_the_dashboard_in_chromium() {
+    let Some(mut b) = Browser::launch("dashboard_browser_test_mode").await else {
+        return;
+    };
+    let s = start().await;
+    let base = s.base.clone();
+    let acme = s.tenant("Acme Wallets", "1000").await;
+    s.provision(&acme.live, A).await;
+    b.navigate(&format!("{base}/dashboard")).await;
+    b.fill("#api_key", &acme.live).await;
+    b.click_and_load("form button[type=submit]").await;
+    let keys = visit(&mut b, &base, "/dashboard/keys", "keys-live").await;
+    assert!(keys.contains("Account test mode is off"), "{keys}");
+    b.click_and_load("form[action='/dashboard/test-mode'] button")
+        .await;
+    let on = text(&mut b).await;
+    assert!(on.contains("The account is in test mode"), "{on}");
+    assert!(on.contains("Account test mode is on"), "{on}");
+    assert!(on.contains("TEST MODE"), "the badge: {on}");
+    accessible(&mut b, "/dashboard/keys (test mode)").await;
+    b.shot("keys-account-test-mode").await;
+    let fund = json!({"phone_number": A, "token": "USDC", "amount": "5"}).to_string();
+    let before = s.commits();
+    let r = s.post(&acme.live, "/v1/users/fund", &fund).await;
+    r.expect(202);
+    assert_eq!(r.json()["simulated"], true, "{}", r.text());
+    assert_eq!(s.commits(), before, "nothing live written");
+
+    b.click_and_load("form[action='/dashboard/test-mode'] button")
+        .await;
+    let off = text(&mut b).await;
+    assert!(off.contains("The account is live again"), "{off}");
+    assert!(off.contains("LIVE"), "{off}");
+    let r = s.post(&acme.live, "/v1/users/fund", &fund).await;
+    r.expect(202);
+    assert!(r.header("location").is_some(), "live again: {}", r.text());
+}

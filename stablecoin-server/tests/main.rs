@@ -3,6 +3,7 @@
 //! Run one file's tests with a filter on its module, e.g. `cargo nextest run -p stablecoin-server
 //! -E 'test(/^MODULE::/)'` or `cargo test -p stablecoin-server --test integration MODULE::`.
 
+mod account_test_mode;
 mod chain_failures_live;
 mod checkout_evm_live;
 mod checkout_http;
@@ -53,6 +54,8 @@ mod swaps_evm_live;
 mod swaps_http;
 mod topups_http;
 mod tron_live;
+mod webhook_events_http;
+mod webhook_events_live;
 mod webhooks_http;
 mod webhooks_security;
 mod webhooks_standard;

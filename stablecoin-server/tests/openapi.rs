@@ -8,6 +8,8 @@ use std::collections::BTreeSet;
 
 /// The route table (spec section 4 paths, with `/api` where the address note puts one).
 const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/v1/account"),
+    ("POST", "/v1/account/test-mode"),
     ("POST", "/v1/users/provision"),
     ("POST", "/v1/users/fund"),
     ("GET", "/v1/users/balance"),

@@ -437,3 +437,141 @@ async fn documented_values_reach_the_engine_and_others_do_not() {
         s.get(&t.live, path).await.expect_err(400, "INVALID_QUERY");
     }
 }
+
+/// Issue #48 item 11: `network` is described as the running configuration's EVM chains
+/// (a chain left out is refused, so it is not listed), and the TRON and Solana sends,
+/// which refuse `network`, do not describe it.
+#[tokio::test]
+async fn network_lists_the_enabled_chains_and_rail_sends_describe_only_what_they_accept() {
+    let s = start().await;
+    let t = s.tenant("Acme", "0").await;
+    let a = "+2250700000001";
+    s.provision(&t.live, a).await;
+    let doc = document(&s).await;
+    let schemas = &doc["components"]["schemas"];
+    let polygon_only = serde_json::json!(["polygon", "evm-137", "137", null]);
+    for body in ["FundBody", "WithdrawBody", "SendBody", "SwapBody"] {
+        let p = &schemas[body]["properties"]["network"];
+        assert_eq!(p["enum"], polygon_only, "{body}: {p}");
+        assert!(p.get("pattern").is_none(), "{body}: {p}");
+    }
+    // The balance read's `network` parameter: `all` and the enabled chain, each accepted;
+    // a chain this server does not run is refused.
+    let param = doc["paths"]["/v1/users/balance"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "network")
+        .unwrap()
+        .clone();
+    let values = param["schema"]["enum"].as_array().unwrap().clone();
+    assert_eq!(
+        values,
+        vec![
+            Value::from("all"),
+            "polygon".into(),
+            "evm-137".into(),
+            "137".into()
+        ]
+    );
+    for v in &values {
+        let r = s
+            .get(
+                &t.live,
+                &format!(
+                    "/v1/users/balance?phone_number=%2B{}&network={}",
+                    &a[1..],
+                    v.as_str().unwrap()
+                ),
+            )
+            .await;
+        r.expect(200);
+    }
+    for off in ["base", "bsc", "8453"] {
+        let r = s
+            .get(
+                &t.live,
+                &format!(
+                    "/v1/users/balance?phone_number=%2B{}&network={off}",
+                    &a[1..]
+                ),
+            )
+            .await;
+        assert!((400..500).contains(&r.status), "{off}: {}", r.text());
+    }
+    // The TRON and Solana sends: the fields they accept, and no `network`.
+    for (body, path) in [
+        ("TronSendBody", "/v1/tron/transfers/send"),
+        ("SolanaSendBody", "/v1/solana/transfers/send"),
+    ] {
+        let schema = resolve(
+            &doc,
+            &doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"],
+        );
+        assert_eq!(schema, &schemas[body], "{path}");
+        let mut props: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        props.sort_unstable();
+        assert_eq!(
+            props,
+            ["from_phone_number", "quote_id", "to_phone_number", "token"],
+            "{path}"
+        );
+        assert_eq!(schema["additionalProperties"], false, "{path}");
+        let r = s
+            .post(
+                &t.live,
+                path,
+                &serde_json::json!({"from_phone_number": a, "to_phone_number": "+2250700000002",
+                    "token": "USDT", "quote_id": "DIRECT_CRYPTO:USDT:1", "network": "polygon"})
+                .to_string(),
+            )
+            .await;
+        r.expect_err(400, "UNKNOWN_FIELD");
+    }
+
+    // The checkout's networks: the rails watching deposits here, each accepted.
+    let checkout = &schemas["CreateSessionRequest"]["properties"]["networks"]["items"];
+    let listed = checkout["enum"].as_array().unwrap().clone();
+    assert_eq!(
+        listed,
+        vec![Value::from("polygon"), "tron".into(), "solana".into()],
+        "{checkout}"
+    );
+    for n in &listed {
+        let r = s
+            .post(
+                &t.business_live,
+                "/api/v1/checkout/sessions",
+                &serde_json::json!({"amount": "5", "currency": "USDT", "networks": [n]})
+                    .to_string(),
+            )
+            .await;
+        r.expect(201);
+    }
+    assert_eq!(
+        schemas["SimulatePaymentRequest"]["properties"]["network"]["enum"],
+        serde_json::json!(["polygon", "tron", "solana", null])
+    );
+
+    // Two chains configured and TRON off: listed as configured, and only those.
+    let mut c = test_config();
+    c.rails.evm_chains = vec![137, 8453];
+    c.rails.tron = false;
+    let s2 = start_with(c).await;
+    let doc = document(&s2).await;
+    assert_eq!(
+        doc["components"]["schemas"]["SendBody"]["properties"]["network"]["enum"],
+        serde_json::json!([
+            "polygon", "evm-137", "137", "base", "evm-8453", "8453", null
+        ])
+    );
+    assert_eq!(
+        doc["components"]["schemas"]["CreateSessionRequest"]["properties"]["networks"]["items"]["enum"],
+        serde_json::json!(["polygon", "base", "solana"])
+    );
+}

@@ -16,6 +16,11 @@ const SESSION_ID: &str = "cs_01JD0000000000000000000000";
 
 /// (operation as the document names it, concrete path, a valid body's fields).
 const BODIES: &[(&str, &str, &str)] = &[
+    (
+        "POST /v1/account/test-mode",
+        "/v1/account/test-mode",
+        r#""enabled":false"#,
+    ),
     ("POST /v1/users/provision", "/v1/users/provision", PHONE),
     (
         "POST /v1/users/fund",
@@ -241,6 +246,7 @@ macro_rules! body_tests {
 }
 
 body_tests! {
+    account_test_mode_refuses_unknown_fields => "POST /v1/account/test-mode",
     provision_refuses_unknown_fields => "POST /v1/users/provision",
     fund_refuses_unknown_fields => "POST /v1/users/fund",
     withdraw_refuses_unknown_fields => "POST /v1/users/withdraw",

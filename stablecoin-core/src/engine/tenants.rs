@@ -72,6 +72,7 @@ impl Engine {
             fee_address: None,
             created_at: now,
             updated_at: now,
+            test_mode: false,
         };
         self.commit(Batch {
             puts: vec![tenant.insert()?],
@@ -308,6 +309,13 @@ impl Engine {
         if v.record.revoked_at.is_some() {
             return Err(CoreError::ApiKeyRevoked);
         }
+        // Account test mode makes every key of the tenant a test key (spec 1 "Sandbox
+        // mode"): decided here, once, so every use case sees the same mode.
+        let mode = if self.tenant(&v.record.tenant).await?.test_mode {
+            KeyMode::Test
+        } else {
+            mode
+        };
         let ctx = AuthContext {
             tenant: v.record.tenant,
             key_id: v.record.id,
@@ -317,6 +325,61 @@ impl Engine {
         };
         self.auth_cache.put(hash, ctx.clone(), now);
         Ok(ctx)
+    }
+
+    /// Turns `tenant`'s account test mode on or off, audited (action `test_mode.set`) as
+    /// by `actor` in the same commit. While on, every key of the tenant authenticates as
+    /// a test key ([`Engine::authenticate`]): live keys are simulated or refused exactly
+    /// as test keys are, and nothing live is written or sent for them. Operations
+    /// accepted before finish as they would have. Takes effect at once in this process
+    /// (its key and tenant caches are cleared for the tenant); in other processes within
+    /// `EngineConfig::read_cache_ms`, as a revocation does.
+    pub async fn set_test_mode_as(
+        &self,
+        actor: &str,
+        tenant: &TenantId,
+        on: bool,
+    ) -> CoreResult<Tenant> {
+        let Some(v) = get_record::<Tenant>(&*self.ports().store, &tenant.0).await? else {
+            return Err(CoreError::NotFound {
+                kind: "tenant",
+                id: tenant.0.clone(),
+            });
+        };
+        let mut t = v.record;
+        if t.test_mode == on {
+            return Ok(t);
+        }
+        t.test_mode = on;
+        t.updated_at = self.now();
+        let note = if on { "on" } else { "off" };
+        let audit = self.audit_entry(actor, "test_mode.set", &t.id.0, Some(note))?;
+        self.commit(Batch {
+            puts: vec![t.update(v.version)?, audit.insert()?],
+            ..Default::default()
+        })
+        .await?;
+        self.kernel.forget_tenant(tenant);
+        self.auth_cache.remove_where(|ctx| &ctx.tenant == tenant);
+        Ok(t)
+    }
+
+    /// A tenant's own change of its account test mode (API, dashboard) with the key
+    /// `by`, audited as by `key:<key id>`. Only a key issued live may change it, whatever
+    /// the account's mode now: a test key (one handed to a developer) never takes the
+    /// account live, and a live key can always bring it back.
+    pub async fn set_test_mode_by(&self, by: &AuthContext, on: bool) -> CoreResult<Tenant> {
+        let key = self.api_key(&by.tenant, &by.key_id).await?;
+        if key.revoked_at.is_some() {
+            return Err(CoreError::ApiKeyRevoked);
+        }
+        if key.kind != KeyKind::Tenant || key.mode != KeyMode::Live {
+            return Err(CoreError::sandbox_unsupported(
+                "account test mode changes (a live tenant key changes it)",
+            ));
+        }
+        self.set_test_mode_as(&key_actor(&by.key_id), &by.tenant, on)
+            .await
     }
 
     /// Sets a tenant's own fee (spec 8). A non-`None` pricing needs the EVM address the

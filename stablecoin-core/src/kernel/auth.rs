@@ -36,8 +36,13 @@ pub struct Tenant {
     pub fee_address: Option<ChainAddress>,
     /// When the tenant was created.
     pub created_at: Timestamp,
-    /// Last change of pricing or fee address.
+    /// Last change of pricing, fee address or test mode.
     pub updated_at: Timestamp,
+    /// Account test mode (spec 1 "Sandbox mode"): while set, every key of the tenant
+    /// authenticates as a test key, so its live keys mutate nothing live. Absent in
+    /// records written before it existed: off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test_mode: bool,
 }
 
 impl Record for Tenant {
@@ -195,7 +200,9 @@ pub struct AuthContext {
     pub key_id: ApiKeyId,
     /// Which API the key opens.
     pub kind: KeyKind,
-    /// Live or sandbox: decides whether a mutation runs or is simulated.
+    /// Live or sandbox: decides whether a mutation runs or is simulated. The key's own
+    /// mode, except that every key of a tenant in account test mode
+    /// ([`Tenant::test_mode`]) acts as [`KeyMode::Test`].
     pub mode: KeyMode,
     /// The checkout business of a business key ([`ApiKey::business`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -203,7 +210,8 @@ pub struct AuthContext {
 }
 
 impl AuthContext {
-    /// True for a test key: its mutations go to [`Engine::sandbox`](crate::engine::Engine::sandbox).
+    /// True for a test key, or any key of a tenant in account test mode: its mutations
+    /// go to [`Engine::sandbox`](crate::engine::Engine::sandbox).
     pub fn is_sandbox(&self) -> bool {
         self.mode == KeyMode::Test
     }

@@ -6,8 +6,8 @@
 //! (401, 403), the per-key rate limit (429 with `Retry-After`), the request timeout (408),
 //! body decoding (400, 413, 415), HTTP idempotency (the `Idempotency-Key` header, 409,
 //! 422) and the internal error (500). Then the schemas that depend on the configuration
-//! are refreshed from the server's state: the tokens each rail carries and the escrow
-//! bounds.
+//! are refreshed from the server's state: the tokens each rail carries, the escrow
+//! bounds and the EVM chains `network` may name.
 
 use super::schemas::{
     IDEMPOTENCY_KEY_PATTERN, components as components_of_schemas, escrow_request_schemas,
@@ -15,6 +15,7 @@ use super::schemas::{
 };
 use crate::error::catalogue_markdown;
 use crate::state::AppState;
+use serde_json::{Value, json};
 use stablecoin_core::ports::RailId;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
@@ -232,6 +233,141 @@ fn configured_schemas(doc: &mut OpenApi, state: &AppState) {
     for (name, schema) in escrow_request_schemas(&escrow_config) {
         components.schemas.insert(name.into(), schema);
     }
+    checkout_networks(components, state);
+    let networks = network_values(state);
+    for body in ["FundBody", "WithdrawBody", "SendBody", "SwapBody"] {
+        if let Some(schema) = components.schemas.get_mut(body) {
+            *schema = with_json(schema, |v| {
+                if let Some(p) = v["properties"].get_mut("network") {
+                    *p = network_schema(p, &networks, true);
+                }
+            });
+        }
+    }
+}
+
+/// The checkout's networks (`networks` of a session, `network` of a simulated payment)
+/// as the rails of this server that watch deposits: the others are refused
+/// (`UNSUPPORTED_NETWORK`), so they are not listed.
+fn checkout_networks(components: &mut utoipa::openapi::Components, state: &AppState) {
+    let names: Vec<Value> = state
+        .engine
+        .rails()
+        .filter(|r| r.monitors_inbound())
+        .map(|r| json!(r.id().name()))
+        .collect();
+    // Property by property: these schemas hold parts (free-form metadata) that do not
+    // survive a round trip through utoipa's types as a whole.
+    if let Some(p) = property(components, "CreateSessionRequest", "networks") {
+        *p = with_json(&*p, |v| {
+            v["items"] = json!({"type": "string", "enum": names.clone()});
+        });
+    }
+    if let Some(p) = property(components, "SimulatePaymentRequest", "network") {
+        *p = with_json(&*p, |v| {
+            let mut all = names.clone();
+            all.push(Value::Null);
+            let description = v.get("description").cloned();
+            *v = json!({"type": ["string", "null"], "enum": all});
+            if let Some(d) = description {
+                v["description"] = d;
+            }
+        });
+    }
+}
+
+/// The property `name` of the object schema `schema` of the components.
+fn property<'a>(
+    components: &'a mut utoipa::openapi::Components,
+    schema: &str,
+    name: &str,
+) -> Option<&'a mut RefOr<utoipa::openapi::schema::Schema>> {
+    match components.schemas.get_mut(schema)? {
+        RefOr::T(utoipa::openapi::schema::Schema::Object(o)) => o.properties.get_mut(name),
+        _ => None,
+    }
+}
+
+/// What `network` accepts on this server (`super::network`, then the engine): each
+/// enabled EVM chain as its name, `evm-<chain id>` and the bare chain id. A chain the
+/// configuration leaves out is refused, so it is not listed.
+fn network_values(state: &AppState) -> Vec<String> {
+    let mut out = Vec::new();
+    for rail in state.engine.evm_rails() {
+        let id = rail.id();
+        let RailId::Evm(chain) = id else { continue };
+        for v in [id.name(), format!("evm-{chain}"), chain.to_string()] {
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// `old` (a `network` property or parameter schema) as the enumeration `values`, plus
+/// `null` for a body's optional field; its description kept.
+fn network_schema(old: &Value, values: &[String], nullable: bool) -> Value {
+    let mut all: Vec<Value> = values.iter().map(|v| json!(v)).collect();
+    if nullable {
+        all.push(Value::Null);
+    }
+    let mut new = json!({
+        "type": if nullable { json!(["string", "null"]) } else { json!("string") },
+        "enum": all,
+    });
+    if let Some(d) = old.get("description") {
+        new["description"] = d.clone();
+    }
+    if let Some(first) = values.first() {
+        new["example"] = json!(first);
+    }
+    new
+}
+
+/// `schema` changed by `f` on its JSON form (unchanged if it does not round-trip).
+fn with_json<T>(schema: &T, f: impl FnOnce(&mut Value)) -> T
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Clone,
+{
+    let Ok(mut v) = serde_json::to_value(schema) else {
+        return schema.clone();
+    };
+    f(&mut v);
+    serde_json::from_value(v).unwrap_or_else(|_| schema.clone())
+}
+
+/// The `network` query parameters (the EVM balance read) as the enabled chains, and
+/// `all` where the parameter's pattern offers it.
+fn network_parameters(doc: &mut OpenApi, state: &AppState) {
+    let networks = network_values(state);
+    for item in doc.paths.paths.values_mut() {
+        for op in [item.get.as_mut(), item.post.as_mut(), item.delete.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            for param in op.parameters.iter_mut().flatten() {
+                let RefOr::T(param) = param else { continue };
+                if param.name != "network" {
+                    continue;
+                }
+                *param = with_json(&*param, |v| {
+                    let with_all = v["schema"]["pattern"]
+                        .as_str()
+                        .is_some_and(|p| p.contains("all|"));
+                    let mut values = networks.clone();
+                    if with_all {
+                        values.insert(0, "all".into());
+                    }
+                    let old = v["schema"].clone();
+                    v["schema"] = network_schema(&old, &values, false);
+                    if let Some(d) = old.get("description") {
+                        v["schema"]["description"] = d.clone();
+                    }
+                });
+            }
+        }
+    }
 }
 
 /// Completes the generated document (see the module documentation).
@@ -243,6 +379,7 @@ pub(super) fn finish(doc: &mut OpenApi, state: &AppState) {
     }
     security_schemes(doc);
     configured_schemas(doc, state);
+    network_parameters(doc, state);
     for (path, item) in doc.paths.paths.iter_mut() {
         let ops = [
             (false, item.get.as_mut()),

@@ -1,6 +1,7 @@
 //! The router and its OpenAPI description, generated from the same `routes!` calls (so
 //! the document cannot list a route the router does not serve, nor miss one).
 
+pub mod account;
 pub mod chains;
 pub mod checkout;
 mod document;
@@ -56,6 +57,7 @@ pub const API_VERSION: &str = "1.0.1";
     components(schemas(ErrorBody, ErrorDetail)),
     tags(
         (name = "users", description = "EVM wallets keyed by phone number"),
+        (name = "account", description = "The tenant's account and its test mode"),
         (name = "transfers", description = "Transfers and the reads of asynchronous operations"),
         (name = "fx", description = "FX quotes"),
         (name = "treasury", description = "Top-ups: money in to the tenant's treasury"),
@@ -196,6 +198,8 @@ fn money_routes(state: &AppState) -> OpenApiRouter<AppState> {
 /// The other tenant-key routes, with HTTP idempotency on POST.
 fn tenant_routes(state: &AppState) -> OpenApiRouter<AppState> {
     let routes = OpenApiRouter::new()
+        .routes(routes!(account::get_account))
+        .routes(routes!(account::set_test_mode))
         .routes(routes!(users::provision))
         .routes(routes!(users::balance))
         .routes(routes!(users::link_request))

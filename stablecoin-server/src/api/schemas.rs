@@ -459,6 +459,14 @@ fn rail_send_body(token: &str, rail: &str) -> RefOr<Schema> {
     let mut v = serde_json::to_value(<super::types::SendBody as utoipa::PartialSchema>::schema())
         .unwrap_or(Value::Null);
     v["properties"]["token"] = json!({"$ref": format!("#/components/schemas/{token}")});
+    // The route names the chain: `network` is refused there (UNKNOWN_FIELD), so it is
+    // not described.
+    if let Some(props) = v["properties"].as_object_mut() {
+        props.remove("network");
+    }
+    if let Some(required) = v["required"].as_array_mut() {
+        required.retain(|r| r != "network");
+    }
     v["description"] = json!(format!(
         "`POST /v1/{rail}/transfers/send`. Unknown fields are refused (`UNKNOWN_FIELD`)."
     ));

@@ -125,6 +125,17 @@ pub enum TenantCommand {
         #[arg(long)]
         name: String,
     },
+    /// Put a tenant's account in test mode (`--enabled true`: every key of it acts as a
+    /// test key, live keys mutate nothing live) or take it out (`--enabled false`).
+    /// Audited as `test_mode.set` by `cli`.
+    TestMode {
+        /// The tenant (ten_...).
+        #[arg(long)]
+        tenant: String,
+        /// `true` or `false`.
+        #[arg(long, action = clap::ArgAction::Set)]
+        enabled: bool,
+    },
 }
 
 /// The kind of API key `key issue` creates.
@@ -330,6 +341,16 @@ pub async fn run_admin(
         Command::Tenant(TenantCommand::Create { name }) => {
             let t = engine.create_tenant(name).await?;
             Ok(json!({"tenant_id": t.id.0, "name": t.name}))
+        }
+        Command::Tenant(TenantCommand::TestMode { tenant, enabled }) => {
+            let t = engine
+                .set_test_mode_as(
+                    stablecoin_core::engine::STAFF_ACTOR_CLI,
+                    &tenant_id(tenant)?,
+                    *enabled,
+                )
+                .await?;
+            Ok(json!({"tenant_id": t.id.0, "test_mode": t.test_mode}))
         }
         Command::Key(KeyCommand::Issue { tenant, kind, mode }) => {
             let kind = match kind {

@@ -13,7 +13,7 @@
 //! | `sms.messaging_service_sid` (twilio) | `STABLECOIN_SMS_MESSAGING_SERVICE_SID` | none |
 //! | `sms.status_callback_url` (twilio: the public URL of `/v1/callbacks/sms/twilio`) | `STABLECOIN_SMS_STATUS_CALLBACK_URL` | none (no delivery reports) |
 //! | `sms.timeout_ms` (africastalking, twilio) | `STABLECOIN_SMS_TIMEOUT_MS` | `10000` |
-//! | `notices.ussd_instructions` (calling code -> text of "you received money") | | none |
+//! | `notices.ussd_instructions` (calling code -> text of "you received money"; each entry replaces the built-in one) | | the built-in table of `default_ussd_instructions`: XOF, XAF, NGN, GHS, KES countries, `*144#` in each official language |
 //! | `notices.ussd_instructions_default` | | `Dial *144# to open your wallet and see your balance.` |
 //! | `rates.kind` (`fixed`/`http`) | `STABLECOIN_RATES` | `fixed` (the demo table; development only) |
 //! | `rates.url` (http; `{currency}`, `{token}` replaced) | `STABLECOIN_RATES_URL` | none (required; a secret: never logged) |
@@ -219,6 +219,7 @@ mod consoles;
 mod escrow;
 mod limits;
 mod load;
+mod notices;
 mod payouts;
 mod production;
 mod rails;
@@ -240,6 +241,7 @@ pub use consoles::{ConsoleSettings, Network};
 pub use escrow::EscrowSettings;
 pub use limits::{HttpSettings, OtpSettings, RateLimitSettings, SponsorshipSettings};
 pub use load::{env_var_names, spec_env_aliases};
+pub use notices::{NoticeSettings, default_ussd_instructions};
 pub use payouts::PayoutSettings;
 pub use rails::{
     EvmChainSettings, RailsConfig, RailsMode, SimSettings, SolanaNodeSettings, TokenSettings,
@@ -249,7 +251,7 @@ pub use reconciliation::ReconciliationSettings;
 pub use retention::RetentionSettings;
 pub(crate) use secrets::hex;
 pub use secrets::{Secret, parse_seed};
-pub use services::{Mode, NoticeSettings, RatesSettings, SignerSettings, SmsSettings};
+pub use services::{Mode, RatesSettings, SignerSettings, SmsSettings};
 pub use settings::{DemoConfig, EngineSettings, LogConfig, LogFormat};
 pub use storage::StorageConfig;
 pub use swaps::{DEVELOPMENT_FLOAT, SwapSettings, SwapVenueKind};

@@ -671,6 +671,41 @@ fn notices_set_the_ussd_instructions_per_country() {
     }
 }
 
+#[test]
+fn the_built_in_ussd_table_covers_the_spec_markets_in_their_languages() {
+    let table = super::default_ussd_instructions();
+    // XOF, XAF, NGN, GHS, KES: every country of each currency has an entry.
+    for code in [
+        "221", "223", "225", "226", "227", "228", "229", "245", // XOF
+        "235", "236", "237", "240", "241", "242", // XAF
+        "234", "233", "254", // NGN, GHS, KES
+    ] {
+        assert!(table.contains_key(code), "{code}");
+    }
+    // Each entry is a valid configured entry (calling code, one SMS).
+    let as_configured = NoticeSettings {
+        ussd_instructions: table.clone(),
+        ussd_instructions_default: None,
+    };
+    as_configured.validate().unwrap();
+    let p = NoticeSettings::default().sms_policy();
+    let ph = |s: &str| stablecoin_core::domain::phone::Phone::parse(s).unwrap();
+    assert!(p.ussd_for(&ph("+221770000001")).starts_with("Composez"));
+    assert!(p.ussd_for(&ph("+237670000001")).starts_with("Composez"));
+    assert!(p.ussd_for(&ph("+2348030000001")).starts_with("Dial"));
+    // A market the spec does not name: the default text.
+    assert_eq!(p.ussd_for(&ph("+14155550100")), p.ussd_instructions_default);
+    // A configured code replaces its table entry only.
+    let c = load_text(
+        "notices-override",
+        "[notices]\nussd_instructions = { \"221\" = \"Tapez #111#.\" }\n",
+    )
+    .unwrap();
+    let p = c.notices.sms_policy();
+    assert_eq!(p.ussd_for(&ph("+221770000001")), "Tapez #111#.");
+    assert_eq!(p.ussd_for(&ph("+225070000001")), table["225"]);
+}
+
 /// One variable the spec names: its name, a config file it needs beside it, two values
 /// it can take, and what each value sets.
 struct SpecVar {

@@ -122,6 +122,7 @@ pub fn routes() -> Router<AppState> {
             get(settings::keys).post(settings::issue_key),
         )
         .route("/dashboard/keys/{id}/revoke", post(settings::revoke_key))
+        .route("/dashboard/test-mode", post(settings::set_test_mode))
         .route(
             "/dashboard/pricing",
             get(settings::pricing).post(settings::set_pricing),
@@ -144,6 +145,11 @@ pub struct TenantPage {
     pub auth: AuthContext,
     /// The tenant's display name.
     pub name: String,
+    /// The mode the key was issued with (`auth.mode` is how it acts: test while the
+    /// account is in test mode).
+    pub key_mode: KeyMode,
+    /// The account is in test mode (`Tenant::test_mode`): every key acts as a test key.
+    pub account_test_mode: bool,
     /// This session's CSRF token, for the forms of the page.
     pub csrf: String,
     cookie: String,
@@ -181,9 +187,16 @@ impl FromRequestParts<AppState> for TenantPage {
         {
             return Err(r);
         }
-        let name = match app.engine.tenant(&tenant).await {
-            Ok(t) => t.name,
+        let (name, account_test_mode) = match app.engine.tenant(&tenant).await {
+            Ok(t) => (t.name, t.test_mode),
             Err(err) => return Err(gate::error_page(&GATE, ApiError::from(err))),
+        };
+        // Account test mode: the session acts as a test key's, as the API does.
+        let key_mode = mode;
+        let mode = if account_test_mode {
+            KeyMode::Test
+        } else {
+            mode
         };
         Ok(TenantPage {
             csrf: app.sessions.csrf_token(&signed.cookie),
@@ -199,6 +212,8 @@ impl FromRequestParts<AppState> for TenantPage {
                 business: None,
             },
             name,
+            key_mode,
+            account_test_mode,
         })
     }
 }
@@ -224,7 +239,15 @@ impl TenantPage {
         content: &str,
     ) -> Response {
         let mut body = String::new();
-        if self.sandbox() {
+        if self.account_test_mode {
+            body.push_str(&html::notice(
+                "ok",
+                "<p><strong>Account test mode.</strong> Your account is in test mode: every \
+                 key acts as a test key, live keys included, so nothing live changes. A live \
+                 key takes the account out of it on the <a href=\"/dashboard/keys\">API keys</a> \
+                 page.</p>",
+            ));
+        } else if self.sandbox() {
             body.push_str(&html::notice(
                 "ok",
                 "<p><strong>Test mode.</strong> You signed in with a test key: you see the \

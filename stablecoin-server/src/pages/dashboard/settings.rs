@@ -389,7 +389,7 @@ async fn keys_page(p: &TenantPage, flash: String, code: StatusCode) -> Response 
             // key ids).
             let rows: Vec<Vec<String>> = keys
                 .iter()
-                .filter(|k| k.mode == p.auth.mode)
+                .filter(|k| k.mode == p.key_mode)
                 .map(|k| {
                     let this = k.id == p.auth.key_id;
                     let action = if k.revoked_at.is_some() {
@@ -443,7 +443,87 @@ and revoking the key you signed in with revokes it too.</p>\
         html::csrf_field(&p.csrf),
         html::select("mode", "Mode", modes, modes[0].0)
     );
+    out.push_str(&test_mode_form(p));
     p.render_status(code, "API keys", "/dashboard/keys", &out)
+}
+
+/// The account test mode section of the keys page: its state, and the form that turns
+/// it over (a live key's session only).
+fn test_mode_form(p: &TenantPage) -> String {
+    let (state, enabled, button) = if p.account_test_mode {
+        (
+            "on: every key acts as a test key",
+            "false",
+            "Leave test mode",
+        )
+    } else {
+        (
+            "off: live keys are live",
+            "true",
+            "Put the account in test mode",
+        )
+    };
+    let mut out = format!(
+        "<h2>Account test mode</h2><p>Account test mode is <strong>{}</strong>.</p>",
+        e(state)
+    );
+    if p.key_mode == KeyMode::Live {
+        let _ = write!(
+            out,
+            "<form method=\"post\" action=\"/dashboard/test-mode\" class=\"stack\">{}\
+<input type=\"hidden\" name=\"enabled\" value=\"{enabled}\">\
+<p class=\"hint\">In test mode your live keys are simulated or refused exactly as test keys are \
+(the API's <code>POST /v1/account/test-mode</code>); operations already accepted finish.</p>\
+<button type=\"submit\">{button}</button></form>",
+            html::csrf_field(&p.csrf)
+        );
+    } else {
+        out.push_str("<p class=\"hint\">Only a live key changes it.</p>");
+    }
+    out
+}
+
+/// `POST /dashboard/test-mode` (`enabled` = `true` / `false`): what
+/// `POST /v1/account/test-mode` does (`Engine::set_test_mode_by`): a live key's session
+/// only, audited as by `key:<key id>`.
+pub async fn set_test_mode(p: TenantPage, form: FormResult) -> Response {
+    let f = match p.check(form) {
+        Some(f) => f,
+        None => return super::csrf_refused(),
+    };
+    let attempt = async {
+        let enabled = match field(&f, "enabled") {
+            "true" => true,
+            "false" => false,
+            _ => {
+                return Err(ApiError::bad_request(
+                    "INVALID_PARAMETER",
+                    "enabled must be true or false",
+                )
+                .with_param("enabled"));
+            }
+        };
+        p.app.engine.set_test_mode_by(&p.auth, enabled).await?;
+        Ok::<bool, ApiError>(enabled)
+    };
+    match attempt.await {
+        Ok(enabled) => {
+            // The page again, as the session now acts.
+            let mut now = p;
+            now.account_test_mode = enabled;
+            now.auth.mode = if enabled { KeyMode::Test } else { now.key_mode };
+            let notice = if enabled {
+                "<p>The account is in test mode.</p>"
+            } else {
+                "<p>The account is live again.</p>"
+            };
+            keys_page(&now, html::notice("ok", notice), StatusCode::OK).await
+        }
+        Err(err) => {
+            let code = err.status;
+            keys_page(&p, error_notice(&err), code).await
+        }
+    }
 }
 
 /// `POST /dashboard/keys`: issues a tenant key of the session's own mode, recorded as
