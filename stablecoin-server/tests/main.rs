@@ -43,6 +43,7 @@ mod rate_classes;
 mod readme_quickstart;
 mod reconciliation_http;
 mod remote_signer;
+mod reorgs_live;
 mod request_bodies;
 mod retention_http;
 mod sandbox;
