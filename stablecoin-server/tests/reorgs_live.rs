@@ -12,7 +12,6 @@ use crate::common::{serve, test_config};
 use reqwest::Method;
 use serde_json::{Value, json};
 use stablecoin_core::memory::LocalSigner;
-use stablecoin_core::ports::Ledger;
 use stablecoin_rails::evm::JsonRpc;
 use stablecoin_rails::evm::testkit::{Anvil, World, find_anvil};
 use stablecoin_server::config::Secret;
