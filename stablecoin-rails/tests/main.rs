@@ -10,6 +10,8 @@ mod evm_anvil;
 #[cfg(feature = "evm-test")]
 mod evm_bundles;
 #[cfg(feature = "evm-test")]
+mod evm_rpc_failover;
+#[cfg(feature = "evm-test")]
 mod evm_stuck_bundles;
 #[cfg(feature = "evm-test")]
 mod evm_uniswap;
@@ -26,6 +28,8 @@ mod solana_fixtures;
 mod solana_json_rpc;
 #[cfg(feature = "solana-test")]
 mod solana_litesvm;
+#[cfg(feature = "solana-test")]
+mod solana_rpc_failover;
 #[cfg(feature = "tron-test")]
 mod tron_flows;
 #[cfg(feature = "tron")]
