@@ -251,10 +251,17 @@ async fn build_live(
     for (chain_id, settings) in config.rails.live_evm()? {
         let evm_config = evm_config(chain_id, settings)
             .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: {e}")))?;
-        let rpc = Arc::new(HttpJsonRpc::new(
-            settings.rpc_url.expose(),
-            Duration::from_millis(settings.rpc_timeout_ms),
-        ));
+        let urls = crate::config::node_urls(
+            &format!("rails.evm.{chain_id}"),
+            &settings.rpc_url,
+            &settings.fallback_rpc_urls,
+        )
+        .map_err(StartupError::Rails)?;
+        let rpc = Arc::new(
+            HttpJsonRpc::with_urls(urls, Duration::from_millis(settings.rpc_timeout_ms))
+                .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: {e}")))?
+                .with_retry_down_after(Duration::from_millis(settings.rpc_retry_down_after_ms)),
+        );
         let self_bundler = SelfBundler::new(
             rpc.clone(),
             signer.clone(),
@@ -351,11 +358,15 @@ async fn build_live_tron(
     };
     let fail = |e: String| StartupError::Rails(format!("rails.tron_node: {e}"));
     let tron_config = tron_config(settings).map_err(fail)?;
-    let mut api = HttpTronApi::new(
-        settings.api_url.expose(),
-        Duration::from_millis(settings.timeout_ms),
+    let urls = crate::config::node_urls(
+        "rails.tron_node",
+        &settings.api_url,
+        &settings.fallback_api_urls,
     )
-    .map_err(|e| fail(e.to_string()))?;
+    .map_err(StartupError::Rails)?;
+    let mut api = HttpTronApi::with_urls(urls, Duration::from_millis(settings.timeout_ms))
+        .map_err(|e| fail(e.to_string()))?
+        .with_retry_down_after(Duration::from_millis(settings.rpc_retry_down_after_ms));
     if let Some(key) = &settings.api_key {
         api = api.with_api_key(key.expose());
     }
@@ -423,11 +434,15 @@ async fn build_live_solana(
     };
     let fail = |e: String| StartupError::Rails(format!("rails.solana_node: {e}"));
     let solana_config = solana_config(settings).map_err(fail)?;
-    let rpc = JsonRpcClient::new(
-        settings.rpc_url.expose(),
-        Duration::from_millis(settings.timeout_ms),
+    let urls = crate::config::node_urls(
+        "rails.solana_node",
+        &settings.rpc_url,
+        &settings.fallback_rpc_urls,
     )
-    .map_err(|e| fail(e.to_string()))?;
+    .map_err(StartupError::Rails)?;
+    let rpc = JsonRpcClient::with_urls(urls, Duration::from_millis(settings.timeout_ms))
+        .map_err(|e| fail(e.to_string()))?
+        .with_retry_down_after(Duration::from_millis(settings.rpc_retry_down_after_ms));
     let rail = SolanaRail::new(Arc::new(rpc), signer, solana_config).with_journal(journal);
     // Both keys derive offline (no node contact): the fee payer and the treasury wallet.
     let fee_payer = rail
@@ -569,6 +584,8 @@ mod tests {
     fn settings() -> EvmChainSettings {
         EvmChainSettings {
             rpc_url: Secret::new("http://127.0.0.1:1"),
+            fallback_rpc_urls: Vec::new(),
+            rpc_retry_down_after_ms: 30_000,
             entry_point: "0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108".into(),
             factory: "0x0000000000000000000000000000000000000f01".into(),
             paymaster: "0x0000000000000000000000000000000000000f02".into(),

@@ -44,6 +44,7 @@ mod reconciliation_http;
 mod remote_signer;
 mod request_bodies;
 mod retention_http;
+mod rpc_failover_live;
 mod sandbox;
 mod shared_chain;
 mod sms_gateways_http;

@@ -46,6 +46,15 @@ pub struct RailsConfig {
 pub struct SolanaNodeSettings {
     /// The JSON-RPC endpoint; often carries an API key, so never printed.
     pub rpc_url: Secret,
+    /// Further endpoints of the same cluster, tried in order after `rpc_url` when it
+    /// times out, refuses, answers 5xx/429 or garbles its answer (issue #49; default
+    /// none). Secrets like `rpc_url`.
+    #[serde(default)]
+    pub fallback_rpc_urls: Vec<Secret>,
+    /// How long a failed endpoint is tried only after the healthy ones, in milliseconds
+    /// (default 30 000).
+    #[serde(default = "default_rpc_retry_down_after_ms")]
+    pub rpc_retry_down_after_ms: u64,
     /// Where the deposit scanner starts on a fresh database (a slot).
     pub scan_start_slot: u64,
     /// The USDC mint, base58 (default: mainnet USDC).
@@ -91,6 +100,8 @@ impl SolanaNodeSettings {
     pub fn new(rpc_url: Secret, scan_start_slot: u64) -> Self {
         SolanaNodeSettings {
             rpc_url,
+            fallback_rpc_urls: Vec::new(),
+            rpc_retry_down_after_ms: default_rpc_retry_down_after_ms(),
             scan_start_slot,
             usdc_mint: default_solana_usdc_mint(),
             usdt_mint: default_solana_usdt_mint(),
@@ -141,6 +152,15 @@ fn default_scan_page_size() -> usize {
 pub struct TronNodeSettings {
     /// The HTTP API root (`/wallet/*` below it); may carry credentials, so never printed.
     pub api_url: Secret,
+    /// Further API roots of the same network, tried in order after `api_url` when it
+    /// times out, refuses, answers 5xx/429 or garbles its answer (issue #49; default
+    /// none). `api_key` goes to every root. Secrets like `api_url`.
+    #[serde(default)]
+    pub fallback_api_urls: Vec<Secret>,
+    /// How long a failed root is tried only after the healthy ones, in milliseconds
+    /// (default 30 000).
+    #[serde(default = "default_rpc_retry_down_after_ms")]
+    pub rpc_retry_down_after_ms: u64,
     /// Sent as `TRON-PRO-API-KEY` (TronGrid).
     #[serde(default)]
     pub api_key: Option<Secret>,
@@ -237,6 +257,15 @@ impl RailsConfig {
 pub struct EvmChainSettings {
     /// JSON-RPC endpoint; often carries an API key, so never printed.
     pub rpc_url: Secret,
+    /// Further endpoints of the same chain, tried in order after `rpc_url` when it times
+    /// out, refuses, answers 5xx/429 or garbles its answer (issue #49; default none).
+    /// Secrets like `rpc_url`. Not for `bundler_url`, which stays one URL.
+    #[serde(default)]
+    pub fallback_rpc_urls: Vec<Secret>,
+    /// How long a failed endpoint is tried only after the healthy ones, in milliseconds
+    /// (default 30 000).
+    #[serde(default = "default_rpc_retry_down_after_ms")]
+    pub rpc_retry_down_after_ms: u64,
     /// The ERC-4337 EntryPoint v0.8 contract, `0x` hex.
     pub entry_point: String,
     /// SimpleAccountFactory v0.8.
@@ -281,6 +310,32 @@ pub struct EvmChainSettings {
 
 fn default_rpc_timeout_ms() -> u64 {
     10_000
+}
+
+fn default_rpc_retry_down_after_ms() -> u64 {
+    30_000
+}
+
+/// `primary` then `fallbacks`, in order, as the rail's client takes them; a URL given
+/// twice is refused (it would only double the wait on an outage). `what` names the
+/// table in the error, which never shows a URL.
+pub fn node_urls(
+    what: &str,
+    primary: &Secret,
+    fallbacks: &[Secret],
+) -> Result<Vec<String>, String> {
+    let mut urls = vec![primary.expose().trim().to_string()];
+    for (i, f) in fallbacks.iter().enumerate() {
+        let u = f.expose().trim().to_string();
+        if urls.contains(&u) {
+            return Err(format!(
+                "{what}: fallback URL #{} repeats an earlier URL",
+                i + 1
+            ));
+        }
+        urls.push(u);
+    }
+    Ok(urls)
 }
 
 fn default_replace_bundle_after_ms() -> u64 {
