@@ -3,13 +3,15 @@
 //! garbles or swallows answers on demand, for the RPC failover tests (issue #49).
 //!
 //! It listens on `127.0.0.1:0` only and stops when dropped (a hung request is released
-//! then too). Every request is forwarded to the upstream URL as is (whatever path the
-//! client used: test URLs carry a fake key in their path to check it never shows).
+//! then too). [`FaultProxy::start`] forwards every request to the upstream URL as is
+//! (a JSON-RPC endpoint: whatever path the client used, and test URLs carry a fake key
+//! in their path to check it never shows); [`FaultProxy::start_api`] keeps the request's
+//! path below the upstream root (TRON's `/wallet/*`).
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -36,6 +38,7 @@ pub enum Fault {
 
 struct Shared {
     upstream: String,
+    keep_path: bool,
     fault: Mutex<Fault>,
     methods: Mutex<Vec<String>>,
     http: reqwest::Client,
@@ -51,13 +54,25 @@ pub struct FaultProxy {
 }
 
 impl FaultProxy {
-    /// Binds `127.0.0.1:0` and proxies to `upstream` with `fault`.
+    /// Binds `127.0.0.1:0` and proxies to the JSON-RPC endpoint `upstream` with `fault`.
     pub async fn start(upstream: &str, fault: Fault) -> std::io::Result<FaultProxy> {
+        Self::spawn(upstream, fault, false).await
+    }
+
+    /// Binds `127.0.0.1:0` and proxies each request to the same path below the HTTP API
+    /// root `upstream` (TRON's `/wallet/*`), with `fault` (for
+    /// [`Fault::SwallowAnswerOf`], name the path, e.g. `/wallet/broadcasthex`).
+    pub async fn start_api(upstream: &str, fault: Fault) -> std::io::Result<FaultProxy> {
+        Self::spawn(upstream, fault, true).await
+    }
+
+    async fn spawn(upstream: &str, fault: Fault, keep_path: bool) -> std::io::Result<FaultProxy> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let (stop, stop_rx) = watch::channel(false);
         let shared = Arc::new(Shared {
-            upstream: upstream.to_string(),
+            upstream: upstream.trim_end_matches('/').to_string(),
+            keep_path,
             fault: Mutex::new(fault),
             methods: Mutex::new(Vec::new()),
             http: reqwest::Client::new(),
@@ -77,7 +92,12 @@ impl FaultProxy {
 
     /// A URL of the proxy as a provider would hand it out: credentials, a key in the path
     /// and in the query (none may show in readiness).
+    /// For [`FaultProxy::start_api`], the root with credentials only (the API's paths go
+    /// below it).
     pub fn url(&self) -> String {
+        if self.shared.keep_path {
+            return format!("http://user:pass-secret@{}", self.addr);
+        }
         format!(
             "http://user:pass-secret@{}/v3/path-secret?api-key=query-secret",
             self.addr
@@ -94,8 +114,9 @@ impl FaultProxy {
         *self.shared.fault.lock().unwrap_or_else(|p| p.into_inner()) = fault;
     }
 
-    /// The JSON-RPC method of every request the proxy received, in order (`?` for a body
-    /// that is not a JSON-RPC request).
+    /// The JSON-RPC method of every request the proxy received, in order (for
+    /// [`FaultProxy::start_api`], its path; `?` for a body that is not a JSON-RPC
+    /// request).
     pub fn methods(&self) -> Vec<String> {
         self.shared
             .methods
@@ -112,11 +133,15 @@ impl Drop for FaultProxy {
     }
 }
 
-async fn handle(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
-    let method = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_string))
-        .unwrap_or_else(|| "?".into());
+async fn handle(State(s): State<Arc<Shared>>, uri: Uri, body: Bytes) -> Response {
+    let method = if s.keep_path {
+        uri.path().to_string()
+    } else {
+        serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_else(|| "?".into())
+    };
     s.methods
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -138,9 +163,9 @@ async fn handle(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
             let _ = tokio::time::timeout(Duration::from_secs(60), stop.wait_for(|v| *v)).await;
             StatusCode::GATEWAY_TIMEOUT.into_response()
         }
-        Fault::Forward => forward(&s, body).await,
+        Fault::Forward => forward(&s, &uri, body).await,
         Fault::SwallowAnswerOf(m) => {
-            let answer = forward(&s, body).await;
+            let answer = forward(&s, &uri, body).await;
             if m == method {
                 drop(answer);
                 (StatusCode::BAD_GATEWAY, "upstream connection lost").into_response()
@@ -151,10 +176,15 @@ async fn handle(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
     }
 }
 
-async fn forward(s: &Shared, body: Bytes) -> Response {
+async fn forward(s: &Shared, uri: &Uri, body: Bytes) -> Response {
+    let url = if s.keep_path {
+        format!("{}{}", s.upstream, uri.path())
+    } else {
+        s.upstream.clone()
+    };
     let sent = s
         .http
-        .post(&s.upstream)
+        .post(url)
         .header("content-type", "application/json")
         .body(body)
         .send()

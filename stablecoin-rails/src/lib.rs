@@ -8,7 +8,7 @@ mod revert;
 #[cfg(any(feature = "tron", feature = "evm", feature = "solana"))]
 pub mod rpc_pool;
 
-#[cfg(any(feature = "evm-test", feature = "solana-test"))]
+#[cfg(any(feature = "evm-test", feature = "solana-test", feature = "tron-test"))]
 pub mod fault_proxy;
 
 #[cfg(feature = "sim")]

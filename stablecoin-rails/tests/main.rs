@@ -32,5 +32,7 @@ mod solana_litesvm;
 mod solana_rpc_failover;
 #[cfg(feature = "tron-test")]
 mod tron_flows;
+#[cfg(feature = "tron-test")]
+mod tron_rpc_failover;
 #[cfg(feature = "tron")]
 mod tron_vectors;
