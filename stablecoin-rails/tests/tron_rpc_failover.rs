@@ -79,10 +79,10 @@ async fn tron_sends_move_past_a_failing_and_a_garbling_root_and_a_lost_broadcast
         ..NodeConfig::default()
     })
     .await;
-    let failing = FaultProxy::start_api(&node.url(), Fault::Unavailable)
+    let failing = FaultProxy::start_api(node.url(), Fault::Unavailable)
         .await
         .unwrap();
-    let garbling = FaultProxy::start_api(&node.url(), Fault::Malformed)
+    let garbling = FaultProxy::start_api(node.url(), Fault::Malformed)
         .await
         .unwrap();
     let rail = rail_over(
@@ -130,7 +130,7 @@ async fn tron_sends_move_past_a_failing_and_a_garbling_root_and_a_lost_broadcast
 
     // A root that forwards the payment's first broadcast and swallows the answer.
     let swallowing = FaultProxy::start_api(
-        &node.url(),
+        node.url(),
         Fault::SwallowAnswerOf("/wallet/broadcasthex".into()),
     )
     .await
