@@ -10,6 +10,8 @@ mod evm_anvil;
 #[cfg(feature = "evm-test")]
 mod evm_bundles;
 #[cfg(feature = "evm-test")]
+mod evm_fees;
+#[cfg(feature = "evm-test")]
 mod evm_rpc_failover;
 #[cfg(feature = "evm-test")]
 mod evm_stuck_bundles;

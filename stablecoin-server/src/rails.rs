@@ -572,6 +572,16 @@ pub fn evm_config(
     if let Some(m) = s.max_scan_blocks {
         c.max_scan_blocks = m.max(1);
     }
+    let f = &s.fees;
+    c.fees = stablecoin_rails::evm::FeePolicy {
+        history_blocks: f.history_blocks,
+        reward_percentile: f.reward_percentile,
+        priority_floor_wei: f.priority_floor_wei.map_or(0, |w| w.0),
+        priority_ceiling_wei: f.priority_ceiling_wei.map(|w| w.0),
+        max_fee_floor_wei: f.max_fee_floor_wei.map_or(0, |w| w.0),
+        max_fee_ceiling_wei: f.max_fee_ceiling_wei.map(|w| w.0),
+        max_gas_cost_per_payment_wei: f.max_gas_cost_per_payment_wei.map(|w| w.0),
+    };
     c.validate()?;
     Ok(c)
 }
@@ -603,6 +613,7 @@ mod tests {
             bundler_url: None,
             replace_bundle_after_ms: 60_000,
             max_fee_per_gas_ceiling_wei: None,
+            fees: Default::default(),
         }
     }
 
@@ -637,6 +648,38 @@ mod tests {
         );
         assert_eq!((c.confirmations, c.scan_start_block), (3, 4));
         assert_eq!(c.max_scan_blocks, 1, "at least one block per scan");
+        assert_eq!(c.fees, stablecoin_rails::evm::FeePolicy::default());
+    }
+
+    #[test]
+    fn fee_settings_reach_the_chain_profile_and_inconsistent_ones_are_refused() {
+        let mut s = settings();
+        s.fees = toml::from_str(
+            "priority_floor_wei = 30000000000\nmax_fee_ceiling_wei = \"500000000000\"\n\
+             max_gas_cost_per_payment_wei = 1000000000000000\nhistory_blocks = 20\n",
+        )
+        .unwrap();
+        let f = evm_config(137, &s).unwrap().fees;
+        assert_eq!(
+            (
+                f.priority_floor_wei,
+                f.max_fee_ceiling_wei,
+                f.history_blocks
+            ),
+            (30_000_000_000, Some(500_000_000_000), 20)
+        );
+        assert_eq!(f.max_gas_cost_per_payment_wei, Some(1_000_000_000_000_000));
+        assert_eq!((f.reward_percentile, f.priority_ceiling_wei), (50, None));
+        s.fees.priority_ceiling_wei = Some(Wei(1));
+        let e = evm_config(137, &s).unwrap_err();
+        assert!(e.contains("priority_ceiling_wei"), "{e}");
+        s.fees = toml::from_str("reward_percentile = 101").unwrap();
+        assert!(
+            evm_config(137, &s)
+                .unwrap_err()
+                .contains("reward_percentile")
+        );
+        assert!(toml::from_str::<crate::config::EvmFeeSettings>("tip = 1").is_err());
     }
 
     #[test]

@@ -158,6 +158,9 @@
 //! #   after rpc_url), rpc_retry_down_after_ms = 30000
 //! # optional: bundler_url = "https://bundler.example/rpc"  # a secret: never logged
 //! # optional: replace_bundle_after_ms = 60000, max_fee_per_gas_ceiling_wei = "500000000000"
+//! # optional table [rails.evm.137.fees]: history_blocks = 10, reward_percentile = 50,
+//! #   priority_floor_wei, priority_ceiling_wei, max_fee_floor_wei, max_fee_ceiling_wei,
+//! #   max_gas_cost_per_payment_wei (wei: integers or decimal strings; none by default)
 //! ```
 //!
 //! Without `bundler_url` the service bundles its chain's operations itself (its sponsor
@@ -167,6 +170,9 @@
 //! user-operation hash, never sent twice. The service's own bundles that the chain leaves
 //! unmined `replace_bundle_after_ms` are re-sent at their nonce with higher fees, up to
 //! `max_fee_per_gas_ceiling_wei` (default 10x the first fee cap), then cancelled.
+//! User operations' fees come from `eth_feeHistory` within the `fees` floors and
+//! ceilings, and a payment whose gas could cost more than
+//! `fees.max_gas_cost_per_payment_wei` is refused unsent (README, "EVM fees").
 //!
 //! Likewise `rails.tron = true` runs the simulated TRON chain unless a `[rails.tron_node]`
 //! table makes it the real TRON rail (feature `tron`, on by default) over java-tron's
@@ -254,8 +260,8 @@ pub use limits::{HttpSettings, OtpSettings, RateLimitSettings, SponsorshipSettin
 pub use load::{env_var_names, spec_env_aliases};
 pub use payouts::PayoutSettings;
 pub use rails::{
-    EvmChainSettings, RailsConfig, RailsMode, SimSettings, SolanaNodeSettings, TokenSettings,
-    TronNodeSettings, Wei, node_urls,
+    EvmChainSettings, EvmFeeSettings, RailsConfig, RailsMode, SimSettings, SolanaNodeSettings,
+    TokenSettings, TronNodeSettings, Wei, node_urls,
 };
 pub use reconciliation::ReconciliationSettings;
 pub use retention::RetentionSettings;

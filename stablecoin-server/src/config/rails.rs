@@ -306,6 +306,50 @@ pub struct EvmChainSettings {
     /// first fee cap.
     #[serde(default)]
     pub max_fee_per_gas_ceiling_wei: Option<Wei>,
+    /// `[rails.evm.<id>.fees]`: how user operations' fees follow the chain
+    /// (`eth_feeHistory`) and their limits (issue #49); every key optional.
+    #[serde(default)]
+    pub fees: EvmFeeSettings,
+}
+
+/// `[rails.evm.<id>.fees]`: a user operation's priority fee is the median of the last
+/// `history_blocks` non-empty blocks' `reward_percentile`-th percentile tips, its max fee
+/// twice the next block's base fee plus that tip, each held within its floor and
+/// ceiling; a payment whose gas could cost more than `max_gas_cost_per_payment_wei` is
+/// refused (`RAIL_REJECTED`-class failure with both amounts in the reason), unsent.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvmFeeSettings {
+    /// Recent blocks read (default 10; 1 to 1024).
+    pub history_blocks: u64,
+    /// Which percentile of each block's tips (default 50).
+    pub reward_percentile: u8,
+    /// Lowest priority fee, wei per gas (default none; Polygon PoS needs 25-30 gwei).
+    pub priority_floor_wei: Option<Wei>,
+    /// Highest priority fee, wei per gas (default none).
+    pub priority_ceiling_wei: Option<Wei>,
+    /// Lowest max fee, wei per gas (default none).
+    pub max_fee_floor_wei: Option<Wei>,
+    /// Highest max fee, wei per gas (default none); below the chain's base fee,
+    /// operations wait for it to fall.
+    pub max_fee_ceiling_wei: Option<Wei>,
+    /// The most one payment's gas may cost (its gas limits at its max fee), wei
+    /// (default none).
+    pub max_gas_cost_per_payment_wei: Option<Wei>,
+}
+
+impl Default for EvmFeeSettings {
+    fn default() -> Self {
+        EvmFeeSettings {
+            history_blocks: 10,
+            reward_percentile: 50,
+            priority_floor_wei: None,
+            priority_ceiling_wei: None,
+            max_fee_floor_wei: None,
+            max_fee_ceiling_wei: None,
+            max_gas_cost_per_payment_wei: None,
+        }
+    }
 }
 
 fn default_rpc_timeout_ms() -> u64 {

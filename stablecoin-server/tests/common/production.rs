@@ -46,6 +46,7 @@ pub fn evm_chain(w: &World, url: &str) -> EvmChainSettings {
         bundler_url: None,
         replace_bundle_after_ms: 60_000,
         max_fee_per_gas_ceiling_wei: None,
+        fees: Default::default(),
     }
 }
 
