@@ -73,7 +73,8 @@ impl Failure {
 }
 
 /// Every URL tried failed (or a submission's outcome is unknown). `reason` names each
-/// URL by `host:port` only.
+/// URL by its position in the list only (`URL #2: timed out`): it may reach a client in
+/// an error, where even a host is internal detail.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolError {
     /// What failed, per URL tried.
@@ -291,7 +292,9 @@ impl RpcPool {
                 }
                 Err(f) => {
                     self.mark(i, Some(&f));
-                    tried.push(format!("{}: {}", self.endpoints[i].label, f.words()));
+                    // By position, not host: this text can reach a client (a
+                    // RAIL_NOT_READY reason); readiness details name the hosts.
+                    tried.push(format!("URL #{}: {}", i + 1, f.words()));
                     reached |= f.may_have_reached();
                     if submission && f.may_have_reached() {
                         break;
@@ -318,6 +321,29 @@ mod tests {
         );
         assert_eq!(redact("http://127.0.0.1:8545/"), "127.0.0.1:8545");
         assert_eq!(redact("not a url"), "invalid url");
+    }
+
+    fn closed_port() -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        format!("http://k:secret@127.0.0.1:{port}/key")
+    }
+
+    #[tokio::test]
+    async fn a_refused_submission_moves_on_and_the_reason_names_positions_not_hosts() {
+        let pool =
+            RpcPool::new(vec![closed_port(), closed_port()], Duration::from_secs(2)).unwrap();
+        let e = pool
+            .post("", &serde_json::json!({}), true)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.reason, "URL #1: connection failed; URL #2: connection failed",
+            "never sent, so tried on both"
+        );
+        assert!(!e.may_have_reached);
+        assert!(pool.health().iter().all(|h| !h.healthy));
     }
 
     #[test]
