@@ -13,8 +13,11 @@
 //!   which the node computes from the latest block) plus the priority fee: room for the
 //!   base fee to double while the operation waits, as the self-bundler prices its bundle.
 //!   Then held within `[max_fee_floor_wei, max_fee_ceiling_wei]`, and never below the
-//!   priority fee (EIP-1559 refuses that: the tip is lowered to the cap instead). A
-//!   ceiling below the chain's base fee makes operations wait for the base fee to fall.
+//!   priority fee (EIP-1559 refuses that: the tip is lowered to the cap instead). The
+//!   ceiling bounds what the paymaster pays per gas (the EntryPoint charges
+//!   `min(maxFee, base fee + tip)`); below the chain's base fee an external bundler
+//!   holds or refuses the operation, while the self-bundler still includes it and its
+//!   own account pays the difference (its bundle is priced by the node, see `bundler`).
 //! - **Per payment**: an operation whose gas limits times its max fee exceed
 //!   `max_gas_cost_per_payment_wei` is refused before anything is journaled or sent,
 //!   with both amounts in the reason.

@@ -330,8 +330,9 @@ pub struct EvmFeeSettings {
     pub priority_ceiling_wei: Option<Wei>,
     /// Lowest max fee, wei per gas (default none).
     pub max_fee_floor_wei: Option<Wei>,
-    /// Highest max fee, wei per gas (default none); below the chain's base fee,
-    /// operations wait for it to fall.
+    /// Highest max fee, wei per gas (default none): what the paymaster pays per gas at
+    /// most. Below the chain's base fee an external bundler holds or refuses the
+    /// operation; the self-bundler still includes it, its own account paying the rest.
     pub max_fee_ceiling_wei: Option<Wei>,
     /// The most one payment's gas may cost (its gas limits at its max fee), wei
     /// (default none).
