@@ -46,6 +46,7 @@ mod remote_signer;
 mod reorgs_live;
 mod request_bodies;
 mod retention_http;
+mod rpc_failover_live;
 mod sandbox;
 mod shared_chain;
 mod sms_gateways_http;

@@ -371,6 +371,10 @@ impl<O: RailOverride> Rail for DelegatingRail<O> {
         self.overrides.readiness(&*self.inner).await
     }
 
+    fn rpc_endpoints(&self) -> Vec<crate::ports::RpcEndpointHealth> {
+        self.inner.rpc_endpoints()
+    }
+
     async fn address_for(&self, purpose: &KeyPurpose) -> Result<ChainAddress, RailError> {
         self.overrides.address_for(&*self.inner, purpose).await
     }
