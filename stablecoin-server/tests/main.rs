@@ -15,6 +15,7 @@ mod dashboard_browser;
 mod dashboard_http;
 mod dashboard_scope;
 mod escrow_http;
+mod events_http;
 mod evm_alto_live;
 mod evm_bundled_live;
 mod evm_chains_http;

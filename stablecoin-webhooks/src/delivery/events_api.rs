@@ -79,7 +79,8 @@ pub enum TypeFilter {
     Any,
     /// One type.
     Exact(String),
-    /// Every type of the family starting with this (`transfer.` for `transfer.*`).
+    /// Every type of the family starting with this (`transfer.` for `transfer.*`,
+    /// `escrow.re` for `escrow.re*`).
     Prefix(String),
 }
 
@@ -101,9 +102,11 @@ impl TypeFilter {
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'_')
         };
         if let Some(prefix) = raw.strip_suffix('*') {
-            if !prefix.ends_with('.') || !well_formed(prefix) {
+            if prefix.is_empty() || !well_formed(prefix) {
                 return Err(invalid(
-                    "a prefix is written like transfer.* (segments, a dot, then *)".into(),
+                    "a prefix is written like transfer.* (lowercase letters, digits, dots \
+                     and underscores, then *)"
+                        .into(),
                 ));
             }
             if !event_types(family).iter().any(|t| t.starts_with(prefix)) {
@@ -354,7 +357,15 @@ mod tests {
         );
         assert!(TypeFilter::parse(Payments, Some("transfer.*")).is_err());
         assert!(TypeFilter::parse(Wallet, Some("payment.confirmed")).is_err());
-        assert!(TypeFilter::parse(Wallet, Some("transfer*")).is_err());
+        assert_eq!(
+            TypeFilter::parse(Wallet, Some("escrow.re*"))
+                .unwrap()
+                .types(Wallet)
+                .len(),
+            5,
+            "released, refunded, recovery_pending, recovered, recovery_failed"
+        );
+        assert!(TypeFilter::parse(Wallet, Some("*x*")).is_err());
         assert!(TypeFilter::parse(Wallet, Some("Transfer.settled")).is_err());
         assert_eq!(
             TypeFilter::parse(Payments, Some("wallet.transfer.pending")).unwrap(),
