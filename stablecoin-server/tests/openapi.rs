@@ -49,6 +49,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/webhook-events/{id}"),
     ("GET", "/v1/events"),
     ("GET", "/v1/events/{id}"),
+    ("GET", "/v1/statements"),
     ("POST", "/v1/webhook-events/{id}/replay"),
     ("POST", "/v1/webhook-events/replay-failed"),
     ("GET", "/v1/webhook-deliveries"),

@@ -21,7 +21,8 @@ use async_trait::async_trait;
 /// Re-exported from [`crate::domain::ledger_types`], where the domain's ledger rules name
 /// them too.
 pub use crate::domain::ledger_types::{
-    Balance, LedgerAccount, LedgerEntry, LedgerError, LedgerTransfer, Phase,
+    AccountEntries, Balance, LedgerAccount, LedgerEntry, LedgerError, LedgerTransfer, Phase,
+    TimedEntry,
 };
 
 /// The result of a ledger call.
@@ -61,28 +62,6 @@ pub trait Ledger: Send + Sync {
         let _ = since;
         entries_since_from_history(self, account).await
     }
-}
-
-/// One transfer of an account's history, with when it was committed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TimedEntry {
-    /// The transfer.
-    pub entry: LedgerEntry,
-    /// When its commit happened (the store's clock, Unix ms); `None` when the store
-    /// does not record it or the transfer predates the recording.
-    pub committed_at: Option<Timestamp>,
-}
-
-/// What [`Ledger::entries_since`] answers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AccountEntries {
-    /// The account's sums after every transfer listed (and every earlier one).
-    pub balance: Balance,
-    /// The transfers committed at or after `since`, oldest first.
-    pub entries: Vec<TimedEntry>,
-    /// Whether the store records commit times: when false, `entries` is the whole
-    /// history whatever `since` was, and no entry has a time.
-    pub timed: bool,
 }
 
 /// [`Ledger::entries_since`] built from [`Ledger::balance`] and [`Ledger::history`]

@@ -14,6 +14,7 @@ pub mod schemas;
 pub mod security_headers;
 pub mod staff;
 pub mod staff_payouts;
+pub mod statements;
 pub mod swaps;
 pub mod topups;
 pub mod transfers;
@@ -64,6 +65,7 @@ pub const API_VERSION: &str = "1.0.1";
         (name = "solana", description = "Solana SPL rail"),
         (name = "escrows", description = "Embedded escrow over per-deal TRON USDT addresses"),
         (name = "webhooks", description = "Webhook endpoints of both families, events, deliveries and replay"),
+        (name = "statements", description = "Statements of the treasury, customer wallets and checkout funds, reconciling to the ledger"),
         (name = "events", description = "The events API: every event of the key's family, cursor-paged, payloads as delivered"),
         (name = "checkout", description = "Checkout payment sessions (business keys)"),
         (name = "admin", description = "Service staff routes (admin bearer token; 404 ADMIN_DISABLED when the server has none)"),
@@ -235,6 +237,7 @@ fn tenant_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(webhooks::list_webhook_deliveries))
         .routes(routes!(events::list_events))
         .routes(routes!(events::get_event))
+        .routes(routes!(statements::get_statement))
         .routes(routes!(
             checkout::create_business,
             checkout::list_businesses
