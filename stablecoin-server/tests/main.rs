@@ -48,6 +48,7 @@ mod shared_chain;
 mod sms_gateways_http;
 mod solana_live;
 mod staff_http;
+mod statements_browser;
 mod statements_http;
 mod swaps_evm_live;
 mod swaps_http;

@@ -190,6 +190,57 @@ async fn statements_reconcile(s: Server, timed: bool) {
         whole["entries"].as_array().unwrap().len()
     );
 
+    // The dashboard's download is the same statement (a signed-in session, its key).
+    let mut dash = crate::common::console::Console::sign_in(&s.base, &acme.live).await;
+    let page = dash.get("/dashboard/statements").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("statement-download"), "{}", page.body);
+    let period = if timed {
+        format!("&to={t1s}")
+    } else {
+        String::new()
+    };
+    let api = s
+        .get(
+            &acme.live,
+            &format!("/v1/statements?{q}&format=csv{period}"),
+        )
+        .await;
+    let download = dash
+        .get(&format!(
+            "/dashboard/statements/download?{q}&format=csv{period}"
+        ))
+        .await;
+    assert_eq!(download.status, 200);
+    assert!(
+        download.headers["content-disposition"]
+            .to_str()
+            .unwrap()
+            .contains("statement-wallet-USDC.csv")
+    );
+    if timed {
+        assert_eq!(
+            download.body,
+            api.text(),
+            "the dashboard downloads the API's CSV"
+        );
+    } else {
+        let strip = |t: &str| {
+            t.lines()
+                .filter(|l| !l.starts_with("closing,"))
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(strip(&download.body), strip(&api.text()));
+    }
+    let other = dash
+        .get("/dashboard/statements/download?account=checkout_funds&token=USDC&business=biz_nope")
+        .await;
+    assert_eq!(
+        other.status, 404,
+        "another tenant's business, as over the API"
+    );
+
     // Members only; a business must be the tenant's; bad input names its parameter.
     s.get(&beta.live, &format!("/v1/statements?{q}"))
         .await
