@@ -172,6 +172,40 @@ async fn the_events_list_is_what_the_receivers_got_byte_for_byte() {
     list.expect(200);
     assert_same_bytes(&list.text(), &pay_got);
 
+    // The dashboard's download: the same events, one per line, as listed.
+    let all = s.get(&acme.live, "/v1/events?limit=100").await.text();
+    let mut dash = crate::common::console::Console::sign_in(&s.base, &acme.live).await;
+    let download = dash.get("/dashboard/events/download").await;
+    assert_eq!(download.status, 200);
+    let lines: Vec<&str> = download.body.lines().collect();
+    assert_eq!(
+        lines.len(),
+        serde_json::from_str::<Value>(&all).unwrap()["events"]
+            .as_array()
+            .unwrap()
+            .len()
+    );
+    for line in &lines {
+        assert!(
+            all.contains(line),
+            "a downloaded line is the listed event: {line}"
+        );
+    }
+    let filtered = dash.get("/dashboard/events/download?type=transfer.*").await;
+    assert!(filtered.body.lines().count() > 0);
+    let none = dash.get("/dashboard/events/download?type=swap.*").await;
+    assert_eq!(
+        (none.status.as_u16(), none.body.as_str()),
+        (200, ""),
+        "no swap here"
+    );
+    assert!(
+        filtered
+            .body
+            .lines()
+            .all(|l| l.contains("\"type\":\"transfer."))
+    );
+
     // One event reads back with the same bytes; a prefix filter keeps its types only.
     let list = s
         .get(&acme.live, "/v1/events?type=transfer.*&limit=100")

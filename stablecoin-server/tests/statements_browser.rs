@@ -23,6 +23,8 @@ async fn the_statement_download_in_chromium() {
     s.fund_settled(&acme.live, A, "200").await;
     s.send_usdc(&acme.live, A, B, "12.5").await;
     s.settle().await;
+    // Fan-out records the events (what the events list reads).
+    s.app.state().webhooks.fan_out().await.unwrap();
 
     b.navigate(&format!("{base}/dashboard")).await;
     b.fill("#api_key", &acme.live).await;
@@ -94,4 +96,23 @@ async fn the_statement_download_in_chromium() {
             .collect::<Vec<_>>()
     };
     assert_eq!(body(csv), body(&api.text()));
+
+    // The events download on the same page: JSON lines, the /v1/events objects.
+    let got = b
+        .eval(
+            "(async () => { const f = document.querySelector('#events-form'); \
+             const u = new URL(f.action); \
+             for (const [k, v] of new FormData(f)) if (v) u.searchParams.set(k, v); \
+             const r = await fetch(u, {credentials: 'same-origin'}); \
+             return [r.status, r.headers.get('content-type') || '', await r.text()]; })()",
+        )
+        .await;
+    assert_eq!(got[0], json!(200), "{got}");
+    assert_eq!(got[1], json!("application/x-ndjson"));
+    let listed = s.get(&acme.live, "/v1/events?limit=100").await.text();
+    let lines: Vec<&str> = got[2].as_str().unwrap().lines().collect();
+    assert!(!lines.is_empty());
+    for line in lines {
+        assert!(listed.contains(line), "{line}");
+    }
 }

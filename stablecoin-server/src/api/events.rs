@@ -118,7 +118,7 @@ fn limit(s: Option<&str>) -> Result<u32, ApiError> {
 }
 
 /// Appends one event's JSON to `out`, the payload as its delivered bytes.
-fn write_event(out: &mut String, e: &ListedEvent) -> Result<(), ApiError> {
+pub(crate) fn write_event(out: &mut String, e: &ListedEvent) -> Result<(), ApiError> {
     let text = |s: &str| serde_json::to_string(s).map_err(|_| ApiError::internal("internal error"));
     out.push_str("{\"id\":");
     out.push_str(&text(&e.id)?);

@@ -111,6 +111,10 @@ pub fn routes() -> Router<AppState> {
         .route("/dashboard/checkout", get(reads::checkout))
         .route("/dashboard/statements", get(statements::page))
         .route("/dashboard/statements/download", get(statements::download))
+        .route(
+            "/dashboard/events/download",
+            get(statements::events_download),
+        )
         .route("/dashboard/checkout/{id}", get(reads::checkout_session))
         .route(
             "/dashboard/webhooks",
