@@ -283,6 +283,11 @@ async fn statements_reconcile(s: Server, timed: bool) {
             "format",
             "INVALID_PARAMETER",
         ),
+        (
+            "account=treasury&token=USDC&business=biz_0123456789012345678901234567890123456789012345678901234567890",
+            "business",
+            "INVALID_PARAMETER",
+        ),
     ] {
         let r = s.get(&acme.live, &format!("/v1/statements?{query}")).await;
         r.expect_err(400, code);

@@ -249,6 +249,19 @@ pub async fn statement(
     caller: &Caller,
     q: &StatementParams,
 ) -> Result<StatementView, ApiError> {
+    // The documented bounds hold whether or not the account uses the parameter.
+    for (name, value, max) in [
+        ("phone_number", &q.phone_number, 16),
+        ("business", &q.business, 64),
+    ] {
+        if value.as_ref().is_some_and(|v| v.chars().count() > max) {
+            return Err(ApiError::bad_request(
+                "INVALID_PARAMETER",
+                format!("{name} is at most {max} characters"),
+            )
+            .with_param(name));
+        }
+    }
     let account = required(
         q.account.as_deref(),
         "account",
