@@ -326,10 +326,9 @@ async fn statements_reconcile_to_the_ledger_in_memory() {
     statements_reconcile(start().await, true).await;
 }
 
-/// PostgreSQL: its store does not implement `Ledger::entries_since` yet (the default
-/// answers the whole history untimed, see docs/events-and-statements.md), so the whole
-/// history reconciles and periods are refused; when the store records commit times,
-/// pass `true` here.
+/// PostgreSQL: the store stamps each ledger transfer with its commit time (migration
+/// 0009) and reads a period's entries in one snapshot, so periods reconcile as on
+/// SQLite.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statements_reconcile_to_the_ledger_on_postgres() {
     let Some(url) = pg_url("statements_reconcile_to_the_ledger_on_postgres") else {
@@ -343,5 +342,5 @@ async fn statements_reconcile_to_the_ledger_on_postgres() {
     // PostgreSQL is for several processes: its chains are a shared one.
     c.sim.chain_url = Some(shared_chain(&c).await);
     let s = serve(App::build(c).await.unwrap()).await;
-    statements_reconcile(s, false).await;
+    statements_reconcile(s, true).await;
 }

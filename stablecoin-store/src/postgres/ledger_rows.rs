@@ -473,8 +473,8 @@ async fn insert_transfers(conn: &mut PgConnection, ts: &[TransferState]) -> Resu
     let phases: Vec<_> = ts.iter().map(|t| phase_to_db(&t.transfer.phase)).collect();
     sqlx::query(
         "INSERT INTO ledger_transfers (id, debit, credit, amount, phase, pending_id, \
-           resolved) \
-         SELECT id, debit, credit, amount, phase, pending_id, resolved \
+           resolved, committed_at) \
+         SELECT id, debit, credit, amount, phase, pending_id, resolved, $8::int8 \
          FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[], \
            $6::text[], $7::bool[]) WITH ORDINALITY \
            AS u (id, debit, credit, amount, phase, pending_id, resolved, ord) \
@@ -504,8 +504,17 @@ async fn insert_transfers(conn: &mut PgConnection, ts: &[TransferState]) -> Resu
             .collect::<Vec<_>>(),
     )
     .bind(ts.iter().map(|t| t.resolved).collect::<Vec<_>>())
+    .bind(wall_clock_ms())
     .execute(&mut *conn)
     .await
     .map_err(classify)?;
     Ok(())
+}
+
+/// The process's wall clock in Unix milliseconds: the transfers' `committed_at`
+/// (migration 0009), as the SQLite writer stamps them.
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

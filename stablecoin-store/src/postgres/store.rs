@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use sqlx::Row;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::store::{
-    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Purge, PurgeTarget, Store,
-    StoreError, StoredRecord,
+    Batch, CommitReceipt, IdempotencyRecord, ListPosition, ListQuery, OutboxEvent, Purge,
+    PurgeTarget, Store, StoreError, StoredRecord,
 };
 
 /// The WHERE clause of a list, and the number of the next bind parameter. The values to
@@ -141,6 +141,40 @@ impl Store for PgStore {
             .map(record_from_row)
             .collect::<Result<Vec<_>, _>>()?;
         Ok((records, u64_from_db(total, "count").map_err(backend)?))
+    }
+
+    /// One index range read: the list's equalities on the leading columns of
+    /// `records_list` / `records_list_status`, entered at the position by a row
+    /// comparison on its last two.
+    async fn list_before(
+        &self,
+        query: &ListQuery,
+        before: Option<&ListPosition>,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let (mut filter, mut next) = list_filter(query);
+        if before.is_some() {
+            filter.push_str(&format!(" AND (created_at, id) < (${next}, ${})", next + 1));
+            next += 2;
+        }
+        let page = format!(
+            "SELECT {RECORD_COLS} FROM records WHERE {filter} \
+             ORDER BY created_at DESC, id DESC LIMIT ${next}"
+        );
+        let mut rows = sqlx::query(sqlx::AssertSqlSafe(page))
+            .bind(&query.kind)
+            .bind(&query.tenant);
+        for value in [&query.subkind, &query.status].into_iter().flatten() {
+            rows = rows.bind(value);
+        }
+        if let Some(p) = before {
+            rows = rows.bind(p.created_at.0).bind(p.id.clone());
+        }
+        let rows = rows
+            .bind(sql_count(query.limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        rows.iter().map(record_from_row).collect()
     }
 
     async fn idempotency(

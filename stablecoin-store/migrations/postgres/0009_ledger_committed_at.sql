@@ -1,0 +1,11 @@
+-- When each ledger transfer was committed (the store's clock, Unix milliseconds), for
+-- statements over a period (`Ledger::entries_since`, issue #52). Transfers written
+-- before this migration have none: they count as older than any period's start.
+--
+-- Stamped by the commit that inserts the transfer, with the clock of the process that
+-- commits it. Unlike SQLite's single writer, concurrent PostgreSQL commits are not
+-- ordered by it: two commits in flight together may be stamped in the other order than
+-- their `seq` by up to the length of a commit, which only matters for a period boundary
+-- that falls inside a commit in flight. No index: a period's entries are read on the
+-- account's (debit, seq) and (credit, seq) ranges.
+ALTER TABLE ledger_transfers ADD COLUMN committed_at BIGINT;
