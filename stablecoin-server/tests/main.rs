@@ -50,6 +50,7 @@ mod shared_chain;
 mod sms_gateways_http;
 mod solana_live;
 mod staff_http;
+mod stray_deposits;
 mod swaps_evm_live;
 mod swaps_http;
 mod topups_http;

@@ -23,6 +23,7 @@ mod sandbox;
 mod scanner;
 mod sms;
 mod staff;
+mod stray_returns;
 mod submissions;
 mod swaps;
 mod tenants;
@@ -64,6 +65,7 @@ pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use scanner::WALLET_PRODUCT;
 pub use sms::{SmsPolicy, SmsRecord, SmsStatus};
+pub use stray_returns::StrayView;
 pub use swaps::{
     DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS, SwapLeg, SwapRequest, min_amount_out, venue_account,
 };
