@@ -380,8 +380,8 @@ async fn list_filters_and_bounds_are_what_the_server_accepts() {
         }
     }
     assert_eq!(
-        lists, 10,
-        "transfers, swaps, top-ups, checkout, escrows, webhook endpoints/events/deliveries, staff escrows and audit"
+        lists, 11,
+        "transfers, swaps, top-ups, checkout, escrows, webhook endpoints/events/deliveries, staff escrows, audit and stray deposits"
     );
 }
 

@@ -94,6 +94,14 @@ pub enum StrayStatus {
 }
 
 impl StrayStatus {
+    /// Every status, in lifecycle order.
+    pub const ALL: [StrayStatus; 4] = [
+        StrayStatus::Held,
+        StrayStatus::Proposed,
+        StrayStatus::Returning,
+        StrayStatus::Returned,
+    ];
+
     /// The wire and index form.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -106,14 +114,7 @@ impl StrayStatus {
 
     /// The status named `s`, if any.
     pub fn parse(s: &str) -> Option<StrayStatus> {
-        [
-            StrayStatus::Held,
-            StrayStatus::Proposed,
-            StrayStatus::Returning,
-            StrayStatus::Returned,
-        ]
-        .into_iter()
-        .find(|x| x.as_str() == s)
+        Self::ALL.into_iter().find(|x| x.as_str() == s)
     }
 }
 

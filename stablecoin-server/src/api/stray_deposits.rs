@@ -29,7 +29,7 @@ pub struct StrayListParams {
     #[param(value_type = super::schemas::ListPage, required = false)]
     pub page: Option<String>,
     /// Only this status: `held`, `proposed`, `returning` or `returned`.
-    #[param(required = false)]
+    #[param(value_type = super::schemas::StrayStatusName, required = false)]
     pub status: Option<String>,
 }
 
