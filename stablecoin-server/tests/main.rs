@@ -51,6 +51,7 @@ mod sms_gateways_http;
 mod solana_live;
 mod staff_http;
 mod stray_deposits;
+mod stray_deposits_live;
 mod swaps_evm_live;
 mod swaps_http;
 mod topups_http;

@@ -161,6 +161,13 @@ impl Engine {
                 check_address(&s.rail, t)?;
                 t.to_string()
             }
+            // A mint's "sender" is the zero address: nobody to return to.
+            None if s.from.trim_start_matches("0x").bytes().all(|b| b == b'0') => {
+                return Err(CoreError::InvalidParameter {
+                    field: "to",
+                    reason: "the sender is the zero address (a mint): name a destination".into(),
+                });
+            }
             None => s.from.clone(),
         };
         if crate::kernel::inbound::canonical_address(&s.rail, &to)
