@@ -4,6 +4,7 @@
 //! credited), flagged (staff list, metric) and returned by staff on chain, under the
 //! two-person rule above the single-approval cap.
 
+use crate::common::webhook_receiver::recording_receiver;
 use crate::common::*;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -11,6 +12,7 @@ use stablecoin_core::domain::money::Token;
 use stablecoin_core::kernel::inbound::address_key;
 use stablecoin_core::memory::ShiftedClock;
 use stablecoin_core::ports::{ChainAddress, KeyPurpose, Rail, RailId};
+use stablecoin_webhooks::Family;
 
 const ADMIN_TOKEN: &str = "admin-token-0123456789abcdef-0123456789";
 const BUYER: &str = "+2250700000001";
@@ -123,8 +125,21 @@ async fn a_test_session_shows_a_sandbox_address_and_a_live_one_keeps_its_own() {
 
 #[tokio::test]
 async fn a_real_deposit_to_a_test_session_is_recorded_flagged_and_returned_to_its_sender() {
-    let (s, clock) = start_shifted(config()).await;
+    let mut c = config();
+    c.webhooks_allow_loopback_http = true;
+    let (s, clock) = start_shifted(c).await;
     let t = s.tenant("Acme", "0").await;
+    let (hook, got) = recording_receiver().await;
+    let r = s
+        .post(
+            &t.live,
+            "/v1/webhook-endpoints",
+            &json!({"family": "wallet", "url": hook, "events": ["sandbox.stray_deposit"]})
+                .to_string(),
+        )
+        .await;
+    r.expect(201);
+    let secret = r.json()["secret"].as_str().unwrap().to_string();
     let polygon = s.app.sim_rail(RailId::Evm(137)).unwrap();
     let (id, addr) = session(&s, &t.business_test).await;
     assert_eq!(metric_line(&s, "held").await.as_deref(), Some("0"));
@@ -159,6 +174,40 @@ async fn a_real_deposit_to_a_test_session_is_recorded_flagged_and_returned_to_it
     assert!(sd.get("return").is_none());
     assert_eq!(metric_line(&s, "held").await.as_deref(), Some("1"));
     let sd_id = sd["id"].as_str().unwrap().to_string();
+
+    // The tenant is told, once, signed (wallet family).
+    s.app.state().webhooks.round().await.unwrap();
+    let received = got.lock().unwrap().clone();
+    assert_eq!(received.len(), 1, "one event");
+    let (headers, body) = &received[0];
+    let sig = headers["x-svc-signature"].to_str().unwrap();
+    assert_eq!(Family::Wallet.verify(&secret, body, Some(sig)), Ok(()));
+    let e: Value = serde_json::from_slice(body).unwrap();
+    let mut fields: Vec<&str> = e.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "address",
+            "amount",
+            "detected_at",
+            "event",
+            "from",
+            "network",
+            "origin",
+            "origin_id",
+            "status",
+            "stray_deposit_id",
+            "timestamp",
+            "token",
+            "tx_hash"
+        ]
+    );
+    assert_eq!(e["event"], "sandbox.stray_deposit");
+    assert_eq!(e["stray_deposit_id"], sd_id.as_str());
+    assert_eq!(e["origin_id"], id.as_str());
+    assert_eq!(e["amount"], "7.000000");
+    assert_eq!(e["status"], "held");
 
     // Bad input is a clear 400 that changes nothing.
     let path = format!("/admin/v1/stray-deposits/{sd_id}/return");

@@ -34,6 +34,10 @@ use serde::{Deserialize, Serialize};
 /// The reserved list owner of stray deposits (staff records, not a tenant's).
 pub use super::staff::STAFF_LIST_OWNER as STRAY_LIST_OWNER;
 
+/// The webhook event told to the tenant whose sandbox address received real money (an
+/// addition to the spec's wallet-family events).
+pub const STRAY_DEPOSIT_EVENT: &str = "sandbox.stray_deposit";
+
 /// The prefix of a stray deposit id.
 pub const STRAY_ID_PREFIX: &str = "sd_";
 
@@ -241,15 +245,42 @@ pub struct SandboxOwner {
     pub origin_id: String,
 }
 
+/// `sandbox.stray_deposit` to the tenant: a flat body, `event` first.
+fn stray_event(s: &StrayDeposit, id: String) -> crate::ports::OutboxEvent {
+    crate::ports::OutboxEvent {
+        id,
+        tenant: s.tenant.clone(),
+        event_type: STRAY_DEPOSIT_EVENT.into(),
+        occurred_at: s.detected_at,
+        payload: serde_json::json!({
+            "event": STRAY_DEPOSIT_EVENT,
+            "stray_deposit_id": s.id,
+            "status": s.status.as_str(),
+            "origin": s.origin,
+            "origin_id": s.origin_id,
+            "network": s.rail,
+            "address": s.address,
+            "token": s.token.as_str(),
+            "amount": s.amount.to_decimal_string(),
+            "from": s.from,
+            "tx_hash": s.tx_hash,
+            "detected_at": s.detected_at.to_rfc3339(),
+            "timestamp": s.detected_at.unix_secs(),
+        }),
+    }
+}
+
 /// The commit that records `inbound` (confirmed) as a stray deposit of `owner`: the
 /// record (its id is the transfer's, so a second commit of it fails on the existing
-/// record and records nothing twice) and the liability `chain_in:<rail>:<TOKEN>` to
+/// record and records nothing twice), the tenant's `sandbox.stray_deposit` event, and
+/// the liability `chain_in:<rail>:<TOKEN>` to
 /// `stray:<id>:<TOKEN>` (the tokens arrived from outside; the service owes them back).
 pub fn stray_batch(
     rail: RailId,
     owner: &SandboxOwner,
     inbound: &Inbound,
     now: Timestamp,
+    event_id: String,
 ) -> Result<(StrayDeposit, Batch), RecordError> {
     let name = rail.name();
     let stray = StrayDeposit {
@@ -274,6 +305,7 @@ pub fn stray_batch(
     let to = stray.account();
     let mut batch = Batch {
         puts: vec![stray.insert()?],
+        outbox: vec![stray_event(&stray, event_id)],
         background: true,
         ..Default::default()
     };
@@ -312,7 +344,7 @@ pub async fn record_stray(
         Ok(None) => {}
         Err(e) => return Err(InboundError::Retry(e.to_string())),
     }
-    let (_, batch) = stray_batch(rail, owner, inbound, kernel.now())
+    let (_, batch) = stray_batch(rail, owner, inbound, kernel.now(), kernel.new_id("evt"))
         .map_err(|e| InboundError::Skip(e.to_string()))?;
     match kernel.commit(batch).await {
         Ok(_) => Ok(InboundOutcome::Credited { completes: false }),
