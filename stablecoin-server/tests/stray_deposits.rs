@@ -175,6 +175,19 @@ async fn a_real_deposit_to_a_test_session_is_recorded_flagged_and_returned_to_it
     assert_eq!(metric_line(&s, "held").await.as_deref(), Some("1"));
     let sd_id = sd["id"].as_str().unwrap().to_string();
 
+    // The staff console says so on its first page.
+    let mut console = crate::common::console::Console::new(&s.base);
+    let csrf = console.csrf("/console/login").await;
+    let r = console
+        .post(
+            "/console/login",
+            &[("csrf", &csrf), ("staff_secret", ADMIN_TOKEN)],
+        )
+        .await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    let page = console.get("/console").await;
+    assert!(page.body.contains("1 stray deposit(s)"), "{}", page.body);
+
     // The tenant is told, once, signed (wallet family).
     s.app.state().webhooks.round().await.unwrap();
     let received = got.lock().unwrap().clone();
@@ -292,6 +305,13 @@ async fn a_real_deposit_to_a_test_session_is_recorded_flagged_and_returned_to_it
         "back with the sender, whole (the rail sponsors the fee)"
     );
     assert_eq!(metric_line(&s, "held").await.as_deref(), Some("0"));
+    assert!(
+        !console
+            .get("/console")
+            .await
+            .body
+            .contains("stray deposit(s)")
+    );
     // Audited under who decided it.
     let audit = staff(&s, ADMIN_TOKEN, Method::GET, "/admin/v1/audit", None)
         .await

@@ -283,6 +283,8 @@ impl Engine {
             match self.advance_return(v).await {
                 Ok(true) => done += 1,
                 Ok(false) => {}
+                // Another node's round moved it first (every node runs this): its turn.
+                Err(CoreError::Conflict { .. }) => {}
                 Err(e) => errors.push(format!("stray return {}: {e}", r.id)),
             }
         }
