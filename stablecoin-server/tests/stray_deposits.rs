@@ -403,7 +403,15 @@ async fn a_return_above_the_cap_needs_a_second_staff_identity() {
 
 #[tokio::test]
 async fn a_real_deposit_to_a_simulated_escrow_is_recorded_as_a_stray_deposit() {
-    let (s, clock) = start_shifted(config()).await;
+    // On SQLite: the stray records, their status index and the ledger of a real store.
+    let mut c = config();
+    let dir = temp_dir("stray-escrow");
+    c.data_dir = dir.clone();
+    c.storage = stablecoin_server::config::StorageConfig::Sqlite {
+        path: Some(dir.join("db.sqlite")),
+        max_background: 4,
+    };
+    let (s, clock) = start_shifted(c).await;
     let t = s.tenant("Acme", "0").await;
     s.provision(&t.live, BUYER).await;
     s.provision(&t.live, SELLER).await;
