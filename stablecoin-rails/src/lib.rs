@@ -5,6 +5,11 @@ mod cursor;
 mod journal;
 #[cfg(any(feature = "tron", feature = "evm"))]
 mod revert;
+#[cfg(any(feature = "tron", feature = "evm", feature = "solana"))]
+pub mod rpc_pool;
+
+#[cfg(any(feature = "evm-test", feature = "solana-test", feature = "tron-test"))]
+pub mod fault_proxy;
 
 #[cfg(feature = "sim")]
 pub mod sim;

@@ -10,7 +10,11 @@ mod evm_anvil;
 #[cfg(feature = "evm-test")]
 mod evm_bundles;
 #[cfg(feature = "evm-test")]
+mod evm_fees;
+#[cfg(feature = "evm-test")]
 mod evm_reorgs;
+#[cfg(feature = "evm-test")]
+mod evm_rpc_failover;
 #[cfg(feature = "evm-test")]
 mod evm_stuck_bundles;
 #[cfg(feature = "evm-test")]
@@ -28,7 +32,11 @@ mod solana_fixtures;
 mod solana_json_rpc;
 #[cfg(feature = "solana-test")]
 mod solana_litesvm;
+#[cfg(feature = "solana-test")]
+mod solana_rpc_failover;
 #[cfg(feature = "tron-test")]
 mod tron_flows;
+#[cfg(feature = "tron-test")]
+mod tron_rpc_failover;
 #[cfg(feature = "tron")]
 mod tron_vectors;

@@ -251,10 +251,17 @@ async fn build_live(
     for (chain_id, settings) in config.rails.live_evm()? {
         let evm_config = evm_config(chain_id, settings)
             .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: {e}")))?;
-        let rpc = Arc::new(HttpJsonRpc::new(
-            settings.rpc_url.expose(),
-            Duration::from_millis(settings.rpc_timeout_ms),
-        ));
+        let urls = crate::config::node_urls(
+            &format!("rails.evm.{chain_id}"),
+            &settings.rpc_url,
+            &settings.fallback_rpc_urls,
+        )
+        .map_err(StartupError::Rails)?;
+        let rpc = Arc::new(
+            HttpJsonRpc::with_urls(urls, Duration::from_millis(settings.rpc_timeout_ms))
+                .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: {e}")))?
+                .with_retry_down_after(Duration::from_millis(settings.rpc_retry_down_after_ms)),
+        );
         let self_bundler = SelfBundler::new(
             rpc.clone(),
             signer.clone(),
@@ -353,11 +360,15 @@ async fn build_live_tron(
     };
     let fail = |e: String| StartupError::Rails(format!("rails.tron_node: {e}"));
     let tron_config = tron_config(settings).map_err(fail)?;
-    let mut api = HttpTronApi::new(
-        settings.api_url.expose(),
-        Duration::from_millis(settings.timeout_ms),
+    let urls = crate::config::node_urls(
+        "rails.tron_node",
+        &settings.api_url,
+        &settings.fallback_api_urls,
     )
-    .map_err(|e| fail(e.to_string()))?;
+    .map_err(StartupError::Rails)?;
+    let mut api = HttpTronApi::with_urls(urls, Duration::from_millis(settings.timeout_ms))
+        .map_err(|e| fail(e.to_string()))?
+        .with_retry_down_after(Duration::from_millis(settings.rpc_retry_down_after_ms));
     if let Some(key) = &settings.api_key {
         api = api.with_api_key(key.expose());
     }
@@ -425,11 +436,15 @@ async fn build_live_solana(
     };
     let fail = |e: String| StartupError::Rails(format!("rails.solana_node: {e}"));
     let solana_config = solana_config(settings).map_err(fail)?;
-    let rpc = JsonRpcClient::new(
-        settings.rpc_url.expose(),
-        Duration::from_millis(settings.timeout_ms),
+    let urls = crate::config::node_urls(
+        "rails.solana_node",
+        &settings.rpc_url,
+        &settings.fallback_rpc_urls,
     )
-    .map_err(|e| fail(e.to_string()))?;
+    .map_err(StartupError::Rails)?;
+    let rpc = JsonRpcClient::with_urls(urls, Duration::from_millis(settings.timeout_ms))
+        .map_err(|e| fail(e.to_string()))?
+        .with_retry_down_after(Duration::from_millis(settings.rpc_retry_down_after_ms));
     let rail = SolanaRail::new(Arc::new(rpc), signer, solana_config).with_journal(journal);
     // Both keys derive offline (no node contact): the fee payer and the treasury wallet.
     let fee_payer = rail
@@ -559,6 +574,16 @@ pub fn evm_config(
     if let Some(m) = s.max_scan_blocks {
         c.max_scan_blocks = m.max(1);
     }
+    let f = &s.fees;
+    c.fees = stablecoin_rails::evm::FeePolicy {
+        history_blocks: f.history_blocks,
+        reward_percentile: f.reward_percentile,
+        priority_floor_wei: f.priority_floor_wei.map_or(0, |w| w.0),
+        priority_ceiling_wei: f.priority_ceiling_wei.map(|w| w.0),
+        max_fee_floor_wei: f.max_fee_floor_wei.map_or(0, |w| w.0),
+        max_fee_ceiling_wei: f.max_fee_ceiling_wei.map(|w| w.0),
+        max_gas_cost_per_payment_wei: f.max_gas_cost_per_payment_wei.map(|w| w.0),
+    };
     c.validate()?;
     Ok(c)
 }
@@ -571,6 +596,8 @@ mod tests {
     fn settings() -> EvmChainSettings {
         EvmChainSettings {
             rpc_url: Secret::new("http://127.0.0.1:1"),
+            fallback_rpc_urls: Vec::new(),
+            rpc_retry_down_after_ms: 30_000,
             entry_point: "0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108".into(),
             factory: "0x0000000000000000000000000000000000000f01".into(),
             paymaster: "0x0000000000000000000000000000000000000f02".into(),
@@ -588,6 +615,7 @@ mod tests {
             bundler_url: None,
             replace_bundle_after_ms: 60_000,
             max_fee_per_gas_ceiling_wei: None,
+            fees: Default::default(),
         }
     }
 
@@ -622,6 +650,38 @@ mod tests {
         );
         assert_eq!((c.confirmations, c.scan_start_block), (3, 4));
         assert_eq!(c.max_scan_blocks, 1, "at least one block per scan");
+        assert_eq!(c.fees, stablecoin_rails::evm::FeePolicy::default());
+    }
+
+    #[test]
+    fn fee_settings_reach_the_chain_profile_and_inconsistent_ones_are_refused() {
+        let mut s = settings();
+        s.fees = toml::from_str(
+            "priority_floor_wei = 30000000000\nmax_fee_ceiling_wei = \"500000000000\"\n\
+             max_gas_cost_per_payment_wei = 1000000000000000\nhistory_blocks = 20\n",
+        )
+        .unwrap();
+        let f = evm_config(137, &s).unwrap().fees;
+        assert_eq!(
+            (
+                f.priority_floor_wei,
+                f.max_fee_ceiling_wei,
+                f.history_blocks
+            ),
+            (30_000_000_000, Some(500_000_000_000), 20)
+        );
+        assert_eq!(f.max_gas_cost_per_payment_wei, Some(1_000_000_000_000_000));
+        assert_eq!((f.reward_percentile, f.priority_ceiling_wei), (50, None));
+        s.fees.priority_ceiling_wei = Some(Wei(1));
+        let e = evm_config(137, &s).unwrap_err();
+        assert!(e.contains("priority_ceiling_wei"), "{e}");
+        s.fees = toml::from_str("reward_percentile = 101").unwrap();
+        assert!(
+            evm_config(137, &s)
+                .unwrap_err()
+                .contains("reward_percentile")
+        );
+        assert!(toml::from_str::<crate::config::EvmFeeSettings>("tip = 1").is_err());
     }
 
     #[test]

@@ -152,6 +152,8 @@ async fn a_node_url_and_its_key_never_reach_a_client() {
         "137".into(),
         EvmChainSettings {
             rpc_url: Secret::new("http://127.0.0.1:1/v3/SECRETKEY123"),
+            fallback_rpc_urls: Vec::new(),
+            rpc_retry_down_after_ms: 30_000,
             entry_point: "0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108".into(),
             factory: "0x0000000000000000000000000000000000000f01".into(),
             paymaster: "0x0000000000000000000000000000000000000f02".into(),
@@ -169,6 +171,7 @@ async fn a_node_url_and_its_key_never_reach_a_client() {
             bundler_url: None,
             replace_bundle_after_ms: 60_000,
             max_fee_per_gas_ceiling_wei: None,
+            fees: Default::default(),
         },
     );
     let s = common::start_with(config).await;

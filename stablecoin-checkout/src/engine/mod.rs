@@ -192,6 +192,29 @@ impl CheckoutEngine {
         })
     }
 
+    /// The ledger account of a business's checkout funds in `token`: what it holds for
+    /// payers (over, late and unpaid payments, see [`crate::model::accounts`]), for its
+    /// statement. The business must be `tenant`'s (`NOT_FOUND` otherwise, as for any
+    /// other tenant's record); `biz_default` is the tenant's default business (sessions
+    /// of keys issued without one).
+    pub async fn funds_account(
+        &self,
+        tenant: &TenantId,
+        business: &str,
+        token: stablecoin_core::domain::money::Token,
+    ) -> CheckoutResult<String> {
+        if business != DEFAULT_BUSINESS {
+            get_record::<Business>(&*self.kernel.ports().store, business)
+                .await?
+                .filter(|b| &b.record.tenant == tenant)
+                .ok_or_else(|| CheckoutError::NotFound {
+                    kind: "business",
+                    id: business.chars().take(64).collect(),
+                })?;
+        }
+        Ok(crate::model::accounts::refundable(tenant, business, token).id)
+    }
+
     /// A tenant's businesses, newest first (at most 100).
     pub async fn list_businesses(&self, tenant: &TenantId) -> CheckoutResult<Vec<BusinessView>> {
         let (rows, _) = self

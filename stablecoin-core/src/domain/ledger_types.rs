@@ -5,6 +5,7 @@
 //! (KERNEL.md §3.1); `ports::ledger` re-exports them at their old paths.
 
 use crate::domain::money::Micros;
+use crate::domain::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -91,6 +92,28 @@ pub struct LedgerEntry {
     pub amount: Micros,
     /// The step it records (a `Post` entry posts an earlier `Pending` one).
     pub phase: Phase,
+}
+
+/// One transfer of an account's history, with when it was committed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimedEntry {
+    /// The transfer.
+    pub entry: LedgerEntry,
+    /// When its commit happened (the store's clock, Unix ms); `None` when the store
+    /// does not record it or the transfer predates the recording.
+    pub committed_at: Option<Timestamp>,
+}
+
+/// What `Ledger::entries_since` answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountEntries {
+    /// The account's sums after every transfer listed (and every earlier one).
+    pub balance: Balance,
+    /// The transfers committed at or after `since`, oldest first.
+    pub entries: Vec<TimedEntry>,
+    /// Whether the store records commit times: when false, `entries` is the whole
+    /// history whatever `since` was, and no entry has a time.
+    pub timed: bool,
 }
 
 /// Why a ledger read or a batch's ledger part failed; [`LedgerError::code`] is the stable

@@ -18,6 +18,7 @@ pub mod phone;
 pub mod redact;
 pub mod rule_error;
 pub mod state;
+pub mod statement;
 pub mod time;
 pub mod topup;
 

@@ -23,6 +23,7 @@ mod sandbox;
 mod scanner;
 mod sms;
 mod staff;
+mod statements;
 mod stray_returns;
 mod submissions;
 mod swaps;

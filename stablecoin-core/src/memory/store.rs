@@ -15,10 +15,12 @@
 
 use crate::domain::ledger::{AccountState, LedgerChanges, LedgerView, Overlay, TransferState};
 use crate::domain::time::Timestamp;
-use crate::ports::ledger::{Balance, Ledger, LedgerEntry, LedgerError, LedgerResult};
+use crate::ports::ledger::{
+    AccountEntries, Balance, Ledger, LedgerEntry, LedgerError, LedgerResult, TimedEntry,
+};
 use crate::ports::store::{
-    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Purge, PurgeTarget, Put,
-    Store, StoreError, StoredRecord,
+    Batch, CommitReceipt, IdempotencyRecord, ListPosition, ListQuery, OutboxEvent, Purge,
+    PurgeTarget, Put, Store, StoreError, StoredRecord,
 };
 use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -94,6 +96,8 @@ struct MemoryLedger {
     transfers: HashMap<String, TransferState>,
     /// Every applied transfer, in order; accounts index into it.
     entries: Vec<LedgerEntry>,
+    /// When each entry was committed (wall clock, never decreasing), by index.
+    committed_at: Vec<Timestamp>,
 }
 
 #[derive(Debug)]
@@ -452,6 +456,28 @@ impl MemoryLedger {
         Ok(entries.map(|&i| self.entries[i].clone()).collect())
     }
 
+    /// The balance and the entries committed at or after `since`, oldest first.
+    fn entries_since(&self, id: &str, since: Option<Timestamp>) -> LedgerResult<AccountEntries> {
+        let account = self.account(id)?;
+        let first = match since {
+            None => 0,
+            Some(t) => account
+                .history
+                .partition_point(|&i| self.committed_at[i] < t),
+        };
+        Ok(AccountEntries {
+            balance: account.state.balance,
+            entries: account.history[first..]
+                .iter()
+                .map(|&i| TimedEntry {
+                    entry: self.entries[i].clone(),
+                    committed_at: Some(self.committed_at[i]),
+                })
+                .collect(),
+            timed: true,
+        })
+    }
+
     fn posted_sum(&self) -> i128 {
         self.accounts
             .values()
@@ -476,8 +502,18 @@ impl MemoryLedger {
                 }
             }
         }
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let stamp = Timestamp::from_millis(wall).max(
+            self.committed_at
+                .last()
+                .copied()
+                .unwrap_or(Timestamp::from_millis(0)),
+        );
         for t in changes.new_transfers {
             let index = self.entries.len();
+            self.committed_at.push(stamp);
             let transfer = &t.transfer;
             self.entries.push(LedgerEntry {
                 transfer_id: transfer.id.clone(),
@@ -553,6 +589,29 @@ impl Store for MemoryStore {
             .filter_map(|(_, id)| table.records.get(id).cloned())
             .collect();
         Ok((page, index.len() as u64))
+    }
+
+    /// One range of the list's ordered set, like the SQL stores' index ranges.
+    async fn list_before(
+        &self,
+        query: &ListQuery,
+        before: Option<&ListPosition>,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let state = self.lock()?;
+        let Some(table) = state.records.kinds.get(&query.kind) else {
+            return Ok(Vec::new());
+        };
+        let Some(index) = table.index(query) else {
+            return Ok(Vec::new());
+        };
+        let ids: Box<dyn Iterator<Item = &(Timestamp, String)>> = match before {
+            None => Box::new(index.iter().rev()),
+            Some(p) => Box::new(index.range(..(p.created_at, p.id.clone())).rev()),
+        };
+        Ok(ids
+            .take(query.limit)
+            .filter_map(|(_, id)| table.records.get(id).cloned())
+            .collect())
     }
 
     async fn idempotency(
@@ -637,6 +696,14 @@ impl Ledger for MemoryStore {
 
     async fn history(&self, id: &str, skip: usize, take: usize) -> LedgerResult<Vec<LedgerEntry>> {
         self.lock_ledger()?.ledger.history(id, skip, take)
+    }
+
+    async fn entries_since(
+        &self,
+        account: &str,
+        since: Option<Timestamp>,
+    ) -> LedgerResult<AccountEntries> {
+        self.lock_ledger()?.ledger.entries_since(account, since)
     }
 
     async fn posted_sum(&self) -> LedgerResult<i128> {

@@ -74,6 +74,23 @@ impl Readiness {
     }
 }
 
+/// One of a rail's node URLs as readiness shows it (`rpc_urls`, issue #49): the rail
+/// moves to the next URL when one times out, refuses connections, answers 5xx or answers
+/// something that is not JSON, and this says which URL is down and why. `endpoint` is
+/// the URL's host and port only: providers put API keys in paths, queries and userinfo.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RpcEndpointHealth {
+    /// `host:port` of the URL (never its scheme, credentials, path or query).
+    pub endpoint: String,
+    /// False from the URL's last failure until a request through it succeeds again.
+    pub healthy: bool,
+    /// Failed requests in a row (0 when healthy).
+    pub consecutive_failures: u32,
+    /// What the last failure was (`timed out`, `connection failed`, `HTTP 503`,
+    /// `malformed answer`), in words that carry no URL.
+    pub last_error: Option<String>,
+}
+
 /// What a payment leg is for; rails may batch all legs atomically (EVM `executeBatch`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -327,6 +344,13 @@ pub trait Rail: Send + Sync {
     /// sponsored send with RAIL_NOT_READY unless READY. Never fails: a failing check is
     /// itself a reason.
     async fn readiness(&self) -> Readiness;
+
+    /// The health of each node URL the rail talks to, in configured order (empty for a
+    /// rail without node URLs, such as a simulated chain). Cheap: what the rail already
+    /// knows from its last requests, no request of its own.
+    fn rpc_endpoints(&self) -> Vec<RpcEndpointHealth> {
+        Vec::new()
+    }
 
     /// Whether [`Rail::readiness`] is cheap enough to ask before every send. The engine
     /// gates every sponsored send on readiness (RAIL_NOT_READY unless READY, spec 1.4,

@@ -273,6 +273,96 @@ pub struct ListQuery {
     pub offset: usize,
 }
 
+/// A place in a list's order (newest first by `created_at`, then id): a keyset page
+/// ([`Store::list_before`]) starts just after it, with the records strictly older.
+///
+/// Why a position and not an offset: an offset names "the n-th record", which moves when
+/// a record is inserted ahead of it, so a client walking pages while records arrive would
+/// see one twice (or miss one when records go). A position names a record's place in the
+/// order itself, which no insert or delete elsewhere moves.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ListPosition {
+    /// The `created_at` of the record the page follows.
+    pub created_at: Timestamp,
+    /// Its id (the tie-breaker among records created in the same millisecond).
+    pub id: String,
+}
+
+impl ListPosition {
+    /// The position of a stored record.
+    pub fn of(record: &StoredRecord) -> Self {
+        ListPosition {
+            created_at: record.created_at,
+            id: record.id.clone(),
+        }
+    }
+
+    /// The position just before every record created at `at` or later: a keyset page
+    /// from it holds the records created strictly before `at` (every id sorts after "").
+    pub fn before_time(at: Timestamp) -> Self {
+        ListPosition {
+            created_at: at,
+            id: String::new(),
+        }
+    }
+
+    /// True when `record` comes strictly after this position in list order (it is
+    /// older, or as old with a smaller id): the rule every store applies.
+    pub fn precedes(&self, record: &StoredRecord) -> bool {
+        (record.created_at, record.id.as_str()) < (self.created_at, self.id.as_str())
+    }
+}
+
+/// The keyset page [`Store::list_before`] answers, for a store without its own: built
+/// from [`Store::list`] alone (so it works on every store, but costs a binary search of
+/// offsets, each an index walk of up to the offset). A store overrides the method with
+/// one index range read: `WHERE (created_at, id) < (position) ORDER BY created_at DESC,
+/// id DESC LIMIT n`.
+///
+/// Correct while records are inserted ahead of the position (they only move its offset
+/// later, and the page drops anything not strictly after the position) and while the
+/// oldest records are purged (behind the page).
+pub async fn list_before_by_offsets<S: Store + ?Sized>(
+    store: &S,
+    query: &ListQuery,
+    before: Option<&ListPosition>,
+) -> Result<Vec<StoredRecord>, StoreError> {
+    let page = |offset: usize, limit: usize| ListQuery {
+        offset,
+        limit,
+        ..query.clone()
+    };
+    let Some(before) = before else {
+        return Ok(store.list(&page(0, query.limit)).await?.0);
+    };
+    if query.limit == 0 {
+        return Ok(Vec::new());
+    }
+    // The first offset whose record is strictly after `before`: records before it are
+    // newer (or the position itself), so the predicate is monotonic in the offset.
+    let (_, total) = store.list(&page(0, 0)).await?;
+    let (mut lo, mut hi) = (0usize, usize::try_from(total).unwrap_or(usize::MAX));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match store.list(&page(mid, 1)).await?.0.first() {
+            Some(r) if !before.precedes(r) => lo = mid + 1,
+            _ => hi = mid,
+        }
+    }
+    let mut out = Vec::with_capacity(query.limit);
+    let mut offset = lo;
+    loop {
+        let want = query.limit - out.len();
+        let (rows, _) = store.list(&page(offset, want)).await?;
+        let got = rows.len();
+        out.extend(rows.into_iter().filter(|r| before.precedes(r)));
+        offset += got;
+        if got < want || out.len() >= query.limit {
+            return Ok(out);
+        }
+    }
+}
+
 /// What one [`Store::purge`] call deletes: rows of one [`PurgeTarget`] created before
 /// `before`, oldest first, at most `limit` of them.
 ///
@@ -423,6 +513,24 @@ pub trait Store: Send + Sync {
     /// [`ListQuery::subkind`]), optionally of one status, newest first (`created_at`, then
     /// id), and the total of the matches. Served from an index, never by a scan.
     async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError>;
+
+    /// A keyset page of `query` (its `offset` is ignored): up to `query.limit` records
+    /// strictly after `before` in list order (all of them from the newest when `None`),
+    /// newest first. Walking pages from each page's last record sees every record that
+    /// existed when the walk began exactly once, however many are inserted ahead of it
+    /// meanwhile (the events API's cursors).
+    ///
+    /// The default is [`list_before_by_offsets`], built from [`Store::list`] alone, so
+    /// every store answers it. A store with an index on (kind, tenant, subkind[, status],
+    /// created_at, id) overrides it with one range read (memory and SQLite do;
+    /// PostgreSQL still uses the default, see docs/events-and-statements.md).
+    async fn list_before(
+        &self,
+        query: &ListQuery,
+        before: Option<&ListPosition>,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        list_before_by_offsets(self, query, before).await
+    }
 
     /// The idempotency record of `key` for `tenant`, if one was committed.
     async fn idempotency(

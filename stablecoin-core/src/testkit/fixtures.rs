@@ -5,11 +5,11 @@ pub(super) use crate::domain::ledger::MAX_AMOUNT_MICROS;
 pub(super) use crate::domain::money::Micros;
 pub(super) use crate::domain::time::Timestamp;
 pub(super) use crate::ports::ledger::{
-    Balance, Ledger, LedgerAccount, LedgerError, LedgerTransfer, Phase,
+    Balance, Ledger, LedgerAccount, LedgerError, LedgerTransfer, Phase, TimedEntry,
 };
 pub(super) use crate::ports::store::{
-    Batch, IdempotencyRecord, ListQuery, OutboxEvent, Put, Store, StoreError, StoredRecord,
-    Unchanged,
+    Batch, IdempotencyRecord, ListPosition, ListQuery, OutboxEvent, Put, Store, StoreError,
+    StoredRecord, Unchanged,
 };
 pub(super) use serde_json::json;
 

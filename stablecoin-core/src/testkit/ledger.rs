@@ -645,3 +645,129 @@ pub async fn case_failed_transfer_rolls_back_batch<S: Store + Ledger + ?Sized>(s
     .await;
     assert_eq!(balance(s, "bob").await, posted(5, 0));
 }
+
+/// The wall clock, as the stores stamp commits.
+fn wall_now() -> Timestamp {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    Timestamp::from_millis(ms)
+}
+
+/// Waits until the wall clock has passed `t` (ordering, not timing: the stamps of the
+/// commits after it are then later than every stamp before it).
+async fn clock_past(t: Timestamp) {
+    while wall_now() <= t {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}
+
+/// `Ledger::entries_since`: the balance and the transfers of an account, oldest first,
+/// in one snapshot; with commit times (a store that records them) only those committed
+/// at or after `since`, stamps never decreasing, each within its commit; without, the
+/// whole history untimed. Either way the balance minus the listed postings is the
+/// balance before them.
+pub async fn case_ledger_entries_since<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    let start = wall_now();
+    funded(s, 1_000).await; // world -> alice 1_000
+    commit_ok(s, transfers(vec![single("t1", "alice", "bob", 100)]), "t1").await;
+    let middle = wall_now();
+    let bob_at_middle = balance(s, "bob").await;
+    clock_past(middle).await;
+    let since = wall_now();
+    commit_ok(s, transfers(vec![single("t2", "bob", "alice", 30)]), "t2").await;
+    let p = transfer("p1", "alice", "bob", 50, Phase::Pending);
+    commit_ok(s, transfers(vec![p]), "pending").await;
+    let post1 = post("p1-post", "p1", "alice", "bob", 50);
+    commit_ok(s, transfers(vec![post1]), "post").await;
+    let end = wall_now();
+
+    let all = store.entries_since("bob", None).await.unwrap();
+    let ids = |e: &[TimedEntry]| {
+        e.iter()
+            .map(|t| t.entry.transfer_id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(&all.entries),
+        ["t1", "t2", "p1", "p1-post"],
+        "the whole history, in order"
+    );
+    assert_eq!(
+        all.balance,
+        balance(s, "bob").await,
+        "the balance after the last entry"
+    );
+    let net: i128 = all
+        .entries
+        .iter()
+        .filter(|t| !matches!(t.entry.phase, Phase::Pending | Phase::Void { .. }))
+        .map(|t| {
+            let a = i128::from(t.entry.amount.0);
+            if t.entry.credit == "bob" { a } else { -a }
+        })
+        .sum();
+    assert_eq!(
+        net,
+        all.balance.posted(),
+        "posted postings add up to the balance"
+    );
+
+    let recent = store.entries_since("bob", Some(since)).await.unwrap();
+    assert_eq!(recent.timed, all.timed);
+    if all.timed {
+        let stamps: Vec<Timestamp> = all
+            .entries
+            .iter()
+            .map(|t| t.committed_at.expect("a timed store stamps every entry"))
+            .collect();
+        assert!(
+            stamps.windows(2).all(|w| w[0] <= w[1]),
+            "stamps never decrease: {stamps:?}"
+        );
+        assert!(
+            stamps[0] >= start && stamps[0] <= middle,
+            "t1 stamped within its commit"
+        );
+        assert!(
+            stamps[1] >= since && stamps[3] <= end,
+            "later commits stamped within them"
+        );
+        assert_eq!(
+            ids(&recent.entries),
+            ["t2", "p1", "p1-post"],
+            "only entries since `since`"
+        );
+        assert_eq!(recent.balance, all.balance);
+        // The balance at `middle`: today's minus what was posted after it.
+        let after: i128 = recent
+            .entries
+            .iter()
+            .filter(|t| !matches!(t.entry.phase, Phase::Pending | Phase::Void { .. }))
+            .map(|t| {
+                let a = i128::from(t.entry.amount.0);
+                if t.entry.credit == "bob" { a } else { -a }
+            })
+            .sum();
+        assert_eq!(recent.balance.posted() - after, bob_at_middle.posted());
+        let none = store
+            .entries_since("bob", Some(Timestamp::from_millis(end.0 + 60_000)))
+            .await
+            .unwrap();
+        assert!(
+            none.entries.is_empty(),
+            "nothing committed after the future"
+        );
+    } else {
+        assert!(all.entries.iter().all(|t| t.committed_at.is_none()));
+        assert_eq!(recent, all, "an untimed store answers the whole history");
+    }
+    assert!(
+        matches!(
+            store.entries_since("nobody", None).await,
+            Err(LedgerError::UnknownAccount { .. })
+        ),
+        "an unknown account"
+    );
+}

@@ -214,3 +214,109 @@ pub async fn case_list_subkinds<S: Store + Ledger + ?Sized>(store: Arc<S>) {
         "a read returns the subkind inserted and the status written"
     );
 }
+
+/// Keyset pages (`Store::list_before`): strictly after a position in list order, newest
+/// first, on one subkind and optionally one status; a walk from page to page sees every
+/// record once although records are inserted ahead of it between pages; a position
+/// built from a time alone starts at the records created strictly before it.
+pub async fn case_list_before<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    let mut ps = Vec::new();
+    // 30 records, three per millisecond (ties broken by id), two statuses.
+    for i in 0..30 {
+        let status = if i % 3 == 0 { "odd" } else { "even" };
+        ps.push(insert(with_status(
+            record(&format!("r{i:02}"), "t1", 1_000 + (i / 3) * 10),
+            status,
+        )));
+    }
+    ps.push(insert(record("other-tenant", "t2", 1_050)));
+    ps.push(insert(with_subkind(
+        record("other-subkind", "t1", 1_050),
+        "s",
+    )));
+    commit_ok(s, puts(ps), "insert keyset fixtures").await;
+    let q = |status: Option<&str>, limit: usize| ListQuery {
+        kind: KIND.to_string(),
+        tenant: "t1".to_string(),
+        subkind: None,
+        status: status.map(str::to_string),
+        limit,
+        // Ignored by a keyset page.
+        offset: 7,
+    };
+    let ids = |page: &[StoredRecord]| page.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
+    let expected: Vec<String> = (0..30).rev().map(|i| format!("r{i:02}")).collect();
+
+    let first = store.list_before(&q(None, 4), None).await.unwrap();
+    assert_eq!(ids(&first), expected[..4], "no position: the newest");
+
+    // Walk in pages of 4 while a newer record arrives before every page.
+    let mut seen = ids(&first);
+    let mut at = ListPosition::of(first.last().unwrap());
+    for n in 0.. {
+        let newer = with_status(record(&format!("new{n:02}"), "t1", 5_000 + n), "odd");
+        commit_ok(s, puts(vec![insert(newer)]), "insert ahead of the walk").await;
+        let page = store.list_before(&q(None, 4), Some(&at)).await.unwrap();
+        assert!(page.len() <= 4, "a page holds at most `limit`");
+        seen.extend(ids(&page));
+        match page.last() {
+            Some(last) if page.len() == 4 => at = ListPosition::of(last),
+            _ => break,
+        }
+    }
+    assert_eq!(
+        seen, expected,
+        "the walk sees every record once, in order, and none inserted ahead of it"
+    );
+
+    let odd = store
+        .list_before(&q(Some("odd"), 3), Some(&ListPosition::of(&first[1])))
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&odd),
+        ["r27", "r24", "r21"],
+        "status filter after a position"
+    );
+
+    // Time-only positions: strictly before 1_050 (r15..r17 are at 1_050).
+    let before_time = ListPosition::before_time(ts(1_050));
+    let page = store
+        .list_before(&q(None, 5), Some(&before_time))
+        .await
+        .unwrap();
+    assert_eq!(ids(&page), ["r14", "r13", "r12", "r11", "r10"]);
+
+    let past_end = ListPosition::of(
+        store
+            .list_before(&q(None, 100), None)
+            .await
+            .unwrap()
+            .last()
+            .unwrap(),
+    );
+    assert!(
+        store
+            .list_before(&q(None, 5), Some(&past_end))
+            .await
+            .unwrap()
+            .is_empty(),
+        "after the oldest record: nothing"
+    );
+    assert!(
+        store
+            .list_before(&q(None, 0), None)
+            .await
+            .unwrap()
+            .is_empty(),
+        "limit 0"
+    );
+    let mut t2 = q(None, 10);
+    t2.tenant = "t2".into();
+    assert_eq!(
+        ids(&store.list_before(&t2, None).await.unwrap()),
+        ["other-tenant"],
+        "tenant isolation"
+    );
+}

@@ -69,8 +69,8 @@ use crate::ports::rail::{
 };
 use crate::ports::signer::KeyPurpose;
 use crate::ports::store::{
-    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Purge, Store, StoreError,
-    StoredRecord,
+    Batch, CommitReceipt, IdempotencyRecord, ListPosition, ListQuery, OutboxEvent, Purge, Store,
+    StoreError, StoredRecord,
 };
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -110,6 +110,16 @@ pub trait StoreOverride: Send + Sync {
         query: &ListQuery,
     ) -> Result<(Vec<StoredRecord>, u64), StoreError> {
         inner.list(query).await
+    }
+
+    /// Replaces [`Store::list_before`]; the default forwards to `inner`.
+    async fn list_before(
+        &self,
+        inner: &dyn Store,
+        query: &ListQuery,
+        before: Option<&ListPosition>,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        inner.list_before(query, before).await
     }
 
     /// Replaces [`Store::idempotency`]; the default forwards to `inner`.
@@ -197,6 +207,16 @@ impl<O: StoreOverride> Store for DelegatingStore<O> {
 
     async fn list(&self, query: &ListQuery) -> Result<(Vec<StoredRecord>, u64), StoreError> {
         self.overrides.list(&*self.inner, query).await
+    }
+
+    async fn list_before(
+        &self,
+        query: &ListQuery,
+        before: Option<&ListPosition>,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        self.overrides
+            .list_before(&*self.inner, query, before)
+            .await
     }
 
     async fn idempotency(
@@ -369,6 +389,10 @@ impl<O: RailOverride> Rail for DelegatingRail<O> {
 
     async fn readiness(&self) -> Readiness {
         self.overrides.readiness(&*self.inner).await
+    }
+
+    fn rpc_endpoints(&self) -> Vec<crate::ports::RpcEndpointHealth> {
+        self.inner.rpc_endpoints()
     }
 
     async fn address_for(&self, purpose: &KeyPurpose) -> Result<ChainAddress, RailError> {

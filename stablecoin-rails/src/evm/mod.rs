@@ -18,6 +18,7 @@
 pub mod abi;
 pub mod address;
 pub mod bundler;
+pub mod fees;
 pub mod rail;
 pub mod replacement;
 pub mod rpc;
@@ -30,6 +31,7 @@ pub mod userop;
 
 pub use address::{AddressError, EvmAddress};
 pub use bundler::{BundleError, Bundler, BundlerView, SelfBundler};
+pub use fees::{FeePolicy, Fees};
 pub use rail::{ERC1967_PROXY_V08, EvmConfig, EvmRail, EvmToken, GasPolicy, Submitted};
 pub use replacement::{Ceiling, Maintenance, Replacement};
 pub use rpc::{HttpJsonRpc, JsonRpc, RpcError};

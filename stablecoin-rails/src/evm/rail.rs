@@ -268,6 +268,10 @@ impl Rail for EvmRail {
             .collect()
     }
 
+    fn rpc_endpoints(&self) -> Vec<stablecoin_core::ports::RpcEndpointHealth> {
+        self.rpc.endpoints()
+    }
+
     async fn readiness(&self) -> Readiness {
         let eth = self.eth();
         let mut degraded = Vec::new();

@@ -5,7 +5,7 @@
 //! price + the tip). If the base fee then rises above that, the transaction stays in the
 //! mempool, and every later bundle of the same bundler account queues behind its nonce:
 //! all EVM settlement stops. rundler and Alto users know it as the "replacement
-//! transaction underpriced" loop. So the bundler remembers what it sent ([`InFlight`]),
+//! transaction underpriced" loop. So the bundler remembers what it sent (`InFlight`),
 //! and [`SelfBundler::replace_stuck`] (run by the rail's status polls and before each send,
 //! at most every [`Replacement::check_every`]):
 //! - forgets the bundles the chain has mined [`Replacement::final_depth`] blocks deep

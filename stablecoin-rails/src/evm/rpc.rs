@@ -3,8 +3,10 @@
 
 use super::abi;
 use super::address::EvmAddress;
+use crate::rpc_pool::RpcPool;
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use stablecoin_core::ports::RpcEndpointHealth;
 
 /// Why a call failed. `Transport`: the request may or may not have reached the node
 /// (a send is then of unknown outcome); `Node`: the node answered with an error.
@@ -41,24 +43,49 @@ pub trait JsonRpc: Send + Sync {
     /// Sends one request and returns its `result` (`null` when absent): a node's `error` is
     /// [`RpcError::Node`], no answer at all [`RpcError::Transport`].
     async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError>;
+
+    /// The health of each URL behind this endpoint (issue #49), for readiness; empty when
+    /// the implementation tracks none.
+    fn endpoints(&self) -> Vec<RpcEndpointHealth> {
+        Vec::new()
+    }
 }
 
-/// JSON-RPC over HTTP.
+/// JSON-RPC over HTTP, over one URL or several ([`RpcPool`]: a URL that times out,
+/// refuses, answers 5xx or garbles its answer is left for the next; a submission is
+/// never re-posted once it may have reached a node, see [`crate::rpc_pool`]).
 pub struct HttpJsonRpc {
-    url: String,
-    http: reqwest::Client,
+    pool: RpcPool,
 }
+
+/// The methods that send something: never re-posted to another URL once they may have
+/// reached a node (the rail reconciles them by hash instead).
+const SUBMISSIONS: &[&str] = &[
+    "eth_sendRawTransaction",
+    "eth_sendTransaction",
+    "eth_sendUserOperation",
+];
 
 impl HttpJsonRpc {
     /// A client of `url`; each request gives up after `timeout` (a [`RpcError::Transport`]).
     pub fn new(url: impl Into<String>, timeout: std::time::Duration) -> Self {
         HttpJsonRpc {
-            url: url.into(),
-            http: reqwest::Client::builder()
-                .timeout(timeout)
-                .build()
-                .unwrap_or_default(),
+            pool: RpcPool::single(url.into(), timeout),
         }
+    }
+
+    /// A client of several URLs of one chain, the first preferred (issue #49). Fails on
+    /// an empty list.
+    pub fn with_urls(urls: Vec<String>, timeout: std::time::Duration) -> Result<Self, RpcError> {
+        RpcPool::new(urls, timeout)
+            .map(|pool| HttpJsonRpc { pool })
+            .map_err(RpcError::Transport)
+    }
+
+    /// How long a failed URL waits behind the healthy ones (default 30 s).
+    pub fn with_retry_down_after(mut self, d: std::time::Duration) -> Self {
+        self.pool = self.pool.with_retry_down_after(d);
+        self
     }
 }
 
@@ -66,17 +93,16 @@ impl HttpJsonRpc {
 impl JsonRpc for HttpJsonRpc {
     async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let resp = self
-            .http
-            .post(&self.url)
-            .json(&body)
-            .send()
+        let (status, v) = self
+            .pool
+            .post("", &body, SUBMISSIONS.contains(&method))
             .await
-            .map_err(|e| RpcError::Transport(e.to_string()))?;
-        let v: Value = resp
-            .json()
-            .await
-            .map_err(|e| RpcError::Transport(e.to_string()))?;
+            .map_err(|e| RpcError::Transport(format!("{method}: {}", e.reason)))?;
+        if !v.is_object() {
+            return Err(RpcError::Transport(format!(
+                "{method}: HTTP {status}, not a JSON-RPC answer"
+            )));
+        }
         if let Some(err) = v.get("error") {
             let data = err
                 .get("data")
@@ -93,6 +119,10 @@ impl JsonRpc for HttpJsonRpc {
             });
         }
         Ok(v.get("result").cloned().unwrap_or(Value::Null))
+    }
+
+    fn endpoints(&self) -> Vec<RpcEndpointHealth> {
+        self.pool.health()
     }
 }
 

@@ -8,6 +8,7 @@ use super::rpc::{
     AccountInfo, Commitment, LatestBlockhash, RpcError, SignatureInfo, SignatureStatus,
     SignaturesQuery, SolanaRpc, TokenBalance, TransactionDetails, codes,
 };
+use crate::rpc_pool::RpcPool;
 use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -376,11 +377,13 @@ pub fn parse_transaction(result: Value) -> Result<Option<TransactionDetails>, Rp
     }))
 }
 
-/// [`SolanaRpc`] over HTTP JSON-RPC (reqwest, rustls).
+/// [`SolanaRpc`] over HTTP JSON-RPC (reqwest, rustls), over one URL or several
+/// ([`RpcPool`]: a URL that times out, refuses, answers 5xx or garbles its answer is left
+/// for the next; `sendTransaction` is never re-posted once it may have reached a node,
+/// the rail reconciles it by signature, see [`crate::rpc_pool`]).
 #[derive(Debug)]
 pub struct JsonRpcClient {
-    url: String,
-    http: reqwest::Client,
+    pool: RpcPool,
     next_id: AtomicU64,
 }
 
@@ -388,37 +391,41 @@ impl JsonRpcClient {
     /// A client of the validator at `url` (for instance `https://api.mainnet-beta.solana.com`
     /// or a provider's endpoint), with a per-request timeout.
     pub fn new(url: impl Into<String>, timeout: Duration) -> Result<Self, RpcError> {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|e| RpcError::transport(format!("http client: {e}")))?;
+        Self::with_urls(vec![url.into()], timeout)
+    }
+
+    /// A client of several URLs of one cluster, the first preferred (issue #49). Fails on
+    /// an empty list.
+    pub fn with_urls(urls: Vec<String>, timeout: Duration) -> Result<Self, RpcError> {
         Ok(JsonRpcClient {
-            url: url.into(),
-            http,
+            pool: RpcPool::new(urls, timeout).map_err(RpcError::transport)?,
             next_id: AtomicU64::new(1),
         })
     }
 
-    /// The validator endpoint this client posts to.
+    /// How long a failed URL waits behind the healthy ones (default 30 s).
+    pub fn with_retry_down_after(mut self, d: Duration) -> Self {
+        self.pool = self.pool.with_retry_down_after(d);
+        self
+    }
+
+    /// The preferred validator endpoint.
     pub fn url(&self) -> &str {
-        &self.url
+        self.pool.first_url()
     }
 
     /// Posts one request and returns its `result` (or the node's error).
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, RpcError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let response = self
-            .http
-            .post(&self.url)
-            .json(&request_body(id, method, params))
-            .send()
+        let (_, body) = self
+            .pool
+            .post(
+                "",
+                &request_body(id, method, params),
+                method == "sendTransaction",
+            )
             .await
-            .map_err(|e| RpcError::transport(format!("{method}: {e}")))?;
-        let status = response.status();
-        let body: Value = response.json().await.map_err(|e| {
-            // The request reached the node; its answer is unreadable.
-            RpcError::transport(format!("{method}: HTTP {status}, unreadable body: {e}"))
-        })?;
+            .map_err(|e| RpcError::transport(format!("{method}: {}", e.reason)))?;
         parse_envelope(body)
     }
 }
@@ -520,6 +527,10 @@ impl SolanaRpc for JsonRpcClient {
             self.call("getTransaction", request_get_transaction(sig, c))
                 .await?,
         )
+    }
+
+    fn endpoints(&self) -> Vec<stablecoin_core::ports::RpcEndpointHealth> {
+        self.pool.health()
     }
 }
 

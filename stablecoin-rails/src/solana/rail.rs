@@ -307,6 +307,10 @@ impl Rail for SolanaRail {
     /// mints, the fee payer's balance) fail or the fee payer cannot fund provisioning;
     /// `INBOUND_READY` when those pass but sends are switched off or the fee payer is
     /// below the send threshold; `READY` otherwise.
+    fn rpc_endpoints(&self) -> Vec<stablecoin_core::ports::RpcEndpointHealth> {
+        self.rpc.endpoints()
+    }
+
     async fn readiness(&self) -> Readiness {
         self.readiness_inner().await
     }

@@ -291,6 +291,12 @@ pub trait SolanaRpc: Send + Sync {
         signature: &Signature,
         commitment: Commitment,
     ) -> Result<Option<TransactionDetails>, RpcError>;
+
+    /// The health of each URL behind this client (issue #49), for readiness; empty when
+    /// the implementation tracks none (litesvm in process).
+    fn endpoints(&self) -> Vec<stablecoin_core::ports::RpcEndpointHealth> {
+        Vec::new()
+    }
 }
 
 #[allow(dead_code)]

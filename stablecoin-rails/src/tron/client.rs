@@ -4,6 +4,7 @@
 
 use super::address::TronAddress;
 use super::tx::{self, SignedTx};
+use crate::rpc_pool::RpcPool;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -256,6 +257,11 @@ pub trait TronApi: Send + Sync {
     async fn transaction_known(&self, txid: &[u8; 32]) -> Result<bool, ApiError>;
     /// `/wallet/gettransactioninfobyblocknum`: the infos of every transaction of a block.
     async fn block_transaction_infos(&self, number: u64) -> Result<Vec<TxInfo>, ApiError>;
+    /// The health of each API root behind this client (issue #49), for readiness; empty
+    /// when the implementation tracks none.
+    fn endpoints(&self) -> Vec<stablecoin_core::ports::RpcEndpointHealth> {
+        Vec::new()
+    }
 }
 
 // ---- pure parsers ---------------------------------------------------------------------
@@ -503,19 +509,20 @@ pub fn parse_block_transaction_infos(v: &Value) -> Result<Vec<TxInfo>, ApiError>
 
 // ---- HTTP transport -------------------------------------------------------------------
 
-/// [`TronApi`] over java-tron's HTTP API with reqwest.
-#[derive(Clone)]
+/// [`TronApi`] over java-tron's HTTP API with reqwest, over one API root or several
+/// ([`RpcPool`]: a root that times out, refuses, answers 5xx or garbles its answer is
+/// left for the next; a broadcast is never re-posted once it may have reached a node,
+/// the rail reconciles it by transaction id, see [`crate::rpc_pool`]).
 pub struct HttpTronApi {
-    base_url: String,
-    http: reqwest::Client,
-    api_key: Option<String>,
+    pool: RpcPool,
+    has_api_key: bool,
 }
 
 impl std::fmt::Debug for HttpTronApi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpTronApi")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("pool", &self.pool)
+            .field("api_key", &self.has_api_key.then_some("<redacted>"))
             .finish()
     }
 }
@@ -523,55 +530,60 @@ impl std::fmt::Debug for HttpTronApi {
 impl HttpTronApi {
     /// `base_url` is the full node's HTTP root (e.g. `http://127.0.0.1:8090`).
     pub fn new(base_url: impl Into<String>, timeout: Duration) -> Result<Self, ApiError> {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|e| ApiError::Transport {
-                reason: e.to_string(),
-            })?;
+        Self::with_urls(vec![base_url.into()], timeout)
+    }
+
+    /// Several HTTP roots of the same network, the first preferred (issue #49). Fails on
+    /// an empty list.
+    pub fn with_urls(base_urls: Vec<String>, timeout: Duration) -> Result<Self, ApiError> {
+        let pool = RpcPool::new(base_urls, timeout)
+            .map_err(|reason| ApiError::Transport { reason })?
+            .allow_empty_answer();
         Ok(HttpTronApi {
-            base_url: base_url.into().trim_end_matches('/').to_string(),
-            http,
-            api_key: None,
+            pool,
+            has_api_key: false,
         })
     }
 
-    /// Sends `TRON-PRO-API-KEY` (TronGrid) with every request.
+    /// Sends `TRON-PRO-API-KEY` (TronGrid) with every request, to every root.
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+        self.pool = self.pool.with_header("TRON-PRO-API-KEY", key);
+        self.has_api_key = true;
         self
     }
 
+    /// How long a failed root waits behind the healthy ones (default 30 s).
+    pub fn with_retry_down_after(mut self, d: Duration) -> Self {
+        self.pool = self.pool.with_retry_down_after(d);
+        self
+    }
+
+    /// Each root's health, redacted (`host:port`), for readiness.
+    pub fn endpoints(&self) -> Vec<stablecoin_core::ports::RpcEndpointHealth> {
+        self.pool.health()
+    }
+
     pub(super) async fn post(&self, path: &str, body: Value) -> Result<Value, ApiError> {
-        let mut req = self
-            .http
-            .post(format!("{}{path}", self.base_url))
-            .json(&body);
-        if let Some(key) = &self.api_key {
-            req = req.header("TRON-PRO-API-KEY", key);
-        }
-        let resp = req.send().await.map_err(|e| ApiError::Transport {
-            reason: format!("{path}: {e}"),
-        })?;
-        let status = resp.status();
-        let text = resp.text().await.map_err(|e| ApiError::Transport {
-            reason: format!("{path}: reading the answer: {e}"),
-        })?;
-        if status.is_server_error() {
-            return Err(ApiError::Transport {
-                reason: format!("{path}: HTTP {status}"),
-            });
-        }
-        if !status.is_success() {
+        let (status, v) = self
+            .pool
+            .post(path, &body, path == "/wallet/broadcasthex")
+            .await
+            .map_err(|e| ApiError::Transport {
+                reason: format!("{path}: {}", e.reason),
+            })?;
+        if !(200..300).contains(&status) {
             return Err(ApiError::Node {
-                code: format!("HTTP_{}", status.as_u16()),
-                message: text.chars().take(300).collect(),
+                code: format!("HTTP_{status}"),
+                message: match v {
+                    Value::String(text) => text,
+                    other => other.to_string().chars().take(300).collect(),
+                },
             });
         }
-        if text.trim().is_empty() {
+        if v.is_null() {
             return Ok(json!({}));
         }
-        serde_json::from_str(&text).map_err(|e| decode_err(format!("{path}: {e}")))
+        Ok(v)
     }
 }
 
@@ -652,6 +664,10 @@ impl TronApi for HttpTronApi {
             )
             .await?;
         Ok(v.get("txID").is_some())
+    }
+
+    fn endpoints(&self) -> Vec<stablecoin_core::ports::RpcEndpointHealth> {
+        HttpTronApi::endpoints(self)
     }
 
     async fn block_transaction_infos(&self, number: u64) -> Result<Vec<TxInfo>, ApiError> {

@@ -230,6 +230,10 @@ impl Rail for TronRail {
         vec![Token::Usdt]
     }
 
+    fn rpc_endpoints(&self) -> Vec<stablecoin_core::ports::RpcEndpointHealth> {
+        self.api.endpoints()
+    }
+
     async fn readiness(&self) -> Readiness {
         let mut degraded = Vec::new();
         if let Err(e) = self.api.now_block().await {

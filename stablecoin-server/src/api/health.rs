@@ -30,12 +30,27 @@ async fn rail_readiness(app: &AppState) -> BTreeMap<String, RailReadiness> {
         .into_iter()
         .map(|(name, r)| {
             let simulated = app.simulated_rails().iter().any(|id| id.name() == name);
+            let rpc_endpoints = app
+                .engine
+                .rails()
+                .find(|rail| rail.id().name() == name)
+                .map(|rail| rail.rpc_endpoints())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|e| RpcEndpointStatus {
+                    endpoint: e.endpoint,
+                    healthy: e.healthy,
+                    consecutive_failures: e.consecutive_failures,
+                    last_error: e.last_error,
+                })
+                .collect();
             (
                 name,
                 RailReadiness {
                     status: status_name(r.status),
                     reasons: r.reasons,
                     simulated,
+                    rpc_endpoints,
                 },
             )
         })

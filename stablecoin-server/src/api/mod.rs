@@ -6,6 +6,7 @@ pub mod chains;
 pub mod checkout;
 mod document;
 pub mod escrow;
+pub mod events;
 pub mod fx;
 pub mod health;
 pub mod intake;
@@ -14,6 +15,7 @@ pub mod schemas;
 pub mod security_headers;
 pub mod staff;
 pub mod staff_payouts;
+pub mod statements;
 pub mod stray_deposits;
 pub mod swaps;
 pub mod topups;
@@ -52,7 +54,7 @@ pub const API_VERSION: &str = "1.0.1";
     info(
         title = "Stablecoin wallet, escrow and payments API",
         version = "1.0.1",
-        description = "Reference server of the stablecoin SDK. Authenticate with `X-API-Key`: tenant keys `svc_sk_live_` (live) / `svc_sk_test_` (sandbox: supported mutations are simulated and marked `\"simulated\": true`, others answer SANDBOX_UNSUPPORTED); business keys `live_sk_` / `test_sk_` open only the checkout (`/api/v1/checkout/...`): a test key sees and creates only test sessions, paid by simulated deposits; a live key only live ones. Every POST accepts `Idempotency-Key`. Errors are `{\"error\":{\"code\",\"message\",\"param\"?}}`.",
+        description = "Reference server of the stablecoin SDK. Authenticate with `X-API-Key`: tenant keys `svc_sk_live_` (live) / `svc_sk_test_` (sandbox: supported mutations are simulated and marked `\"simulated\": true`, others answer SANDBOX_UNSUPPORTED); business keys `live_sk_` / `test_sk_` open only the checkout (`/api/v1/checkout/...`) and the payments-family events (`/api/v1/events`): a test key sees and creates only test sessions, paid by simulated deposits; a live key only live ones. Every POST accepts `Idempotency-Key`. Errors are `{\"error\":{\"code\",\"message\",\"param\"?}}`.",
         license(name = "Apache-2.0")
     ),
     components(schemas(ErrorBody, ErrorDetail)),
@@ -66,6 +68,8 @@ pub const API_VERSION: &str = "1.0.1";
         (name = "solana", description = "Solana SPL rail"),
         (name = "escrows", description = "Embedded escrow over per-deal TRON USDT addresses"),
         (name = "webhooks", description = "Webhook endpoints of both families, events, deliveries and replay"),
+        (name = "statements", description = "Statements of the treasury, customer wallets and checkout funds, reconciling to the ledger"),
+        (name = "events", description = "The events API: every event of the key's family, cursor-paged, payloads as delivered"),
         (name = "checkout", description = "Checkout payment sessions (business keys)"),
         (name = "admin", description = "Service staff routes (admin bearer token; 404 ADMIN_DISABLED when the server has none)"),
         (name = "health", description = "Health, metrics and this document")
@@ -237,6 +241,9 @@ fn tenant_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(webhooks::replay_webhook_event))
         .routes(routes!(webhooks::replay_failed_webhooks))
         .routes(routes!(webhooks::list_webhook_deliveries))
+        .routes(routes!(events::list_events))
+        .routes(routes!(events::get_event))
+        .routes(routes!(statements::get_statement))
         .routes(routes!(
             checkout::create_business,
             checkout::list_businesses
@@ -279,6 +286,8 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(checkout::get_session))
         .routes(routes!(checkout::cancel_session))
         .routes(routes!(checkout::simulate_payment))
+        .routes(routes!(events::list_payments_events))
+        .routes(routes!(events::get_payments_event))
         .route_layer(from_fn_with_state(limiter, rate_limit::enforce))
         .route_layer(from_fn_with_state(
             state.clone(),

@@ -697,6 +697,30 @@ pub struct RailReadiness {
     /// True for a simulated chain (development mode): its balances and transactions are
     /// made up, whatever its status says.
     pub simulated: bool,
+    /// Each node URL of a real chain (`rpc_url`, then `fallback_rpc_urls` /
+    /// `fallback_api_urls`), in that order: whether the rail can use it now. The rail
+    /// moves past a URL that times out, refuses, answers 5xx/429 or garbles its answer,
+    /// so one URL down leaves the status READY; this list says which. Empty for a
+    /// simulated chain.
+    #[serde(default)]
+    pub rpc_endpoints: Vec<RpcEndpointStatus>,
+}
+
+/// One node URL of a rail (`GET /health/ready`, `rails.<rail>.rpc_endpoints`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct RpcEndpointStatus {
+    /// The URL's host and port only: never its credentials, path or query (providers put
+    /// API keys there).
+    #[schema(example = "polygon-mainnet.example:443")]
+    pub endpoint: String,
+    /// False from the URL's last failed request until one through it succeeds again.
+    pub healthy: bool,
+    /// Failed requests in a row (0 when healthy).
+    pub consecutive_failures: u32,
+    /// The last failure: `timed out`, `connection failed`, `HTTP <status>`,
+    /// `malformed answer` or `transport error`.
+    #[schema(example = "timed out")]
+    pub last_error: Option<String>,
 }
 
 /// `GET /health/ready`: per-rail readiness (spec 1.4, 1.5). Each rail field is READY,

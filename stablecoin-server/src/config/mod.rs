@@ -154,8 +154,13 @@
 //! confirmations = 128
 //! scan_start_block = 64000000
 //! # optional: rpc_timeout_ms = 10000, max_scan_blocks = 2000
+//! # optional: fallback_rpc_urls = ["https://other.example/rpc"] (secrets, tried in order
+//! #   after rpc_url), rpc_retry_down_after_ms = 30000
 //! # optional: bundler_url = "https://bundler.example/rpc"  # a secret: never logged
 //! # optional: replace_bundle_after_ms = 60000, max_fee_per_gas_ceiling_wei = "500000000000"
+//! # optional table [rails.evm.137.fees]: history_blocks = 10, reward_percentile = 50,
+//! #   priority_floor_wei, priority_ceiling_wei, max_fee_floor_wei, max_fee_ceiling_wei,
+//! #   max_gas_cost_per_payment_wei (wei: integers or decimal strings; none by default)
 //! ```
 //!
 //! Without `bundler_url` the service bundles its chain's operations itself (its sponsor
@@ -165,6 +170,9 @@
 //! user-operation hash, never sent twice. The service's own bundles that the chain leaves
 //! unmined `replace_bundle_after_ms` are re-sent at their nonce with higher fees, up to
 //! `max_fee_per_gas_ceiling_wei` (default 10x the first fee cap), then cancelled.
+//! User operations' fees come from `eth_feeHistory` within the `fees` floors and
+//! ceilings, and a payment whose gas could cost more than
+//! `fees.max_gas_cost_per_payment_wei` is refused unsent (README, "EVM fees").
 //!
 //! Likewise `rails.tron = true` runs the simulated TRON chain unless a `[rails.tron_node]`
 //! table makes it the real TRON rail (feature `tron`, on by default) over java-tron's
@@ -179,7 +187,7 @@
 //! # usdc_contract (read and sent back only: TRON wallets hold USDT), confirmations = 19,
 //! # energy_per_transfer = 65000, bandwidth_per_transfer = 500,
 //! # activation_reserve_sun = 2000000, fee_limit_sun = 100000000, timeout_ms = 10000,
-//! # max_scan_blocks = 100
+//! # max_scan_blocks = 100, fallback_api_urls = [...] (secrets), rpc_retry_down_after_ms = 30000
 //! ```
 //!
 //! Likewise `rails.solana = true` runs the simulated Solana chain unless a
@@ -198,8 +206,18 @@
 //! # optional: usdc_mint, usdt_mint (base58; default mainnet USDC and USDT),
 //! # token_program (default SPL Token), decimals = 6,
 //! # min_fee_payer_lamports_for_sends = 50000000, timeout_ms = 10000,
-//! # finality_timeout_ms = 60000, poll_interval_ms = 500, scan_page_size = 1000
+//! # finality_timeout_ms = 60000, poll_interval_ms = 500, scan_page_size = 1000,
+//! # fallback_rpc_urls = [...] (secrets), rpc_retry_down_after_ms = 30000
 //! ```
+//!
+//! Every real chain takes several node URLs (issue #49): `rpc_url` / `api_url` is the
+//! preferred one and stays required, `fallback_rpc_urls` / `fallback_api_urls` are tried
+//! after it in order when it times out, refuses, answers 5xx/429 or garbles its answer.
+//! A separate list rather than an `rpc_urls` replacing `rpc_url`: existing files and
+//! `STABLECOIN_SOLANA_RPC_URL` keep their meaning and there is no "both given" case.
+//! A submission whose answer was lost is reconciled by its id on the next URL, never
+//! re-sent; readiness lists each URL's health by `host:port` (README, "Several node
+//! URLs").
 //!
 //! The start-up banner prints each real chain's sponsor address (the paymaster's signer
 //! and the bundler, which needs native coin) and the treasury account (which needs the
@@ -244,8 +262,8 @@ pub use load::{env_var_names, spec_env_aliases};
 pub use notices::{NoticeSettings, default_ussd_instructions};
 pub use payouts::PayoutSettings;
 pub use rails::{
-    EvmChainSettings, RailsConfig, RailsMode, SimSettings, SolanaNodeSettings, TokenSettings,
-    TronNodeSettings, Wei,
+    EvmChainSettings, EvmFeeSettings, RailsConfig, RailsMode, SimSettings, SolanaNodeSettings,
+    TokenSettings, TronNodeSettings, Wei, node_urls,
 };
 pub use reconciliation::ReconciliationSettings;
 pub use retention::RetentionSettings;

@@ -46,6 +46,15 @@ pub struct RailsConfig {
 pub struct SolanaNodeSettings {
     /// The JSON-RPC endpoint; often carries an API key, so never printed.
     pub rpc_url: Secret,
+    /// Further endpoints of the same cluster, tried in order after `rpc_url` when it
+    /// times out, refuses, answers 5xx/429 or garbles its answer (issue #49; default
+    /// none). Secrets like `rpc_url`.
+    #[serde(default)]
+    pub fallback_rpc_urls: Vec<Secret>,
+    /// How long a failed endpoint is tried only after the healthy ones, in milliseconds
+    /// (default 30 000).
+    #[serde(default = "default_rpc_retry_down_after_ms")]
+    pub rpc_retry_down_after_ms: u64,
     /// Where the deposit scanner starts on a fresh database (a slot).
     pub scan_start_slot: u64,
     /// The USDC mint, base58 (default: mainnet USDC).
@@ -91,6 +100,8 @@ impl SolanaNodeSettings {
     pub fn new(rpc_url: Secret, scan_start_slot: u64) -> Self {
         SolanaNodeSettings {
             rpc_url,
+            fallback_rpc_urls: Vec::new(),
+            rpc_retry_down_after_ms: default_rpc_retry_down_after_ms(),
             scan_start_slot,
             usdc_mint: default_solana_usdc_mint(),
             usdt_mint: default_solana_usdt_mint(),
@@ -141,6 +152,15 @@ fn default_scan_page_size() -> usize {
 pub struct TronNodeSettings {
     /// The HTTP API root (`/wallet/*` below it); may carry credentials, so never printed.
     pub api_url: Secret,
+    /// Further API roots of the same network, tried in order after `api_url` when it
+    /// times out, refuses, answers 5xx/429 or garbles its answer (issue #49; default
+    /// none). `api_key` goes to every root. Secrets like `api_url`.
+    #[serde(default)]
+    pub fallback_api_urls: Vec<Secret>,
+    /// How long a failed root is tried only after the healthy ones, in milliseconds
+    /// (default 30 000).
+    #[serde(default = "default_rpc_retry_down_after_ms")]
+    pub rpc_retry_down_after_ms: u64,
     /// Sent as `TRON-PRO-API-KEY` (TronGrid).
     #[serde(default)]
     pub api_key: Option<Secret>,
@@ -237,6 +257,15 @@ impl RailsConfig {
 pub struct EvmChainSettings {
     /// JSON-RPC endpoint; often carries an API key, so never printed.
     pub rpc_url: Secret,
+    /// Further endpoints of the same chain, tried in order after `rpc_url` when it times
+    /// out, refuses, answers 5xx/429 or garbles its answer (issue #49; default none).
+    /// Secrets like `rpc_url`. Not for `bundler_url`, which stays one URL.
+    #[serde(default)]
+    pub fallback_rpc_urls: Vec<Secret>,
+    /// How long a failed endpoint is tried only after the healthy ones, in milliseconds
+    /// (default 30 000).
+    #[serde(default = "default_rpc_retry_down_after_ms")]
+    pub rpc_retry_down_after_ms: u64,
     /// The ERC-4337 EntryPoint v0.8 contract, `0x` hex.
     pub entry_point: String,
     /// SimpleAccountFactory v0.8.
@@ -277,10 +306,81 @@ pub struct EvmChainSettings {
     /// first fee cap.
     #[serde(default)]
     pub max_fee_per_gas_ceiling_wei: Option<Wei>,
+    /// `[rails.evm.<id>.fees]`: how user operations' fees follow the chain
+    /// (`eth_feeHistory`) and their limits (issue #49); every key optional.
+    #[serde(default)]
+    pub fees: EvmFeeSettings,
+}
+
+/// `[rails.evm.<id>.fees]`: a user operation's priority fee is the median of the last
+/// `history_blocks` non-empty blocks' `reward_percentile`-th percentile tips, its max fee
+/// twice the next block's base fee plus that tip, each held within its floor and
+/// ceiling; a payment whose gas could cost more than `max_gas_cost_per_payment_wei` is
+/// refused (`RAIL_REJECTED`-class failure with both amounts in the reason), unsent.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvmFeeSettings {
+    /// Recent blocks read (default 10; 1 to 1024).
+    pub history_blocks: u64,
+    /// Which percentile of each block's tips (default 50).
+    pub reward_percentile: u8,
+    /// Lowest priority fee, wei per gas (default none; Polygon PoS needs 25-30 gwei).
+    pub priority_floor_wei: Option<Wei>,
+    /// Highest priority fee, wei per gas (default none).
+    pub priority_ceiling_wei: Option<Wei>,
+    /// Lowest max fee, wei per gas (default none).
+    pub max_fee_floor_wei: Option<Wei>,
+    /// Highest max fee, wei per gas (default none): what the paymaster pays per gas at
+    /// most. Below the chain's base fee an external bundler holds or refuses the
+    /// operation; the self-bundler still includes it, its own account paying the rest.
+    pub max_fee_ceiling_wei: Option<Wei>,
+    /// The most one payment's gas may cost (its gas limits at its max fee), wei
+    /// (default none).
+    pub max_gas_cost_per_payment_wei: Option<Wei>,
+}
+
+impl Default for EvmFeeSettings {
+    fn default() -> Self {
+        EvmFeeSettings {
+            history_blocks: 10,
+            reward_percentile: 50,
+            priority_floor_wei: None,
+            priority_ceiling_wei: None,
+            max_fee_floor_wei: None,
+            max_fee_ceiling_wei: None,
+            max_gas_cost_per_payment_wei: None,
+        }
+    }
 }
 
 fn default_rpc_timeout_ms() -> u64 {
     10_000
+}
+
+fn default_rpc_retry_down_after_ms() -> u64 {
+    30_000
+}
+
+/// `primary` then `fallbacks`, in order, as the rail's client takes them; a URL given
+/// twice is refused (it would only double the wait on an outage). `what` names the
+/// table in the error, which never shows a URL.
+pub fn node_urls(
+    what: &str,
+    primary: &Secret,
+    fallbacks: &[Secret],
+) -> Result<Vec<String>, String> {
+    let mut urls = vec![primary.expose().trim().to_string()];
+    for (i, f) in fallbacks.iter().enumerate() {
+        let u = f.expose().trim().to_string();
+        if urls.contains(&u) {
+            return Err(format!(
+                "{what}: fallback URL #{} repeats an earlier URL",
+                i + 1
+            ));
+        }
+        urls.push(u);
+    }
+    Ok(urls)
 }
 
 fn default_replace_bundle_after_ms() -> u64 {

@@ -784,3 +784,44 @@ fn every_variable_the_spec_names_is_an_alias_of_its_prefixed_form() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn fallback_node_urls_come_after_the_preferred_one_and_a_repeat_is_refused() {
+    let c = load_text(
+        "solana-fallbacks",
+        &format!(
+            "{SOLANA}fallback_rpc_urls = [\"https://b.example/?api-key=b-secret\", \"https://c.example/\"]\nrpc_retry_down_after_ms = 5000\n"
+        ),
+    )
+    .unwrap();
+    let s = c.rails.solana_node.as_ref().unwrap();
+    assert_eq!(s.rpc_retry_down_after_ms, 5_000);
+    assert_eq!(
+        super::node_urls("rails.solana_node", &s.rpc_url, &s.fallback_rpc_urls).unwrap(),
+        vec![
+            "https://solana.example/?api-key=sol-secret-key",
+            "https://b.example/?api-key=b-secret",
+            "https://c.example/"
+        ]
+    );
+    assert!(!format!("{c:?}").contains("b-secret"), "redacted");
+    // The default: the one URL, a failed one waiting 30 s behind the healthy ones.
+    let one = load_text("solana", SOLANA).unwrap();
+    let one = one.rails.solana_node.as_ref().unwrap();
+    assert!(one.fallback_rpc_urls.is_empty());
+    assert_eq!(one.rpc_retry_down_after_ms, 30_000);
+
+    let e = super::node_urls(
+        "rails.solana_node",
+        &s.rpc_url,
+        &[
+            Secret::new("https://c.example/"),
+            Secret::new(s.rpc_url.expose()),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "rails.solana_node: fallback URL #2 repeats an earlier URL"
+    );
+}

@@ -24,6 +24,8 @@ pub struct Providers {
 pub fn evm_chain(w: &World, url: &str) -> EvmChainSettings {
     EvmChainSettings {
         rpc_url: Secret::new(url),
+        fallback_rpc_urls: Vec::new(),
+        rpc_retry_down_after_ms: 30_000,
         entry_point: w.config.entry_point.to_string(),
         factory: w.config.factory.to_string(),
         paymaster: w.config.paymaster.to_string(),
@@ -44,6 +46,7 @@ pub fn evm_chain(w: &World, url: &str) -> EvmChainSettings {
         bundler_url: None,
         replace_bundle_after_ms: 60_000,
         max_fee_per_gas_ceiling_wei: None,
+        fees: Default::default(),
     }
 }
 
@@ -52,6 +55,8 @@ pub fn evm_chain(w: &World, url: &str) -> EvmChainSettings {
 pub fn tron_node(url: &str, usdt: &stablecoin_rails::tron::TronAddress) -> TronNodeSettings {
     TronNodeSettings {
         api_url: Secret::new(url),
+        fallback_api_urls: Vec::new(),
+        rpc_retry_down_after_ms: 30_000,
         api_key: None,
         scan_start_block: 0,
         usdt_contract: usdt.to_base58(),

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::store::{
-    Batch, CommitReceipt, IdempotencyRecord, ListQuery, OutboxEvent, Purge, Store, StoreError,
-    StoredRecord,
+    Batch, CommitReceipt, IdempotencyRecord, ListPosition, ListQuery, OutboxEvent, Purge, Store,
+    StoreError, StoredRecord,
 };
 
 /// A list's page and total, without and with a status (see `Store::list` below).
@@ -28,6 +28,21 @@ const LIST_STATUS_PAGE: &str = concat!(
 );
 const LIST_STATUS_COUNT: &str = "SELECT COUNT(*) FROM records \
      WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3 AND status = ?4";
+/// Keyset pages (`Store::list_before`): the same index ranges, entered at a position.
+/// The row-value comparison is a range bound SQLite's planner uses on the trailing
+/// (created_at, id) columns of the index.
+const KEYSET_PAGE: &str = concat!(
+    "SELECT ",
+    record_cols!(),
+    " FROM records WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3 \
+     AND (created_at, id) < (?4, ?5) ORDER BY created_at DESC, id DESC LIMIT ?6"
+);
+const KEYSET_STATUS_PAGE: &str = concat!(
+    "SELECT ",
+    record_cols!(),
+    " FROM records WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3 AND status = ?7 \
+     AND (created_at, id) < (?4, ?5) ORDER BY created_at DESC, id DESC LIMIT ?6"
+);
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -114,6 +129,43 @@ impl Store for SqliteStore {
             .collect::<Result<Vec<_>, _>>()
             .map_err(backend)?;
         Ok((records, u64_from_db(total, "count").map_err(backend)?))
+    }
+
+    async fn list_before(
+        &self,
+        query: &ListQuery,
+        before: Option<&ListPosition>,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        // No position: the newest records, i.e. before a position past every record.
+        let (at, id) = match before {
+            Some(p) => (p.created_at.0, p.id.as_str()),
+            None => (i64::MAX, ""),
+        };
+        let (kind, tenant, subkind) = (&query.kind, &query.tenant, &query.subkind);
+        let limit = sql_count(query.limit);
+        let rows = self
+            .inner
+            .readers
+            .with(|conn| match &query.status {
+                None => conn
+                    .prepare_cached(KEYSET_PAGE)?
+                    .query_map(
+                        params![kind, tenant, subkind, at, id, limit],
+                        record_from_row,
+                    )?
+                    .collect::<Result<Vec<_>, _>>(),
+                Some(status) => conn
+                    .prepare_cached(KEYSET_STATUS_PAGE)?
+                    .query_map(
+                        params![kind, tenant, subkind, at, id, limit, status],
+                        record_from_row,
+                    )?
+                    .collect::<Result<Vec<_>, _>>(),
+            })
+            .map_err(StoreError::Backend)?;
+        rows.into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(backend)
     }
 
     async fn idempotency(
@@ -258,7 +310,14 @@ mod tests {
     #[tokio::test]
     async fn list_queries_are_index_ranges() {
         let store = SqliteStore::open_in_memory().await.unwrap();
-        for sql in [LIST_PAGE, LIST_COUNT, LIST_STATUS_PAGE, LIST_STATUS_COUNT] {
+        for sql in [
+            LIST_PAGE,
+            LIST_COUNT,
+            LIST_STATUS_PAGE,
+            LIST_STATUS_COUNT,
+            KEYSET_PAGE,
+            KEYSET_STATUS_PAGE,
+        ] {
             let plan = query_plan(&store, sql);
             assert!(plan.starts_with("SEARCH records USING "), "{sql}: {plan}");
             assert!(plan.contains("INDEX records_list"), "{sql}: {plan}");

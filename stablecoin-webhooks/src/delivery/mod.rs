@@ -90,11 +90,13 @@
 //! - `attempt`: one HTTP attempt and its outcome.
 //! - [`retry`](fn@retry): the retry schedule as a pure function (no clock, no entropy).
 //! - `inspection`: lists, event and delivery reads, replay.
+//! - `events_api`: the events API's pages (cursor, type and time filters) and reads.
 
 mod attempt;
 mod deliver;
 mod dispatch;
 mod endpoints;
+mod events_api;
 mod fan_out;
 mod inspection;
 mod model;
@@ -104,6 +106,10 @@ mod retry;
 pub use attempt::{CONNECTION_FAILED, ENDPOINT_UNUSABLE, SECRET_UNAVAILABLE, TIMEOUT};
 pub use deliver::OUTCOME_GROUP;
 pub use endpoints::NewEndpoint;
+pub use events_api::{
+    ESCROW_EVENT_TYPES, EVENTS_PAGE_MAX, EventCursor, EventQuery, EventsPage, ListedEvent,
+    TypeFilter, WALLET_TRANSFER_EVENT_TYPES, event_types,
+};
 pub use fan_out::{outbox_event, render};
 pub use model::{
     AUTO_DISABLE_AFTER_MS, Attempt, Delivery, DeliveryConfig, DeliveryState, ESCROW_PREFIX,

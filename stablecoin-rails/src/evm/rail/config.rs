@@ -2,6 +2,7 @@
 //! confirmation depth, scan window, and the sponsor thresholds of readiness.
 
 use crate::evm::EvmAddress;
+use crate::evm::fees::FeePolicy;
 use stablecoin_core::domain::money::Micros;
 
 /// ERC1967Proxy's creation code as SimpleAccountFactory v0.8 embeds it (cut out of the
@@ -111,6 +112,9 @@ pub struct EvmConfig {
     /// The most gas the operations of one bundle may ask for together (their call,
     /// verification, pre-verification and paymaster limits), well under a block.
     pub max_bundle_gas: u128,
+    /// How user operations' fees follow the chain (`eth_feeHistory`), their floors and
+    /// ceilings, and the per-payment gas cost ceiling (see [`crate::evm::fees`]).
+    pub fees: FeePolicy,
 }
 
 impl EvmConfig {
@@ -139,6 +143,7 @@ impl EvmConfig {
             gas: GasPolicy::default(),
             max_ops_per_bundle: 32,
             max_bundle_gas: 12_000_000,
+            fees: FeePolicy::default(),
         }
     }
 
@@ -170,6 +175,6 @@ impl EvmConfig {
         if self.confirmations == 0 {
             return Err("confirmations must be at least 1".into());
         }
-        Ok(())
+        self.fees.validate()
     }
 }

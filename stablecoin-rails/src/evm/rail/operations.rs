@@ -154,16 +154,7 @@ impl EvmRail {
                 .map_err(|e| unavailable("eth_getCode", e))?
                 .is_empty();
         let g = self.config.gas;
-        let priority = self
-            .eth()
-            .max_priority_fee()
-            .await
-            .map_err(|e| unavailable("eth_maxPriorityFeePerGas", e))?;
-        let price = self
-            .eth()
-            .gas_price()
-            .await
-            .map_err(|e| unavailable("eth_gasPrice", e))?;
+        let fees = self.fees().await?;
         Ok(UserOp {
             sender,
             nonce: Nonce {
@@ -183,11 +174,42 @@ impl EvmRail {
             },
             call_gas_limit: call_gas,
             pre_verification_gas: g.pre_verification_gas,
-            max_priority_fee_per_gas: priority,
-            max_fee_per_gas: price.saturating_mul(2).saturating_add(priority),
+            max_priority_fee_per_gas: fees.priority,
+            max_fee_per_gas: fees.max_fee,
             paymaster_and_data: Vec::new(),
             signature: Vec::new(),
         })
+        .and_then(|op| self.within_payment_ceiling(op))
+    }
+
+    /// The fees an operation built now gets: from `eth_feeHistory`, within the chain's
+    /// floors and ceilings ([`crate::evm::fees`]).
+    pub async fn fees(&self) -> Result<crate::evm::Fees, RailError> {
+        crate::evm::fees::estimate(&self.eth(), &self.config.fees)
+            .await
+            .map_err(|e| unavailable("fee estimation", e))
+    }
+
+    /// `op`, unless its gas limits at its max fee could cost more than the chain's
+    /// per-payment ceiling: then refused, before anything is journaled or sent.
+    fn within_payment_ceiling(&self, op: UserOp) -> Result<UserOp, RailError> {
+        let Some(ceiling) = self.config.fees.max_gas_cost_per_payment_wei else {
+            return Ok(op);
+        };
+        let gas = op.verification_gas_limit
+            + op.call_gas_limit
+            + op.pre_verification_gas
+            + self.config.gas.paymaster_verification_gas;
+        let cost = gas.saturating_mul(op.max_fee_per_gas);
+        if cost > ceiling {
+            return Err(rejected(format!(
+                "gas too expensive: up to {gas} gas at {} wei per gas could cost {cost} wei, \
+                 above this chain's per-payment ceiling of {ceiling} wei \
+                 (max_gas_cost_per_payment_wei)",
+                op.max_fee_per_gas
+            )));
+        }
+        Ok(op)
     }
 
     /// Sponsors (paymaster signature) and signs (owner) an operation. `valid_until` (Unix

@@ -27,6 +27,7 @@
 
 mod reads;
 mod settings;
+mod statements;
 
 use super::gate::{self, Console};
 pub use super::gate::{error_notice, field, now_ms};
@@ -73,6 +74,10 @@ pub const NAV: &[NavItem] = &[
         label: "Checkout",
     },
     NavItem {
+        href: "/dashboard/statements",
+        label: "Statements",
+    },
+    NavItem {
         href: "/dashboard/webhooks",
         label: "Webhooks",
     },
@@ -104,6 +109,12 @@ pub fn routes() -> Router<AppState> {
             post(reads::escrow_action),
         )
         .route("/dashboard/checkout", get(reads::checkout))
+        .route("/dashboard/statements", get(statements::page))
+        .route("/dashboard/statements/download", get(statements::download))
+        .route(
+            "/dashboard/events/download",
+            get(statements::events_download),
+        )
         .route("/dashboard/checkout/{id}", get(reads::checkout_session))
         .route(
             "/dashboard/webhooks",

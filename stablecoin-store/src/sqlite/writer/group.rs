@@ -199,6 +199,13 @@ fn load_transfers(
                 .map_err(backend)?,
         );
     }
+    if cache.ledger_clock.is_none() {
+        cache.ledger_clock = Some(
+            conn.prepare_cached("SELECT value FROM ledger_meta WHERE key = 'ledger_clock'")
+                .and_then(|mut s| s.query_row([], |r| r.get(0)))
+                .map_err(backend)?,
+        );
+    }
     Ok(())
 }
 
@@ -398,10 +405,16 @@ fn flush_accounts(conn: &Connection, cache: &Cache, ids: &[String]) -> Result<()
 /// number, and moves that number past them.
 fn flush_transfers(conn: &Connection, cache: &mut Cache, ids: &[String]) -> Result<(), StoreError> {
     let first_seq = cache.next_transfer_seq.unwrap_or(1);
+    // One stamp for the group, never before the last one (a clock stepped back must
+    // not reorder the ledger's time against its sequence).
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let committed_at = wall.max(cache.ledger_clock.unwrap_or(0));
     let mut stmt = conn
         .prepare_cached(
             "INSERT INTO ledger_transfers (id, seq, debit, credit, amount, phase, \
-               pending_id, resolved) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+               pending_id, resolved, committed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )
         .map_err(backend)?;
     for (seq, id) in (first_seq..).zip(ids) {
@@ -417,15 +430,20 @@ fn flush_transfers(conn: &Connection, cache: &mut Cache, ids: &[String]) -> Resu
             i64_to_db(t.transfer.amount.0),
             phase,
             pending_id,
-            t.resolved
+            t.resolved,
+            committed_at
         ])
         .map_err(backend)?;
     }
     let next_seq = first_seq + ids.len() as i64;
-    conn.prepare_cached("UPDATE ledger_meta SET value = ?1 WHERE key = 'next_transfer_seq'")
-        .and_then(|mut s| s.execute([next_seq]))
-        .map_err(backend)?;
+    conn.prepare_cached(
+        "UPDATE ledger_meta SET value = CASE key WHEN 'next_transfer_seq' THEN ?1 ELSE ?2 END \
+         WHERE key IN ('next_transfer_seq', 'ledger_clock')",
+    )
+    .and_then(|mut s| s.execute([next_seq, committed_at]))
+    .map_err(backend)?;
     cache.next_transfer_seq = Some(next_seq);
+    cache.ledger_clock = Some(committed_at);
     Ok(())
 }
 

@@ -180,6 +180,9 @@ struct Cache {
     /// Accounts persist across groups; transfers only within one group.
     known: Known,
     next_transfer_seq: Option<i64>,
+    /// The `committed_at` last given to a transfer (`ledger_meta.ledger_clock`): the
+    /// next group stamps no earlier, so stamps never decrease along `seq`.
+    ledger_clock: Option<i64>,
     next_outbox_seq: Option<i64>,
     data_version: Option<i64>,
 }
