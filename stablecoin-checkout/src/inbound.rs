@@ -12,6 +12,7 @@ use stablecoin_core::kernel::ProductError;
 use stablecoin_core::kernel::inbound::{
     InboundError, InboundHandler, InboundOutcome, InboundRouter,
 };
+use stablecoin_core::kernel::stray::{SandboxOwner, record_stray};
 use stablecoin_core::ports::{Inbound, RailId, Record, StoredRecord};
 use std::sync::Arc;
 
@@ -41,7 +42,8 @@ impl CheckoutEngine {
 }
 
 /// Checkout as a product of the shared runtime: payment sessions own their addresses.
-/// Test-mode sessions are paid only by simulated deposits, never by a chain.
+/// Test-mode sessions are paid only by simulated deposits, never by a chain: a real
+/// transfer to one is recorded as a stray deposit (`stablecoin_core::kernel::stray`).
 #[async_trait]
 impl InboundHandler for CheckoutEngine {
     fn product(&self) -> &'static str {
@@ -69,7 +71,8 @@ impl InboundHandler for CheckoutEngine {
             ))
         })?;
         if session.mode != Mode::Live {
-            return Ok(InboundOutcome::Ignored);
+            // Real money at a test session's address: owed back, never credited.
+            return self.record_stray(rail, &session, inbound).await;
         }
         let network = rail.name();
         let index = inbound.index.to_string();
@@ -99,5 +102,51 @@ impl InboundHandler for CheckoutEngine {
             Err(e) if e.is_retryable() => Err(InboundError::Retry(e.to_string())),
             Err(e) => Err(InboundError::Skip(e.to_string())),
         }
+    }
+}
+
+/// What shows a test session's address, in a stray deposit.
+pub const STRAY_ORIGIN: &str = "checkout_test_session";
+
+impl CheckoutEngine {
+    /// Records a confirmed real transfer into a test session's address as a stray
+    /// deposit (once per transfer; the record's id is the transfer's). Below the
+    /// confirmation depth nothing is recorded: the rail offers the transfer again.
+    async fn record_stray(
+        &self,
+        rail: RailId,
+        session: &Session,
+        inbound: &Inbound,
+    ) -> Result<InboundOutcome, InboundError> {
+        if !inbound.confirmed {
+            return Ok(InboundOutcome::Ignored);
+        }
+        // Sessions made before the sandbox branch derived their test addresses from the
+        // live path: the key that signs a return is the one whose address it is.
+        let purpose = {
+            let test = session.mode.key_purpose(&session.id);
+            let r = self
+                .kernel
+                .rail(rail)
+                .map_err(|e| InboundError::Retry(e.to_string()))?;
+            let address = r
+                .address_for(&test)
+                .await
+                .map_err(|e| InboundError::Retry(e.to_string()))?;
+            if stablecoin_core::kernel::inbound::canonical_address(&rail.name(), &address.0)
+                == stablecoin_core::kernel::inbound::canonical_address(&rail.name(), &inbound.to.0)
+            {
+                test
+            } else {
+                Mode::Live.key_purpose(&session.id)
+            }
+        };
+        let owner = SandboxOwner {
+            tenant: session.tenant.0.clone(),
+            purpose,
+            origin: STRAY_ORIGIN,
+            origin_id: session.id.clone(),
+        };
+        record_stray(&self.kernel, rail, &owner, inbound).await
     }
 }

@@ -26,6 +26,19 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The key of a session's deposit addresses: `checkout/<id>` for a live session,
+    /// the sandbox branch `checkout/test/<id>` for a test one (issue #48: a sandbox page
+    /// never shows an address of the live branch; what reaches a test address anyway is
+    /// a stray deposit, `stablecoin_core::kernel::stray`). Session ids are `cs_...`, so
+    /// no live id can spell a test path.
+    pub fn key_purpose(self, session: &str) -> stablecoin_core::ports::KeyPurpose {
+        use stablecoin_core::ports::KeyPurpose;
+        match self {
+            Mode::Live => KeyPurpose::CheckoutSession(session.to_string()),
+            Mode::Test => KeyPurpose::CheckoutSession(format!("test/{session}")),
+        }
+    }
+
     /// `live` or `test`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -69,7 +82,8 @@ pub struct PayOption {
     /// The token accepted there.
     pub token: Token,
     /// The session's deposit address on that network (derived from
-    /// `KeyPurpose::CheckoutSession(id)`; this session's alone).
+    /// [`Mode::key_purpose`]: `checkout/<id>` live, `checkout/test/<id>` test; this
+    /// session's alone).
     pub address: String,
 }
 

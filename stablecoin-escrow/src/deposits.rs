@@ -15,6 +15,7 @@ use serde_json::json;
 use stablecoin_core::kernel::inbound::{
     InboundError, InboundHandler, InboundOutcome, InboundRouter,
 };
+use stablecoin_core::kernel::stray::{SandboxAddress, SandboxOwner, record_stray};
 use stablecoin_core::ports::{
     Batch, Inbound, LedgerTransfer, Phase as LedgerPhase, RailId, Record, StoredRecord, Versioned,
 };
@@ -244,6 +245,9 @@ impl EscrowEngine {
     }
 }
 
+/// What shows a simulated deal's address, in a stray deposit and its address record.
+pub const STRAY_ORIGIN: &str = "escrow_simulation";
+
 /// Escrow as a product of the shared runtime: deals own their addresses, on TRON only.
 #[async_trait]
 impl InboundHandler for EscrowEngine {
@@ -251,8 +255,10 @@ impl InboundHandler for EscrowEngine {
         ESCROW_PRODUCT
     }
 
+    /// Deals, and the addresses of simulated deals (`sandbox_address`): a real
+    /// transfer to one is a stray deposit, owed back (`stablecoin_core::kernel::stray`).
     fn owns(&self, kind: &str) -> bool {
-        kind == Deal::KIND
+        kind == Deal::KIND || kind == SandboxAddress::KIND
     }
 
     fn watches(&self, rail: RailId) -> bool {
@@ -261,10 +267,21 @@ impl InboundHandler for EscrowEngine {
 
     async fn on_inbound(
         &self,
-        _rail: RailId,
+        rail: RailId,
         owner: &StoredRecord,
         inbound: &Inbound,
     ) -> Result<InboundOutcome, InboundError> {
+        if owner.kind == SandboxAddress::KIND {
+            let a = SandboxAddress::from_stored(owner)
+                .map_err(|e| InboundError::Skip(format!("sandbox address {}: {e}", owner.id)))?;
+            let owner = SandboxOwner {
+                tenant: a.tenant,
+                purpose: a.purpose,
+                origin: STRAY_ORIGIN,
+                origin_id: a.origin_id,
+            };
+            return record_stray(self.kernel(), rail, &owner, inbound).await;
+        }
         self.take_inbound(owner, inbound).await
     }
 }

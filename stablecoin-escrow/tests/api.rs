@@ -476,10 +476,12 @@ async fn sandbox_simulation_is_never_stored_funded_or_fetched() {
     let direct = w.escrow.simulate_create(&w.auth, &req).await.unwrap();
     assert!(direct.simulated);
     assert_ne!(direct.id, sim.id);
+    // Each simulation stores its address's reservation only (issue #48: the scanner
+    // owns sandbox addresses), no deal.
     assert_eq!(
         w.store.commit_count(),
-        commits,
-        "a simulation stores nothing"
+        commits + 2,
+        "a simulation stores only its address's reservation"
     );
     assert_eq!(w.store.outbox_len(), outbox, "and emits no webhook");
     // The sandbox works while the rail is not READY (nothing live happens).
@@ -511,10 +513,24 @@ async fn sandbox_simulation_is_never_stored_funded_or_fetched() {
         )
         .unwrap();
     w.settle().await;
+    // Recorded once, as a stray deposit owed back (not against any deal).
+    let (strays, _) = w
+        .store
+        .list(&stablecoin_core::ports::ListQuery {
+            kind: "stray_deposit".into(),
+            tenant: "_staff".into(),
+            subkind: None,
+            status: None,
+            limit: 10,
+            offset: 0,
+        })
+        .await
+        .unwrap();
+    let stray: stablecoin_core::kernel::stray::StrayDeposit =
+        stablecoin_core::ports::Record::from_stored(&strays[0]).unwrap();
     assert_eq!(
-        w.store.commit_count(),
-        commits + 1,
-        "only the scan cursor moved"
+        (strays.len(), stray.origin_id.as_str(), stray.amount),
+        (1, sim.id.as_str(), usdt(10))
     );
     refused!(w, "NOT_FOUND", w.escrow.get(&w.auth, &sim.id));
     // Reads pass through in the sandbox: a live deal is visible with the test key.

@@ -224,15 +224,30 @@ async fn refund_dispute_and_cancel() {
 #[tokio::test]
 async fn sandbox_simulates_create_and_refuses_actions() {
     let (s, acme, _) = setup().await;
-    let r = writes_nothing!(
-        s,
-        s.post(&acme.test, "/v1/escrows", &create_body("25", "sb-1"))
-            .await
-    );
+    // One write only: the sandbox address's reservation, so the scanner owns it and a
+    // real deposit to it is a stray deposit (issue #48; `stray_deposits.rs`). No deal.
+    let before = s.commits();
+    let r = s
+        .post(&acme.test, "/v1/escrows", &create_body("25", "sb-1"))
+        .await;
     r.expect(201);
+    assert_eq!(s.commits(), before + 1, "{}", r.text());
     let v = r.json();
     assert_eq!(v["simulated"], true);
     let id = v["id"].as_str().unwrap();
+    let reserved = s
+        .app
+        .engine()
+        .ports()
+        .store
+        .get_by_unique(&stablecoin_core::kernel::inbound::address_key(
+            "tron",
+            v["escrow_address"].as_str().unwrap(),
+        ))
+        .await
+        .unwrap()
+        .expect("reserved");
+    assert_eq!(reserved.kind, "sandbox_address");
     // A simulated escrow is never stored: not fetchable with either key.
     s.get(&acme.test, &format!("/v1/escrows/{id}"))
         .await

@@ -55,6 +55,8 @@ mod solana_live;
 mod staff_http;
 mod statements_browser;
 mod statements_http;
+mod stray_deposits;
+mod stray_deposits_live;
 mod swaps_evm_live;
 mod swaps_http;
 mod topups_http;

@@ -68,6 +68,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/admin/v1/escrows/{id}/recoveries"),
     ("GET", "/admin/v1/audit"),
     ("POST", "/admin/v1/withdrawals/{id}/payout/resolve"),
+    ("GET", "/admin/v1/stray-deposits"),
+    ("POST", "/admin/v1/stray-deposits/{id}/return"),
     ("GET", "/api/v1/checkout/list"),
     ("GET", "/api/v1/events"),
     ("GET", "/api/v1/events/{id}"),
@@ -355,8 +357,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 14,
-        "all but health, metrics, openapi, the signed deposit intake and the nine staff routes"
+        ROUTES.len() - 16,
+        "all but health, metrics, openapi, the signed deposit intake and the eleven staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

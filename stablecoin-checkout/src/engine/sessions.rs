@@ -12,7 +12,7 @@ use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::kernel::AuthContext;
 use stablecoin_core::kernel::idempotency::KeyedRequest;
 use stablecoin_core::ports::{
-    Batch, KeyPurpose, LedgerTransfer, ListQuery, Phase as LedgerPhase, Record, Versioned,
+    Batch, LedgerTransfer, ListQuery, Phase as LedgerPhase, Record, Versioned,
 };
 use std::collections::BTreeMap;
 
@@ -198,7 +198,7 @@ impl CheckoutEngine {
             }
             found.push(network.clone());
             let address = rail
-                .address_for(&KeyPurpose::CheckoutSession(id.clone()))
+                .address_for(&scope.mode.key_purpose(&id))
                 .await
                 .map_err(rail_err)?;
             for t in carried {

@@ -24,6 +24,7 @@ mod scanner;
 mod sms;
 mod staff;
 mod statements;
+mod stray_returns;
 mod submissions;
 mod swaps;
 mod tenants;
@@ -65,6 +66,7 @@ pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use scanner::WALLET_PRODUCT;
 pub use sms::{SmsPolicy, SmsRecord, SmsStatus};
+pub use stray_returns::StrayView;
 pub use swaps::{
     DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS, SwapLeg, SwapRequest, min_amount_out, venue_account,
 };

@@ -189,7 +189,7 @@ impl Engine {
     /// The two claim lanes ([`Engine::tick_lane`]) advance side by side, then inbound
     /// deposits are scanned (by a router of the wallet product alone,
     /// [`Engine::inbound_router`]), then the housekeeping runs
-    /// ([`Engine::tick_housekeeping`]: due SMS). A server runs the lanes as loops of
+    /// ([`Engine::tick_housekeeping`]: due SMS, staff returns of stray deposits). A server runs the lanes as loops of
     /// their own instead, so a long submission batch never holds up the confirmations
     /// (or the other way round), and one router scans for every product.
     pub async fn tick(&self) -> TickReport {
@@ -296,6 +296,9 @@ impl Engine {
         let (sent, more) = self.send_due_sms(&mut report.errors).await;
         report.sms_sent += sent;
         report.more_due |= more;
+        // Staff returns of stray deposits (`stray_returns`): rare, a list read when none.
+        let (_, errors) = self.advance_stray_returns().await;
+        report.errors.extend(errors);
     }
 
     /// Claims up to `batch_limit` due operations of one lane: the decoded ones, whether

@@ -31,6 +31,7 @@ pub mod lease;
 pub(crate) mod read_cache;
 pub mod runtime;
 pub mod staff;
+pub mod stray;
 
 pub use crate::ports::accounts;
 pub use auth::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};

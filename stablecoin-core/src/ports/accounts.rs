@@ -15,6 +15,7 @@
 //! | `fees:service:<TOKEN>` | the service's transfer-fee income | no |
 //! | `fees:tenant:<tenant>:<TOKEN>` | a tenant's own fee income | no |
 //! | `swap_venue:<venue>:<TOKEN>` | a swap venue's side of the wallets' trades | yes |
+//! | `stray:<sd_id>:<TOKEN>` | a real deposit to a sandbox address, owed back (`kernel::stray`) | no |
 
 use crate::domain::ids::{TenantId, WalletId};
 use crate::domain::money::Token;
@@ -34,6 +35,14 @@ pub fn chain_in(rail: &str, token: Token) -> LedgerAccount {
     LedgerAccount {
         id: format!("chain_in:{rail}:{token}"),
         allow_negative: true,
+    }
+}
+/// `stray:<sd_id>:<TOKEN>`: a real deposit that reached a sandbox address, owed back to
+/// its sender until staff return it (`kernel::stray`).
+pub fn stray(id: &str, token: Token) -> LedgerAccount {
+    LedgerAccount {
+        id: format!("stray:{id}:{token}"),
+        allow_negative: false,
     }
 }
 /// `treasury:<tenant>:<TOKEN>`: a tenant's treasury balance.

@@ -90,6 +90,12 @@ pub mod kind {
     /// until when. Id: the job's name.
     pub const LEASE: &str = "lease";
 
+    /// Kernel: a sandbox deposit address that no product record holds (a simulated
+    /// escrow's), reserved so the scanner owns it (`kernel::stray`). Id: `<rail>:<address>`.
+    pub const SANDBOX_ADDRESS: &str = "sandbox_address";
+    /// Kernel: a real deposit that reached a sandbox address, owed back (`kernel::stray`).
+    pub const STRAY_DEPOSIT: &str = "stray_deposit";
+
     /// Every kind above.
     pub const ALL: &[&str] = &[
         OPERATION,
@@ -127,6 +133,8 @@ pub mod kind {
         TREASURY_CREDIT,
         PAYOUT_RESULT,
         LEASE,
+        SANDBOX_ADDRESS,
+        STRAY_DEPOSIT,
     ];
 }
 

@@ -17,6 +17,7 @@ use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::kernel::AuthContext;
 use stablecoin_core::kernel::idempotency::{IdempotencyError, KeyedRequest, Lookup};
+use stablecoin_core::kernel::stray::SandboxAddress;
 use stablecoin_core::ports::{Batch, KeyPurpose, RailId, Record, StoreError, get_record_by_unique};
 
 /// Longest partner `reference`.
@@ -121,9 +122,11 @@ impl EscrowEngine {
 
     /// Sandbox create: the same validation and wallet checks as a live create (no
     /// admission check: nothing live happens), and a realistic view with a fresh `esc_`
-    /// id and `simulated: true`. Nothing is stored and no event is written, so the id can
-    /// never be fetched, funded or acted on. Its `escrow_address` is derived from a
-    /// separate key path (`escrow/sandbox/<id>`) that no deal and no scanner ever uses.
+    /// id and `simulated: true`. No deal is stored and no event is written, so the id can
+    /// never be fetched, funded or acted on. Its `escrow_address` is derived from the
+    /// sandbox key branch (`escrow/sandbox/<id>`) that no deal uses, and reserved as a
+    /// [`SandboxAddress`] the escrow scanner owns: real money sent to it anyway is
+    /// recorded as a stray deposit and returnable (issue #48).
     pub async fn simulate_create(
         &self,
         auth: &AuthContext,
@@ -134,12 +137,27 @@ impl EscrowEngine {
         let (buyer, seller) = self.parties(&auth.tenant, &valid).await?;
         let now = self.now();
         let id = EscrowId::generate(now.millis(), self.random10());
+        let purpose = KeyPurpose::EscrowDeal(format!("sandbox/{id}"));
         let address = self
             .inner
             .rail
-            .address_for(&KeyPurpose::EscrowDeal(format!("sandbox/{id}")))
+            .address_for(&purpose)
             .await
             .map_err(rail_err)?;
+        let reserved = SandboxAddress {
+            rail: self.inner.rail.id().name(),
+            address: address.0.clone(),
+            purpose,
+            tenant: auth.tenant.0.clone(),
+            origin: crate::deposits::STRAY_ORIGIN.into(),
+            origin_id: id.0.clone(),
+            created_at: now,
+        };
+        self.commit(Batch {
+            puts: vec![reserved.insert()?],
+            ..Default::default()
+        })
+        .await?;
         let deal = new_deal(
             id,
             &auth.tenant,

@@ -188,9 +188,34 @@ pub async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Respons
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        app.metrics.render(&rails),
+        app.metrics.render(&rails) + &stray_gauge(&app).await,
     )
         .into_response()
+}
+
+/// `stablecoin_stray_deposits{status}`, read from the store at scrape time: real money
+/// at sandbox addresses that staff have not returned yet (issue #48). A gauge from the
+/// records, not a counter, so it is right on every node and after a restart; an alert
+/// on `status="held"` above 0 tells staff to look at `GET /admin/v1/stray-deposits`.
+async fn stray_gauge(app: &AppState) -> String {
+    use stablecoin_core::kernel::stray::StrayStatus;
+    let mut out = String::from(
+        "# HELP stablecoin_stray_deposits Real deposits to sandbox addresses not yet returned, by status.\n# TYPE stablecoin_stray_deposits gauge\n",
+    );
+    for status in [
+        StrayStatus::Held,
+        StrayStatus::Proposed,
+        StrayStatus::Returning,
+    ] {
+        // A store error leaves the line out rather than report a false zero.
+        if let Ok(n) = app.engine.count_stray_deposits(status).await {
+            out.push_str(&format!(
+                "stablecoin_stray_deposits{{status=\"{}\"}} {n}\n",
+                status.as_str()
+            ));
+        }
+    }
+    out
 }
 
 /// This API description (OpenAPI 3.1, interface version 1.0.1).

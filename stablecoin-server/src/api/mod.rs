@@ -16,6 +16,7 @@ pub mod security_headers;
 pub mod staff;
 pub mod staff_payouts;
 pub mod statements;
+pub mod stray_deposits;
 pub mod swaps;
 pub mod topups;
 pub mod transfers;
@@ -305,6 +306,8 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(staff::staff_recover_escrow))
         .routes(routes!(staff::staff_audit_log))
         .routes(routes!(staff_payouts::staff_resolve_payout))
+        .routes(routes!(stray_deposits::list_stray_deposits))
+        .routes(routes!(stray_deposits::return_stray_deposit))
         .route_layer(from_fn_with_state(state.clone(), auth::require_admin_token));
     let public = OpenApiRouter::new()
         .routes(routes!(health::live))

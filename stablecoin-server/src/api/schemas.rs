@@ -317,6 +317,15 @@ named_schema!(
     })
 );
 
+named_schema!(
+    /// A stray deposit status.
+    StrayStatusName => json!({
+        "type": "string",
+        "enum": stablecoin_core::kernel::stray::StrayStatus::ALL.map(|s| s.as_str()),
+        "description": "A stray deposit status."
+    })
+);
+
 fn delivery_states() -> Vec<&'static str> {
     [
         DeliveryState::Pending,
@@ -520,6 +529,7 @@ pub(crate) fn components() -> Vec<(String, RefOr<Schema>)> {
         one::<TopUpStatusName>(),
         one::<SessionStatus>(),
         one::<EscrowStateName>(),
+        one::<StrayStatusName>(),
         one::<DeliveryStateName>(),
         one::<Rfc3339>(),
     ]

@@ -101,9 +101,10 @@ pub struct StaffAuditEntryResponse {
     pub staff_id: String,
     /// What: `escrow.resolve`, `escrow.resolve.proposed`, `escrow.recovery`,
     /// `escrow.recovery.proposed`, `topup.confirm`, `topup.confirm.proposed`,
-    /// `treasury.credit`, `treasury.credit.proposed`, `staff.create`, `staff.disable`.
+    /// `treasury.credit`, `treasury.credit.proposed`, `staff.create`, `staff.disable`,
+    /// `stray.return`, `stray.return.proposed`.
     pub action: String,
-    /// To what: `esc_...`, `tu_...`, `treasury:<tenant>:<TOKEN>`, `stf_...`.
+    /// To what: `esc_...`, `tu_...`, `treasury:<tenant>:<TOKEN>`, `stf_...`, `sd_...`.
     pub target: String,
     /// Why, in their words.
     #[serde(skip_serializing_if = "Option::is_none", default)]

@@ -229,6 +229,7 @@ async fn queue(
         Err(err) => return p.render(err.status, "Needs staff", "/console", &error_notice(&err)),
     };
     let page = page_of(&q);
+    let strays = stray_notice(&p.app).await;
     match admin.attention(&actor, Some(25), Some(page)).await {
         Ok(list) => {
             let rows: Vec<Vec<String>> = list
@@ -256,7 +257,8 @@ async fn queue(
                     ]
                 })
                 .collect();
-            let mut out = table(
+            let mut out = strays;
+            out += &table(
                 "Deals that need staff (disputes and recoverable deposits), every tenant",
                 &["Escrow", "Tenant", "State", "Why", "Amount", "", "Updated"],
                 &rows,
@@ -276,6 +278,26 @@ async fn queue(
             p.render(err.status, "Needs staff", "/console", &error_notice(&err))
         }
     }
+}
+
+/// The line that tells staff real money sits at sandbox addresses (issue #48): stray
+/// deposits held or awaiting a second approval, returned through
+/// `POST /admin/v1/stray-deposits/{id}/return`. Empty when there are none (or the count
+/// cannot be read: the metric reports them too).
+async fn stray_notice(app: &AppState) -> String {
+    use stablecoin_core::kernel::stray::StrayStatus;
+    let mut waiting = 0;
+    for status in [StrayStatus::Held, StrayStatus::Proposed] {
+        waiting += app.engine.count_stray_deposits(status).await.unwrap_or(0);
+    }
+    if waiting == 0 {
+        return String::new();
+    }
+    format!(
+        "<p class=\"notice\">{waiting} stray deposit(s): real money sent to sandbox addresses, \
+         owed back. List them with <code>GET /admin/v1/stray-deposits?status=held</code> and \
+         return each with <code>POST /admin/v1/stray-deposits/{{id}}/return</code>.</p>"
+    )
 }
 
 /// `GET /console/escrows/{id}`.
