@@ -3,13 +3,16 @@
 //! Anvil (the test token refuses a blocked address, `setBlocked`), and a TRON transfer
 //! the TRON node refuses at broadcast. Each ends FAILED with a reason; the tenant's
 //! treasury (its dashboard) or the wallet's ledger balance (a send of all of it is
-//! accepted and settles) is whole again, and nothing moved on chain.
+//! accepted and settles) is whole again, and nothing moved on chain. The reverted
+//! transfer's `transfer.failed` is captured by a receiver over HTTP with the spec's
+//! fields and the hash of the bundle that reverted (issue #48, item 5, at the chain).
 //!
 //! Without an anvil binary the EVM test prints SKIPPED and passes, unless
 //! `EVM_REQUIRE_ANVIL` is set; the TRON node runs its native token ledger then, unless
 //! `TRON_REQUIRE_ANVIL` is set.
 
 use crate::common::console::Console;
+use crate::common::webhook_receiver::recording_receiver;
 use crate::common::{self, Server, m, serve, test_config};
 use serde_json::{Value, json};
 use stablecoin_core::memory::LocalSigner;
@@ -95,8 +98,17 @@ async fn a_funding_and_a_transfer_reverted_on_anvil_give_their_value_back_to_the
         .rails
         .evm
         .insert("137".into(), common::production::evm_chain(&w, &url));
+    config.webhooks_allow_loopback_http = true;
     let s = serve(App::build(config).await.expect("app builds")).await;
     let t = s.tenant("Acme", "100").await;
+    let (hook, got) = recording_receiver().await;
+    s.post(
+        &t.live,
+        "/v1/webhook-endpoints",
+        &json!({"url": hook, "events": ["transfer.failed"]}).to_string(),
+    )
+    .await
+    .expect(201);
     let fee_account = w
         .account(&KeyPurpose::Wallet("tenant_fee_acme".into()))
         .await;
@@ -147,6 +159,37 @@ async fn a_funding_and_a_transfer_reverted_on_anvil_give_their_value_back_to_the
     s.settle().await;
     let tr = read(&s, &t.live, &loc).await;
     assert_failed(&tr, "blocked");
+    // Its webhook: the spec's fields, and the reverted bundle's hash as read.
+    s.app.state().webhooks.round().await.unwrap();
+    let failed: Vec<Value> = got
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, b)| serde_json::from_slice::<Value>(b).unwrap())
+        .filter(|v| v["event"] == "transfer.failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    let ev = &failed[0];
+    let mut fields: Vec<&str> = ev.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "amount_usdc",
+            "event",
+            "reason",
+            "status",
+            "token",
+            "transfer_id",
+            "tx_hash",
+            "updated_at"
+        ],
+        "{ev}"
+    );
+    assert_eq!(ev["transfer_id"], tr["id"]);
+    assert_eq!(ev["status"], "FAILED");
+    assert_eq!(ev["tx_hash"], tr["tx_hash"], "{ev}");
+    assert!(tr["tx_hash"].as_str().is_some_and(|h| h.starts_with("0x")));
     assert_eq!(w.usdc_of(&addr_a).await, 20_000_000);
     assert_eq!(w.usdc_of(&addr_b).await, 0);
     assert_eq!(w.usdc_of(&fee_account).await, 0);
