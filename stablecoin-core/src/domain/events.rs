@@ -8,6 +8,11 @@ use crate::domain::money::{Micros, Token};
 use crate::domain::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
+/// The webhook event told to the tenant whose sandbox address received real money (an
+/// addition to the spec's wallet-family events; built by `kernel::stray`). Here, in the
+/// domain, so that the webhook crate names it without depending on the kernel.
+pub const STRAY_DEPOSIT_EVENT: &str = "sandbox.stray_deposit";
+
 /// One business fact for one tenant, as the engines write it to the outbox in the same
 /// commit as the change it reports; its serde tag `event` is the webhook event name
 /// ([`DomainEvent::name`]).

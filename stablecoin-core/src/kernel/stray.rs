@@ -34,9 +34,7 @@ use serde::{Deserialize, Serialize};
 /// The reserved list owner of stray deposits (staff records, not a tenant's).
 pub use super::staff::STAFF_LIST_OWNER as STRAY_LIST_OWNER;
 
-/// The webhook event told to the tenant whose sandbox address received real money (an
-/// addition to the spec's wallet-family events).
-pub const STRAY_DEPOSIT_EVENT: &str = "sandbox.stray_deposit";
+pub use crate::domain::events::STRAY_DEPOSIT_EVENT;
 
 /// The prefix of a stray deposit id.
 pub const STRAY_ID_PREFIX: &str = "sd_";

@@ -109,8 +109,8 @@ pub const WALLET_EVENT_TYPES: &[&str] = &[
 /// A real deposit reached one of the tenant's sandbox addresses (a test checkout
 /// session's, a simulated escrow's): recorded as a stray deposit, never credited, owed
 /// back by staff. Its payload is the flat body the core builds
-/// (`stablecoin_core::kernel::stray`), sent as it is.
-pub const SANDBOX_STRAY_DEPOSIT: &str = stablecoin_core::kernel::stray::STRAY_DEPOSIT_EVENT;
+/// (core's `kernel::stray`), sent as it is.
+pub const SANDBOX_STRAY_DEPOSIT: &str = stablecoin_core::domain::events::STRAY_DEPOSIT_EVENT;
 
 /// Escrow event types (wallet-service family) are accepted with this prefix
 /// (`escrow.created`, `escrow.funded`, ...; see `stablecoin-escrow`'s `events`).
