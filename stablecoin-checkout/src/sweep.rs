@@ -21,21 +21,16 @@ use crate::worker::CheckoutTickReport;
 use serde::{Deserialize, Serialize};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::kernel::attempts::{self, AttemptNext, POLL_MS, RETRY_MS};
 use stablecoin_core::ports::kinds::kind;
 use stablecoin_core::ports::{
     Batch, ChainAddress, KeyPurpose, LegRole, PaymentLeg, Rail, RailError, RailPayment, Record,
-    SubmissionStatus, Versioned, hold_through_side_effect,
+    Versioned, hold_through_side_effect,
 };
 use std::sync::Arc;
 
 /// How long one sweep payment may take to land (its deadline).
 const VALIDITY_MS: i64 = 10 * 60_000;
-/// Pause between two polls of a submitted sweep.
-const POLL_MS: i64 = 2_000;
-/// Pause before a refused sweep is tried again.
-const RETRY_MS: i64 = 30_000;
-/// Margin for clocks before a `NotFound` past the deadline proves the payment is dead.
-const DEADLINE_MARGIN_MS: i64 = 60_000;
 
 /// Where a sweep stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -235,45 +230,35 @@ impl CheckoutEngine {
                     self.save_sweep(&s, version).await?;
                     return Ok(false);
                 };
-                match rail.status(&payment.id).await {
-                    Ok(SubmissionStatus::Confirmed { tx_hash, .. }) => {
+                let status = rail.status(&payment.id).await;
+                match attempts::after_poll(status, &payment, now) {
+                    AttemptNext::Landed { tx_hash } => {
                         s.status = SweepStatus::Settled;
                         s.tx_hash = Some(tx_hash);
                         s.due_at = None;
                         self.save_sweep(&s, version).await?;
                         Ok(true)
                     }
-                    Ok(SubmissionStatus::Pending { .. }) => {
-                        s.due_at = Some(now.plus_millis(POLL_MS));
+                    AttemptNext::PollAgain { due_at, error } => {
+                        if error.is_some() {
+                            s.last_error = error;
+                        }
+                        s.due_at = Some(due_at);
                         self.save_sweep(&s, version).await?;
                         Ok(false)
                     }
-                    Ok(SubmissionStatus::Failed { reason, .. }) => {
+                    AttemptNext::NewAttempt { due_at, error } => {
                         s.status = SweepStatus::Queued;
-                        s.last_error = Some(reason);
-                        s.due_at = Some(now.plus_millis(RETRY_MS));
+                        if error.is_some() {
+                            s.last_error = error;
+                        }
+                        s.due_at = Some(due_at);
                         self.save_sweep(&s, version).await?;
                         Ok(false)
                     }
-                    Ok(SubmissionStatus::NotFound)
-                        if payment.past_deadline(now, DEADLINE_MARGIN_MS) =>
-                    {
-                        // It can no longer land: the next attempt, under a new id.
-                        s.status = SweepStatus::Queued;
-                        s.due_at = Some(now);
-                        self.save_sweep(&s, version).await?;
-                        Ok(false)
-                    }
-                    Ok(SubmissionStatus::NotFound) => {
-                        // Not seen yet: the same payment again (the rail dedupes by id).
+                    AttemptNext::SubmitAgain => {
                         version = self.save_sweep(&s, version).await?;
                         self.submit_sweep(&rail, s, version).await
-                    }
-                    Err(e) => {
-                        s.last_error = Some(e.to_string());
-                        s.due_at = Some(now.plus_millis(POLL_MS));
-                        self.save_sweep(&s, version).await?;
-                        Ok(false)
                     }
                 }
             }

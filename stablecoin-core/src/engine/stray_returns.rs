@@ -16,24 +16,17 @@
 use super::{Engine, StaffIdentity, rail_err};
 use crate::domain::money::Micros;
 use crate::error::{CoreError, CoreResult};
+use crate::kernel::attempts::{self, AttemptNext, POLL_MS, RETRY_MS};
 use crate::kernel::stray::{ReturnStep, STRAY_LIST_OWNER, StrayDeposit, StrayReturn, StrayStatus};
 use crate::ports::kinds::kind;
 use crate::ports::ledger::{LedgerError, LedgerTransfer, Phase};
 use crate::ports::record::{Record, Versioned, get_record};
 use crate::ports::store::{Batch, ListQuery};
-use crate::ports::{
-    ChainAddress, LegRole, PaymentLeg, Rail, RailError, RailPayment, SubmissionStatus,
-};
+use crate::ports::{ChainAddress, LegRole, PaymentLeg, Rail, RailError, RailPayment};
 use std::sync::Arc;
 
 /// How long one return payment may take to land (its deadline).
 const VALIDITY_MS: i64 = 10 * 60_000;
-/// Pause between two polls of a submitted return.
-const POLL_MS: i64 = 2_000;
-/// Pause before a refused return is tried again.
-const RETRY_MS: i64 = 30_000;
-/// Margin for clocks before a `NotFound` past the deadline proves the payment is dead.
-const DEADLINE_MARGIN_MS: i64 = 60_000;
 /// Returns advanced per worker round.
 const RETURN_PAGE: usize = 100;
 
@@ -349,8 +342,9 @@ impl Engine {
                     self.save_stray(&s, version).await?;
                     return Ok(false);
                 };
-                match rail.status(&payment.id).await {
-                    Ok(SubmissionStatus::Confirmed { tx_hash, .. }) => {
+                let status = rail.status(&payment.id).await;
+                match attempts::after_poll(status, &payment, now) {
+                    AttemptNext::Landed { tx_hash } => {
                         r.tx_hash = Some(tx_hash);
                         r.due_at = None;
                         r.returned_at = Some(now);
@@ -374,41 +368,28 @@ impl Engine {
                         .await?;
                         Ok(true)
                     }
-                    Ok(SubmissionStatus::Pending { .. }) => {
-                        r.due_at = Some(now.plus_millis(POLL_MS));
+                    AttemptNext::PollAgain { due_at, error } => {
+                        if error.is_some() {
+                            r.last_error = error;
+                        }
+                        r.due_at = Some(due_at);
                         s.returned = Some(r);
                         self.save_stray(&s, version).await?;
                         Ok(false)
                     }
-                    Ok(SubmissionStatus::Failed { reason, .. }) => {
+                    AttemptNext::NewAttempt { due_at, error } => {
                         r.step = ReturnStep::Queued;
-                        r.last_error = Some(reason);
-                        r.due_at = Some(now.plus_millis(RETRY_MS));
+                        if error.is_some() {
+                            r.last_error = error;
+                        }
+                        r.due_at = Some(due_at);
                         s.returned = Some(r);
                         self.save_stray(&s, version).await?;
                         Ok(false)
                     }
-                    Ok(SubmissionStatus::NotFound)
-                        if payment.past_deadline(now, DEADLINE_MARGIN_MS) =>
-                    {
-                        // It can no longer land: the next attempt, under a new id.
-                        r.step = ReturnStep::Queued;
-                        r.due_at = Some(now);
-                        s.returned = Some(r);
-                        self.save_stray(&s, version).await?;
-                        Ok(false)
-                    }
-                    Ok(SubmissionStatus::NotFound) => {
-                        // Not seen yet: the same payment again (the rail dedupes by id).
+                    AttemptNext::SubmitAgain => {
                         version = self.save_stray(&s, version).await?;
                         self.submit_return(&rail, s, version).await
-                    }
-                    Err(e) => {
-                        r.last_error = Some(e.to_string());
-                        r.due_at = Some(now.plus_millis(POLL_MS));
-                        s.returned = Some(r);
-                        self.save_stray(&s, version).await?;
-                        Ok(false)
                     }
                 }
             }

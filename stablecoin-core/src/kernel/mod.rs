@@ -23,6 +23,7 @@
 //!   ports (`ports::accounts`), because adapters name accounts too (a swap venue's), and
 //!   re-exported here as the products' vocabulary.
 
+pub mod attempts;
 pub mod auth;
 pub mod error;
 pub mod idempotency;
