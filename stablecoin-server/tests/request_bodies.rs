@@ -159,6 +159,11 @@ const BODIES: &[(&str, &str, &str)] = &[
         "/admin/v1/withdrawals/{id}/payout/resolve",
         r#""outcome":"refunded","reason":"n""#,
     ),
+    (
+        "POST /admin/v1/stray-deposits/{id}/return",
+        "/admin/v1/stray-deposits/{id}/return",
+        r#""reason":"sender confirmed by e-mail""#,
+    ),
 ];
 
 /// The staff routes' bearer token in these tests.
@@ -277,6 +282,7 @@ body_tests! {
     staff_resolve_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/resolve",
     staff_recovery_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/recoveries",
     staff_payout_resolve_refuses_unknown_fields => "POST /admin/v1/withdrawals/{id}/payout/resolve",
+    stray_return_refuses_unknown_fields => "POST /admin/v1/stray-deposits/{id}/return",
 }
 
 /// The deposit intake is a webhook receiver, not a request API: spec 6.2 makes it take
