@@ -580,6 +580,14 @@ async fn create_is_idempotent_cancel_fails_and_other_businesses_see_nothing() {
     assert_eq!(err.code(), "INVALID_STATE");
     // Another business of the same tenant sees none of it.
     let core_tenant = stablecoin_core::domain::ids::TenantId(h.tenant.clone());
+    // A name longer than 100 characters as sent is refused, whitespace around it too.
+    let long = format!("\u{c}{}", "*".repeat(100));
+    let err = h
+        .checkout
+        .create_business(&core_tenant, &long)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_PARAMETER");
     let other = h
         .checkout
         .create_business(&core_tenant, "Other")

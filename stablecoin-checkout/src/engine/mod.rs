@@ -154,8 +154,10 @@ impl CheckoutEngine {
         tenant: &TenantId,
         name: &str,
     ) -> CheckoutResult<NewBusiness> {
+        // The document's `maxLength` is of what the client sent: counted before trimming.
+        let sent = name.chars().count();
         let name = name.trim();
-        if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+        if name.is_empty() || sent > 100 || name.chars().any(char::is_control) {
             return Err(CheckoutError::InvalidParameter {
                 field: "name",
                 reason: "1 to 100 characters, no control characters".into(),
