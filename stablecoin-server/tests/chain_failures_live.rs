@@ -19,7 +19,7 @@ use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::{Curve, KeyPurpose, Signer};
 use stablecoin_rails::evm::EvmAddress;
 use stablecoin_rails::evm::abi::{self, Abi};
-use stablecoin_rails::evm::testkit::{World, find_anvil, shared_anvil};
+use stablecoin_rails::evm::testkit::{World, anvil_or_skip, shared_anvil};
 use stablecoin_rails::tron::TronAddress;
 use stablecoin_server::App;
 use stablecoin_server::config::Secret;
@@ -79,12 +79,7 @@ async fn set_blocked(w: &World, who: &EvmAddress, blocked: bool) {
 
 #[tokio::test]
 async fn a_funding_and_a_transfer_reverted_on_anvil_give_their_value_back_to_the_tenant() {
-    if find_anvil().is_none() {
-        assert!(
-            std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
-            "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
-        );
-        eprintln!("SKIPPED: no anvil binary");
+    if !anvil_or_skip() {
         return;
     }
     const SEED: u8 = 0x5c;

@@ -13,7 +13,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_rails::evm::JsonRpc;
-use stablecoin_rails::evm::testkit::{Anvil, World, find_anvil};
+use stablecoin_rails::evm::testkit::{Anvil, World, anvil_or_skip};
 use stablecoin_server::config::Secret;
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,12 +48,7 @@ async fn reconciliation(s: &common::Server) -> Value {
 
 #[tokio::test]
 async fn a_deposit_reorganised_away_after_its_depth_is_reported_as_a_shortfall() {
-    if find_anvil().is_none() {
-        assert!(
-            std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
-            "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
-        );
-        eprintln!("SKIPPED: no anvil binary");
+    if !anvil_or_skip() {
         return;
     }
     // Its own node: the reorganisation must not touch other tests' blocks.

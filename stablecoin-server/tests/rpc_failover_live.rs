@@ -10,7 +10,7 @@ use crate::common::{serve, temp_dir, test_config};
 use serde_json::Value;
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::{Curve, KeyPurpose, Signer};
-use stablecoin_rails::evm::testkit::{World, find_anvil, shared_anvil};
+use stablecoin_rails::evm::testkit::{World, anvil_or_skip, shared_anvil};
 use stablecoin_rails::fault_proxy::{Fault, FaultProxy};
 use stablecoin_rails::solana::codec::{self, MAINNET_USDC_MINT, MAINNET_USDT_MINT};
 use stablecoin_rails::solana::testkit::LiteSvmRpc;
@@ -37,12 +37,7 @@ fn endpoints(details: &Value, rail: &str) -> Vec<(String, bool, Value)> {
 
 #[tokio::test]
 async fn readiness_shows_a_failing_rpc_url_redacted_while_the_rail_serves_through_the_next() {
-    if find_anvil().is_none() {
-        assert!(
-            std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
-            "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
-        );
-        eprintln!("SKIPPED: no anvil binary");
+    if !anvil_or_skip() {
         return;
     }
     let anvil = shared_anvil(137).to_string();

@@ -12,7 +12,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::KeyPurpose;
-use stablecoin_rails::evm::testkit::{World, find_anvil, shared_anvil};
+use stablecoin_rails::evm::testkit::{World, anvil_or_skip, shared_anvil};
 use stablecoin_rails::evm::{EvmAddress, JsonRpc};
 use stablecoin_server::config::Secret;
 use std::sync::Arc;
@@ -32,12 +32,7 @@ async fn admin(s: &common::Server, method: Method, path: &str, body: Option<&str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_deposit_to_a_test_session_on_anvil_is_recorded_and_returned_on_chain() {
-    if find_anvil().is_none() {
-        assert!(
-            std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
-            "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
-        );
-        eprintln!("SKIPPED: no anvil binary");
+    if !anvil_or_skip() {
         return;
     }
     let url = shared_anvil(137).to_string();

@@ -16,7 +16,7 @@ use stablecoin_core::domain::phone::Phone;
 use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::KeyPurpose;
 use stablecoin_rails::evm::JsonRpc;
-use stablecoin_rails::evm::testkit::{World, find_anvil, shared_anvil};
+use stablecoin_rails::evm::testkit::{World, anvil_or_skip, shared_anvil};
 use stablecoin_server::config::Secret;
 use std::sync::Arc;
 
@@ -67,12 +67,7 @@ async fn mined(w: &World, hash: &str) {
 
 #[tokio::test]
 async fn transfer_received_reaches_every_member_on_a_real_evm_chain() {
-    if find_anvil().is_none() {
-        assert!(
-            std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
-            "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
-        );
-        eprintln!("SKIPPED: no anvil binary");
+    if !anvil_or_skip() {
         return;
     }
     let url = shared_anvil(137).to_string();

@@ -17,7 +17,7 @@ use stablecoin_core::memory::LocalSigner;
 use stablecoin_core::ports::{Curve, KeyPurpose, LedgerError, Signer};
 use stablecoin_providers::rate_feed::fake::{FakeRateFeed, now_secs};
 use stablecoin_providers::testkit::FakeMpesa;
-use stablecoin_rails::evm::testkit::{World, find_anvil, shared_anvil};
+use stablecoin_rails::evm::testkit::{World, anvil_or_skip, shared_anvil};
 use stablecoin_rails::evm::{EvmAddress, JsonRpc};
 use stablecoin_rails::tron::TronAddress;
 use stablecoin_server::config::{PayoutSettings, RatesSettings, Secret, StorageConfig};
@@ -225,12 +225,7 @@ async fn assert_outcomes(
 
 #[tokio::test]
 async fn a_withdrawal_on_anvil_is_swept_on_chain_paid_by_mpesa_or_refunded_on_chain() {
-    if find_anvil().is_none() {
-        assert!(
-            std::env::var_os("EVM_REQUIRE_ANVIL").is_none(),
-            "EVM_REQUIRE_ANVIL is set but no anvil binary was found"
-        );
-        eprintln!("SKIPPED: no anvil binary");
+    if !anvil_or_skip() {
         return;
     }
     const SEED: u8 = 0x5d;
