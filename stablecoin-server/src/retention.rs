@@ -4,7 +4,8 @@
 //!
 //! The server decides nothing here: what may go, and the smallest windows, are the
 //! engines' rules (`Engine::purge_expired`: idempotency records, quotes, challenges;
-//! `Deliverer::purge_expired`: webhook events and finished deliveries). Each purge is a
+//! `Deliverer::purge_expired`: webhook events, finished deliveries and the outbox events
+//! fan-out has passed). Each purge is a
 //! run of small deletes, so a large backlog never holds the database for long; several
 //! nodes on one database run it one at a time, on the node holding its lease
 //! (`crate::workers::SINGLETONS`; were two to run it, every row would still go once).
@@ -25,13 +26,14 @@ pub struct RetentionReport {
     /// The engine's records: idempotency records, quotes, challenges, console sessions,
     /// payout results.
     pub core: PurgeReport,
-    /// Webhook event records and delivered or dead deliveries.
+    /// Webhook event records, delivered or dead deliveries, and outbox events fan-out
+    /// had passed.
     pub webhooks: WebhookPurgeReport,
 }
 
 impl RetentionReport {
     /// (what, rows deleted), as the metrics label them.
-    pub fn counts(&self) -> [(&'static str, u64); 7] {
+    pub fn counts(&self) -> [(&'static str, u64); 8] {
         [
             ("idempotency", self.core.idempotency),
             ("quote", self.core.quotes),
@@ -40,6 +42,7 @@ impl RetentionReport {
             ("payout_result", self.core.payout_results),
             ("webhook_event", self.webhooks.events),
             ("webhook_delivery", self.webhooks.deliveries),
+            ("outbox", self.webhooks.outbox),
         ]
     }
 }

@@ -508,6 +508,11 @@ async fn postgres_purges_walk_the_creation_time_indexes() {
              ORDER BY created_at LIMIT 10",
             "idempotency_created",
         ),
+        (
+            "SELECT seq FROM outbox WHERE seq <= 100 AND occurred_at < 5 \
+             ORDER BY seq LIMIT 10",
+            "outbox_pkey",
+        ),
     ] {
         let plan: Vec<String> =
             sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN {select}")))

@@ -42,3 +42,68 @@ async fn sqlite_file_with_normal_durability_and_one_reader_passes_store_suite() 
     })
     .await;
 }
+
+/// The outbox numbers its events from its rows when the database opens, so a purge
+/// keeps the newest row: after purging everything a consumer has passed and reopening
+/// the file, the next event still comes after the consumer's cursor (issue 47's outbox
+/// retention; were the table emptied, numbering would restart at 1 and the consumer would
+/// skip every event up to its old cursor).
+#[tokio::test]
+async fn sqlite_outbox_numbers_continue_after_a_purge_and_a_reopen() {
+    use serde_json::json;
+    use stablecoin_core::domain::time::Timestamp;
+    use stablecoin_core::ports::store::{Batch, OutboxEvent, Purge, PurgeTarget, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("outbox.db");
+    let event = |id: &str| OutboxEvent {
+        id: id.to_string(),
+        tenant: "t1".to_string(),
+        event_type: "widget.changed".to_string(),
+        occurred_at: Timestamp::from_millis(1_000),
+        payload: json!({ "event": id }),
+    };
+    let store = SqliteStore::open(SqliteConfig::file(path.clone()))
+        .await
+        .unwrap();
+    let receipt = store
+        .commit(Batch {
+            outbox: vec![event("e1"), event("e2"), event("e3")],
+            ..Batch::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(receipt.outbox_seqs, vec![1, 2, 3]);
+    let cursor = 3;
+    let purge = Purge {
+        target: PurgeTarget::Outbox {
+            through_seq: cursor,
+        },
+        before: Timestamp::from_millis(i64::MAX),
+        limit: 100,
+    };
+    assert_eq!(store.purge(&purge).await.unwrap(), 2, "all but the newest");
+    store.close().await;
+
+    let store = SqliteStore::open(SqliteConfig::file(path)).await.unwrap();
+    let receipt = store
+        .commit(Batch {
+            outbox: vec![event("e4")],
+            ..Batch::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        receipt.outbox_seqs,
+        vec![4],
+        "numbered after every event ever committed"
+    );
+    let after: Vec<_> = store
+        .outbox_after(cursor, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(seq, e)| (seq, e.id))
+        .collect();
+    assert_eq!(after, vec![(4, "e4".to_string())]);
+    store.close().await;
+}

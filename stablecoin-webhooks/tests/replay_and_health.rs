@@ -534,8 +534,13 @@ async fn finished_deliveries_and_old_events_are_purged_and_pending_ones_kept() {
         report,
         WebhookPurgeReport {
             events: 2,
-            deliveries: 2
+            deliveries: 2,
+            outbox: 3,
         }
+    );
+    assert!(
+        w.store.outbox_after(0, 10).await.unwrap().is_empty(),
+        "the three fanned-out events left the outbox (their records hold them)"
     );
     assert_eq!(
         state(&w, a, "evt_1").await,
@@ -564,4 +569,8 @@ async fn finished_deliveries_and_old_events_are_purged_and_pending_ones_kept() {
         w.worker.purge_expired(&retention).await.unwrap(),
         WebhookPurgeReport::default()
     );
+    // Fan-out goes on after its outbox was purged: a new event is delivered.
+    w.settled(&w.tenant, "evt_4").await;
+    w.drain().await;
+    assert_eq!(state(&w, a, "evt_4").await, Some(DeliveryState::Delivered));
 }

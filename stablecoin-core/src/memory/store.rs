@@ -39,8 +39,10 @@ pub struct MemoryStore {
 struct State {
     records: Records,
     ledger: MemoryLedger,
-    /// Outbox event with sequence number `i + 1` at index `i`.
-    outbox: Vec<OutboxEvent>,
+    /// Outbox event with sequence number `outbox_base + i + 1` at index `i`.
+    outbox: std::collections::VecDeque<OutboxEvent>,
+    /// Outbox events purged from the front ([`PurgeTarget::Outbox`]).
+    outbox_base: u64,
     fail_next: usize,
     commits: u64,
     attempts: u64,
@@ -146,7 +148,8 @@ impl MemoryStore {
 
     /// Outbox events written so far (the highest sequence number).
     pub fn outbox_len(&self) -> usize {
-        self.lock_any().outbox.len()
+        let state = self.lock_any();
+        state.outbox_base as usize + state.outbox.len()
     }
 
     /// The lock, even if a panicking thread poisoned it (instrumentation only).
@@ -200,8 +203,8 @@ impl State {
         self.ledger.merge(changes);
         let mut outbox_seqs = Vec::with_capacity(batch.outbox.len());
         for event in batch.outbox {
-            self.outbox.push(event);
-            outbox_seqs.push(self.outbox.len() as u64);
+            self.outbox.push_back(event);
+            outbox_seqs.push(self.outbox_base + self.outbox.len() as u64);
         }
         Ok(CommitReceipt { outbox_seqs })
     }
@@ -328,6 +331,8 @@ impl Records {
                 }
                 gone.len() as u64
             }
+            // The outbox is the store's, not the records' (`MemoryStore::purge`).
+            PurgeTarget::Outbox { .. } => 0,
         }
     }
 
@@ -672,19 +677,37 @@ impl Store for MemoryStore {
         limit: usize,
     ) -> Result<Vec<(u64, OutboxEvent)>, StoreError> {
         let state = self.lock()?;
-        let start = usize::try_from(after_seq)
+        let start = usize::try_from(after_seq.saturating_sub(state.outbox_base))
             .unwrap_or(usize::MAX)
             .min(state.outbox.len());
-        Ok(state.outbox[start..]
+        Ok(state
+            .outbox
             .iter()
+            .skip(start)
             .take(limit)
             .enumerate()
-            .map(|(i, e)| ((start + i + 1) as u64, e.clone()))
+            .map(|(i, e)| (state.outbox_base + (start + i + 1) as u64, e.clone()))
             .collect())
     }
 
     async fn purge(&self, purge: &Purge) -> Result<u64, StoreError> {
-        Ok(self.lock()?.records.purge(purge))
+        let mut state = self.lock()?;
+        let PurgeTarget::Outbox { through_seq } = purge.target else {
+            return Ok(state.records.purge(purge));
+        };
+        let mut gone = 0;
+        while gone < purge.limit
+            && state.outbox_base < through_seq
+            && state
+                .outbox
+                .front()
+                .is_some_and(|e| e.occurred_at < purge.before)
+        {
+            state.outbox.pop_front();
+            state.outbox_base += 1;
+            gone += 1;
+        }
+        Ok(gone as u64)
     }
 }
 

@@ -373,7 +373,8 @@ pub async fn list_before_by_offsets<S: Store + ?Sized>(
 ///
 /// Which rows may go is a product rule and is decided by the caller (the engine's
 /// retention windows, see `Engine::purge_expired`); the store only deletes what it is
-/// told, and never touches ledger rows or the outbox.
+/// told, never touches ledger rows, and deletes outbox events only through
+/// [`PurgeTarget::Outbox`], once their consumer has passed them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Purge {
     /// Which rows.
@@ -399,6 +400,23 @@ pub enum PurgeTarget {
         /// status is one of `list`; a record without a status never matches, and an
         /// empty list matches nothing.
         statuses: Option<Vec<String>>,
+    },
+    /// Outbox events with a sequence number up to `through_seq`, by
+    /// [`OutboxEvent::occurred_at`], lowest sequence number first.
+    ///
+    /// Why: the outbox is a hand-off, not a history. Its one consumer (webhook fan-out)
+    /// copies every event into the records that inspection, replay and the events API
+    /// read, then moves its cursor; rows behind the cursor were ~1.4 KB per settled
+    /// transfer kept forever (issue 47). The caller passes its cursor as `through_seq`,
+    /// so an event not yet consumed is never deleted.
+    ///
+    /// Sequence numbers are never reused, whatever is purged: a store that numbers new
+    /// events from its rows (SQLite, after a restart) keeps the newest row, so
+    /// [`Store::outbox_after`] of a consumer's cursor goes on returning exactly the
+    /// events committed after it.
+    Outbox {
+        /// The highest sequence number that may go (the consumer's cursor).
+        through_seq: u64,
     },
 }
 
@@ -568,8 +586,9 @@ pub trait Store: Send + Sync {
 
     /// Deletes up to `purge.limit` of the rows `purge` selects, oldest first, with the
     /// unique keys of every record deleted, in one atomic step; returns how many rows
-    /// went. Served from an index on creation time, never by a scan of the table. Never
-    /// touches ledger rows or the outbox. A caller empties a backlog by calling again
+    /// went. Served from an index on creation time (the outbox: its sequence numbers),
+    /// never by a scan of the table. Never touches ledger rows, nor outbox rows but
+    /// through [`PurgeTarget::Outbox`]. A caller empties a backlog by calling again
     /// until fewer than `limit` rows go.
     async fn purge(&self, purge: &Purge) -> Result<u64, StoreError>;
 }

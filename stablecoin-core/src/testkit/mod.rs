@@ -93,6 +93,7 @@ where
         case_concurrent_debits,
         case_concurrent_claims,
         case_purge,
+        case_purge_outbox,
     );
 }
 

@@ -1,6 +1,7 @@
 //! Conformance case of [`Store::purge`]: what retention relies on. Only the rows asked
 //! for go (older than the cut-off, of the kind and statuses named), at most `limit` per
-//! call and oldest first, with their unique keys; the ledger and the outbox never change.
+//! call and oldest first, with their unique keys; the ledger never changes, and the
+//! outbox only through an outbox purge, up to its consumer's cursor.
 
 use super::fixtures::*;
 use crate::ports::store::{Purge, PurgeTarget};
@@ -263,4 +264,123 @@ fn list_query(tenant: &str) -> ListQuery {
 
 fn strings(ids: &[&str]) -> Vec<String> {
     ids.iter().map(|s| s.to_string()).collect()
+}
+
+/// An outbox purge through `through_seq` of what occurred before `before`.
+fn purge_outbox(through_seq: u64, before: i64, limit: usize) -> Purge {
+    Purge {
+        target: PurgeTarget::Outbox { through_seq },
+        before: ts(before),
+        limit,
+    }
+}
+
+/// An outbox event `id` that occurred at `at_ms`.
+fn event_at(id: &str, at_ms: i64) -> OutboxEvent {
+    OutboxEvent {
+        occurred_at: ts(at_ms),
+        ..event(id)
+    }
+}
+
+/// Outbox purges (what the webhook fan-out's retention relies on): only events up to the
+/// consumer's cursor and older than the cut-off go, lowest sequence number first, `limit`
+/// at a time; the rest keep their numbers; a new event is numbered after every event
+/// ever committed, however many were purged (a consumer's cursor never misses one); and
+/// records, idempotency records and the ledger stay as they were.
+pub async fn case_purge_outbox<S: Store + Ledger + ?Sized>(store: Arc<S>) {
+    let s = &*store;
+    funded(s, 1_000).await;
+    commit_ok(s, puts(vec![insert(record("w1", "t1", 100))]), "a record").await;
+    let batch = Batch {
+        outbox: vec![
+            event_at("e1", 100),
+            event_at("e2", 200),
+            event_at("e3", 300),
+            event_at("e4", 900),
+            event_at("e5", 500),
+        ],
+        ..Batch::default()
+    };
+    let receipt = s.commit(batch).await.expect("five outbox events");
+    let first = receipt.outbox_seqs[0];
+    assert_eq!(receipt.outbox_seqs, (first..first + 5).collect::<Vec<_>>());
+    let ids = |page: &[(u64, OutboxEvent)]| -> Vec<(u64, String)> {
+        page.iter().map(|(seq, e)| (*seq, e.id.clone())).collect()
+    };
+    let expect = |names: &[(u64, &str)]| -> Vec<(u64, String)> {
+        names
+            .iter()
+            .map(|(n, id)| (first + n - 1, id.to_string()))
+            .collect()
+    };
+    let ledger_before = (balance(s, "alice").await, balance(s, "world").await);
+
+    assert_eq!(
+        purged(s, purge_outbox(first + 1, 10_000, 0), "limit 0").await,
+        0
+    );
+    // Through e2: e1 and e2, one call at a time.
+    assert_eq!(
+        purged(s, purge_outbox(first + 1, 10_000, 1), "first").await,
+        1
+    );
+    assert_eq!(
+        ids(&outbox_all(s).await),
+        expect(&[(2, "e2"), (3, "e3"), (4, "e4"), (5, "e5")]),
+        "the lowest sequence number goes first"
+    );
+    assert_eq!(
+        purged(s, purge_outbox(first + 1, 10_000, 10), "second").await,
+        1,
+        "nothing after the cursor goes"
+    );
+    // Through e4, before 600: e3 goes; e4 occurred at 900 and stays.
+    assert_eq!(
+        purged(s, purge_outbox(first + 3, 600, 10), "by time").await,
+        1
+    );
+    assert_eq!(
+        ids(&outbox_all(s).await),
+        expect(&[(4, "e4"), (5, "e5")]),
+        "an event newer than the cut-off is kept, with its number"
+    );
+    assert_eq!(
+        ids(&s.outbox_after(first + 1, 10).await.unwrap()),
+        expect(&[(4, "e4"), (5, "e5")]),
+        "a cursor behind the purged events reads on from the first kept one"
+    );
+    // Through everything: e4 goes; whether the newest does is the store's (SQLite keeps
+    // it to number new events from), but a new event is numbered after it either way.
+    purged(s, purge_outbox(first + 4, 10_000, 10), "everything").await;
+    let left = ids(&outbox_all(s).await);
+    assert!(
+        left.is_empty() || left == expect(&[(5, "e5")]),
+        "only the newest may be kept: {left:?}"
+    );
+    let next = s
+        .commit(Batch {
+            outbox: vec![event_at("e6", 1_000)],
+            ..Batch::default()
+        })
+        .await
+        .expect("an event after the purge");
+    assert_eq!(
+        next.outbox_seqs,
+        vec![first + 5],
+        "numbers are never reused"
+    );
+    assert_eq!(
+        ids(&s.outbox_after(first + 4, 10).await.unwrap()),
+        expect(&[(6, "e6")]),
+        "the consumer's cursor sees the new event, and only it"
+    );
+
+    // Nothing else moved.
+    assert!(exists(s, "w1").await, "an outbox purge keeps records");
+    assert_eq!(
+        (balance(s, "alice").await, balance(s, "world").await),
+        ledger_before,
+        "an outbox purge must not touch the ledger"
+    );
 }

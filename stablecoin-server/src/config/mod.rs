@@ -127,7 +127,7 @@
 //! | `retention.idempotency_hours` | `STABLECOIN_RETENTION_IDEMPOTENCY_HOURS` | `72` (at least 24) |
 //! | `retention.quotes_hours` | `STABLECOIN_RETENTION_QUOTES_HOURS` | `24` (at least 1) |
 //! | `retention.challenges_hours` | `STABLECOIN_RETENTION_CHALLENGES_HOURS` | `168` (at least 1) |
-//! | `retention.webhook_events_hours` | `STABLECOIN_RETENTION_WEBHOOK_EVENTS_HOURS` | `720` (events, delivered and dead deliveries; at least 168; pending deliveries are kept until final) |
+//! | `retention.webhook_events_hours` | `STABLECOIN_RETENTION_WEBHOOK_EVENTS_HOURS` | `720` (events, delivered and dead deliveries; at least 168; pending deliveries are kept until final; outbox rows are purged at every run once fan-out has copied them into their event records) |
 //! | `retention.payout_results_hours` | `STABLECOIN_RETENTION_PAYOUT_RESULTS_HOURS` | `720` (M-Pesa results kept per payout since its last change; at least 24; once purged the adapter queries again) |
 //! | `escrow.deposits_enabled` | `STABLECOIN_ESCROW_DEPOSITS_ENABLED` | `true` (off: no new escrow is admitted, 503 ESCROW_UNAVAILABLE; existing deals run on) |
 //! | `reconciliation.enabled` | `STABLECOIN_RECONCILIATION` | `true` (the ledger is compared with the chains, with the workers) |

@@ -71,6 +71,16 @@ const PURGE_IDEMPOTENCY: &str = "WITH gone AS ( \
        WHERE i.tenant = old.tenant AND i.key = old.key RETURNING 1) \
      SELECT COUNT(*) FROM gone";
 
+/// `Store::purge` of the outbox: the `$3` lowest sequence numbers up to `$1` that
+/// occurred before `$2` (the primary key in order). Sequence numbers come from
+/// `outbox_counter`, never from the rows, so any row may go.
+const PURGE_OUTBOX: &str = "WITH gone AS ( \
+       DELETE FROM outbox o USING ( \
+         SELECT seq FROM outbox WHERE seq <= $1 AND occurred_at < $2 \
+         ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED) old \
+       WHERE o.seq = old.seq RETURNING 1) \
+     SELECT COUNT(*) FROM gone";
+
 #[async_trait]
 impl Store for PgStore {
     async fn commit(&self, batch: Batch) -> Result<CommitReceipt, StoreError> {
@@ -286,6 +296,10 @@ impl Store for PgStore {
         let (before, limit) = (purge.before.0, sql_count(purge.limit));
         let query = match &purge.target {
             PurgeTarget::Idempotency => sqlx::query_scalar::<_, i64>(PURGE_IDEMPOTENCY)
+                .bind(before)
+                .bind(limit),
+            PurgeTarget::Outbox { through_seq } => sqlx::query_scalar(PURGE_OUTBOX)
+                .bind(i64::try_from(*through_seq).unwrap_or(i64::MAX))
                 .bind(before)
                 .bind(limit),
             PurgeTarget::Records {

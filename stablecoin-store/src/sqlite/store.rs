@@ -355,7 +355,7 @@ mod tests {
     /// (a purge runs on tables with millions of rows), no sort.
     #[tokio::test]
     async fn purge_statements_are_index_ranges() {
-        use writer::purge::{PURGE_IDEMPOTENCY, PURGE_RECORDS, PURGE_RECORDS_STATUS};
+        use writer::purge::{PURGE_IDEMPOTENCY, PURGE_OUTBOX, PURGE_RECORDS, PURGE_RECORDS_STATUS};
         let store = SqliteStore::open_in_memory().await.unwrap();
         let records = "SEARCH records USING";
         let records_range = "INDEX records_created (kind=? AND created_at<?)";
@@ -366,6 +366,11 @@ mod tests {
                 PURGE_IDEMPOTENCY,
                 "SEARCH idempotency USING",
                 "INDEX idempotency_created (created_at<?)",
+            ),
+            (
+                PURGE_OUTBOX,
+                "SEARCH outbox USING",
+                "INTEGER PRIMARY KEY (rowid<?)",
             ),
         ] {
             // The SELECT inside `rowid IN ( ... )` (the readers are read-only).
@@ -379,6 +384,7 @@ mod tests {
             assert!(plan.contains(range), "{sql}: {plan}");
             assert!(!plan.contains("SCAN records"), "no scan: {plan}");
             assert!(!plan.contains("SCAN idempotency"), "no scan: {plan}");
+            assert!(!plan.contains("SCAN outbox"), "no scan: {plan}");
             assert!(!plan.contains("TEMP B-TREE"), "no sort: {plan}");
         }
         store.close().await;

@@ -11,12 +11,18 @@
 //!   (a shorter one is refused), so an event is kept for as long as any delivery made
 //!   when it was fanned out can still be attempted.
 //!
-//! Endpoints, the fan-out cursor and the outbox are never purged here.
+//! - an outbox event once fan-out has passed it (its cursor): fan-out has copied it into
+//!   the event record (and its deliveries) in the same commit that moved the cursor, so
+//!   the outbox row is a second copy nobody reads again (~1.4 KB per settled transfer,
+//!   kept forever before issue 47). An event fan-out has not reached is never purged.
+//!
+//! Endpoints and the fan-out cursor are never purged here.
 
 use super::retry::MAX_RETRY_SPAN_MS;
-use super::{Deliverer, DeliveryState, store_err};
+use super::{Cursor, Deliverer, DeliveryState, store_err};
 use crate::error::{WebhookError, WebhookResult};
 use stablecoin_core::ports::kinds::kind;
+use stablecoin_core::ports::record::get_record;
 use stablecoin_core::ports::store::{Purge, PurgeTarget, purge_all};
 
 /// How long webhook events and finished deliveries are kept after they were created.
@@ -85,12 +91,15 @@ pub struct WebhookPurgeReport {
     pub events: u64,
     /// Deliveries that were `DELIVERED` or `DEAD`.
     pub deliveries: u64,
+    /// Outbox events fan-out had passed.
+    pub outbox: u64,
 }
 
 impl Deliverer {
     /// Deletes the events, and the delivered or dead deliveries, created more than
-    /// `retention`'s window ago by this deliverer's clock. Pending deliveries are never
-    /// deleted. Safe to run from several processes at once.
+    /// `retention`'s window ago by this deliverer's clock, and the outbox events fan-out
+    /// has passed. Pending deliveries are never deleted. Safe to run from several
+    /// processes at once.
     pub async fn purge_expired(
         &self,
         retention: &WebhookRetention,
@@ -113,9 +122,25 @@ impl Deliverer {
             .to_vec();
         let deliveries = purge(kind::WEBHOOK_DELIVERY, Some(finished));
         let store = &*self.store;
+        // The cursor as read now: fan-out may move it on meanwhile, never back.
+        let fanned_out = get_record::<Cursor>(store, "wallet")
+            .await?
+            .map_or(0, |c| c.record.after_seq);
+        let outbox = Purge {
+            target: PurgeTarget::Outbox {
+                through_seq: fanned_out,
+            },
+            before: self.clock.now(),
+            limit: retention.batch_limit,
+        };
         Ok(WebhookPurgeReport {
             events: purge_all(store, &events).await.map_err(store_err)?,
             deliveries: purge_all(store, &deliveries).await.map_err(store_err)?,
+            outbox: if fanned_out == 0 {
+                0
+            } else {
+                purge_all(store, &outbox).await.map_err(store_err)?
+            },
         })
     }
 }

@@ -1,6 +1,6 @@
 //! The SQL of `Store::purge` on SQLite: one group's delete of the oldest selected rows,
 //! walked on the creation-time indexes of migration 0004 (`records_created`,
-//! `idempotency_created`), so a purge reads only what it deletes and what it skips
+//! `idempotency_created`) or the outbox's sequence numbers, so a purge reads only what it deletes and what it skips
 //! (an old record in a status that is kept), never the whole table.
 
 use crate::codec::{keys_from_db, sql_count};
@@ -35,6 +35,15 @@ pub(crate) const PURGE_IDEMPOTENCY: &str = "DELETE FROM idempotency WHERE rowid 
        SELECT rowid FROM idempotency WHERE created_at < ?1 \
        ORDER BY created_at LIMIT ?2)";
 
+/// The oldest `?3` outbox events with a sequence number up to `?1` that occurred before
+/// `?2`, on the rowid (`seq`) in order. Never the newest row: the writer numbers new
+/// events from `MAX(seq)` when it opens the database, and a purged-out table would
+/// number them from 1 again, behind every consumer's cursor.
+pub(crate) const PURGE_OUTBOX: &str = "DELETE FROM outbox WHERE seq IN ( \
+       SELECT seq FROM outbox WHERE seq <= ?1 AND occurred_at < ?2 \
+         AND seq < (SELECT MAX(seq) FROM outbox) \
+       ORDER BY seq LIMIT ?3)";
+
 /// Deletes what `purge` selects, up to its limit, with the deleted records' unique keys;
 /// inside the group's transaction, so the rows and their keys go together.
 pub(super) fn purge(conn: &Connection, purge: &Purge) -> Result<u64, StoreError> {
@@ -47,6 +56,14 @@ pub(super) fn purge(conn: &Connection, purge: &Purge) -> Result<u64, StoreError>
             let n = conn
                 .prepare_cached(PURGE_IDEMPOTENCY)
                 .and_then(|mut s| s.execute(params![before, limit]))
+                .map_err(backend)?;
+            return Ok(n as u64);
+        }
+        PurgeTarget::Outbox { through_seq } => {
+            let through = i64::try_from(*through_seq).unwrap_or(i64::MAX);
+            let n = conn
+                .prepare_cached(PURGE_OUTBOX)
+                .and_then(|mut s| s.execute(params![through, before, limit]))
                 .map_err(backend)?;
             return Ok(n as u64);
         }
