@@ -336,15 +336,14 @@ mod tests {
     #[tokio::test]
     async fn the_claim_is_an_index_range_of_one_lane() {
         let store = SqliteStore::open_in_memory().await.unwrap();
-        let select = writer::records::CLAIM_DUE
-            .split_once("IN ( ")
-            .and_then(|(_, rest)| rest.rsplit_once(')'))
-            .map(|(inner, _)| inner.to_string())
-            .unwrap_or_default();
-        let plan = query_plan(&store, &select);
+        let plan = query_plan(&store, writer::records::CLAIM_DUE);
         assert!(
             plan.contains("INDEX records_due (kind=? AND lane=? AND due_at>? AND due_at<?)"),
             "{plan}"
+        );
+        assert!(
+            plan.contains("SEARCH c USING PRIMARY KEY (kind=? AND id=?)"),
+            "a claim is a point lookup in claims: {plan}"
         );
         assert!(!plan.contains("TEMP B-TREE"), "no sort: {plan}");
         assert!(!plan.contains("SCAN"), "no scan: {plan}");

@@ -88,7 +88,13 @@ pub(super) fn purge(conn: &Connection, purge: &Purge) -> Result<u64, StoreError>
     let mut keys = conn
         .prepare_cached("DELETE FROM unique_keys WHERE kind = ?1 AND id = ?2")
         .map_err(backend)?;
+    let mut claims = conn
+        .prepare_cached(super::records::RELEASE_CLAIM)
+        .map_err(backend)?;
     for (id, unique_keys) in &gone {
+        // A purged record's claim goes with it (a record put again under its id is
+        // unclaimed).
+        claims.execute(params![kind, id]).map_err(backend)?;
         // A record without keys (most) costs no statement; a corrupt list is not a
         // reason to leave keys behind.
         if keys_from_db(unique_keys).is_ok_and(|k| k.is_empty()) {

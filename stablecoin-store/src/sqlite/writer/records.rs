@@ -96,7 +96,7 @@ pub(super) fn put_record(
     // measured: scripts/sqlite-ceiling.py). The due index changes with the stage.
     conn.prepare_cached(
         "UPDATE records SET version = ?3, status = ?4, due_at = ?5, lane = ?6, \
-           lease_owner = NULL, lease_until = NULL, unique_keys = ?7, body = ?8 \
+           unique_keys = ?7, body = ?8 \
          WHERE kind = ?1 AND id = ?2",
     )
     .and_then(|mut s| {
@@ -112,8 +112,15 @@ pub(super) fn put_record(
         ])
     })
     .map_err(backend)?;
+    // A commit that puts a record releases any claim on it (`Store::commit`).
+    conn.prepare_cached(RELEASE_CLAIM)
+        .and_then(|mut s| s.execute(params![rec.kind, rec.id]))
+        .map_err(backend)?;
     Ok(Ok(()))
 }
+
+/// Drops the claim on one record (`?1` kind, `?2` id), if any.
+pub(crate) const RELEASE_CLAIM: &str = "DELETE FROM claims WHERE kind = ?1 AND id = ?2";
 
 /// A put that must create its record (most puts: every accepted operation). The plain
 /// INSERT is the existence check: `records_key` refuses a second (kind, id), which is
@@ -211,29 +218,35 @@ fn insert_unique_keys(conn: &Connection, rec: &PreparedPut) -> Result<(), StoreE
     Ok(())
 }
 
-/// A worker's claim: the oldest due, unleased records of one kind and lane, leased to it.
-/// The inner SELECT walks `records_due` (kind, lane, due_at, id) in order.
+/// A worker's claim: the oldest due records of one kind and lane that no live claim
+/// holds. The SELECT walks `records_due` (kind, lane, due_at, id) in order; a claim is a
+/// row of `claims` (migration 0009), looked up by its key, so claiming never rewrites a
+/// record's row.
 pub(crate) const CLAIM_DUE: &str = concat!(
-    "UPDATE records SET lease_owner = ?1, lease_until = ?2 \
-     WHERE kind = ?3 AND id IN ( \
-       SELECT id FROM records WHERE kind = ?3 AND lane = ?6 \
-         AND due_at IS NOT NULL AND due_at <= ?4 \
-         AND (lease_until IS NULL OR lease_until <= ?4) \
-       ORDER BY due_at, id LIMIT ?5) RETURNING ",
-    record_cols!()
+    "SELECT ",
+    record_cols!(),
+    " FROM records r WHERE kind = ?1 AND lane = ?2 \
+       AND due_at IS NOT NULL AND due_at <= ?3 \
+       AND NOT EXISTS (SELECT 1 FROM claims c \
+         WHERE c.kind = ?1 AND c.id = r.id AND c.lease_until > ?3) \
+     ORDER BY due_at, id LIMIT ?4"
 );
+
+/// Takes (or renews) the claim on one record: `?1` kind, `?2` id, `?3` owner, `?4` until.
+const TAKE_CLAIM: &str = "INSERT INTO claims (kind, id, lease_owner, lease_until) \
+     VALUES (?1, ?2, ?3, ?4) \
+     ON CONFLICT (kind, id) DO UPDATE SET lease_owner = excluded.lease_owner, \
+       lease_until = excluded.lease_until";
 
 pub(super) fn claim_due(conn: &Connection, claim: &Claim) -> Result<Vec<StoredRecord>, StoreError> {
     let mut stmt = conn.prepare_cached(CLAIM_DUE).map_err(backend)?;
     let rows = stmt
         .query_map(
             params![
-                claim.worker,
-                claim.until.0,
                 claim.kind,
+                claim.lane,
                 claim.now.0,
-                crate::codec::sql_count(claim.limit),
-                claim.lane
+                crate::codec::sql_count(claim.limit)
             ],
             record_from_row,
         )
@@ -242,6 +255,10 @@ pub(super) fn claim_due(conn: &Connection, claim: &Claim) -> Result<Vec<StoredRe
     for row in rows {
         records.push(row.map_err(backend)?.map_err(backend)?);
     }
-    records.sort_by(|a, b| (a.due_at, &a.id).cmp(&(b.due_at, &b.id)));
+    let mut take = conn.prepare_cached(TAKE_CLAIM).map_err(backend)?;
+    for r in &records {
+        take.execute(params![r.kind, r.id, claim.worker, claim.until.0])
+            .map_err(backend)?;
+    }
     Ok(records)
 }
