@@ -7,9 +7,12 @@ pub mod checkout;
 mod document;
 pub mod escrow;
 pub mod events;
+pub mod export_rows;
+pub mod exports;
 pub mod fx;
 pub mod health;
 pub mod intake;
+pub mod payout_reconciliation;
 pub mod reconciliation;
 pub mod schemas;
 pub mod security_headers;
@@ -69,6 +72,7 @@ pub const API_VERSION: &str = "1.0.1";
         (name = "escrows", description = "Embedded escrow over per-deal TRON USDT addresses"),
         (name = "webhooks", description = "Webhook endpoints of both families, events, deliveries and replay"),
         (name = "statements", description = "Statements of the treasury, customer wallets and checkout funds, reconciling to the ledger"),
+        (name = "exports", description = "Exports of operations, withdrawals, escrow deals, checkout sessions and payments as CSV or JSON lines, streamed"),
         (name = "events", description = "The events API: every event of the key's family, cursor-paged, payloads as delivered"),
         (name = "checkout", description = "Checkout payment sessions (business keys)"),
         (name = "admin", description = "Service staff routes (admin bearer token; 404 ADMIN_DISABLED when the server has none)"),
@@ -244,6 +248,9 @@ fn tenant_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(events::list_events))
         .routes(routes!(events::get_event))
         .routes(routes!(statements::get_statement))
+        .routes(routes!(exports::export_operations))
+        .routes(routes!(exports::export_withdrawals))
+        .routes(routes!(exports::export_escrows))
         .routes(routes!(
             checkout::create_business,
             checkout::list_businesses
@@ -288,6 +295,8 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(checkout::simulate_payment))
         .routes(routes!(events::list_payments_events))
         .routes(routes!(events::get_payments_event))
+        .routes(routes!(exports::export_checkout_sessions))
+        .routes(routes!(exports::export_payments))
         .route_layer(from_fn_with_state(limiter, rate_limit::enforce))
         .route_layer(from_fn_with_state(
             state.clone(),
@@ -306,6 +315,7 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(staff::staff_recover_escrow))
         .routes(routes!(staff::staff_audit_log))
         .routes(routes!(staff_payouts::staff_resolve_payout))
+        .routes(routes!(payout_reconciliation::reconcile_payouts))
         .routes(routes!(stray_deposits::list_stray_deposits))
         .routes(routes!(stray_deposits::return_stray_deposit))
         .route_layer(from_fn_with_state(state.clone(), auth::require_admin_token));
