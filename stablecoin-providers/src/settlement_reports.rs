@@ -47,9 +47,12 @@ fn bad(line: usize, reason: impl Into<String>) -> ProviderError {
     }
 }
 
+/// A parsed CSV record: the 1-based line it starts on, and its cells.
+pub type Record = (usize, Vec<String>);
+
 /// RFC 4180 records of `text` (quoted fields, doubled quotes, CRLF or LF line ends),
 /// each with the 1-based line it starts on. Blank lines are skipped.
-pub fn csv_records(text: &str) -> Result<Vec<(usize, Vec<String>)>, ProviderError> {
+pub fn csv_records(text: &str) -> Result<Vec<Record>, ProviderError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut out = Vec::new();
     let mut row: Vec<String> = Vec::new();
@@ -129,11 +132,11 @@ impl Columns {
 /// Finds the header (the first record holding `marker`), checks `required`, and
 /// returns it with the records after it.
 fn table<'a>(
-    records: &'a [(usize, Vec<String>)],
+    records: &'a [Record],
     marker: &str,
     required: &[&str],
     what: &str,
-) -> Result<(Columns, &'a [(usize, Vec<String>)]), ProviderError> {
+) -> Result<(Columns, &'a [Record]), ProviderError> {
     let (i, (line, cells)) = records
         .iter()
         .enumerate()

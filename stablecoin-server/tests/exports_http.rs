@@ -372,3 +372,56 @@ async fn the_checkout_exports_escape_csv_and_list_each_payment() {
         .await
         .expect(403);
 }
+
+#[tokio::test]
+async fn the_escrows_export_lists_each_deal_as_its_read_shows_it() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "0").await;
+    let beta = s.tenant("Beta", "0").await;
+    s.provision(&acme.live, A).await;
+    s.provision(&acme.live, B).await;
+    let mut ids = Vec::new();
+    for (amount, reference) in [("150", "order-1"), ("20", "@cmd|calc")] {
+        let body = serde_json::json!({"buyer_phone_number": A, "seller_phone_number": B,
+            "amount": amount, "reference": reference});
+        let r = s.post(&acme.live, "/v1/escrows", &body.to_string()).await;
+        r.expect(201);
+        ids.push(r.json()["id"].as_str().unwrap().to_string());
+    }
+    s.post(
+        &acme.live,
+        &format!("/v1/escrows/{}/cancel", ids[1]),
+        r#"{"reason":"changed my mind"}"#,
+    )
+    .await
+    .expect(200);
+
+    let r = get(&s, &acme.live, "/v1/exports/escrows?format=jsonl").await;
+    r.expect(200);
+    let lines: Vec<Value> = r
+        .text()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for (line, id) in lines.iter().zip(ids.iter().rev()) {
+        let read = get(&s, &acme.live, &format!("/v1/escrows/{id}"))
+            .await
+            .json();
+        assert_eq!(line, &read, "the deal as its read shows it");
+    }
+    let r = get(&s, &acme.live, "/v1/exports/escrows?format=csv").await;
+    let rows = parse_csv(&r.text());
+    assert_eq!(
+        rows[0].join(","),
+        stablecoin_server::api::export_rows::ESCROW_COLUMNS.join(",")
+    );
+    let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+    assert_eq!(rows[1][col("id")], ids[1]);
+    assert_eq!(rows[1][col("state")], "CANCELLED");
+    assert_eq!(rows[1][col("reference")], "'@cmd|calc");
+    assert_eq!(rows[2][col("amount")], "150000000");
+    assert_eq!(rows[2][col("payout_pending")], "false");
+    let r = get(&s, &beta.live, "/v1/exports/escrows?format=csv").await;
+    assert_eq!(parse_csv(&r.text()).len(), 1, "another tenant's: none");
+}

@@ -24,6 +24,7 @@ mod evm_bundled_live;
 mod evm_chains_http;
 mod evm_live;
 mod evm_two_chains_live;
+mod exports_browser;
 mod exports_http;
 mod failover;
 mod fx_rate_feed;

@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 use stablecoin_checkout::{
     DEFAULT_BUSINESS, DepositView, Mode, Session, SessionDeposit, SessionView,
 };
+use stablecoin_core::domain::ids::TenantId;
 use stablecoin_core::domain::state::OpKind;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::engine::{Engine, KeyMode, Operation};
@@ -490,15 +491,38 @@ pub(crate) fn escrows_export(
     Ok(respond(app.clone(), Source::Escrows, walk, format))
 }
 
-/// Builds a checkout export (sessions or payments) of the business key's business and
-/// mode.
-fn checkout_export(
+/// Builds a checkout export, sessions or (`payments`) their deposits, of `business`'s
+/// sessions in `mode` for `tenant` (the API: the business key's; the dashboard: a
+/// business the signed-in tenant names, live). The store range is the tenant's, so a
+/// business of another tenant lists nothing.
+pub(crate) fn checkout_export(
     app: &AppState,
-    caller: &Caller,
+    tenant: &TenantId,
+    business: &str,
+    mode: Mode,
     q: &ExportParams,
-    source: Source,
+    payments: bool,
 ) -> Result<Response, ApiError> {
     let (format, from, to) = common(q.format.as_deref(), q.from.as_deref(), q.to.as_deref())?;
+    let range = ListQuery {
+        kind: Session::KIND.into(),
+        tenant: tenant.0.clone(),
+        subkind: Some(Session::scope(business, mode)),
+        status: None,
+        limit: 0,
+        offset: 0,
+    };
+    let walk = Walk::new(app.engine.ports().store.clone(), vec![range], from, to);
+    let source = if payments {
+        Source::Payments
+    } else {
+        Source::Sessions
+    };
+    Ok(respond(app.clone(), source, walk, format))
+}
+
+/// The business key's business and mode.
+fn key_scope(caller: &Caller) -> (String, Mode) {
     let auth = &caller.0;
     let business = auth
         .business
@@ -508,16 +532,7 @@ fn checkout_export(
         KeyMode::Live => Mode::Live,
         KeyMode::Test => Mode::Test,
     };
-    let range = ListQuery {
-        kind: Session::KIND.into(),
-        tenant: auth.tenant.0.clone(),
-        subkind: Some(Session::scope(&business, mode)),
-        status: None,
-        limit: 0,
-        offset: 0,
-    };
-    let walk = Walk::new(app.engine.ports().store.clone(), vec![range], from, to);
-    Ok(respond(app.clone(), source, walk, format))
+    (business, mode)
 }
 
 /// Export the tenant's operations (CSV or JSON lines), streamed, newest first.
@@ -619,7 +634,8 @@ pub async fn export_checkout_sessions(
     caller: Caller,
     ApiQuery(q): ApiQuery<ExportParams>,
 ) -> Result<Response, ApiError> {
-    checkout_export(&app, &caller, &q, Source::Sessions)
+    let (business, mode) = key_scope(&caller);
+    checkout_export(&app, caller.tenant(), &business, mode, &q, false)
 }
 
 /// Export the payments (deposits) into the business's checkout sessions, streamed.
@@ -643,5 +659,6 @@ pub async fn export_payments(
     caller: Caller,
     ApiQuery(q): ApiQuery<ExportParams>,
 ) -> Result<Response, ApiError> {
-    checkout_export(&app, &caller, &q, Source::Payments)
+    let (business, mode) = key_scope(&caller);
+    checkout_export(&app, caller.tenant(), &business, mode, &q, true)
 }
