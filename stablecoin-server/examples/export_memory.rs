@@ -1,10 +1,13 @@
 //! The server of the exports' memory measurement (`scripts/export-memory.sh`,
 //! BENCHMARKS.md): the reference server on an embedded SQLite file in a fresh
 //! directory, with one tenant holding N operations (default 100,000), serving on
-//! loopback until killed.
+//! loopback until killed. With `memory` as second argument, the in-process memory
+//! store instead (every record is in RAM before the export starts, so what the export
+//! adds is its own buffers alone; SQLite adds its readers' page caches, up to 64 MiB
+//! each, filled by any read of that much data).
 //!
 //! ```text
-//! cargo run -p stablecoin-server --example export_memory -- 100000
+//! cargo run -p stablecoin-server --example export_memory -- 100000 [sqlite|memory]
 //! ```
 //!
 //! Prints `READY <base url> <tenant key> <operations>` once the operations are stored.
@@ -28,15 +31,20 @@ async fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(100_000);
+    let memory = std::env::args().nth(2).as_deref() == Some("memory");
     let dir = std::env::temp_dir().join(format!("export-memory-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("data dir");
     let mut c = Config {
         listen: "127.0.0.1:0".into(),
         master_seed: Some(Secret::new("07".repeat(32))),
         run_workers: false,
-        storage: StorageConfig::Sqlite {
-            path: Some(dir.join("stablecoin.db")),
-            max_background: 4,
+        storage: if memory {
+            StorageConfig::Memory
+        } else {
+            StorageConfig::Sqlite {
+                path: Some(dir.join("stablecoin.db")),
+                max_background: 4,
+            }
         },
         ..Default::default()
     };
