@@ -4,6 +4,7 @@
 //! period filter it; the checkout exports escape CSV (RFC 4180) and neutralise formulas;
 //! bad parameters are clear 400s.
 
+use crate::common::shared::{fresh_schema, pg_url, shared_chain};
 use crate::common::*;
 use serde_json::Value;
 use stablecoin_core::domain::ids::OperationId;
@@ -11,6 +12,8 @@ use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::engine::Operation;
 use stablecoin_core::ports::Record;
 use stablecoin_core::ports::store::Batch;
+use stablecoin_server::App;
+use stablecoin_server::config::{Secret, StorageConfig};
 use std::collections::BTreeSet;
 
 const A: &str = "+2250700000001";
@@ -85,7 +88,37 @@ async fn plant_copies(s: &Server, funding_id: &str, n: usize, t0: i64) -> Vec<St
 
 #[tokio::test]
 async fn the_operations_export_streams_every_operation_once_in_both_formats() {
-    let s = start().await;
+    operations_export(start().await).await;
+}
+
+#[tokio::test]
+async fn the_operations_export_streams_every_operation_once_on_sqlite() {
+    let dir = temp_dir("exports_sqlite");
+    let mut c = test_config();
+    c.storage = StorageConfig::Sqlite {
+        path: Some(dir.join("stablecoin.db")),
+        max_background: 4,
+    };
+    operations_export(start_with(c).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operations_export_streams_every_operation_once_on_postgres() {
+    let Some(url) = pg_url("the_operations_export_streams_every_operation_once_on_postgres") else {
+        return;
+    };
+    let mut c = test_config();
+    c.storage = StorageConfig::Postgres {
+        url: Secret::new(fresh_schema(&url).await),
+        connect_timeout_secs: 30,
+    };
+    // PostgreSQL is for several processes: its chains are a shared one.
+    c.sim.chain_url = Some(shared_chain(&c).await);
+    operations_export(serve(App::build(c).await.unwrap()).await).await;
+}
+
+/// The operations export's checks on `s` (any store).
+async fn operations_export(s: Server) {
     let t = s.tenant("Acme", "1000").await;
     s.provision(&t.live, A).await;
     s.provision(&t.live, B).await;
