@@ -100,6 +100,7 @@ async fn the_operations_export_streams_every_operation_once_on_sqlite() {
         max_background: 4,
     };
     operations_export(start_with(c).await).await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
