@@ -41,6 +41,9 @@ struct Case {
     currency: &'static str,
 }
 
+/// A server paying out through `kind`'s fake. Generous HTTP timeouts: on a loaded
+/// machine a 500 ms one can expire on a payout the fake took, and an M-Pesa payout whose
+/// submit is unknown waits for staff, never for a test.
 async fn setup(kind: Kind) -> Case {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -61,8 +64,8 @@ async fn setup(kind: Kind) -> Case {
                 command_id: "BusinessPayment".into(),
                 callback_base_url: format!("{base}/"),
                 callback_secret: Secret::new(CB_SECRET),
-                timeout_ms: 500,
-                result_wait_ms: 1_000,
+                timeout_ms: 5_000,
+                result_wait_ms: 3_000,
             };
             (Fake::Mpesa(f), "+254708374149", "KES")
         }
@@ -77,7 +80,7 @@ async fn setup(kind: Kind) -> Case {
                 currency: "EUR".into(),
                 callback_base_url: Some(base),
                 callback_secret: Some(Secret::new(CB_SECRET)),
-                timeout_ms: 500,
+                timeout_ms: 5_000,
             };
             (Fake::MtnMomo(f), "+46733123453", "EUR")
         }
@@ -108,7 +111,8 @@ impl Case {
             .await;
         r.expect(202);
         let id = r.json()["id"].as_str().unwrap().to_string();
-        for _ in 0..200 {
+        let mut last = Value::Null;
+        for _ in 0..600 {
             self.s.app.engine().tick().await;
             let w = self
                 .s
@@ -119,10 +123,11 @@ impl Case {
             if w["status"] == "COMPLETED" {
                 return w;
             }
+            last = w.clone();
             assert!(w["status"] != "REFUNDED" && w["status"] != "FAILED", "{w}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("{id} never completed");
+        panic!("{id} never completed: {last}");
     }
 
     async fn reconcile(&self, body: &Value) -> common::Resp {
@@ -244,11 +249,24 @@ async fn the_report_flags_a_planted_mismatch_of_each_kind(kind: Kind) {
     assert_eq!(ours["withdrawal"], Value::Null);
     assert!(ours["report_line"].as_u64().unwrap() > 1);
 
-    // The report again, all as paid: everything matches.
+    // The report again, all as paid, among a month of rows that are no payouts (money
+    // in, failed attempts): everything matches, and a file larger than an API body
+    // (64 KiB) is taken.
     let mut clean = header(kind).to_string();
     for i in 0..3 {
         clean.push_str(&row(kind, &refs[i], &ids[i], &paid(i)));
     }
+    for i in 0..1_000 {
+        clean.push_str(&match kind {
+            Kind::Mpesa => format!(
+                "ZZIN{i:06},2026-11-29 07:30:00,2026-11-29 07:30:00,Funds received from Acme Bank,Completed,\"1,000.00\",,\"500,000.00\",true,Organization Settle Funds,Acme Bank,,\r\n"
+            ),
+            Kind::MtnMomo => format!(
+                "9{i:09},wd_failed{i},2026-11-29 09:10:00,Failed,TRANSFER,,,Withdrawal,FRI:acme/USER,Acme,FRI:46733123450/MSISDN,,ID:acme/USER,,-5.00,EUR,0.00,EUR,1000.00,EUR\r\n"
+            ),
+        });
+    }
+    assert!(clean.len() > 100 * 1024, "{}", clean.len());
     let r = c.reconcile(&with(&body, "report", json!(clean))).await;
     r.expect(200);
     assert_eq!(

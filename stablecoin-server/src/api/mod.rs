@@ -305,7 +305,14 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
     // Service staff: the admin token of `[admin]` or a staff account's secret, no API
     // key, no idempotency key (their state rules make them safe to retry: a replayed
     // confirmation is ALREADY_CONFIRMED, a replayed resolution PAYOUT_IN_FLIGHT).
+    // A provider's statement is larger than an API body: its own limit.
+    let reconciliation = OpenApiRouter::new()
+        .routes(routes!(payout_reconciliation::reconcile_payouts))
+        .route_layer(DefaultBodyLimit::max(
+            payout_reconciliation::REPORT_BODY_LIMIT,
+        ));
     let admin = OpenApiRouter::new()
+        .merge(reconciliation)
         .routes(routes!(topups::confirm_topup))
         .routes(routes!(reconciliation::report))
         .routes(routes!(staff::staff_list_escrows))
@@ -315,7 +322,6 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(staff::staff_recover_escrow))
         .routes(routes!(staff::staff_audit_log))
         .routes(routes!(staff_payouts::staff_resolve_payout))
-        .routes(routes!(payout_reconciliation::reconcile_payouts))
         .routes(routes!(stray_deposits::list_stray_deposits))
         .routes(routes!(stray_deposits::return_stray_deposit))
         .route_layer(from_fn_with_state(state.clone(), auth::require_admin_token));

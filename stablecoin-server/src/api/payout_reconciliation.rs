@@ -22,6 +22,10 @@ use stablecoin_providers::ProviderError;
 use stablecoin_providers::settlement_reports::{parse_mpesa_statement, parse_mtn_momo_statement};
 use utoipa::ToSchema;
 
+/// The largest request body of the route: a month's statement of a busy account fits
+/// (the rest of the API keeps `body_limit_bytes`, 64 KiB by default).
+pub const REPORT_BODY_LIMIT: usize = 16 * 1024 * 1024;
+
 /// A settlement report to reconcile.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
