@@ -20,17 +20,27 @@ pub enum ProviderError {
     /// the provider retries, and the status query does not depend on it).
     #[error("provider results storage: {0}")]
     Storage(String),
+    /// A settlement report (a statement file staff upload for payout reconciliation) is
+    /// not the provider's format: the line at fault and what is wrong with it.
+    #[error("settlement report line {line}: {reason}")]
+    BadReport {
+        /// 1-based line of the file (0: the file as a whole).
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl ProviderError {
     /// The stable machine code (`PROVIDER_CONFIG`, `BAD_CALLBACK`, `BAD_SIGNATURE`,
-    /// `PROVIDER_STORAGE`).
+    /// `PROVIDER_STORAGE`, `BAD_REPORT`).
     pub fn code(&self) -> &'static str {
         match self {
             ProviderError::Config(_) => "PROVIDER_CONFIG",
             ProviderError::BadCallback(_) => "BAD_CALLBACK",
             ProviderError::BadSignature => "BAD_SIGNATURE",
             ProviderError::Storage(_) => "PROVIDER_STORAGE",
+            ProviderError::BadReport { .. } => "BAD_REPORT",
         }
     }
 }

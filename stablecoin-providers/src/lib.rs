@@ -17,6 +17,9 @@ mod token;
 #[cfg(any(feature = "mpesa", feature = "mtn-momo"))]
 pub mod callback;
 
+#[cfg(any(feature = "mpesa", feature = "mtn-momo"))]
+pub mod settlement_reports;
+
 #[cfg(feature = "mpesa")]
 pub mod mpesa;
 

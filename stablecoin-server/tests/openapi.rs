@@ -68,9 +68,15 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/admin/v1/escrows/{id}/recoveries"),
     ("GET", "/admin/v1/audit"),
     ("POST", "/admin/v1/withdrawals/{id}/payout/resolve"),
+    ("POST", "/admin/v1/payouts/reconciliation"),
     ("GET", "/admin/v1/stray-deposits"),
     ("POST", "/admin/v1/stray-deposits/{id}/return"),
     ("GET", "/api/v1/checkout/list"),
+    ("GET", "/api/v1/exports/checkout_sessions"),
+    ("GET", "/api/v1/exports/payments"),
+    ("GET", "/v1/exports/operations"),
+    ("GET", "/v1/exports/withdrawals"),
+    ("GET", "/v1/exports/escrows"),
     ("GET", "/api/v1/events"),
     ("GET", "/api/v1/events/{id}"),
     ("POST", "/api/v1/checkout/sessions"),
@@ -357,8 +363,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 16,
-        "all but health, metrics, openapi, the signed deposit intake and the eleven staff routes"
+        ROUTES.len() - 17,
+        "all but health, metrics, openapi, the signed deposit intake and the twelve staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

@@ -160,6 +160,11 @@ const BODIES: &[(&str, &str, &str)] = &[
         r#""outcome":"refunded","reason":"n""#,
     ),
     (
+        "POST /admin/v1/payouts/reconciliation",
+        "/admin/v1/payouts/reconciliation",
+        r#""provider":"mpesa","tenant":"ten_x","from":"2026-01-01T00:00:00Z","to":"2026-01-02T00:00:00Z","report":"Receipt No.,Completion Time,Transaction Status,Withdrawn""#,
+    ),
+    (
         "POST /admin/v1/stray-deposits/{id}/return",
         "/admin/v1/stray-deposits/{id}/return",
         r#""reason":"sender confirmed by e-mail""#,
@@ -283,6 +288,7 @@ body_tests! {
     staff_recovery_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/recoveries",
     staff_payout_resolve_refuses_unknown_fields => "POST /admin/v1/withdrawals/{id}/payout/resolve",
     stray_return_refuses_unknown_fields => "POST /admin/v1/stray-deposits/{id}/return",
+    payout_reconciliation_refuses_unknown_fields => "POST /admin/v1/payouts/reconciliation",
 }
 
 /// The deposit intake is a webhook receiver, not a request API: spec 6.2 makes it take

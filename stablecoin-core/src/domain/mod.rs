@@ -14,6 +14,7 @@ pub mod limits;
 pub mod money;
 pub mod otp;
 pub mod payments_events;
+pub mod payout_reconciliation;
 pub mod phone;
 pub mod redact;
 pub mod rule_error;

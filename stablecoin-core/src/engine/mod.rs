@@ -15,6 +15,7 @@ mod idempotency;
 mod operation_reads;
 mod operation_view;
 mod operations;
+mod payout_reconciliation;
 mod payout_resolution;
 mod polls;
 mod records;

@@ -7,9 +7,12 @@ pub mod checkout;
 mod document;
 pub mod escrow;
 pub mod events;
+pub mod export_rows;
+pub mod exports;
 pub mod fx;
 pub mod health;
 pub mod intake;
+pub mod payout_reconciliation;
 pub mod reconciliation;
 pub mod schemas;
 pub mod security_headers;
@@ -69,6 +72,7 @@ pub const API_VERSION: &str = "1.0.1";
         (name = "escrows", description = "Embedded escrow over per-deal TRON USDT addresses"),
         (name = "webhooks", description = "Webhook endpoints of both families, events, deliveries and replay"),
         (name = "statements", description = "Statements of the treasury, customer wallets and checkout funds, reconciling to the ledger"),
+        (name = "exports", description = "Exports of operations, withdrawals, escrow deals, checkout sessions and payments as CSV or JSON lines, streamed"),
         (name = "events", description = "The events API: every event of the key's family, cursor-paged, payloads as delivered"),
         (name = "checkout", description = "Checkout payment sessions (business keys)"),
         (name = "admin", description = "Service staff routes (admin bearer token; 404 ADMIN_DISABLED when the server has none)"),
@@ -244,6 +248,9 @@ fn tenant_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(events::list_events))
         .routes(routes!(events::get_event))
         .routes(routes!(statements::get_statement))
+        .routes(routes!(exports::export_operations))
+        .routes(routes!(exports::export_withdrawals))
+        .routes(routes!(exports::export_escrows))
         .routes(routes!(
             checkout::create_business,
             checkout::list_businesses
@@ -288,6 +295,8 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(checkout::simulate_payment))
         .routes(routes!(events::list_payments_events))
         .routes(routes!(events::get_payments_event))
+        .routes(routes!(exports::export_checkout_sessions))
+        .routes(routes!(exports::export_payments))
         .route_layer(from_fn_with_state(limiter, rate_limit::enforce))
         .route_layer(from_fn_with_state(
             state.clone(),
@@ -296,7 +305,14 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
     // Service staff: the admin token of `[admin]` or a staff account's secret, no API
     // key, no idempotency key (their state rules make them safe to retry: a replayed
     // confirmation is ALREADY_CONFIRMED, a replayed resolution PAYOUT_IN_FLIGHT).
+    // A provider's statement is larger than an API body: its own limit.
+    let reconciliation = OpenApiRouter::new()
+        .routes(routes!(payout_reconciliation::reconcile_payouts))
+        .route_layer(DefaultBodyLimit::max(
+            payout_reconciliation::REPORT_BODY_LIMIT,
+        ));
     let admin = OpenApiRouter::new()
+        .merge(reconciliation)
         .routes(routes!(topups::confirm_topup))
         .routes(routes!(reconciliation::report))
         .routes(routes!(staff::staff_list_escrows))

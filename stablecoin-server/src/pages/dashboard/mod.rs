@@ -25,6 +25,7 @@
 //!   never on a page that can be reloaded.
 //! - **Reads work without JavaScript**: everything is server-rendered; charts are SVG.
 
+mod exports;
 mod reads;
 mod settings;
 mod statements;
@@ -78,6 +79,10 @@ pub const NAV: &[NavItem] = &[
         label: "Statements",
     },
     NavItem {
+        href: "/dashboard/exports",
+        label: "Exports",
+    },
+    NavItem {
         href: "/dashboard/webhooks",
         label: "Webhooks",
     },
@@ -115,6 +120,8 @@ pub fn routes() -> Router<AppState> {
             "/dashboard/events/download",
             get(statements::events_download),
         )
+        .route("/dashboard/exports", get(exports::page))
+        .route("/dashboard/exports/download", get(exports::download))
         .route("/dashboard/checkout/{id}", get(reads::checkout_session))
         .route(
             "/dashboard/webhooks",
