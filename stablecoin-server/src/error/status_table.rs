@@ -76,6 +76,8 @@ fn core_rows() -> Vec<Row> {
         row(RateStale(s("r")), 503, "RATE_STALE", None),
         row(WithdrawalsUnavailable, 503, "WITHDRAWALS_UNAVAILABLE", None),
         row(SwapsUnavailable { rail: s("r") }, 503, "SWAPS_UNAVAILABLE", None),
+        row(ScreeningHit { list: s("l"), reference: s("r") }, 403, "SCREENING_HIT", None),
+        row(ScreeningUnavailable { reason: s("r") }, 503, "SCREENING_UNAVAILABLE", None),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Notifier(s("n")), 502, "NOTIFIER_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
