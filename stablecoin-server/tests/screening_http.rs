@@ -351,3 +351,52 @@ async fn the_memory_screen_answers_its_documented_test_hits_and_development_fail
         "{audit:?}"
     );
 }
+
+#[tokio::test]
+async fn an_escrow_release_to_a_listed_seller_is_refused_and_the_deal_stays_funded() {
+    let path = list_path("escrow");
+    write_list(&path, &[], 1);
+    let s = start_with(config(ofac(&path))).await;
+    let t = s.tenant("Escrow Fintech", "0").await;
+    s.provision(&t.live, A).await;
+    s.provision(&t.live, B).await;
+    let r = s
+        .post(
+            &t.live,
+            "/v1/escrows",
+            &serde_json::json!({"buyer_phone_number": A, "seller_phone_number": B,
+                "amount": "20", "reference": "order-screened"})
+            .to_string(),
+        )
+        .await;
+    r.expect(201);
+    let e = r.json();
+    let id = e["id"].as_str().unwrap().to_string();
+    let seller = e["seller_address"].as_str().unwrap().to_string();
+    let tron = s.app.sim_rail(RailId::Tron).expect("sim TRON");
+    tron.mint(
+        &stablecoin_core::ports::ChainAddress(e["escrow_address"].as_str().unwrap().into()),
+        stablecoin_core::domain::money::Token::Usdt,
+        stablecoin_core::domain::money::Micros(20_000_000),
+    )
+    .unwrap();
+    s.settle_escrows().await;
+    let r = s.get(&t.live, &format!("/v1/escrows/{id}")).await;
+    assert_eq!(r.json()["state"], "FUNDED", "{}", r.text());
+
+    write_list(&path, &[&seller], 10);
+    s.post(&t.live, &format!("/v1/escrows/{id}/release"), "{}")
+        .await
+        .expect_err(403, "SCREENING_HIT");
+    let r = s.get(&t.live, &format!("/v1/escrows/{id}")).await;
+    assert_eq!(r.json()["state"], "FUNDED", "nothing claimed: {}", r.text());
+    let audit = screening_audit(&s).await;
+    assert_eq!(audit[0]["action"], "screening.hit");
+    assert_eq!(audit[0]["target"], format!("tron:{seller}"));
+    assert!(
+        audit[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("escrow.payout {id}"))
+    );
+}
