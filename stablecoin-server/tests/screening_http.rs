@@ -400,3 +400,87 @@ async fn an_escrow_release_to_a_listed_seller_is_refused_and_the_deal_stays_fund
             .contains(&format!("escrow.payout {id}"))
     );
 }
+
+#[tokio::test]
+async fn a_stray_deposit_is_not_returned_to_a_listed_sender() {
+    let path = list_path("stray");
+    write_list(&path, &[], 1);
+    let s = start_with(config(ofac(&path))).await;
+    let t = s.tenant("Stray Fintech", "0").await;
+    let polygon = s.app.sim_rail(RailId::Evm(137)).unwrap();
+    // A real deposit to a test checkout session is a stray deposit, owed to its sender.
+    let r = s
+        .post(
+            &t.business_test,
+            "/api/v1/checkout/sessions",
+            &serde_json::json!({"amount": "25", "currency": "USDC", "reference": "order-1",
+                "networks": ["polygon"], "expires_in_secs": 600})
+            .to_string(),
+        )
+        .await;
+    r.expect(201);
+    let addr = stablecoin_core::ports::ChainAddress(
+        r.json()["payment_options"][0]["address"]
+            .as_str()
+            .unwrap()
+            .into(),
+    );
+    polygon
+        .mint(&addr, stablecoin_core::domain::money::Token::Usdc, m("7"))
+        .unwrap();
+    for _ in 0..5 {
+        polygon.mine(1);
+        let r = s.app.state().checkout.tick().await;
+        assert!(r.errors.is_empty(), "{r:?}");
+    }
+    let auth = format!("Bearer {ADMIN}");
+    let list = s
+        .send(
+            reqwest::Method::GET,
+            "/admin/v1/stray-deposits",
+            None,
+            None,
+            &[("Authorization", &auth)],
+        )
+        .await
+        .json();
+    let sd = list["stray_deposits"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sender = polygon.faucet_address().0;
+
+    // The sender is listed: the return to it is refused and audited; it stays held.
+    write_list(&path, &[&sender], 10);
+    let body = r#"{"reason":"sender asked for it back"}"#;
+    let ret = format!("/admin/v1/stray-deposits/{sd}/return");
+    s.send(
+        reqwest::Method::POST,
+        &ret,
+        None,
+        Some(body),
+        &[("Authorization", &auth)],
+    )
+    .await
+    .expect_err(403, "SCREENING_HIT");
+    let list = s
+        .send(
+            reqwest::Method::GET,
+            "/admin/v1/stray-deposits",
+            None,
+            None,
+            &[("Authorization", &auth)],
+        )
+        .await
+        .json();
+    assert_eq!(list["stray_deposits"][0]["status"], "held", "{list}");
+    let audit = screening_audit(&s).await;
+    assert_eq!(audit[0]["action"], "screening.hit");
+    assert_eq!(audit[0]["target"], format!("polygon:{sender}"));
+    assert!(
+        audit[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("stray.return {sd}"))
+    );
+}
