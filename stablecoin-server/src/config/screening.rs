@@ -206,4 +206,14 @@ mod tests {
             "the key is never printed"
         );
     }
+
+    #[test]
+    fn the_production_example_screens_against_the_ofac_list_failing_closed() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/config/production.toml");
+        let c = crate::Config::load(Some(&path), |_| None).unwrap();
+        assert_eq!(c.screening.kind, ScreeningKind::OfacList);
+        assert!(c.screening.path.is_some());
+        assert_eq!(c.screening.fail_mode_in(c.mode), FailModeSetting::Closed);
+    }
 }
