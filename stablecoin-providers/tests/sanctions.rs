@@ -159,6 +159,19 @@ async fn a_changed_file_is_read_again_and_a_broken_one_keeps_the_list_before() {
     let info = list.info();
     assert_eq!(info.publish_date.as_deref(), Some("11/27/2026"));
     assert!(info.last_error.unwrap().contains("</sdnList>"));
+    // The next good download loads again (the original list: CLEAR_EVM is clear).
+    rewrite(&path, &sample_text(), 30);
+    assert_eq!(
+        list.screen(RailId::Evm(1), &addr(CLEAR_EVM)).await,
+        ScreeningVerdict::Clear
+    );
+    let info = list.info();
+    assert_eq!(info.last_error, None);
+    assert_eq!(info.publish_date.as_deref(), Some("11/26/2026"));
+}
+
+fn sample_text() -> String {
+    std::fs::read_to_string(sample("sdn_sample.xml")).unwrap()
 }
 
 #[tokio::test]

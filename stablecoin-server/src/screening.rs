@@ -14,7 +14,7 @@ use std::time::Duration;
 
 /// The gate `settings` configure in `mode`; `None` for `kind = "none"`. An OFAC file
 /// that does not load yet is not a start-up error (the screen answers Unavailable, so
-/// with the fail mode closed nothing is sent unscreened); it is logged.
+/// with the fail mode closed nothing is sent unscreened); the adapter logs it.
 pub fn gate(
     settings: &ScreeningSettings,
     mode: Mode,
@@ -28,19 +28,8 @@ pub fn gate(
                     "screening.path: required with kind = \"ofac_list\"".into(),
                 ));
             };
+            // It logs what it loaded (the list's Publish_Date) and why a file did not load.
             let list = OfacList::open(path);
-            let info = list.info();
-            match &info.last_error {
-                None => tracing::info!(
-                    path = %path.display(),
-                    publish_date = info.publish_date.as_deref().unwrap_or("none (CSV)"),
-                    addresses = info.addresses,
-                    "sanctions list loaded"
-                ),
-                Some(e) => {
-                    tracing::warn!(error = %e, "sanctions list not loaded: screening is unavailable until it is")
-                }
-            }
             Arc::new(list)
         }
         ScreeningKind::Chainalysis => {

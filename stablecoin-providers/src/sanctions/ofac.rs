@@ -80,6 +80,9 @@ pub struct ParsedList {
 struct Loaded {
     list: Option<ParsedList>,
     info: ListInfo,
+    /// The modification time of a file that did not load: not read again until it
+    /// changes (a broken download is not parsed, nor logged, on every screen).
+    failed: Option<SystemTime>,
 }
 
 /// The SDN list screen, read from `path` and read again whenever the file's
@@ -97,6 +100,7 @@ impl OfacList {
         let path = path.into();
         let s = OfacList {
             state: RwLock::new(Loaded {
+                failed: None,
                 list: None,
                 info: ListInfo {
                     path: path.clone(),
@@ -121,17 +125,31 @@ impl OfacList {
     /// when a new list was loaded. A host may also call it on a schedule.
     pub fn reload_if_changed(&self) -> bool {
         let modified = std::fs::metadata(&self.path).and_then(|m| m.modified());
-        let loaded = self.state.read().ok().and_then(|s| s.info.modified);
+        let (loaded, failed) = self
+            .state
+            .read()
+            .map(|s| (s.info.modified, s.failed))
+            .unwrap_or_default();
         let modified = match modified {
-            Ok(m) if Some(m) == loaded => return false,
+            Ok(m) if Some(m) == loaded || Some(m) == failed => return false,
             Ok(m) => m,
             Err(e) => {
-                self.set_error(format!("cannot read {}: {e}", self.path.display()));
+                let e = format!("cannot read {}: {e}", self.path.display());
+                // Logged once per new error, not on every screen.
+                if self.info().last_error.as_deref() != Some(e.as_str()) {
+                    self.set_error(e);
+                }
                 return false;
             }
         };
         match read_list(&self.path) {
             Ok(list) => {
+                tracing::info!(
+                    path = %self.path.display(),
+                    publish_date = list.publish_date.as_deref().unwrap_or("none (CSV)"),
+                    addresses = list.addresses.len(),
+                    "sanctions list loaded"
+                );
                 if let Ok(mut s) = self.state.write() {
                     s.info = ListInfo {
                         path: self.path.clone(),
@@ -141,10 +159,14 @@ impl OfacList {
                         last_error: None,
                     };
                     s.list = Some(list);
+                    s.failed = None;
                 }
                 true
             }
             Err(e) => {
+                if let Ok(mut s) = self.state.write() {
+                    s.failed = Some(modified);
+                }
                 self.set_error(e);
                 false
             }
@@ -152,6 +174,7 @@ impl OfacList {
     }
 
     fn set_error(&self, e: String) {
+        tracing::warn!(error = %e, "sanctions list not loaded (the list before, if any, stays in use)");
         if let Ok(mut s) = self.state.write() {
             s.info.last_error = Some(e);
         }
