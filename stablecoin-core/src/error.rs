@@ -291,6 +291,24 @@ pub enum CoreError {
         /// The rail's name.
         rail: String,
     },
+    /// Sanctions screening lists an address this payment would pay (issue #51). Nothing
+    /// was held; the decision, with the list and its entry, is in the staff audit log
+    /// (action `screening.hit`). The message names neither list nor entry: the caller
+    /// learns that it was refused, not what a compliance team knows.
+    #[error("a destination of this payment is blocked by sanctions screening")]
+    ScreeningHit {
+        /// The list that names the address (audit only).
+        list: String,
+        /// The list's entry (audit only).
+        reference: String,
+    },
+    /// Sanctions screening could not answer and the deployment fails closed
+    /// (production's default): nothing was held. Retryable: the screen may answer later.
+    #[error("sanctions screening is unavailable; nothing was held")]
+    ScreeningUnavailable {
+        /// Why (operators only; never in a response).
+        reason: String,
+    },
     /// The swap venue cannot fill this trade now (liquidity, a pair it does not trade).
     #[error("the swap venue cannot fill this swap: {reason}")]
     InsufficientLiquidity {
@@ -373,6 +391,8 @@ impl CoreError {
             RailNotReady { .. } => "RAIL_NOT_READY",
             WithdrawalsUnavailable => "WITHDRAWALS_UNAVAILABLE",
             SwapsUnavailable { .. } => "SWAPS_UNAVAILABLE",
+            ScreeningHit { .. } => "SCREENING_HIT",
+            ScreeningUnavailable { .. } => "SCREENING_UNAVAILABLE",
             InsufficientLiquidity { .. } => "INSUFFICIENT_LIQUIDITY",
             Rail(_) => "RAIL_ERROR",
             Storage(_) => "STORAGE_ERROR",
@@ -427,6 +447,7 @@ impl CoreError {
                 | RateSource(_)
                 | RateStale(_)
                 | Notifier(_)
+                | ScreeningUnavailable { .. }
         )
     }
 
@@ -463,7 +484,8 @@ impl ProductError for CoreError {
             NotAMember
             | SandboxUnsupported { .. }
             | KeyOutOfScope { .. }
-            | FeeAboveCeiling { .. } => ErrorClass::Forbidden,
+            | FeeAboveCeiling { .. }
+            | ScreeningHit { .. } => ErrorClass::Forbidden,
             NotFound { .. } => ErrorClass::NotFound,
             QuoteExpired { .. } | CodeExpired => ErrorClass::Gone,
             QuoteAlreadyUsed { .. }
@@ -488,7 +510,8 @@ impl ProductError for CoreError {
             | RateSource(_)
             | RateStale(_)
             | WithdrawalsUnavailable
-            | SwapsUnavailable { .. } => ErrorClass::Unavailable,
+            | SwapsUnavailable { .. }
+            | ScreeningUnavailable { .. } => ErrorClass::Unavailable,
             Rail(_) | Notifier(_) => ErrorClass::Upstream,
             Storage(_) | Signer(_) => ErrorClass::Internal,
             NotImplemented { .. } => ErrorClass::NotImplemented,

@@ -448,6 +448,18 @@ impl EscrowAdmin {
                 }
             }
             self.engine.require_can_send().await?;
+            // Sanctions screening of the buyer's wallet before anything is claimed.
+            let to = deal.buyer.address.clone();
+            self.engine
+                .kernel()
+                .screen_addresses(
+                    &deal.tenant.0,
+                    "escrow.recovery",
+                    &deal.id.0,
+                    stablecoin_core::ports::RailId::Tron,
+                    &[&to],
+                )
+                .await?;
             deal.pending_recovery = None;
             let source = accounts::bucket(&deal.id, kind, token);
             // Built while the balance is still recoverable: `new_payout` checks the

@@ -203,6 +203,23 @@ pub enum EscrowError {
         /// The rail's readiness reason, for humans.
         reason: String,
     },
+    /// `SCREENING_HIT`: sanctions screening lists the payout's destination (the party's
+    /// linked wallet); nothing was claimed. The list and entry are in the staff audit
+    /// log, never in the message.
+    #[error("the payout's destination is blocked by sanctions screening")]
+    ScreeningHit {
+        /// The list that names the address (audit only).
+        list: String,
+        /// The list's entry (audit only).
+        reference: String,
+    },
+    /// `SCREENING_UNAVAILABLE` (retryable): the screen could not answer and the
+    /// deployment fails closed; nothing was claimed.
+    #[error("sanctions screening is unavailable; nothing was claimed")]
+    ScreeningUnavailable {
+        /// Why (operators only).
+        reason: String,
+    },
     /// `RAIL_ERROR` (retryable): the rail failed; the text is for logs, not for callers.
     #[error("rail error: {0}")]
     Rail(String),
@@ -244,6 +261,8 @@ impl EscrowError {
             IdempotencyKeyInUse => "IDEMPOTENCY_KEY_IN_USE",
             EscrowUnavailable { .. } => "ESCROW_UNAVAILABLE",
             RailNotReady { .. } => "RAIL_NOT_READY",
+            ScreeningHit { .. } => "SCREENING_HIT",
+            ScreeningUnavailable { .. } => "SCREENING_UNAVAILABLE",
             Rail(_) => "RAIL_ERROR",
             Storage(_) => "STORAGE_ERROR",
             InvalidConfig(_) => "INVALID_CONFIG",
@@ -274,6 +293,7 @@ impl EscrowError {
                 | IdempotencyKeyInUse
                 | EscrowUnavailable { .. }
                 | RailNotReady { .. }
+                | ScreeningUnavailable { .. }
                 | Rail(_)
                 | Storage(_)
         )
@@ -298,7 +318,7 @@ impl ProductError for EscrowError {
             | MissingParameter { .. }
             | InvalidIdempotencyKey { .. } => ErrorClass::BadInput,
             InvalidApiKey => ErrorClass::Unauthorized,
-            NotAMember { .. } | SandboxUnsupported => ErrorClass::Forbidden,
+            NotAMember { .. } | SandboxUnsupported | ScreeningHit { .. } => ErrorClass::Forbidden,
             NotFound { .. } => ErrorClass::NotFound,
             InvalidState { .. }
             | PayoutInFlight { .. }
@@ -309,7 +329,9 @@ impl ProductError for EscrowError {
             | Conflict { .. }
             | IdempotencyKeyInUse => ErrorClass::Conflict,
             SameWallet | IdempotencyKeyReused => ErrorClass::Unprocessable,
-            EscrowUnavailable { .. } | RailNotReady { .. } => ErrorClass::Unavailable,
+            EscrowUnavailable { .. } | RailNotReady { .. } | ScreeningUnavailable { .. } => {
+                ErrorClass::Unavailable
+            }
             Rail(_) => ErrorClass::Upstream,
             Storage(_) | InvalidConfig(_) => ErrorClass::Internal,
         }
@@ -389,6 +411,12 @@ impl From<CoreError> for EscrowError {
             CoreError::Conflict { what, .. } => EscrowError::Conflict { what },
             CoreError::RailNotReady { rail, reason } => EscrowError::RailNotReady { rail, reason },
             CoreError::Rail(r) => EscrowError::Rail(r),
+            CoreError::ScreeningHit { list, reference } => {
+                EscrowError::ScreeningHit { list, reference }
+            }
+            CoreError::ScreeningUnavailable { reason } => {
+                EscrowError::ScreeningUnavailable { reason }
+            }
             other => EscrowError::Storage(other.to_string()),
         }
     }

@@ -7,7 +7,8 @@ pub use error::ProviderError;
     feature = "africastalking",
     feature = "twilio",
     feature = "mpesa",
-    feature = "mtn-momo"
+    feature = "mtn-momo",
+    feature = "chainalysis"
 ))]
 mod http;
 
@@ -34,6 +35,9 @@ pub mod twilio;
 
 #[cfg(feature = "rate-feed")]
 pub mod rate_feed;
+
+#[cfg(any(feature = "sanctions-list", feature = "chainalysis"))]
+pub mod sanctions;
 
 #[cfg(feature = "testkit")]
 pub mod testkit;

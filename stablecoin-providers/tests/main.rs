@@ -11,5 +11,11 @@ mod mpesa;
 mod mtn_momo;
 #[cfg(feature = "testkit")]
 mod rate_feed;
+#[cfg(all(
+    feature = "sanctions-list",
+    feature = "chainalysis",
+    feature = "testkit"
+))]
+mod sanctions;
 #[cfg(all(feature = "twilio", feature = "testkit"))]
 mod twilio;

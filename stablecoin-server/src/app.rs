@@ -287,6 +287,11 @@ impl App {
             &rails,
             swap_ledger,
         )?;
+        // Sanctions screening of every outbound payment (issue #51), on the kernel that
+        // escrow and checkout share.
+        engine
+            .kernel()
+            .set_screening(crate::screening::gate(&config.screening, config.mode)?);
         let escrow = match escrow_config {
             Some(escrow_config) => Some(
                 EscrowEngine::new(engine.kernel(), escrow_config)

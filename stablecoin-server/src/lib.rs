@@ -25,6 +25,7 @@ pub mod rate_limit;
 pub mod retention;
 pub mod route_kind;
 pub mod sandbox;
+pub mod screening;
 pub mod sign_in;
 pub mod sign_in_throttle;
 pub mod sms;

@@ -52,6 +52,7 @@ mod request_bodies;
 mod retention_http;
 mod rpc_failover_live;
 mod sandbox;
+mod screening_http;
 mod shared_chain;
 mod sms_gateways_http;
 mod solana_live;

@@ -194,6 +194,14 @@ impl Engine {
             }
             _ => {}
         }
+        // Sanctions screening of the return's destination: returning funds to a listed
+        // sender is paying it.
+        if let Some(rail) = self.kernel().rails().find(|x| x.id().name() == s.rail) {
+            let dest = ChainAddress(to.clone());
+            self.kernel
+                .screen_addresses(&s.tenant, "stray.return", &s.id, rail.id(), &[&dest])
+                .await?;
+        }
         let now = self.now();
         let note = format!(
             "{} {} to {to}: {reason}",

@@ -153,6 +153,12 @@ impl Engine {
             let legs = self
                 .send_legs(rail, &tenant_rec, req, &id, &sender, &recipient, &fees)
                 .await?;
+            // Sanctions screening of every leg's destination (the recipient's address
+            // and the tenant's fee address), before anything is held.
+            let to: Vec<_> = legs.legs.iter().map(|l| &l.to).collect();
+            self.kernel
+                .screen_addresses(&tenant.0, "send", &id, rail_id, &to)
+                .await?;
             let parties = (sender, recipient);
             self.send_batch(
                 tenant, rail, req, id, parties, fees, priced, legs, unchanged,

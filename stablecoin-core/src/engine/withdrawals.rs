@@ -165,6 +165,10 @@ impl Engine {
                 }],
                 valid_until: None,
             };
+            // Sanctions screening of the sweep's destination, before anything is held.
+            self.kernel
+                .screen_payment(&tenant.0, "withdrawal", rail.id(), &payment)
+                .await?;
             let mut op = self.new_operation(
                 OpKind::Withdrawal,
                 tenant,

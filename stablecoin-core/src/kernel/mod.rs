@@ -9,6 +9,7 @@
 //!   identity;
 //! - [`staff`]: staff accounts, the identity a host proved, and the audit entry a staff
 //!   decision commits in its own batch;
+//! - [`screening`]: the sanctions screening gate of every outbound payment;
 //! - [`error`]: the classes every product error falls into, so the server maps classes,
 //!   not each product's variants, to HTTP;
 //! - [`runtime`]: every product's background work behind one [`Worker`] trait, run by
@@ -31,6 +32,7 @@ pub mod inbound;
 pub mod lease;
 pub(crate) mod read_cache;
 pub mod runtime;
+pub mod screening;
 pub mod staff;
 pub mod stray;
 
@@ -42,6 +44,7 @@ pub use inbound::{
 };
 pub use lease::{LeaseRecord, LeaseStatus, Leases, default_node_id};
 pub use runtime::{Product, RoundObserver, RoundReport, Runtime, Worker};
+pub use screening::{SCREENING_ACTOR, ScreeningFailMode, ScreeningGate};
 
 use crate::domain::ids::{TenantId, make_id};
 use crate::domain::time::Timestamp;
@@ -86,6 +89,9 @@ struct Inner {
     /// Tenant records as last read (`read_cache`): every authenticated request of every
     /// product reads its tenant.
     tenant_cache: read_cache::TtlCache<TenantId, Tenant>,
+    /// The sanctions screening gate of every outbound payment ([`screening`]); set
+    /// after construction, so escrow and checkout built on a clone see it too.
+    screening: std::sync::RwLock<Option<ScreeningGate>>,
 }
 
 /// How long a tenant record is reused from memory unless told otherwise (the wallet
@@ -117,6 +123,7 @@ impl Kernel {
                 ports,
                 rails,
                 tenant_cache: read_cache::TtlCache::new(read_cache_ms, TENANT_CACHE_ENTRIES),
+                screening: Default::default(),
             }),
         }
     }

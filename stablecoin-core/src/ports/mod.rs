@@ -7,6 +7,7 @@ pub mod kinds;
 pub mod ledger;
 pub mod rail;
 pub mod record;
+pub mod screening;
 pub mod services;
 pub mod signer;
 pub mod store;
@@ -17,6 +18,7 @@ pub use journal::*;
 pub use ledger::*;
 pub use rail::*;
 pub use record::*;
+pub use screening::*;
 pub use services::*;
 pub use signer::*;
 pub use store::*;
@@ -38,4 +40,5 @@ struct _ObjectSafe(
     Arc<dyn Entropy>,
     Arc<dyn RailJournal>,
     Arc<dyn SwapVenue>,
+    Arc<dyn Screening>,
 );

@@ -20,6 +20,9 @@
 //! [`workers`] (outbox order, claims, concurrency). `fixtures` holds the helpers they
 //! share.
 //!
+//! [`case_screening`] is the conformance case of a sanctions
+//! [`Screening`](crate::ports::Screening) adapter ([`screening`]).
+//!
 //! [`rail_suite`] is the same for a [`Rail`](crate::ports::Rail) over its chain, through
 //! a [`RailHarness`] the rail's tests supply ([`rail`]); [`wrappers`] holds delegating
 //! `Store` and `Rail` wrappers for tests that override one method.
@@ -30,6 +33,7 @@ pub mod lists;
 pub mod purge;
 pub mod rail;
 pub mod records;
+pub mod screening;
 pub mod workers;
 pub mod wrappers;
 
@@ -38,6 +42,7 @@ pub use lists::*;
 pub use purge::*;
 pub use rail::{RailHarness, rail_suite};
 pub use records::*;
+pub use screening::{ScreeningFixture, case_screening};
 pub use workers::*;
 pub use wrappers::*;
 

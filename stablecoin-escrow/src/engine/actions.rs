@@ -315,6 +315,22 @@ impl EscrowEngine {
                 if action == Action::AutoRelease {
                     deal.auto_release_attempted = true;
                 }
+                // Sanctions screening of the destination before anything is claimed
+                // (issue #51). Not for the auto-release job: it would retry, and audit,
+                // every round; a listed seller's deal waits for a person instead.
+                if !matches!(actor, Actor::System { .. }) {
+                    let to = deal.party(to_party).address.clone();
+                    self.inner
+                        .kernel
+                        .screen_addresses(
+                            &deal.tenant.0,
+                            "escrow.payout",
+                            &deal.id.0,
+                            stablecoin_core::ports::RailId::Tron,
+                            &[&to],
+                        )
+                        .await?;
+                }
                 let source = accounts::held(&deal.id, deal.token);
                 let (amount, token) = (deal.amount, deal.token);
                 let payout = self.new_payout(

@@ -27,6 +27,11 @@ mod mpesa;
 #[cfg(feature = "mpesa")]
 pub use mpesa::FakeMpesa;
 
+#[cfg(feature = "chainalysis")]
+mod chainalysis;
+#[cfg(feature = "chainalysis")]
+pub use chainalysis::FakeChainalysis;
+
 #[cfg(feature = "mtn-momo")]
 mod mtn_momo;
 #[cfg(feature = "mtn-momo")]

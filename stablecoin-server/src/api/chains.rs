@@ -175,12 +175,12 @@ pub async fn tron_balance(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/transfers/{id}"))),
         (status = 400, description = "UNKNOWN_TOKEN (TRON moves USDT only), AMOUNT_TOO_SMALL (below the rail's minimum send) and other bad input", body = ErrorBody),
-        (status = 403, description = "NOT_A_MEMBER, SANDBOX_UNSUPPORTED", body = ErrorBody),
+        (status = 403, description = "NOT_A_MEMBER, SANDBOX_UNSUPPORTED; SCREENING_HIT: sanctions screening lists a destination (audited)", body = ErrorBody),
         (status = 404, description = "No sender wallet, no TRON address for it, or no such quote", body = ErrorBody),
         (status = 409, description = "QUOTE_ALREADY_USED", body = ErrorBody),
         (status = 410, description = "QUOTE_EXPIRED", body = ErrorBody),
         (status = 422, description = "INSUFFICIENT_FUNDS (TRON balance), SAME_WALLET, QUOTE_TOKEN_MISMATCH", body = ErrorBody),
-        (status = 503, description = "RAIL_NOT_READY: TRON is not READY", body = ErrorBody)),
+        (status = 503, description = "RAIL_NOT_READY: TRON is not READY; SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn tron_send(
     State(app): State<AppState>,
@@ -226,10 +226,10 @@ pub struct TronWithdrawBody {
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/withdrawals/{id}"))),
         (status = 400, description = "UNKNOWN_TOKEN (TRON moves USDT only), UNKNOWN_CURRENCY (the payout provider pays another currency), INVALID_AMOUNT (also when the amount converts, at the current rate, to less than one unit the provider pays) and other bad input", body = ErrorBody),
-        (status = 403, description = "NOT_A_MEMBER, SANDBOX_UNSUPPORTED", body = ErrorBody),
+        (status = 403, description = "NOT_A_MEMBER, SANDBOX_UNSUPPORTED; SCREENING_HIT: sanctions screening lists a destination (audited)", body = ErrorBody),
         (status = 404, description = "No wallet for this phone, or no TRON address for it", body = ErrorBody),
         (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody),
-        (status = 503, description = "RAIL_NOT_READY: TRON is not READY; RATE_SOURCE_ERROR, RATE_STALE: no usable rate for the payout currency; WITHDRAWALS_UNAVAILABLE: this deployment has no payout provider", body = ErrorBody)),
+        (status = 503, description = "RAIL_NOT_READY: TRON is not READY; RATE_SOURCE_ERROR, RATE_STALE: no usable rate for the payout currency; WITHDRAWALS_UNAVAILABLE: this deployment has no payout provider; SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn tron_withdraw(
     State(app): State<AppState>,
@@ -324,12 +324,12 @@ pub async fn solana_balance(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/transfers/{id}"))),
         (status = 400, description = "UNKNOWN_TOKEN (USDC and USDT only), AMOUNT_TOO_SMALL (below the rail's minimum send) and other bad input", body = ErrorBody),
-        (status = 403, description = "NOT_A_MEMBER, SANDBOX_UNSUPPORTED", body = ErrorBody),
+        (status = 403, description = "NOT_A_MEMBER, SANDBOX_UNSUPPORTED; SCREENING_HIT: sanctions screening lists a destination (audited)", body = ErrorBody),
         (status = 404, description = "No sender wallet, no Solana address for it, or no such quote", body = ErrorBody),
         (status = 409, description = "QUOTE_ALREADY_USED", body = ErrorBody),
         (status = 410, description = "QUOTE_EXPIRED", body = ErrorBody),
         (status = 422, description = "INSUFFICIENT_FUNDS (Solana balance), SAME_WALLET, QUOTE_TOKEN_MISMATCH", body = ErrorBody),
-        (status = 503, description = "RAIL_NOT_READY: Solana is not READY", body = ErrorBody)),
+        (status = 503, description = "RAIL_NOT_READY: Solana is not READY; SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn solana_send(
     State(app): State<AppState>,

@@ -169,7 +169,8 @@ fn view(status: StatusCode, v: EscrowView) -> Response {
         (status = 202, description = "Payout claimed", body = EscrowView),
         (status = 404, description = "Not found for this tenant", body = ErrorBody),
         (status = 409, description = "INVALID_STATE, PAYOUT_IN_FLIGHT", body = ErrorBody),
-        (status = 503, description = "RAIL_NOT_READY", body = ErrorBody)),
+        (status = 503, description = "RAIL_NOT_READY; SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody),
+        (status = 403, description = "SCREENING_HIT: sanctions screening lists the destination wallet (audited); nothing claimed", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn release_escrow(
     State(app): State<AppState>,
@@ -189,7 +190,8 @@ pub async fn release_escrow(
         (status = 202, description = "Payout claimed", body = EscrowView),
         (status = 404, description = "Not found for this tenant", body = ErrorBody),
         (status = 409, description = "INVALID_STATE, PAYOUT_IN_FLIGHT", body = ErrorBody),
-        (status = 503, description = "RAIL_NOT_READY", body = ErrorBody)),
+        (status = 503, description = "RAIL_NOT_READY; SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody),
+        (status = 403, description = "SCREENING_HIT: sanctions screening lists the destination wallet (audited); nothing claimed", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn refund_escrow(
     State(app): State<AppState>,

@@ -258,10 +258,10 @@ pub async fn staff_escrow_events(
         (status = 202, description = "Proposed: awaiting a second staff member's approval", body = ResolveOutcome),
         (status = 400, description = "MISSING_PARAMETER (resolution_note), INVALID_PARAMETER (resolution), UNKNOWN_FIELD", body = ErrorBody),
         (status = 401, description = "ADMIN_TOKEN_REQUIRED, STAFF_ACCOUNT_DISABLED", body = ErrorBody),
-        (status = 403, description = "KEY_KIND_NOT_ALLOWED", body = ErrorBody),
+        (status = 403, description = "KEY_KIND_NOT_ALLOWED; SCREENING_HIT: sanctions screening lists the destination wallet (audited); nothing claimed", body = ErrorBody),
         (status = 404, description = "NOT_FOUND; ADMIN_DISABLED", body = ErrorBody),
         (status = 409, description = "INVALID_STATE, PAYOUT_IN_FLIGHT, SECOND_APPROVER_REQUIRED, RESOLUTION_MISMATCH, CONFLICT", body = ErrorBody),
-        (status = 503, description = "ESCROW_UNAVAILABLE, RAIL_NOT_READY", body = ErrorBody)),
+        (status = 503, description = "ESCROW_UNAVAILABLE, RAIL_NOT_READY; SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody)),
     security(("admin_token" = [])))]
 pub async fn staff_resolve_escrow(
     State(app): State<AppState>,
@@ -298,10 +298,10 @@ pub async fn staff_resolve_escrow(
         (status = 202, description = "The recovery payout, claimed", body = PayoutView),
         (status = 400, description = "MISSING_PARAMETER (note), INVALID_PARAMETER (kind), UNKNOWN_TOKEN, UNKNOWN_FIELD", body = ErrorBody),
         (status = 401, description = "ADMIN_TOKEN_REQUIRED, STAFF_ACCOUNT_DISABLED", body = ErrorBody),
-        (status = 403, description = "KEY_KIND_NOT_ALLOWED", body = ErrorBody),
+        (status = 403, description = "KEY_KIND_NOT_ALLOWED; SCREENING_HIT: sanctions screening lists the destination wallet (audited); nothing claimed", body = ErrorBody),
         (status = 404, description = "NOT_FOUND; ADMIN_DISABLED", body = ErrorBody),
         (status = 409, description = "NOTHING_TO_RECOVER, SECOND_APPROVER_REQUIRED, APPROVAL_MISMATCH, CONFLICT", body = ErrorBody),
-        (status = 503, description = "ESCROW_UNAVAILABLE, RAIL_NOT_READY", body = ErrorBody)),
+        (status = 503, description = "ESCROW_UNAVAILABLE, RAIL_NOT_READY; SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody)),
     security(("admin_token" = [])))]
 pub async fn staff_recover_escrow(
     State(app): State<AppState>,

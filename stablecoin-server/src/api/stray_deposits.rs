@@ -200,7 +200,9 @@ pub async fn list_stray_deposits(
         (status = 400, description = "INVALID_PARAMETER (reason, to), UNKNOWN_FIELD", body = ErrorBody),
         (status = 401, description = "ADMIN_TOKEN_REQUIRED, STAFF_ACCOUNT_DISABLED", body = ErrorBody),
         (status = 404, description = "NOT_FOUND; ADMIN_DISABLED", body = ErrorBody),
-        (status = 409, description = "INVALID_STATE: already returned elsewhere; SECOND_APPROVER_REQUIRED; APPROVAL_MISMATCH (to); CONFLICT", body = ErrorBody)),
+        (status = 403, description = "SCREENING_HIT: sanctions screening lists a destination (audited): the destination is listed; nothing is returned", body = ErrorBody),
+        (status = 409, description = "INVALID_STATE: already returned elsewhere; SECOND_APPROVER_REQUIRED; APPROVAL_MISMATCH (to); CONFLICT", body = ErrorBody),
+        (status = 503, description = "SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody)),
     security(("admin_token" = [])))]
 pub async fn return_stray_deposit(
     State(app): State<AppState>,

@@ -27,12 +27,12 @@ use stablecoin_core::engine::{Engine, SendRequest};
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/transfers/{id}"))),
         (status = 400, description = "AMOUNT_TOO_SMALL: below the rail's minimum send", body = ErrorBody),
-        (status = 403, description = "NOT_A_MEMBER", body = ErrorBody),
+        (status = 403, description = "NOT_A_MEMBER; SCREENING_HIT: sanctions screening lists a destination (audited)", body = ErrorBody),
         (status = 404, description = "No sender wallet, or no such quote for this tenant", body = ErrorBody),
         (status = 409, description = "QUOTE_ALREADY_USED", body = ErrorBody),
         (status = 410, description = "QUOTE_EXPIRED", body = ErrorBody),
         (status = 422, description = "INSUFFICIENT_FUNDS, SAME_WALLET, QUOTE_TOKEN_MISMATCH", body = ErrorBody),
-        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY", body = ErrorBody)),
+        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY; SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn send(
     State(app): State<AppState>,

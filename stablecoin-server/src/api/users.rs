@@ -172,11 +172,11 @@ pub(crate) fn required_phone(
     responses(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/withdrawals/{id}"))),
-        (status = 403, description = "NOT_A_MEMBER or SANDBOX_UNSUPPORTED", body = ErrorBody),
+        (status = 403, description = "NOT_A_MEMBER or SANDBOX_UNSUPPORTED; SCREENING_HIT: sanctions screening lists a destination (audited)", body = ErrorBody),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
         (status = 400, description = "INVALID_AMOUNT also when the amount converts, at the current rate, to less than one unit the payout provider pays (a minor unit of the payout currency; M-Pesa: a whole shilling)", body = ErrorBody),
         (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody),
-        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY; RATE_SOURCE_ERROR: no rate for the payout currency; RATE_STALE: the feed's rate is older than its maximum age; WITHDRAWALS_UNAVAILABLE: this deployment has no payout provider", body = ErrorBody)),
+        (status = 503, description = "RAIL_NOT_READY: the wallets' chain is not READY; RATE_SOURCE_ERROR: no rate for the payout currency; RATE_STALE: the feed's rate is older than its maximum age; WITHDRAWALS_UNAVAILABLE: this deployment has no payout provider; SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn withdraw(
     State(app): State<AppState>,

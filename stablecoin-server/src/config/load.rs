@@ -183,6 +183,32 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         &["payouts", "callback_secret"],
         EnvKind::Str,
     ),
+    ("STABLECOIN_SCREENING", &["screening", "kind"], EnvKind::Str),
+    (
+        "STABLECOIN_SCREENING_PATH",
+        &["screening", "path"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_SCREENING_BASE_URL",
+        &["screening", "base_url"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_SCREENING_API_KEY",
+        &["screening", "api_key"],
+        EnvKind::Str,
+    ),
+    (
+        "STABLECOIN_SCREENING_TIMEOUT_MS",
+        &["screening", "timeout_ms"],
+        EnvKind::Int,
+    ),
+    (
+        "STABLECOIN_SCREENING_FAIL_MODE",
+        &["screening", "fail_mode"],
+        EnvKind::Str,
+    ),
     (
         "STABLECOIN_PAYOUTS_TIMEOUT_MS",
         &["payouts", "timeout_ms"],

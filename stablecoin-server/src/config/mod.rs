@@ -34,6 +34,12 @@
 //! | `swaps.usdt_per_usdc_ppm`, `swaps.spread_bps` (treasury) | file only | `1000000` (par), `10` |
 //! | `swaps.float` (treasury; decimal tokens) | file only | `10000` in development; production requires it |
 //! | `swaps.uniswap_v2_router` (uniswap_v2, required) | file only | none |
+//! | `screening.kind` (`none`/`memory`/`ofac_list`/`chainalysis`) | `STABLECOIN_SCREENING` | `none` (nothing screened); `memory`: addresses ending in `9999` are hits, in `8888` an outage (development only) |
+//! | `screening.path` (ofac_list, required: OFAC's `SDN.XML` or `SDN.CSV`) | `STABLECOIN_SCREENING_PATH` | none; read again whenever its modification time changes |
+//! | `screening.base_url` (chainalysis) | `STABLECOIN_SCREENING_BASE_URL` | `https://public.chainalysis.com` |
+//! | `screening.api_key` (chainalysis, required; a secret) | `STABLECOIN_SCREENING_API_KEY` | none |
+//! | `screening.timeout_ms` (chainalysis) | `STABLECOIN_SCREENING_TIMEOUT_MS` | `3000` (then the screen is unavailable) |
+//! | `screening.fail_mode` (`closed`/`open`) | `STABLECOIN_SCREENING_FAIL_MODE` | `closed` in production (which refuses `open`), `open` in development |
 //! | `payouts.kind` (`simulated`/`disabled`/`mpesa`/`mtn_momo`) | `STABLECOIN_PAYOUTS` | `simulated` (development only; `disabled` refuses new withdrawals with 503 WITHDRAWALS_UNAVAILABLE and never completes or refunds a payout another provider took: it waits for that provider or staff) |
 //! | `payouts.base_url` (mpesa, mtn_momo) | `STABLECOIN_PAYOUTS_BASE_URL` | mpesa: `https://api.safaricom.co.ke`; mtn_momo: none (required) |
 //! | `payouts.consumer_key`, `payouts.consumer_secret` (mpesa, required; the secret is a secret) | `STABLECOIN_PAYOUTS_CONSUMER_KEY`, `STABLECOIN_PAYOUTS_CONSUMER_SECRET` | none |
@@ -243,6 +249,7 @@ mod production;
 mod rails;
 mod reconciliation;
 mod retention;
+mod screening;
 mod secrets;
 mod services;
 mod settings;
@@ -267,6 +274,7 @@ pub use rails::{
 };
 pub use reconciliation::ReconciliationSettings;
 pub use retention::RetentionSettings;
+pub use screening::{FailModeSetting, ScreeningKind, ScreeningSettings};
 pub(crate) use secrets::hex;
 pub use secrets::{Secret, parse_seed};
 pub use services::{Mode, RatesSettings, SignerSettings, SmsSettings};
@@ -389,6 +397,8 @@ pub struct Config {
     pub escrow: EscrowSettings,
     /// `[swaps]`: the venue of `POST /v1/swaps`.
     pub swaps: SwapSettings,
+    /// `[screening]`: the sanctions screen of every outbound payment.
+    pub screening: ScreeningSettings,
     /// `[admin]`: the staff routes' bearer token (absent: they answer 404) and the
     /// top-up lifetime.
     pub admin: AdminSettings,
@@ -432,6 +442,7 @@ impl Default for Config {
             checkout: CheckoutSettings::default(),
             escrow: EscrowSettings::default(),
             swaps: SwapSettings::default(),
+            screening: ScreeningSettings::default(),
             admin: AdminSettings::default(),
             consoles: ConsoleSettings::default(),
         }

@@ -130,6 +130,7 @@ impl Config {
                 "rates.url: the rate feed must be https in production (a plain-http rate can be changed on the way; only a loopback IP may be plain http)".into(),
             );
         }
+        out.extend(self.screening.production_refusals());
         if self.payouts.is_simulated() {
             out.push(format!(
                 "payouts.kind: {} pays nobody (configure a provider, or \"disabled\" to turn withdrawals off)",

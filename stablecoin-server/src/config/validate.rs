@@ -50,6 +50,7 @@ impl Config {
         self.sms.validate().map_err(ConfigError::Invalid)?;
         self.payouts.validate().map_err(ConfigError::Invalid)?;
         self.swaps.validate().map_err(ConfigError::Invalid)?;
+        self.screening.validate().map_err(ConfigError::Invalid)?;
         self.notices.validate().map_err(ConfigError::Invalid)?;
         self.limits.min_send().map_err(ConfigError::Invalid)?;
         self.limits

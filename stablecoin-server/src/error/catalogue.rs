@@ -311,6 +311,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "This deployment has no payout provider: withdrawals are turned off.",
     ),
     (
+        "SCREENING_HIT",
+        403,
+        "Sanctions screening lists an address this payment would pay: refused before anything was held, and audited.",
+    ),
+    (
         "INSUFFICIENT_LIQUIDITY",
         422,
         "The swap venue cannot fill this swap now (its liquidity, or a pair it does not trade).",
@@ -319,6 +324,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "SWAPS_UNAVAILABLE",
         503,
         "No swap venue (DEX router or treasury venue) serves the wallet's chain.",
+    ),
+    (
+        "SCREENING_UNAVAILABLE",
+        503,
+        "Sanctions screening could not answer and this deployment fails closed (production's default): nothing was held; retry later.",
     ),
     (
         "RATE_SOURCE_ERROR",

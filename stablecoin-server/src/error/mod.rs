@@ -322,6 +322,11 @@ mod tests {
             RateStale("r".into()),
             Notifier("n".into()),
             NotImplemented { what: "w" },
+            ScreeningHit {
+                list: "l".into(),
+                reference: "r".into(),
+            },
+            ScreeningUnavailable { reason: "r".into() },
         ]
     }
 

@@ -76,6 +76,8 @@ fn core_rows() -> Vec<Row> {
         row(RateStale(s("r")), 503, "RATE_STALE", None),
         row(WithdrawalsUnavailable, 503, "WITHDRAWALS_UNAVAILABLE", None),
         row(SwapsUnavailable { rail: s("r") }, 503, "SWAPS_UNAVAILABLE", None),
+        row(ScreeningHit { list: s("l"), reference: s("r") }, 403, "SCREENING_HIT", None),
+        row(ScreeningUnavailable { reason: s("r") }, 503, "SCREENING_UNAVAILABLE", None),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Notifier(s("n")), 502, "NOTIFIER_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
@@ -113,6 +115,8 @@ fn escrow_rows() -> Vec<Row> {
         row(IdempotencyKeyReused, 422, "IDEMPOTENCY_KEY_REUSED", None),
         row(EscrowUnavailable { reason: s("r") }, 503, "ESCROW_UNAVAILABLE", None),
         row(RailNotReady { rail: s("tron"), reason: s("r") }, 503, "RAIL_NOT_READY", None),
+        row(ScreeningHit { list: s("l"), reference: s("r") }, 403, "SCREENING_HIT", None),
+        row(ScreeningUnavailable { reason: s("r") }, 503, "SCREENING_UNAVAILABLE", None),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
         row(InvalidConfig(s("c")), 500, "INVALID_CONFIG", None),
@@ -146,7 +150,7 @@ fn every_product_error_keeps_its_status_code_and_param() {
     let rows = [core_rows(), escrow_rows(), checkout_rows()].concat();
     assert_eq!(
         rows.len(),
-        48 + 27 + 15,
+        50 + 29 + 15,
         "one row per variant (two for escrow NOT_FOUND)"
     );
     for (api, status, code, param) in rows {
