@@ -167,6 +167,12 @@ pub struct Session {
     /// Deposits recorded (detected or confirmed).
     #[serde(default)]
     pub deposit_count: u32,
+    /// What refunds not returned (awaiting a claim, sending, sent, completed) reserve,
+    /// by token and source: the refund rule (`crate::refund_state`) subtracts it, and a
+    /// refund changes it in the commit that creates, fails or expires the refund, under
+    /// the session's version, so two refunds cannot both take the same money.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub refunded: BTreeMap<Token, crate::refund_state::RefundSources>,
     /// When the expiry worker next looks at it; `None` once nothing is left to decide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub due_at: Option<Timestamp>,

@@ -7,6 +7,7 @@
 //! the outbox events and the idempotency record together.
 
 mod deposits;
+mod refunds;
 mod sessions;
 
 pub use deposits::{DepositFact, DepositOutcome, DepositStage};
@@ -45,6 +46,9 @@ pub struct CheckoutConfig {
     pub claim_lease_ms: i64,
     /// This worker's name in claims.
     pub worker_id: String,
+    /// How long a refund's claim link may be used before its money goes back to where
+    /// it came from (default 30 days).
+    pub refund_claim_secs: u64,
 }
 
 impl Default for CheckoutConfig {
@@ -58,6 +62,7 @@ impl Default for CheckoutConfig {
             batch_limit: 100,
             claim_lease_ms: 30_000,
             worker_id: "checkout".into(),
+            refund_claim_secs: 30 * 24 * 3600,
         }
     }
 }
@@ -91,6 +96,8 @@ impl CheckoutEngine {
             || c.batch_limit == 0
             || c.claim_lease_ms <= 0
             || c.confirm_grace_ms < 0
+            || c.refund_claim_secs == 0
+            || c.refund_claim_secs > i64::MAX as u64 / 1000
         {
             return Err(CheckoutError::InvalidParameter {
                 field: "config",

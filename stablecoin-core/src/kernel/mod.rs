@@ -25,6 +25,7 @@
 
 pub mod attempts;
 pub mod auth;
+pub mod destination;
 pub mod error;
 pub mod idempotency;
 pub mod inbound;
