@@ -7,6 +7,7 @@ mod account_test_mode;
 mod chain_failures_live;
 mod checkout_evm_live;
 mod checkout_http;
+mod checkout_refunds;
 mod cli;
 mod cli_staff;
 mod common;

@@ -4,6 +4,7 @@
 pub mod account;
 pub mod chains;
 pub mod checkout;
+pub mod checkout_refunds;
 mod document;
 pub mod escrow;
 pub mod events;
@@ -286,6 +287,11 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(checkout::get_session))
         .routes(routes!(checkout::cancel_session))
         .routes(routes!(checkout::simulate_payment))
+        .routes(routes!(
+            checkout_refunds::create_refund,
+            checkout_refunds::list_refunds
+        ))
+        .routes(routes!(checkout_refunds::get_refund))
         .routes(routes!(events::list_payments_events))
         .routes(routes!(events::get_payments_event))
         .route_layer(from_fn_with_state(limiter, rate_limit::enforce))
@@ -388,6 +394,10 @@ pub fn build_router(state: AppState) -> Router {
         .merge(crate::pages::pay_routes(Arc::new(
             crate::pages::source::CheckoutPages(state.checkout.clone()),
         )))
+        // The payer's refund claim page (HTML, outside the JSON API and its document).
+        .merge(crate::pages::refund_claim::refund_claim_routes(
+            state.checkout.clone(),
+        ))
         // The tenant dashboard (HTML forms with sessions and CSRF tokens, outside the
         // JSON API and its document).
         .merge(crate::pages::dashboard::routes())

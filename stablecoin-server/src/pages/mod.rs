@@ -19,6 +19,7 @@ pub mod dashboard;
 pub mod gate;
 pub mod html;
 pub mod pay;
+pub mod refund_claim;
 pub mod session;
 pub mod shared;
 pub mod source;
