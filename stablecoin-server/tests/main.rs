@@ -17,6 +17,7 @@ mod console_http;
 mod console_sessions;
 mod dashboard_browser;
 mod dashboard_http;
+mod dashboard_refunds;
 mod dashboard_scope;
 mod escrow_http;
 mod escrow_tron_live;

@@ -26,6 +26,7 @@
 //! - **Reads work without JavaScript**: everything is server-rendered; charts are SVG.
 
 mod reads;
+mod refunds;
 mod settings;
 mod statements;
 
@@ -116,6 +117,7 @@ pub fn routes() -> Router<AppState> {
             get(statements::events_download),
         )
         .route("/dashboard/checkout/{id}", get(reads::checkout_session))
+        .route("/dashboard/checkout/{id}/refunds", post(refunds::issue))
         .route(
             "/dashboard/webhooks",
             get(settings::webhooks).post(settings::create_endpoint),
