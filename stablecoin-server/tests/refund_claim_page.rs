@@ -2,7 +2,8 @@
 //! Chromium against the real server over loopback: the page shows the refund, refuses
 //! an address that is not the network's with the reason on the page, takes the payer's
 //! own address once, and shows the refund sent and then completed, on the simulated
-//! chain. Screenshots of each state under target/screenshots/refund_claim_page/.
+//! chain; the session's payment page shows the payer the refund, its claim link and,
+//! at the end, that it was refunded. Screenshots of each state under target/screenshots/refund_claim_page/.
 
 use crate::checkout_refunds::{PAYER, Shop};
 use crate::common::browser::Browser;
@@ -28,7 +29,17 @@ async fn a_refund_by_claim_link_is_claimed_on_its_page() {
     let rf = v["refund_id"].as_str().unwrap().to_string();
     let url = format!("{}{}", shop.s.base, v["claim_url"].as_str().unwrap());
 
-    b.navigate(&url).await;
+    // The payment page shows the payer the refund and its claim link.
+    let pay = format!("{}/pay/{id}", shop.s.base);
+    b.navigate(&pay).await;
+    let refunds = b.eval("document.getElementById('refunds').innerText").await;
+    assert!(
+        refunds.as_str().unwrap().contains("5.000000 USDC"),
+        "{refunds}"
+    );
+    b.shot("payment_page_refund").await;
+    b.click_and_load("#refunds a").await;
+    assert_eq!(b.eval("location.pathname").await, v["claim_url"]);
     let text = b.eval("document.body.innerText").await;
     let text = text.as_str().unwrap();
     assert!(text.contains("5.000000 USDC"), "{text}");
@@ -93,4 +104,11 @@ async fn a_refund_by_claim_link_is_claimed_on_its_page() {
         .await;
     assert_eq!(tx, done["tx_hash"]);
     b.shot("completed").await;
+    b.navigate(&pay).await;
+    assert_eq!(
+        b.eval("document.querySelector('#refunds li').dataset.status")
+            .await,
+        "completed"
+    );
+    b.shot("payment_page_refunded").await;
 }

@@ -376,8 +376,8 @@ impl CheckoutEngine {
         })
     }
 
-    /// A session's refunds, newest first.
-    pub(crate) async fn refunds_of(&self, s: &Session) -> CheckoutResult<Vec<Refund>> {
+    /// A session's refunds, newest first (the payment page shows them to the payer).
+    pub async fn refunds_of(&self, s: &Session) -> CheckoutResult<Vec<Refund>> {
         let (rows, _) = self
             .kernel
             .ports()
