@@ -59,6 +59,11 @@ pub struct Business {
     pub name: String,
     /// When it was created.
     pub created_at: Timestamp,
+    /// Opted in to automatic refunds of excess and late payments to the paying address
+    /// (off by default: the paying address may be an exchange's hot wallet, which would
+    /// not credit the payer; see `engine::auto_refunds`).
+    #[serde(default)]
+    pub auto_refunds: bool,
 }
 
 impl Record for Business {

@@ -495,3 +495,111 @@ async fn a_claim_link_is_claimed_once_and_an_expired_one_returns_the_money() {
     assert_eq!(names, ["refund.created", "refund.expired"]);
     assert_eq!(shop.on_chain(PAYER).await, m("4"), "nothing more was sent");
 }
+
+/// A live 25 USDC session of `shop`'s business key expiring in 60 s: its id and
+/// address.
+async fn open_60s(shop: &Shop) -> (String, ChainAddress) {
+    let r = shop
+        .s
+        .post(
+            &shop.t.business_live,
+            "/api/v1/checkout/sessions",
+            &json!({"amount": "25", "currency": "USDC", "networks": ["polygon"],
+                "expires_in_secs": 60})
+            .to_string(),
+        )
+        .await;
+    r.expect(201);
+    let j = r.json();
+    (
+        j["session_id"].as_str().unwrap().to_string(),
+        ChainAddress(j["payment_options"][0]["address"].as_str().unwrap().into()),
+    )
+}
+
+/// A payer who pays from their own wallet (funded by the faucet first).
+const OWN_WALLET: &str = "0x00000000000000000000000000000000000000c3";
+
+#[tokio::test]
+async fn an_opted_in_business_refunds_a_late_payment_automatically_to_the_sender() {
+    let mut shop = Shop::open().await;
+    let r = shop
+        .s
+        .post(
+            &shop.t.live,
+            "/v1/businesses",
+            &json!({"name": "Cafe"}).to_string(),
+        )
+        .await;
+    r.expect(201);
+    let j = r.json();
+    let biz = j["business"]["id"].as_str().unwrap().to_string();
+    assert_eq!(j["business"]["auto_refunds"], false, "off by default");
+    shop.t.business_live = j["live_key"].as_str().unwrap().to_string();
+    let wallet = ChainAddress(OWN_WALLET.into());
+    shop.chain().mint(&wallet, Token::Usdc, m("100")).unwrap();
+    shop.work(1).await;
+
+    // Not opted in: an over-payment stays refundable, nothing is sent.
+    let (a, addr) = open_60s(&shop).await;
+    shop.chain()
+        .external_transfer(&wallet, &addr, Token::Usdc, m("26"))
+        .unwrap();
+    shop.work(8).await;
+    let list = shop.refunds(&a).await;
+    assert_eq!(list["refunds"], json!([]));
+    assert_eq!(list["refundable"][0]["from_refundable"], "1.000000");
+
+    // Opted in: a late payment goes back to the wallet that sent it.
+    let r = shop
+        .s
+        .post(
+            &shop.t.live,
+            &format!("/v1/businesses/{biz}/auto-refunds"),
+            &json!({"enabled": true}).to_string(),
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(r.json()["auto_refunds"], true);
+    shop.s
+        .post(
+            &shop.t.live,
+            "/v1/businesses/biz_01JD0000000000000000000000/auto-refunds",
+            &json!({"enabled": true}).to_string(),
+        )
+        .await
+        .expect_err(404, "NOT_FOUND");
+    let (b, addr) = open_60s(&shop).await;
+    shop.chain()
+        .external_transfer(&wallet, &addr, Token::Usdc, m("25"))
+        .unwrap();
+    shop.work(8).await;
+    assert_eq!(shop.session(&b).await["status"], "paid");
+    assert_eq!(
+        shop.refunds(&b).await["refunds"],
+        json!([]),
+        "exact: nothing"
+    );
+    shop.clock.advance_ms(120_000);
+    shop.chain()
+        .external_transfer(&wallet, &addr, Token::Usdc, m("7"))
+        .unwrap();
+    shop.work(8).await;
+    let read = shop.session(&b).await;
+    assert_eq!(read["late_amount"], "7.000000", "{read}");
+    let list = shop.refunds(&b).await;
+    let rf = list["refunds"][0].clone();
+    assert_eq!(rf["amount"], "7.000000", "{list}");
+    assert_eq!(rf["address"], OWN_WALLET);
+    assert_eq!(rf["from_refundable"], "7.000000");
+    assert_eq!(rf["reason"], "automatic refund of a late payment");
+    let done = shop.until_final(rf["refund_id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "completed");
+    // 100 - 26 - 25 - 7 + 7: the late payment came back; the first over-payment did not.
+    assert_eq!(shop.on_chain(OWN_WALLET).await, m("49"));
+    assert_eq!(list["refunds"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        shop.refunds(&b).await["refunds"].as_array().unwrap().len(),
+        1
+    );
+}

@@ -79,6 +79,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/v1/checkout/sessions/{session_id}/refunds"),
     ("GET", "/api/v1/checkout/sessions/{session_id}/refunds"),
     ("GET", "/api/v1/checkout/refunds/{refund_id}"),
+    ("POST", "/v1/businesses/{id}/auto-refunds"),
     (
         "POST",
         "/api/v1/checkout/sessions/{session_id}/simulate-payment",

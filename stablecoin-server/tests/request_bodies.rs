@@ -140,6 +140,11 @@ const BODIES: &[(&str, &str, &str)] = &[
     ),
     ("POST /v1/businesses", "/v1/businesses", r#""name":"Shop""#),
     (
+        "POST /v1/businesses/{id}/auto-refunds",
+        "/v1/businesses/{id}/auto-refunds",
+        r#""enabled":true"#,
+    ),
+    (
         "POST /v1/treasury/topups",
         "/v1/treasury/topups",
         r#""currency_code":"XOF","fiat_amount":6000,"token":"USDC""#,
@@ -283,6 +288,7 @@ body_tests! {
     checkout_simulate_refuses_unknown_fields => "POST /api/v1/checkout/sessions/{session_id}/simulate-payment",
     checkout_refund_refuses_unknown_fields => "POST /api/v1/checkout/sessions/{session_id}/refunds",
     business_create_refuses_unknown_fields => "POST /v1/businesses",
+    business_auto_refunds_refuses_unknown_fields => "POST /v1/businesses/{id}/auto-refunds",
     topup_create_refuses_unknown_fields => "POST /v1/treasury/topups",
     topup_confirm_refuses_unknown_fields => "POST /admin/v1/topups/{id}/confirm",
     staff_resolve_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/resolve",

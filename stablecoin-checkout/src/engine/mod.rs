@@ -6,6 +6,7 @@
 //! Every decision commits one batch: the session, its deposits, the ledger transfers,
 //! the outbox events and the idempotency record together.
 
+mod auto_refunds;
 mod deposits;
 mod refunds;
 mod sessions;
@@ -176,6 +177,7 @@ impl CheckoutEngine {
             tenant: tenant.clone(),
             name: name.into(),
             created_at: self.now(),
+            auto_refunds: false,
         };
         let live = self.kernel.new_api_key(
             tenant,

@@ -114,6 +114,20 @@ impl CheckoutEngine {
         idempotency_key: Option<&str>,
     ) -> CheckoutResult<RefundView> {
         let scope = Self::scope(auth)?;
+        self.refund_for(&scope, session_id, req, idempotency_key)
+            .await
+    }
+
+    /// [`Self::create_refund`] for a business and mode already known (an automatic
+    /// refund acts for the business without a key).
+    pub(crate) async fn refund_for(
+        &self,
+        scope: &Scope,
+        session_id: &str,
+        req: &CreateRefundRequest,
+        idempotency_key: Option<&str>,
+    ) -> CheckoutResult<RefundView> {
+        let scope = scope.clone();
         let namespace = format!("checkout:{}:{}:", scope.business, scope.mode.as_str());
         let at = KeyedRequest {
             tenant: &scope.tenant.0,

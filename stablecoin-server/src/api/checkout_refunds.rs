@@ -105,3 +105,46 @@ pub async fn get_refund(
 ) -> Result<Json<RefundView>, ApiError> {
     Ok(Json(app.checkout.get_refund(&caller.0, &id).await?))
 }
+
+/// `POST /v1/businesses/{id}/auto-refunds`.
+#[derive(Debug, serde::Deserialize, serde::Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AutoRefundsRequest {
+    /// `true`: refund the excess and late part of each confirmed deposit to the address
+    /// that paid it, when the chain names it. Off by default: a paying address may be
+    /// an exchange's hot wallet, which would not credit the payer.
+    pub enabled: bool,
+}
+
+/// Turn a business's automatic refunds of excess and late payments on or off.
+///
+/// With it on, the excess or late part of every confirmed deposit into the business's
+/// live sessions is refunded to the paying address the chain reports (EVM, TRON,
+/// Solana scanners; not the deposit intake), as an ordinary refund with its
+/// `refund.*` events. Off by default, for the reason above.
+#[utoipa::path(post, path = "/v1/businesses/{id}/auto-refunds", tag = "checkout",
+    params(("id" = String, Path, description = "biz_...")),
+    request_body = AutoRefundsRequest,
+    responses(
+        (status = 200, description = "The business", body = stablecoin_checkout::BusinessView),
+        (status = 400, description = "Bad body", body = ErrorBody),
+        (status = 401, description = "Missing or unknown key", body = ErrorBody),
+        (status = 403, description = "Not a live tenant key", body = ErrorBody),
+        (status = 404, description = "No such business of this tenant", body = ErrorBody),
+        (status = 409, description = "Concurrent update, or the same key is still running", body = ErrorBody),
+        (status = 422, description = "Key reused with another body", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody)),
+    security(("tenant_key" = [])))]
+pub async fn set_auto_refunds(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath,
+    ApiJson(req): ApiJson<AutoRefundsRequest>,
+) -> Result<Json<stablecoin_checkout::BusinessView>, ApiError> {
+    caller.0.require_live("automatic refunds")?;
+    Ok(Json(
+        app.checkout
+            .set_auto_refunds(caller.tenant(), &id, req.enabled)
+            .await?,
+    ))
+}

@@ -248,7 +248,8 @@ fn tenant_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(
             checkout::create_business,
             checkout::list_businesses
-        ));
+        ))
+        .routes(routes!(checkout_refunds::set_auto_refunds));
     // Escrow creation: its engine records the bare key in the escrow's own commit.
     let escrows = OpenApiRouter::new().routes(routes!(escrow::create_escrow, escrow::list_escrows));
     tenant_key(routes, state).merge(route_kind::mark(
