@@ -117,7 +117,9 @@ impl Record for Refund {
 }
 
 /// `checkout_refund:<id>:<TOKEN>`: a refund's money between its reservation and its
-/// landing (or its return).
+/// landing (or its return). Its ledger transfers are named after the refund
+/// (`<rf_id>:reserve:owed`, `:reserve:settled`, `:return:...`, `:out`), so a statement
+/// shows them as one `refund` operation.
 pub fn refund_account(id: &str, token: Token) -> LedgerAccount {
     LedgerAccount {
         id: format!("checkout_refund:{id}:{token}"),

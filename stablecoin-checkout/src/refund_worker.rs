@@ -311,7 +311,7 @@ impl CheckoutEngine {
             let hold = refund_account(&r.id, r.token);
             let out = accounts::chain_in(network, r.token);
             batch.ledger.push(LedgerTransfer {
-                id: format!("checkout_refund:{}:out", r.id),
+                id: format!("{}:out", r.id),
                 debit: hold.id.clone(),
                 credit: out.id.clone(),
                 amount: r.amount,

@@ -272,6 +272,30 @@ async fn an_overpaid_session_is_refunded_to_an_address_partially_then_the_rest()
     assert_eq!(completed["address"], PAYER);
     assert_eq!(completed["amount"], "27.000000");
     assert_eq!(completed["session_id"], id.as_str());
+    // The business's checkout-funds statement shows the refunds as refund operations,
+    // and balances to the ledger.
+    let st = shop
+        .s
+        .get(
+            &shop.t.live,
+            "/v1/statements?account=checkout_funds&business=biz_default&token=USDC",
+        )
+        .await;
+    st.expect(200);
+    let st = st.json();
+    let refunds: Vec<&Value> = st["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["operation_type"] == "refund")
+        .collect();
+    assert_eq!(refunds.len(), 2, "{st}");
+    assert_eq!(refunds[0]["operation"], rf1.as_str());
+    assert_eq!(
+        refunds[0]["counterparty"],
+        format!("checkout_refund:{rf1}").as_str()
+    );
+    assert_eq!(st["closing_balance"], "0.000000");
     // Each payload is one the webhooks' strict sender parses.
     for e in shop.events("refund.").await {
         stablecoin_webhooks::payments::PaymentsPayload::from_value(&e).unwrap();

@@ -91,7 +91,7 @@ pub(crate) fn reservation_moves(r: &Refund, reverse: bool, batch: &mut Batch) {
             (&source, &hold, "reserve")
         };
         batch.ledger.push(LedgerTransfer {
-            id: format!("checkout_refund:{}:{step}:{name}", r.id),
+            id: format!("{}:{step}:{name}", r.id),
             debit: debit.id.clone(),
             credit: credit.id.clone(),
             amount,
