@@ -627,3 +627,53 @@ async fn an_opted_in_business_refunds_a_late_payment_automatically_to_the_sender
         1
     );
 }
+
+#[tokio::test]
+async fn a_refund_the_chain_keeps_refusing_fails_with_its_reason_and_the_money_goes_back() {
+    let shop = Shop::open().await;
+    let (id, _) = shop.paid_session("30").await;
+    let owed = shop.ledger(&shop.refundable_account()).await;
+    let r = shop
+        .refund(
+            &id,
+            json!({"amount": "4", "network": "polygon", "address": PAYER}),
+            "doomed",
+        )
+        .await;
+    r.expect(201);
+    let rf = r.json()["refund_id"].as_str().unwrap().to_string();
+    assert_eq!(
+        shop.ledger(&shop.refundable_account()).await,
+        owed - 4_000_000
+    );
+    for _ in 0..5 {
+        shop.chain().inject(stablecoin_rails::sim::Fault::Reject);
+    }
+    let mut v = Value::Null;
+    for _ in 0..12 {
+        // Past the pause before the next attempt.
+        shop.clock
+            .advance_ms(stablecoin_core::kernel::attempts::RETRY_MS);
+        shop.work(1).await;
+        v = shop.read_refund(&rf).await;
+        if v["status"] == "failed" {
+            break;
+        }
+    }
+    assert_eq!(v["status"], "failed", "{v}");
+    let reason = v["failure_reason"].as_str().unwrap();
+    assert!(reason.starts_with("5 attempts failed"), "{reason}");
+    assert_eq!(shop.on_chain(PAYER).await, Micros::ZERO, "nothing sent");
+    assert_eq!(shop.ledger(&shop.refundable_account()).await, owed, "back");
+    assert_eq!(
+        shop.refunds(&id).await["refundable"][0]["amount"],
+        "30.000000"
+    );
+    let failed = shop
+        .events("refund.failed")
+        .await
+        .into_iter()
+        .find(|e| e["refund_id"] == rf.as_str())
+        .unwrap();
+    assert_eq!(failed["failure_reason"], reason);
+}
