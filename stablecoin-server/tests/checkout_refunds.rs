@@ -677,3 +677,56 @@ async fn a_refund_the_chain_keeps_refusing_fails_with_its_reason_and_the_money_g
         .unwrap();
     assert_eq!(failed["failure_reason"], reason);
 }
+
+#[tokio::test]
+async fn a_test_key_refund_moves_nothing_and_completes_simulated() {
+    let shop = Shop::open().await;
+    let key = shop.t.business_test.clone();
+    let r = shop
+        .s
+        .post(
+            &key,
+            "/api/v1/checkout/sessions",
+            &json!({"amount": "25", "currency": "USDC", "networks": ["polygon"]}).to_string(),
+        )
+        .await;
+    r.expect(201);
+    let id = r.json()["session_id"].as_str().unwrap().to_string();
+    shop.s
+        .post(
+            &key,
+            &format!("/api/v1/checkout/sessions/{id}/simulate-payment"),
+            &json!({"amount": "26", "confirmed": true}).to_string(),
+        )
+        .await
+        .expect(200);
+    let r = shop
+        .s
+        .post(
+            &key,
+            &format!("/api/v1/checkout/sessions/{id}/refunds"),
+            &json!({"network": "polygon", "address": PAYER}).to_string(),
+        )
+        .await;
+    r.expect(201);
+    let v = r.json();
+    assert_eq!(v["amount"], "26.000000");
+    let rf = v["refund_id"].as_str().unwrap().to_string();
+    shop.work(1).await;
+    let done = shop
+        .s
+        .get(&key, &format!("/api/v1/checkout/refunds/{rf}"))
+        .await
+        .json();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done["tx_hash"].as_str().unwrap().starts_with("sim_"));
+    assert_eq!(shop.on_chain(PAYER).await, Micros::ZERO, "nothing on chain");
+    // The live key does not see the test refund.
+    shop.s
+        .get(
+            &shop.t.business_live,
+            &format!("/api/v1/checkout/refunds/{rf}"),
+        )
+        .await
+        .expect_err(404, "NOT_FOUND");
+}
