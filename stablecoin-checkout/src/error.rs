@@ -18,6 +18,8 @@
 //! | `CONFLICT` | state conflict (retryable) | concurrent updates kept colliding |
 //! | `IDEMPOTENCY_KEY_REUSED` | semantic | same key, other request |
 //! | `IDEMPOTENCY_KEY_IN_USE` | state conflict (retryable) | same key, first request still running |
+//! | `REFUND_EXCEEDS_REFUNDABLE` | semantic | a refund above what the session can still refund |
+//! | `INSUFFICIENT_FUNDS` | semantic | a refund of settled funds the treasury no longer holds |
 //! | `RAIL_ERROR` / `STORAGE_ERROR` | internal | a dependency failed |
 
 use stablecoin_core::CoreError;
@@ -105,6 +107,17 @@ pub enum CheckoutError {
     /// `IDEMPOTENCY_KEY_IN_USE`.
     #[error("a request with this Idempotency-Key is still running")]
     IdempotencyKeyInUse,
+    /// `REFUND_EXCEEDS_REFUNDABLE`: more than the session can still refund in that token
+    /// (what it received, less the refunds not returned).
+    #[error("the refund exceeds what is refundable ({refundable})")]
+    RefundExceedsRefundable {
+        /// What is still refundable, 6 places.
+        refundable: String,
+    },
+    /// `INSUFFICIENT_FUNDS`: the refund takes settled funds the tenant's treasury no
+    /// longer holds (paid out or withdrawn since).
+    #[error("the treasury holds too little of the settled funds for this refund")]
+    InsufficientFunds,
     /// `RAIL_ERROR`.
     #[error("rail: {0}")]
     Rail(String),
@@ -134,6 +147,8 @@ impl CheckoutError {
             Conflict { .. } => "CONFLICT",
             IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
             IdempotencyKeyInUse => "IDEMPOTENCY_KEY_IN_USE",
+            RefundExceedsRefundable { .. } => "REFUND_EXCEEDS_REFUNDABLE",
+            InsufficientFunds => "INSUFFICIENT_FUNDS",
             Rail(_) => "RAIL_ERROR",
             Storage(_) => "STORAGE_ERROR",
         }
@@ -143,7 +158,7 @@ impl CheckoutError {
     pub fn param(&self) -> Option<&'static str> {
         use CheckoutError::*;
         match self {
-            InvalidAmount { .. } => Some("amount"),
+            InvalidAmount { .. } | RefundExceedsRefundable { .. } => Some("amount"),
             UnknownToken { .. } => Some("currency"),
             UnsupportedNetwork { .. } => Some("networks"),
             InvalidParameter { field, .. } | MissingParameter { field } => Some(field),
@@ -171,7 +186,9 @@ impl ProductError for CheckoutError {
             WrongKeyKind { .. } | SandboxOnly => ErrorClass::Forbidden,
             NotFound { .. } => ErrorClass::NotFound,
             InvalidState { .. } | Conflict { .. } | IdempotencyKeyInUse => ErrorClass::Conflict,
-            IdempotencyKeyReused => ErrorClass::Unprocessable,
+            IdempotencyKeyReused | RefundExceedsRefundable { .. } | InsufficientFunds => {
+                ErrorClass::Unprocessable
+            }
             Rail(_) => ErrorClass::Upstream,
             Storage(_) => ErrorClass::Internal,
         }
@@ -266,6 +283,11 @@ pub(crate) fn store_err(e: stablecoin_core::ports::StoreError) -> CheckoutError 
         stablecoin_core::ports::StoreError::UniqueViolation { key } => {
             CheckoutError::Conflict { what: key }
         }
+        // The one non-negative account a checkout commit may find short: the tenant's
+        // treasury, when a refund takes settled funds paid out since.
+        stablecoin_core::ports::StoreError::Ledger(
+            stablecoin_core::ports::LedgerError::InsufficientFunds { .. },
+        ) => CheckoutError::InsufficientFunds,
         other => CheckoutError::Storage(other.to_string()),
     }
 }
@@ -300,6 +322,10 @@ mod tests {
             CheckoutError::Conflict { what: "".into() },
             CheckoutError::IdempotencyKeyReused,
             CheckoutError::IdempotencyKeyInUse,
+            CheckoutError::RefundExceedsRefundable {
+                refundable: "".into(),
+            },
+            CheckoutError::InsufficientFunds,
             CheckoutError::Rail("".into()),
             CheckoutError::Storage("".into()),
         ];

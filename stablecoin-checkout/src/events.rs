@@ -110,3 +110,51 @@ pub fn deposit_event(
     let (event, payload) = deposit_payload(kind, &fields);
     outbox(id, session, event, at, payload)
 }
+
+/// `refund.created`: a refund was recorded (with an address, or as a claim link).
+pub const REFUND_CREATED: &str = "refund.created";
+/// `refund.claimed`: the payer gave an address on the claim page.
+pub const REFUND_CLAIMED: &str = "refund.claimed";
+/// `refund.submitted`: its first payment was sent.
+pub const REFUND_SUBMITTED: &str = "refund.submitted";
+/// `refund.completed`: it landed at the destination.
+pub const REFUND_COMPLETED: &str = "refund.completed";
+/// `refund.failed`: it could not be sent; its money went back (`failure_reason`).
+pub const REFUND_FAILED: &str = "refund.failed";
+/// `refund.expired`: its claim link expired unclaimed; its money went back.
+pub const REFUND_EXPIRED: &str = "refund.expired";
+
+/// A `refund.*` event (flat, like `payment.*`): `event`, `refund_id`, `session_id`,
+/// `reference`, `amount`, `token`, `status`, then `network`, `address`, `tx_hash`,
+/// `reason`, `failure_reason` and `claim_url` when they apply, `created_at`,
+/// `timestamp`.
+pub fn refund_event(
+    id: String,
+    session: &Session,
+    r: &crate::refund_model::Refund,
+    event: &str,
+    at: Timestamp,
+) -> OutboxEvent {
+    let mut p = Map::new();
+    p.insert("event".into(), json!(event));
+    p.insert("refund_id".into(), json!(r.id));
+    p.insert("session_id".into(), json!(r.session));
+    p.insert("reference".into(), json!(session.reference));
+    p.insert("amount".into(), json!(r.amount.to_decimal_string()));
+    p.insert("token".into(), json!(r.token.to_string()));
+    p.insert("status".into(), json!(r.status.wire()));
+    let mut opt = |k: &str, v: Option<String>| {
+        if let Some(v) = v.filter(|s| !s.is_empty()) {
+            p.insert(k.into(), json!(v));
+        }
+    };
+    opt("network", r.network.clone());
+    opt("address", r.address.clone());
+    opt("tx_hash", r.tx_hash.clone());
+    opt("reason", Some(r.reason.clone()));
+    opt("failure_reason", r.failure_reason.clone());
+    opt("claim_url", r.claim_expires_at.map(|_| r.claim_path()));
+    p.insert("created_at".into(), json!(r.created_at.to_rfc3339()));
+    p.insert("timestamp".into(), json!(at.unix_secs()));
+    outbox(id, session, event, at, Value::Object(p))
+}

@@ -98,6 +98,18 @@ impl InboundHandler for CheckoutEngine {
             Ok(DepositOutcome::AlreadyRecorded) | Ok(DepositOutcome::UnknownAddress) => {
                 Ok(InboundOutcome::Ignored)
             }
+            Ok(DepositOutcome::Credited) => {
+                // The rail named the sender: an opted-in business refunds the excess or
+                // late part to it (`engine::auto_refunds`). The credit is committed; a
+                // failure here is reported and the business refunds by hand.
+                match self
+                    .auto_refund_deposit(fact.deposit_id, &inbound.from.0)
+                    .await
+                {
+                    Ok(_) => Ok(outcome),
+                    Err(e) => Err(InboundError::Skip(format!("automatic refund: {e}"))),
+                }
+            }
             Ok(_) => Ok(outcome),
             Err(e) if e.is_retryable() => Err(InboundError::Retry(e.to_string())),
             Err(e) => Err(InboundError::Skip(e.to_string())),

@@ -5,6 +5,10 @@ pub mod error;
 pub mod events;
 pub mod inbound;
 pub mod model;
+pub mod refund_model;
+pub mod refund_state;
+pub mod refund_views;
+mod refund_worker;
 pub mod state;
 pub mod sweep;
 pub mod views;
@@ -16,6 +20,11 @@ pub use engine::{
 pub use error::{CheckoutError, CheckoutResult};
 pub use inbound::CHECKOUT_PRODUCT;
 pub use model::{Business, DEFAULT_BUSINESS, Mode, PayOption, Session, SessionDeposit};
+pub use refund_model::Refund;
+pub use refund_state::RefundStatus;
+pub use refund_views::{
+    CreateRefundRequest, RefundClaimView, RefundList, RefundView, RefundableView,
+};
 pub use state::SessionStatus;
 pub use views::*;
 pub use worker::CheckoutTickReport;

@@ -59,6 +59,11 @@ pub struct Business {
     pub name: String,
     /// When it was created.
     pub created_at: Timestamp,
+    /// Opted in to automatic refunds of excess and late payments to the paying address
+    /// (off by default: the paying address may be an exchange's hot wallet, which would
+    /// not credit the payer; see `engine::auto_refunds`).
+    #[serde(default)]
+    pub auto_refunds: bool,
 }
 
 impl Record for Business {
@@ -167,6 +172,12 @@ pub struct Session {
     /// Deposits recorded (detected or confirmed).
     #[serde(default)]
     pub deposit_count: u32,
+    /// What refunds not returned (awaiting a claim, sending, sent, completed) reserve,
+    /// by token and source: the refund rule (`crate::refund_state`) subtracts it, and a
+    /// refund changes it in the commit that creates, fails or expires the refund, under
+    /// the session's version, so two refunds cannot both take the same money.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub refunded: BTreeMap<Token, crate::refund_state::RefundSources>,
     /// When the expiry worker next looks at it; `None` once nothing is left to decide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub due_at: Option<Timestamp>,

@@ -358,6 +358,10 @@ pub struct BusinessView {
     pub name: String,
     /// RFC 3339.
     pub created_at: String,
+    /// Automatic refunds of excess and late payments to the paying address (default
+    /// off).
+    #[serde(default)]
+    pub auto_refunds: bool,
 }
 
 impl BusinessView {
@@ -367,6 +371,7 @@ impl BusinessView {
             id: b.id.clone(),
             name: b.name.clone(),
             created_at: b.created_at.to_rfc3339(),
+            auto_refunds: b.auto_refunds,
         }
     }
 }

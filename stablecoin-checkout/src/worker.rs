@@ -1,6 +1,7 @@
 //! The checkout's background work, one [`CheckoutEngine::tick`] at a time: deposits
 //! into session addresses (checkout's share of the kernel's inbound router,
-//! `inbound.rs`), then the sessions whose expiry came, then sweeps.
+//! `inbound.rs`), then the sessions whose expiry came, then sweeps, then refunds
+//! (`refund_worker.rs`).
 
 use crate::engine::CheckoutEngine;
 use crate::error::{CheckoutResult, store_err};
@@ -18,6 +19,8 @@ pub struct CheckoutTickReport {
     pub closed: usize,
     /// Sweeps that reached the treasury.
     pub swept: usize,
+    /// Refunds that reached a final state (completed, failed, expired).
+    pub refunds: usize,
     /// Errors met (the tick goes on with the next item).
     pub errors: Vec<String>,
 }
@@ -25,7 +28,7 @@ pub struct CheckoutTickReport {
 impl CheckoutTickReport {
     /// How many items the round moved, of every kind.
     pub fn moved(&self) -> usize {
-        self.deposits + self.closed + self.swept
+        self.deposits + self.closed + self.swept + self.refunds
     }
 }
 
@@ -39,6 +42,7 @@ impl CheckoutEngine {
         report.deposits += work.deposits;
         report.closed += work.closed;
         report.swept += work.swept;
+        report.refunds += work.refunds;
         report.errors.extend(work.errors);
         report
     }
@@ -53,6 +57,9 @@ impl CheckoutEngine {
         if let Err(e) = self.sweep_due(&mut report).await {
             report.errors.push(format!("sweeps: {e}"));
         }
+        if let Err(e) = self.refunds_due(&mut report).await {
+            report.errors.push(format!("refunds: {e}"));
+        }
         report
     }
 
@@ -65,6 +72,7 @@ impl CheckoutEngine {
             total.deposits += r.deposits;
             total.closed += r.closed;
             total.swept += r.swept;
+            total.refunds += r.refunds;
             total.errors.extend(r.errors);
             if idle {
                 break;

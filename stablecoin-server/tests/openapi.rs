@@ -82,6 +82,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/v1/checkout/sessions"),
     ("GET", "/api/v1/checkout/sessions/{session_id}"),
     ("POST", "/api/v1/checkout/sessions/{session_id}/cancel"),
+    ("POST", "/api/v1/checkout/sessions/{session_id}/refunds"),
+    ("GET", "/api/v1/checkout/sessions/{session_id}/refunds"),
+    ("GET", "/api/v1/checkout/refunds/{refund_id}"),
+    ("POST", "/v1/businesses/{id}/auto-refunds"),
     (
         "POST",
         "/api/v1/checkout/sessions/{session_id}/simulate-payment",
@@ -120,7 +124,9 @@ fn operations(doc: &Value) -> Vec<Op> {
 }
 
 fn concrete(path: &str) -> String {
-    path.replace("{id}", "x_1").replace("{session_id}", "cs_x")
+    path.replace("{id}", "x_1")
+        .replace("{session_id}", "cs_x")
+        .replace("{refund_id}", "rf_x")
 }
 
 fn resolve<'a>(doc: &'a Value, r: &str) -> Option<&'a Value> {
@@ -218,7 +224,8 @@ async fn document_is_valid_openapi_3_1() {
             // Escrow and session actions, and staff routes (a replayed confirmation is
             // refused), are safe to retry without a key.
             let escrow_action = path.starts_with("/v1/escrows/{id}/")
-                || path.starts_with("/api/v1/checkout/sessions/{session_id}/")
+                || (path.starts_with("/api/v1/checkout/sessions/{session_id}/")
+                    && !path.ends_with("/refunds"))
                 || path.starts_with("/admin/");
             assert_eq!(idem, !escrow_action, "{method} {path}: Idempotency-Key");
         }

@@ -56,6 +56,7 @@ fn awaiting() -> PayView {
         ],
         deposits: vec![],
         sandbox: true,
+        refunds: Vec::new(),
     }
 }
 

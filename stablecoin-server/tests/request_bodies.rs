@@ -133,7 +133,17 @@ const BODIES: &[(&str, &str, &str)] = &[
         "/api/v1/checkout/sessions/{session_id}/simulate-payment",
         r#""confirmed":true"#,
     ),
+    (
+        "POST /api/v1/checkout/sessions/{session_id}/refunds",
+        "/api/v1/checkout/sessions/{session_id}/refunds",
+        r#""amount":"1","token":"USDC","reason":"r""#,
+    ),
     ("POST /v1/businesses", "/v1/businesses", r#""name":"Shop""#),
+    (
+        "POST /v1/businesses/{id}/auto-refunds",
+        "/v1/businesses/{id}/auto-refunds",
+        r#""enabled":true"#,
+    ),
     (
         "POST /v1/treasury/topups",
         "/v1/treasury/topups",
@@ -281,7 +291,9 @@ body_tests! {
     webhook_replay_failed_refuses_unknown_fields => "POST /v1/webhook-events/replay-failed",
     checkout_session_create_refuses_unknown_fields => "POST /api/v1/checkout/sessions",
     checkout_simulate_refuses_unknown_fields => "POST /api/v1/checkout/sessions/{session_id}/simulate-payment",
+    checkout_refund_refuses_unknown_fields => "POST /api/v1/checkout/sessions/{session_id}/refunds",
     business_create_refuses_unknown_fields => "POST /v1/businesses",
+    business_auto_refunds_refuses_unknown_fields => "POST /v1/businesses/{id}/auto-refunds",
     topup_create_refuses_unknown_fields => "POST /v1/treasury/topups",
     topup_confirm_refuses_unknown_fields => "POST /admin/v1/topups/{id}/confirm",
     staff_resolve_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/resolve",

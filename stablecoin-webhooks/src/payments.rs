@@ -36,6 +36,28 @@ pub const DEPOSIT_DETECTED: &str = "wallet.deposit.detected";
 pub const DEPOSIT_CONFIRMED: &str = "wallet.deposit.confirmed";
 /// `wallet.deposit.hash_resolved`: backfills the real chain hash only.
 pub const DEPOSIT_HASH_RESOLVED: &str = "wallet.deposit.hash_resolved";
+/// Refund events of a checkout session (an addition to spec 6.2, issue #50): flat,
+/// like `payment.*` ([`RefundEventBody`]).
+pub const REFUND_EVENT_TYPES: &[&str] = &[
+    REFUND_CREATED,
+    REFUND_CLAIMED,
+    REFUND_SUBMITTED,
+    REFUND_COMPLETED,
+    REFUND_FAILED,
+    REFUND_EXPIRED,
+];
+/// `refund.created`: a refund was recorded (to an address, or as a claim link).
+pub const REFUND_CREATED: &str = "refund.created";
+/// `refund.claimed`: the payer gave an address on the claim page.
+pub const REFUND_CLAIMED: &str = "refund.claimed";
+/// `refund.submitted`: its first payment was sent.
+pub const REFUND_SUBMITTED: &str = "refund.submitted";
+/// `refund.completed`: it landed at the destination.
+pub const REFUND_COMPLETED: &str = "refund.completed";
+/// `refund.failed`: it could not be sent; its money went back (`failure_reason`).
+pub const REFUND_FAILED: &str = "refund.failed";
+/// `refund.expired`: its claim link expired unclaimed; its money went back.
+pub const REFUND_EXPIRED: &str = "refund.expired";
 /// Prefix of the wallet transfer events (`wallet.transfer.confirmed`, ...).
 pub const WALLET_TRANSFER_PREFIX: &str = "wallet.transfer.";
 
@@ -47,6 +69,12 @@ pub const PAYMENTS_EVENT_TYPES: &[&str] = &[
     DEPOSIT_DETECTED,
     DEPOSIT_CONFIRMED,
     DEPOSIT_HASH_RESOLVED,
+    REFUND_CREATED,
+    REFUND_CLAIMED,
+    REFUND_SUBMITTED,
+    REFUND_COMPLETED,
+    REFUND_FAILED,
+    REFUND_EXPIRED,
 ];
 
 /// True for a payments-family event name.
@@ -98,6 +126,49 @@ pub struct PaymentEvent {
     /// Unix seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<i64>,
+}
+
+/// The flat `refund.*` payload (an addition to spec 6.2): absent fields are omitted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefundEventBody {
+    /// `refund.created`, `.claimed`, `.submitted`, `.completed`, `.failed` or `.expired`.
+    pub event: String,
+    /// The refund (`rf_...`).
+    pub refund_id: String,
+    /// The refunded session (`cs_...`).
+    pub session_id: String,
+    /// The session's reference (an order number).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// Decimal string with 6 places.
+    pub amount: String,
+    /// `USDC` or `USDT`.
+    pub token: String,
+    /// `awaiting_claim`, `pending`, `submitted`, `completed`, `failed` or `expired`.
+    pub status: String,
+    /// The network it is sent on, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    /// The destination, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// The refund's transaction, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_hash: Option<String>,
+    /// The business's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Why it failed (`refund.failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    /// The payer's claim page, for a refund by claim link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_url: Option<String>,
+    /// When the refund was created (RFC 3339 UTC).
+    pub created_at: String,
+    /// Unix seconds.
+    pub timestamp: i64,
 }
 
 /// Data of the three deposit events. Field order is the spec's (the union of the three
@@ -211,6 +282,8 @@ pub enum PaymentsPayload {
     Payment(PaymentEvent),
     /// `wallet.*` (envelope).
     Wallet(WalletEnvelope),
+    /// `refund.*` (flat).
+    Refund(RefundEventBody),
 }
 
 impl PaymentsPayload {
@@ -219,6 +292,7 @@ impl PaymentsPayload {
         match self {
             PaymentsPayload::Payment(p) => &p.event,
             PaymentsPayload::Wallet(w) => &w.event,
+            PaymentsPayload::Refund(r) => &r.event,
         }
     }
 
@@ -232,6 +306,11 @@ impl PaymentsPayload {
         if event == PAYMENT_CONFIRMED || event == PAYMENT_FAILED {
             return serde_json::from_value(v.clone())
                 .map(PaymentsPayload::Payment)
+                .map_err(bad);
+        }
+        if REFUND_EVENT_TYPES.contains(&event) {
+            return serde_json::from_value(v.clone())
+                .map(PaymentsPayload::Refund)
                 .map_err(bad);
         }
         let data = v.get("data").cloned().ok_or("no data object")?;

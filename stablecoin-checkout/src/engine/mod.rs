@@ -6,7 +6,9 @@
 //! Every decision commits one batch: the session, its deposits, the ledger transfers,
 //! the outbox events and the idempotency record together.
 
+mod auto_refunds;
 mod deposits;
+mod refunds;
 mod sessions;
 
 pub use deposits::{DepositFact, DepositOutcome, DepositStage};
@@ -45,6 +47,9 @@ pub struct CheckoutConfig {
     pub claim_lease_ms: i64,
     /// This worker's name in claims.
     pub worker_id: String,
+    /// How long a refund's claim link may be used before its money goes back to where
+    /// it came from (default 30 days).
+    pub refund_claim_secs: u64,
 }
 
 impl Default for CheckoutConfig {
@@ -58,6 +63,7 @@ impl Default for CheckoutConfig {
             batch_limit: 100,
             claim_lease_ms: 30_000,
             worker_id: "checkout".into(),
+            refund_claim_secs: 30 * 24 * 3600,
         }
     }
 }
@@ -91,6 +97,8 @@ impl CheckoutEngine {
             || c.batch_limit == 0
             || c.claim_lease_ms <= 0
             || c.confirm_grace_ms < 0
+            || c.refund_claim_secs == 0
+            || c.refund_claim_secs > i64::MAX as u64 / 1000
         {
             return Err(CheckoutError::InvalidParameter {
                 field: "config",
@@ -169,6 +177,7 @@ impl CheckoutEngine {
             tenant: tenant.clone(),
             name: name.into(),
             created_at: self.now(),
+            auto_refunds: false,
         };
         let live = self.kernel.new_api_key(
             tenant,

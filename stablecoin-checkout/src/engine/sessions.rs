@@ -30,7 +30,7 @@ fn bad(field: &'static str, reason: &str) -> CheckoutError {
     }
 }
 
-fn text(field: &'static str, v: &Option<String>, max: usize) -> CheckoutResult<String> {
+pub(super) fn text(field: &'static str, v: &Option<String>, max: usize) -> CheckoutResult<String> {
     let s = v.as_deref().unwrap_or("").trim();
     if s.chars().count() > max {
         return Err(bad(field, &format!("at most {max} characters")));
@@ -253,6 +253,7 @@ impl CheckoutEngine {
             late: Micros::ZERO,
             refundable: Micros::ZERO,
             deposit_count: 0,
+            refunded: BTreeMap::new(),
             due_at: Some(expires_at),
         };
         let view = SessionView::of(&session, &[]);

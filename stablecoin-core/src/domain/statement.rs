@@ -190,6 +190,7 @@ pub fn operation_of(transfer_id: &str) -> (String, &'static str) {
         "wd" => Some("withdrawal"),
         "tu" => Some("topup"),
         "cs" => Some("checkout"),
+        "rf" => Some("refund"),
         "esc" => Some("escrow"),
         _ => None,
     };
@@ -214,7 +215,7 @@ pub fn operation_of(transfer_id: &str) -> (String, &'static str) {
 ///
 /// `wallet:<id>`, `treasury`, `service_fees`, `tenant_fees`, `chain:<network>`,
 /// `fiat`, `swap_venue:<venue>`, `checkout_session:<cs_...>`, `checkout_refundable:<biz>`,
-/// `escrow`, `external`.
+/// `checkout_refund:<rf_...>`, `escrow`, `external`.
 pub fn counterparty(account: &str) -> String {
     let parts: Vec<&str> = account.split(':').collect();
     match parts.as_slice() {
@@ -227,6 +228,7 @@ pub fn counterparty(account: &str) -> String {
         ["swap_venue", venue, ..] => format!("swap_venue:{venue}"),
         ["checkout_held", session, ..] => format!("checkout_session:{session}"),
         ["checkout_refundable", _, business, ..] => format!("checkout_refundable:{business}"),
+        ["checkout_refund", refund, ..] => format!("checkout_refund:{refund}"),
         [first, ..] if first.starts_with("escrow") => "escrow".into(),
         _ => "external".into(),
     }

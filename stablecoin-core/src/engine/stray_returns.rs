@@ -453,25 +453,13 @@ impl Engine {
     }
 }
 
-/// Refuses a destination that is not an address of `rail`'s form: `0x` and 40 hex
-/// digits (EVM), base58 of 34 characters starting with `T` (TRON), base58 of 32 to 44
-/// characters (Solana).
+/// Refuses a destination that is not an address of `rail`'s form
+/// ([`crate::kernel::destination::check_address_form`], the rule checkout refunds share).
 fn check_address(rail: &str, to: &str) -> CoreResult<()> {
-    const B58: &str = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
-    let b58 = |s: &str| s.chars().all(|c| B58.contains(c));
-    let ok = match rail {
-        "tron" => to.len() == 34 && to.starts_with('T') && b58(to),
-        "solana" => (32..=44).contains(&to.len()) && b58(to),
-        _ => {
-            to.len() == 42 && to.starts_with("0x") && to[2..].bytes().all(|b| b.is_ascii_hexdigit())
-        }
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(CoreError::InvalidParameter {
+    crate::kernel::destination::check_address_form(rail, to).map_err(|reason| {
+        CoreError::InvalidParameter {
             field: "to",
-            reason: format!("not an address of {rail}"),
-        })
-    }
+            reason,
+        }
+    })
 }

@@ -26,6 +26,7 @@
 
 pub mod attempts;
 pub mod auth;
+pub mod destination;
 pub mod error;
 pub mod idempotency;
 pub mod inbound;

@@ -68,6 +68,8 @@ pub mod kind {
     pub const CHECKOUT_SCAN_CURSOR: &str = "checkout_scan_cursor";
     /// Checkout: a deposit's move from its session address to the treasury.
     pub const CHECKOUT_SWEEP: &str = "checkout_sweep";
+    /// Checkout: a refund of a session (to an address, or by a claim link).
+    pub const CHECKOUT_REFUND: &str = "checkout_refund";
     /// Core: a tenant's top-up (money in: a quote, then its staff confirmation).
     pub const TOPUP: &str = "topup";
     /// Core: a service staff account (hash of its secret only, `engine::staff`).
@@ -125,6 +127,7 @@ pub mod kind {
         CHECKOUT_DEPOSIT,
         CHECKOUT_SCAN_CURSOR,
         CHECKOUT_SWEEP,
+        CHECKOUT_REFUND,
         TOPUP,
         STAFF_ACCOUNT,
         STAFF_AUDIT,

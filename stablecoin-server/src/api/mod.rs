@@ -4,6 +4,7 @@
 pub mod account;
 pub mod chains;
 pub mod checkout;
+pub mod checkout_refunds;
 mod document;
 pub mod escrow;
 pub mod events;
@@ -254,7 +255,8 @@ fn tenant_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(
             checkout::create_business,
             checkout::list_businesses
-        ));
+        ))
+        .routes(routes!(checkout_refunds::set_auto_refunds));
     // Escrow creation: its engine records the bare key in the escrow's own commit.
     let escrows = OpenApiRouter::new().routes(routes!(escrow::create_escrow, escrow::list_escrows));
     tenant_key(routes, state).merge(route_kind::mark(
@@ -293,6 +295,11 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(checkout::get_session))
         .routes(routes!(checkout::cancel_session))
         .routes(routes!(checkout::simulate_payment))
+        .routes(routes!(
+            checkout_refunds::create_refund,
+            checkout_refunds::list_refunds
+        ))
+        .routes(routes!(checkout_refunds::get_refund))
         .routes(routes!(events::list_payments_events))
         .routes(routes!(events::get_payments_event))
         .routes(routes!(exports::export_checkout_sessions))
@@ -404,6 +411,10 @@ pub fn build_router(state: AppState) -> Router {
         .merge(crate::pages::pay_routes(Arc::new(
             crate::pages::source::CheckoutPages(state.checkout.clone()),
         )))
+        // The payer's refund claim page (HTML, outside the JSON API and its document).
+        .merge(crate::pages::refund_claim::refund_claim_routes(
+            state.checkout.clone(),
+        ))
         // The tenant dashboard (HTML forms with sessions and CSRF tokens, outside the
         // JSON API and its document).
         .merge(crate::pages::dashboard::routes())

@@ -18,6 +18,9 @@ pub struct CheckoutSettings {
     /// `POST /v1/scanner/deposit-events` with (`X-Webhook-Signature`, the payments
     /// family's scheme). Absent: the intake route answers 404 `INTAKE_DISABLED`.
     pub intake_secret: Option<String>,
+    /// How long a refund's claim link (`/pay/refunds/{refund_id}`) may be used before
+    /// its money goes back to where it came from (default 2592000, 30 days).
+    pub refund_claim_secs: u64,
 }
 
 impl Default for CheckoutSettings {
@@ -28,6 +31,7 @@ impl Default for CheckoutSettings {
             min_expiry_secs: d.min_expiry_secs,
             confirm_grace_ms: d.confirm_grace_ms,
             intake_secret: None,
+            refund_claim_secs: d.refund_claim_secs,
         }
     }
 }
@@ -38,6 +42,7 @@ impl fmt::Debug for CheckoutSettings {
             .field("default_expiry_secs", &self.default_expiry_secs)
             .field("min_expiry_secs", &self.min_expiry_secs)
             .field("confirm_grace_ms", &self.confirm_grace_ms)
+            .field("refund_claim_secs", &self.refund_claim_secs)
             .field(
                 "intake_secret",
                 &self.intake_secret.as_ref().map(|_| "<redacted>"),
@@ -65,6 +70,11 @@ impl CheckoutSettings {
                 Self::MIN_INTAKE_SECRET_LEN
             ));
         }
+        if self.refund_claim_secs == 0 || self.refund_claim_secs > 365 * 24 * 3600 {
+            return Some(
+                "checkout.refund_claim_secs must be between 1 and 31536000 (a year)".into(),
+            );
+        }
         None
     }
 
@@ -74,6 +84,7 @@ impl CheckoutSettings {
             default_expiry_secs: self.default_expiry_secs,
             min_expiry_secs: self.min_expiry_secs,
             confirm_grace_ms: self.confirm_grace_ms,
+            refund_claim_secs: self.refund_claim_secs,
             ..CheckoutConfig::default()
         }
     }

@@ -29,6 +29,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "Only a test business key (test_sk_) can simulate a payment.",
     ),
     (
+        "REFUND_EXCEEDS_REFUNDABLE",
+        422,
+        "A checkout refund above what the session can still refund in that token (what it received, less its refunds not returned); nothing is moved.",
+    ),
+    (
         "INTAKE_DISABLED",
         404,
         "The deposit intake is not configured ([checkout] intake_secret).",

@@ -140,6 +140,8 @@ fn checkout_rows() -> Vec<Row> {
         row(Conflict { what: s("w") }, 409, "CONFLICT", None),
         row(IdempotencyKeyInUse, 409, "IDEMPOTENCY_KEY_IN_USE", None),
         row(IdempotencyKeyReused, 422, "IDEMPOTENCY_KEY_REUSED", None),
+        row(RefundExceedsRefundable { refundable: s("0") }, 422, "REFUND_EXCEEDS_REFUNDABLE", Some("amount")),
+        row(InsufficientFunds, 422, "INSUFFICIENT_FUNDS", None),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
     ]
@@ -150,7 +152,7 @@ fn every_product_error_keeps_its_status_code_and_param() {
     let rows = [core_rows(), escrow_rows(), checkout_rows()].concat();
     assert_eq!(
         rows.len(),
-        50 + 29 + 15,
+        50 + 29 + 17,
         "one row per variant (two for escrow NOT_FOUND)"
     );
     for (api, status, code, param) in rows {

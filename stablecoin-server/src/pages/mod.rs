@@ -19,6 +19,8 @@ pub mod dashboard;
 pub mod gate;
 pub mod html;
 pub mod pay;
+pub mod pay_refunds;
+pub mod refund_claim;
 pub mod session;
 pub mod shared;
 pub mod source;
@@ -74,6 +76,24 @@ pub struct PayView {
     pub deposits: Vec<PayDeposit>,
     /// A test-mode session: the page shows a "TEST MODE" banner.
     pub sandbox: bool,
+    /// The session's refunds, newest first (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refunds: Vec<PayRefund>,
+}
+
+/// One refund of a session, as its payer sees it on the payment page.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct PayRefund {
+    /// 6 places.
+    pub amount: String,
+    /// `"USDC"` or `"USDT"`.
+    pub token: String,
+    /// `awaiting_claim`, `pending`, `submitted`, `completed`, `failed` or `expired`.
+    pub status: String,
+    /// The claim page, while the refund awaits the payer's address.
+    pub claim_url: Option<String>,
+    /// The refund's transaction, once sent.
+    pub tx_hash: Option<String>,
 }
 
 /// One way to pay a session: a token on a network, to a deposit address of its own.

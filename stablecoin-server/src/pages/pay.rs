@@ -346,6 +346,7 @@ pub fn render_pay_page(view: &PayView) -> String {
     );
     render_options(&mut o, view);
     render_deposits(&mut o, &view.deposits);
+    super::pay_refunds::render_refunds(&mut o, &view.refunds);
     let _ = write!(
         o,
         "<footer><p>Payment session <code class=\"session\">{}</code>.{}</p></footer>\n\

@@ -28,6 +28,7 @@ pub(super) fn view() -> PayView {
         }],
         deposits: vec![],
         sandbox: false,
+        refunds: Vec::new(),
     }
 }
 

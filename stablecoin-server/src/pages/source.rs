@@ -77,6 +77,7 @@ pub fn view_of(
             })
             .collect(),
         sandbox: s.mode == Mode::Test,
+        refunds: Vec::new(),
     }
 }
 
@@ -85,6 +86,8 @@ impl PaySource for CheckoutPages {
     async fn pay_view(&self, session_id: &str) -> Option<PayView> {
         let (s, deposits, business) = self.0.public_session(session_id).await.ok()??;
         let now = self.0.kernel().now();
-        Some(view_of(&s, &deposits, business, now))
+        let mut view = view_of(&s, &deposits, business, now);
+        view.refunds = super::pay_refunds::refunds_of(&self.0, &s).await;
+        Some(view)
     }
 }

@@ -27,6 +27,7 @@
 
 mod exports;
 mod reads;
+mod refunds;
 mod settings;
 mod statements;
 
@@ -123,6 +124,7 @@ pub fn routes() -> Router<AppState> {
         .route("/dashboard/exports", get(exports::page))
         .route("/dashboard/exports/download", get(exports::download))
         .route("/dashboard/checkout/{id}", get(reads::checkout_session))
+        .route("/dashboard/checkout/{id}/refunds", post(refunds::issue))
         .route(
             "/dashboard/webhooks",
             get(settings::webhooks).post(settings::create_endpoint),

@@ -595,7 +595,7 @@ pub async fn escrow_action(
 /// The [`AuthContext`] of `business`'s key in the session's mode: the checkout engine
 /// scopes sessions by business and mode, as a business key does. Only a business of
 /// the session's tenant is ever named (the caller checks it is in the tenant's list).
-fn business_auth(p: &TenantPage, business: &str) -> AuthContext {
+pub(super) fn business_auth(p: &TenantPage, business: &str) -> AuthContext {
     AuthContext {
         tenant: p.auth.tenant.clone(),
         key_id: p.auth.key_id.clone(),
@@ -774,6 +774,8 @@ pub async fn checkout_session(p: TenantPage, Path(id): Path<String>, query: Mayb
         ],
         &rows,
     ));
+    let auth = business_auth(&p, &business);
+    out.push_str(&super::refunds::section(&p, &auth, &business, &s.session_id).await);
     p.render(
         &format!("Payment {}", s.session_id),
         "/dashboard/checkout",
