@@ -4,10 +4,12 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod inbound;
+pub mod links;
 pub mod model;
 pub mod state;
 pub mod sweep;
 pub mod views;
+pub mod wallet_links;
 pub mod worker;
 
 pub use engine::{

@@ -7,6 +7,7 @@
 //! the outbox events and the idempotency record together.
 
 mod deposits;
+mod links;
 mod sessions;
 
 pub use deposits::{DepositFact, DepositOutcome, DepositStage};
@@ -45,6 +46,10 @@ pub struct CheckoutConfig {
     pub claim_lease_ms: i64,
     /// This worker's name in claims.
     pub worker_id: String,
+    /// What the payment page needs to write each network's wallet request (EIP-681,
+    /// Solana Pay), by network name; a network without an entry (a simulated one) shows
+    /// its bare address (`crate::wallet_links`).
+    pub wallet_networks: std::collections::BTreeMap<String, crate::wallet_links::WalletNetwork>,
 }
 
 impl Default for CheckoutConfig {
@@ -58,6 +63,7 @@ impl Default for CheckoutConfig {
             batch_limit: 100,
             claim_lease_ms: 30_000,
             worker_id: "checkout".into(),
+            wallet_networks: Default::default(),
         }
     }
 }
@@ -241,11 +247,20 @@ impl CheckoutEngine {
     /// The display name of a session's business (the default business is the tenant's
     /// own name).
     pub(crate) async fn business_name(&self, s: &Session) -> CheckoutResult<String> {
-        if s.business == DEFAULT_BUSINESS {
-            return Ok(self.kernel.tenant(&s.tenant).await?.name);
+        self.business_name_of(&s.tenant, &s.business).await
+    }
+
+    /// The display name of `business` of `tenant` (see [`Self::business_name`]).
+    pub(crate) async fn business_name_of(
+        &self,
+        tenant: &TenantId,
+        business: &str,
+    ) -> CheckoutResult<String> {
+        if business == DEFAULT_BUSINESS {
+            return Ok(self.kernel.tenant(tenant).await?.name);
         }
         Ok(
-            get_record::<Business>(&*self.kernel.ports().store, &s.business)
+            get_record::<Business>(&*self.kernel.ports().store, business)
                 .await?
                 .map(|v| v.record.name)
                 .unwrap_or_default(),
