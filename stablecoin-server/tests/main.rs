@@ -36,6 +36,7 @@ mod openapi;
 mod openapi_truth;
 mod pay_page;
 mod pay_page_checkout;
+mod payment_links_http;
 mod payouts_crash;
 mod payouts_http;
 mod payouts_switch;

@@ -10,6 +10,7 @@ pub mod events;
 pub mod fx;
 pub mod health;
 pub mod intake;
+pub mod payment_links;
 pub mod reconciliation;
 pub mod schemas;
 pub mod security_headers;
@@ -286,6 +287,12 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(checkout::get_session))
         .routes(routes!(checkout::cancel_session))
         .routes(routes!(checkout::simulate_payment))
+        .routes(routes!(
+            payment_links::create_payment_link,
+            payment_links::list_payment_links
+        ))
+        .routes(routes!(payment_links::get_payment_link))
+        .routes(routes!(payment_links::deactivate_payment_link))
         .routes(routes!(events::list_payments_events))
         .routes(routes!(events::get_payments_event))
         .route_layer(from_fn_with_state(limiter, rate_limit::enforce))
@@ -388,6 +395,8 @@ pub fn build_router(state: AppState) -> Router {
         .merge(crate::pages::pay_routes(Arc::new(
             crate::pages::source::CheckoutPages(state.checkout.clone()),
         )))
+        // A payment link's page: a session of its own for each payer (issue #50).
+        .merge(crate::pages::link_page::link_routes(state.checkout.clone()))
         // The tenant dashboard (HTML forms with sessions and CSRF tokens, outside the
         // JSON API and its document).
         .merge(crate::pages::dashboard::routes())
