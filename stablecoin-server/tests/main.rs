@@ -37,6 +37,7 @@ mod openapi_truth;
 mod pay_page;
 mod pay_page_checkout;
 mod payment_links_browser;
+mod payment_links_dashboard;
 mod payment_links_http;
 mod payouts_crash;
 mod payouts_http;

@@ -25,6 +25,7 @@
 //!   never on a page that can be reloaded.
 //! - **Reads work without JavaScript**: everything is server-rendered; charts are SVG.
 
+mod links;
 mod reads;
 mod settings;
 mod statements;
@@ -74,6 +75,10 @@ pub const NAV: &[NavItem] = &[
         label: "Checkout",
     },
     NavItem {
+        href: "/dashboard/payment-links",
+        label: "Payment links",
+    },
+    NavItem {
         href: "/dashboard/statements",
         label: "Statements",
     },
@@ -109,6 +114,14 @@ pub fn routes() -> Router<AppState> {
             post(reads::escrow_action),
         )
         .route("/dashboard/checkout", get(reads::checkout))
+        .route(
+            "/dashboard/payment-links",
+            get(links::page).post(links::create),
+        )
+        .route(
+            "/dashboard/payment-links/{id}/deactivate",
+            post(links::deactivate),
+        )
         .route("/dashboard/statements", get(statements::page))
         .route("/dashboard/statements/download", get(statements::download))
         .route(
