@@ -325,6 +325,22 @@ impl CheckoutEngine {
         Ok(out)
     }
 
+    /// The session whose Solana Pay `reference` is `reference` (one read of its unique
+    /// key), for a scanner that finds transactions by reference
+    /// (`getSignaturesForAddress(reference)`); `None` when no session has it.
+    pub async fn session_by_solana_reference(
+        &self,
+        reference: &str,
+    ) -> CheckoutResult<Option<Session>> {
+        let key = Session::solana_reference_key(reference);
+        Ok(stablecoin_core::ports::get_record_by_unique::<Session>(
+            &*self.kernel.ports().store,
+            &key,
+        )
+        .await?
+        .map(|v| v.record))
+    }
+
     /// The payer's read of a session by its unguessable id (the hosted payment page):
     /// the session, its deposits and its business's display name; `None` for an unknown
     /// id. It carries nothing of any other session.
