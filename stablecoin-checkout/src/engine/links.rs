@@ -415,7 +415,13 @@ impl CheckoutEngine {
                 });
             };
             let now = self.now();
-            if let Some(refused) = link.refusal(now, self.counts(&link).await?) {
+            // Only a limited link needs its sessions counted to decide (the walk reads
+            // each of its sessions); an unlimited one opens without it.
+            let counts = match link.max_payments {
+                Some(_) if link.active => self.counts(&link).await?,
+                _ => Counts::default(),
+            };
+            if let Some(refused) = link.refusal(now, counts) {
                 return Err(refused);
             }
             let amount = match link.amount {
