@@ -20,6 +20,10 @@
 //! | `IDEMPOTENCY_KEY_IN_USE` | state conflict (retryable) | same key, first request still running |
 //! | `REFUND_EXCEEDS_REFUNDABLE` | semantic | a refund above what the session can still refund |
 //! | `INSUFFICIENT_FUNDS` | semantic | a refund of settled funds the treasury no longer holds |
+//! | `AMOUNT_OUT_OF_RANGE` | bad input | a payer's amount outside a payment link's `min_amount`..`max_amount` |
+//! | `PAYMENT_LINK_INACTIVE` | gone | the payment link was deactivated |
+//! | `PAYMENT_LINK_EXPIRED` | gone | the payment link is past its `expires_at` |
+//! | `PAYMENT_LINK_LIMIT_REACHED` | state conflict | the payment link's `max_payments` sessions are paid or open |
 //! | `RAIL_ERROR` / `STORAGE_ERROR` | internal | a dependency failed |
 
 use stablecoin_core::CoreError;
@@ -118,6 +122,27 @@ pub enum CheckoutError {
     /// longer holds (paid out or withdrawn since).
     #[error("the treasury holds too little of the settled funds for this refund")]
     InsufficientFunds,
+    /// `AMOUNT_OUT_OF_RANGE`: a payer-chosen amount outside the link's bounds.
+    #[error("the amount must be between {min} and {max}")]
+    AmountOutOfRange {
+        /// The least accepted, 6 places.
+        min: String,
+        /// The most accepted, 6 places.
+        max: String,
+    },
+    /// `PAYMENT_LINK_INACTIVE`: the business deactivated the link.
+    #[error("this payment link was deactivated")]
+    PaymentLinkInactive,
+    /// `PAYMENT_LINK_EXPIRED`: the link is past its `expires_at`.
+    #[error("this payment link has expired")]
+    PaymentLinkExpired,
+    /// `PAYMENT_LINK_LIMIT_REACHED`: as many sessions as `max_payments` are paid or
+    /// still open.
+    #[error("this payment link takes no more payments ({max_payments} reached)")]
+    PaymentLinkLimitReached {
+        /// The link's limit.
+        max_payments: u32,
+    },
     /// `RAIL_ERROR`.
     #[error("rail: {0}")]
     Rail(String),
@@ -149,6 +174,10 @@ impl CheckoutError {
             IdempotencyKeyInUse => "IDEMPOTENCY_KEY_IN_USE",
             RefundExceedsRefundable { .. } => "REFUND_EXCEEDS_REFUNDABLE",
             InsufficientFunds => "INSUFFICIENT_FUNDS",
+            AmountOutOfRange { .. } => "AMOUNT_OUT_OF_RANGE",
+            PaymentLinkInactive => "PAYMENT_LINK_INACTIVE",
+            PaymentLinkExpired => "PAYMENT_LINK_EXPIRED",
+            PaymentLinkLimitReached { .. } => "PAYMENT_LINK_LIMIT_REACHED",
             Rail(_) => "RAIL_ERROR",
             Storage(_) => "STORAGE_ERROR",
         }
@@ -158,7 +187,9 @@ impl CheckoutError {
     pub fn param(&self) -> Option<&'static str> {
         use CheckoutError::*;
         match self {
-            InvalidAmount { .. } | RefundExceedsRefundable { .. } => Some("amount"),
+            InvalidAmount { .. } | RefundExceedsRefundable { .. } | AmountOutOfRange { .. } => {
+                Some("amount")
+            }
             UnknownToken { .. } => Some("currency"),
             UnsupportedNetwork { .. } => Some("networks"),
             InvalidParameter { field, .. } | MissingParameter { field } => Some(field),
@@ -182,10 +213,15 @@ impl ProductError for CheckoutError {
             | UnsupportedNetwork { .. }
             | InvalidParameter { .. }
             | MissingParameter { .. }
-            | InvalidIdempotencyKey { .. } => ErrorClass::BadInput,
+            | InvalidIdempotencyKey { .. }
+            | AmountOutOfRange { .. } => ErrorClass::BadInput,
+            PaymentLinkInactive | PaymentLinkExpired => ErrorClass::Gone,
             WrongKeyKind { .. } | SandboxOnly => ErrorClass::Forbidden,
             NotFound { .. } => ErrorClass::NotFound,
-            InvalidState { .. } | Conflict { .. } | IdempotencyKeyInUse => ErrorClass::Conflict,
+            InvalidState { .. }
+            | Conflict { .. }
+            | IdempotencyKeyInUse
+            | PaymentLinkLimitReached { .. } => ErrorClass::Conflict,
             IdempotencyKeyReused | RefundExceedsRefundable { .. } | InsufficientFunds => {
                 ErrorClass::Unprocessable
             }
@@ -326,6 +362,13 @@ mod tests {
                 refundable: "".into(),
             },
             CheckoutError::InsufficientFunds,
+            CheckoutError::AmountOutOfRange {
+                min: "".into(),
+                max: "".into(),
+            },
+            CheckoutError::PaymentLinkInactive,
+            CheckoutError::PaymentLinkExpired,
+            CheckoutError::PaymentLinkLimitReached { max_payments: 1 },
             CheckoutError::Rail("".into()),
             CheckoutError::Storage("".into()),
         ];

@@ -4,6 +4,7 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod inbound;
+pub mod links;
 pub mod model;
 pub mod refund_model;
 pub mod refund_state;
@@ -12,6 +13,7 @@ mod refund_worker;
 pub mod state;
 pub mod sweep;
 pub mod views;
+pub mod wallet_links;
 pub mod worker;
 
 pub use engine::{

@@ -181,6 +181,14 @@ pub struct Session {
     /// When the expiry worker next looks at it; `None` once nothing is left to decide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub due_at: Option<Timestamp>,
+    /// The payment link (`plink_...`) a payer opened it from, if any (issue #50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_link: Option<String>,
+    /// The Solana Pay `reference` of its Solana options
+    /// ([`crate::wallet_links::solana_reference`]), when it has one; also a unique key
+    /// ([`Session::solana_reference_key`]), so a transaction carrying it finds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solana_reference: Option<String>,
 }
 
 impl Session {
@@ -203,6 +211,14 @@ impl Session {
     pub fn applied_total(&self) -> Micros {
         let total: u128 = self.applied.values().map(|m| u128::from(m.get())).sum();
         Micros::new(u64::try_from(total).unwrap_or(u64::MAX))
+    }
+
+    /// The unique key of a Solana Pay reference: one session per reference.
+    pub fn solana_reference_key(reference: &str) -> String {
+        stablecoin_core::ports::kinds::key(
+            stablecoin_core::ports::kinds::namespace::SOLANA_PAY_REFERENCE,
+            reference,
+        )
     }
 
     /// Whether `token` counts toward this session.
@@ -237,6 +253,11 @@ impl Record for Session {
             .iter()
             .map(|o| Session::address_key(&o.network, &o.address))
             .collect();
+        keys.extend(
+            self.solana_reference
+                .as_deref()
+                .map(Session::solana_reference_key),
+        );
         keys.sort();
         keys.dedup();
         keys

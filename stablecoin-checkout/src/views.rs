@@ -226,6 +226,10 @@ pub struct SessionView {
     pub paid_at: Option<String>,
     /// Every deposit, oldest first.
     pub deposits: Vec<DepositView>,
+    /// The payment link (`plink_...`) the payer opened this session from; absent for a
+    /// session the business created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_link_id: Option<String>,
 }
 
 impl SessionView {
@@ -272,6 +276,7 @@ impl SessionView {
             updated_at: s.updated_at.to_rfc3339(),
             paid_at: s.paid_at.map(Timestamp::to_rfc3339),
             deposits: deposits.iter().map(DepositView::of).collect(),
+            payment_link_id: s.payment_link.clone(),
         }
     }
 }

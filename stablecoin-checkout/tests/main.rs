@@ -4,3 +4,4 @@
 //! -E 'test(/^MODULE::/)'` or `cargo test -p stablecoin-checkout --test integration MODULE::`.
 
 mod lifecycle;
+mod solana_pay;

@@ -270,6 +270,7 @@ impl App {
             batch_limit: engine_config.batch_limit,
             claim_lease_ms: engine_config.claim_lease_ms,
             worker_id: format!("{}-checkout", engine_config.worker_id),
+            wallet_networks: crate::wallet_links::wallet_networks(&config),
             ..config.checkout.engine_config()
         };
         // The leases of the singleton jobs, on the wall clock: they are about real time

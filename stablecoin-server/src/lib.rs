@@ -32,6 +32,7 @@ pub mod sms;
 pub mod state;
 pub mod storage;
 pub mod swaps;
+pub mod wallet_links;
 mod workers;
 
 pub use api::{API_VERSION, build_router, openapi};

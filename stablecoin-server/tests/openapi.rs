@@ -92,6 +92,10 @@ const ROUTES: &[(&str, &str)] = &[
     ),
     ("POST", "/v1/businesses"),
     ("GET", "/v1/businesses"),
+    ("POST", "/api/v1/payment-links"),
+    ("GET", "/api/v1/payment-links"),
+    ("GET", "/api/v1/payment-links/{link_id}"),
+    ("POST", "/api/v1/payment-links/{link_id}/deactivate"),
     ("POST", "/v1/scanner/deposit-events"),
     ("GET", "/health/live"),
     ("GET", "/health/ready"),
@@ -127,6 +131,7 @@ fn concrete(path: &str) -> String {
     path.replace("{id}", "x_1")
         .replace("{session_id}", "cs_x")
         .replace("{refund_id}", "rf_x")
+        .replace("{link_id}", "plink_x")
 }
 
 fn resolve<'a>(doc: &'a Value, r: &str) -> Option<&'a Value> {
@@ -221,11 +226,12 @@ async fn document_is_valid_openapi_3_1() {
         }
         if method == "POST" && op["security"].is_array() {
             let idem = params.iter().any(|p| p["name"] == "Idempotency-Key");
-            // Escrow and session actions, and staff routes (a replayed confirmation is
-            // refused), are safe to retry without a key.
+            // Escrow, session and payment-link actions, and staff routes (a replayed
+            // confirmation is refused), are safe to retry without a key.
             let escrow_action = path.starts_with("/v1/escrows/{id}/")
                 || (path.starts_with("/api/v1/checkout/sessions/{session_id}/")
                     && !path.ends_with("/refunds"))
+                || path.starts_with("/api/v1/payment-links/{link_id}/")
                 || path.starts_with("/admin/");
             assert_eq!(idem, !escrow_action, "{method} {path}: Idempotency-Key");
         }

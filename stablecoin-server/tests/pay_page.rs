@@ -47,11 +47,13 @@ fn awaiting() -> PayView {
                 network: "polygon".into(),
                 token: "USDC".into(),
                 address: ADDRESS.into(),
+                wallet_uri: None,
             },
             PayOption {
                 network: "tron".into(),
                 token: "USDT".into(),
                 address: TRON_ADDRESS.into(),
+                wallet_uri: None,
             },
         ],
         deposits: vec![],

@@ -145,6 +145,11 @@ const BODIES: &[(&str, &str, &str)] = &[
         r#""enabled":true"#,
     ),
     (
+        "POST /api/v1/payment-links",
+        "/api/v1/payment-links",
+        r#""amount":"1","currency":"USDC""#,
+    ),
+    (
         "POST /v1/treasury/topups",
         "/v1/treasury/topups",
         r#""currency_code":"XOF","fiat_amount":6000,"token":"USDC""#,
@@ -217,7 +222,9 @@ async fn refuses_a_stray_field(operation: &str) {
                     &[("Authorization", bearer.as_str())],
                 )
                 .await
-            } else if path.starts_with("/api/v1/checkout/") {
+            } else if path.starts_with("/api/v1/checkout/")
+                || path.starts_with("/api/v1/payment-links")
+            {
                 s.post(&key.business_test, path, &body).await
             } else {
                 s.post(&key.live, path, &body).await
@@ -294,6 +301,7 @@ body_tests! {
     checkout_refund_refuses_unknown_fields => "POST /api/v1/checkout/sessions/{session_id}/refunds",
     business_create_refuses_unknown_fields => "POST /v1/businesses",
     business_auto_refunds_refuses_unknown_fields => "POST /v1/businesses/{id}/auto-refunds",
+    payment_link_create_refuses_unknown_fields => "POST /api/v1/payment-links",
     topup_create_refuses_unknown_fields => "POST /v1/treasury/topups",
     topup_confirm_refuses_unknown_fields => "POST /admin/v1/topups/{id}/confirm",
     staff_resolve_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/resolve",

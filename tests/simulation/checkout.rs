@@ -1,13 +1,17 @@
 //! Checkout in the simulated world: each tenant's business opens payment sessions; payers
 //! pay from outside (in full, in part, too much, late); the checkout worker credits them
-//! and sweeps the session addresses to the treasury.
+//! and sweeps the session addresses to the treasury. A third of the sessions are opened
+//! by payers from the business's payment links (issue #50), at an amount of their own;
+//! each link's counts are checked against the sessions opened from it.
 
 use super::world::World;
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::engine::{AuthContext, Engine};
 use stablecoin::core::ports::{ChainAddress, Rail};
+use stablecoin_checkout::links::CreatePaymentLinkRequest;
 use stablecoin_checkout::model::accounts;
 use stablecoin_checkout::{CheckoutConfig, CheckoutEngine, CheckoutError, CreateSessionRequest};
+use std::collections::BTreeMap;
 
 /// One session the workload opened, and what was paid to it.
 pub struct Session {
@@ -18,6 +22,8 @@ pub struct Session {
     pub address: ChainAddress,
     pub amount: Micros,
     pub minted: u64,
+    /// The payment link a payer opened it from, if any.
+    pub link: Option<String>,
 }
 
 pub fn engine(core: &Engine, worker: String) -> CheckoutEngine {
@@ -55,7 +61,7 @@ impl World {
         key: Option<&str>,
     ) -> (&'static str, Result<(), CheckoutError>) {
         if self.sessions.is_empty() || self.rng.below(3) == 0 {
-            return ("checkout_open", self.checkout_open(key).await);
+            return self.checkout_open(key).await;
         }
         let i = self.rng.below(self.sessions.len() as u64) as usize;
         if self.rng.below(8) == 0 {
@@ -80,7 +86,26 @@ impl World {
         ("checkout_pay", Ok(()))
     }
 
-    async fn checkout_open(&mut self, key: Option<&str>) -> Result<(), CheckoutError> {
+    /// Opens a session: the business's own (`checkout_open`) or a payer's from a
+    /// payment link (`checkout_link_open`).
+    async fn checkout_open(
+        &mut self,
+        key: Option<&str>,
+    ) -> (&'static str, Result<(), CheckoutError>) {
+        let via_link = self.rng.below(3) == 0;
+        let name = if via_link {
+            "checkout_link_open"
+        } else {
+            "checkout_open"
+        };
+        (name, self.checkout_open_as(key, via_link).await)
+    }
+
+    async fn checkout_open_as(
+        &mut self,
+        key: Option<&str>,
+        via_link: bool,
+    ) -> Result<(), CheckoutError> {
         let tenant = self.rng.below(self.tenants.len() as u64) as usize;
         let amount = Micros::new(1_000_000 + self.rng.below(100_000_000));
         let req = CreateSessionRequest {
@@ -91,7 +116,40 @@ impl World {
             ..Default::default()
         };
         let (business, auth) = self.businesses[tenant].clone();
-        let v = self.checkout.create_session(&auth, &req, key).await?;
+        let mut link = None;
+        let v = if via_link {
+            // A payer at one of the business's links (a new one now and then).
+            let known = self
+                .sessions
+                .iter()
+                .filter(|s| s.tenant == tenant)
+                .find_map(|s| s.link.clone());
+            let id = match known {
+                Some(id) if self.rng.below(4) != 0 => id,
+                _ => {
+                    let new = CreatePaymentLinkRequest {
+                        min_amount: Some("1".into()),
+                        max_amount: Some("101".into()),
+                        currency: "USDC".into(),
+                        description: Some("Tips".into()),
+                        ..Default::default()
+                    };
+                    self.checkout
+                        .create_payment_link(&auth, &new, key)
+                        .await?
+                        .link_id
+                }
+            };
+            let v = self
+                .checkout
+                .open_link_session(&id, Some(&amount.to_decimal_string()))
+                .await?;
+            assert_eq!(v.payment_link_id.as_deref(), Some(id.as_str()));
+            link = Some(id);
+            v
+        } else {
+            self.checkout.create_session(&auth, &req, key).await?
+        };
         if self.sessions.iter().any(|s| s.id == v.session_id) {
             return Ok(()); // a replayed key
         }
@@ -108,6 +166,7 @@ impl World {
             address: ChainAddress(option.address.clone()),
             amount: Micros::parse_decimal(&v.amount).unwrap(),
             minted: 0,
+            link,
         });
         Ok(())
     }
@@ -152,6 +211,32 @@ pub async fn after_drain(w: &World) {
             .await
             .map(|b| b.posted())
             .unwrap_or(0);
+    }
+    // Every link counts exactly the sessions opened from it, and the paid ones.
+    let mut links: BTreeMap<&str, (usize, u64, u64)> = BTreeMap::new();
+    for s in &w.sessions {
+        let Some(link) = s.link.as_deref() else {
+            continue;
+        };
+        let auth = &w.businesses[s.tenant].1;
+        let v = w.checkout.get_session(auth, &s.id).await.unwrap();
+        let e = links.entry(link).or_insert((s.tenant, 0, 0));
+        e.1 += 1;
+        if v.status == stablecoin_checkout::SessionStatus::Paid.as_str() {
+            e.2 += 1;
+        }
+    }
+    for (link, (tenant, opened, paid)) in links {
+        let v = w
+            .checkout
+            .get_payment_link(&w.businesses[tenant].1, link)
+            .await
+            .unwrap();
+        assert_eq!(
+            (v.sessions_count, v.payments_count),
+            (opened, paid),
+            "seed {seed}: payment link {link}: sessions and payments counted"
+        );
     }
     let mut refundable = 0i128;
     for (t, (business, _)) in w.tenants.iter().zip(&w.businesses) {

@@ -11,7 +11,8 @@
 //!   phone (one-time codes read from the SMS gateway), fund, send (EVM and TRON), swap,
 //!   withdraw to mobile money, receive outside deposits, open escrow deals that payers
 //!   fund from outside and that are released, refunded, disputed, cancelled and resolved
-//!   by staff, open checkout sessions that payers pay in full, in part or too much, and
+//!   by staff, open checkout sessions (theirs, or a payer's from a payment link) that
+//!   payers pay in full, in part or too much, and
 //!   replay idempotency keys from a small pool, so duplicates collide.
 //! - **Faults**: the chain rejects, reverts, drops, delays or loses the answer; the payout
 //!   provider rejects or its answer is lost, and its callback comes late; a store commit
@@ -146,6 +147,7 @@ async fn seeded_workloads(backend: Backend) {
             "escrow_dispute ok",
             "escrow_resolve ok",
             "checkout_open ok",
+            "checkout_link_open ok",
             "checkout_pay ok",
         ]
     } else {

@@ -9,6 +9,7 @@
 mod auto_refunds;
 mod deposits;
 mod refunds;
+mod links;
 mod sessions;
 
 pub use deposits::{DepositFact, DepositOutcome, DepositStage};
@@ -50,6 +51,10 @@ pub struct CheckoutConfig {
     /// How long a refund's claim link may be used before its money goes back to where
     /// it came from (default 30 days).
     pub refund_claim_secs: u64,
+    /// What the payment page needs to write each network's wallet request (EIP-681,
+    /// Solana Pay), by network name; a network without an entry (a simulated one) shows
+    /// its bare address (`crate::wallet_links`).
+    pub wallet_networks: std::collections::BTreeMap<String, crate::wallet_links::WalletNetwork>,
 }
 
 impl Default for CheckoutConfig {
@@ -64,6 +69,7 @@ impl Default for CheckoutConfig {
             claim_lease_ms: 30_000,
             worker_id: "checkout".into(),
             refund_claim_secs: 30 * 24 * 3600,
+            wallet_networks: Default::default(),
         }
     }
 }
@@ -250,11 +256,20 @@ impl CheckoutEngine {
     /// The display name of a session's business (the default business is the tenant's
     /// own name).
     pub(crate) async fn business_name(&self, s: &Session) -> CheckoutResult<String> {
-        if s.business == DEFAULT_BUSINESS {
-            return Ok(self.kernel.tenant(&s.tenant).await?.name);
+        self.business_name_of(&s.tenant, &s.business).await
+    }
+
+    /// The display name of `business` of `tenant` (see [`Self::business_name`]).
+    pub(crate) async fn business_name_of(
+        &self,
+        tenant: &TenantId,
+        business: &str,
+    ) -> CheckoutResult<String> {
+        if business == DEFAULT_BUSINESS {
+            return Ok(self.kernel.tenant(tenant).await?.name);
         }
         Ok(
-            get_record::<Business>(&*self.kernel.ports().store, &s.business)
+            get_record::<Business>(&*self.kernel.ports().store, business)
                 .await?
                 .map(|v| v.record.name)
                 .unwrap_or_default(),
@@ -317,6 +332,22 @@ impl CheckoutEngine {
             .collect::<Result<Vec<_>, _>>()?;
         out.reverse();
         Ok(out)
+    }
+
+    /// The session whose Solana Pay `reference` is `reference` (one read of its unique
+    /// key), for a scanner that finds transactions by reference
+    /// (`getSignaturesForAddress(reference)`); `None` when no session has it.
+    pub async fn session_by_solana_reference(
+        &self,
+        reference: &str,
+    ) -> CheckoutResult<Option<Session>> {
+        let key = Session::solana_reference_key(reference);
+        Ok(stablecoin_core::ports::get_record_by_unique::<Session>(
+            &*self.kernel.ports().store,
+            &key,
+        )
+        .await?
+        .map(|v| v.record))
     }
 
     /// The payer's read of a session by its unguessable id (the hosted payment page):

@@ -98,7 +98,7 @@ impl CheckoutEngine {
             .await
     }
 
-    async fn new_session(
+    pub(crate) async fn new_session(
         &self,
         scope: &Scope,
         req: &CreateSessionRequest,
@@ -181,6 +181,7 @@ impl CheckoutEngine {
         let id = self.new_id("cs");
         let mut options = Vec::new();
         let mut found = Vec::new();
+        let mut on_solana = false;
         for rail in self.kernel.rails() {
             let network = rail.id().name();
             if let Some(w) = &wanted
@@ -197,6 +198,7 @@ impl CheckoutEngine {
                 continue;
             }
             found.push(network.clone());
+            on_solana |= rail.id() == stablecoin_core::ports::RailId::Solana;
             let address = rail
                 .address_for(&scope.mode.key_purpose(&id))
                 .await
@@ -225,7 +227,7 @@ impl CheckoutEngine {
         let expires_at = now.plus_secs(expires_in as i64);
         let session = Session {
             number: integer_id(&[&id]) as i64,
-            id,
+            id: id.clone(),
             tenant: scope.tenant.clone(),
             business: scope.business.clone(),
             mode: scope.mode,
@@ -255,6 +257,8 @@ impl CheckoutEngine {
             deposit_count: 0,
             refunded: BTreeMap::new(),
             due_at: Some(expires_at),
+            payment_link: None,
+            solana_reference: on_solana.then(|| crate::wallet_links::solana_reference(&id)),
         };
         let view = SessionView::of(&session, &[]);
         Ok((session, view))

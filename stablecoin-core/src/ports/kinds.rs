@@ -98,6 +98,13 @@ pub mod kind {
     /// Kernel: a real deposit that reached a sandbox address, owed back (`kernel::stray`).
     pub const STRAY_DEPOSIT: &str = "stray_deposit";
 
+    /// Checkout: a business's reusable payment link (issue #50), opening one session per
+    /// payer.
+    pub const PAYMENT_LINK: &str = "payment_link";
+    /// Checkout: a session opened from a payment link, listed per link (subkind: the
+    /// link's id; id: the session's), so the link counts its sessions and payments.
+    pub const PAYMENT_LINK_SESSION: &str = "payment_link_session";
+
     /// Every kind above.
     pub const ALL: &[&str] = &[
         OPERATION,
@@ -138,6 +145,8 @@ pub mod kind {
         LEASE,
         SANDBOX_ADDRESS,
         STRAY_DEPOSIT,
+        PAYMENT_LINK,
+        PAYMENT_LINK_SESSION,
     ];
 }
 
@@ -172,6 +181,9 @@ pub mod namespace {
     pub const STAFF_SECRET: &str = "staff_secret";
     /// A staff account's name (lower-cased): one account per name.
     pub const STAFF_NAME: &str = "staff_name";
+    /// A checkout session's Solana Pay `reference` (issue #50): finds the session a
+    /// transaction carrying that key pays.
+    pub const SOLANA_PAY_REFERENCE: &str = "solpay_ref";
 
     /// Every namespace above.
     pub const ALL: &[&str] = &[
@@ -187,6 +199,7 @@ pub mod namespace {
         TOPUP_REFERENCE,
         STAFF_SECRET,
         STAFF_NAME,
+        SOLANA_PAY_REFERENCE,
     ];
 }
 

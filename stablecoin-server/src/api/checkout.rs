@@ -20,7 +20,7 @@ use stablecoin_checkout::{
 };
 use utoipa::ToSchema;
 
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
     match headers.get(crate::idempotency::HEADER) {
         None => Ok(None),
         Some(v) => v.to_str().map(Some).map_err(|_| {
@@ -32,7 +32,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
     }
 }
 
-fn number(v: Option<&str>, name: &str) -> Result<Option<u32>, ApiError> {
+pub(crate) fn number(v: Option<&str>, name: &str) -> Result<Option<u32>, ApiError> {
     match v {
         None => Ok(None),
         Some(s) => s.trim().parse::<u32>().map(Some).map_err(|_| {

@@ -157,12 +157,14 @@ fn idempotency_key_parameter() -> utoipa::openapi::path::Parameter {
 
 /// POST routes that take no `Idempotency-Key`: escrow actions (spec 2.2) and the
 /// checkout's session actions, whose state rules make them safe to retry (a second
-/// cancel is 409; a simulated payment is a test key's own repeatable act). A refund is
-/// not one: it creates money movement, so its engine honours `Idempotency-Key`.
+/// cancel is 409; a simulated payment is a test key's own repeatable act; a second
+/// deactivation of a payment link answers it unchanged). A refund is not one: it creates
+/// money movement, so its engine honours `Idempotency-Key`.
 fn is_escrow_action(path: &str) -> bool {
     (path.starts_with("/v1/escrows/{id}/") && !path.ends_with("/events"))
         || (path.starts_with("/api/v1/checkout/sessions/{session_id}/")
             && !path.ends_with("/refunds"))
+        || path.starts_with("/api/v1/payment-links/{link_id}/")
 }
 
 /// Staff routes: the admin token or a staff secret, not an API key; no rate limit, no

@@ -14,6 +14,7 @@ pub mod fx;
 pub mod health;
 pub mod intake;
 pub mod payout_reconciliation;
+pub mod payment_links;
 pub mod reconciliation;
 pub mod schemas;
 pub mod security_headers;
@@ -300,6 +301,12 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
             checkout_refunds::list_refunds
         ))
         .routes(routes!(checkout_refunds::get_refund))
+        .routes(routes!(
+            payment_links::create_payment_link,
+            payment_links::list_payment_links
+        ))
+        .routes(routes!(payment_links::get_payment_link))
+        .routes(routes!(payment_links::deactivate_payment_link))
         .routes(routes!(events::list_payments_events))
         .routes(routes!(events::get_payments_event))
         .routes(routes!(exports::export_checkout_sessions))
@@ -415,6 +422,8 @@ pub fn build_router(state: AppState) -> Router {
         .merge(crate::pages::refund_claim::refund_claim_routes(
             state.checkout.clone(),
         ))
+        // A payment link's page: a session of its own for each payer (issue #50).
+        .merge(crate::pages::link_page::link_routes(state.checkout.clone()))
         // The tenant dashboard (HTML forms with sessions and CSRF tokens, outside the
         // JSON API and its document).
         .merge(crate::pages::dashboard::routes())

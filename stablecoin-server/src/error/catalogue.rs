@@ -34,6 +34,26 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "A checkout refund above what the session can still refund in that token (what it received, less its refunds not returned); nothing is moved.",
     ),
     (
+        "AMOUNT_OUT_OF_RANGE",
+        400,
+        "A payer's amount is outside the payment link's min_amount..max_amount.",
+    ),
+    (
+        "PAYMENT_LINK_INACTIVE",
+        410,
+        "The payment link was deactivated: it opens no more sessions.",
+    ),
+    (
+        "PAYMENT_LINK_EXPIRED",
+        410,
+        "The payment link is past its expires_at: it opens no more sessions.",
+    ),
+    (
+        "PAYMENT_LINK_LIMIT_REACHED",
+        409,
+        "As many of the payment link's sessions as its max_payments are paid or still open.",
+    ),
+    (
         "INTAKE_DISABLED",
         404,
         "The deposit intake is not configured ([checkout] intake_secret).",

@@ -142,6 +142,10 @@ fn checkout_rows() -> Vec<Row> {
         row(IdempotencyKeyReused, 422, "IDEMPOTENCY_KEY_REUSED", None),
         row(RefundExceedsRefundable { refundable: s("0") }, 422, "REFUND_EXCEEDS_REFUNDABLE", Some("amount")),
         row(InsufficientFunds, 422, "INSUFFICIENT_FUNDS", None),
+        row(AmountOutOfRange { min: s("1"), max: s("2") }, 400, "AMOUNT_OUT_OF_RANGE", Some("amount")),
+        row(PaymentLinkInactive, 410, "PAYMENT_LINK_INACTIVE", None),
+        row(PaymentLinkExpired, 410, "PAYMENT_LINK_EXPIRED", None),
+        row(PaymentLinkLimitReached { max_payments: 1 }, 409, "PAYMENT_LINK_LIMIT_REACHED", None),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
     ]
@@ -152,7 +156,7 @@ fn every_product_error_keeps_its_status_code_and_param() {
     let rows = [core_rows(), escrow_rows(), checkout_rows()].concat();
     assert_eq!(
         rows.len(),
-        50 + 29 + 17,
+        50 + 29 + 21,
         "one row per variant (two for escrow NOT_FOUND)"
     );
     for (api, status, code, param) in rows {

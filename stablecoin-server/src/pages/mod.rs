@@ -18,6 +18,7 @@ pub mod console;
 pub mod dashboard;
 pub mod gate;
 pub mod html;
+pub mod link_page;
 pub mod pay;
 pub mod pay_refunds;
 pub mod refund_claim;
@@ -105,6 +106,12 @@ pub struct PayOption {
     pub token: String,
     /// The session's fresh deposit address on that network.
     pub address: String,
+    /// The request a wallet reads to pay this option's amount due (EIP-681 on an EVM
+    /// chain, Solana Pay on Solana), for the QR code and the "open in wallet" link;
+    /// absent on TRON (no URI standard wallets agree on: the QR holds the address and
+    /// the amount is shown) and on simulated networks (no contract to call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wallet_uri: Option<String>,
 }
 
 /// One payment seen towards a session.

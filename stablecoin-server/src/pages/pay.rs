@@ -110,7 +110,7 @@ async fn js() -> Response {
 
 /// A response with the page's security headers: the CSP, no sniffing, no referrer, no
 /// framing, and never cached (the status changes; the page holds an address).
-fn secured(code: StatusCode, content_type: &'static str, body: String) -> Response {
+pub(super) fn secured(code: StatusCode, content_type: &'static str, body: String) -> Response {
     let headers = [
         (header::CONTENT_TYPE, content_type),
         (header::CONTENT_SECURITY_POLICY, CSP),
@@ -154,7 +154,7 @@ pub fn render_not_found_page() -> String {
 /// The document's start, up to and including `<body>`: charset, viewport, title, the
 /// stylesheet and script (same-origin, relative to `/pay/`), and, when `refresh`, a
 /// `<noscript>` refresh every 10 s that keeps the status live without JavaScript.
-fn head(title: &str, refresh: bool) -> String {
+pub(super) fn head(title: &str, refresh: bool) -> String {
     let mut out = String::with_capacity(8192);
     out.push_str(concat!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
@@ -307,11 +307,18 @@ pub fn render_pay_page(view: &PayView) -> String {
     let _ = writeln!(
         o,
         "<main id=\"pay\" class=\"card\" data-session=\"{}\" data-status=\"{}\" \
-         data-phase=\"{}\" data-expires-in=\"{}\" data-currency=\"{token}\">",
+         data-phase=\"{}\" data-expires-in=\"{}\" data-currency=\"{token}\"{}>",
         e(&view.session_id),
         e(&view.status),
         e(&view.phase),
         view.expires_in_secs.max(0),
+        // The amount the wallet requests were written for: the script reloads the page
+        // when what is due changes, so no QR asks for a stale amount.
+        if view.options.iter().any(|o| o.wallet_uri.is_some()) {
+            format!(" data-wallet-due=\"{}\"", e(&view.amount_due))
+        } else {
+            String::new()
+        },
     );
     // Who asks, how much, for what.
     let _ = writeln!(
@@ -465,9 +472,44 @@ fn render_option(o: &mut String, view: &PayView, i: usize, opt: &PayOption) {
          hidden>Copy address</button></p>\n",
         e(&view.amount_due)
     );
-    let label = format!("QR code of the {network} deposit address");
-    if let Some(svg) = qr_svg(&opt.address, &label) {
-        let _ = writeln!(o, "<figure class=\"qr-figure\">{svg}</figure>");
+    // The QR holds the wallet request when the network has one (the wallet fills in
+    // token, amount and chain), else the bare address (TRON: the amount is shown above).
+    match &opt.wallet_uri {
+        Some(uri) => {
+            let label = format!("QR code of a {tok} payment request on {network}");
+            if let Some(svg) = qr_svg(uri, &label) {
+                let _ = writeln!(
+                    o,
+                    "<figure class=\"qr-figure\" data-qr=\"wallet\">{svg}\
+                     <figcaption>Scan with your wallet: it fills in the token, the \
+                     amount and the network.</figcaption></figure>"
+                );
+            }
+            let _ = writeln!(
+                o,
+                "<p class=\"wallet-row\"><a class=\"wallet-link button\" id=\"wallet-{i}\" \
+                 href=\"{}\" rel=\"noopener\">Open in wallet</a></p>",
+                e(uri)
+            );
+        }
+        None => {
+            let label = format!("QR code of the {network} deposit address");
+            if let Some(svg) = qr_svg(&opt.address, &label) {
+                let _ = writeln!(
+                    o,
+                    "<figure class=\"qr-figure\" data-qr=\"address\">{svg}</figure>"
+                );
+            }
+            if opt.network == "tron" {
+                let _ = writeln!(
+                    o,
+                    "<p class=\"note amount-note\">The QR code holds the address only: \
+                     enter <strong><span data-field=\"amount_due\">{}</span> {tok}</strong> \
+                     in your wallet.</p>",
+                    e(&view.amount_due)
+                );
+            }
+        }
     }
     let _ = write!(
         o,

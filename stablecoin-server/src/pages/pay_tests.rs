@@ -25,6 +25,7 @@ pub(super) fn view() -> PayView {
             network: "polygon".into(),
             token: "USDC".into(),
             address: "0x52908400098527886E0F7030069857D2E4169EE7".into(),
+            wallet_uri: None,
         }],
         deposits: vec![],
         sandbox: false,
@@ -79,6 +80,7 @@ fn the_page_has_no_inline_script_or_style() {
         network: "tron".into(),
         token: "USDT".into(),
         address: "TJRabPrwbZy45sbavfcjinPJC18kjpRTv8".into(),
+        wallet_uri: None,
     });
     let html = render_pay_page(&v);
     assert_eq!(html.matches("<script").count(), 1);
@@ -278,4 +280,43 @@ async fn routes_serve_the_page_status_and_assets_with_strict_headers() {
     assert_eq!(js.headers()["x-content-type-options"], "nosniff");
     assert_eq!(js.text().await.unwrap(), PAY_JS);
     server.abort();
+}
+
+#[test]
+fn wallet_requests_fill_the_qr_and_the_open_in_wallet_link_and_tron_shows_the_amount() {
+    let mut v = view();
+    let eip681 = "ethereum:0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359@137/transfer?address=0x52908400098527886E0F7030069857D2E4169EE7&uint256=25000000";
+    let solana = "solana:mvines9iiHiQTysrwkJjGf2gb9Ex9jXJX8ns3qwf2kN?amount=25&spl-token=EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v&reference=82ZJ7nbGpixjeDCmEhUcmwXYfvurzAgGdtSMuHnUgyny";
+    v.options[0].wallet_uri = Some(eip681.into());
+    v.options.push(PayOption {
+        network: "solana".into(),
+        token: "USDC".into(),
+        address: "mvines9iiHiQTysrwkJjGf2gb9Ex9jXJX8ns3qwf2kN".into(),
+        wallet_uri: Some(solana.into()),
+    });
+    v.options.push(PayOption {
+        network: "tron".into(),
+        token: "USDT".into(),
+        address: "TJRabPrwbZy45sbavfcjinPJC18kjpRTv8".into(),
+        wallet_uri: None,
+    });
+    let html = render_pay_page(&v);
+    // The links carry the requests, escaped as attribute values.
+    assert!(html.contains(&format!(
+        "<a class=\"wallet-link button\" id=\"wallet-0\" href=\"{}\"",
+        escape_html(eip681)
+    )));
+    assert!(html.contains(&format!("id=\"wallet-1\" href=\"{}\"", escape_html(solana))));
+    assert!(
+        !html.contains("id=\"wallet-2\""),
+        "TRON has no wallet request"
+    );
+    assert_eq!(html.matches("data-qr=\"wallet\"").count(), 2);
+    assert_eq!(html.matches("data-qr=\"address\"").count(), 1);
+    assert!(html.contains("The QR code holds the address only"));
+    assert!(html.contains("data-wallet-due=\"25.000000\""));
+    // Without any request the page is as before: bare addresses, nothing to reload for.
+    let plain = render_pay_page(&view());
+    assert!(!plain.contains("wallet-link") && !plain.contains("data-wallet-due"));
+    assert_eq!(plain.matches("data-qr=\"address\"").count(), 1);
 }

@@ -4,9 +4,11 @@
 
 use super::{PayDeposit, PayOption, PaySource, PayView};
 use stablecoin_checkout::model::DepositState;
+use stablecoin_checkout::wallet_links::WalletNetwork;
 use stablecoin_checkout::{CheckoutEngine, Mode, Session, SessionDeposit, SessionStatus};
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::time::Timestamp;
+use std::collections::BTreeMap;
 
 /// The checkout engine, read for payers.
 pub struct CheckoutPages(pub CheckoutEngine);
@@ -31,6 +33,7 @@ pub fn view_of(
     deposits: &[SessionDeposit],
     business: String,
     now: Timestamp,
+    wallets: &BTreeMap<String, WalletNetwork>,
 ) -> PayView {
     let due = Micros::new(s.amount.get().saturating_sub(s.applied_total().get()));
     let nonempty = |v: &str| (!v.is_empty()).then(|| v.to_string());
@@ -58,6 +61,11 @@ pub fn view_of(
                 network: o.network.clone(),
                 token: o.token.as_str().into(),
                 address: o.address.clone(),
+                // Only while something is due: a request for nothing would be refused.
+                wallet_uri: (!due.is_zero())
+                    .then(|| wallets.get(&o.network))
+                    .flatten()
+                    .and_then(|w| w.request_uri(o.token, &o.address, due, &s.id)),
             })
             .collect(),
         deposits: deposits
@@ -86,7 +94,13 @@ impl PaySource for CheckoutPages {
     async fn pay_view(&self, session_id: &str) -> Option<PayView> {
         let (s, deposits, business) = self.0.public_session(session_id).await.ok()??;
         let now = self.0.kernel().now();
-        let mut view = view_of(&s, &deposits, business, now);
+        let mut view = view_of(
+            &s,
+            &deposits,
+            business,
+            now,
+            &self.0.config().wallet_networks,
+        );
         view.refunds = super::pay_refunds::refunds_of(&self.0, &s).await;
         Some(view)
     }

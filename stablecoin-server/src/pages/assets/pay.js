@@ -120,6 +120,14 @@
     // Addresses only while money is asked for: not while a payment is confirming.
     var options = document.getElementById('options');
     if (options) { options.hidden = !pending || v.phase === 'confirming'; }
+    // The wallet requests (QR, "Open in wallet") ask for the amount due when the page
+    // was rendered: once another amount is due and asked for, render them afresh.
+    var walletDue = main.getAttribute('data-wallet-due');
+    if (walletDue && options && !options.hidden && v.amount_due !== walletDue) {
+      polling = false;
+      window.location.reload();
+      return;
+    }
     var line = document.getElementById('countdown-line');
     if (line) { line.hidden = !pending; }
     deadline = Date.now() + Math.max(0, Number(v.expires_in_secs) || 0) * 1000;

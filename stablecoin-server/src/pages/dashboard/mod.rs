@@ -26,6 +26,7 @@
 //! - **Reads work without JavaScript**: everything is server-rendered; charts are SVG.
 
 mod exports;
+mod links;
 mod reads;
 mod refunds;
 mod settings;
@@ -76,6 +77,10 @@ pub const NAV: &[NavItem] = &[
         label: "Checkout",
     },
     NavItem {
+        href: "/dashboard/payment-links",
+        label: "Payment links",
+    },
+    NavItem {
         href: "/dashboard/statements",
         label: "Statements",
     },
@@ -115,6 +120,14 @@ pub fn routes() -> Router<AppState> {
             post(reads::escrow_action),
         )
         .route("/dashboard/checkout", get(reads::checkout))
+        .route(
+            "/dashboard/payment-links",
+            get(links::page).post(links::create),
+        )
+        .route(
+            "/dashboard/payment-links/{id}/deactivate",
+            post(links::deactivate),
+        )
         .route("/dashboard/statements", get(statements::page))
         .route("/dashboard/statements/download", get(statements::download))
         .route(

@@ -20,9 +20,9 @@ use stablecoin_escrow::{EscrowActionRequest, ListEscrowsQuery};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
-type Q = Query<HashMap<String, String>>;
+pub(super) type Q = Query<HashMap<String, String>>;
 /// A page's query: a malformed one reads as empty (every filter then has its default).
-type MaybeQ = Result<Q, QueryRejection>;
+pub(super) type MaybeQ = Result<Q, QueryRejection>;
 
 /// How many of each kind's newest operations the overview's chart counts.
 const OVERVIEW_SAMPLE: usize = 500;
@@ -30,7 +30,7 @@ const OVERVIEW_SAMPLE: usize = 500;
 const OVERVIEW_DAYS: i64 = 7;
 const DAY_MS: i64 = 86_400_000;
 
-fn q<'a>(query: &'a Option<Q>, name: &str) -> &'a str {
+pub(super) fn q<'a>(query: &'a Option<Q>, name: &str) -> &'a str {
     query
         .as_ref()
         .and_then(|Query(m)| m.get(name))
@@ -607,7 +607,7 @@ pub(super) fn business_auth(p: &TenantPage, business: &str) -> AuthContext {
 
 /// The tenant's businesses and the one the query names (or the first), as
 /// `(id, name)`; `None` when the tenant has none.
-async fn chosen_business(
+pub(super) async fn chosen_business(
     p: &TenantPage,
     query: &Option<Q>,
 ) -> Result<(Vec<(String, String)>, Option<String>), ApiError> {
