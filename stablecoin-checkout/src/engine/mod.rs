@@ -8,8 +8,8 @@
 
 mod auto_refunds;
 mod deposits;
-mod refunds;
 mod links;
+mod refunds;
 mod sessions;
 
 pub use deposits::{DepositFact, DepositOutcome, DepositStage};

@@ -26,7 +26,7 @@ impl Engine {
     /// through `provider` (`mpesa`, `mtn_momo`: the kind in the payout leg's provider
     /// identity; a leg recorded before identities were counts as any provider's).
     ///
-    /// Ours are the withdrawals accepted from [`RECONCILIATION_LOOKBACK_MS`] before
+    /// Ours are the withdrawals accepted from `RECONCILIATION_LOOKBACK_MS` (7 days) before
     /// `from` until `to`; those COMPLETED in `[from, to)` are the period's, which the
     /// report must show.
     pub async fn reconcile_payouts(

@@ -145,9 +145,11 @@ impl Kernel {
             puts: vec![entry.insert()?],
             ..Default::default()
         };
+        // A new audit entry under a fresh id: any failure is the store's (the kernel does
+        // not map ledger errors, which an audit entry cannot raise).
         self.commit(batch)
             .await
             .map(|_| ())
-            .map_err(crate::engine::store_err)
+            .map_err(|e| crate::error::CoreError::Storage(e.to_string()))
     }
 }
