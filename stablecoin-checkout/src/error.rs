@@ -24,6 +24,8 @@
 //! | `PAYMENT_LINK_INACTIVE` | gone | the payment link was deactivated |
 //! | `PAYMENT_LINK_EXPIRED` | gone | the payment link is past its `expires_at` |
 //! | `PAYMENT_LINK_LIMIT_REACHED` | state conflict | the payment link's `max_payments` sessions are paid or open |
+//! | `SCREENING_HIT` | authority | a refund's destination is on the configured sanctions screen's list |
+//! | `SCREENING_UNAVAILABLE` | unavailable (retryable) | the screen could not answer and the deployment fails closed |
 //! | `RAIL_ERROR` / `STORAGE_ERROR` | internal | a dependency failed |
 
 use stablecoin_core::CoreError;
@@ -122,6 +124,22 @@ pub enum CheckoutError {
     /// longer holds (paid out or withdrawn since).
     #[error("the treasury holds too little of the settled funds for this refund")]
     InsufficientFunds,
+    /// `SCREENING_HIT`: the refund's destination is on the sanctions screen's list;
+    /// nothing was reserved (the kernel's rule, `kernel/screening.rs`, audited there).
+    #[error("the destination address is refused by sanctions screening")]
+    ScreeningHit {
+        /// The list that names the address (audit only).
+        list: String,
+        /// The list's entry (audit only).
+        reference: String,
+    },
+    /// `SCREENING_UNAVAILABLE` (retryable): the screen could not answer and the
+    /// deployment fails closed; nothing was reserved.
+    #[error("sanctions screening is unavailable; nothing was reserved")]
+    ScreeningUnavailable {
+        /// Why (operators only).
+        reason: String,
+    },
     /// `AMOUNT_OUT_OF_RANGE`: a payer-chosen amount outside the link's bounds.
     #[error("the amount must be between {min} and {max}")]
     AmountOutOfRange {
@@ -174,6 +192,8 @@ impl CheckoutError {
             IdempotencyKeyInUse => "IDEMPOTENCY_KEY_IN_USE",
             RefundExceedsRefundable { .. } => "REFUND_EXCEEDS_REFUNDABLE",
             InsufficientFunds => "INSUFFICIENT_FUNDS",
+            ScreeningHit { .. } => "SCREENING_HIT",
+            ScreeningUnavailable { .. } => "SCREENING_UNAVAILABLE",
             AmountOutOfRange { .. } => "AMOUNT_OUT_OF_RANGE",
             PaymentLinkInactive => "PAYMENT_LINK_INACTIVE",
             PaymentLinkExpired => "PAYMENT_LINK_EXPIRED",
@@ -216,7 +236,8 @@ impl ProductError for CheckoutError {
             | InvalidIdempotencyKey { .. }
             | AmountOutOfRange { .. } => ErrorClass::BadInput,
             PaymentLinkInactive | PaymentLinkExpired => ErrorClass::Gone,
-            WrongKeyKind { .. } | SandboxOnly => ErrorClass::Forbidden,
+            WrongKeyKind { .. } | SandboxOnly | ScreeningHit { .. } => ErrorClass::Forbidden,
+            ScreeningUnavailable { .. } => ErrorClass::Unavailable,
             NotFound { .. } => ErrorClass::NotFound,
             InvalidState { .. }
             | Conflict { .. }
@@ -240,7 +261,11 @@ impl ProductError for CheckoutError {
         use CheckoutError::*;
         matches!(
             self,
-            Conflict { .. } | IdempotencyKeyInUse | Rail(_) | Storage(_)
+            Conflict { .. }
+                | IdempotencyKeyInUse
+                | ScreeningUnavailable { .. }
+                | Rail(_)
+                | Storage(_)
         )
     }
 
@@ -274,6 +299,12 @@ impl From<CoreError> for CheckoutError {
             CoreError::IdempotencyKeyInUse => CheckoutError::IdempotencyKeyInUse,
             CoreError::Rail(r) => CheckoutError::Rail(r),
             CoreError::UnknownToken { token } => CheckoutError::UnknownToken { token },
+            CoreError::ScreeningHit { list, reference } => {
+                CheckoutError::ScreeningHit { list, reference }
+            }
+            CoreError::ScreeningUnavailable { reason } => {
+                CheckoutError::ScreeningUnavailable { reason }
+            }
             other => CheckoutError::Storage(other.to_string()),
         }
     }
@@ -362,6 +393,11 @@ mod tests {
                 refundable: "".into(),
             },
             CheckoutError::InsufficientFunds,
+            CheckoutError::ScreeningHit {
+                list: "".into(),
+                reference: "".into(),
+            },
+            CheckoutError::ScreeningUnavailable { reason: "".into() },
             CheckoutError::AmountOutOfRange {
                 min: "".into(),
                 max: "".into(),

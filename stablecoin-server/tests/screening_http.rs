@@ -484,3 +484,68 @@ async fn a_stray_deposit_is_not_returned_to_a_listed_sender() {
             .contains(&format!("stray.return {sd}"))
     );
 }
+
+/// A checkout refund's destination is screened like any send out of custody (issues #50
+/// and #51): to a listed address it is refused, audited and reserves nothing, and the
+/// same refund to a clear address goes through; a payer's claim is screened the same way
+/// (the one destination check, `CheckoutEngine::check_refund_destination`).
+#[tokio::test]
+async fn a_checkout_refund_to_a_listed_address_is_refused_and_reserves_nothing() {
+    use crate::checkout_refunds::{PAYER, Shop};
+    let mut c = config(ScreeningSettings {
+        kind: ScreeningKind::Memory,
+        fail_mode: Some(FailModeSetting::Closed),
+        ..Default::default()
+    });
+    c.run_workers = false;
+    let shop = Shop::with(c).await;
+    let (id, _) = shop.paid_session("30").await;
+    let owed = shop.ledger(&shop.refundable_account()).await;
+    let listed = format!("0x{}9999", "ab".repeat(18));
+    let r = shop
+        .refund(
+            &id,
+            serde_json::json!({"amount": "3", "network": "polygon", "address": listed}),
+            "rf-listed",
+        )
+        .await;
+    r.expect_err(403, "SCREENING_HIT");
+    assert!(
+        !r.text().contains("9999"),
+        "the answer names no list entry: {}",
+        r.text()
+    );
+    let audit = screening_audit(&shop.s).await;
+    assert_eq!(audit[0]["action"], "screening.hit", "{audit:?}");
+    assert_eq!(
+        shop.ledger(&shop.refundable_account()).await,
+        owed,
+        "nothing reserved"
+    );
+    assert_eq!(shop.refunds(&id).await["refunds"], serde_json::json!([]));
+
+    // An outage (the memory screen's 8888), failing closed: 503, nothing reserved.
+    let outage = format!("0x{}8888", "ab".repeat(18));
+    let r = shop
+        .refund(
+            &id,
+            serde_json::json!({"amount": "3", "network": "polygon", "address": outage}),
+            "rf-outage",
+        )
+        .await;
+    r.expect_err(503, "SCREENING_UNAVAILABLE");
+    assert_eq!(shop.refunds(&id).await["refunds"], serde_json::json!([]));
+
+    let r = shop
+        .refund(
+            &id,
+            serde_json::json!({"amount": "3", "network": "polygon", "address": PAYER}),
+            "rf-clear",
+        )
+        .await;
+    r.expect(201);
+    assert_eq!(
+        shop.refunds(&id).await["refunds"].as_array().unwrap().len(),
+        1
+    );
+}

@@ -24,8 +24,8 @@ use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::kernel::AuthContext;
 use stablecoin_core::kernel::idempotency::KeyedRequest;
 use stablecoin_core::ports::{
-    Batch, KeyPurpose, LedgerTransfer, ListQuery, Phase as LedgerPhase, Record, Versioned,
-    get_record,
+    Batch, ChainAddress, KeyPurpose, LedgerTransfer, ListQuery, Phase as LedgerPhase, Record,
+    Versioned, get_record,
 };
 use std::collections::BTreeMap;
 
@@ -360,6 +360,17 @@ impl CheckoutEngine {
                 reason: "must not be an address of this service".into(),
             });
         }
+        // Sanctions screening, the rule of every send out of custody (issue #51): a
+        // listed destination is refused and audited before anything is reserved.
+        self.kernel
+            .screen_addresses(
+                &s.tenant.0,
+                "checkout.refund",
+                &s.id,
+                rail.id(),
+                &[&ChainAddress(address.to_string())],
+            )
+            .await?;
         Ok(address.to_string())
     }
 
