@@ -54,7 +54,7 @@ pub struct OperationExportParams {
     #[param(inline, value_type = ExportFormat, required = true)]
     pub format: Option<String>,
     /// Only operations of this kind; absent: every kind, merged newest first.
-    #[param(inline, value_type = ExportOperationKind)]
+    #[param(inline, value_type = ExportOperationKind, required = false)]
     pub kind: Option<String>,
     /// Only operations in this state (`SETTLED`, `FAILED`, `COMPLETED`, ...): a state
     /// the kind (or, without `kind`, no kind) reaches is `400`.

@@ -47,7 +47,7 @@ pub struct StatementParams {
     #[param(value_type = Rfc3339, required = false)]
     pub to: Option<String>,
     /// `json` (the default) or `csv`.
-    #[param(inline, value_type = StatementFormat)]
+    #[param(inline, value_type = StatementFormat, required = false)]
     pub format: Option<String>,
 }
 
