@@ -11,7 +11,7 @@
 //! can still land.
 
 use crate::engine::CheckoutEngine;
-use crate::error::{CheckoutResult, store_err};
+use crate::error::CheckoutResult;
 use crate::events;
 use crate::model::{Mode, accounts};
 use crate::refund_model::{Refund, refund_account};
@@ -32,26 +32,7 @@ const VALIDITY_MS: i64 = 10 * 60_000;
 impl CheckoutEngine {
     /// Advances the due refunds (one claim page).
     pub(crate) async fn refunds_due(&self, report: &mut CheckoutTickReport) -> CheckoutResult<()> {
-        let now = self.now();
-        let claimed = self
-            .kernel
-            .ports()
-            .store
-            .claim_due(
-                Refund::KIND,
-                0,
-                &self.config.worker_id,
-                now,
-                self.config.claim_lease_ms,
-                self.config.batch_limit,
-            )
-            .await
-            .map_err(store_err)?;
-        for rec in claimed {
-            let v = Versioned {
-                record: Refund::from_stored(&rec)?,
-                version: rec.version,
-            };
+        for v in self.claim_due_page::<Refund>().await? {
             let id = v.record.id.clone();
             match self.advance_refund(v).await {
                 Ok(true) => report.refunds += 1,

@@ -137,28 +137,37 @@ impl Sweep {
 }
 
 impl CheckoutEngine {
-    /// Advances the due sweeps (one claim page).
-    pub(crate) async fn sweep_due(&self, report: &mut CheckoutTickReport) -> CheckoutResult<()> {
-        let now = self.now();
+    /// Claims one page of this worker's due records of kind `R` (lane 0), decoded: the
+    /// start of every checkout job that advances records one by one (sweeps, refunds).
+    pub(crate) async fn claim_due_page<R: Record>(&self) -> CheckoutResult<Vec<Versioned<R>>> {
         let claimed = self
             .kernel
             .ports()
             .store
             .claim_due(
-                Sweep::KIND,
+                R::KIND,
                 0,
                 &self.config.worker_id,
-                now,
+                self.now(),
                 self.config.claim_lease_ms,
                 self.config.batch_limit,
             )
             .await
             .map_err(store_err)?;
-        for rec in claimed {
-            let v = Versioned {
-                record: Sweep::from_stored(&rec)?,
-                version: rec.version,
-            };
+        claimed
+            .iter()
+            .map(|rec| {
+                Ok(Versioned {
+                    record: R::from_stored(rec)?,
+                    version: rec.version,
+                })
+            })
+            .collect()
+    }
+
+    /// Advances the due sweeps (one claim page).
+    pub(crate) async fn sweep_due(&self, report: &mut CheckoutTickReport) -> CheckoutResult<()> {
+        for v in self.claim_due_page::<Sweep>().await? {
             let id = v.record.id.clone();
             match self.advance_sweep(v).await {
                 Ok(true) => report.swept += 1,
