@@ -1238,3 +1238,72 @@ async fn scan_with_no_watched_addresses_returns_every_transfer() {
     assert_eq!(only_a.inbound.len(), 1);
     assert_eq!(only_a.inbound[0].to, a);
 }
+
+#[tokio::test]
+async fn a_reorganisation_undoes_the_newest_blocks_and_their_transactions_land_again_once() {
+    let rail = manual(EVM); // 3 confirmations
+    let treasury = funded(&rail, Token::Usdc, usdc(100)).await; // block 1
+    let alice = addr(&rail, &wallet("alice")).await;
+    let p = payment(
+        &rail,
+        "op-1",
+        Token::Usdc,
+        &[(&alice, usdc(10), LegRole::Recipient)],
+    )
+    .await;
+    let hash = rail.submit(&p).await.unwrap().tx_hash.unwrap();
+    let deposit = rail.mint(&alice, Token::Usdc, usdc(1)).unwrap();
+    rail.mine(1); // block 2: the payment and the deposit
+    assert_eq!(rail.balance(&alice, Token::Usdc).await.unwrap(), usdc(11));
+
+    // Block 2 is abandoned for two empty blocks (head 3): everything it did is undone
+    // and waits again, and the scan no longer sees it.
+    assert_eq!(rail.reorg(1), 2);
+    assert_eq!(rail.head(), 3);
+    assert_eq!(rail.balance(&alice, Token::Usdc).await.unwrap(), usdc(0));
+    assert_eq!(
+        rail.balance(&treasury, Token::Usdc).await.unwrap(),
+        usdc(100)
+    );
+    assert_eq!(
+        rail.status("op-1").await.unwrap(),
+        SubmissionStatus::Pending {
+            tx_hash: Some(hash.clone())
+        }
+    );
+    let batch = rail.scan("", &[alice.clone()], 100).await.unwrap();
+    assert!(batch.inbound.is_empty(), "{:?}", batch.inbound);
+
+    // The next block includes both again, under the same hashes, once.
+    rail.mine(3); // block 4 includes them; head 6
+    assert_eq!(rail.balance(&alice, Token::Usdc).await.unwrap(), usdc(11));
+    assert_eq!(
+        rail.balance(&treasury, Token::Usdc).await.unwrap(),
+        usdc(90)
+    );
+    assert_eq!(
+        rail.status("op-1").await.unwrap(),
+        SubmissionStatus::Confirmed {
+            tx_hash: hash.clone(),
+            block: 4,
+            created_recipient_account: false,
+        }
+    );
+    let batch = rail.scan("", &[alice.clone()], 100).await.unwrap();
+    assert_eq!(keys(&batch.inbound), vec![(hash, 0), (deposit, 0)]);
+    assert!(batch.inbound.iter().all(|i| i.block == 4 && i.confirmed));
+    assert_eq!(rail.submit_count(), 1);
+}
+
+#[tokio::test]
+async fn a_reorganised_solana_transfer_closes_the_token_account_it_opened() {
+    let rail = manual(SimProfile::Solana);
+    let bob = addr(&rail, &wallet("bob")).await;
+    rail.mint(&bob, Token::Usdc, usdc(1)).unwrap();
+    rail.mine(1);
+    assert!(rail.token_account_exists(&bob, Token::Usdc));
+    rail.reorg(1);
+    assert!(!rail.token_account_exists(&bob, Token::Usdc));
+    rail.mine(1);
+    assert!(rail.token_account_exists(&bob, Token::Usdc));
+}

@@ -12,9 +12,13 @@
 //!   withdraw to mobile money, receive outside deposits, open escrow deals that payers
 //!   fund from outside and that are released, refunded, disputed, cancelled and resolved
 //!   by staff, open checkout sessions (theirs, or a payer's from a payment link) that
-//!   payers pay in full, in part or too much, and
-//!   replay idempotency keys from a small pool, so duplicates collide.
-//! - **Faults**: the chain rejects, reverts, drops, delays or loses the answer; the payout
+//!   payers pay in full, in part or too much, that businesses refund (`refunds.rs`: to
+//!   an address or by claim link, in part, in full or beyond what is refundable, one
+//!   business automatically) and payers claim, and replay idempotency keys from a small
+//!   pool, so duplicates collide.
+//! - **Faults**: the chain rejects, reverts, drops, delays or loses the answer, keeps a
+//!   transaction stuck for many blocks, or reorganises its newest block (within the
+//!   confirmation depth: its transactions go back to the mempool and land again); the payout
 //!   provider rejects or its answer is lost, and its callback comes late; a store commit
 //!   fails; the webhook receiver goes down and comes back; the process crashes and
 //!   restarts from the store (new engines and webhook worker: every cache, readiness
@@ -26,7 +30,9 @@
 //!   stop: every operation is terminal, no hold is pending, each wallet's chain balance
 //!   equals its ledger balance, every terminal transfer and swap was announced, every
 //!   escrow deal's and checkout session's custody is conserved on chain and in the
-//!   ledger, and every subscribed event was delivered.
+//!   ledger, every refund is terminal with nothing reserved, nothing was refunded twice
+//!   (each destination holds exactly its completed refunds) nor beyond what a session
+//!   was paid, and every subscribed event was delivered.
 //!
 //! Every seed runs on two stores: the in-memory one and SQLite (an in-memory database:
 //! its SQL, record encodings and writer), each with injected commit failures. The
@@ -40,6 +46,7 @@
 mod checkout;
 mod checks;
 mod escrow;
+mod refunds;
 mod webhooks;
 mod world;
 
@@ -82,8 +89,13 @@ async fn run_seed(seed: u64, steps: usize, backend: Backend) -> BTreeMap<String,
     checks::after_drain(&world).await;
     escrow::after_drain(&world).await;
     checkout::after_drain(&world).await;
+    let refunds = refunds::after_drain(&world).await;
     webhooks::after_drain(&world).await;
-    world.stats
+    let mut stats = world.stats;
+    for (k, n) in refunds {
+        *stats.entry(k).or_default() += n;
+    }
+    stats
 }
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -149,6 +161,13 @@ async fn seeded_workloads(backend: Backend) {
             "checkout_open ok",
             "checkout_link_open ok",
             "checkout_pay ok",
+            "checkout_refund ok",
+            "checkout_refund REFUND_EXCEEDS_REFUNDABLE",
+            "checkout_refund_claim ok",
+            "refund final completed",
+            "refund final expired",
+            "fault reorg",
+            "fault stuck",
         ]
     } else {
         &[]

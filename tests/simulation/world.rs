@@ -50,6 +50,8 @@ const PROVISIONED: usize = 6;
 /// less (the rest backs swaps).
 const TREASURY_FLOAT_MICROS: u64 = 1_000_000_000_000;
 const TENANT_CREDIT_MICROS: u64 = 5_000_000_000;
+/// How long a stuck transaction waits in the mempool, in blocks.
+const STUCK_BLOCKS: u64 = 30;
 
 /// The store a world runs on: the in-memory one, or SQLite (an in-memory database, the
 /// real SQL, encodings and writer; issue #47 runs the CI seeds on both).
@@ -142,6 +144,10 @@ pub struct World {
     pub checkout: stablecoin_checkout::CheckoutEngine,
     pub businesses: Vec<(String, stablecoin::core::engine::AuthContext)>,
     pub sessions: Vec<super::checkout::Session>,
+    /// The ids of the refunds the workload created, and the outside payers' addresses
+    /// made so far.
+    pub refunds: Vec<String>,
+    pub payers: u64,
     /// The webhook worker and the tenants' receiver on loopback.
     pub webhooks: stablecoin_webhooks::Deliverer,
     pub receiver: super::webhooks::Receiver,
@@ -211,6 +217,8 @@ impl World {
             checkout,
             businesses: Vec::new(),
             sessions: Vec::new(),
+            refunds: Vec::new(),
+            payers: 0,
             webhooks,
             receiver,
             auths: Vec::new(),
@@ -257,6 +265,7 @@ impl World {
         }
         self.register_endpoints().await;
         self.create_businesses().await;
+        self.opt_in_auto_refunds().await;
         for i in 0..PROVISIONED {
             let (t, p) = (self.tenants[i % TENANTS].clone(), self.phones[i].clone());
             self.engine.provision(&t, &p).await.unwrap();
@@ -361,9 +370,14 @@ impl World {
                 self.tally(step, name, r, |e| e.code(), super::escrow::client_caused);
                 Ok(())
             }
-            75..=80 => {
+            75..=78 => {
                 let (name, r) = self.checkout_step(key.as_deref()).await;
                 self.tally(step, name, r, |e| e.code(), super::checkout::client_caused);
+                Ok(())
+            }
+            79..=80 => {
+                let (name, r) = self.refund_step(key.as_deref()).await;
+                self.tally(step, name, r, |e| e.code(), super::refunds::client_caused);
                 Ok(())
             }
             81..=84 => {
@@ -387,7 +401,8 @@ impl World {
             60..=62 => "link",
             63..=64 => "phone_change",
             65..=74 => "escrow",
-            75..=80 => "checkout",
+            75..=78 => "checkout",
+            79..=80 => "refund",
             81..=84 => "payout_callbacks",
             _ => "tick",
         };
@@ -416,20 +431,41 @@ impl World {
     }
 
     fn inject_faults(&mut self) {
+        // `Delay(STUCK_BLOCKS)` is a stuck transaction: in the mempool for many blocks,
+        // past most payments' deadlines.
         let chain_faults = [
             Fault::Reject,
             Fault::Revert,
             Fault::LostResponse,
             Fault::Drop,
             Fault::Delay(2),
+            Fault::Delay(STUCK_BLOCKS),
         ];
         if self.rng.below(8) == 0 {
             let fault = *self.rng.pick(&chain_faults);
+            if fault == Fault::Delay(STUCK_BLOCKS) {
+                *self.stats.entry("fault stuck".into()).or_default() += 1;
+            }
             if self.rng.below(4) == 0 {
                 self.tron.inject(fault);
             } else {
                 self.evm.inject(fault);
             }
+        }
+        if self.rng.below(24) == 0 {
+            // A reorganisation within the confirmation depth: nothing confirmed changes.
+            let chain = if self.rng.below(4) == 0 {
+                &self.tron
+            } else {
+                &self.evm
+            };
+            let moved = chain.reorg(chain.config().confirmations - 1);
+            let name = if moved > 0 {
+                "fault reorg"
+            } else {
+                "fault reorg (empty block)"
+            };
+            *self.stats.entry(name.into()).or_default() += 1;
         }
         if self.rng.below(16) == 0 {
             let fault = *self.rng.pick(&[
@@ -561,6 +597,7 @@ impl World {
             if self.open_operations().await == 0
                 && self.escrow_idle().await
                 && self.sessions_swept().await
+                && self.refunds_settled().await
             {
                 break;
             }

@@ -75,6 +75,9 @@ pub(crate) struct Chain {
     token_accounts: BTreeSet<(ChainAddress, Token)>,
     balances: BTreeMap<(ChainAddress, Token), u64>,
     blocks: BTreeMap<u64, Vec<Transfer>>,
+    /// Per block, the transactions it executed in order, each with the token accounts it
+    /// opened: what a reorganisation undoes.
+    executed: BTreeMap<u64, Vec<(usize, Vec<(ChainAddress, Token)>)>>,
     txs: Vec<(Tx, Outcome)>,
     mempool: Vec<usize>,
     by_payment: BTreeMap<String, usize>,
@@ -94,6 +97,7 @@ impl Chain {
             token_accounts: BTreeSet::new(),
             balances: BTreeMap::new(),
             blocks: BTreeMap::new(),
+            executed: BTreeMap::new(),
             txs: Vec::new(),
             mempool: Vec::new(),
             by_payment: BTreeMap::new(),
@@ -227,13 +231,71 @@ impl Chain {
                 .is_some_and(|(to, _)| {
                     self.track_token_accounts && !self.has_token_account(to, tx.token)
                 });
+        let mut opened = Vec::new();
         for (to, _) in &tx.legs {
             // The sender (Solana: the service as fee payer) creates a missing account.
+            if !self.has_token_account(to, tx.token) {
+                opened.push((to.clone(), tx.token));
+            }
             self.open_token_account(to, tx.token);
         }
+        self.executed
+            .entry(block)
+            .or_default()
+            .push((index, opened));
         Outcome::Executed {
             block,
             created_recipient_account,
+        }
+    }
+
+    /// A reorganisation: the newest `depth` blocks are abandoned for a branch of
+    /// `depth + 1` empty blocks, so the head moves on by one. Every transaction those
+    /// blocks executed is undone (balances, opened token accounts) and goes back to the
+    /// mempool ahead of what was waiting, in its order, as a node does with the
+    /// transactions of the blocks it leaves; the next mined block includes them again
+    /// (or fails them, if their deadline passed or their source no longer has the
+    /// balance). Transactions that failed in those blocks stay failed, as if the new
+    /// branch included them too. Returns the transactions sent back.
+    pub fn reorg(&mut self, depth: u64) -> usize {
+        let depth = depth.min(self.height);
+        let first = self.height - depth + 1;
+        let mut back = Vec::new();
+        for block in (first..=self.height).rev() {
+            self.blocks.remove(&block);
+            let txs = self.executed.remove(&block).unwrap_or_default();
+            for (index, opened) in txs.into_iter().rev() {
+                self.undo(index);
+                for account in opened {
+                    self.token_accounts.remove(&account);
+                }
+                self.txs[index].1 = Outcome::Pending;
+                back.push(index);
+            }
+        }
+        back.reverse();
+        let sent_back = back.len();
+        back.append(&mut self.mempool);
+        self.mempool = back;
+        self.height = first - 1 + depth + 1;
+        sent_back
+    }
+
+    /// Reverses an executed transaction's balance changes. The blocks after it were
+    /// undone first, so every recipient still holds what it received.
+    fn undo(&mut self, index: usize) {
+        let tx = self.txs[index].0.clone();
+        for (to, amount) in tx.legs.iter().rev() {
+            let b = self.balances.entry((to.clone(), tx.token)).or_default();
+            debug_assert!(*b >= amount.get(), "undo below zero");
+            *b = b.saturating_sub(amount.get());
+        }
+        if !tx.mint {
+            let b = self
+                .balances
+                .entry((tx.from.clone(), tx.token))
+                .or_default();
+            *b = b.saturating_add(tx.total());
         }
     }
 

@@ -17,7 +17,8 @@
 //!   still in the mempool when a block is mined past it fails there (it never executes).
 //!   A chain without a clock has no time and includes payments whatever their deadline.
 //! - Test controls: [`SimRail::mint`], [`SimRail::external_transfer`], [`SimRail::mine`],
-//!   [`SimRail::inject`] a [`Fault`] into the next submit, and readiness switches.
+//!   [`SimRail::inject`] a [`Fault`] into the next submit, [`SimRail::reorg`] the newest
+//!   blocks, and readiness switches.
 //!
 //! Addresses and hashes have each chain's text form; EVM and TRON addresses are
 //! SIMULATED derivations (see [`SimRail::address_for`](Rail::address_for)). Nothing
@@ -243,6 +244,15 @@ impl SimRail {
     pub fn mine(&self, n: u64) -> u64 {
         let now = self.now_ms();
         self.lock().mine(n, now)
+    }
+
+    /// A chain reorganisation of the newest `depth` blocks (see `Chain::reorg`): their
+    /// transactions go back to the mempool and land again in a later block. A depth
+    /// below the confirmation depth touches nothing confirmed; a deeper one un-confirms
+    /// what was final, the case the engine must report rather than absorb. Returns the
+    /// transactions sent back to the mempool.
+    pub fn reorg(&self, depth: u64) -> usize {
+        self.lock().reorg(depth)
     }
 
     /// Queues a fault for the next submit (see [`Fault`]).
