@@ -14,7 +14,8 @@
 //!   by staff, open checkout sessions (theirs, or a payer's from a payment link) that
 //!   payers pay in full, in part or too much, that businesses refund (`refunds.rs`: to
 //!   an address or by claim link, in part, in full or beyond what is refundable, one
-//!   business automatically) and payers claim, and replay idempotency keys from a small
+//!   business automatically, some to sanctioned payers: `screening.rs`) and payers
+//!   claim, and replay idempotency keys from a small
 //!   pool, so duplicates collide.
 //! - **Faults**: the chain rejects, reverts, drops, delays or loses the answer, keeps a
 //!   transaction stuck for many blocks, or reorganises its newest block (within the
@@ -47,6 +48,7 @@ mod checkout;
 mod checks;
 mod escrow;
 mod refunds;
+mod screening;
 mod webhooks;
 mod world;
 
@@ -164,6 +166,8 @@ async fn seeded_workloads(backend: Backend) {
             "checkout_refund ok",
             "checkout_refund REFUND_EXCEEDS_REFUNDABLE",
             "checkout_refund_claim ok",
+            "screening refused SCREENING_HIT",
+            "screening refused SCREENING_UNAVAILABLE",
             "refund final completed",
             "refund final expired",
             "fault reorg",

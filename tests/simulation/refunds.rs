@@ -9,6 +9,7 @@
 //! chain (nothing refunded twice); no session had more refunded than it was paid
 //! (nothing refunded that was not received); and a refused refund moved nothing.
 
+use super::screening::Flag;
 use super::world::{EVM, World};
 use stablecoin::core::domain::money::{Micros, Token};
 use stablecoin::core::ports::{ChainAddress, Rail};
@@ -28,35 +29,61 @@ impl World {
         &mut self,
         key: Option<&str>,
     ) -> (&'static str, Result<(), CheckoutError>) {
-        if !self.refunds.is_empty() && self.rng.below(3) == 0 {
-            return ("checkout_refund_claim", self.refund_claim().await);
+        let (name, r) = if !self.refunds.is_empty() && self.rng.below(2) == 0 {
+            ("checkout_refund_claim", self.refund_claim().await)
+        } else {
+            ("checkout_refund", self.refund_create(key).await)
+        };
+        if let Err(e) = &r
+            && e.code().starts_with("SCREENING_")
+        {
+            *self
+                .stats
+                .entry(format!("screening refused {}", e.code()))
+                .or_default() += 1;
         }
-        ("checkout_refund", self.refund_create(key).await)
+        (name, r)
     }
 
     /// A fresh outside address for a payer (one per refund, so a destination's balance
-    /// is the sum of its refunds).
-    fn new_payer(&mut self) -> String {
+    /// is the sum of its refunds); one in eight is sanctioned, one in eight is one the
+    /// screen cannot answer for.
+    fn new_payer(&mut self) -> (String, Flag) {
         self.payers += 1;
-        format!("0x{:040x}", 0xfeed_0000_0000u64 + self.payers)
+        let address = format!("0x{:040x}", 0xfeed_0000_0000u64 + self.payers);
+        let flag = match self.rng.below(16) {
+            0 | 1 => Flag::Listed,
+            2 | 3 => Flag::Outage,
+            _ => Flag::Clear,
+        };
+        self.screening.mark(&address, flag);
+        (address, flag)
     }
 
     async fn refund_create(&mut self, key: Option<&str>) -> Result<(), CheckoutError> {
         if self.sessions.is_empty() {
             return Ok(());
         }
-        let i = self.rng.below(self.sessions.len() as u64) as usize;
-        let (tenant, id, paid_in) = {
-            let s = &self.sessions[i];
-            (s.tenant, s.id.clone(), s.minted.max(s.amount.get()))
-        };
+        // A session with something to refund, as a business picks from its dashboard
+        // (a few looks; else the last one looked at, which will be refused).
+        let (mut i, mut refundable_now) = (0, 0);
+        for _ in 0..4 {
+            i = self.rng.below(self.sessions.len() as u64) as usize;
+            refundable_now = self.refundable_now(i).await;
+            if refundable_now > 0 {
+                break;
+            }
+        }
+        let (tenant, id) = (self.sessions[i].tenant, self.sessions[i].id.clone());
         let amount = match self.rng.below(4) {
             0 => None,
             // Now and then more than it can be: refused, nothing moves.
-            1 => Some(paid_in + 1 + self.rng.below(paid_in)),
-            _ => Some(1 + self.rng.below(paid_in)),
+            1 => Some(refundable_now + 1 + self.rng.below(1_000_000)),
+            _ => Some(1 + self.rng.below(refundable_now.max(1))),
         };
-        let address = (self.rng.below(2) == 0).then(|| self.new_payer());
+        let payer = (self.rng.below(2) == 0).then(|| self.new_payer());
+        let flag = payer.as_ref().map_or(Flag::Clear, |p| p.1);
+        let address = payer.map(|p| p.0);
         let req = CreateRefundRequest {
             amount: amount.map(|a| Micros::new(a).to_decimal_string()),
             token: Some("USDC".into()),
@@ -72,15 +99,51 @@ impl World {
             Ok(v) if !self.refunds.contains(&v.refund_id) => {
                 self.refunds.push(v.refund_id.clone());
             }
-            Err(e) if e.code() == "REFUND_EXCEEDS_REFUNDABLE" => {
+            Err(e) if e.code() != "STORAGE_ERROR" => {
                 assert_eq!(
                     self.posted(&refundable).await,
                     before,
-                    "seed {}: a refused refund of {id} moved money",
-                    self.seed
+                    "seed {}: a refused refund of {id} ({}) moved money",
+                    self.seed,
+                    e.code()
                 );
             }
             _ => {}
+        }
+        // A flagged destination is always refused, whatever else is wrong or right.
+        let code = r.as_ref().err().map(|e| e.code());
+        match (flag, code) {
+            (Flag::Listed, c) => assert!(
+                matches!(
+                    c,
+                    Some(
+                        "SCREENING_HIT"
+                            | "STORAGE_ERROR"
+                            | "IDEMPOTENCY_KEY_REUSED"
+                            | "IDEMPOTENCY_KEY_IN_USE"
+                            | "INVALID_AMOUNT"
+                            | "REFUND_EXCEEDS_REFUNDABLE"
+                    )
+                ),
+                "seed {}: a refund of {id} to a listed payer answered {c:?}",
+                self.seed
+            ),
+            (Flag::Outage, c) => assert!(
+                matches!(
+                    c,
+                    Some(
+                        "SCREENING_UNAVAILABLE"
+                            | "STORAGE_ERROR"
+                            | "IDEMPOTENCY_KEY_REUSED"
+                            | "IDEMPOTENCY_KEY_IN_USE"
+                            | "INVALID_AMOUNT"
+                            | "REFUND_EXCEEDS_REFUNDABLE"
+                    )
+                ),
+                "seed {}: a refund of {id} to a payer the screen cannot answer for answered {c:?}",
+                self.seed
+            ),
+            (Flag::Clear, _) => {}
         }
         r.map(drop)
     }
@@ -88,12 +151,47 @@ impl World {
     /// A payer claims one refund link with an address (refused unless it still awaits
     /// its claim).
     async fn refund_claim(&mut self) -> Result<(), CheckoutError> {
-        let id = self.rng.pick(&self.refunds).clone();
-        let address = self.new_payer();
-        self.checkout
+        // Mostly a link still waiting (a payer with the link in hand), sometimes any.
+        let mut id = self.rng.pick(&self.refunds).clone();
+        if self.rng.below(4) != 0 {
+            for r in &self.refunds {
+                let view = self.checkout.public_refund(r).await;
+                if matches!(view, Ok(Some(v)) if v.status == "awaiting_claim") {
+                    id = r.clone();
+                    break;
+                }
+            }
+        }
+        let (address, flag) = self.new_payer();
+        let r = self
+            .checkout
             .claim_refund(&id, &EVM.rail_id().name(), &address)
+            .await;
+        if flag != Flag::Clear {
+            assert!(
+                r.is_err(),
+                "seed {}: refund {id} claimed by a {flag:?} address",
+                self.seed
+            );
+        }
+        r.map(drop)
+    }
+
+    /// What session `i` can refund in USDC now, as its business reads it.
+    async fn refundable_now(&self, i: usize) -> u64 {
+        let s = &self.sessions[i];
+        match self
+            .checkout
+            .list_refunds(&self.businesses[s.tenant].1, &s.id)
             .await
-            .map(drop)
+        {
+            Ok(list) => list
+                .refundable
+                .iter()
+                .find(|r| r.token == "USDC")
+                .map_or(0, |r| micros(&r.amount)),
+            Err(_) => 0,
+        }
     }
 
     async fn posted(&self, account: &str) -> i128 {
@@ -140,6 +238,8 @@ pub fn client_caused(e: &CheckoutError) -> bool {
             e.code(),
             "REFUND_EXCEEDS_REFUNDABLE"
                 | "INVALID_AMOUNT"
+                | "SCREENING_HIT"
+                | "SCREENING_UNAVAILABLE"
                 | "INSUFFICIENT_FUNDS"
                 | "UNSUPPORTED_NETWORK"
         )

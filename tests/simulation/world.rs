@@ -148,6 +148,8 @@ pub struct World {
     /// made so far.
     pub refunds: Vec<String>,
     pub payers: u64,
+    /// The sanctions screen every engine of the world installs.
+    pub screening: Arc<super::screening::SimScreening>,
     /// The webhook worker and the tenants' receiver on loopback.
     pub webhooks: stablecoin_webhooks::Deliverer,
     pub receiver: super::webhooks::Receiver,
@@ -196,7 +198,9 @@ impl World {
             clock: clock.clone(),
             entropy: Arc::new(SeededEntropy::new(seed)),
         };
+        let screening = Arc::new(super::screening::SimScreening::default());
         let engine = build_engine(&ports, &evm, &tron, seed, 0);
+        engine.kernel().set_screening(Some(screening.gate()));
         let escrow = super::escrow::engine(engine.kernel(), format!("escrow-{seed}-0"));
         let webhooks = super::webhooks::deliverer(&store, &clock, seed, 0);
         let checkout = super::checkout::engine(&engine, format!("checkout-{seed}-0"));
@@ -219,6 +223,7 @@ impl World {
             sessions: Vec::new(),
             refunds: Vec::new(),
             payers: 0,
+            screening,
             webhooks,
             receiver,
             auths: Vec::new(),
@@ -285,6 +290,9 @@ impl World {
             self.seed ^ self.restarts.wrapping_mul(0xA24B_AED4_963E_E407),
         ));
         self.engine = build_engine(&self.ports, &self.evm, &self.tron, self.seed, self.restarts);
+        self.engine
+            .kernel()
+            .set_screening(Some(self.screening.gate()));
         self.escrow = super::escrow::engine(
             self.engine.kernel(),
             format!("escrow-{}-{}", self.seed, self.restarts),
@@ -375,12 +383,12 @@ impl World {
                 self.tally(step, name, r, |e| e.code(), super::checkout::client_caused);
                 Ok(())
             }
-            79..=80 => {
+            79..=81 => {
                 let (name, r) = self.refund_step(key.as_deref()).await;
                 self.tally(step, name, r, |e| e.code(), super::refunds::client_caused);
                 Ok(())
             }
-            81..=84 => {
+            82..=84 => {
                 self.payouts.settle_all();
                 Ok(())
             }
@@ -402,8 +410,8 @@ impl World {
             63..=64 => "phone_change",
             65..=74 => "escrow",
             75..=78 => "checkout",
-            79..=80 => "refund",
-            81..=84 => "payout_callbacks",
+            79..=81 => "refund",
+            82..=84 => "payout_callbacks",
             _ => "tick",
         };
         self.tally(step, name, result, |e| e.code(), client_caused);
@@ -736,6 +744,7 @@ fn client_caused(e: &CoreError) -> bool {
             | "ALREADY_A_MEMBER"
             | "PHONE_IN_USE"
             | "AMOUNT_TOO_SMALL"
+            | "INVALID_AMOUNT"
             | "BELOW_MINIMUM"
             | "INSUFFICIENT_LIQUIDITY"
             | "SLIPPAGE_EXCEEDED"

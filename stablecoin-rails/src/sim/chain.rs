@@ -60,6 +60,9 @@ impl Tx {
     }
 }
 
+/// The token accounts a transaction opened (Solana), closed again if it is undone.
+type OpenedAccounts = Vec<(ChainAddress, Token)>;
+
 pub(crate) struct Chain {
     pub height: u64,
     pub rpc_down: bool,
@@ -77,7 +80,7 @@ pub(crate) struct Chain {
     blocks: BTreeMap<u64, Vec<Transfer>>,
     /// Per block, the transactions it executed in order, each with the token accounts it
     /// opened: what a reorganisation undoes.
-    executed: BTreeMap<u64, Vec<(usize, Vec<(ChainAddress, Token)>)>>,
+    executed: BTreeMap<u64, Vec<(usize, OpenedAccounts)>>,
     txs: Vec<(Tx, Outcome)>,
     mempool: Vec<usize>,
     by_payment: BTreeMap<String, usize>,
