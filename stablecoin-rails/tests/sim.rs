@@ -1271,7 +1271,10 @@ async fn a_reorganisation_undoes_the_newest_blocks_and_their_transactions_land_a
             tx_hash: Some(hash.clone())
         }
     );
-    let batch = rail.scan("", std::slice::from_ref(&alice), 100).await.unwrap();
+    let batch = rail
+        .scan("", std::slice::from_ref(&alice), 100)
+        .await
+        .unwrap();
     assert!(batch.inbound.is_empty(), "{:?}", batch.inbound);
 
     // The next block includes both again, under the same hashes, once.
@@ -1289,7 +1292,10 @@ async fn a_reorganisation_undoes_the_newest_blocks_and_their_transactions_land_a
             created_recipient_account: false,
         }
     );
-    let batch = rail.scan("", std::slice::from_ref(&alice), 100).await.unwrap();
+    let batch = rail
+        .scan("", std::slice::from_ref(&alice), 100)
+        .await
+        .unwrap();
     assert_eq!(keys(&batch.inbound), vec![(hash, 0), (deposit, 0)]);
     assert!(batch.inbound.iter().all(|i| i.block == 4 && i.confirmed));
     assert_eq!(rail.submit_count(), 1);

@@ -450,7 +450,10 @@ impl World {
             Fault::Delay(STUCK_BLOCKS),
         ];
         if self.rng.below(8) == 0 {
-            let fault = *self.rng.pick(&chain_faults);
+            let mut fault = *self.rng.pick(&chain_faults);
+            if fault == Fault::Delay(STUCK_BLOCKS) && std::env::var_os("SIM_NO_STUCK").is_some() {
+                fault = Fault::Delay(2);
+            }
             if fault == Fault::Delay(STUCK_BLOCKS) {
                 *self.stats.entry("fault stuck".into()).or_default() += 1;
             }
@@ -467,7 +470,14 @@ impl World {
             } else {
                 &self.evm
             };
-            let moved = chain.reorg(chain.config().confirmations - 1);
+            let moved = if std::env::var_os("SIM_NO_REORG").is_some() {
+                0
+            } else {
+                chain.reorg(chain.config().confirmations - 1)
+            };
+            if moved > 0 && std::env::var_os("SIM_TRACE").is_some() {
+                eprintln!("reorg at {:?}: {moved} txs back", chain.profile());
+            }
             let name = if moved > 0 {
                 "fault reorg"
             } else {

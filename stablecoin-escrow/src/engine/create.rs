@@ -18,7 +18,9 @@ use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::kernel::AuthContext;
 use stablecoin_core::kernel::idempotency::{IdempotencyError, KeyedRequest, Lookup};
 use stablecoin_core::kernel::stray::SandboxAddress;
-use stablecoin_core::ports::{Batch, KeyPurpose, RailId, Record, StoreError, get_record_by_unique};
+use stablecoin_core::ports::{
+    Batch, KeyPurpose, RailId, Record, StoreError, get_record, get_record_by_unique,
+};
 
 /// Longest partner `reference`.
 const MAX_REFERENCE: usize = 200;
@@ -104,6 +106,8 @@ impl EscrowEngine {
                 now,
             )?;
             batch.puts.push(deal.insert()?);
+            self.record_party_addresses([&buyer, &seller], &mut batch)
+                .await?;
             self.queue_put(&mut batch, &deal).await?;
             let view = EscrowView::from_deal(&deal);
             match self.kernel().commit_keyed(&keyed, batch, view).await {
@@ -280,8 +284,43 @@ impl EscrowEngine {
         Ok((buyer, seller))
     }
 
+    /// Records each party's TRON address on its wallet, in the deal's own batch, where
+    /// the wallet has none yet (it comes from the rail's derivation then).
+    ///
+    /// Why: the inbound scan credits a wallet only at the addresses its record holds,
+    /// from the block its cursor has reached. A payout to an address only derived went
+    /// where no scan looked; when the wallet was later provisioned on TRON, the cursor
+    /// had passed that block and the payout was never credited (the chain held more
+    /// than the ledger for good: the whole-service simulator's seed 241). Recorded with
+    /// the deal, the address is watched from before any payout exists; and a refused
+    /// create still stores nothing. A wallet changed meanwhile fails the commit with a
+    /// version conflict, and the create draws again with the wallet read afresh.
+    async fn record_party_addresses(
+        &self,
+        parties: [&PartyWallet; 2],
+        batch: &mut Batch,
+    ) -> EscrowResult<()> {
+        let name = RailId::Tron.name();
+        for p in parties {
+            let Some(v) =
+                get_record::<Wallet>(&*self.inner.kernel.ports().store, &p.wallet.0).await?
+            else {
+                continue;
+            };
+            if v.record.address(&name).is_some() {
+                continue;
+            }
+            let mut w = v.record;
+            w.addresses.insert(name.clone(), p.address.clone());
+            w.updated_at = self.now();
+            batch.puts.push(w.update(v.version)?);
+        }
+        Ok(())
+    }
+
     /// The party's wallet must exist and the tenant must be a member of it; its TRON
-    /// address comes from the wallet record if core stored one, else from the rail.
+    /// address comes from the wallet record if core stored one, else from the rail (and
+    /// is recorded with the deal: [`Self::record_party_addresses`]).
     async fn party_wallet(
         &self,
         tenant: &TenantId,
