@@ -533,6 +533,7 @@ pub fn tron_config(
     c.fee_limit_sun = s.fee_limit_sun;
     c.scan_start_block = s.scan_start_block;
     c.max_scan_blocks = s.max_scan_blocks;
+    c.out_of_energy_retries = s.out_of_energy_retries;
     Ok(c)
 }
 

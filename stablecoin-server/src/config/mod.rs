@@ -193,7 +193,8 @@
 //! # usdc_contract (read and sent back only: TRON wallets hold USDT), confirmations = 19,
 //! # energy_per_transfer = 65000, bandwidth_per_transfer = 500,
 //! # activation_reserve_sun = 2000000, fee_limit_sun = 100000000, timeout_ms = 10000,
-//! # max_scan_blocks = 100, fallback_api_urls = [...] (secrets), rpc_retry_down_after_ms = 30000
+//! # max_scan_blocks = 100, out_of_energy_retries = 1, fallback_api_urls = [...] (secrets),
+//! # rpc_retry_down_after_ms = 30000
 //! ```
 //!
 //! Likewise `rails.solana = true` runs the simulated Solana chain unless a

@@ -196,6 +196,16 @@ pub struct TronNodeSettings {
     /// Blocks read per deposit scan at most (default 100).
     #[serde(default = "default_tron_max_scan_blocks")]
     pub max_scan_blocks: u64,
+    /// Times a transfer that ran out of Energy (the Energy lent for it consumed by
+    /// another transaction of the account first) is re-sponsored and sent again under the
+    /// same payment, once the failure is final (default 1; 0: the payment fails and its
+    /// money is returned at the first `OUT_OF_ENERGY`).
+    #[serde(default = "default_out_of_energy_retries")]
+    pub out_of_energy_retries: u32,
+}
+
+fn default_out_of_energy_retries() -> u32 {
+    1
 }
 
 fn default_usdt_contract() -> String {

@@ -68,6 +68,7 @@ pub fn tron_node(url: &str, usdt: &stablecoin_rails::tron::TronAddress) -> TronN
         fee_limit_sun: 100_000_000,
         timeout_ms: 10_000,
         max_scan_blocks: 100,
+        out_of_energy_retries: 1,
     }
 }
 
