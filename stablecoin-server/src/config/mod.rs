@@ -163,6 +163,8 @@
 //! # optional: fallback_rpc_urls = ["https://other.example/rpc"] (secrets, tried in order
 //! #   after rpc_url), rpc_retry_down_after_ms = 30000
 //! # optional: bundler_url = "https://bundler.example/rpc"  # a secret: never logged
+//! # optional: bundler_resend_after_ms = 30000 (an operation the bundler dropped is handed
+//! #   over again, the same signed operation, at most this often; 0: never)
 //! # optional: replace_bundle_after_ms = 60000, max_fee_per_gas_ceiling_wei = "500000000000"
 //! # optional table [rails.evm.137.fees]: history_blocks = 10, reward_percentile = 50,
 //! #   priority_floor_wei, priority_ceiling_wei, max_fee_floor_wei, max_fee_ceiling_wei,

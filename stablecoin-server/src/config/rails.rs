@@ -310,6 +310,13 @@ pub struct EvmChainSettings {
     /// least 12.5% and to what the node asks (default 60 000).
     #[serde(default = "default_replace_bundle_after_ms")]
     pub replace_bundle_after_ms: u64,
+    /// An external bundler (`bundler_url`) that no longer knows an operation it accepted
+    /// (a restart or an eviction emptied its mempool) and that is in no block and still
+    /// valid gets the same signed operation again (same hash and nonce: it executes once
+    /// at most), at most once per this many milliseconds (default 30 000; 0: never, the
+    /// payment then fails at its deadline with its money returned).
+    #[serde(default = "default_bundler_resend_after_ms")]
+    pub bundler_resend_after_ms: u64,
     /// The highest `max_fee_per_gas` a re-sent bundle may get; past it the bundle is
     /// cancelled (a 21,000-gas transfer to itself at its nonce) and its payments fail
     /// with their money returned once their deadline passes. Default: 10x the bundle's
@@ -395,6 +402,10 @@ pub fn node_urls(
 
 fn default_replace_bundle_after_ms() -> u64 {
     60_000
+}
+
+fn default_bundler_resend_after_ms() -> u64 {
+    30_000
 }
 
 /// A token contract and its decimals.

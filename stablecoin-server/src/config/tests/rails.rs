@@ -168,6 +168,7 @@ fn a_real_evm_chain_is_configured_in_full() {
     assert_eq!(bsc.rpc_timeout_ms, 10_000);
     assert!(bsc.bundler_url.is_none(), "self-bundling by default");
     assert_eq!(bsc.replace_bundle_after_ms, 60_000);
+    assert_eq!(bsc.bundler_resend_after_ms, 30_000);
     assert_eq!(
         bsc.max_fee_per_gas_ceiling_wei, None,
         "10x the first fee cap"
