@@ -2,7 +2,9 @@
 //! Anvil (chain id 8453, Base) with EntryPoint v0.8 at its canonical address, Alto
 //! (`@pimlico/alto`, listening on 127.0.0.1 only) in front of it, and `[rails.evm.8453]`
 //! naming Alto as its `bundler_url`, on SQLite, over loopback HTTP; then a send whose
-//! `eth_sendUserOperation` reply is lost, reconciled by its user-operation hash. Base, not Polygon:
+//! `eth_sendUserOperation` reply is lost, reconciled by its user-operation hash; and a
+//! send Alto drops (its mempool cleared, as a restart does), handed over again, the same
+//! operation, and paid once. Base, not Polygon:
 //! on chain 137 Alto prices gas from Polygon's public gas station, off the machine.
 //!
 //! Without Anvil and Alto the test prints SKIPPED and passes, unless `EVM_REQUIRE_ANVIL`
