@@ -178,9 +178,10 @@ pub struct Chain {
     /// The next broadcast of this contract type is refused with this java-tron
     /// `code` and `message`, nothing executed (fault injection).
     pub(crate) refuse_next_request: Option<(i32, String, String)>,
-    /// A signed transaction (protobuf bytes) that reaches the node just before the next
-    /// TriggerSmartContract broadcast and is processed first (test ordering control).
-    pub(crate) ahead_of_next_trigger: Option<Vec<u8>>,
+    /// Signed transactions (protobuf bytes), each reaching the node just before one of the
+    /// next TriggerSmartContract broadcasts, in order, and processed first (test ordering
+    /// control).
+    pub(crate) ahead_of_next_trigger: std::collections::VecDeque<Vec<u8>>,
     pub(crate) controls: Arc<Controls>,
 }
 
@@ -253,14 +254,15 @@ impl Controls {
     }
 
     /// `signed_tx` (a signed `Transaction`'s protobuf bytes) reaches the node just before
-    /// the next TriggerSmartContract broadcast and is processed first, exactly as if it
+    /// the next TriggerSmartContract broadcast (the one after, if one is queued already)
+    /// and is processed first, exactly as if it
     /// had been broadcast then (validated, executed, stored; a refusal is dropped
     /// silently, as a transaction another client sent to another node would be). Why: on
     /// mainnet a transaction of the same account that arrives in between (another wallet
     /// using the same key, a second send) draws on the Energy and Bandwidth lent for the
     /// next one; this orders such a transaction deterministically without a clock.
     pub fn run_before_next_trigger(&self, signed_tx: Vec<u8>) {
-        self.edit(move |c| c.ahead_of_next_trigger = Some(signed_tx));
+        self.edit(move |c| c.ahead_of_next_trigger.push_back(signed_tx));
     }
 
     /// TriggerSmartContract transactions the node accepted (reverted ones included).
@@ -318,7 +320,7 @@ impl Chain {
             revert_next_trigger: false,
             drop_next_request: None,
             refuse_next_request: None,
-            ahead_of_next_trigger: None,
+            ahead_of_next_trigger: Default::default(),
             controls: Arc::new(Controls::default()),
         };
         for contract in chain.tokens() {
