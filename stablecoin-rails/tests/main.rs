@@ -37,6 +37,8 @@ mod solana_rpc_failover;
 #[cfg(feature = "tron-test")]
 mod tron_flows;
 #[cfg(feature = "tron-test")]
+mod tron_out_of_energy;
+#[cfg(feature = "tron-test")]
 mod tron_rpc_failover;
 #[cfg(feature = "tron")]
 mod tron_vectors;

@@ -284,11 +284,17 @@ async fn build_live(
             .await
             .map_err(|e| StartupError::Rails(format!("rails.evm.{chain_id}: sponsor key: {e}")))?;
         let bundler: Arc<dyn Bundler> = match &settings.bundler_url {
-            Some(url) => Arc::new(RpcBundler::http(
-                url.expose(),
-                evm_config.entry_point,
-                Duration::from_millis(settings.rpc_timeout_ms),
-            )),
+            Some(url) => Arc::new(
+                RpcBundler::http(
+                    url.expose(),
+                    evm_config.entry_point,
+                    Duration::from_millis(settings.rpc_timeout_ms),
+                )
+                .with_resend_after(
+                    (settings.bundler_resend_after_ms > 0)
+                        .then(|| Duration::from_millis(settings.bundler_resend_after_ms)),
+                ),
+            ),
             None => Arc::new(self_bundler),
         };
         let rail = EvmRail::new(evm_config, rpc, signer.clone(), bundler)
@@ -533,6 +539,7 @@ pub fn tron_config(
     c.fee_limit_sun = s.fee_limit_sun;
     c.scan_start_block = s.scan_start_block;
     c.max_scan_blocks = s.max_scan_blocks;
+    c.out_of_energy_retries = s.out_of_energy_retries;
     Ok(c)
 }
 
@@ -614,6 +621,7 @@ mod tests {
             max_scan_blocks: Some(0),
             bundler_url: None,
             replace_bundle_after_ms: 60_000,
+            bundler_resend_after_ms: 30_000,
             max_fee_per_gas_ceiling_wei: None,
             fees: Default::default(),
         }

@@ -170,6 +170,7 @@ async fn a_node_url_and_its_key_never_reach_a_client() {
             max_scan_blocks: None,
             bundler_url: None,
             replace_bundle_after_ms: 60_000,
+            bundler_resend_after_ms: 30_000,
             max_fee_per_gas_ceiling_wei: None,
             fees: Default::default(),
         },

@@ -72,6 +72,7 @@ mod swaps_evm_live;
 mod swaps_http;
 mod topups_http;
 mod tron_live;
+mod tron_out_of_energy_live;
 mod wallet_links_live;
 mod webhook_events_http;
 mod webhook_events_live;

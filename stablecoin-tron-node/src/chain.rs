@@ -178,6 +178,10 @@ pub struct Chain {
     /// The next broadcast of this contract type is refused with this java-tron
     /// `code` and `message`, nothing executed (fault injection).
     pub(crate) refuse_next_request: Option<(i32, String, String)>,
+    /// Signed transactions (protobuf bytes), each reaching the node just before one of the
+    /// next TriggerSmartContract broadcasts, in order, and processed first (test ordering
+    /// control).
+    pub(crate) ahead_of_next_trigger: std::collections::VecDeque<Vec<u8>>,
     pub(crate) controls: Arc<Controls>,
 }
 
@@ -249,6 +253,18 @@ impl Controls {
         self.edit(move |c| c.refuse_next_request = Some((contract_type, code, message)));
     }
 
+    /// `signed_tx` (a signed `Transaction`'s protobuf bytes) reaches the node just before
+    /// the next TriggerSmartContract broadcast (the one after, if one is queued already)
+    /// and is processed first, exactly as if it
+    /// had been broadcast then (validated, executed, stored; a refusal is dropped
+    /// silently, as a transaction another client sent to another node would be). Why: on
+    /// mainnet a transaction of the same account that arrives in between (another wallet
+    /// using the same key, a second send) draws on the Energy and Bandwidth lent for the
+    /// next one; this orders such a transaction deterministically without a clock.
+    pub fn run_before_next_trigger(&self, signed_tx: Vec<u8>) {
+        self.edit(move |c| c.ahead_of_next_trigger.push_back(signed_tx));
+    }
+
     /// TriggerSmartContract transactions the node accepted (reverted ones included).
     pub fn triggers_accepted(&self) -> usize {
         self.triggers_accepted
@@ -304,6 +320,7 @@ impl Chain {
             revert_next_trigger: false,
             drop_next_request: None,
             refuse_next_request: None,
+            ahead_of_next_trigger: Default::default(),
             controls: Arc::new(Controls::default()),
         };
         for contract in chain.tokens() {

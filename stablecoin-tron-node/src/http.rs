@@ -239,6 +239,12 @@ pub(crate) async fn broadcasthex(State(s): State<Shared>, Json(body): Json<Value
         }
         return Json(v).into_response();
     }
+    if kind == Some(pb::TRIGGER)
+        && let Some(ahead) = c.ahead_of_next_trigger.pop_front()
+    {
+        // Another client's transaction got there first; its outcome is its own.
+        let _ = c.broadcast(&ahead).await;
+    }
     let lose = c.lose_next_response.is_some() && c.lose_next_response == kind;
     if lose {
         c.lose_next_response = None;

@@ -40,7 +40,10 @@
 //! - Tokens: USDT and a USDC-like second TRC-20 (same bytecode, same issuer).
 //! - Test controls: async methods on [`TronNode`], and [`Controls`] for callers outside
 //!   an async context (queued, applied before the node's next answer). Faults: a lost
-//!   broadcast answer, a refused broadcast, a reverting TRC-20 call, the node down.
+//!   broadcast answer, a refused broadcast, a reverting TRC-20 call, the node down; and
+//!   one ordering control: a signed transaction processed just before the next
+//!   TriggerSmartContract (another transaction of the same account arriving in between
+//!   draws on the Energy lent for the next one, as on mainnet).
 //!
 //! Simplifications (NOT java-tron): Anvil's EVM (istanbul gas schedule) stands in for
 //! the TVM, whose Energy prices and dynamic energy factor differ; resource usage never

@@ -90,6 +90,17 @@ pub trait Bundler: Send + Sync {
     /// default; never fails (a problem is retried at the next poll).
     async fn maintain(&self) {}
 
+    /// Hands `op` over again: an operation the rail handed over earlier ([`Bundler::view`]
+    /// answers [`BundlerView::Unknown`]) that is in no block up to the head and still
+    /// valid, so the bundler may have dropped it (an external bundler's mempool is not
+    /// durable: a restart or an eviction loses it). The same signed operation (same
+    /// hash, same nonce): the EntryPoint executes a nonce once, so a copy that did arrive
+    /// earlier can never make it a second payment. Returns whether it was sent (a bundler
+    /// rate-limits it). Nothing by default: [`SelfBundler`] re-sends its own bundles.
+    async fn resend(&self, _op: &UserOp) -> bool {
+        false
+    }
+
     /// Why the bundler cannot take operations now (unreachable, does not serve the
     /// rail's EntryPoint); empty when it can. Empty by default.
     async fn problems(&self) -> Vec<String> {

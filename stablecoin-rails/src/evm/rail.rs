@@ -469,9 +469,21 @@ impl Rail for EvmRail {
                 self.undeployed_unless_on_chain(&s.sender).await;
                 Ok(SubmissionStatus::NotFound)
             }
-            None => Ok(SubmissionStatus::Pending {
-                tx_hash: s.tx_hash.map(|h| hex0x(&h)),
-            }),
+            None => {
+                // Handed to an external bundler, in no block up to the head, still valid,
+                // and the bundler no longer knows it: it may have dropped it (a restart, an
+                // eviction). The same signed operation goes again (same hash and nonce:
+                // executed once at most), rate-limited by the bundler.
+                if s.tx_hash.is_none()
+                    && !in_mempool
+                    && let Some(op) = &s.op
+                {
+                    self.bundler.resend(op).await;
+                }
+                Ok(SubmissionStatus::Pending {
+                    tx_hash: s.tx_hash.map(|h| hex0x(&h)),
+                })
+            }
         }
     }
 

@@ -7,19 +7,35 @@
 //! records that hash before sending, and learns the bundle transaction later from
 //! [`Bundler::view`] (the bundler's receipt) or the EntryPoint's `UserOperationEvent`.
 //! An answer that is lost is never retried: the operation is reconciled by its hash.
+//!
+//! A bundler's mempool is not durable: a restart or an eviction drops an accepted
+//! operation, after which it answers `null` to both `eth_getUserOperationReceipt` and
+//! `eth_getUserOperationByHash`. [`Bundler::resend`] hands the same signed operation
+//! over again (same hash, same nonce: the EntryPoint executes it once at most), at most
+//! once per [`RpcBundler::with_resend_after`] (30 s by default) per operation.
 
 use super::address::EvmAddress;
 use super::bundler::{BundleError, Bundler, BundlerView};
 use super::rpc::{HttpJsonRpc, JsonRpc, RpcError, hash_of, hex0x, quantity};
-use super::userop::UserOp;
+use super::userop::{Nonce, UserOp};
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long after an operation was last handed over [`Bundler::resend`] may hand it
+/// over again, by default.
+pub const DEFAULT_RESEND_AFTER: Duration = Duration::from_secs(30);
 
 /// An ERC-4337 bundler reached over JSON-RPC, for one EntryPoint.
 pub struct RpcBundler {
     rpc: Arc<dyn JsonRpc>,
     entry_point: EvmAddress,
+    /// `None`: a dropped operation is never handed over again.
+    resend_after: Option<Duration>,
+    /// When each operation (by sender and nonce) was last handed over by this process.
+    last_sent: Mutex<HashMap<(EvmAddress, [u8; 32]), Instant>>,
 }
 
 /// The gas limits a bundler estimates for an operation (`eth_estimateUserOperationGas`).
@@ -106,6 +122,61 @@ pub fn user_op_json(op: &UserOp) -> Value {
     Value::Object(m)
 }
 
+/// The operation of [`user_op_json`]'s shape (what the rail journals to hand a dropped
+/// operation over again); `None` if any field is missing or malformed.
+pub fn user_op_from_json(v: &Value) -> Option<UserOp> {
+    fn bytes(v: &Value) -> Option<Vec<u8>> {
+        hex::decode(v.as_str()?.strip_prefix("0x")?).ok()
+    }
+    fn word(v: &Value) -> Option<[u8; 32]> {
+        let h = v.as_str()?.strip_prefix("0x")?;
+        if h.is_empty() || h.len() > 64 {
+            return None;
+        }
+        hex::decode(format!("{h:0>64}")).ok()?.try_into().ok()
+    }
+    fn u128_of(v: &Value) -> Option<u128> {
+        let w = word(v)?;
+        w[..16]
+            .iter()
+            .all(|b| *b == 0)
+            .then(|| u128::from_be_bytes(w[16..].try_into().unwrap_or([0; 16])))
+    }
+    let nonce = word(v.get("nonce")?)?;
+    let mut key = [0u8; 24];
+    key.copy_from_slice(&nonce[..24]);
+    let mut seq = [0u8; 8];
+    seq.copy_from_slice(&nonce[24..]);
+    let mut init_code = Vec::new();
+    if let Some(f) = v.get("factory") {
+        init_code.extend(bytes(f)?);
+        init_code.extend(bytes(v.get("factoryData")?)?);
+    }
+    let mut paymaster_and_data = Vec::new();
+    if let Some(p) = v.get("paymaster") {
+        paymaster_and_data.extend(bytes(p)?);
+        paymaster_and_data.extend(&word(v.get("paymasterVerificationGasLimit")?)?[16..]);
+        paymaster_and_data.extend(&word(v.get("paymasterPostOpGasLimit")?)?[16..]);
+        paymaster_and_data.extend(bytes(v.get("paymasterData")?)?);
+    }
+    Some(UserOp {
+        sender: v.get("sender")?.as_str()?.parse().ok()?,
+        nonce: Nonce {
+            key,
+            seq: u64::from_be_bytes(seq),
+        },
+        init_code,
+        call_data: bytes(v.get("callData")?)?,
+        verification_gas_limit: u128_of(v.get("verificationGasLimit")?)?,
+        call_gas_limit: u128_of(v.get("callGasLimit")?)?,
+        pre_verification_gas: u128_of(v.get("preVerificationGas")?)?,
+        max_priority_fee_per_gas: u128_of(v.get("maxPriorityFeePerGas")?)?,
+        max_fee_per_gas: u128_of(v.get("maxFeePerGas")?)?,
+        paymaster_and_data,
+        signature: bytes(v.get("signature")?)?,
+    })
+}
+
 /// Whether a bundler's JSON-RPC error proves the operation was refused (nothing on its
 /// way): every answered error except an internal one (-32603, or the server's -32000
 /// range without an ERC-4337 code), whose effect is unknown.
@@ -138,7 +209,26 @@ fn classify(e: RpcError) -> Result<(), BundleError> {
 impl RpcBundler {
     /// A bundler behind `rpc`, for the operations of `entry_point`.
     pub fn new(rpc: Arc<dyn JsonRpc>, entry_point: EvmAddress) -> Self {
-        RpcBundler { rpc, entry_point }
+        RpcBundler {
+            rpc,
+            entry_point,
+            resend_after: Some(DEFAULT_RESEND_AFTER),
+            last_sent: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How long after an operation was last handed over a dropped one may be handed over
+    /// again ([`DEFAULT_RESEND_AFTER`]); `None`: never (it then fails at its deadline,
+    /// its money returned).
+    pub fn with_resend_after(mut self, after: Option<Duration>) -> Self {
+        self.resend_after = after;
+        self
+    }
+
+    fn mark_sent(&self, op: &UserOp) {
+        if let Ok(mut m) = self.last_sent.lock() {
+            m.insert((op.sender, op.nonce.word()), Instant::now());
+        }
     }
 
     /// A bundler at `url` (HTTP JSON-RPC; the URL may carry an API key), each request
@@ -241,6 +331,7 @@ impl RpcBundler {
 impl Bundler for RpcBundler {
     async fn send(&self, ops: &[UserOp]) -> Result<Option<[u8; 32]>, BundleError> {
         for op in ops {
+            self.mark_sent(op);
             if let Err(e) = self.send_user_operation(op).await {
                 classify(e)?;
             }
@@ -266,6 +357,26 @@ impl Bundler for RpcBundler {
             Ok(Some(None)) => BundlerView::Pending,
             Ok(None) | Err(_) => BundlerView::Unknown,
         }
+    }
+
+    async fn resend(&self, op: &UserOp) -> bool {
+        let Some(after) = self.resend_after else {
+            return false;
+        };
+        let key = (op.sender, op.nonce.word());
+        {
+            let Ok(mut m) = self.last_sent.lock() else {
+                return false;
+            };
+            if m.get(&key).is_some_and(|t| t.elapsed() < after) {
+                return false;
+            }
+            m.insert(key, Instant::now());
+        }
+        // Whatever the answer: "already known" (it still held it), an AA25 nonce error
+        // (it executed already), a transport error (asked again after `after`).
+        let _ = self.send_user_operation(op).await;
+        true
     }
 
     async fn problems(&self) -> Vec<String> {
@@ -359,6 +470,48 @@ mod tests {
         let mut keyed = op(false);
         keyed.nonce.key[23] = 1;
         assert_eq!(user_op_json(&keyed)["nonce"], "0x10000000000000000");
+    }
+
+    #[test]
+    fn the_json_shape_reads_back_into_the_same_operation() {
+        for deploy in [true, false] {
+            let mut o = op(deploy);
+            o.nonce.key[3] = 0xab;
+            o.nonce.seq = 7;
+            assert_eq!(user_op_from_json(&user_op_json(&o)), Some(o.clone()));
+        }
+        let mut j = user_op_json(&op(false));
+        j["callGasLimit"] = json!("0x1".to_string() + &"0".repeat(40));
+        assert_eq!(user_op_from_json(&j), None, "a gas limit above 128 bits");
+        j.as_object_mut().unwrap().remove("callGasLimit");
+        assert_eq!(user_op_from_json(&j), None);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_operation_is_handed_over_again_at_most_once_per_interval() {
+        let s = stub(|_| Ok(json!(hex0x(&[7; 32]))));
+        let b = RpcBundler::new(s.clone(), EP).with_resend_after(Some(Duration::from_secs(3600)));
+        assert_eq!(b.send(&[op(false)]).await, Ok(None));
+        assert!(!b.resend(&op(false)).await, "handed over just now");
+        let b = RpcBundler::new(s.clone(), EP).with_resend_after(Some(Duration::ZERO));
+        assert!(b.resend(&op(false)).await);
+        assert!(b.resend(&op(false)).await);
+        let sends: Vec<Value> = s
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| m == "eth_sendUserOperation")
+            .map(|(_, p)| p[0].clone())
+            .collect();
+        assert_eq!(sends.len(), 3);
+        assert!(
+            sends.iter().all(|p| *p == user_op_json(&op(false))),
+            "the same operation"
+        );
+        let never = RpcBundler::new(s.clone(), EP).with_resend_after(None);
+        assert!(!never.resend(&op(false)).await);
+        assert_eq!(s.seen.lock().unwrap().len(), 3);
     }
 
     fn stub(answer: impl Fn(&str) -> Result<Value, RpcError> + Send + Sync + 'static) -> Arc<Stub> {

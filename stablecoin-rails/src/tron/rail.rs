@@ -37,6 +37,13 @@
 //!   USDT `Transfer` events of successful transactions; the cursor is the next block
 //!   number and only passes blocks at the confirmation depth (19 by default).
 //!
+//! - A transfer that runs out of Energy (`OUT_OF_ENERGY` in its receipt: the Energy lent
+//!   for it was consumed by another of the customer's transactions first, or it cost
+//!   more than was lent) moved nothing. Once it is at the confirmation depth (so it can
+//!   never be replaced by a version of it that pays), `status` re-sponsors and sends it
+//!   again under the same payment id, up to [`TronConfig::out_of_energy_retries`] times,
+//!   then answers `Failed` (the engine returns the money) with the reason (`energy`).
+//!
 //! Split by concern: `config` (settings), `record` (what the rail remembers of each
 //! payment, written through to its journal), `sponsor` (the sponsor's resources and
 //! transactions, and the reclaiming of delegations) and `send` (a customer's sponsored
@@ -57,6 +64,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 mod config;
+mod energy;
 mod record;
 mod send;
 mod sponsor;
@@ -356,6 +364,8 @@ impl Rail for TronRail {
                 block: info.block_number,
                 created_recipient_account: false,
             })
+        } else if info.receipt_result.as_deref() == Some("OUT_OF_ENERGY") {
+            self.after_out_of_energy(payment_id, &record, &info).await
         } else {
             Ok(SubmissionStatus::Failed {
                 reason: info.failure_reason(),

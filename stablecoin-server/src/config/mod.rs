@@ -163,6 +163,8 @@
 //! # optional: fallback_rpc_urls = ["https://other.example/rpc"] (secrets, tried in order
 //! #   after rpc_url), rpc_retry_down_after_ms = 30000
 //! # optional: bundler_url = "https://bundler.example/rpc"  # a secret: never logged
+//! # optional: bundler_resend_after_ms = 30000 (an operation the bundler dropped is handed
+//! #   over again, the same signed operation, at most this often; 0: never)
 //! # optional: replace_bundle_after_ms = 60000, max_fee_per_gas_ceiling_wei = "500000000000"
 //! # optional table [rails.evm.137.fees]: history_blocks = 10, reward_percentile = 50,
 //! #   priority_floor_wei, priority_ceiling_wei, max_fee_floor_wei, max_fee_ceiling_wei,
@@ -193,7 +195,8 @@
 //! # usdc_contract (read and sent back only: TRON wallets hold USDT), confirmations = 19,
 //! # energy_per_transfer = 65000, bandwidth_per_transfer = 500,
 //! # activation_reserve_sun = 2000000, fee_limit_sun = 100000000, timeout_ms = 10000,
-//! # max_scan_blocks = 100, fallback_api_urls = [...] (secrets), rpc_retry_down_after_ms = 30000
+//! # max_scan_blocks = 100, out_of_energy_retries = 1, fallback_api_urls = [...] (secrets),
+//! # rpc_retry_down_after_ms = 30000
 //! ```
 //!
 //! Likewise `rails.solana = true` runs the simulated Solana chain unless a

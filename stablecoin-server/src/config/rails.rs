@@ -196,6 +196,16 @@ pub struct TronNodeSettings {
     /// Blocks read per deposit scan at most (default 100).
     #[serde(default = "default_tron_max_scan_blocks")]
     pub max_scan_blocks: u64,
+    /// Times a transfer that ran out of Energy (the Energy lent for it consumed by
+    /// another transaction of the account first) is re-sponsored and sent again under the
+    /// same payment, once the failure is final (default 1; 0: the payment fails and its
+    /// money is returned at the first `OUT_OF_ENERGY`).
+    #[serde(default = "default_out_of_energy_retries")]
+    pub out_of_energy_retries: u32,
+}
+
+fn default_out_of_energy_retries() -> u32 {
+    1
 }
 
 fn default_usdt_contract() -> String {
@@ -300,6 +310,13 @@ pub struct EvmChainSettings {
     /// least 12.5% and to what the node asks (default 60 000).
     #[serde(default = "default_replace_bundle_after_ms")]
     pub replace_bundle_after_ms: u64,
+    /// An external bundler (`bundler_url`) that no longer knows an operation it accepted
+    /// (a restart or an eviction emptied its mempool) and that is in no block and still
+    /// valid gets the same signed operation again (same hash and nonce: it executes once
+    /// at most), at most once per this many milliseconds (default 30 000; 0: never, the
+    /// payment then fails at its deadline with its money returned).
+    #[serde(default = "default_bundler_resend_after_ms")]
+    pub bundler_resend_after_ms: u64,
     /// The highest `max_fee_per_gas` a re-sent bundle may get; past it the bundle is
     /// cancelled (a 21,000-gas transfer to itself at its nonce) and its payments fail
     /// with their money returned once their deadline passes. Default: 10x the bundle's
@@ -385,6 +402,10 @@ pub fn node_urls(
 
 fn default_replace_bundle_after_ms() -> u64 {
     60_000
+}
+
+fn default_bundler_resend_after_ms() -> u64 {
+    30_000
 }
 
 /// A token contract and its decimals.

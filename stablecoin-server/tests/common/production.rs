@@ -45,6 +45,7 @@ pub fn evm_chain(w: &World, url: &str) -> EvmChainSettings {
         max_scan_blocks: None,
         bundler_url: None,
         replace_bundle_after_ms: 60_000,
+        bundler_resend_after_ms: 30_000,
         max_fee_per_gas_ceiling_wei: None,
         fees: Default::default(),
     }
@@ -68,6 +69,7 @@ pub fn tron_node(url: &str, usdt: &stablecoin_rails::tron::TronAddress) -> TronN
         fee_limit_sun: 100_000_000,
         timeout_ms: 10_000,
         max_scan_blocks: 100,
+        out_of_energy_retries: 1,
     }
 }
 

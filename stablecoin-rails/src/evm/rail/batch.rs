@@ -104,6 +104,7 @@ impl EvmRail {
                     rejected: false,
                     sent: true,
                     valid_until: None,
+                    op: None,
                 },
             )
             .await?;
@@ -128,6 +129,7 @@ impl EvmRail {
             rejected: false,
             sent: false,
             valid_until: (valid_until > 0).then_some(valid_until),
+            op: self.bundler.accepts_before_bundling().then(|| op.clone()),
         };
         // Write-ahead: if the journal cannot take it, nothing is sent.
         self.remember(o.id, record.clone()).await?;

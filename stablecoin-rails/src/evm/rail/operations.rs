@@ -467,6 +467,7 @@ mod tests {
                 rejected: false,
                 sent: true,
                 valid_until: None,
+                op: None,
             };
             rail.remember(id, s).await.expect("journal");
         }

@@ -3,6 +3,8 @@
 //! is sent, so a restarted rail finds its operations again.
 
 use crate::evm::rpc::hex0x;
+use crate::evm::rpc_bundler::{user_op_from_json, user_op_json};
+use crate::evm::userop::UserOp;
 use crate::evm::{EvmAddress, EvmRail};
 use stablecoin_core::ports::{Rail, RailError};
 
@@ -28,6 +30,11 @@ pub struct Submitted {
     /// The operation's `validUntil` (Unix seconds), when it has one: once the chain's
     /// head is past it without its `UserOperationEvent`, it can never land.
     pub valid_until: Option<u64>,
+    /// The signed operation, kept when an external bundler carries it: handed over again
+    /// (the same operation, hash and nonce) if the bundler drops it
+    /// ([`Bundler::resend`](crate::evm::Bundler::resend)). `None` for the self-bundler and
+    /// for entries written before.
+    pub op: Option<UserOp>,
 }
 
 impl Submitted {
@@ -40,6 +47,7 @@ impl Submitted {
             "rejected": self.rejected,
             "sent": self.sent,
             "valid_until": self.valid_until,
+            "op": self.op.as_ref().map(user_op_json),
         })
     }
 
@@ -67,6 +75,7 @@ impl Submitted {
                 .unwrap_or(tx_hash_present(v)),
             // Entries written before deadlines existed have none.
             valid_until: v.get("valid_until").and_then(serde_json::Value::as_u64),
+            op: v.get("op").and_then(user_op_from_json),
         })
     }
 }

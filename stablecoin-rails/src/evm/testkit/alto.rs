@@ -120,7 +120,9 @@ fn key_address(key: &[u8; 32]) -> EvmAddress {
 impl Alto {
     /// Starts Alto against the Anvil of `node` for [`ENTRY_POINT_V08`] (deployed first if
     /// absent), in `--safe-mode false`, bundling as soon as an operation arrives, with
-    /// executor and utility keys of its own (funded on the node). Waits until it answers
+    /// executor and utility keys of its own (funded on the node), and its `debug_bundler_*`
+    /// methods on (tests hold operations with `debug_bundler_setBundlingMode` and drop
+    /// its mempool with `debug_bundler_clearState`). Waits until it answers
     /// `eth_supportedEntryPoints`. Panics without Alto.
     pub async fn start(node: &Node, rpc_url: &str) -> Alto {
         deploy_canonical_entry_point(node).await;
@@ -138,7 +140,7 @@ impl Alto {
             "'{}' --entrypoints {} --executor-private-keys {} --utility-private-key {} \
              --rpc-url {rpc_url} --port {port} --safe-mode false --block-time 100 \
              --min-bundle-interval 10 --max-bundle-interval 50 --mempool-max-parallel-ops 100 \
-             --log-level warn",
+             --enable-debug-endpoints true --log-level warn",
             bin.display(),
             ENTRY_POINT_V08.to_hex(),
             hex0x(&executor_key),

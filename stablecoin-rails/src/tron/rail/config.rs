@@ -41,6 +41,12 @@ pub struct TronConfig {
     pub scan_start_block: u64,
     /// Blocks read per `scan` call at most.
     pub max_scan_blocks: u64,
+    /// How many times a transfer that ran out of Energy (`OUT_OF_ENERGY`: the Energy lent
+    /// for it was consumed by another transaction first, or the transfer cost more than
+    /// [`TronConfig::energy_per_transfer`]) is re-sponsored and sent again under the same
+    /// payment id, once the failed transfer is at the confirmation depth (irreversible:
+    /// it can never pay too). 0 fails the payment at the first `OUT_OF_ENERGY`.
+    pub out_of_energy_retries: u32,
 }
 
 impl TronConfig {
@@ -53,7 +59,8 @@ impl TronConfig {
     }
 
     /// Defaults for a USDT contract: 19 confirmations, 100 TRX fee limit, 65 000 Energy
-    /// and 500 bytes of Bandwidth per transfer, 2 TRX activation reserve, 60 s expiry.
+    /// and 500 bytes of Bandwidth per transfer, 2 TRX activation reserve, 60 s expiry, one
+    /// re-sponsored retry of a transfer that ran out of Energy.
     pub fn new(usdt_contract: TronAddress) -> Self {
         TronConfig {
             usdt_contract,
@@ -68,6 +75,7 @@ impl TronConfig {
             poll_interval: Duration::from_secs(1),
             scan_start_block: 0,
             max_scan_blocks: 100,
+            out_of_energy_retries: 1,
         }
     }
 

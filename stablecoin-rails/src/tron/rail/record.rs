@@ -4,7 +4,7 @@
 
 use super::{parse_address, rejected};
 use crate::tron::{Resource, TronAddress, TronRail};
-use stablecoin_core::ports::{ChainAddress, RailError};
+use stablecoin_core::ports::{ChainAddress, RailError, RailPayment};
 use std::collections::HashMap;
 use std::sync::MutexGuard;
 
@@ -16,6 +16,13 @@ pub(super) struct PaymentRecord {
     pub(super) customer: TronAddress,
     /// Delegations still to reclaim once the transfer is in a block.
     pub(super) delegations: Vec<(Resource, u64)>,
+    /// The payment, kept so a transfer that ran out of Energy can be re-sponsored and
+    /// signed again under the same id (`None` for records written before retries
+    /// existed or re-seeded by [`TronRail::restore_submission`]: those are not retried).
+    pub(super) payment: Option<RailPayment>,
+    /// Transfers broadcast for this payment so far (1, then one more per re-sponsored
+    /// retry after `OUT_OF_ENERGY`).
+    pub(super) attempts: u32,
 }
 
 impl PaymentRecord {
@@ -29,6 +36,8 @@ impl PaymentRecord {
                 .iter()
                 .map(|(r, sun)| serde_json::json!({"resource": r.name(), "sun": sun}))
                 .collect::<Vec<_>>(),
+            "payment": self.payment,
+            "attempts": self.attempts,
         })
     }
 
@@ -55,6 +64,14 @@ impl PaymentRecord {
             expiration_ms: v.get("expiration_ms")?.as_i64()?,
             customer: TronAddress::parse(v.get("customer")?.as_str()?).ok()?,
             delegations,
+            // Entries written before retries existed have neither.
+            payment: v
+                .get("payment")
+                .and_then(|p| serde_json::from_value(p.clone()).ok()),
+            attempts: v
+                .get("attempts")
+                .and_then(serde_json::Value::as_u64)
+                .map_or(1, |a| u32::try_from(a).unwrap_or(u32::MAX)),
         })
     }
 }
@@ -116,6 +133,8 @@ impl TronRail {
                 expiration_ms: expiration_ms.unwrap_or(i64::MAX),
                 customer,
                 delegations: vec![],
+                payment: None,
+                attempts: 1,
             });
         Ok(())
     }

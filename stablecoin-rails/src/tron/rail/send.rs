@@ -3,7 +3,7 @@
 
 use super::record::PaymentRecord;
 use super::{derive, parse_address, read_error, rejected, unavailable, unsupported_token};
-use crate::tron::client::BroadcastOutcome;
+use crate::tron::client::{AccountResources, BroadcastOutcome};
 use crate::tron::{TronAddress, TronRail, tx};
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::ports::{LegRole, RailError, RailPayment, Submission};
@@ -51,7 +51,7 @@ impl TronRail {
         if let Some(r) = self.record(&payment.id).await? {
             return Ok(submission(&payment.id, hex::encode(r.txid)));
         }
-        let (from, to, amount, contract) = self.validate(payment)?;
+        let (from, _to, amount, contract) = self.validate(payment)?;
         // Past its deadline already: refused before any sponsorship is spent.
         self.header_until(payment.valid_until).await?;
         if derive(self.signer.as_ref(), &payment.from).await? != from {
@@ -97,9 +97,24 @@ impl TronRail {
                 .map_err(|e| rejected(format!("sponsorship failed, nothing sent: {e}")))?;
         }
 
-        // 2. Resources.
+        self.sponsor_and_send(payment, &resources, None).await
+    }
+
+    /// Steps 2 and 3 of a send: lends the Energy and Bandwidth of one transfer, then
+    /// signs and broadcasts the customer's transfer, recorded under the payment id
+    /// before the broadcast. `previous` is the record of an earlier transfer of the same
+    /// payment that ran out of Energy (a retry): it is counted in the new record's
+    /// `attempts`, and kept if the new transfer is refused, so the payment still reads
+    /// as that failure.
+    pub(super) async fn sponsor_and_send(
+        &self,
+        payment: &RailPayment,
+        resources: &AccountResources,
+        previous: Option<PaymentRecord>,
+    ) -> Result<Submission, RailError> {
+        let (from, to, amount, contract) = self.validate(payment)?;
         let plan = self
-            .delegation_plan(&resources)
+            .delegation_plan(resources)
             .map_err(|e| unavailable(format!("sends disabled: {e}")))?;
         let mut delegated = Vec::new();
         for (resource, sun) in &plan {
@@ -162,6 +177,10 @@ impl TronRail {
             expiration_ms: signed.expiration_ms(),
             customer: from,
             delegations: delegated,
+            payment: Some(payment.clone()),
+            attempts: previous
+                .as_ref()
+                .map_or(1, |p| p.attempts.saturating_add(1)),
         };
         if let Err(e) = self.persist(&payment.id, Some(&record)).await {
             self.reclaim(&from, record.delegations).await;
@@ -174,9 +193,13 @@ impl TronRail {
                 Ok(submission(&payment.id, signed.txid_hex()))
             }
             Ok(BroadcastOutcome::Rejected { code, message }) => {
-                // Definitely not submitted: forget it and give the resources back.
-                let record = self.lock().remove(&payment.id);
-                let _ = self.persist(&payment.id, None).await;
+                // Definitely not submitted: give the resources back, and forget it (a
+                // retry falls back to the failed transfer it replaced).
+                let record = match &previous {
+                    Some(p) => self.lock().insert(payment.id.clone(), p.clone()),
+                    None => self.lock().remove(&payment.id),
+                };
+                let _ = self.persist(&payment.id, previous.as_ref()).await;
                 if let Some(r) = record {
                     self.reclaim(&from, r.delegations).await;
                 }

@@ -17,6 +17,10 @@ fn the_real_tron_rail_takes_defaults_except_where_it_starts_scanning() {
     assert_eq!(t.scan_start_block, 70_000_000);
     assert_eq!(t.usdt_contract, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t");
     assert_eq!((t.confirmations, t.energy_per_transfer), (19, 65_000));
+    assert_eq!(
+        t.out_of_energy_retries, 1,
+        "one re-sponsored retry by default"
+    );
     assert!(!format!("{c:?}").contains("tg-secret-key"), "redacted");
     let e = load_text(
         "tron-missing",
@@ -164,6 +168,7 @@ fn a_real_evm_chain_is_configured_in_full() {
     assert_eq!(bsc.rpc_timeout_ms, 10_000);
     assert!(bsc.bundler_url.is_none(), "self-bundling by default");
     assert_eq!(bsc.replace_bundle_after_ms, 60_000);
+    assert_eq!(bsc.bundler_resend_after_ms, 30_000);
     assert_eq!(
         bsc.max_fee_per_gas_ceiling_wei, None,
         "10x the first fee cap"
