@@ -31,6 +31,7 @@ pub mod error;
 pub mod idempotency;
 pub mod inbound;
 pub mod lease;
+pub mod phone_pay;
 pub(crate) mod read_cache;
 pub mod runtime;
 pub mod screening;
@@ -44,6 +45,9 @@ pub use inbound::{
     InboundError, InboundHandler, InboundOutcome, InboundReport, InboundRouter, address_key,
 };
 pub use lease::{LeaseRecord, LeaseStatus, Leases, default_node_id};
+pub use phone_pay::{
+    PaymentCodeCheck, PaymentCodeRequest, PaymentCodeSent, PaymentConsent, PhoneWalletPayments,
+};
 pub use runtime::{Product, RoundObserver, RoundReport, Runtime, Worker};
 pub use screening::{SCREENING_ACTOR, ScreeningFailMode, ScreeningGate};
 
