@@ -208,6 +208,36 @@ async fn a_session_is_paid_from_a_phone_wallet_after_the_code_once_and_swept() {
         "the business's treasury credited like any paid session"
     );
 
+    // The payments webhooks of any deposit: confirmed with the ledger's hash (fanned
+    // out from the outbox into the events API).
+    p.s.app.state().webhooks.round().await.unwrap();
+    let events =
+        p.s.get(&p.shop.business_live, "/api/v1/events?limit=100")
+            .await;
+    events.expect(200);
+    let events = events.json()["events"].as_array().unwrap().clone();
+    let of = |t: &str| {
+        events
+            .iter()
+            .filter(|e| e["type"] == t)
+            .map(|e| e["payload"].clone())
+            .collect::<Vec<_>>()
+    };
+    let confirmed = of("payment.confirmed");
+    assert_eq!(confirmed.len(), 1, "{events:?}");
+    assert_eq!(confirmed[0]["session_id"], id.as_str());
+    assert_eq!(confirmed[0]["tx_hash"], format!("ledger:{deposit_id}"));
+    let deposit = of("wallet.deposit.confirmed");
+    assert_eq!(deposit.len(), 1, "{events:?}");
+    assert_eq!(deposit[0]["data"]["deposit_id"], deposit_id);
+    assert_eq!(
+        deposit[0]["data"]["tx_hash"],
+        format!("ledger:{deposit_id}")
+    );
+    let detected = of("wallet.deposit.detected");
+    assert_eq!(detected.len(), 1, "{events:?}");
+    assert_eq!(detected[0]["data"]["detected_by"], "phone_wallet");
+
     // The code is used up; the session takes no second payment.
     p.confirm(&id, PAYER, &code)
         .await
