@@ -26,7 +26,7 @@
 //! | `PAYMENT_LINK_LIMIT_REACHED` | state conflict | the payment link's `max_payments` sessions are paid or open |
 //! | `SCREENING_HIT` | authority | a refund's destination is on the configured sanctions screen's list |
 //! | `SCREENING_UNAVAILABLE` | unavailable (retryable) | the screen could not answer and the deployment fails closed |
-//! | `PHONE_PAYMENT_UNAVAILABLE` | unavailable | paying from a phone wallet is not offered here (no wallets run beside the checkout, or a test session) |
+//! | `PHONE_PAYMENT_UNAVAILABLE` | authority | paying from a phone wallet is not offered here (no wallets run beside the checkout, or a test session) |
 //! | (the wallets' codes) | as the wallets' | a phone payment's one-time code or phone refused: `INVALID_PHONE`, `CODE_INVALID`, `CODE_EXPIRED`, `CODE_ALREADY_USED`, `TOO_MANY_ATTEMPTS`, `RATE_LIMITED` |
 //! | `RAIL_ERROR` / `STORAGE_ERROR` | internal | a dependency failed |
 
@@ -252,8 +252,10 @@ impl ProductError for CheckoutError {
             | InvalidIdempotencyKey { .. }
             | AmountOutOfRange { .. } => ErrorClass::BadInput,
             PaymentLinkInactive | PaymentLinkExpired => ErrorClass::Gone,
-            WrongKeyKind { .. } | SandboxOnly | ScreeningHit { .. } => ErrorClass::Forbidden,
-            ScreeningUnavailable { .. } | PhonePaymentUnavailable => ErrorClass::Unavailable,
+            WrongKeyKind { .. } | SandboxOnly | ScreeningHit { .. } | PhonePaymentUnavailable => {
+                ErrorClass::Forbidden
+            }
+            ScreeningUnavailable { .. } => ErrorClass::Unavailable,
             Payer(e) => ProductError::class(e),
             NotFound { .. } => ErrorClass::NotFound,
             InvalidState { .. }

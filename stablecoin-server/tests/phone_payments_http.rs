@@ -341,7 +341,7 @@ async fn test_sessions_unknown_sessions_and_floods_are_refused() {
     let test_id = r.json()["session_id"].as_str().unwrap().to_string();
     p.ask_code(&test_id, PAYER)
         .await
-        .expect_err(503, "PHONE_PAYMENT_UNAVAILABLE");
+        .expect_err(403, "PHONE_PAYMENT_UNAVAILABLE");
     p.ask_code("cs_00000000000000000000000000", PAYER)
         .await
         .expect_err(404, "NOT_FOUND");

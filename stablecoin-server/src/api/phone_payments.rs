@@ -79,7 +79,7 @@ pub async fn per_ip(app: &AppState, client: &Client) -> Result<(), ApiError> {
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "INVALID_STATE: the session is paid, expired, failed or cancelled", body = ErrorBody),
         (status = 429, description = "RATE_LIMITED (per address, payer, phone or tenant) or TOO_MANY_ATTEMPTS (locked out), with Retry-After", body = ErrorBody),
-        (status = 503, description = "PHONE_PAYMENT_UNAVAILABLE: a test session, or no wallets here", body = ErrorBody)))]
+        (status = 403, description = "PHONE_PAYMENT_UNAVAILABLE: a test session (paid by simulated deposits only), or no wallets here", body = ErrorBody)))]
 pub async fn request_code(
     State(app): State<AppState>,
     client: Client,
@@ -110,7 +110,7 @@ pub async fn request_code(
         (status = 410, description = "CODE_EXPIRED", body = ErrorBody),
         (status = 422, description = "CODE_INVALID (wrong code, or none requested for this session), or INSUFFICIENT_FUNDS (the wallet holds too little on the session's networks)", body = ErrorBody),
         (status = 429, description = "RATE_LIMITED (per address) or TOO_MANY_ATTEMPTS (locked out after 5 wrong codes), with Retry-After", body = ErrorBody),
-        (status = 503, description = "PHONE_PAYMENT_UNAVAILABLE: a test session, or no wallets here", body = ErrorBody)))]
+        (status = 403, description = "PHONE_PAYMENT_UNAVAILABLE: a test session (paid by simulated deposits only), or no wallets here", body = ErrorBody)))]
 pub async fn confirm(
     State(app): State<AppState>,
     client: Client,

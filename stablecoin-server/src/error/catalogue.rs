@@ -55,7 +55,7 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     ),
     (
         "PHONE_PAYMENT_UNAVAILABLE",
-        503,
+        403,
         "Paying from a phone wallet is not available for this session: a test session (paid by simulated deposits only), or no wallets run beside the checkout.",
     ),
     (

@@ -148,7 +148,7 @@ fn checkout_rows() -> Vec<Row> {
         row(PaymentLinkInactive, 410, "PAYMENT_LINK_INACTIVE", None),
         row(PaymentLinkExpired, 410, "PAYMENT_LINK_EXPIRED", None),
         row(PaymentLinkLimitReached { max_payments: 1 }, 409, "PAYMENT_LINK_LIMIT_REACHED", None),
-        row(PhonePaymentUnavailable, 503, "PHONE_PAYMENT_UNAVAILABLE", None),
+        row(PhonePaymentUnavailable, 403, "PHONE_PAYMENT_UNAVAILABLE", None),
         row(Payer(stablecoin_core::CoreError::CodeExpired), 410, "CODE_EXPIRED", Some("code")),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
