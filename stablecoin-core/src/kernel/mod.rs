@@ -20,6 +20,8 @@
 //!   lease in the shared store, so of N nodes on one database one runs each;
 //! - [`inbound`]: one scan of each rail page feeding every product, over one address
 //!   namespace, with each product's position kept apart;
+//! - [`phone_pay`]: what checkout asks of the wallets to take a payment from a phone
+//!   wallet (the wallet engine implements it), so checkout need not name the engine;
 //! - [`accounts`]: the ledger's account names every product posts to. Defined beside the
 //!   ports (`ports::accounts`), because adapters name accounts too (a swap venue's), and
 //!   re-exported here as the products' vocabulary.
