@@ -19,13 +19,15 @@
 //! | `IDEMPOTENCY_KEY_REUSED` | semantic | same key, other request |
 //! | `IDEMPOTENCY_KEY_IN_USE` | state conflict (retryable) | same key, first request still running |
 //! | `REFUND_EXCEEDS_REFUNDABLE` | semantic | a refund above what the session can still refund |
-//! | `INSUFFICIENT_FUNDS` | semantic | a refund of settled funds the treasury no longer holds |
+//! | `INSUFFICIENT_FUNDS` | semantic | a refund of settled funds the treasury no longer holds; a phone wallet that holds too little on the session's networks |
 //! | `AMOUNT_OUT_OF_RANGE` | bad input | a payer's amount outside a payment link's `min_amount`..`max_amount` |
 //! | `PAYMENT_LINK_INACTIVE` | gone | the payment link was deactivated |
 //! | `PAYMENT_LINK_EXPIRED` | gone | the payment link is past its `expires_at` |
 //! | `PAYMENT_LINK_LIMIT_REACHED` | state conflict | the payment link's `max_payments` sessions are paid or open |
 //! | `SCREENING_HIT` | authority | a refund's destination is on the configured sanctions screen's list |
 //! | `SCREENING_UNAVAILABLE` | unavailable (retryable) | the screen could not answer and the deployment fails closed |
+//! | `PHONE_PAYMENT_UNAVAILABLE` | authority | paying from a phone wallet is not offered here (no wallets run beside the checkout, or a test session) |
+//! | (the wallets' codes) | as the wallets' | a phone payment's one-time code or phone refused: `INVALID_PHONE`, `CODE_INVALID`, `CODE_EXPIRED`, `CODE_ALREADY_USED`, `TOO_MANY_ATTEMPTS`, `RATE_LIMITED` |
 //! | `RAIL_ERROR` / `STORAGE_ERROR` | internal | a dependency failed |
 
 use stablecoin_core::CoreError;
@@ -161,6 +163,17 @@ pub enum CheckoutError {
         /// The link's limit.
         max_payments: u32,
     },
+    /// `PHONE_PAYMENT_UNAVAILABLE`: this checkout takes no payments from phone wallets
+    /// (no wallet engine runs beside it), or the session is a test one (paid only by
+    /// simulated deposits).
+    #[error("paying from a phone wallet is not available for this session")]
+    PhonePaymentUnavailable,
+    /// A phone payment refused by the wallets: its phone number or its one-time code
+    /// (`INVALID_PHONE`, `CODE_INVALID`, `CODE_EXPIRED`, `CODE_ALREADY_USED`,
+    /// `TOO_MANY_ATTEMPTS`, `RATE_LIMITED`), with the wallets' code, class and
+    /// `Retry-After`, exactly as the link flow answers them.
+    #[error("{0}")]
+    Payer(CoreError),
     /// `RAIL_ERROR`.
     #[error("rail: {0}")]
     Rail(String),
@@ -198,6 +211,8 @@ impl CheckoutError {
             PaymentLinkInactive => "PAYMENT_LINK_INACTIVE",
             PaymentLinkExpired => "PAYMENT_LINK_EXPIRED",
             PaymentLinkLimitReached { .. } => "PAYMENT_LINK_LIMIT_REACHED",
+            PhonePaymentUnavailable => "PHONE_PAYMENT_UNAVAILABLE",
+            Payer(e) => e.code(),
             Rail(_) => "RAIL_ERROR",
             Storage(_) => "STORAGE_ERROR",
         }
@@ -212,6 +227,7 @@ impl CheckoutError {
             }
             UnknownToken { .. } => Some("currency"),
             UnsupportedNetwork { .. } => Some("networks"),
+            Payer(e) => e.param(),
             InvalidParameter { field, .. } | MissingParameter { field } => Some(field),
             _ => None,
         }
@@ -236,8 +252,11 @@ impl ProductError for CheckoutError {
             | InvalidIdempotencyKey { .. }
             | AmountOutOfRange { .. } => ErrorClass::BadInput,
             PaymentLinkInactive | PaymentLinkExpired => ErrorClass::Gone,
-            WrongKeyKind { .. } | SandboxOnly | ScreeningHit { .. } => ErrorClass::Forbidden,
+            WrongKeyKind { .. } | SandboxOnly | ScreeningHit { .. } | PhonePaymentUnavailable => {
+                ErrorClass::Forbidden
+            }
             ScreeningUnavailable { .. } => ErrorClass::Unavailable,
+            Payer(e) => ProductError::class(e),
             NotFound { .. } => ErrorClass::NotFound,
             InvalidState { .. }
             | Conflict { .. }
@@ -255,6 +274,13 @@ impl ProductError for CheckoutError {
         CheckoutError::param(self)
     }
 
+    fn retry_after_ms(&self) -> Option<i64> {
+        match self {
+            CheckoutError::Payer(e) => ProductError::retry_after_ms(e),
+            _ => None,
+        }
+    }
+
     /// Not the class default: as the module table says, a lost race and a busy
     /// idempotency key pass by themselves, as do a failed rail or store.
     fn is_retryable(&self) -> bool {
@@ -266,7 +292,7 @@ impl ProductError for CheckoutError {
                 | ScreeningUnavailable { .. }
                 | Rail(_)
                 | Storage(_)
-        )
+        ) || matches!(self, Payer(e) if e.is_retryable())
     }
 
     fn public_message(&self) -> Option<&'static str> {

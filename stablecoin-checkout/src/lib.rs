@@ -17,11 +17,14 @@ pub mod wallet_links;
 pub mod worker;
 
 pub use engine::{
-    CheckoutConfig, CheckoutEngine, DepositFact, DepositOutcome, DepositStage, is_session_id,
+    CheckoutConfig, CheckoutEngine, DepositFact, DepositOutcome, DepositStage,
+    PhonePaymentCodeView, PhonePaymentView, is_session_id,
 };
 pub use error::{CheckoutError, CheckoutResult};
 pub use inbound::CHECKOUT_PRODUCT;
-pub use model::{Business, DEFAULT_BUSINESS, Mode, PayOption, Session, SessionDeposit};
+pub use model::{
+    Business, DEFAULT_BUSINESS, Mode, PayOption, Session, SessionDeposit, WalletPayer,
+};
 pub use refund_model::Refund;
 pub use refund_state::RefundStatus;
 pub use refund_views::{

@@ -331,6 +331,25 @@ pub struct SessionDeposit {
     /// When credited (or reported confirmed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmed_at: Option<Timestamp>,
+    /// Set when a phone wallet of this service paid it on the ledger
+    /// (`engine::phone_pay`): the money came from that wallet's custody account, not
+    /// from a chain, and its sweep moves the tokens from the wallet's address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_wallet: Option<WalletPayer>,
+}
+
+/// The phone wallet a deposit came from (see [`SessionDeposit::from_wallet`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalletPayer {
+    /// The paying wallet (`wal_...`).
+    pub wallet: String,
+    /// Its address on the deposit's network, where the tokens are until swept.
+    pub address: String,
+    /// The tenant the payment was made under (the session's when it operates the
+    /// wallet, else the wallet's primary member).
+    pub originator: TenantId,
+    /// The one-time code's challenge that consented to it.
+    pub challenge: String,
 }
 
 impl SessionDeposit {
@@ -368,7 +387,8 @@ impl Record for SessionDeposit {
 /// The ledger accounts checkout money moves through (live sessions only; test sessions
 /// never touch the ledger).
 ///
-/// - A credited deposit's applied part goes from `chain_in:<network>:<token>` to the
+/// - A credited deposit's applied part goes from `chain_in:<network>:<token>` (or, paid
+///   from a phone wallet on the ledger, from that wallet's custody account) to the
 ///   session's **held** account; its excess or late part goes to the business's
 ///   **refundable** account.
 /// - When the session is paid, its held balance moves to the tenant's **treasury**.
@@ -398,6 +418,16 @@ pub mod accounts {
     /// Where deposits on `network` come from (the core engine's account).
     pub fn chain_in(network: &str, token: Token) -> LedgerAccount {
         stablecoin_core::kernel::accounts::chain_in(network, token)
+    }
+
+    /// A phone wallet's custody balance on `rail` (the core engine's account), where a
+    /// payment from that wallet on the ledger comes from instead of `chain_in`.
+    pub fn wallet_on(
+        wallet: &stablecoin_core::domain::ids::WalletId,
+        rail: stablecoin_core::ports::RailId,
+        token: Token,
+    ) -> LedgerAccount {
+        stablecoin_core::kernel::accounts::wallet_on(wallet, rail, token)
     }
 
     /// The tenant's treasury (the core engine's account).

@@ -74,6 +74,10 @@ pub struct Sweep {
     /// The settling transaction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_hash: Option<String>,
+    /// The phone wallet whose address holds the tokens, for a payment a wallet made on
+    /// the ledger (`engine::phone_pay`); `None` for the session's own address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_wallet: Option<String>,
     /// The last refusal or failure, for operators.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -122,7 +126,11 @@ impl Sweep {
             tenant: dep.tenant.0.clone(),
             session: dep.session.clone(),
             network: dep.network.clone(),
-            from_address: dep.address.clone(),
+            from_address: dep
+                .from_wallet
+                .as_ref()
+                .map_or_else(|| dep.address.clone(), |p| p.address.clone()),
+            from_wallet: dep.from_wallet.as_ref().map(|p| p.wallet.clone()),
             token: dep.token,
             amount: dep.amount,
             status: SweepStatus::Queued,
@@ -220,7 +228,10 @@ impl CheckoutEngine {
                 s.attempt += 1;
                 s.payment = Some(RailPayment {
                     id: format!("{}_{}", s.id, s.attempt),
-                    from: KeyPurpose::CheckoutSession(s.session.clone()),
+                    from: match &s.from_wallet {
+                        Some(w) => KeyPurpose::Wallet(w.clone()),
+                        None => KeyPurpose::CheckoutSession(s.session.clone()),
+                    },
                     from_address: ChainAddress(s.from_address.clone()),
                     token: s.token,
                     legs: vec![PaymentLeg {

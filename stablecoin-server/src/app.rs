@@ -301,7 +301,12 @@ impl App {
             None => None,
         };
         let checkout = CheckoutEngine::new(engine.kernel(), checkout_config)
-            .map_err(|e| StartupError::Config(ConfigError::Invalid(format!("checkout: {e}"))))?;
+            .map_err(|e| StartupError::Config(ConfigError::Invalid(format!("checkout: {e}"))))?
+            // Payers who hold a wallet here may pay from it by phone (issue #50 item 4).
+            .with_phone_wallets(Arc::new(engine.clone()));
+        let phone_pay_limiter = Arc::new(crate::api::phone_payments::limiter(
+            storage.postgres.clone(),
+        ));
         // PostgreSQL: one budget per key across every node on the database.
         let rate_limiter = Arc::new(match &storage.postgres {
             Some(pg) => {
@@ -331,6 +336,7 @@ impl App {
             checkout,
             webhooks,
             rate_limiter,
+            phone_pay_limiter,
             leases,
             sessions: crate::pages::session::SessionKeys::new(session_key),
             sign_in_throttle: Arc::new(crate::sign_in::SignInThrottle::new(

@@ -65,6 +65,9 @@ pub struct AppInner {
     pub webhooks: Deliverer,
     /// Per-API-key request budgets (`[rate_limits]`).
     pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
+    /// Phone payments per client address (`api::phone_payments::PER_IP`): the public
+    /// pay routes have no key to count on.
+    pub phone_pay_limiter: Arc<crate::rate_limit::RateLimiter>,
     /// This node's id and its leases of the singleton jobs (`workers::SINGLETONS`),
     /// kept by the workers' runtime; readiness shows which it holds.
     pub leases: Arc<stablecoin_core::kernel::Leases>,

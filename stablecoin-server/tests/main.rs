@@ -48,6 +48,8 @@ mod payout_reconciliation_http;
 mod payouts_crash;
 mod payouts_http;
 mod payouts_switch;
+mod phone_pay_browser;
+mod phone_payments_http;
 mod quickstart;
 mod rate_classes;
 mod readme_quickstart;

@@ -97,6 +97,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/payment-links/{link_id}"),
     ("POST", "/api/v1/payment-links/{link_id}/deactivate"),
     ("POST", "/v1/scanner/deposit-events"),
+    ("POST", "/api/v1/pay/{session_id}/phone-payment/code"),
+    ("POST", "/api/v1/pay/{session_id}/phone-payment/confirm"),
     ("GET", "/health/live"),
     ("GET", "/health/ready"),
     ("GET", "/metrics"),
@@ -376,8 +378,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 17,
-        "all but health, metrics, openapi, the signed deposit intake and the twelve staff routes"
+        ROUTES.len() - 19,
+        "all but health, metrics, openapi, the signed deposit intake, the two public phone-payment routes and the twelve staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

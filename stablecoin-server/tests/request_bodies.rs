@@ -38,6 +38,16 @@ const BODIES: &[(&str, &str, &str)] = &[
         PHONE,
     ),
     (
+        "POST /api/v1/pay/{session_id}/phone-payment/code",
+        "/api/v1/pay/{session_id}/phone-payment/code",
+        r#""phone_number":"+2250700000001""#,
+    ),
+    (
+        "POST /api/v1/pay/{session_id}/phone-payment/confirm",
+        "/api/v1/pay/{session_id}/phone-payment/confirm",
+        r#""phone_number":"+2250700000001","code":"123456""#,
+    ),
+    (
         "POST /v1/users/link/confirm",
         "/v1/users/link/confirm",
         r#""phone_number":"+2250700000001","code":"123456""#,
@@ -279,6 +289,8 @@ body_tests! {
     withdraw_refuses_unknown_fields => "POST /v1/users/withdraw",
     link_request_refuses_unknown_fields => "POST /v1/users/link/request",
     link_confirm_refuses_unknown_fields => "POST /v1/users/link/confirm",
+    phone_payment_code_refuses_unknown_fields => "POST /api/v1/pay/{session_id}/phone-payment/code",
+    phone_payment_confirm_refuses_unknown_fields => "POST /api/v1/pay/{session_id}/phone-payment/confirm",
     phone_change_request_refuses_unknown_fields => "POST /v1/users/phone-change/request",
     phone_change_confirm_refuses_unknown_fields => "POST /v1/users/phone-change/confirm",
     send_refuses_unknown_fields => "POST /v1/transfers/send",

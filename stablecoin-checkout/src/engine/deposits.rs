@@ -106,7 +106,7 @@ impl CheckoutEngine {
             if session.record.mode != mode {
                 return Ok(DepositOutcome::UnknownAddress);
             }
-            let Some((batch, outcome)) = self.decide(fact, stage, existing, session)? else {
+            let Some((batch, outcome)) = self.decide(fact, stage, existing, session, None)? else {
                 return Ok(DepositOutcome::AlreadyRecorded);
             };
             match self.commit(batch).await {
@@ -121,12 +121,15 @@ impl CheckoutEngine {
     }
 
     /// The batch that records `fact` at `stage`, or `None` when it changes nothing.
-    fn decide(
+    /// `payer` is the phone wallet a new deposit came from (`engine::phone_pay`), `None`
+    /// for a deposit that arrived on a chain.
+    pub(super) fn decide(
         &self,
         fact: &DepositFact,
         stage: DepositStage,
         existing: Option<Versioned<SessionDeposit>>,
         session: Versioned<Session>,
+        payer: Option<crate::model::WalletPayer>,
     ) -> CheckoutResult<Option<(Batch, DepositOutcome)>> {
         let now = self.now();
         let Versioned {
@@ -155,6 +158,7 @@ impl CheckoutEngine {
                     detected_by: fact.detected_by.clone(),
                     detected_at: now,
                     confirmed_at: None,
+                    from_wallet: payer,
                 };
                 s.pending = checked_sum(s.pending, dep.amount, "the pending amount")?;
                 s.deposit_count = s.deposit_count.saturating_add(1);
@@ -311,7 +315,27 @@ impl CheckoutEngine {
                 .puts
                 .push(crate::sweep::Sweep::of_deposit(dep, now).insert()?);
         }
-        let chain_in = accounts::chain_in(&dep.network, dep.token);
+        // Where the money comes from: the chain, or the custody account of the phone
+        // wallet that paid on the ledger (refused at commit if it holds too little).
+        let source = match &dep.from_wallet {
+            Some(p) => {
+                let rail = self
+                    .kernel
+                    .rails()
+                    .map(|r| r.id())
+                    .find(|r| r.name() == dep.network)
+                    .ok_or_else(|| CheckoutError::UnsupportedNetwork {
+                        network: dep.network.chars().take(32).collect(),
+                    })?;
+                accounts::wallet_on(
+                    &stablecoin_core::domain::ids::WalletId(p.wallet.clone()),
+                    rail,
+                    dep.token,
+                )
+            }
+            None => accounts::chain_in(&dep.network, dep.token),
+        };
+        let chain_in = source;
         move_money(
             format!("checkout:{}:applied", dep.deposit_id),
             chain_in.clone(),

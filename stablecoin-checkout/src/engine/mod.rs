@@ -9,10 +9,12 @@
 mod auto_refunds;
 mod deposits;
 mod links;
+mod phone_pay;
 mod refunds;
 mod sessions;
 
 pub use deposits::{DepositFact, DepositOutcome, DepositStage};
+pub use phone_pay::{PhonePaymentCodeView, PhonePaymentView, ledger_hash};
 
 use crate::error::{CheckoutError, CheckoutResult, store_err};
 use crate::model::{Business, DEFAULT_BUSINESS, Mode, Session, SessionDeposit};
@@ -80,6 +82,10 @@ pub struct CheckoutEngine {
     /// The ports, rails and tenants shared with the other products.
     pub(crate) kernel: Kernel,
     pub(crate) config: CheckoutConfig,
+    /// The wallets a payer may pay from by phone (`phone_pay`); `None` when no wallet
+    /// engine runs beside this checkout.
+    pub(crate) phone_wallets:
+        Option<std::sync::Arc<dyn stablecoin_core::kernel::PhoneWalletPayments>>,
 }
 
 /// Who a business key acts for.
@@ -114,6 +120,7 @@ impl CheckoutEngine {
         Ok(CheckoutEngine {
             kernel: kernel.clone(),
             config,
+            phone_wallets: None,
         })
     }
 

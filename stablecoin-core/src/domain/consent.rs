@@ -131,14 +131,25 @@ pub enum ChallengePurpose {
         /// The number the wallet moves to; it must not key another wallet.
         new_phone: Phone,
     },
+    /// Pay a checkout session from the wallet of the phone the code went to (issue #50
+    /// item 4): the code is the holder's consent to this one payment, of `amount`
+    /// micro-units to `session`, and to nothing else.
+    CheckoutPay {
+        /// The session paid (`cs_...`).
+        session: String,
+        /// The amount the SMS named, in micro-units.
+        amount: crate::domain::money::Micros,
+    },
 }
 
 impl ChallengePurpose {
-    /// The purpose's name in keys and guard scopes (`link`, `phone_change`).
+    /// The purpose's name in keys and guard scopes (`link`, `phone_change`,
+    /// `checkout_pay`).
     pub fn kind(&self) -> &'static str {
         match self {
             ChallengePurpose::Link => "link",
             ChallengePurpose::PhoneChange { .. } => "phone_change",
+            ChallengePurpose::CheckoutPay { .. } => "checkout_pay",
         }
     }
 }

@@ -25,16 +25,16 @@ use crate::ports::store::{Batch, Put};
 
 /// Times a flow re-reads and tries again after its commit lost a race. Past this the
 /// caller gets `CONFLICT`, whether its code was right or wrong.
-const MAX_RACE_RETRIES: usize = 16;
+pub(super) const MAX_RACE_RETRIES: usize = 16;
 
 /// A guard as read (or new, with no version yet).
-struct ReadGuard {
-    guard: OtpGuard,
+pub(super) struct ReadGuard {
+    pub(super) guard: OtpGuard,
     version: Option<u64>,
 }
 
 impl ReadGuard {
-    fn put(&self) -> CoreResult<Put> {
+    pub(super) fn put(&self) -> CoreResult<Put> {
         Ok(match self.version {
             Some(v) => self.guard.update(v)?,
             None => self.guard.insert()?,
@@ -59,7 +59,7 @@ impl CheckedCode {
 }
 
 /// True for a commit that lost a race on a record version: read again and retry.
-fn lost_version_race(e: &CoreError) -> bool {
+pub(super) fn lost_version_race(e: &CoreError) -> bool {
     matches!(
         e,
         CoreError::Conflict {
@@ -70,13 +70,13 @@ fn lost_version_race(e: &CoreError) -> bool {
 }
 
 impl Engine {
-    fn random_code(&self) -> String {
+    pub(super) fn random_code(&self) -> String {
         let mut b = [0u8; 8];
         self.ports().entropy.fill(&mut b);
         code_from_random(b)
     }
 
-    async fn guard(&self, scope: GuardScope, now: Timestamp) -> CoreResult<ReadGuard> {
+    pub(super) async fn guard(&self, scope: GuardScope, now: Timestamp) -> CoreResult<ReadGuard> {
         Ok(
             match get_record::<OtpGuard>(&*self.ports().store, &scope.guard_id()).await? {
                 Some(v) => ReadGuard {

@@ -9,6 +9,7 @@
 
 mod admission;
 mod chain_reconciliation;
+mod checkout_codes;
 mod consent;
 mod console_sessions;
 mod idempotency;

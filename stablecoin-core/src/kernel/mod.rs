@@ -20,6 +20,8 @@
 //!   lease in the shared store, so of N nodes on one database one runs each;
 //! - [`inbound`]: one scan of each rail page feeding every product, over one address
 //!   namespace, with each product's position kept apart;
+//! - [`phone_pay`]: what checkout asks of the wallets to take a payment from a phone
+//!   wallet (the wallet engine implements it), so checkout need not name the engine;
 //! - [`accounts`]: the ledger's account names every product posts to. Defined beside the
 //!   ports (`ports::accounts`), because adapters name accounts too (a swap venue's), and
 //!   re-exported here as the products' vocabulary.
@@ -31,6 +33,7 @@ pub mod error;
 pub mod idempotency;
 pub mod inbound;
 pub mod lease;
+pub mod phone_pay;
 pub(crate) mod read_cache;
 pub mod runtime;
 pub mod screening;
@@ -44,6 +47,9 @@ pub use inbound::{
     InboundError, InboundHandler, InboundOutcome, InboundReport, InboundRouter, address_key,
 };
 pub use lease::{LeaseRecord, LeaseStatus, Leases, default_node_id};
+pub use phone_pay::{
+    PaymentCodeCheck, PaymentCodeRequest, PaymentCodeSent, PaymentConsent, PhoneWalletPayments,
+};
 pub use runtime::{Product, RoundObserver, RoundReport, Runtime, Worker};
 pub use screening::{SCREENING_ACTOR, ScreeningFailMode, ScreeningGate};
 

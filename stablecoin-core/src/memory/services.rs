@@ -41,7 +41,11 @@ impl MemoryNotifier {
             .into_iter()
             .rev()
             .find(|(p, m)| {
-                p == to && matches!(m.kind, SmsKind::LinkCode | SmsKind::PhoneChangeCode)
+                p == to
+                    && matches!(
+                        m.kind,
+                        SmsKind::LinkCode | SmsKind::PhoneChangeCode | SmsKind::PaymentCode
+                    )
             })
             .and_then(|(_, m)| {
                 m.text

@@ -18,6 +18,9 @@ pub enum SmsKind {
     PhoneChangeCode,
     /// A recipient's notice that a transfer settled into their wallet (best effort).
     MoneyReceived,
+    /// The one-time code that consents to paying a checkout session from the wallet of
+    /// this phone.
+    PaymentCode,
 }
 
 /// One SMS the engine asks a [`Notifier`] to send.

@@ -15,6 +15,7 @@ pub mod health;
 pub mod intake;
 pub mod payment_links;
 pub mod payout_reconciliation;
+pub mod phone_payments;
 pub mod reconciliation;
 pub mod schemas;
 pub mod security_headers;
@@ -344,7 +345,9 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(health::ready))
         .routes(routes!(health::metrics))
         .routes(routes!(health::openapi))
-        .routes(routes!(intake::deposit_events));
+        .routes(routes!(intake::deposit_events))
+        .routes(routes!(phone_payments::request_code))
+        .routes(routes!(phone_payments::confirm));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(money_routes(state))
         .merge(tenant_routes(state))
@@ -422,6 +425,8 @@ pub fn build_router(state: AppState) -> Router {
         .merge(crate::pages::refund_claim::refund_claim_routes(
             state.checkout.clone(),
         ))
+        // Paying from a phone wallet of this service (issue #50 item 4).
+        .merge(crate::pages::phone_pay::phone_pay_routes())
         // A payment link's page: a session of its own for each payer (issue #50).
         .merge(crate::pages::link_page::link_routes(state.checkout.clone()))
         // The tenant dashboard (HTML forms with sessions and CSRF tokens, outside the

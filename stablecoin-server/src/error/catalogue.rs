@@ -54,6 +54,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "As many of the payment link's sessions as its max_payments are paid or still open.",
     ),
     (
+        "PHONE_PAYMENT_UNAVAILABLE",
+        403,
+        "Paying from a phone wallet is not available for this session: a test session (paid by simulated deposits only), or no wallets run beside the checkout.",
+    ),
+    (
         "INTAKE_DISABLED",
         404,
         "The deposit intake is not configured ([checkout] intake_secret).",

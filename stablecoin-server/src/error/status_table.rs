@@ -148,6 +148,8 @@ fn checkout_rows() -> Vec<Row> {
         row(PaymentLinkInactive, 410, "PAYMENT_LINK_INACTIVE", None),
         row(PaymentLinkExpired, 410, "PAYMENT_LINK_EXPIRED", None),
         row(PaymentLinkLimitReached { max_payments: 1 }, 409, "PAYMENT_LINK_LIMIT_REACHED", None),
+        row(PhonePaymentUnavailable, 403, "PHONE_PAYMENT_UNAVAILABLE", None),
+        row(Payer(stablecoin_core::CoreError::CodeExpired), 410, "CODE_EXPIRED", Some("code")),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
     ]
@@ -158,7 +160,7 @@ fn every_product_error_keeps_its_status_code_and_param() {
     let rows = [core_rows(), escrow_rows(), checkout_rows()].concat();
     assert_eq!(
         rows.len(),
-        50 + 29 + 23,
+        50 + 29 + 25,
         "one row per variant (two for escrow NOT_FOUND)"
     );
     for (api, status, code, param) in rows {

@@ -21,6 +21,7 @@ pub mod html;
 pub mod link_page;
 pub mod pay;
 pub mod pay_refunds;
+pub mod phone_pay;
 pub mod refund_claim;
 pub mod session;
 pub mod shared;

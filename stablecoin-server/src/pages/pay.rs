@@ -352,6 +352,16 @@ pub fn render_pay_page(view: &PayView) -> String {
         "<div id=\"live\" class=\"visually-hidden\" role=\"status\" aria-live=\"polite\"></div>\n",
     );
     render_options(&mut o, view);
+    // Paying from a phone wallet of this service: its own page (a form, which this
+    // page's CSP does not allow), for a live session with something due.
+    if view.status == "pending" && !view.sandbox && !is_zero(&view.amount_due) {
+        let _ = writeln!(
+            o,
+            "<p class=\"phone-pay\"><a id=\"phone-pay-link\" href=\"/pay/{}/phone\">\
+             Have a wallet here? Pay with your phone number</a></p>",
+            e(&view.session_id)
+        );
+    }
     render_deposits(&mut o, &view.deposits);
     super::pay_refunds::render_refunds(&mut o, &view.refunds);
     let _ = write!(
