@@ -17,6 +17,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
 from solders.hash import Hash
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
@@ -103,6 +104,11 @@ for t in spec["transactions"]:
         source = keys[t["source"]]
         mint = mints[t["mint"]]
         ixs = []
+        # The compute budget first, from solders' own compute_budget module.
+        if "compute_budget" in t:
+            cb = t["compute_budget"]
+            ixs.append(set_compute_unit_limit(cb["unit_limit"]))
+            ixs.append(set_compute_unit_price(int(cb["unit_price_micro_lamports"])))
         for leg in t["legs"]:
             recipient = keys[leg["recipient"]].pubkey()
             if leg["create_recipient_ata"]:

@@ -149,6 +149,13 @@ for (const t of input.transactions) {
     const mint = mints[t.mint];
     const sourceAta = spl.getAssociatedTokenAddressSync(mint, source.publicKey);
     instructions = [];
+    // The compute budget first, from web3.js's own ComputeBudgetProgram.
+    if (t.compute_budget) {
+      instructions.push(web3.ComputeBudgetProgram.setComputeUnitLimit({ units: t.compute_budget.unit_limit }));
+      instructions.push(
+        web3.ComputeBudgetProgram.setComputeUnitPrice({ microLamports: BigInt(t.compute_budget.unit_price_micro_lamports) }),
+      );
+    }
     for (const leg of t.legs) {
       const recipient = keys[leg.recipient].publicKey;
       const dest = spl.getAssociatedTokenAddressSync(mint, recipient);

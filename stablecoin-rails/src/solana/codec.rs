@@ -34,6 +34,12 @@ pub const MINT_LEN: usize = Mint::LEN;
 pub const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
 /// Largest legacy transaction on the wire.
 pub const PACKET_DATA_SIZE: usize = 1232;
+/// The Compute Budget program: a transaction's compute-unit limit and price (its
+/// priority fee) are instructions to it.
+pub const COMPUTE_BUDGET_PROGRAM_ID: Pubkey =
+    Pubkey::from_str_const("ComputeBudget111111111111111111111111111111");
+/// The most compute units one transaction may request.
+pub const MAX_COMPUTE_UNIT_LIMIT: u32 = 1_400_000;
 
 /// Why an input could not be encoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -202,6 +208,45 @@ pub fn transfer_instructions(
         out.push(ix);
     }
     Ok(out)
+}
+
+/// `SetComputeUnitLimit`: discriminator 2, then the limit as u32 little-endian, no
+/// accounts. The runtime holds the transaction to `units` and prices its priority fee
+/// on them, so a tight limit keeps that fee small.
+pub fn set_compute_unit_limit(units: u32) -> Instruction {
+    let mut data = Vec::with_capacity(5);
+    data.push(2);
+    data.extend_from_slice(&units.to_le_bytes());
+    Instruction {
+        program_id: COMPUTE_BUDGET_PROGRAM_ID,
+        accounts: vec![],
+        data,
+    }
+}
+
+/// `SetComputeUnitPrice`: discriminator 3, then the price in micro-lamports per compute
+/// unit as u64 little-endian, no accounts. The priority fee is
+/// `ceil(price * limit / 1_000_000)` lamports on top of the signature fees.
+pub fn set_compute_unit_price(micro_lamports: u64) -> Instruction {
+    let mut data = Vec::with_capacity(9);
+    data.push(3);
+    data.extend_from_slice(&micro_lamports.to_le_bytes());
+    Instruction {
+        program_id: COMPUTE_BUDGET_PROGRAM_ID,
+        accounts: vec![],
+        data,
+    }
+}
+
+/// The lamports a transaction with `signatures` signatures pays at `limit` compute units
+/// and `price` micro-lamports each: the base fee per signature plus the priority fee
+/// (rounded up, as the runtime does).
+pub fn transaction_fee_lamports(signatures: u64, limit: u32, price: u64) -> u64 {
+    let micro = u128::from(limit) * u128::from(price);
+    let priority = micro.div_ceil(1_000_000);
+    LAMPORTS_PER_SIGNATURE
+        .saturating_mul(signatures)
+        .saturating_add(u64::try_from(priority).unwrap_or(u64::MAX))
 }
 
 /// Compiles a legacy message with `fee_payer` first (the standard key ordering: payer,
@@ -405,6 +450,35 @@ mod tests {
             create_recipient_ata: false,
         };
         assert!(transfer_instructions(&p, &a, &m, &TOKEN_PROGRAM_ID, 6, &[own]).is_err());
+    }
+
+    /// Golden vectors of the Solana SDK's own encoder (`solana-compute-budget-interface`
+    /// 3.0.0, its `test_to_instruction`); `tests/solana_fixtures.rs` compares with that
+    /// crate over many values too.
+    #[test]
+    fn compute_budget_instructions_match_the_sdk_vectors() {
+        let limit = set_compute_unit_limit(257);
+        assert_eq!(limit.data, vec![2, 1, 1, 0, 0]);
+        assert!(limit.accounts.is_empty());
+        assert_eq!(
+            limit.program_id.to_string(),
+            "ComputeBudget111111111111111111111111111111"
+        );
+        let price = set_compute_unit_price(u64::MAX);
+        assert_eq!(price.data, vec![3, 255, 255, 255, 255, 255, 255, 255, 255]);
+        assert_eq!(price.program_id, COMPUTE_BUDGET_PROGRAM_ID);
+        assert_eq!(
+            set_compute_unit_price(1_000_000).data,
+            vec![3, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn the_fee_rounds_its_priority_part_up() {
+        assert_eq!(transaction_fee_lamports(2, 200_000, 0), 10_000);
+        assert_eq!(transaction_fee_lamports(1, 1, 1), 5_001);
+        assert_eq!(transaction_fee_lamports(2, 50_000, 10_000), 10_500);
+        assert_eq!(transaction_fee_lamports(1, 3, 333_333), 5_001);
     }
 
     #[test]

@@ -43,6 +43,7 @@
 //! over it for end-to-end tests.
 
 pub mod codec;
+pub mod fees;
 pub mod journal;
 pub mod json_rpc;
 pub mod rail;
@@ -51,6 +52,7 @@ pub mod scan;
 #[cfg(feature = "solana-test")]
 pub mod testkit;
 
+pub use fees::SolanaFeePolicy;
 pub use journal::{SendRecord, SendState, SolanaSendInfo};
 pub use json_rpc::JsonRpcClient;
 pub use rail::{
