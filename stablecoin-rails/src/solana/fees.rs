@@ -107,10 +107,10 @@ impl SolanaFeePolicy {
             u64::try_from(up.div_ceil(100)).unwrap_or(u64::MAX)
         });
         let want = market.unwrap_or(0).max(raised.unwrap_or(0));
-        want.clamp(
-            self.price_floor_micro_lamports,
-            self.price_ceiling_micro_lamports,
-        )
+        // Not `clamp`: it panics on a floor above the ceiling, which only `validate`
+        // refuses; the ceiling wins then.
+        want.max(self.price_floor_micro_lamports)
+            .min(self.price_ceiling_micro_lamports)
     }
 }
 
@@ -200,6 +200,13 @@ mod tests {
         assert_eq!(p.price(Some(&[40_000]), Some(10_000)), 40_000);
         assert_eq!(p.price(None, Some(45_000)), 50_000, "capped");
         assert_eq!(p.price(None, Some(u64::MAX)), 50_000);
+        // An unvalidated policy with its floor above its ceiling: the ceiling, no panic.
+        let upside_down = SolanaFeePolicy {
+            price_floor_micro_lamports: 9,
+            price_ceiling_micro_lamports: 3,
+            ..SolanaFeePolicy::default()
+        };
+        assert_eq!(upside_down.price(Some(&[5]), None), 3);
     }
 
     #[test]
