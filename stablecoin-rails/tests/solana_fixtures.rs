@@ -5,7 +5,7 @@
 //! addresses (the signer's derivation), ATAs, and signed provisioning and transfer
 //! transactions (message, signatures, wire bytes), the priced ones with the Compute Budget
 //! program's `SetComputeUnitLimit` and `SetComputeUnitPrice` from each implementation's
-//! own builder.
+//! own builder, and the payment id in a Memo v2 instruction.
 #![cfg(feature = "solana")]
 
 use serde_json::Value;
@@ -157,6 +157,10 @@ async fn signed_transactions_match_byte_for_byte() {
                         )
                         .unwrap(),
                     );
+                    // The payment id last, as the rail's payment sends carry it.
+                    if let Some(memo) = case["memo"].as_str() {
+                        ixs.push(codec::memo(memo).unwrap());
+                    }
                     ixs
                 }
             };

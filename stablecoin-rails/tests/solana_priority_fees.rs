@@ -131,7 +131,10 @@ async fn a_send_carries_a_limit_and_a_price_from_recent_fees_and_the_runtime_cha
         .submit_with_info(&pay("pf-1", &a, &b, 1_000_000))
         .await
         .unwrap();
-    assert_eq!(r.info.compute_unit_limit, 15_000, "5 000 base + 1 transfer");
+    assert_eq!(
+        r.info.compute_unit_limit, 20_400,
+        "5 000 base + 1 transfer + the 4-byte payment-id memo (5 000 + 4 x 100)"
+    );
     assert_eq!(r.info.compute_unit_price_micro_lamports, 200_000);
     // Asked about the accounts the send writes: fee payer, source and recipient ATAs.
     let asked = kit.prioritization_fee_accounts();
@@ -144,7 +147,7 @@ async fn a_send_carries_a_limit_and_a_price_from_recent_fees_and_the_runtime_cha
     assert_eq!(
         budget_of(&rec.wire_base64),
         vec![
-            (codec::COMPUTE_BUDGET_PROGRAM_ID, limit_ix(15_000)),
+            (codec::COMPUTE_BUDGET_PROGRAM_ID, limit_ix(20_400)),
             (codec::COMPUTE_BUDGET_PROGRAM_ID, price_ix(200_000)),
         ]
     );
@@ -152,15 +155,15 @@ async fn a_send_carries_a_limit_and_a_price_from_recent_fees_and_the_runtime_cha
         settle(&rail, "pf-1").await,
         SubmissionStatus::Confirmed { .. }
     ));
-    // The runtime charged two signatures plus ceil(15 000 x 200 000 / 10^6) = 3 000.
+    // The runtime charged two signatures plus ceil(20 400 x 200 000 / 10^6) = 4 080.
     let sig = Signature::from_str(&r.info.signature).unwrap();
     let landed = kit
         .get_transaction(&sig, Commitment::Finalized)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(landed.fee, 13_000);
-    assert_eq!(before - kit.lamports(&fee_payer), 13_000);
+    assert_eq!(landed.fee, 14_080);
+    assert_eq!(before - kit.lamports(&fee_payer), 14_080);
     assert_eq!(
         rail.balance(&b, Token::Usdc).await.unwrap(),
         Micros(1_000_000)
@@ -176,7 +179,7 @@ async fn a_send_carries_a_limit_and_a_price_from_recent_fees_and_the_runtime_cha
         .await
         .unwrap();
     assert!(r.info.created_recipient_ata);
-    assert_eq!(r.info.compute_unit_limit, 55_000);
+    assert_eq!(r.info.compute_unit_limit, 60_400);
     assert!(matches!(
         settle(&rail, "pf-2").await,
         SubmissionStatus::Confirmed { .. }
@@ -206,8 +209,8 @@ async fn the_price_stays_within_the_floor_and_the_ceiling() {
         // A node without the method: the floor, and the send still goes.
         ("pf-nofees", None, 2_000),
     ];
-    // Amounts differ: two identical transfers under one blockhash would be one
-    // transaction (the same signature).
+    // Amounts differ, though the payment-id memo alone keeps alike transfers apart
+    // (tests/solana_memo.rs).
     for (i, (id, fees, want)) in cases.into_iter().enumerate() {
         kit.set_recent_prioritization_fees(fees);
         let before = kit.lamports(&fee_payer);
@@ -222,7 +225,7 @@ async fn the_price_stays_within_the_floor_and_the_ceiling() {
         ));
         assert_eq!(
             before - kit.lamports(&fee_payer),
-            codec::transaction_fee_lamports(2, 15_000, want),
+            codec::transaction_fee_lamports(2, 20_000 + 100 * id.len() as u32, want),
             "{id}: what the runtime charged"
         );
     }
@@ -240,6 +243,8 @@ async fn a_limit_below_what_the_transfer_uses_is_refused_and_moves_nothing() {
     let policy = SolanaFeePolicy {
         compute_units_base: 0,
         compute_units_per_transfer: 1,
+        compute_units_per_memo: 0,
+        compute_units_per_memo_byte: 0,
         ..SolanaFeePolicy::default()
     };
     let rail = rail(kit.clone(), policy);

@@ -505,6 +505,8 @@ pub fn solana_config(
             compute_units_base: s.fees.compute_units_base,
             compute_units_per_transfer: s.fees.compute_units_per_transfer,
             compute_units_per_account_created: s.fees.compute_units_per_account_created,
+            compute_units_per_memo: s.fees.compute_units_per_memo,
+            compute_units_per_memo_byte: s.fees.compute_units_per_memo_byte,
         },
     };
     c.fees.validate()?;
@@ -749,6 +751,8 @@ mod solana_tests {
 price_ceiling_micro_lamports = 900000
              fee_percentile = 90
 compute_units_per_transfer = 7000
+compute_units_per_memo = 800
+compute_units_per_memo_byte = 3
 ",
         )
         .unwrap();
@@ -763,6 +767,11 @@ compute_units_per_transfer = 7000
             (20_000, 900_000, 90, 7_000)
         );
         assert_eq!(f.compute_units_per_account_created, 40_000);
+        assert_eq!(
+            (f.compute_units_per_memo, f.compute_units_per_memo_byte),
+            (800, 3)
+        );
+        assert_eq!(f.memo_compute_units(10), 830);
         s.fees.price_ceiling_micro_lamports = 10;
         let e = solana_config(&s).unwrap_err();
         assert!(e.contains("price_ceiling_micro_lamports"), "{e}");

@@ -110,18 +110,23 @@ async fn a_send_the_node_drops_is_rebroadcast_and_settles_once_at_the_configured
         .await
         .unwrap()
         .expect("the settled signature is the landed transaction");
-    // 15 000 + 40 000 units (the recipient's account is opened) at 30 000 micro-lamports:
-    // 1 650 lamports of priority fee on top of two signatures.
+    // 15 000 + 40 000 units (the recipient's account is opened) + 5 000 + 100 per byte
+    // of the payment-id memo, at 30 000 micro-lamports, on top of two signatures.
+    let limit = 60_000 + 100 * op_id.len() as u32;
+    let fee = codec::transaction_fee_lamports(2, limit, 30_000);
+    assert_eq!(landed.fee, fee);
     assert_eq!(
-        landed.fee,
-        codec::transaction_fee_lamports(2, 55_000, 30_000)
+        fee,
+        10_000 + (u64::from(limit) * 30_000).div_ceil(1_000_000)
     );
-    assert_eq!(landed.fee, 11_650);
+    // The memo the Memo program ran is the operation's id.
+    let logs = kit.logs(&sig).expect("the landed transaction's log");
+    assert!(logs.contains(&format!("Program log: {op_id}")), "{logs:#?}");
     let rent = kit
         .get_minimum_balance_for_rent_exemption(codec::TOKEN_ACCOUNT_LEN)
         .await
         .unwrap();
-    assert_eq!(lamports_before - kit.lamports(&fee_payer), rent + 11_650);
+    assert_eq!(lamports_before - kit.lamports(&fee_payer), rent + fee);
     let balance = |phone: &'static str| {
         let (s, key) = (&s, t.live.clone());
         async move {

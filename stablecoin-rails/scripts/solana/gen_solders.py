@@ -31,6 +31,7 @@ OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE.parent.parent / "tests/fi
 TOKEN_PROGRAM = Pubkey.from_string("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA")
 ATA_PROGRAM = Pubkey.from_string("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL")
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
+MEMO_PROGRAM = Pubkey.from_string("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr")
 
 spec = json.loads((HERE / "fixtures.json.in").read_text())
 seed = bytes.fromhex(spec["master_seed_hex"])
@@ -118,6 +119,9 @@ for t in spec["transactions"]:
                     ata_of(source.pubkey(), mint), mint, ata_of(recipient, mint), source.pubkey(), int(leg["amount"]), t["decimals"]
                 )
             )
+        # The payment id last, in a Memo v2 instruction: no accounts, the UTF-8 text as data.
+        if "memo" in t:
+            ixs.append(Instruction(MEMO_PROGRAM, t["memo"].encode("utf-8"), []))
         signers = [payer, source]
     message = Message.new_with_blockhash(ixs, payer.pubkey(), blockhash)
     tx = Transaction(signers, message, blockhash)

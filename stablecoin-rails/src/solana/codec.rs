@@ -40,6 +40,16 @@ pub const COMPUTE_BUDGET_PROGRAM_ID: Pubkey =
     Pubkey::from_str_const("ComputeBudget111111111111111111111111111111");
 /// The most compute units one transaction may request.
 pub const MAX_COMPUTE_UNIT_LIMIT: u32 = 1_400_000;
+/// The SPL Memo program, v2 (`MemoSq4...`): every payment send carries its payment id in
+/// a memo, so two payments alike in sender, recipient, amount and mint are never one
+/// transaction (same bytes under one blockhash would be one signature: the node keeps
+/// one, the ledger would record two).
+pub const MEMO_PROGRAM_ID: Pubkey =
+    Pubkey::from_str_const("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
+/// The longest memo the rail writes, in bytes: payment ids are far shorter (a prefix and
+/// a ULID), and the bound keeps the transaction's size and the memo's compute units
+/// small and known.
+pub const MAX_MEMO_BYTES: usize = 128;
 
 /// Why an input could not be encoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -208,6 +218,26 @@ pub fn transfer_instructions(
         out.push(ix);
     }
     Ok(out)
+}
+
+/// A Memo v2 instruction carrying `text` (its UTF-8 bytes are the data). No accounts:
+/// the program then requires no signer, and it only logs the text. Refuses an empty
+/// text and one over [`MAX_MEMO_BYTES`].
+pub fn memo(text: &str) -> Result<Instruction, CodecError> {
+    if text.is_empty() {
+        return Err(CodecError::Invalid("a memo must not be empty".into()));
+    }
+    if text.len() > MAX_MEMO_BYTES {
+        return Err(CodecError::Invalid(format!(
+            "a memo is at most {MAX_MEMO_BYTES} bytes, got {}",
+            text.len()
+        )));
+    }
+    Ok(Instruction {
+        program_id: MEMO_PROGRAM_ID,
+        accounts: vec![],
+        data: text.as_bytes().to_vec(),
+    })
 }
 
 /// `SetComputeUnitLimit`: discriminator 2, then the limit as u32 little-endian, no
@@ -470,6 +500,28 @@ mod tests {
         assert_eq!(
             set_compute_unit_price(1_000_000).data,
             vec![3, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn a_memo_is_the_text_bytes_without_accounts_and_bounded() {
+        let m = memo("op_01J\u{e9}").unwrap();
+        assert_eq!(
+            m.program_id.to_string(),
+            "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"
+        );
+        assert!(m.accounts.is_empty());
+        assert_eq!(m.data, b"op_01J\xc3\xa9".to_vec());
+        assert!(memo("").is_err());
+        assert!(memo(&"x".repeat(MAX_MEMO_BYTES)).is_ok());
+        // The bound is in bytes: 64 two-byte characters fit, one more byte does not.
+        assert!(memo(&"\u{e9}".repeat(MAX_MEMO_BYTES / 2)).is_ok());
+        let over = format!("{}x", "\u{e9}".repeat(MAX_MEMO_BYTES / 2));
+        assert!(
+            memo(&over)
+                .unwrap_err()
+                .to_string()
+                .contains("at most 128 bytes")
         );
     }
 

@@ -5,7 +5,8 @@
 //! - **Limit**: sized from the transaction, not the runtime's default of 200 000 units
 //!   per instruction: `compute_units_base` plus `compute_units_per_transfer` per
 //!   `TransferChecked` plus `compute_units_per_account_created` per recipient token
-//!   account the send creates, at most [`MAX_COMPUTE_UNIT_LIMIT`]. The priority fee is
+//!   account the send creates, plus `compute_units_per_memo` and
+//!   `compute_units_per_memo_byte` per byte for its payment-id memo, at most [`MAX_COMPUTE_UNIT_LIMIT`]. The priority fee is
 //!   paid on the limit, not on what the transaction uses, so a tight limit keeps it
 //!   small; a limit too tight makes the transaction fail (the node's preflight refuses
 //!   it, nothing moves).
@@ -45,13 +46,27 @@ pub struct SolanaFeePolicy {
     /// Units per token account the send creates (`CreateIdempotent` with its calls into
     /// the System and Token programs uses about 25 000).
     pub compute_units_per_account_created: u32,
+    /// Units of the payment-id memo every payment send carries, whatever its text.
+    pub compute_units_per_memo: u32,
+    /// Units per byte of that memo. The Memo program checks the text is UTF-8 and logs
+    /// it; older builds log it `Debug`-escaped, costliest for control and multi-byte
+    /// characters.
+    pub compute_units_per_memo_byte: u32,
 }
 
 impl Default for SolanaFeePolicy {
     /// 1 000 to 5 000 000 micro-lamports per unit, the 75th percentile, +50% on a retry;
-    /// 5 000 base units, 10 000 per transfer, 40 000 per account created. A transfer
-    /// creating its recipient's account asks 55 000 units: at the ceiling its priority
-    /// fee is 275 000 lamports (0.000275 SOL).
+    /// 5 000 base units, 10 000 per transfer, 40 000 per account created, 5 000 per memo
+    /// plus 100 per memo byte. A transfer creating its recipient's account with a
+    /// 30-byte payment id asks 63 000 units: at the ceiling its priority fee is 315 000
+    /// lamports (0.000315 SOL).
+    ///
+    /// The memo allowance: the Memo v2 build litesvm runs (spl-memo 4.0.0) uses about
+    /// 300 units for any memo up to [`codec::MAX_MEMO_BYTES`] (`tests/solana_memo.rs`
+    /// measures it); it is far above that because the binary deployed at the address
+    /// may be an older, costlier build, and a limit too tight makes every send fail
+    /// preflight while a loose one costs only `units x price` (17 800 units for the
+    /// longest memo).
     fn default() -> Self {
         SolanaFeePolicy {
             price_floor_micro_lamports: 1_000,
@@ -61,6 +76,8 @@ impl Default for SolanaFeePolicy {
             compute_units_base: 5_000,
             compute_units_per_transfer: 10_000,
             compute_units_per_account_created: 40_000,
+            compute_units_per_memo: 5_000,
+            compute_units_per_memo_byte: 100,
         }
     }
 }
@@ -88,13 +105,29 @@ impl SolanaFeePolicy {
     }
 
     /// The limit of a send of `transfers` transfers creating `accounts_created` token
-    /// accounts.
-    pub fn compute_unit_limit(&self, transfers: usize, accounts_created: usize) -> u32 {
+    /// accounts and carrying a memo of `memo_bytes` bytes (0: none).
+    pub fn compute_unit_limit(
+        &self,
+        transfers: usize,
+        accounts_created: usize,
+        memo_bytes: usize,
+    ) -> u32 {
         let units = u64::from(self.compute_units_base)
             + u64::from(self.compute_units_per_transfer) * transfers as u64
-            + u64::from(self.compute_units_per_account_created) * accounts_created as u64;
+            + u64::from(self.compute_units_per_account_created) * accounts_created as u64
+            + u64::from(self.memo_compute_units(memo_bytes));
         u32::try_from(units.min(u64::from(MAX_COMPUTE_UNIT_LIMIT)))
             .unwrap_or(MAX_COMPUTE_UNIT_LIMIT)
+    }
+
+    /// Units of a memo of `bytes` bytes (0: no memo, no units).
+    pub fn memo_compute_units(&self, bytes: usize) -> u32 {
+        if bytes == 0 {
+            return 0;
+        }
+        let units = u64::from(self.compute_units_per_memo)
+            + u64::from(self.compute_units_per_memo_byte) * bytes as u64;
+        u32::try_from(units).unwrap_or(u32::MAX)
     }
 
     /// The price from the recent fees (`None`: the node could not say), at least
@@ -212,10 +245,20 @@ mod tests {
     #[test]
     fn the_limit_counts_transfers_and_created_accounts() {
         let p = SolanaFeePolicy::default();
-        assert_eq!(p.compute_unit_limit(1, 0), 15_000);
-        assert_eq!(p.compute_unit_limit(1, 1), 55_000);
-        assert_eq!(p.compute_unit_limit(2, 2), 105_000);
-        assert_eq!(p.compute_unit_limit(1000, 1000), MAX_COMPUTE_UNIT_LIMIT);
+        assert_eq!(p.compute_unit_limit(1, 0, 0), 15_000);
+        assert_eq!(p.compute_unit_limit(1, 1, 0), 55_000);
+        assert_eq!(p.compute_unit_limit(2, 2, 0), 105_000);
+        assert_eq!(p.compute_unit_limit(1000, 1000, 0), MAX_COMPUTE_UNIT_LIMIT);
+        // The payment-id memo adds its own units, by length.
+        assert_eq!(p.compute_unit_limit(1, 0, 4), 15_000 + 5_000 + 400);
+        assert_eq!(p.memo_compute_units(0), 0);
+        assert_eq!(p.memo_compute_units(codec::MAX_MEMO_BYTES), 17_800);
+        let huge = SolanaFeePolicy {
+            compute_units_per_memo_byte: u32::MAX,
+            ..SolanaFeePolicy::default()
+        };
+        assert_eq!(huge.memo_compute_units(2), u32::MAX);
+        assert_eq!(huge.compute_unit_limit(1, 0, 2), MAX_COMPUTE_UNIT_LIMIT);
     }
 
     #[test]

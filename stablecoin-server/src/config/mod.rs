@@ -217,7 +217,8 @@
 //! # [rails.solana_node.fees]: each send's compute-unit limit and price (issue #49),
 //! # price_floor_micro_lamports = 1000, price_ceiling_micro_lamports = 5000000,
 //! # fee_percentile = 75, retry_price_increase_percent = 50, compute_units_base = 5000,
-//! # compute_units_per_transfer = 10000, compute_units_per_account_created = 40000
+//! # compute_units_per_transfer = 10000, compute_units_per_account_created = 40000,
+//! # compute_units_per_memo = 5000, compute_units_per_memo_byte = 100
 //! ```
 //!
 //! Every real chain takes several node URLs (issue #49): `rpc_url` / `api_url` is the

@@ -101,7 +101,8 @@ pub struct SolanaNodeSettings {
 
 /// `[rails.solana_node.fees]`: a send asks `compute_units_base` +
 /// `compute_units_per_transfer` per transfer + `compute_units_per_account_created` per
-/// token account it opens, and pays the `fee_percentile`-th percentile of
+/// token account it opens + `compute_units_per_memo` and `compute_units_per_memo_byte`
+/// per byte of its payment-id memo, and pays the `fee_percentile`-th percentile of
 /// `getRecentPrioritizationFees` for the accounts it writes, held within
 /// `[price_floor_micro_lamports, price_ceiling_micro_lamports]` per unit (the floor when
 /// the node cannot say). A send signed again after its transaction expired unseen pays
@@ -125,6 +126,10 @@ pub struct SolanaFeeSettings {
     pub compute_units_per_transfer: u32,
     /// Compute units per token account a send opens (default 40 000).
     pub compute_units_per_account_created: u32,
+    /// Compute units of the payment-id memo every send carries (default 5 000).
+    pub compute_units_per_memo: u32,
+    /// Compute units per byte of that memo (default 100).
+    pub compute_units_per_memo_byte: u32,
 }
 
 impl Default for SolanaFeeSettings {
@@ -137,6 +142,8 @@ impl Default for SolanaFeeSettings {
             compute_units_base: 5_000,
             compute_units_per_transfer: 10_000,
             compute_units_per_account_created: 40_000,
+            compute_units_per_memo: 5_000,
+            compute_units_per_memo_byte: 100,
         }
     }
 }

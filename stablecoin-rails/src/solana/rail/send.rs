@@ -1,6 +1,7 @@
 //! Sponsored sends: one transaction per payment (recipient ATAs created when missing,
-//! SPL `TransferChecked` per leg), journaled before its broadcast and idempotent by
-//! payment id; after finality, which token accounts it really created.
+//! SPL `TransferChecked` per leg, the payment id in a Memo v2 instruction), journaled
+//! before its broadcast and idempotent by payment id; after finality, which token
+//! accounts it really created.
 
 use super::reconcile::Reconciled;
 use super::{
@@ -167,6 +168,14 @@ impl SolanaRail {
         if payment.legs.is_empty() {
             return Err(rejected("payment has no legs"));
         }
+        // The payment id rides in a memo: distinct payments are distinct transactions
+        // even when sender, recipient, amount, mint and blockhash are all alike (the
+        // same bytes would be one signature, landing once for two ledger entries).
+        let memo = codec::memo(&payment.id).map_err(|e| {
+            rejected(format!(
+                "payment id cannot be carried in the transaction's memo: {e}"
+            ))
+        })?;
         let source = self.key_of(&payment.from).await?;
         let claimed = codec::parse_address(&payment.from_address.0).map_err(codec_err)?;
         if claimed != source {
@@ -265,10 +274,10 @@ impl SolanaRail {
                 .map_err(codec_err)?;
         // The compute budget goes first: a limit sized to the transfers and accounts
         // created, a price from what recently landed writing the same accounts.
-        let limit = self
-            .config
-            .fees
-            .compute_unit_limit(legs.len(), created.len());
+        let limit =
+            self.config
+                .fees
+                .compute_unit_limit(legs.len(), created.len(), payment.id.len());
         let mut writable = vec![fee_payer, source_ata];
         for leg in &legs {
             let ata = codec::associated_token_address(&leg.recipient, &mint, &tp);
@@ -284,6 +293,8 @@ impl SolanaRail {
         let price = self.config.fees.price(recent.as_deref(), expired_price);
         let mut ixs = fees::compute_budget_instructions(limit, price).to_vec();
         ixs.extend(transfer);
+        // Last, so instruction indices in errors keep naming the transfers.
+        ixs.push(memo);
         let keys = [
             (fee_payer, self.config.fee_payer.clone()),
             (source, payment.from.clone()),

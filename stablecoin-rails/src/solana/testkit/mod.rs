@@ -187,6 +187,13 @@ impl LiteSvmRpc {
         self.lock().calls.get(method).copied().unwrap_or(0)
     }
 
+    /// The program log of a processed transaction (the runtime's `Program ... invoke`,
+    /// `Program log: ...` and `... consumed N of M compute units` lines), as
+    /// `getTransaction` reports it in `logMessages`.
+    pub fn logs(&self, signature: &Signature) -> Option<Vec<String>> {
+        self.lock().txs.get(signature).map(|t| t.logs.clone())
+    }
+
     /// How many transactions were processed (landed, successful or failed).
     pub fn transaction_count(&self) -> usize {
         self.lock().txs.len()
