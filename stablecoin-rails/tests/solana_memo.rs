@@ -13,10 +13,12 @@ use stablecoin_core::ports::{
 };
 use stablecoin_rails::solana::codec::{self, MAINNET_USDC_MINT, MAINNET_USDT_MINT};
 use stablecoin_rails::solana::rpc::SolanaRpc;
+use stablecoin_rails::solana::testkit::server::RpcServer;
 use stablecoin_rails::solana::testkit::{LiteSvmRpc, test_config};
-use stablecoin_rails::solana::{Commitment, Pubkey, Signature, SolanaRail};
+use stablecoin_rails::solana::{Commitment, JsonRpcClient, Pubkey, Signature, SolanaRail};
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 const SOL: u64 = 1_000_000_000;
 
@@ -166,6 +168,28 @@ async fn two_alike_payments_under_one_blockhash_land_as_two_transactions() {
     want.sort();
     assert_eq!(deposits, want);
     assert!(batch.inbound.iter().all(|i| i.from == a));
+
+    // The same over JSON-RPC, where `getTransaction` carries the memo program among the
+    // account keys and the memo in the log: the same two deposits.
+    let server = RpcServer::start(kit.clone()).await.unwrap();
+    let client = JsonRpcClient::new(server.url(), Duration::from_secs(5)).unwrap();
+    let remote = SolanaRail::new(
+        Arc::new(client),
+        Arc::new(LocalSigner::from_seed([59; 32])),
+        test_config(),
+    );
+    let batch = remote
+        .scan("", std::slice::from_ref(&b), 100)
+        .await
+        .unwrap();
+    let mut over_rpc: Vec<(String, Micros)> = batch
+        .inbound
+        .iter()
+        .filter(|i| i.to == b)
+        .map(|i| (i.tx_hash.clone(), i.amount))
+        .collect();
+    over_rpc.sort();
+    assert_eq!(over_rpc, want);
 }
 
 /// The limit the rail asks covers what the Memo program really uses, for the longest
