@@ -34,6 +34,12 @@ pub enum Fault {
     /// node's answer: the node acted, the client never hears of it. Other methods are
     /// forwarded normally.
     SwallowAnswerOf(String),
+    /// Solana: the next `n` `sendTransaction` requests are not forwarded but answered
+    /// with the transaction's own signature, as a node that accepts a transaction and
+    /// then loses it on the way to the leader (dropped under congestion); later ones,
+    /// and every other method, are forwarded.
+    #[cfg(feature = "solana")]
+    DropSolanaSends(u32),
 }
 
 struct Shared {
@@ -146,7 +152,18 @@ async fn handle(State(s): State<Arc<Shared>>, uri: Uri, body: Bytes) -> Response
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .push(method.clone());
-    let fault = s.fault.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let fault = {
+        let mut f = s.fault.lock().unwrap_or_else(|p| p.into_inner());
+        #[cfg(feature = "solana")]
+        if let Fault::DropSolanaSends(n) = &mut *f
+            && method == "sendTransaction"
+            && *n > 0
+        {
+            *n -= 1;
+            return dropped_solana_send(&body);
+        }
+        f.clone()
+    };
     match fault {
         Fault::Unavailable => {
             (StatusCode::SERVICE_UNAVAILABLE, "upstream unavailable").into_response()
@@ -164,6 +181,8 @@ async fn handle(State(s): State<Arc<Shared>>, uri: Uri, body: Bytes) -> Response
             StatusCode::GATEWAY_TIMEOUT.into_response()
         }
         Fault::Forward => forward(&s, &uri, body).await,
+        #[cfg(feature = "solana")]
+        Fault::DropSolanaSends(_) => forward(&s, &uri, body).await,
         Fault::SwallowAnswerOf(m) => {
             let answer = forward(&s, &uri, body).await;
             if m == method {
@@ -174,6 +193,32 @@ async fn handle(State(s): State<Arc<Shared>>, uri: Uri, body: Bytes) -> Response
             }
         }
     }
+}
+
+/// The answer of a node that accepted a Solana transaction (its first signature, read
+/// from the base64 wire bytes of the request) and then dropped it.
+#[cfg(feature = "solana")]
+fn dropped_solana_send(body: &[u8]) -> Response {
+    use base64::Engine as _;
+    let req: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let wire = req["params"][0]
+        .as_str()
+        .and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok())
+        .unwrap_or_default();
+    // One compact-u16 byte counts the signatures (fewer than 128), then 64 bytes each.
+    let Some(sig) = wire
+        .get(1..65)
+        .and_then(|b| solana_signature::Signature::try_from(b).ok())
+    else {
+        return (StatusCode::BAD_REQUEST, "not a transaction").into_response();
+    };
+    let answer = serde_json::json!({"jsonrpc": "2.0", "result": sig.to_string(), "id": req["id"]});
+    (
+        StatusCode::OK,
+        [("content-type", "application/json")],
+        answer.to_string(),
+    )
+        .into_response()
 }
 
 async fn forward(s: &Shared, uri: &Uri, body: Bytes) -> Response {

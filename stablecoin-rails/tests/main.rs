@@ -33,6 +33,10 @@ mod solana_json_rpc;
 #[cfg(feature = "solana-test")]
 mod solana_litesvm;
 #[cfg(feature = "solana-test")]
+mod solana_memo;
+#[cfg(feature = "solana-test")]
+mod solana_priority_fees;
+#[cfg(feature = "solana-test")]
 mod solana_rpc_failover;
 #[cfg(feature = "tron-test")]
 mod tron_flows;

@@ -245,12 +245,18 @@ async fn send_to_a_provisioned_recipient() {
     assert!(info.verified_on_chain);
     assert_eq!(info.rent_paid_lamports, 0);
     assert_eq!(info.fee_payer.0, e.fee_payer.to_string());
-    // Customer signed as token authority only; the service paid both signature fees.
+    // Customer signed as token authority only; the service paid both signature fees
+    // and the priority fee (the compute-unit price on the limit, issue #49).
     assert_eq!(e.rpc.lamports(&key(&a)), 0);
     assert_eq!(
         fee_before - e.rpc.lamports(&e.fee_payer),
-        2 * codec::LAMPORTS_PER_SIGNATURE
+        codec::transaction_fee_lamports(
+            2,
+            info.compute_unit_limit,
+            info.compute_unit_price_micro_lamports
+        )
     );
+    assert!(info.compute_unit_price_micro_lamports > 0);
     // Replaying the id never pays twice.
     let txs = e.rpc.transaction_count();
     let again = e.rail.submit(&pay).await.unwrap();
@@ -307,10 +313,15 @@ async fn send_to_a_never_seen_recipient_creates_its_ata() {
         codec::parse_token_account(&acc.data).unwrap().owner,
         key(&c)
     );
-    // The service paid the rent and the fees; neither customer holds SOL.
+    // The service paid the rent and the fees (priority fee included); neither customer
+    // holds SOL.
     assert_eq!(
         fee_before - e.rpc.lamports(&e.fee_payer),
-        rent + 2 * codec::LAMPORTS_PER_SIGNATURE
+        rent + codec::transaction_fee_lamports(
+            2,
+            info.compute_unit_limit,
+            info.compute_unit_price_micro_lamports
+        )
     );
     assert_eq!(e.rpc.lamports(&key(&c)), 0);
     assert_eq!(e.rpc.lamports(&key(&a)), 0);
@@ -910,11 +921,14 @@ async fn scanner_reports_finalized_deposits_with_a_cursor() {
 
 /// The bytes the rail sends are the independent implementations' bytes: with the
 /// fixture seed and blockhash, provisioning and both transfers produce exactly the
-/// fixture transactions, and litesvm's SPL programs accept them.
+/// fixture transactions (the transfers with their compute budget: the priced fixtures),
+/// and litesvm's SPL programs accept them.
 #[tokio::test]
 async fn the_rail_sends_exactly_the_fixture_transactions() {
     let fx: Value = serde_json::from_str(include_str!("fixtures/solana/web3js.json")).unwrap();
     let e = env_with([0x2a; 32], config(), 10 * SOL).await;
+    // The priced fixtures' compute-unit price; their limits are the default policy's.
+    e.rpc.set_recent_prioritization_fees(Some(vec![25_000]));
     e.rpc.set_auto_advance(false);
     e.rpc.set_finality_lag(0);
     e.rpc
@@ -970,7 +984,10 @@ async fn the_rail_sends_exactly_the_fixture_transactions() {
         .await
         .unwrap();
     let rec = e.rail.send_record("fx-1").await.unwrap().unwrap();
-    assert_eq!(hex(&rec.wire_base64), want("transfer_existing_recipient"));
+    assert_eq!(
+        hex(&rec.wire_base64),
+        want("transfer_existing_recipient_priced")
+    );
     let r = e
         .rail
         .submit_with_info(&payment(
@@ -987,7 +1004,7 @@ async fn the_rail_sends_exactly_the_fixture_transactions() {
     let rec = e.rail.send_record("fx-2").await.unwrap().unwrap();
     assert_eq!(
         hex(&rec.wire_base64),
-        want("transfer_creates_recipient_ata")
+        want("transfer_creates_recipient_ata_priced")
     );
     // Both landed on the real programs.
     assert!(matches!(

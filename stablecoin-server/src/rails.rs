@@ -503,7 +503,19 @@ pub fn solana_config(
         poll_interval_ms: s.poll_interval_ms,
         scan_start_slot: s.scan_start_slot,
         scan_page_size: s.scan_page_size,
+        fees: stablecoin_rails::solana::SolanaFeePolicy {
+            price_floor_micro_lamports: s.fees.price_floor_micro_lamports,
+            price_ceiling_micro_lamports: s.fees.price_ceiling_micro_lamports,
+            fee_percentile: s.fees.fee_percentile,
+            retry_price_increase_percent: s.fees.retry_price_increase_percent,
+            compute_units_base: s.fees.compute_units_base,
+            compute_units_per_transfer: s.fees.compute_units_per_transfer,
+            compute_units_per_account_created: s.fees.compute_units_per_account_created,
+            compute_units_per_memo: s.fees.compute_units_per_memo,
+            compute_units_per_memo_byte: s.fees.compute_units_per_memo_byte,
+        },
     };
+    c.fees.validate()?;
     if c.usdc_mint == c.usdt_mint {
         return Err("usdc_mint and usdt_mint must differ".into());
     }
@@ -732,5 +744,47 @@ mod solana_tests {
         assert!(c.scan_enabled && c.sends_enabled);
         assert_eq!((c.poll_interval_ms, c.scan_page_size), (7, 9));
         assert_eq!(c.fee_payer, KeyPurpose::Sponsor);
+    }
+
+    #[test]
+    fn solana_fee_settings_reach_the_rail_and_inconsistent_ones_are_refused() {
+        let mut s = SolanaNodeSettings::new(Secret::new("http://127.0.0.1:1"), 1);
+        assert_eq!(
+            solana_config(&s).unwrap().fees,
+            stablecoin_rails::solana::SolanaFeePolicy::default(),
+            "the server's defaults are the rail's"
+        );
+        s.fees = toml::from_str(
+            "price_floor_micro_lamports = 20000
+price_ceiling_micro_lamports = 900000
+             fee_percentile = 90
+compute_units_per_transfer = 7000
+compute_units_per_memo = 800
+compute_units_per_memo_byte = 3
+",
+        )
+        .unwrap();
+        let f = solana_config(&s).unwrap().fees;
+        assert_eq!(
+            (
+                f.price_floor_micro_lamports,
+                f.price_ceiling_micro_lamports,
+                f.fee_percentile,
+                f.compute_units_per_transfer
+            ),
+            (20_000, 900_000, 90, 7_000)
+        );
+        assert_eq!(f.compute_units_per_account_created, 40_000);
+        assert_eq!(
+            (f.compute_units_per_memo, f.compute_units_per_memo_byte),
+            (800, 3)
+        );
+        assert_eq!(f.memo_compute_units(10), 830);
+        s.fees.price_ceiling_micro_lamports = 10;
+        let e = solana_config(&s).unwrap_err();
+        assert!(e.contains("price_ceiling_micro_lamports"), "{e}");
+        s.fees = toml::from_str("fee_percentile = 101").unwrap();
+        assert!(solana_config(&s).unwrap_err().contains("fee_percentile"));
+        assert!(toml::from_str::<crate::config::SolanaFeeSettings>("tip = 1").is_err());
     }
 }

@@ -64,6 +64,7 @@ mod sandbox;
 mod screening_http;
 mod shared_chain;
 mod sms_gateways_http;
+mod solana_congestion_live;
 mod solana_live;
 mod staff_http;
 mod statements_browser;

@@ -17,6 +17,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
 from solders.hash import Hash
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
@@ -30,6 +31,7 @@ OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE.parent.parent / "tests/fi
 TOKEN_PROGRAM = Pubkey.from_string("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA")
 ATA_PROGRAM = Pubkey.from_string("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL")
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
+MEMO_PROGRAM = Pubkey.from_string("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr")
 
 spec = json.loads((HERE / "fixtures.json.in").read_text())
 seed = bytes.fromhex(spec["master_seed_hex"])
@@ -103,6 +105,11 @@ for t in spec["transactions"]:
         source = keys[t["source"]]
         mint = mints[t["mint"]]
         ixs = []
+        # The compute budget first, from solders' own compute_budget module.
+        if "compute_budget" in t:
+            cb = t["compute_budget"]
+            ixs.append(set_compute_unit_limit(cb["unit_limit"]))
+            ixs.append(set_compute_unit_price(int(cb["unit_price_micro_lamports"])))
         for leg in t["legs"]:
             recipient = keys[leg["recipient"]].pubkey()
             if leg["create_recipient_ata"]:
@@ -112,6 +119,9 @@ for t in spec["transactions"]:
                     ata_of(source.pubkey(), mint), mint, ata_of(recipient, mint), source.pubkey(), int(leg["amount"]), t["decimals"]
                 )
             )
+        # The payment id last, in a Memo v2 instruction: no accounts, the UTF-8 text as data.
+        if "memo" in t:
+            ixs.append(Instruction(MEMO_PROGRAM, t["memo"].encode("utf-8"), []))
         signers = [payer, source]
     message = Message.new_with_blockhash(ixs, payer.pubkey(), blockhash)
     tx = Transaction(signers, message, blockhash)

@@ -21,6 +21,8 @@ const bs58Module = req('bs58'); // web3.js's own dependency
 const bs58 = bs58Module.default || bs58Module;
 const { PublicKey, Keypair, Message, VersionedTransaction, TransactionMessage } = web3;
 
+const MEMO_PROGRAM = new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
+
 const here = __dirname;
 const input = JSON.parse(fs.readFileSync(path.join(here, 'fixtures.json.in'), 'utf8'));
 const out = process.argv[2] || path.join(here, '..', '..', 'tests', 'fixtures', 'solana', 'web3js.json');
@@ -149,6 +151,13 @@ for (const t of input.transactions) {
     const mint = mints[t.mint];
     const sourceAta = spl.getAssociatedTokenAddressSync(mint, source.publicKey);
     instructions = [];
+    // The compute budget first, from web3.js's own ComputeBudgetProgram.
+    if (t.compute_budget) {
+      instructions.push(web3.ComputeBudgetProgram.setComputeUnitLimit({ units: t.compute_budget.unit_limit }));
+      instructions.push(
+        web3.ComputeBudgetProgram.setComputeUnitPrice({ microLamports: BigInt(t.compute_budget.unit_price_micro_lamports) }),
+      );
+    }
     for (const leg of t.legs) {
       const recipient = keys[leg.recipient].publicKey;
       const dest = spl.getAssociatedTokenAddressSync(mint, recipient);
@@ -157,6 +166,12 @@ for (const t of input.transactions) {
       }
       instructions.push(
         spl.createTransferCheckedInstruction(sourceAta, mint, dest, source.publicKey, BigInt(leg.amount), t.decimals),
+      );
+    }
+    // The payment id last, in a Memo v2 instruction: no accounts, the UTF-8 text as data.
+    if (t.memo !== undefined) {
+      instructions.push(
+        new web3.TransactionInstruction({ programId: MEMO_PROGRAM, keys: [], data: Buffer.from(t.memo, 'utf8') }),
       );
     }
     signers = [payer, source];

@@ -34,6 +34,22 @@ pub const MINT_LEN: usize = Mint::LEN;
 pub const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
 /// Largest legacy transaction on the wire.
 pub const PACKET_DATA_SIZE: usize = 1232;
+/// The Compute Budget program: a transaction's compute-unit limit and price (its
+/// priority fee) are instructions to it.
+pub const COMPUTE_BUDGET_PROGRAM_ID: Pubkey =
+    Pubkey::from_str_const("ComputeBudget111111111111111111111111111111");
+/// The most compute units one transaction may request.
+pub const MAX_COMPUTE_UNIT_LIMIT: u32 = 1_400_000;
+/// The SPL Memo program, v2 (`MemoSq4...`): every payment send carries its payment id in
+/// a memo, so two payments alike in sender, recipient, amount and mint are never one
+/// transaction (same bytes under one blockhash would be one signature: the node keeps
+/// one, the ledger would record two).
+pub const MEMO_PROGRAM_ID: Pubkey =
+    Pubkey::from_str_const("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
+/// The longest memo the rail writes, in bytes: payment ids are far shorter (a prefix and
+/// a ULID), and the bound keeps the transaction's size and the memo's compute units
+/// small and known.
+pub const MAX_MEMO_BYTES: usize = 128;
 
 /// Why an input could not be encoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -202,6 +218,65 @@ pub fn transfer_instructions(
         out.push(ix);
     }
     Ok(out)
+}
+
+/// A Memo v2 instruction carrying `text` (its UTF-8 bytes are the data). No accounts:
+/// the program then requires no signer, and it only logs the text. Refuses an empty
+/// text and one over [`MAX_MEMO_BYTES`].
+pub fn memo(text: &str) -> Result<Instruction, CodecError> {
+    if text.is_empty() {
+        return Err(CodecError::Invalid("a memo must not be empty".into()));
+    }
+    if text.len() > MAX_MEMO_BYTES {
+        return Err(CodecError::Invalid(format!(
+            "a memo is at most {MAX_MEMO_BYTES} bytes, got {}",
+            text.len()
+        )));
+    }
+    Ok(Instruction {
+        program_id: MEMO_PROGRAM_ID,
+        accounts: vec![],
+        data: text.as_bytes().to_vec(),
+    })
+}
+
+/// `SetComputeUnitLimit`: discriminator 2, then the limit as u32 little-endian, no
+/// accounts. The runtime holds the transaction to `units` and prices its priority fee
+/// on them, so a tight limit keeps that fee small.
+pub fn set_compute_unit_limit(units: u32) -> Instruction {
+    let mut data = Vec::with_capacity(5);
+    data.push(2);
+    data.extend_from_slice(&units.to_le_bytes());
+    Instruction {
+        program_id: COMPUTE_BUDGET_PROGRAM_ID,
+        accounts: vec![],
+        data,
+    }
+}
+
+/// `SetComputeUnitPrice`: discriminator 3, then the price in micro-lamports per compute
+/// unit as u64 little-endian, no accounts. The priority fee is
+/// `ceil(price * limit / 1_000_000)` lamports on top of the signature fees.
+pub fn set_compute_unit_price(micro_lamports: u64) -> Instruction {
+    let mut data = Vec::with_capacity(9);
+    data.push(3);
+    data.extend_from_slice(&micro_lamports.to_le_bytes());
+    Instruction {
+        program_id: COMPUTE_BUDGET_PROGRAM_ID,
+        accounts: vec![],
+        data,
+    }
+}
+
+/// The lamports a transaction with `signatures` signatures pays at `limit` compute units
+/// and `price` micro-lamports each: the base fee per signature plus the priority fee
+/// (rounded up, as the runtime does).
+pub fn transaction_fee_lamports(signatures: u64, limit: u32, price: u64) -> u64 {
+    let micro = u128::from(limit) * u128::from(price);
+    let priority = micro.div_ceil(1_000_000);
+    LAMPORTS_PER_SIGNATURE
+        .saturating_mul(signatures)
+        .saturating_add(u64::try_from(priority).unwrap_or(u64::MAX))
 }
 
 /// Compiles a legacy message with `fee_payer` first (the standard key ordering: payer,
@@ -405,6 +480,57 @@ mod tests {
             create_recipient_ata: false,
         };
         assert!(transfer_instructions(&p, &a, &m, &TOKEN_PROGRAM_ID, 6, &[own]).is_err());
+    }
+
+    /// Golden vectors of the Solana SDK's own encoder (`solana-compute-budget-interface`
+    /// 3.0.0, its `test_to_instruction`); `tests/solana_fixtures.rs` compares with that
+    /// crate over many values too.
+    #[test]
+    fn compute_budget_instructions_match_the_sdk_vectors() {
+        let limit = set_compute_unit_limit(257);
+        assert_eq!(limit.data, vec![2, 1, 1, 0, 0]);
+        assert!(limit.accounts.is_empty());
+        assert_eq!(
+            limit.program_id.to_string(),
+            "ComputeBudget111111111111111111111111111111"
+        );
+        let price = set_compute_unit_price(u64::MAX);
+        assert_eq!(price.data, vec![3, 255, 255, 255, 255, 255, 255, 255, 255]);
+        assert_eq!(price.program_id, COMPUTE_BUDGET_PROGRAM_ID);
+        assert_eq!(
+            set_compute_unit_price(1_000_000).data,
+            vec![3, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn a_memo_is_the_text_bytes_without_accounts_and_bounded() {
+        let m = memo("op_01J\u{e9}").unwrap();
+        assert_eq!(
+            m.program_id.to_string(),
+            "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"
+        );
+        assert!(m.accounts.is_empty());
+        assert_eq!(m.data, b"op_01J\xc3\xa9".to_vec());
+        assert!(memo("").is_err());
+        assert!(memo(&"x".repeat(MAX_MEMO_BYTES)).is_ok());
+        // The bound is in bytes: 64 two-byte characters fit, one more byte does not.
+        assert!(memo(&"\u{e9}".repeat(MAX_MEMO_BYTES / 2)).is_ok());
+        let over = format!("{}x", "\u{e9}".repeat(MAX_MEMO_BYTES / 2));
+        assert!(
+            memo(&over)
+                .unwrap_err()
+                .to_string()
+                .contains("at most 128 bytes")
+        );
+    }
+
+    #[test]
+    fn the_fee_rounds_its_priority_part_up() {
+        assert_eq!(transaction_fee_lamports(2, 200_000, 0), 10_000);
+        assert_eq!(transaction_fee_lamports(1, 1, 1), 5_001);
+        assert_eq!(transaction_fee_lamports(2, 50_000, 10_000), 10_500);
+        assert_eq!(transaction_fee_lamports(1, 3, 333_333), 5_001);
     }
 
     #[test]

@@ -33,6 +33,14 @@ pub struct SolanaSendInfo {
     pub last_valid_block_height: u64,
     /// Signed transactions so far (a new one only after the previous expired unseen).
     pub attempts: u32,
+    /// The compute-unit limit the current transaction asks (0 in records written before
+    /// sends carried one).
+    #[serde(default)]
+    pub compute_unit_limit: u32,
+    /// Its compute-unit price, micro-lamports per unit: the priority fee is
+    /// `ceil(limit * price / 10^6)` lamports.
+    #[serde(default)]
+    pub compute_unit_price_micro_lamports: u64,
 }
 
 /// Where a journaled send stands.

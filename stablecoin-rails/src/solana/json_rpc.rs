@@ -529,6 +529,19 @@ impl SolanaRpc for JsonRpcClient {
         )
     }
 
+    async fn get_recent_prioritization_fees(
+        &self,
+        accounts: &[Pubkey],
+    ) -> Result<Vec<u64>, RpcError> {
+        super::fees::parse_recent_prioritization_fees(
+            self.call(
+                "getRecentPrioritizationFees",
+                super::fees::request_recent_prioritization_fees(accounts),
+            )
+            .await?,
+        )
+    }
+
     fn endpoints(&self) -> Vec<stablecoin_core::ports::RpcEndpointHealth> {
         self.pool.health()
     }

@@ -8,10 +8,13 @@
 //!   creates the USDC and USDT associated token accounts with idempotent
 //!   `CreateIdempotent` instructions, the service paying fee and rent, and returns once
 //!   the transaction is finalized. The customer signs nothing and holds no SOL.
-//! - **Sends** are one transaction: per leg, a `CreateIdempotent` of the recipient's ATA
-//!   if it does not exist (service pays: reported as `created_recipient_ata`), then SPL
-//!   `TransferChecked` signed by the customer as token authority; the service signs as
-//!   fee payer. Idempotent by payment id through the [`SendRecord`] journaled (core's
+//! - **Sends** are one transaction: first the Compute Budget program's
+//!   `SetComputeUnitLimit` and `SetComputeUnitPrice` (a limit sized to the transaction,
+//!   a priority fee from `getRecentPrioritizationFees` within the configured floor and
+//!   ceiling: [`fees`], issue #49), then per leg a `CreateIdempotent` of the recipient's
+//!   ATA if it does not exist (service pays: reported as `created_recipient_ata`), then
+//!   SPL `TransferChecked` signed by the customer as token authority; the service signs
+//!   as fee payer. Idempotent by payment id through the [`SendRecord`] journaled (core's
 //!   `RailJournal`, durable with `StoreJournal`) before the broadcast; a lost response
 //!   or an expired blockhash is reconciled by the signature's status
 //!   (`getSignatureStatuses`, then the finalized block height against the
@@ -43,6 +46,7 @@
 //! over it for end-to-end tests.
 
 pub mod codec;
+pub mod fees;
 pub mod journal;
 pub mod json_rpc;
 pub mod rail;
@@ -51,6 +55,7 @@ pub mod scan;
 #[cfg(feature = "solana-test")]
 pub mod testkit;
 
+pub use fees::SolanaFeePolicy;
 pub use journal::{SendRecord, SendState, SolanaSendInfo};
 pub use json_rpc::JsonRpcClient;
 pub use rail::{

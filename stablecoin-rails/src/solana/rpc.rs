@@ -292,6 +292,14 @@ pub trait SolanaRpc: Send + Sync {
         commitment: Commitment,
     ) -> Result<Option<TransactionDetails>, RpcError>;
 
+    /// `getRecentPrioritizationFees` for transactions writing `accounts` (at most 128):
+    /// per recent slot, the lowest compute-unit price, in micro-lamports, that landed a
+    /// transaction locking them.
+    async fn get_recent_prioritization_fees(
+        &self,
+        accounts: &[Pubkey],
+    ) -> Result<Vec<u64>, RpcError>;
+
     /// The health of each URL behind this client (issue #49), for readiness; empty when
     /// the implementation tracks none (litesvm in process).
     fn endpoints(&self) -> Vec<stablecoin_core::ports::RpcEndpointHealth> {

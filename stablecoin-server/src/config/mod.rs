@@ -217,6 +217,11 @@
 //! # min_fee_payer_lamports_for_sends = 50000000, timeout_ms = 10000,
 //! # finality_timeout_ms = 60000, poll_interval_ms = 500, scan_page_size = 1000,
 //! # fallback_rpc_urls = [...] (secrets), rpc_retry_down_after_ms = 30000
+//! # [rails.solana_node.fees]: each send's compute-unit limit and price (issue #49),
+//! # price_floor_micro_lamports = 1000, price_ceiling_micro_lamports = 5000000,
+//! # fee_percentile = 75, retry_price_increase_percent = 50, compute_units_base = 5000,
+//! # compute_units_per_transfer = 10000, compute_units_per_account_created = 40000,
+//! # compute_units_per_memo = 5000, compute_units_per_memo_byte = 100
 //! ```
 //!
 //! Every real chain takes several node URLs (issue #49): `rpc_url` / `api_url` is the
@@ -272,8 +277,8 @@ pub use load::{env_var_names, spec_env_aliases};
 pub use notices::{NoticeSettings, default_ussd_instructions};
 pub use payouts::PayoutSettings;
 pub use rails::{
-    EvmChainSettings, EvmFeeSettings, RailsConfig, RailsMode, SimSettings, SolanaNodeSettings,
-    TokenSettings, TronNodeSettings, Wei, node_urls,
+    EvmChainSettings, EvmFeeSettings, RailsConfig, RailsMode, SimSettings, SolanaFeeSettings,
+    SolanaNodeSettings, TokenSettings, TronNodeSettings, Wei, node_urls,
 };
 pub use reconciliation::ReconciliationSettings;
 pub use retention::RetentionSettings;

@@ -93,6 +93,59 @@ pub struct SolanaNodeSettings {
     /// 1000).
     #[serde(default = "default_scan_page_size")]
     pub scan_page_size: usize,
+    /// `[rails.solana_node.fees]`: each send's compute-unit limit and price (its
+    /// priority fee, issue #49); every key optional.
+    #[serde(default)]
+    pub fees: SolanaFeeSettings,
+}
+
+/// `[rails.solana_node.fees]`: a send asks `compute_units_base` +
+/// `compute_units_per_transfer` per transfer + `compute_units_per_account_created` per
+/// token account it opens + `compute_units_per_memo` and `compute_units_per_memo_byte`
+/// per byte of its payment-id memo, and pays the `fee_percentile`-th percentile of
+/// `getRecentPrioritizationFees` for the accounts it writes, held within
+/// `[price_floor_micro_lamports, price_ceiling_micro_lamports]` per unit (the floor when
+/// the node cannot say). A send signed again after its transaction expired unseen pays
+/// at least `retry_price_increase_percent` more. The priority fee is
+/// `ceil(limit x price / 10^6)` lamports, paid by the sponsor on top of 5 000 per
+/// signature.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SolanaFeeSettings {
+    /// Lowest compute-unit price, micro-lamports (default 1 000).
+    pub price_floor_micro_lamports: u64,
+    /// Highest compute-unit price, micro-lamports (default 5 000 000).
+    pub price_ceiling_micro_lamports: u64,
+    /// Which percentile of the recent slots' fees (default 75; 0 to 100).
+    pub fee_percentile: u8,
+    /// Percent a re-signed send pays above its expired one, at least (default 50).
+    pub retry_price_increase_percent: u32,
+    /// Compute units of every send (default 5 000).
+    pub compute_units_base: u32,
+    /// Compute units per transfer (default 10 000; positive).
+    pub compute_units_per_transfer: u32,
+    /// Compute units per token account a send opens (default 40 000).
+    pub compute_units_per_account_created: u32,
+    /// Compute units of the payment-id memo every send carries (default 5 000).
+    pub compute_units_per_memo: u32,
+    /// Compute units per byte of that memo (default 100).
+    pub compute_units_per_memo_byte: u32,
+}
+
+impl Default for SolanaFeeSettings {
+    fn default() -> Self {
+        SolanaFeeSettings {
+            price_floor_micro_lamports: 1_000,
+            price_ceiling_micro_lamports: 5_000_000,
+            fee_percentile: 75,
+            retry_price_increase_percent: 50,
+            compute_units_base: 5_000,
+            compute_units_per_transfer: 10_000,
+            compute_units_per_account_created: 40_000,
+            compute_units_per_memo: 5_000,
+            compute_units_per_memo_byte: 100,
+        }
+    }
 }
 
 impl SolanaNodeSettings {
@@ -114,6 +167,7 @@ impl SolanaNodeSettings {
             finality_timeout_ms: default_finality_timeout_ms(),
             poll_interval_ms: default_poll_interval_ms(),
             scan_page_size: default_scan_page_size(),
+            fees: SolanaFeeSettings::default(),
         }
     }
 }

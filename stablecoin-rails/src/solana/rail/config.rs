@@ -1,7 +1,7 @@
 //! Settings of the Solana rail and the shapes of its own operations (provisioning,
 //! sends by asset name).
 
-use crate::solana::{SolanaSendInfo, codec};
+use crate::solana::{SolanaFeePolicy, SolanaSendInfo, codec};
 use serde::{Deserialize, Serialize};
 use solana_pubkey::Pubkey;
 use stablecoin_core::domain::money::Token;
@@ -35,6 +35,9 @@ pub struct SolanaConfig {
     pub scan_start_slot: u64,
     /// Signatures per `getSignaturesForAddress` page (the validator allows 1000).
     pub scan_page_size: usize,
+    /// Each send's compute-unit limit and price (priority fee), see
+    /// [`fees`](crate::solana::fees).
+    pub fees: SolanaFeePolicy,
 }
 
 impl SolanaConfig {
@@ -54,6 +57,7 @@ impl SolanaConfig {
             poll_interval_ms: 500,
             scan_start_slot: 0,
             scan_page_size: 1000,
+            fees: SolanaFeePolicy::default(),
         }
     }
 

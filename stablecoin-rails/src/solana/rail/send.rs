@@ -1,6 +1,7 @@
 //! Sponsored sends: one transaction per payment (recipient ATAs created when missing,
-//! SPL `TransferChecked` per leg), journaled before its broadcast and idempotent by
-//! payment id; after finality, which token accounts it really created.
+//! SPL `TransferChecked` per leg, the payment id in a Memo v2 instruction), journaled
+//! before its broadcast and idempotent by payment id; after finality, which token
+//! accounts it really created.
 
 use super::reconcile::Reconciled;
 use super::{
@@ -9,7 +10,7 @@ use super::{
 use crate::solana::codec::TransferLeg;
 use crate::solana::{
     Commitment, SendRecord, SendState, SolanaRail, SolanaSend, SolanaSendInfo, SolanaSendResult,
-    codec,
+    codec, fees,
 };
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
@@ -98,6 +99,8 @@ impl SolanaRail {
         let digest = Self::digest(payment);
         let mut superseded = Vec::new();
         let mut attempts = 0;
+        // The price of an attempt that expired unseen: the next one is priced above it.
+        let mut expired_price = None;
         if let Some(mut rec) = self.send_record(&payment.id).await? {
             if rec.request_digest != digest {
                 return Err(rejected(format!(
@@ -128,15 +131,19 @@ impl SolanaRail {
                         rec.state = SendState::Expired;
                         self.journal_save(&rec).await?;
                         superseded.push(rec.info.signature.clone());
+                        expired_price = Some(rec.info.compute_unit_price_micro_lamports);
                     }
                 },
-                SendState::Expired => superseded.push(rec.info.signature.clone()),
+                SendState::Expired => {
+                    superseded.push(rec.info.signature.clone());
+                    expired_price = Some(rec.info.compute_unit_price_micro_lamports);
+                }
                 // Never reached the network: building it again cannot pay twice.
                 SendState::Rejected { .. } => {}
             }
         }
         self.send_gate().await?;
-        self.build_and_send(payment, digest, superseded, attempts + 1)
+        self.build_and_send(payment, digest, superseded, attempts + 1, expired_price)
             .await
     }
 
@@ -156,10 +163,19 @@ impl SolanaRail {
         digest: String,
         superseded: Vec<String>,
         attempts: u32,
+        expired_price: Option<u64>,
     ) -> Result<SolanaSendResult, RailError> {
         if payment.legs.is_empty() {
             return Err(rejected("payment has no legs"));
         }
+        // The payment id rides in a memo: distinct payments are distinct transactions
+        // even when sender, recipient, amount, mint and blockhash are all alike (the
+        // same bytes would be one signature, landing once for two ledger entries).
+        let memo = codec::memo(&payment.id).map_err(|e| {
+            rejected(format!(
+                "payment id cannot be carried in the transaction's memo: {e}"
+            ))
+        })?;
         let source = self.key_of(&payment.from).await?;
         let claimed = codec::parse_address(&payment.from_address.0).map_err(codec_err)?;
         if claimed != source {
@@ -253,8 +269,32 @@ impl SolanaRail {
                 .await
                 .map_err(read_err)?
         };
-        let ixs = codec::transfer_instructions(&fee_payer, &source, &mint, &tp, decimals, &legs)
-            .map_err(codec_err)?;
+        let transfer =
+            codec::transfer_instructions(&fee_payer, &source, &mint, &tp, decimals, &legs)
+                .map_err(codec_err)?;
+        // The compute budget goes first: a limit sized to the transfers and accounts
+        // created, a price from what recently landed writing the same accounts.
+        let limit =
+            self.config
+                .fees
+                .compute_unit_limit(legs.len(), created.len(), payment.id.len());
+        let mut writable = vec![fee_payer, source_ata];
+        for leg in &legs {
+            let ata = codec::associated_token_address(&leg.recipient, &mint, &tp);
+            if !writable.contains(&ata) {
+                writable.push(ata);
+            }
+        }
+        let recent = self
+            .rpc
+            .get_recent_prioritization_fees(&writable)
+            .await
+            .ok();
+        let price = self.config.fees.price(recent.as_deref(), expired_price);
+        let mut ixs = fees::compute_budget_instructions(limit, price).to_vec();
+        ixs.extend(transfer);
+        // Last, so instruction indices in errors keep naming the transfers.
+        ixs.push(memo);
         let keys = [
             (fee_payer, self.config.fee_payer.clone()),
             (source, payment.from.clone()),
@@ -273,6 +313,8 @@ impl SolanaRail {
                 verified_on_chain: false,
                 last_valid_block_height: signed.last_valid_block_height,
                 attempts,
+                compute_unit_limit: limit,
+                compute_unit_price_micro_lamports: price,
             };
             let mut record = SendRecord {
                 payment_id: payment.id.clone(),

@@ -119,6 +119,30 @@ impl LiteSvmRpc {
                 }
                 Ok(context(s.slot, Value::Array(out)))
             }
+            "getRecentPrioritizationFees" => {
+                let accounts = match p(0) {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(v) => v
+                        .as_array()
+                        .ok_or_else(|| invalid("accounts"))?
+                        .iter()
+                        .map(|a| {
+                            a.as_str()
+                                .and_then(|t| t.parse::<Pubkey>().ok())
+                                .ok_or_else(|| invalid("account"))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                };
+                if accounts.len() > 128 {
+                    return Err(invalid("Too many inputs provided; max 128"));
+                }
+                let list = s.recent_prioritization_fees(&accounts)?;
+                Ok(Value::Array(
+                    list.into_iter()
+                        .map(|(slot, fee)| json!({"slot": slot, "prioritizationFee": fee}))
+                        .collect(),
+                ))
+            }
             "getAccountInfo" => {
                 let key = pubkey_param(0)?;
                 let slot = s.slot_at(cfg_commitment(1));

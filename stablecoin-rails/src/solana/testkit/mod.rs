@@ -66,6 +66,9 @@ pub enum SendFault {
     LostResponse,
     /// A node behind the cluster: preflight answers `BlockhashNotFound`, nothing lands.
     BlockhashNotFound,
+    /// The node accepts the transaction and answers its signature, but it never reaches
+    /// a leader (dropped under congestion): nothing lands unless it is sent again.
+    Dropped,
 }
 
 /// An in-process validator stand-in over litesvm (see the module docs).
@@ -112,6 +115,8 @@ impl LiteSvmRpc {
                 down: false,
                 mint_authority,
                 calls: BTreeMap::new(),
+                priority_fees: Some(Vec::new()),
+                fee_accounts_asked: Vec::new(),
             }),
         }
     }
@@ -160,6 +165,18 @@ impl LiteSvmRpc {
         self.lock().faults.push_back(fault);
     }
 
+    /// What `getRecentPrioritizationFees` answers from now on: one fee (micro-lamports
+    /// per compute unit) per recent slot, oldest first; `None` makes the method fail as
+    /// on a node without it. A fresh kit answers an empty list (a quiet cluster).
+    pub fn set_recent_prioritization_fees(&self, fees: Option<Vec<u64>>) {
+        self.lock().priority_fees = fees;
+    }
+
+    /// The accounts of each `getRecentPrioritizationFees` call so far, in order.
+    pub fn prioritization_fee_accounts(&self) -> Vec<Vec<Pubkey>> {
+        self.lock().fee_accounts_asked.clone()
+    }
+
     /// While down, every call fails with a transport error.
     pub fn set_down(&self, down: bool) {
         self.lock().down = down;
@@ -168,6 +185,13 @@ impl LiteSvmRpc {
     /// How many times `method` (JSON-RPC name) was called.
     pub fn calls(&self, method: &str) -> u64 {
         self.lock().calls.get(method).copied().unwrap_or(0)
+    }
+
+    /// The program log of a processed transaction (the runtime's `Program ... invoke`,
+    /// `Program log: ...` and `... consumed N of M compute units` lines), as
+    /// `getTransaction` reports it in `logMessages`.
+    pub fn logs(&self, signature: &Signature) -> Option<Vec<String>> {
+        self.lock().txs.get(signature).map(|t| t.logs.clone())
     }
 
     /// How many transactions were processed (landed, successful or failed).
@@ -334,6 +358,21 @@ impl SolanaRpc for LiteSvmRpc {
             s.advance(1);
         }
         Ok(sigs.iter().map(|sig| s.status_of(sig)).collect())
+    }
+
+    async fn get_recent_prioritization_fees(
+        &self,
+        accounts: &[Pubkey],
+    ) -> Result<Vec<u64>, RpcError> {
+        let mut s = self.lock();
+        s.count("getRecentPrioritizationFees");
+        if s.down {
+            return Err(RpcError::transport("node down"));
+        }
+        Ok(s.recent_prioritization_fees(accounts)?
+            .into_iter()
+            .map(|(_, f)| f)
+            .collect())
     }
 
     async fn get_account_info(

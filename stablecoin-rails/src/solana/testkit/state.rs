@@ -49,6 +49,11 @@ pub(super) struct State {
     pub(super) down: bool,
     pub(super) mint_authority: Keypair,
     pub(super) calls: BTreeMap<String, u64>,
+    /// What `getRecentPrioritizationFees` answers, one fee per recent slot; `None`: the
+    /// method fails (a node or provider without it).
+    pub(super) priority_fees: Option<Vec<u64>>,
+    /// The accounts of each `getRecentPrioritizationFees` call, in order.
+    pub(super) fee_accounts_asked: Vec<Vec<Pubkey>>,
 }
 
 pub(super) fn tx_error_json(err: &solana_transaction_error::TransactionError) -> Value {
@@ -169,6 +174,10 @@ impl State {
                 })),
             });
         }
+        if fault == Some(SendFault::Dropped) {
+            // Accepted and answered, then lost on the way to the leader: it never lands.
+            return Ok(sig);
+        }
         let keys = tx.message.account_keys.clone();
         let (pre_balances, pre_token_balances) = self.snapshot(&keys);
         let result = self.svm.send_transaction(tx.clone());
@@ -204,6 +213,28 @@ impl State {
             ));
         }
         Ok(sig)
+    }
+
+    /// `getRecentPrioritizationFees`: one entry per configured fee, the newest at the
+    /// current slot.
+    pub(super) fn recent_prioritization_fees(
+        &mut self,
+        accounts: &[Pubkey],
+    ) -> Result<Vec<(u64, u64)>, RpcError> {
+        self.fee_accounts_asked.push(accounts.to_vec());
+        let Some(fees) = &self.priority_fees else {
+            return Err(RpcError::Server {
+                code: -32601,
+                message: "Method not found".into(),
+                data: None,
+            });
+        };
+        let n = fees.len() as u64;
+        Ok(fees
+            .iter()
+            .enumerate()
+            .map(|(i, f)| ((self.slot + 1 + i as u64).saturating_sub(n), *f))
+            .collect())
     }
 
     pub(super) fn status_of(&self, sig: &Signature) -> Option<SignatureStatus> {
