@@ -121,6 +121,9 @@ pub struct Policy {
     pub created_at: Timestamp,
     /// When it was last changed.
     pub updated_at: Timestamp,
+    /// When it was deleted: a deleted policy governs nothing and is kept for the audit.
+    #[serde(default)]
+    pub deleted_at: Option<Timestamp>,
 }
 
 /// The usage of one policy's windows: admitted micro-units and operations per hour.
@@ -264,7 +267,8 @@ pub fn destination_key(entry: &str) -> String {
 impl Policy {
     /// True when the policy governs `req` (tenant, wallet, rail and token match).
     pub fn applies_to(&self, req: &PolicyRequest) -> bool {
-        self.tenant == req.tenant
+        self.deleted_at.is_none()
+            && self.tenant == req.tenant
             && self.wallet.as_ref().is_none_or(|w| *w == req.wallet)
             && self.rail.as_ref().is_none_or(|r| *r == req.rail)
             && self.token.is_none_or(|t| t == req.token)

@@ -29,6 +29,7 @@ fn policy(id: &str) -> Policy {
         approval_threshold: None,
         created_at: Timestamp::from_millis(0),
         updated_at: Timestamp::from_millis(0),
+        deleted_at: None,
     }
 }
 

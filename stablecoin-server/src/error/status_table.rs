@@ -78,6 +78,8 @@ fn core_rows() -> Vec<Row> {
         row(SwapsUnavailable { rail: s("r") }, 503, "SWAPS_UNAVAILABLE", None),
         row(ScreeningHit { list: s("l"), reference: s("r") }, 403, "SCREENING_HIT", None),
         row(ScreeningUnavailable { reason: s("r") }, 503, "SCREENING_UNAVAILABLE", None),
+        row(PolicyDenied { rule_id: s("p:r"), reason: s("r") }, 403, "POLICY_DENIED", None),
+        row(ApprovalRequired { approval_id: s("a"), rule_id: s("p:r") }, 403, "APPROVAL_REQUIRED", None),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Notifier(s("n")), 502, "NOTIFIER_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
