@@ -393,7 +393,7 @@ impl Engine {
         }
     }
 
-    /// `PUT /v1/policies/{id}`: replaces the policy's rules (its window usage is kept),
+    /// `POST /v1/policies/{id}`: replaces the policy's rules (its window usage is kept),
     /// audited `policy.update`.
     pub async fn update_policy(
         &self,

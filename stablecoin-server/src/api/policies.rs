@@ -39,7 +39,7 @@ pub struct WindowBody {
     pub max_count: Option<u32>,
 }
 
-/// `POST /v1/policies` and `PUT /v1/policies/{id}`: the rules of a policy. Every field
+/// `POST /v1/policies` and `POST /v1/policies/{id}`: the rules of a policy. Every field
 /// is optional; a policy governs the requests its scope (`phone_number`, `rail`,
 /// `token`) matches.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -438,7 +438,7 @@ pub async fn get_policy(
 }
 
 /// Replace a policy's rules (its window usage is kept).
-#[utoipa::path(put, path = "/v1/policies/{id}", tag = "policies",
+#[utoipa::path(post, path = "/v1/policies/{id}", tag = "policies",
     params(("id" = String, Path, description = "Policy id (`pol_...`)")),
     request_body = PolicyBody,
     responses(
