@@ -209,11 +209,12 @@ impl Engine {
         let mut usage_versions = BTreeMap::new();
         for p in all {
             let mut usage = WindowUsage::default();
-            if p.applies_to(&request) && !p.windows.is_empty() {
-                if let Some(v) = get_record::<PolicyUsage>(store, &p.id).await? {
-                    usage_versions.insert(p.id.clone(), v.version);
-                    usage = v.record.usage;
-                }
+            if p.applies_to(&request)
+                && !p.windows.is_empty()
+                && let Some(v) = get_record::<PolicyUsage>(store, &p.id).await?
+            {
+                usage_versions.insert(p.id.clone(), v.version);
+                usage = v.record.usage;
             }
             policies.push((p, usage));
         }

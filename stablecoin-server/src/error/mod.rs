@@ -35,8 +35,15 @@ pub struct ApiError {
     pub param: Option<String>,
     /// Seconds for a `Retry-After` header (limits and lockouts).
     pub retry_after_secs: Option<i64>,
-    /// The spending-policy rule that refused or held the request (POLICY_DENIED,
-    /// APPROVAL_REQUIRED).
+    /// POLICY_DENIED and APPROVAL_REQUIRED: the rule and the held request (boxed: most
+    /// errors have none, and every `Result<_, ApiError>` carries the size).
+    pub policy: Option<Box<PolicyRefs>>,
+}
+
+/// The spending-policy references of an error (issue #51).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyRefs {
+    /// The rule that refused or held the request, `<policy id>:<rule>`.
     pub rule_id: Option<String>,
     /// The pending request a second approver must agree to (APPROVAL_REQUIRED).
     pub approval_id: Option<String>,
@@ -84,8 +91,7 @@ impl ApiError {
             message: message.into(),
             param: None,
             retry_after_secs: None,
-            rule_id: None,
-            approval_id: None,
+            policy: None,
         }
     }
 
@@ -139,8 +145,8 @@ impl ApiError {
                 code: self.code.to_string(),
                 message: self.message.clone(),
                 param: self.param.clone(),
-                rule_id: self.rule_id.clone(),
-                approval_id: self.approval_id.clone(),
+                rule_id: self.policy.as_ref().and_then(|p| p.rule_id.clone()),
+                approval_id: self.policy.as_ref().and_then(|p| p.approval_id.clone()),
             },
         }
     }
@@ -217,8 +223,12 @@ impl<E: ProductError> From<E> for ApiError {
             retry_after_secs: e
                 .retry_after_ms()
                 .map(stablecoin_core::error::retry_after_secs),
-            rule_id: e.rule_id().map(str::to_string),
-            approval_id: e.approval_id().map(str::to_string),
+            policy: e.rule_id().map(|rule| {
+                Box::new(PolicyRefs {
+                    rule_id: Some(rule.to_string()),
+                    approval_id: e.approval_id().map(str::to_string),
+                })
+            }),
         }
     }
 }
