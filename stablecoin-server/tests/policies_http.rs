@@ -398,3 +398,39 @@ async fn policies_are_validated_and_scoped_to_their_tenant() {
     let r = dry_then_real(&s, &key, "1").await;
     assert_eq!(r.json()["error"]["rule_id"], format!("{id}:deny_list"));
 }
+
+#[tokio::test]
+async fn concurrent_withdrawals_never_take_a_window_past_its_limit() {
+    let s = start_with(config()).await;
+    let (key, a) = tenant(&s, "100").await;
+    create_policy(
+        &s,
+        &key,
+        json!({"windows": [{"window": "24h", "max_amount": "30"}]}),
+    )
+    .await;
+    let results = futures_util::future::join_all((0..6).map(|_| withdraw(&s, &key, "10"))).await;
+    let accepted = results.iter().filter(|r| r.status == 202).count();
+    for r in &results {
+        assert!(
+            r.status == 202 || r.code() == "POLICY_DENIED" || r.code() == "CONFLICT",
+            "{}",
+            r.text()
+        );
+    }
+    assert!(accepted <= 3, "{accepted} accepted past a 30 window");
+    let held = 100_000_000 - accepted as u64 * 10_000_000;
+    assert_eq!(balance(&s, &a).await, Micros(held).to_decimal_string());
+    // Filled one at a time from there, the window takes exactly three in all.
+    let mut total = accepted;
+    loop {
+        let r = withdraw(&s, &key, "10").await;
+        if r.status != 202 {
+            r.expect_err(403, "POLICY_DENIED");
+            break;
+        }
+        total += 1;
+        assert!(total <= 3, "a fourth withdrawal of 10 admitted");
+    }
+    assert_eq!(total, 3);
+}
