@@ -309,6 +309,28 @@ pub enum CoreError {
         /// Why (operators only; never in a response).
         reason: String,
     },
+    /// A spending policy refuses this request (issue #51): `rule_id` names the policy and
+    /// its rule (`pol_...:max_per_transaction`). Nothing was held; the decision is in the
+    /// staff audit log (`policy.deny`). Not retryable as is (a window may free up later).
+    #[error("refused by spending policy rule {rule_id}: {reason}")]
+    PolicyDenied {
+        /// `<policy id>:<rule>`.
+        rule_id: String,
+        /// Why, for the caller.
+        reason: String,
+    },
+    /// The amount is above a spending policy's approval threshold: the request waits, as
+    /// `approval_id`, for a second approver (staff); nothing was held yet. Approving it
+    /// carries it out once.
+    #[error(
+        "above the approval threshold of {rule_id}: waiting for a second approver as {approval_id}"
+    )]
+    ApprovalRequired {
+        /// `apr_...`: the pending request.
+        approval_id: String,
+        /// `<policy id>:approval_threshold`.
+        rule_id: String,
+    },
     /// The swap venue cannot fill this trade now (liquidity, a pair it does not trade).
     #[error("the swap venue cannot fill this swap: {reason}")]
     InsufficientLiquidity {
@@ -393,6 +415,8 @@ impl CoreError {
             SwapsUnavailable { .. } => "SWAPS_UNAVAILABLE",
             ScreeningHit { .. } => "SCREENING_HIT",
             ScreeningUnavailable { .. } => "SCREENING_UNAVAILABLE",
+            PolicyDenied { .. } => "POLICY_DENIED",
+            ApprovalRequired { .. } => "APPROVAL_REQUIRED",
             InsufficientLiquidity { .. } => "INSUFFICIENT_LIQUIDITY",
             Rail(_) => "RAIL_ERROR",
             Storage(_) => "STORAGE_ERROR",
@@ -485,7 +509,9 @@ impl ProductError for CoreError {
             | SandboxUnsupported { .. }
             | KeyOutOfScope { .. }
             | FeeAboveCeiling { .. }
-            | ScreeningHit { .. } => ErrorClass::Forbidden,
+            | ScreeningHit { .. }
+            | PolicyDenied { .. }
+            | ApprovalRequired { .. } => ErrorClass::Forbidden,
             NotFound { .. } => ErrorClass::NotFound,
             QuoteExpired { .. } | CodeExpired => ErrorClass::Gone,
             QuoteAlreadyUsed { .. }
@@ -530,6 +556,21 @@ impl ProductError for CoreError {
 
     fn retry_after_ms(&self) -> Option<i64> {
         CoreError::retry_after_ms(self)
+    }
+
+    fn rule_id(&self) -> Option<&str> {
+        match self {
+            CoreError::PolicyDenied { rule_id, .. }
+            | CoreError::ApprovalRequired { rule_id, .. } => Some(rule_id),
+            _ => None,
+        }
+    }
+
+    fn approval_id(&self) -> Option<&str> {
+        match self {
+            CoreError::ApprovalRequired { approval_id, .. } => Some(approval_id),
+            _ => None,
+        }
     }
 
     fn public_message(&self) -> Option<&'static str> {

@@ -50,6 +50,7 @@ mod payouts_http;
 mod payouts_switch;
 mod phone_pay_browser;
 mod phone_payments_http;
+mod policies_http;
 mod quickstart;
 mod rate_classes;
 mod readme_quickstart;

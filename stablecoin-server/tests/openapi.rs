@@ -71,6 +71,17 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/admin/v1/payouts/reconciliation"),
     ("GET", "/admin/v1/stray-deposits"),
     ("POST", "/admin/v1/stray-deposits/{id}/return"),
+    ("POST", "/admin/v1/policy-approvals/{id}/approve"),
+    ("POST", "/v1/policies"),
+    ("GET", "/v1/policies"),
+    ("GET", "/v1/policies/{id}"),
+    ("POST", "/v1/policies/{id}"),
+    ("DELETE", "/v1/policies/{id}"),
+    ("POST", "/v1/policies/evaluate"),
+    ("GET", "/v1/policies/approvals/{id}"),
+    ("POST", "/v1/address-book"),
+    ("GET", "/v1/address-book"),
+    ("DELETE", "/v1/address-book/{id}"),
     ("GET", "/api/v1/checkout/list"),
     ("GET", "/api/v1/exports/checkout_sessions"),
     ("GET", "/api/v1/exports/payments"),
@@ -378,8 +389,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 19,
-        "all but health, metrics, openapi, the signed deposit intake, the two public phone-payment routes and the twelve staff routes"
+        ROUTES.len() - 20,
+        "all but health, metrics, openapi, the signed deposit intake, the two public phone-payment routes and the thirteen staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

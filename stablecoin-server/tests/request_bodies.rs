@@ -190,6 +190,26 @@ const BODIES: &[(&str, &str, &str)] = &[
         r#""provider":"mpesa","tenant":"ten_x","from":"2026-01-01T00:00:00Z","to":"2026-01-02T00:00:00Z","report":"Receipt No.,Completion Time,Transaction Status,Withdrawn""#,
     ),
     (
+        "POST /v1/policies",
+        "/v1/policies",
+        r#""max_per_transaction":"10""#,
+    ),
+    (
+        "POST /v1/policies/{id}",
+        "/v1/policies/{id}",
+        r#""max_per_transaction":"10""#,
+    ),
+    (
+        "POST /v1/policies/evaluate",
+        "/v1/policies/evaluate",
+        r#""operation":"withdrawal","phone_number":"+2250700000001","token":"USDC","amount":"1""#,
+    ),
+    (
+        "POST /v1/address-book",
+        "/v1/address-book",
+        r#""value":"+2250700000001","label":"Own""#,
+    ),
+    (
         "POST /admin/v1/stray-deposits/{id}/return",
         "/admin/v1/stray-deposits/{id}/return",
         r#""reason":"sender confirmed by e-mail""#,
@@ -320,6 +340,10 @@ body_tests! {
     staff_recovery_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/recoveries",
     staff_payout_resolve_refuses_unknown_fields => "POST /admin/v1/withdrawals/{id}/payout/resolve",
     stray_return_refuses_unknown_fields => "POST /admin/v1/stray-deposits/{id}/return",
+    policy_create_refuses_unknown_fields => "POST /v1/policies",
+    policy_update_refuses_unknown_fields => "POST /v1/policies/{id}",
+    policy_evaluate_refuses_unknown_fields => "POST /v1/policies/evaluate",
+    address_book_add_refuses_unknown_fields => "POST /v1/address-book",
     payout_reconciliation_refuses_unknown_fields => "POST /admin/v1/payouts/reconciliation",
 }
 

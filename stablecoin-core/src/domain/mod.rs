@@ -16,6 +16,7 @@ pub mod otp;
 pub mod payments_events;
 pub mod payout_reconciliation;
 pub mod phone;
+pub mod policy;
 pub mod redact;
 pub mod rule_error;
 pub mod state;

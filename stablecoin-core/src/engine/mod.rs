@@ -18,6 +18,8 @@ mod operation_view;
 mod operations;
 mod payout_reconciliation;
 mod payout_resolution;
+mod policies;
+mod policy_gate;
 mod polls;
 mod records;
 mod retention;
@@ -64,6 +66,8 @@ pub use operations::{
     SendRequest, SendView,
 };
 pub use payout_resolution::{PayoutDecision, ResolvePayoutRequest};
+pub use policies::{AddressBookEntry, DestinationSeen, POLICY_ACTOR, PolicyInput, PolicyUsage};
+pub use policy_gate::{PendingRequest, PolicyApproval, PolicyQuery};
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use scanner::WALLET_PRODUCT;
@@ -160,6 +164,13 @@ pub struct EngineConfig {
     /// confirmation is only a proposal and a second, DIFFERENT staff identity must
     /// approve it (default [`crate::domain::topup::SINGLE_APPROVAL_MAX`], 10,000 tokens).
     pub topup_single_approval_max: crate::domain::money::Micros,
+    /// How long after it is added an address-book entry becomes usable (issue #51;
+    /// default 24 hours, as Circle's and BitGo's address books): a stolen key that adds
+    /// its own destination cannot pay it before someone notices.
+    pub address_book_cooling_off_ms: i64,
+    /// How long a request held above a policy's approval threshold waits for its second
+    /// approver (default 24 hours); past it, approving it is refused.
+    pub policy_approval_ttl_ms: i64,
 }
 
 impl Default for EngineConfig {
@@ -185,6 +196,8 @@ impl Default for EngineConfig {
             sms: SmsPolicy::default(),
             topup_ttl_ms: crate::domain::topup::TOPUP_TTL_MS,
             topup_single_approval_max: crate::domain::topup::SINGLE_APPROVAL_MAX,
+            address_book_cooling_off_ms: 24 * 3_600_000,
+            policy_approval_ttl_ms: 24 * 3_600_000,
         }
     }
 }

@@ -4,12 +4,14 @@
 //! ledger holds, the batch.
 
 use super::operations::{SendRequest, SendView, hold};
+use super::policy_gate::{Approving, PendingRequest, Subject, lost_policy_race};
 use super::{Engine, accounts};
 use crate::domain::consent::Wallet;
 use crate::domain::fees::{FeeSplit, split_fees};
 use crate::domain::fx::{Quote, QuoteRef};
 use crate::domain::ids::TenantId;
 use crate::domain::money::Micros;
+use crate::domain::policy::chain_key;
 use crate::domain::state::OpKind;
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
@@ -91,14 +93,30 @@ impl Engine {
         req: &SendRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<SendView> {
+        self.send_gated(tenant, rail_id, req, idempotency_key, None)
+            .await
+    }
+
+    /// [`Engine::send_on`], or the carrying out of a pending policy approval
+    /// (`approving`, see `policy_gate.rs`).
+    pub(crate) async fn send_gated(
+        &self,
+        tenant: &TenantId,
+        rail_id: RailId,
+        req: &SendRequest,
+        idempotency_key: Option<&str>,
+        approving: Option<&Approving>,
+    ) -> CoreResult<SendView> {
         let rail = self.rail(rail_id)?.clone();
         let quote_ref = self.check_send(&*rail, req)?;
-        let attempt = || self.send_attempt(tenant, &rail, &quote_ref, req, idempotency_key);
+        let attempt =
+            || self.send_attempt(tenant, &rail, &quote_ref, req, idempotency_key, approving);
         match attempt().await {
             // A wallet it decided on changed before the commit (a cached copy was stale,
-            // or a concurrent change landed): nothing was written, so decide again on
-            // fresh reads, once.
-            Err(e) if e.lost_race_on(Wallet::KIND) => {
+            // or a concurrent change landed), or a policy's window usage did (another
+            // request of the same scope was admitted): nothing was written, so decide
+            // again on fresh reads, once.
+            Err(e) if e.lost_race_on(Wallet::KIND) || lost_policy_race(&e) => {
                 self.forget_wallet(&req.from_phone_number);
                 self.forget_wallet(&req.to_phone_number);
                 attempt().await
@@ -123,6 +141,7 @@ impl Engine {
         quote_ref: &QuoteRef,
         req: &SendRequest,
         idempotency_key: Option<&str>,
+        approving: Option<&Approving>,
     ) -> CoreResult<SendView> {
         let rail_id = rail.id();
         let scope = self.scope_on("send", rail_id);
@@ -159,10 +178,28 @@ impl Engine {
             self.kernel
                 .screen_addresses(&tenant.0, "send", &id, rail_id, &to)
                 .await?;
+            // Spending policies (issue #51), before anything is held.
+            let subject = Subject {
+                operation: "send",
+                wallet: &sender.id,
+                rail: rail_id,
+                token: req.token,
+                amount: priced.amount,
+                destination: Some(chain_key(&recipient.to_address.0)),
+            };
+            let pending = || PendingRequest::Send {
+                rail: rail_id,
+                request: req.clone(),
+            };
+            let policy_puts = self
+                .policy_gate(tenant, &subject, &id, approving, pending, idempotency_key)
+                .await?;
             let parties = (sender, recipient);
-            self.send_batch(
+            let (mut batch, view) = self.send_batch(
                 tenant, rail, req, id, parties, fees, priced, legs, unchanged,
-            )
+            )?;
+            batch.puts.extend(policy_puts);
+            Ok((batch, view))
         })
         .await
         .map_err(|e| {

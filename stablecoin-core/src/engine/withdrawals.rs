@@ -114,6 +114,36 @@ impl Engine {
         req: &WithdrawRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<OperationView> {
+        self.withdraw_gated(tenant, rail, req, idempotency_key, None)
+            .await
+    }
+
+    /// [`Engine::withdraw_from`], or the carrying out of a pending policy approval
+    /// (`approving`, see `policy_gate.rs`). A lost race on a policy's window usage
+    /// (another request of its scope admitted first) decides again, once.
+    pub(crate) async fn withdraw_gated(
+        &self,
+        tenant: &crate::domain::ids::TenantId,
+        rail: crate::ports::rail::RailId,
+        req: &WithdrawRequest,
+        idempotency_key: Option<&str>,
+        approving: Option<&super::policy_gate::Approving>,
+    ) -> CoreResult<OperationView> {
+        let attempt = || self.withdraw_attempt(tenant, rail, req, idempotency_key, approving);
+        match attempt().await {
+            Err(e) if super::policy_gate::lost_policy_race(&e) => attempt().await,
+            other => other,
+        }
+    }
+
+    async fn withdraw_attempt(
+        &self,
+        tenant: &crate::domain::ids::TenantId,
+        rail: crate::ports::rail::RailId,
+        req: &WithdrawRequest,
+        idempotency_key: Option<&str>,
+        approving: Option<&super::policy_gate::Approving>,
+    ) -> CoreResult<OperationView> {
         let currency = self.check_withdrawal(req)?;
         let rail = self.rail(rail)?.clone();
         super::admission::check_token(&*rail, req.token)?;
@@ -169,6 +199,23 @@ impl Engine {
             self.kernel
                 .screen_payment(&tenant.0, "withdrawal", rail.id(), &payment)
                 .await?;
+            // Spending policies (issue #51): the destination is the mobile-money number
+            // paid (the wallet's phone), before anything is held.
+            let subject = super::policy_gate::Subject {
+                operation: "withdrawal",
+                wallet: &wallet.id,
+                rail: rail.id(),
+                token: req.token,
+                amount: req.amount,
+                destination: Some(crate::domain::policy::momo_key(wallet.phone.as_str())),
+            };
+            let pending = || super::policy_gate::PendingRequest::Withdrawal {
+                rail: rail.id(),
+                request: req.clone(),
+            };
+            let policy_puts = self
+                .policy_gate(tenant, &subject, &id, approving, pending, idempotency_key)
+                .await?;
             let mut op = self.new_operation(
                 OpKind::Withdrawal,
                 tenant,
@@ -204,8 +251,10 @@ impl Engine {
                 provider: None,
                 resolution: None,
             });
+            let mut puts = vec![op.insert()?];
+            puts.extend(policy_puts);
             let batch = Batch {
-                puts: vec![op.insert()?],
+                puts,
                 accounts: vec![src, dst],
                 ledger: op.holds.clone(),
                 ..Default::default()

@@ -65,6 +65,18 @@ pub trait ProductError: std::error::Error + Send + Sync + 'static {
         None
     }
 
+    /// The policy rule that refused or held the request (`pol_...:max_per_transaction`),
+    /// answered as the error's `rule_id`.
+    fn rule_id(&self) -> Option<&str> {
+        None
+    }
+
+    /// The pending request a second approver must agree to (`apr_...`), answered as the
+    /// error's `approval_id`.
+    fn approval_id(&self) -> Option<&str> {
+        None
+    }
+
     /// The words a caller is shown instead of the `Display` text, for an error whose text
     /// carries internals (a dependency's answer, a node URL, a database message); `None`
     /// when the text is written for the caller. The product knows which of its texts

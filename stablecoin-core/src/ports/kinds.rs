@@ -105,6 +105,20 @@ pub mod kind {
     /// link's id; id: the session's), so the link counts its sessions and payments.
     pub const PAYMENT_LINK_SESSION: &str = "payment_link_session";
 
+    /// Wallets: a tenant's spending policy (issue #51, `domain::policy`).
+    pub const POLICY: &str = "policy";
+    /// Wallets: one policy's window usage, updated with each admitted operation's holds.
+    /// Id: the policy's.
+    pub const POLICY_USAGE: &str = "policy_usage";
+    /// Wallets: a request above a policy's approval threshold, waiting for a second
+    /// approver (`apr_...`).
+    pub const POLICY_APPROVAL: &str = "policy_approval";
+    /// Wallets: a tenant's address-book entry (`adb_...`): a destination and its label.
+    pub const ADDRESS_BOOK_ENTRY: &str = "address_book_entry";
+    /// Wallets: when a tenant's requests first named a destination, for the policies'
+    /// cooling-off. Id: `<tenant>:<destination key>`.
+    pub const DESTINATION_SEEN: &str = "destination_seen";
+
     /// Every kind above.
     pub const ALL: &[&str] = &[
         OPERATION,
@@ -147,6 +161,11 @@ pub mod kind {
         STRAY_DEPOSIT,
         PAYMENT_LINK,
         PAYMENT_LINK_SESSION,
+        POLICY,
+        POLICY_USAGE,
+        POLICY_APPROVAL,
+        ADDRESS_BOOK_ENTRY,
+        DESTINATION_SEEN,
     ];
 }
 
@@ -184,6 +203,8 @@ pub mod namespace {
     /// A checkout session's Solana Pay `reference` (issue #50): finds the session a
     /// transaction carrying that key pays.
     pub const SOLANA_PAY_REFERENCE: &str = "solpay_ref";
+    /// A tenant's address-book destination: `<tenant>:<destination key>`, one entry each.
+    pub const ADDRESS_BOOK: &str = "address_book";
 
     /// Every namespace above.
     pub const ALL: &[&str] = &[
@@ -200,6 +221,7 @@ pub mod namespace {
         STAFF_SECRET,
         STAFF_NAME,
         SOLANA_PAY_REFERENCE,
+        ADDRESS_BOOK,
     ];
 }
 

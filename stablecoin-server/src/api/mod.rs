@@ -16,6 +16,7 @@ pub mod intake;
 pub mod payment_links;
 pub mod payout_reconciliation;
 pub mod phone_payments;
+pub mod policies;
 pub mod reconciliation;
 pub mod schemas;
 pub mod security_headers;
@@ -78,6 +79,7 @@ pub const API_VERSION: &str = "1.0.1";
         (name = "exports", description = "Exports of operations, withdrawals, escrow deals, checkout sessions and payments as CSV or JSON lines, streamed"),
         (name = "events", description = "The events API: every event of the key's family, cursor-paged, payloads as delivered"),
         (name = "checkout", description = "Checkout payment sessions (business keys)"),
+        (name = "policies", description = "Spending policies (per-transaction caps, rolling windows, destination rules, approvals), their dry run, and the address book"),
         (name = "admin", description = "Service staff routes (admin bearer token; 404 ADMIN_DISABLED when the server has none)"),
         (name = "health", description = "Health, metrics and this document")
     )
@@ -258,7 +260,20 @@ fn tenant_routes(state: &AppState) -> OpenApiRouter<AppState> {
             checkout::create_business,
             checkout::list_businesses
         ))
-        .routes(routes!(checkout_refunds::set_auto_refunds));
+        .routes(routes!(checkout_refunds::set_auto_refunds))
+        .routes(routes!(policies::create_policy, policies::list_policies))
+        .routes(routes!(
+            policies::get_policy,
+            policies::update_policy,
+            policies::delete_policy
+        ))
+        .routes(routes!(policies::evaluate_policy))
+        .routes(routes!(policies::get_approval))
+        .routes(routes!(
+            policies::add_address_book_entry,
+            policies::list_address_book
+        ))
+        .routes(routes!(policies::remove_address_book_entry));
     // Escrow creation: its engine records the bare key in the escrow's own commit.
     let escrows = OpenApiRouter::new().routes(routes!(escrow::create_escrow, escrow::list_escrows));
     tenant_key(routes, state).merge(route_kind::mark(
@@ -339,6 +354,7 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(staff_payouts::staff_resolve_payout))
         .routes(routes!(stray_deposits::list_stray_deposits))
         .routes(routes!(stray_deposits::return_stray_deposit))
+        .routes(routes!(policies::approve_policy_request))
         .route_layer(from_fn_with_state(state.clone(), auth::require_admin_token));
     let public = OpenApiRouter::new()
         .routes(routes!(health::live))

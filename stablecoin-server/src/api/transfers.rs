@@ -27,7 +27,7 @@ use stablecoin_core::engine::{Engine, SendRequest};
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/transfers/{id}"))),
         (status = 400, description = "AMOUNT_TOO_SMALL: below the rail's minimum send", body = ErrorBody),
-        (status = 403, description = "NOT_A_MEMBER; SCREENING_HIT: sanctions screening lists a destination (audited)", body = ErrorBody),
+        (status = 403, description = "NOT_A_MEMBER; SCREENING_HIT: sanctions screening lists a destination (audited); POLICY_DENIED: a spending policy refuses it (`rule_id` names the rule; audited); APPROVAL_REQUIRED: above a policy's approval threshold, held as `approval_id` until staff approve it", body = ErrorBody),
         (status = 404, description = "No sender wallet, or no such quote for this tenant", body = ErrorBody),
         (status = 409, description = "QUOTE_ALREADY_USED", body = ErrorBody),
         (status = 410, description = "QUOTE_EXPIRED", body = ErrorBody),

@@ -172,7 +172,7 @@ pub(crate) fn required_phone(
     responses(
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/withdrawals/{id}"))),
-        (status = 403, description = "NOT_A_MEMBER or SANDBOX_UNSUPPORTED; SCREENING_HIT: sanctions screening lists a destination (audited)", body = ErrorBody),
+        (status = 403, description = "NOT_A_MEMBER or SANDBOX_UNSUPPORTED; SCREENING_HIT: sanctions screening lists a destination (audited); POLICY_DENIED: a spending policy refuses it (`rule_id` names the rule; audited); APPROVAL_REQUIRED: above a policy's approval threshold, held as `approval_id` until staff approve it", body = ErrorBody),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
         (status = 400, description = "INVALID_AMOUNT also when the amount converts, at the current rate, to less than one unit the payout provider pays (a minor unit of the payout currency; M-Pesa: a whole shilling)", body = ErrorBody),
         (status = 422, description = "INSUFFICIENT_FUNDS", body = ErrorBody),

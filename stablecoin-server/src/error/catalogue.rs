@@ -346,6 +346,16 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "Sanctions screening lists an address this payment would pay: refused before anything was held, and audited.",
     ),
     (
+        "POLICY_DENIED",
+        403,
+        "A spending policy refuses the request; `rule_id` names the policy and its rule (`pol_...:max_per_transaction`, `:window_24h_amount`, `:cooling_off`, ...). Nothing was held; the decision is audited.",
+    ),
+    (
+        "APPROVAL_REQUIRED",
+        403,
+        "The amount is above a spending policy's approval threshold (`rule_id`): the request waits as `approval_id` until a second approver (staff) approves it, which carries it out once. Nothing was held yet.",
+    ),
+    (
         "INSUFFICIENT_LIQUIDITY",
         422,
         "The swap venue cannot fill this swap now (its liquidity, or a pair it does not trade).",

@@ -35,6 +35,18 @@ pub struct ApiError {
     pub param: Option<String>,
     /// Seconds for a `Retry-After` header (limits and lockouts).
     pub retry_after_secs: Option<i64>,
+    /// POLICY_DENIED and APPROVAL_REQUIRED: the rule and the held request (boxed: most
+    /// errors have none, and every `Result<_, ApiError>` carries the size).
+    pub policy: Option<Box<PolicyRefs>>,
+}
+
+/// The spending-policy references of an error (issue #51).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyRefs {
+    /// The rule that refused or held the request, `<policy id>:<rule>`.
+    pub rule_id: Option<String>,
+    /// The pending request a second approver must agree to (APPROVAL_REQUIRED).
+    pub approval_id: Option<String>,
 }
 
 /// The JSON error envelope.
@@ -60,6 +72,14 @@ pub struct ErrorDetail {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     #[schema(example = "phone_number")]
     pub param: Option<String>,
+    /// POLICY_DENIED and APPROVAL_REQUIRED: the spending-policy rule,
+    /// `<policy id>:<rule>`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    #[schema(example = "pol_01hx:max_per_transaction")]
+    pub rule_id: Option<String>,
+    /// APPROVAL_REQUIRED: the pending request (`apr_...`) a second approver must agree to.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub approval_id: Option<String>,
 }
 
 impl ApiError {
@@ -71,6 +91,7 @@ impl ApiError {
             message: message.into(),
             param: None,
             retry_after_secs: None,
+            policy: None,
         }
     }
 
@@ -124,6 +145,8 @@ impl ApiError {
                 code: self.code.to_string(),
                 message: self.message.clone(),
                 param: self.param.clone(),
+                rule_id: self.policy.as_ref().and_then(|p| p.rule_id.clone()),
+                approval_id: self.policy.as_ref().and_then(|p| p.approval_id.clone()),
             },
         }
     }
@@ -200,6 +223,12 @@ impl<E: ProductError> From<E> for ApiError {
             retry_after_secs: e
                 .retry_after_ms()
                 .map(stablecoin_core::error::retry_after_secs),
+            policy: e.rule_id().map(|rule| {
+                Box::new(PolicyRefs {
+                    rule_id: Some(rule.to_string()),
+                    approval_id: e.approval_id().map(str::to_string),
+                })
+            }),
         }
     }
 }
@@ -327,6 +356,14 @@ mod tests {
                 reference: "r".into(),
             },
             ScreeningUnavailable { reason: "r".into() },
+            PolicyDenied {
+                rule_id: "p:r".into(),
+                reason: "r".into(),
+            },
+            ApprovalRequired {
+                approval_id: "a".into(),
+                rule_id: "p:r".into(),
+            },
         ]
     }
 

@@ -78,6 +78,8 @@ fn core_rows() -> Vec<Row> {
         row(SwapsUnavailable { rail: s("r") }, 503, "SWAPS_UNAVAILABLE", None),
         row(ScreeningHit { list: s("l"), reference: s("r") }, 403, "SCREENING_HIT", None),
         row(ScreeningUnavailable { reason: s("r") }, 503, "SCREENING_UNAVAILABLE", None),
+        row(PolicyDenied { rule_id: s("p:r"), reason: s("r") }, 403, "POLICY_DENIED", None),
+        row(ApprovalRequired { approval_id: s("a"), rule_id: s("p:r") }, 403, "APPROVAL_REQUIRED", None),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Notifier(s("n")), 502, "NOTIFIER_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
@@ -160,7 +162,7 @@ fn every_product_error_keeps_its_status_code_and_param() {
     let rows = [core_rows(), escrow_rows(), checkout_rows()].concat();
     assert_eq!(
         rows.len(),
-        50 + 29 + 25,
+        52 + 29 + 25,
         "one row per variant (two for escrow NOT_FOUND)"
     );
     for (api, status, code, param) in rows {
