@@ -455,3 +455,50 @@ async fn creation_is_validated_idempotent_and_the_list_is_cursor_paged() {
         .await
         .expect_err(400, "INVALID_PARAMETER");
 }
+
+/// The link's button is public and each post opens a session: one client address gets
+/// 20 in 10 minutes, then `429` with `Retry-After` and a page saying so, and opens
+/// nothing more (`pages::public_limit`). Reading the page is not counted.
+#[tokio::test]
+async fn one_address_opens_at_most_twenty_sessions_in_ten_minutes() {
+    let s = start().await;
+    let acme = s.tenant("Acme", "0").await;
+    let l = create(
+        &s,
+        &acme.business_test,
+        json!({"amount": "5", "currency": "USD"}),
+    )
+    .await;
+    let id = l["link_id"].as_str().unwrap();
+    for i in 0..20 {
+        let (st, _) = open(&s, id, None).await;
+        assert_eq!(st, 303, "post {i}");
+    }
+    let r = payer()
+        .post(format!("{}/pay/l/{id}", s.base))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body("")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 429);
+    let wait: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(wait >= 1, "{wait}");
+    let page = r.text().await.unwrap();
+    assert!(page.contains("data-code=\"RATE_LIMITED\""), "{page}");
+    assert_eq!(
+        link(&s, &acme.business_test, id).await["sessions_count"],
+        20,
+        "the refused post opened nothing"
+    );
+    let page = payer()
+        .get(format!("{}/pay/l/{id}", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status().as_u16(), 200, "reading is not limited");
+}

@@ -438,13 +438,19 @@ pub fn build_router(state: AppState) -> Router {
             crate::pages::source::CheckoutPages(state.checkout.clone()),
         )))
         // The payer's refund claim page (HTML, outside the JSON API and its document).
-        .merge(crate::pages::refund_claim::refund_claim_routes(
-            state.checkout.clone(),
-        ))
+        .merge(
+            crate::pages::refund_claim::refund_claim_routes(state.checkout.clone()).route_layer(
+                from_fn_with_state(state.clone(), crate::pages::public_limit::limit_posts),
+            ),
+        )
         // Paying from a phone wallet of this service (issue #50 item 4).
         .merge(crate::pages::phone_pay::phone_pay_routes())
         // A payment link's page: a session of its own for each payer (issue #50).
-        .merge(crate::pages::link_page::link_routes(state.checkout.clone()))
+        .merge(
+            crate::pages::link_page::link_routes(state.checkout.clone()).route_layer(
+                from_fn_with_state(state.clone(), crate::pages::public_limit::limit_posts),
+            ),
+        )
         // The tenant dashboard (HTML forms with sessions and CSRF tokens, outside the
         // JSON API and its document).
         .merge(crate::pages::dashboard::routes())

@@ -22,6 +22,7 @@ pub mod link_page;
 pub mod pay;
 pub mod pay_refunds;
 pub mod phone_pay;
+pub mod public_limit;
 pub mod refund_claim;
 pub mod session;
 pub mod shared;
