@@ -60,6 +60,7 @@ mod retention_http;
 mod rpc_failover_live;
 mod sandbox;
 mod screening_http;
+mod screening_outbound_http;
 mod shared_chain;
 mod sms_gateways_http;
 mod solana_live;

@@ -18,6 +18,7 @@ mod operations;
 mod payout_reconciliation;
 mod payout_resolution;
 mod polls;
+mod quarantine;
 mod records;
 mod retention;
 mod sandbox;

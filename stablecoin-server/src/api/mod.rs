@@ -15,6 +15,7 @@ pub mod health;
 pub mod intake;
 pub mod payment_links;
 pub mod payout_reconciliation;
+pub mod quarantined_deposits;
 pub mod reconciliation;
 pub mod schemas;
 pub mod security_headers;
@@ -338,6 +339,10 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(staff_payouts::staff_resolve_payout))
         .routes(routes!(stray_deposits::list_stray_deposits))
         .routes(routes!(stray_deposits::return_stray_deposit))
+        .routes(routes!(quarantined_deposits::list_quarantined_deposits))
+        .routes(routes!(quarantined_deposits::get_quarantined_deposit))
+        .routes(routes!(quarantined_deposits::release_quarantined_deposit))
+        .routes(routes!(quarantined_deposits::return_quarantined_deposit))
         .route_layer(from_fn_with_state(state.clone(), auth::require_admin_token));
     let public = OpenApiRouter::new()
         .routes(routes!(health::live))
