@@ -48,6 +48,7 @@ mod payout_reconciliation_http;
 mod payouts_crash;
 mod payouts_http;
 mod payouts_switch;
+mod quarantine_http;
 mod quickstart;
 mod rate_classes;
 mod readme_quickstart;

@@ -184,6 +184,16 @@ const BODIES: &[(&str, &str, &str)] = &[
         "/admin/v1/stray-deposits/{id}/return",
         r#""reason":"sender confirmed by e-mail""#,
     ),
+    (
+        "POST /admin/v1/quarantined-deposits/{id}/release",
+        "/admin/v1/quarantined-deposits/{id}/release",
+        r#""reason":"false positive""#,
+    ),
+    (
+        "POST /admin/v1/quarantined-deposits/{id}/return",
+        "/admin/v1/quarantined-deposits/{id}/return",
+        r#""reason":"sender confirmed by e-mail""#,
+    ),
 ];
 
 /// The staff routes' bearer token in these tests.

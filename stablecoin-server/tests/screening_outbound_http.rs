@@ -92,7 +92,9 @@ async fn a_swap_whose_venue_is_listed_is_refused_held_nothing_and_is_audited() {
     .to_string();
     let r = s.post(&t.live, "/v1/swaps", &body).await;
     r.expect_err(403, "SCREENING_HIT");
-    assert_eq!(usdc(&s, &t.live, A).await, "100.000000", "nothing held");
+    let swaps = s.get(&t.live, "/v1/swaps").await.json();
+    assert_eq!(swaps["swaps"].as_array().unwrap().len(), 0, "no swap: {swaps}");
+    assert_eq!(usdc(&s, &t.live, A).await, "100.000000");
     let audit = screening_audit(&s).await;
     assert_eq!(audit.len(), 1, "{audit:?}");
     assert_eq!(audit[0]["action"], "screening.hit");
@@ -104,7 +106,8 @@ async fn a_swap_whose_venue_is_listed_is_refused_held_nothing_and_is_audited() {
     // Another screen that lists nothing: the same swap is accepted.
     screen_listing(&s, "0x0000000000000000000000000000000000000001");
     s.post(&t.live, "/v1/swaps", &body).await.expect(202);
-    assert_eq!(usdc(&s, &t.live, A).await, "60.000000", "held now");
+    s.settle().await;
+    assert_eq!(usdc(&s, &t.live, A).await, "60.000000", "swapped");
 }
 
 #[tokio::test]
