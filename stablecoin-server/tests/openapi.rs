@@ -380,8 +380,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 17,
-        "all but health, metrics, openapi, the signed deposit intake and the twelve staff routes"
+        ROUTES.len() - 21,
+        "all but health, metrics, openapi, the signed deposit intake and the sixteen staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

@@ -13,13 +13,14 @@ use crate::common::webhook_receiver::recording_receiver;
 use crate::common::*;
 use reqwest::Method;
 use serde_json::{Value, json};
-use stablecoin_core::domain::money::Token;
+use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::memory::ShiftedClock;
 use stablecoin_core::ports::{ChainAddress, Rail, RailId};
 use stablecoin_server::config::{FailModeSetting, ScreeningKind, ScreeningSettings, Secret};
 
 const ADMIN: &str = "admin-token-0123456789abcdef-0123456789";
 const A: &str = "+2250700000301";
+const B: &str = "+2250700000302";
 /// Listed by the memory screen (ends in 9999).
 const LISTED: &str = "0x1111111111111111111111111111111111119999";
 /// Makes the memory screen unavailable (ends in 8888).
@@ -58,15 +59,31 @@ async fn quarantined(s: &Server, query: &str) -> Value {
     r.json()
 }
 
-async fn usdc(s: &Server, key: &str) -> String {
-    let r = s
-        .get(
-            key,
-            &format!("/v1/users/balance?phone_number={}", A.replace('+', "%2B")),
-        )
-        .await;
-    r.expect(200);
-    r.json()["balance_usdc"].as_str().unwrap().to_string()
+/// What the ledger credits wallet `wid` in USDC on the primary EVM chain (the balance
+/// route reads the chain, where quarantined tokens sit too).
+async fn credited(s: &Server, wid: &str) -> String {
+    let id = stablecoin_core::engine::accounts::wallet(
+        &stablecoin_core::domain::ids::WalletId(wid.into()),
+        Token::Usdc,
+    )
+    .id;
+    match s.app.engine().ports().ledger.balance(&id).await {
+        Ok(b) => Micros::new(u64::try_from(b.posted()).unwrap()).to_decimal_string(),
+        // Never credited: no account yet.
+        Err(stablecoin_core::ports::LedgerError::UnknownAccount { .. }) => "0.000000".into(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+async fn send(s: &Server, key: &str, to: &str, amount: &str) -> Resp {
+    s.post(
+        key,
+        "/v1/transfers/send",
+        &json!({"from_phone_number": A, "to_phone_number": to, "token": "USDC",
+            "quote_id": format!("DIRECT_CRYPTO:USDC:{amount}")})
+        .to_string(),
+    )
+    .await
 }
 
 /// `from` (an outside address) pays `amount` USDC to `to` on the simulated Polygon: the
@@ -127,27 +144,28 @@ async fn a_deposit_from_a_listed_sender_is_quarantined_released_by_staff_and_ano
     s.post(
         &t.live,
         "/v1/webhook-endpoints",
-        &json!({"family": "wallet", "url": hook, "events": ["deposit.quarantined"]})
-            .to_string(),
+        &json!({"family": "wallet", "url": hook, "events": ["deposit.quarantined"]}).to_string(),
     )
     .await
     .expect(201);
-    let addr = ChainAddress(
-        s.provision(&t.live, A).await["address"]
-            .as_str()
-            .unwrap()
-            .into(),
-    );
+    let p = s.provision(&t.live, A).await;
+    let addr = ChainAddress(p["address"].as_str().unwrap().into());
+    let wid = p["wallet_id"].as_str().unwrap().to_string();
+    s.provision(&t.live, B).await;
 
     // A clear sender is credited as ever.
     deposit(&s, "0x3333333333333333333333333333333333330001", &addr, "5").await;
-    assert_eq!(usdc(&s, &t.live).await, "5.000000");
+    assert_eq!(credited(&s, &wid).await, "5.000000");
     assert_eq!(quarantined(&s, "").await["total"], 0);
 
     // A listed sender: quarantined, not credited; scanned again, recorded once.
     let tx = deposit(&s, LISTED, &addr, "40").await;
     scan(&s).await;
-    assert_eq!(usdc(&s, &t.live).await, "5.000000", "not credited");
+    assert_eq!(credited(&s, &wid).await, "5.000000", "not credited");
+    // Not spendable: the wallet holds the tokens on chain, the ledger does not.
+    send(&s, &t.live, B, "40")
+        .await
+        .expect_err(422, "INSUFFICIENT_FUNDS");
     let list = quarantined(&s, "").await;
     assert_eq!(list["total"], 1, "{list}");
     let q = &list["quarantined_deposits"][0];
@@ -190,17 +208,27 @@ async fn a_deposit_from_a_listed_sender_is_quarantined_released_by_staff_and_ano
     assert_eq!(e["cause"], "hit");
     assert_eq!(e["amount"], "40.000000");
     assert_eq!(e["origin_id"], q["origin_id"]);
-    assert!(e.get("list").is_none() && e.get("reference").is_none(), "{e}");
+    assert!(
+        e.get("list").is_none() && e.get("reference").is_none(),
+        "{e}"
+    );
 
     // The staff console says so on its first page.
     let mut console = crate::common::console::Console::new(&s.base);
     let csrf = console.csrf("/console/login").await;
     let r = console
-        .post("/console/login", &[("csrf", &csrf), ("staff_secret", ADMIN)])
+        .post(
+            "/console/login",
+            &[("csrf", &csrf), ("staff_secret", ADMIN)],
+        )
         .await;
     assert_eq!(r.status, 303, "{}", r.body);
     let page = console.get("/console").await;
-    assert!(page.body.contains("1 quarantined deposit(s)"), "{}", page.body);
+    assert!(
+        page.body.contains("1 quarantined deposit(s)"),
+        "{}",
+        page.body
+    );
 
     // Release, above the cap: proposed, then decided by a second identity.
     let path = format!("/admin/v1/quarantined-deposits/{id}/release");
@@ -211,9 +239,16 @@ async fn a_deposit_from_a_listed_sender_is_quarantined_released_by_staff_and_ano
     let r = staff(&s, ADMIN, Method::POST, &path, Some(body)).await;
     r.expect(200);
     assert_eq!(r.json()["status"], "proposed", "{}", r.text());
-    assert_eq!(r.json()["quarantine"]["release"]["proposed_by"], "admin-token");
+    assert_eq!(
+        r.json()["quarantine"]["release"]["proposed_by"],
+        "admin-token"
+    );
     scan(&s).await;
-    assert_eq!(usdc(&s, &t.live).await, "5.000000", "nothing while proposed");
+    assert_eq!(
+        credited(&s, &wid).await,
+        "5.000000",
+        "nothing while proposed"
+    );
     staff(&s, ADMIN, Method::POST, &path, Some(body))
         .await
         .expect_err(409, "SECOND_APPROVER_REQUIRED");
@@ -236,7 +271,7 @@ async fn a_deposit_from_a_listed_sender_is_quarantined_released_by_staff_and_ano
         ada.account.id.as_str()
     );
     scan(&s).await;
-    assert_eq!(usdc(&s, &t.live).await, "45.000000", "credited on release");
+    assert_eq!(credited(&s, &wid).await, "45.000000", "credited on release");
     let v = staff(
         &s,
         ADMIN,
@@ -254,7 +289,7 @@ async fn a_deposit_from_a_listed_sender_is_quarantined_released_by_staff_and_ano
         .await
         .expect(200);
     scan(&s).await;
-    assert_eq!(usdc(&s, &t.live).await, "45.000000");
+    assert_eq!(credited(&s, &wid).await, "45.000000");
     let audit = audit_actions(&s).await;
     assert!(
         audit.contains(&(
@@ -291,9 +326,15 @@ async fn a_deposit_from_a_listed_sender_is_quarantined_released_by_staff_and_ano
         .to_string();
     let ret = format!("/admin/v1/quarantined-deposits/{id2}/return");
     // Back to the listed sender is paying it: refused, audited.
-    staff(&s, ADMIN, Method::POST, &ret, Some(r#"{"reason":"send it back"}"#))
-        .await
-        .expect_err(403, "SCREENING_HIT");
+    staff(
+        &s,
+        ADMIN,
+        Method::POST,
+        &ret,
+        Some(r#"{"reason":"send it back"}"#),
+    )
+    .await
+    .expect_err(403, "SCREENING_HIT");
     // Staff name where compliance directs it.
     let dest = format!("0x{}", "4d".repeat(20));
     let r = staff(
@@ -328,31 +369,32 @@ async fn a_deposit_from_a_listed_sender_is_quarantined_released_by_staff_and_ano
             .unwrap(),
         m("7")
     );
-    assert_eq!(usdc(&s, &t.live).await, "45.000000", "never credited");
-    // The wallet's address still holds exactly what the ledger credits it.
+    assert_eq!(credited(&s, &wid).await, "45.000000", "never credited");
+    // The wallet's address holds exactly what the ledger credits it, and it spends it.
     assert_eq!(polygon.balance(&addr, Token::Usdc).await.unwrap(), m("45"));
+    send(&s, &t.live, B, "40").await.expect(202);
 }
 
 #[tokio::test]
 async fn an_unanswered_screen_quarantines_when_closed_and_credits_audited_when_open() {
-    for (mode, credited) in [(FailModeSetting::Closed, false), (FailModeSetting::Open, true)] {
+    for (mode, open) in [
+        (FailModeSetting::Closed, false),
+        (FailModeSetting::Open, true),
+    ] {
         let s = start_with(config(mode)).await;
         let t = s.tenant("Acme", "0").await;
-        let addr = ChainAddress(
-            s.provision(&t.live, A).await["address"]
-                .as_str()
-                .unwrap()
-                .into(),
-        );
+        let p = s.provision(&t.live, A).await;
+        let addr = ChainAddress(p["address"].as_str().unwrap().into());
+        let wid = p["wallet_id"].as_str().unwrap().to_string();
         deposit(&s, OUTAGE, &addr, "3").await;
         let list = quarantined(&s, "").await;
         let audit = audit_actions(&s).await;
-        if credited {
-            assert_eq!(usdc(&s, &t.live).await, "3.000000");
+        if open {
+            assert_eq!(credited(&s, &wid).await, "3.000000");
             assert_eq!(list["total"], 0, "{list}");
             assert_eq!(audit[0].0, "screening.skipped", "{audit:?}");
         } else {
-            assert_eq!(usdc(&s, &t.live).await, "0.000000");
+            assert_eq!(credited(&s, &wid).await, "0.000000");
             assert_eq!(list["total"], 1, "{list}");
             let q = &list["quarantined_deposits"][0]["quarantine"];
             assert_eq!(q["cause"], "unavailable", "{q}");

@@ -318,6 +318,8 @@ body_tests! {
     staff_recovery_refuses_unknown_fields => "POST /admin/v1/escrows/{id}/recoveries",
     staff_payout_resolve_refuses_unknown_fields => "POST /admin/v1/withdrawals/{id}/payout/resolve",
     stray_return_refuses_unknown_fields => "POST /admin/v1/stray-deposits/{id}/return",
+    quarantine_release_refuses_unknown_fields => "POST /admin/v1/quarantined-deposits/{id}/release",
+    quarantine_return_refuses_unknown_fields => "POST /admin/v1/quarantined-deposits/{id}/return",
     payout_reconciliation_refuses_unknown_fields => "POST /admin/v1/payouts/reconciliation",
 }
 

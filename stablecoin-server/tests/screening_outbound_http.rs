@@ -93,7 +93,11 @@ async fn a_swap_whose_venue_is_listed_is_refused_held_nothing_and_is_audited() {
     let r = s.post(&t.live, "/v1/swaps", &body).await;
     r.expect_err(403, "SCREENING_HIT");
     let swaps = s.get(&t.live, "/v1/swaps").await.json();
-    assert_eq!(swaps["swaps"].as_array().unwrap().len(), 0, "no swap: {swaps}");
+    assert_eq!(
+        swaps["swaps"].as_array().unwrap().len(),
+        0,
+        "no swap: {swaps}"
+    );
     assert_eq!(usdc(&s, &t.live, A).await, "100.000000");
     let audit = screening_audit(&s).await;
     assert_eq!(audit.len(), 1, "{audit:?}");

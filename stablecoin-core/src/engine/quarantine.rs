@@ -42,14 +42,13 @@ impl Engine {
         }
         let status = match status {
             None => None,
-            Some(s) => Some(StrayStatus::parse(s).ok_or_else(|| {
-                CoreError::InvalidParameter {
+            Some(s) => Some(
+                StrayStatus::parse(s).ok_or_else(|| CoreError::InvalidParameter {
                     field: "status",
-                    reason:
-                        "must be held, proposed, releasing, released, returning or returned"
-                            .into(),
-                }
-            })?),
+                    reason: "must be held, proposed, releasing, released, returning or returned"
+                        .into(),
+                })?,
+            ),
         };
         let (rows, total) = self
             .ports()

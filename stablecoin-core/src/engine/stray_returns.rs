@@ -66,7 +66,8 @@ impl Engine {
             Some(s) => Some(
                 StrayStatus::parse(s).ok_or_else(|| CoreError::InvalidParameter {
                     field: "status",
-                    reason: "must be held, proposed, returning or returned".into(),
+                    reason: "must be held, proposed, returning, returned, releasing or released"
+                        .into(),
                 })?,
             ),
         };
@@ -176,8 +177,7 @@ impl Engine {
         match (&s.status, &s.returned) {
             // A quarantined deposit staff released, or whose release awaits a second
             // identity: one decision at a time (`engine::quarantine`).
-            (StrayStatus::Releasing | StrayStatus::Released, _)
-            | (StrayStatus::Proposed, None) => {
+            (StrayStatus::Releasing | StrayStatus::Released, _) | (StrayStatus::Proposed, None) => {
                 return Err(CoreError::InvalidTransition {
                     machine: "quarantined_deposit",
                     from: s.status.as_str().into(),

@@ -24,7 +24,7 @@
 //! index), so a page offered twice, after a crash or a lost race on the cursor record
 //! between two nodes, records nothing twice.
 
-use super::quarantine::{self, InboundScreen, QuarantineOwner, QUARANTINE_SUBKIND};
+use super::quarantine::{self, InboundScreen, QUARANTINE_SUBKIND, QuarantineOwner};
 use super::stray::{STRAY_LIST_OWNER, StrayDeposit, StrayStatus};
 use crate::domain::chain::RailId;
 use crate::domain::time::Timestamp;
@@ -359,7 +359,9 @@ impl InboundRouter {
             }
             if let Some(kernel) = &self.kernel {
                 let screened = match h.quarantine_owner(rail, &owner, inbound).await {
-                    Ok(q) => quarantine::screen_inbound(kernel, rail, h.product(), q, inbound).await,
+                    Ok(q) => {
+                        quarantine::screen_inbound(kernel, rail, h.product(), q, inbound).await
+                    }
                     Err(e) => Err(e),
                 };
                 match screened {

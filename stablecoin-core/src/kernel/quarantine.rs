@@ -289,7 +289,6 @@ pub async fn screen_inbound(
     owner: Option<QuarantineOwner>,
     inbound: &Inbound,
 ) -> Result<InboundScreen, InboundError> {
-    eprintln!("DEBUG screen_inbound gate={} owner={:?} from={} confirmed={}", kernel.screening().is_some(), owner, inbound.from.0, inbound.confirmed);
     let (Some(gate), Some(owner)) = (kernel.screening(), owner) else {
         return Ok(InboundScreen::Deliver);
     };

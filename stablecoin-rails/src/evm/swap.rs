@@ -157,7 +157,9 @@ impl SwapVenue for UniswapV2Venue {
 
     /// The router: the wallet approves it and it takes `amount_in`.
     async fn counterparty(&self) -> Option<stablecoin_core::ports::ChainAddress> {
-        Some(stablecoin_core::ports::ChainAddress(self.router.to_string()))
+        Some(stablecoin_core::ports::ChainAddress(
+            self.router.to_string(),
+        ))
     }
 
     async fn quote(

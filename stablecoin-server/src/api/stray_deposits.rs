@@ -28,7 +28,9 @@ pub struct StrayListParams {
     /// 1-based, default 1.
     #[param(value_type = super::schemas::ListPage, required = false)]
     pub page: Option<String>,
-    /// Only this status: `held`, `proposed`, `returning` or `returned`.
+    /// Only this status: `held`, `proposed`, `returning` or `returned` (`releasing` and
+    /// `released` are quarantined deposits' only, listed at
+    /// `/admin/v1/quarantined-deposits`).
     #[param(value_type = super::schemas::StrayStatusName, required = false)]
     pub status: Option<String>,
 }
