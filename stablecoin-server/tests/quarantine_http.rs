@@ -388,18 +388,23 @@ async fn an_unanswered_screen_quarantines_when_closed_and_credits_audited_when_o
         let wid = p["wallet_id"].as_str().unwrap().to_string();
         deposit(&s, OUTAGE, &addr, "3").await;
         let list = quarantined(&s, "").await;
-        let audit = audit_actions(&s).await;
+        let audit: Vec<String> = audit_actions(&s)
+            .await
+            .into_iter()
+            .map(|a| a.0)
+            .filter(|a| a.starts_with("screening."))
+            .collect();
         if open {
             assert_eq!(credited(&s, &wid).await, "3.000000");
             assert_eq!(list["total"], 0, "{list}");
-            assert_eq!(audit[0].0, "screening.skipped", "{audit:?}");
+            assert_eq!(audit, ["screening.skipped"]);
         } else {
             assert_eq!(credited(&s, &wid).await, "0.000000");
             assert_eq!(list["total"], 1, "{list}");
             let q = &list["quarantined_deposits"][0]["quarantine"];
             assert_eq!(q["cause"], "unavailable", "{q}");
             assert!(q["reason"].as_str().unwrap().contains("test outage"), "{q}");
-            assert_eq!(audit[0].0, "screening.quarantine", "{audit:?}");
+            assert_eq!(audit, ["screening.quarantine"]);
         }
     }
 }
