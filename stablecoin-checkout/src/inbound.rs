@@ -12,6 +12,7 @@ use stablecoin_core::kernel::ProductError;
 use stablecoin_core::kernel::inbound::{
     InboundError, InboundHandler, InboundOutcome, InboundRouter,
 };
+use stablecoin_core::kernel::quarantine::QuarantineOwner;
 use stablecoin_core::kernel::stray::{SandboxOwner, record_stray};
 use stablecoin_core::ports::{Inbound, RailId, Record, StoredRecord};
 use std::sync::Arc;
@@ -114,6 +115,32 @@ impl InboundHandler for CheckoutEngine {
             Err(e) if e.is_retryable() => Err(InboundError::Retry(e.to_string())),
             Err(e) => Err(InboundError::Skip(e.to_string())),
         }
+    }
+
+    /// A live session quarantines (its key signs a return; its business's tenant is
+    /// told); a test session does not (a real deposit there is a stray, owed back).
+    async fn quarantine_owner(
+        &self,
+        _rail: RailId,
+        owner: &StoredRecord,
+        _inbound: &Inbound,
+    ) -> Result<Option<QuarantineOwner>, InboundError> {
+        let session = Session::from_stored(owner).map_err(|e| {
+            InboundError::Retry(format!(
+                "session {}: {}",
+                owner.id,
+                stablecoin_core::CoreError::from(e)
+            ))
+        })?;
+        if session.mode != Mode::Live {
+            return Ok(None);
+        }
+        Ok(Some(QuarantineOwner {
+            tenants: vec![session.tenant.0.clone()],
+            purpose: Mode::Live.key_purpose(&session.id),
+            origin: "checkout_session",
+            origin_id: session.id,
+        }))
     }
 }
 

@@ -15,6 +15,7 @@ use serde_json::json;
 use stablecoin_core::kernel::inbound::{
     InboundError, InboundHandler, InboundOutcome, InboundRouter,
 };
+use stablecoin_core::kernel::quarantine::QuarantineOwner;
 use stablecoin_core::kernel::stray::{SandboxAddress, SandboxOwner, record_stray};
 use stablecoin_core::ports::{
     Batch, Inbound, LedgerTransfer, Phase as LedgerPhase, RailId, Record, StoredRecord, Versioned,
@@ -283,5 +284,26 @@ impl InboundHandler for EscrowEngine {
             return record_stray(self.kernel(), rail, &owner, inbound).await;
         }
         self.take_inbound(owner, inbound).await
+    }
+
+    /// A deal quarantines (its key signs a return; its tenant is told); a simulated
+    /// deal's address does not (a real deposit there is a stray, owed back anyway).
+    async fn quarantine_owner(
+        &self,
+        _rail: RailId,
+        owner: &StoredRecord,
+        _inbound: &Inbound,
+    ) -> Result<Option<QuarantineOwner>, InboundError> {
+        if owner.kind != Deal::KIND {
+            return Ok(None);
+        }
+        let deal = Deal::from_stored(owner)
+            .map_err(|e| InboundError::Retry(format!("escrow {}: {e}", owner.id)))?;
+        Ok(Some(QuarantineOwner {
+            tenants: vec![deal.tenant.0.clone()],
+            purpose: stablecoin_core::ports::KeyPurpose::EscrowDeal(deal.id.0.clone()),
+            origin: "escrow_deal",
+            origin_id: deal.id.0,
+        }))
     }
 }

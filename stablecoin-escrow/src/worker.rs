@@ -253,12 +253,46 @@ impl EscrowEngine {
                     return Ok(());
                 }
                 Err(EscrowError::Conflict { .. }) => v = self.load_any(&id).await?,
+                Err(EscrowError::ScreeningHit { .. }) if action == Action::AutoRelease => {
+                    // The seller's wallet is listed (audited `screening.hit` by the
+                    // kernel, once): the one automatic attempt is spent, and the deal
+                    // stays FUNDED for a person (a refund, a dispute, a staff decision),
+                    // never retried and re-audited every round.
+                    let fresh = self.load_any(&id).await?;
+                    match self.spend_auto_release(fresh).await {
+                        Ok(()) => return Ok(()),
+                        Err(EscrowError::Conflict { .. }) => v = self.load_any(&id).await?,
+                        Err(e) => return Err(e),
+                    }
+                }
+                // Unavailable (fail closed): the deal stays due and is tried again when
+                // the lease lapses, as while the rail cannot send.
+                Err(EscrowError::ScreeningUnavailable { .. }) if action == Action::AutoRelease => {
+                    report.waiting += 1;
+                    return Ok(());
+                }
                 Err(e) => return Err(e),
             }
         }
         Err(EscrowError::Conflict {
             what: format!("escrow {id}"),
         })
+    }
+
+    /// Marks the deal's one automatic release as attempted, without a payout.
+    async fn spend_auto_release(&self, v: Versioned<Deal>) -> EscrowResult<()> {
+        let Versioned {
+            record: mut deal,
+            version,
+        } = v;
+        deal.auto_release_attempted = true;
+        let mut batch = Batch {
+            puts: vec![deal.update(version)?],
+            background: true,
+            ..Default::default()
+        };
+        self.queue_put(&mut batch, &deal).await?;
+        self.commit(batch).await
     }
 
     // ---- payouts -----------------------------------------------------------------------

@@ -239,6 +239,12 @@ impl SwapVenue for TreasuryVenue {
         self.rail.id()
     }
 
+    /// The treasury's address: where the wallet's leg goes. `None` if the rail cannot
+    /// derive it now (the swap is then refused by its own first step, not here).
+    async fn counterparty(&self) -> Option<stablecoin_core::ports::ChainAddress> {
+        self.rail.address_for(&KeyPurpose::Treasury).await.ok()
+    }
+
     async fn quote(
         &self,
         token_in: Token,

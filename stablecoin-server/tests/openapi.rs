@@ -82,6 +82,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/address-book"),
     ("GET", "/v1/address-book"),
     ("DELETE", "/v1/address-book/{id}"),
+    ("GET", "/admin/v1/quarantined-deposits"),
+    ("GET", "/admin/v1/quarantined-deposits/{id}"),
+    ("POST", "/admin/v1/quarantined-deposits/{id}/release"),
+    ("POST", "/admin/v1/quarantined-deposits/{id}/return"),
     ("GET", "/api/v1/checkout/list"),
     ("GET", "/api/v1/exports/checkout_sessions"),
     ("GET", "/api/v1/exports/payments"),
@@ -389,8 +393,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 20,
-        "all but health, metrics, openapi, the signed deposit intake, the two public phone-payment routes and the thirteen staff routes"
+        ROUTES.len() - 24,
+        "all but health, metrics, openapi, the signed deposit intake, the two public phone-payment routes and the seventeen staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

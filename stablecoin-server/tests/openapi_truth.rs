@@ -380,8 +380,8 @@ async fn list_filters_and_bounds_are_what_the_server_accepts() {
         }
     }
     assert_eq!(
-        lists, 15,
-        "transfers, swaps, top-ups, checkout, escrows, webhook endpoints/events/deliveries, staff escrows and audit, the events API of both key kinds, stray deposits, payment links, the address book"
+        lists, 16,
+        "transfers, swaps, top-ups, checkout, escrows, webhook endpoints/events/deliveries, staff escrows and audit, the events API of both key kinds, stray deposits, quarantined deposits, payment links, the address book"
     );
 }
 

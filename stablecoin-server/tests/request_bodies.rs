@@ -214,6 +214,16 @@ const BODIES: &[(&str, &str, &str)] = &[
         "/admin/v1/stray-deposits/{id}/return",
         r#""reason":"sender confirmed by e-mail""#,
     ),
+    (
+        "POST /admin/v1/quarantined-deposits/{id}/release",
+        "/admin/v1/quarantined-deposits/{id}/release",
+        r#""reason":"false positive""#,
+    ),
+    (
+        "POST /admin/v1/quarantined-deposits/{id}/return",
+        "/admin/v1/quarantined-deposits/{id}/return",
+        r#""reason":"sender confirmed by e-mail""#,
+    ),
 ];
 
 /// The staff routes' bearer token in these tests.
@@ -344,6 +354,8 @@ body_tests! {
     policy_update_refuses_unknown_fields => "POST /v1/policies/{id}",
     policy_evaluate_refuses_unknown_fields => "POST /v1/policies/evaluate",
     address_book_add_refuses_unknown_fields => "POST /v1/address-book",
+    quarantine_release_refuses_unknown_fields => "POST /admin/v1/quarantined-deposits/{id}/release",
+    quarantine_return_refuses_unknown_fields => "POST /admin/v1/quarantined-deposits/{id}/return",
     payout_reconciliation_refuses_unknown_fields => "POST /admin/v1/payouts/reconciliation",
 }
 

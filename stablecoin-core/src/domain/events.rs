@@ -13,6 +13,12 @@ use serde::{Deserialize, Serialize};
 /// domain, so that the webhook crate names it without depending on the kernel.
 pub const STRAY_DEPOSIT_EVENT: &str = "sandbox.stray_deposit";
 
+/// The webhook event told to the tenant whose address received a deposit from a source
+/// the sanctions screen flagged (issue #51): held in quarantine, not credited, until
+/// staff release or return it; sent again with each of those decisions' outcomes (an
+/// addition to the spec's wallet-family events; built by `kernel::quarantine`).
+pub const DEPOSIT_QUARANTINED_EVENT: &str = "deposit.quarantined";
+
 /// One business fact for one tenant, as the engines write it to the outbox in the same
 /// commit as the change it reports; its serde tag `event` is the webhook event name
 /// ([`DomainEvent::name`]).

@@ -21,6 +21,7 @@ mod payout_resolution;
 mod policies;
 mod policy_gate;
 mod polls;
+mod quarantine;
 mod records;
 mod retention;
 mod sandbox;

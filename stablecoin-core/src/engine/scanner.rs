@@ -14,6 +14,7 @@ use crate::domain::payments_events::{
 };
 use crate::error::{CoreError, CoreResult};
 use crate::kernel::inbound::{InboundError, InboundHandler, InboundOutcome, InboundRouter};
+use crate::kernel::quarantine::QuarantineOwner;
 use crate::ports::ledger::{LedgerTransfer, Phase};
 use crate::ports::rail::Inbound;
 use crate::ports::record::{Record, get_record};
@@ -46,19 +47,14 @@ impl Engine {
         report.errors.extend(r.errors);
     }
 
-    /// One inbound transfer to wallet `w` on `rail`: recorded once as DETECTED below the
-    /// confirmation depth, CONFIRMED and credited at it.
-    async fn credit_inbound(
-        &self,
-        id: RailId,
-        w: &Wallet,
-        inbound: &Inbound,
-    ) -> CoreResult<InboundOutcome> {
+    /// Whether `inbound` is an internal movement (a funding from the treasury, a P2P
+    /// transfer from another wallet, any transfer of an operation): settled by its own
+    /// operation, so crediting it as a deposit (or quarantining it) would count it
+    /// twice.
+    async fn is_internal(&self, id: RailId, inbound: &Inbound) -> CoreResult<bool> {
         let name = id.name();
         let rail = self.rail(id)?.clone();
         let treasury = self.service_address(&rail, KeyPurpose::Treasury).await?;
-        // Internal movements (fundings, P2P transfers) are settled by their own
-        // operation; crediting them here would count them twice.
         let from_wallet = match self
             .ports()
             .store
@@ -69,7 +65,7 @@ impl Engine {
             Some(owner) => owner.kind == Wallet::KIND,
             None => false,
         };
-        if inbound.from == treasury
+        Ok(inbound.from == treasury
             || from_wallet
             || self
                 .ports()
@@ -77,8 +73,19 @@ impl Engine {
                 .get_by_unique(&Operation::tx_key(&id, &inbound.tx_hash))
                 .await
                 .map_err(store_err)?
-                .is_some()
-        {
+                .is_some())
+    }
+
+    /// One inbound transfer to wallet `w` on `rail`: recorded once as DETECTED below the
+    /// confirmation depth, CONFIRMED and credited at it.
+    async fn credit_inbound(
+        &self,
+        id: RailId,
+        w: &Wallet,
+        inbound: &Inbound,
+    ) -> CoreResult<InboundOutcome> {
+        let name = id.name();
+        if self.is_internal(id, inbound).await? {
             return Ok(InboundOutcome::Ignored);
         }
         let dep_id = format!("{name}:{}:{}", inbound.tx_hash, inbound.index);
@@ -245,5 +252,32 @@ impl InboundHandler for Engine {
         self.credit_inbound(rail, &wallet, inbound)
             .await
             .map_err(|e| InboundError::Retry(e.to_string()))
+    }
+
+    /// Every wallet quarantines (its key signs a return; its members are told), except
+    /// for an internal movement, which its operation settles.
+    async fn quarantine_owner(
+        &self,
+        rail: RailId,
+        owner: &StoredRecord,
+        inbound: &Inbound,
+    ) -> Result<Option<QuarantineOwner>, InboundError> {
+        let wallet: Wallet = owner
+            .body
+            .decode()
+            .map_err(|e| InboundError::Retry(format!("wallet {}: {e}", owner.id)))?;
+        if self
+            .is_internal(rail, inbound)
+            .await
+            .map_err(|e| InboundError::Retry(e.to_string()))?
+        {
+            return Ok(None);
+        }
+        Ok(Some(QuarantineOwner {
+            tenants: wallet.members.iter().map(|m| m.0.clone()).collect(),
+            purpose: KeyPurpose::Wallet(wallet.id.0.clone()),
+            origin: "wallet",
+            origin_id: wallet.id.0.clone(),
+        }))
     }
 }

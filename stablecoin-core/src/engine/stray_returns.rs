@@ -17,6 +17,7 @@ use super::{Engine, StaffIdentity, rail_err};
 use crate::domain::money::Micros;
 use crate::error::{CoreError, CoreResult};
 use crate::kernel::attempts::{self, AttemptNext, POLL_MS, RETRY_MS};
+use crate::kernel::quarantine::QUARANTINE_SUBKIND;
 use crate::kernel::stray::{ReturnStep, STRAY_LIST_OWNER, StrayDeposit, StrayReturn, StrayStatus};
 use crate::ports::kinds::kind;
 use crate::ports::ledger::{LedgerError, LedgerTransfer, Phase};
@@ -65,7 +66,8 @@ impl Engine {
             Some(s) => Some(
                 StrayStatus::parse(s).ok_or_else(|| CoreError::InvalidParameter {
                     field: "status",
-                    reason: "must be held, proposed, returning or returned".into(),
+                    reason: "must be held, proposed, returning, returned, releasing or released"
+                        .into(),
                 })?,
             ),
         };
@@ -114,7 +116,7 @@ impl Engine {
         self.stray_view(v.record).await
     }
 
-    async fn load_stray(&self, id: &str) -> CoreResult<Versioned<StrayDeposit>> {
+    pub(super) async fn load_stray(&self, id: &str) -> CoreResult<Versioned<StrayDeposit>> {
         get_record::<StrayDeposit>(&*self.ports().store, id)
             .await?
             .ok_or_else(|| CoreError::NotFound {
@@ -123,7 +125,7 @@ impl Engine {
             })
     }
 
-    async fn stray_view(&self, deposit: StrayDeposit) -> CoreResult<StrayView> {
+    pub(super) async fn stray_view(&self, deposit: StrayDeposit) -> CoreResult<StrayView> {
         let owed = match self.ports().ledger.balance(&deposit.account().id).await {
             Ok(b) => Micros::new(u64::try_from(b.posted().max(0)).unwrap_or(u64::MAX)),
             Err(LedgerError::UnknownAccount { .. }) => Micros::ZERO,
@@ -173,6 +175,15 @@ impl Engine {
         }
         let same_to = |r: &StrayReturn| r.to == to;
         match (&s.status, &s.returned) {
+            // A quarantined deposit staff released, or whose release awaits a second
+            // identity: one decision at a time (`engine::quarantine`).
+            (StrayStatus::Releasing | StrayStatus::Released, _) | (StrayStatus::Proposed, None) => {
+                return Err(CoreError::InvalidTransition {
+                    machine: "quarantined_deposit",
+                    from: s.status.as_str().into(),
+                    event: "return".into(),
+                });
+            }
             (StrayStatus::Returning | StrayStatus::Returned, Some(r)) if same_to(r) => {
                 return self.stray_view(s).await;
             }
@@ -247,23 +258,27 @@ impl Engine {
 
     /// One step of every due return (the workers' round); how many confirmed. Each
     /// return's failure is reported and the others go on.
+    /// Quarantined deposits (`kernel::quarantine`) are returned by the same steps.
     pub async fn advance_stray_returns(&self) -> (usize, Vec<String>) {
-        let rows = match self
-            .ports()
-            .store
-            .list(&ListQuery {
-                kind: kind::STRAY_DEPOSIT.into(),
-                tenant: STRAY_LIST_OWNER.into(),
-                subkind: None,
-                status: Some(StrayStatus::Returning.as_str().into()),
-                limit: RETURN_PAGE,
-                offset: 0,
-            })
-            .await
-        {
-            Ok((rows, _)) => rows,
-            Err(e) => return (0, vec![format!("stray returns: {e}")]),
-        };
+        let mut rows = Vec::new();
+        for subkind in [None, Some(QUARANTINE_SUBKIND)] {
+            match self
+                .ports()
+                .store
+                .list(&ListQuery {
+                    kind: kind::STRAY_DEPOSIT.into(),
+                    tenant: STRAY_LIST_OWNER.into(),
+                    subkind: subkind.map(Into::into),
+                    status: Some(StrayStatus::Returning.as_str().into()),
+                    limit: RETURN_PAGE,
+                    offset: 0,
+                })
+                .await
+            {
+                Ok((page, _)) => rows.extend(page),
+                Err(e) => return (0, vec![format!("stray returns: {e}")]),
+            }
+        }
         let now = self.now();
         let (mut done, mut errors) = (0, Vec::new());
         for r in rows {

@@ -178,6 +178,13 @@ impl Engine {
                 });
             }
             let id = self.new_id(OpKind::Swap.id_prefix());
+            // Sanctions screening of where the wallet's tokens go (the venue's router or
+            // the treasury), before anything is held (issue #51).
+            if let Some(to) = venue.counterparty().await {
+                self.kernel
+                    .screen_addresses(&tenant.0, "swap", &id, rail.id(), &[&to])
+                    .await?;
+            }
             let payment = RailPayment {
                 id: id.clone(),
                 from: KeyPurpose::Wallet(wallet.id.0.clone()),

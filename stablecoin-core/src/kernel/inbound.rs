@@ -24,13 +24,15 @@
 //! index), so a page offered twice, after a crash or a lost race on the cursor record
 //! between two nodes, records nothing twice.
 
+use super::quarantine::{self, InboundScreen, QUARANTINE_SUBKIND, QuarantineOwner};
+use super::stray::{STRAY_LIST_OWNER, StrayDeposit, StrayStatus};
 use crate::domain::chain::RailId;
 use crate::domain::time::Timestamp;
 use crate::ports::Clock;
 use crate::ports::kinds::{self, kind, namespace};
 use crate::ports::rail::{Inbound, Rail};
 use crate::ports::record::{Record, get_record};
-use crate::ports::store::{Batch, Store, StoreError, StoredRecord};
+use crate::ports::store::{Batch, ListQuery, Store, StoreError, StoredRecord};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -116,6 +118,23 @@ pub trait InboundHandler: Send + Sync {
         owner: &StoredRecord,
         inbound: &Inbound,
     ) -> Result<InboundOutcome, InboundError>;
+    /// Who `owner` is for the sanctions quarantine of a deposit from a flagged sender
+    /// (`kernel::quarantine`): its tenants and the key of its address. `None` (the
+    /// default) when the product does not quarantine for this owner: its transfers are
+    /// then not screened by the router (a test-mode owner, whose real deposits are
+    /// strays, or a product that has not opted in).
+    ///
+    /// Also `None` for a transfer the product does not take as a deposit (an internal
+    /// movement its own operation settles): quarantining it would count it twice.
+    async fn quarantine_owner(
+        &self,
+        rail: RailId,
+        owner: &StoredRecord,
+        inbound: &Inbound,
+    ) -> Result<Option<QuarantineOwner>, InboundError> {
+        let _ = (rail, owner, inbound);
+        Ok(None)
+    }
 }
 
 /// Where each product stands in one rail's inbound transfers (kind `scan_cursor`, id the
@@ -162,6 +181,10 @@ pub struct InboundReport {
     pub errors: Vec<String>,
     /// A page came back full: more is probably waiting.
     pub more_due: bool,
+    /// Deposits from flagged senders recorded in quarantine (`kernel::quarantine`).
+    pub quarantined: usize,
+    /// Quarantined deposits staff released that their products credited.
+    pub released: usize,
 }
 
 impl InboundReport {
@@ -175,7 +198,9 @@ impl InboundReport {
         self.products
             .values()
             .map(|p| p.credited + p.detected)
-            .sum()
+            .sum::<usize>()
+            + self.quarantined
+            + self.released
     }
 }
 
@@ -188,6 +213,9 @@ pub struct InboundRouter {
     rails: Vec<Arc<dyn Rail>>,
     handlers: Vec<Arc<dyn InboundHandler>>,
     page_limit: usize,
+    /// The kernel whose screening gate screens each transfer's sender; `None` for a
+    /// router built without one (nothing screened).
+    kernel: Option<super::Kernel>,
 }
 
 impl InboundRouter {
@@ -205,7 +233,16 @@ impl InboundRouter {
             rails,
             handlers: Vec::new(),
             page_limit: page_limit.max(1),
+            kernel: None,
         }
+    }
+
+    /// The same router screening senders through `kernel`'s gate (when one is
+    /// installed) and releasing what staff released (`kernel::quarantine`).
+    /// [`super::Kernel::inbound_router`] builds every router this way.
+    pub fn with_kernel(mut self, kernel: super::Kernel) -> Self {
+        self.kernel = Some(kernel);
+        self
     }
 
     /// The same router feeding `handler` too.
@@ -218,6 +255,7 @@ impl InboundRouter {
     /// Each rail on its own: one chain's outage stops no other's deposits.
     pub async fn pump(&self) -> InboundReport {
         let mut report = InboundReport::default();
+        self.release_due(&mut report).await;
         for rail in &self.rails {
             if !rail.monitors_inbound() {
                 // Switched off on purpose (Solana without SOLANA_SCAN_ENABLED): its
@@ -319,6 +357,32 @@ impl InboundRouter {
             if held.contains(h.product()) {
                 continue;
             }
+            if let Some(kernel) = &self.kernel {
+                let screened = match h.quarantine_owner(rail, &owner, inbound).await {
+                    Ok(q) => {
+                        quarantine::screen_inbound(kernel, rail, h.product(), q, inbound).await
+                    }
+                    Err(e) => Err(e),
+                };
+                match screened {
+                    Ok(InboundScreen::Deliver) => {}
+                    Ok(InboundScreen::Withheld) => continue,
+                    Ok(InboundScreen::Quarantined) => {
+                        report.quarantined += 1;
+                        continue;
+                    }
+                    Err(e) => {
+                        report.errors.push(format!(
+                            "screening deposit {name}:{}:{}: {e}",
+                            inbound.tx_hash, inbound.index
+                        ));
+                        if let InboundError::Retry(_) = e {
+                            held.insert(h.product());
+                        }
+                        continue;
+                    }
+                }
+            }
             let counts = report.products.entry(h.product()).or_default();
             match h.on_inbound(rail, &owner, inbound).await {
                 Ok(InboundOutcome::Credited { completes }) => {
@@ -341,6 +405,82 @@ impl InboundRouter {
             }
         }
         held
+    }
+
+    /// Hands each quarantined deposit staff released (RELEASING) to its product, then
+    /// closes its quarantine account (RELEASED) in one commit. The product credits by
+    /// its own dedupe, so a crash between the two credits nothing twice: the next pump
+    /// finds it recorded (`Ignored`) and closes the account.
+    async fn release_due(&self, report: &mut InboundReport) {
+        let Some(kernel) = &self.kernel else {
+            return;
+        };
+        let rows = match self
+            .store
+            .list(&ListQuery {
+                kind: StrayDeposit::KIND.into(),
+                tenant: STRAY_LIST_OWNER.into(),
+                subkind: Some(QUARANTINE_SUBKIND.into()),
+                status: Some(StrayStatus::Releasing.as_str().into()),
+                limit: self.page_limit,
+                offset: 0,
+            })
+            .await
+        {
+            Ok((rows, _)) => rows,
+            Err(e) => {
+                report.errors.push(format!("quarantine releases: {e}"));
+                return;
+            }
+        };
+        for r in rows {
+            match self.release_one(kernel, &r).await {
+                Ok(true) => report.released += 1,
+                Ok(false) => {}
+                Err(e) => report.errors.push(format!("release of {}: {e}", r.id)),
+            }
+        }
+    }
+
+    /// One released deposit; `true` when its account closed now.
+    async fn release_one(&self, kernel: &super::Kernel, r: &StoredRecord) -> Result<bool, String> {
+        let s = StrayDeposit::from_stored(r).map_err(|e| e.to_string())?;
+        let product = s
+            .quarantine
+            .as_ref()
+            .map(|q| q.product.clone())
+            .unwrap_or_default();
+        let Some(h) = self.handlers.iter().find(|h| h.product() == product) else {
+            // The product does not run in this router (a standalone engine's): the
+            // router that feeds it releases it.
+            return Ok(false);
+        };
+        let rail = self
+            .rails
+            .iter()
+            .find(|x| x.id().name() == s.rail)
+            .ok_or_else(|| format!("network {} not configured", s.rail))?;
+        let owner = self
+            .store
+            .get_by_unique(&address_key(&s.rail, &s.address))
+            .await
+            .map_err(|e| e.to_string())?
+            .filter(|o| h.owns(&o.kind))
+            .ok_or_else(|| format!("no {product} owns {} any more", s.address))?;
+        match h.on_inbound(rail.id(), &owner, &s.inbound()).await {
+            Ok(InboundOutcome::Credited { .. } | InboundOutcome::Ignored) => {}
+            Ok(InboundOutcome::Detected) => {
+                return Err("its product saw it below the confirmation depth".into());
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+        let batch = quarantine::released_batch(kernel, s, r.version).map_err(|e| e.to_string())?;
+        match kernel.commit(batch).await {
+            Ok(_) => Ok(true),
+            // Closed by another pump meanwhile.
+            Err(StoreError::VersionConflict { .. }) => Ok(false),
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     /// Writes the positions. A lost race means another pump moved them: fine, its pages

@@ -10,6 +10,8 @@
 //! - [`staff`]: staff accounts, the identity a host proved, and the audit entry a staff
 //!   decision commits in its own batch;
 //! - [`screening`]: the sanctions screening gate of every outbound payment;
+//! - [`quarantine`]: inbound screening: deposits from flagged senders held apart until
+//!   staff release or return them;
 //! - [`error`]: the classes every product error falls into, so the server maps classes,
 //!   not each product's variants, to HTTP;
 //! - [`runtime`]: every product's background work behind one [`Worker`] trait, run by
@@ -34,6 +36,7 @@ pub mod idempotency;
 pub mod inbound;
 pub mod lease;
 pub mod phone_pay;
+pub mod quarantine;
 pub(crate) mod read_cache;
 pub mod runtime;
 pub mod screening;
@@ -167,6 +170,7 @@ impl Kernel {
             self.rails().cloned().collect(),
             page_limit,
         )
+        .with_kernel(self.clone())
     }
 
     /// The rail set by id, for the wallet engine's own look-ups.

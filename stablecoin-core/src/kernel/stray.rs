@@ -93,15 +93,23 @@ pub enum StrayStatus {
     Returning,
     /// The return confirmed on chain; the liability is closed.
     Returned,
+    /// A quarantined deposit (`kernel::quarantine`) staff released: the inbound router
+    /// hands it to its product, which credits it as any deposit, then closes the
+    /// quarantine account.
+    Releasing,
+    /// Released and credited by its product; the quarantine account is closed.
+    Released,
 }
 
 impl StrayStatus {
     /// Every status, in lifecycle order.
-    pub const ALL: [StrayStatus; 4] = [
+    pub const ALL: [StrayStatus; 6] = [
         StrayStatus::Held,
         StrayStatus::Proposed,
         StrayStatus::Returning,
         StrayStatus::Returned,
+        StrayStatus::Releasing,
+        StrayStatus::Released,
     ];
 
     /// The wire and index form.
@@ -111,6 +119,8 @@ impl StrayStatus {
             StrayStatus::Proposed => "proposed",
             StrayStatus::Returning => "returning",
             StrayStatus::Returned => "returned",
+            StrayStatus::Releasing => "releasing",
+            StrayStatus::Released => "released",
         }
     }
 
@@ -195,6 +205,10 @@ pub struct StrayDeposit {
     pub detected_at: Timestamp,
     /// The staff return, once proposed or decided.
     pub returned: Option<StrayReturn>,
+    /// Set when this is not a stray but a deposit the sanctions screen flagged, held in
+    /// quarantine (`kernel::quarantine`): why, for whom, and staff's release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<super::quarantine::Quarantine>,
 }
 
 impl StrayDeposit {
@@ -207,9 +221,14 @@ impl StrayDeposit {
         )
     }
 
-    /// The ledger account that owes it back: `stray:<id>:<TOKEN>`.
+    /// The ledger account that owes it back: `stray:<id>:<TOKEN>`, or for a quarantined
+    /// deposit the quarantine account `quarantine:<id>:<TOKEN>`.
     pub fn account(&self) -> LedgerAccount {
-        accounts::stray(&self.id, self.token)
+        if self.quarantine.is_some() {
+            accounts::quarantine(&self.id, self.token)
+        } else {
+            accounts::stray(&self.id, self.token)
+        }
     }
 }
 
@@ -227,6 +246,12 @@ impl Record for StrayDeposit {
     }
     fn status(&self) -> Option<String> {
         Some(self.status.as_str().into())
+    }
+    /// Quarantined deposits are listed apart (`quarantine`); strays have none.
+    fn subkind(&self) -> Option<String> {
+        self.quarantine
+            .as_ref()
+            .map(|_| super::quarantine::QUARANTINE_SUBKIND.to_string())
     }
 }
 
@@ -298,6 +323,7 @@ pub fn stray_batch(
         status: StrayStatus::Held,
         detected_at: now,
         returned: None,
+        quarantine: None,
     };
     let from = accounts::chain_in(&name, inbound.token);
     let to = stray.account();

@@ -16,6 +16,7 @@
 //! | `fees:tenant:<tenant>:<TOKEN>` | a tenant's own fee income | no |
 //! | `swap_venue:<venue>:<TOKEN>` | a swap venue's side of the wallets' trades | yes |
 //! | `stray:<sd_id>:<TOKEN>` | a real deposit to a sandbox address, owed back (`kernel::stray`) | no |
+//! | `quarantine:<sd_id>:<TOKEN>` | a deposit from a flagged source, held until staff release or return it (`kernel::quarantine`) | no |
 
 use crate::domain::ids::{TenantId, WalletId};
 use crate::domain::money::Token;
@@ -42,6 +43,15 @@ pub fn chain_in(rail: &str, token: Token) -> LedgerAccount {
 pub fn stray(id: &str, token: Token) -> LedgerAccount {
     LedgerAccount {
         id: format!("stray:{id}:{token}"),
+        allow_negative: false,
+    }
+}
+/// `quarantine:<sd_id>:<TOKEN>`: a deposit from a source the sanctions screen flagged,
+/// credited here instead of to its wallet, session or deal until staff release or
+/// return it (`kernel::quarantine`).
+pub fn quarantine(id: &str, token: Token) -> LedgerAccount {
+    LedgerAccount {
+        id: format!("quarantine:{id}:{token}"),
         allow_negative: false,
     }
 }

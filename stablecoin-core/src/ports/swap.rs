@@ -65,6 +65,13 @@ pub trait SwapVenue: Send + Sync {
     /// The rail whose wallets this venue trades for.
     fn rail(&self) -> RailId;
 
+    /// The address a swap's `amount_in` is paid to (a DEX router, the treasury), which
+    /// the engine screens like any payment's destination (issue #51) before it holds
+    /// anything. `None` (the default) when the venue cannot name one: nothing to screen.
+    async fn counterparty(&self) -> Option<ChainAddress> {
+        None
+    }
+
     /// What `amount_in` of `token_in` buys now, in micro-units of `token_out`.
     /// `Rejected` for a pair the venue does not trade or a trade it cannot fill
     /// (liquidity); `Unavailable` when it cannot tell now.

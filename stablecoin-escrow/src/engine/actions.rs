@@ -316,21 +316,20 @@ impl EscrowEngine {
                     deal.auto_release_attempted = true;
                 }
                 // Sanctions screening of the destination before anything is claimed
-                // (issue #51). Not for the auto-release job: it would retry, and audit,
-                // every round; a listed seller's deal waits for a person instead.
-                if !matches!(actor, Actor::System { .. }) {
-                    let to = deal.party(to_party).address.clone();
-                    self.inner
-                        .kernel
-                        .screen_addresses(
-                            &deal.tenant.0,
-                            "escrow.payout",
-                            &deal.id.0,
-                            stablecoin_core::ports::RailId::Tron,
-                            &[&to],
-                        )
-                        .await?;
-                }
+                // (issue #51), whoever asks. The auto-release job spends its one attempt
+                // on a hit (`worker.rs`), so a listed seller's deal waits for a person
+                // and is neither retried nor audited again every round.
+                let dest = deal.party(to_party).address.clone();
+                self.inner
+                    .kernel
+                    .screen_addresses(
+                        &deal.tenant.0,
+                        "escrow.payout",
+                        &deal.id.0,
+                        stablecoin_core::ports::RailId::Tron,
+                        &[&dest],
+                    )
+                    .await?;
                 let source = accounts::held(&deal.id, deal.token);
                 let (amount, token) = (deal.amount, deal.token);
                 let payout = self.new_payout(

@@ -155,6 +155,13 @@ impl SwapVenue for UniswapV2Venue {
         self.rail.id()
     }
 
+    /// The router: the wallet approves it and it takes `amount_in`.
+    async fn counterparty(&self) -> Option<stablecoin_core::ports::ChainAddress> {
+        Some(stablecoin_core::ports::ChainAddress(
+            self.router.to_string(),
+        ))
+    }
+
     async fn quote(
         &self,
         token_in: Token,

@@ -17,6 +17,7 @@ pub mod payment_links;
 pub mod payout_reconciliation;
 pub mod phone_payments;
 pub mod policies;
+pub mod quarantined_deposits;
 pub mod reconciliation;
 pub mod schemas;
 pub mod security_headers;
@@ -355,6 +356,10 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(stray_deposits::list_stray_deposits))
         .routes(routes!(stray_deposits::return_stray_deposit))
         .routes(routes!(policies::approve_policy_request))
+        .routes(routes!(quarantined_deposits::list_quarantined_deposits))
+        .routes(routes!(quarantined_deposits::get_quarantined_deposit))
+        .routes(routes!(quarantined_deposits::release_quarantined_deposit))
+        .routes(routes!(quarantined_deposits::return_quarantined_deposit))
         .route_layer(from_fn_with_state(state.clone(), auth::require_admin_token));
     let public = OpenApiRouter::new()
         .routes(routes!(health::live))

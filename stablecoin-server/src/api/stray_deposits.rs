@@ -28,7 +28,9 @@ pub struct StrayListParams {
     /// 1-based, default 1.
     #[param(value_type = super::schemas::ListPage, required = false)]
     pub page: Option<String>,
-    /// Only this status: `held`, `proposed`, `returning` or `returned`.
+    /// Only this status: `held`, `proposed`, `returning` or `returned` (`releasing` and
+    /// `released` are quarantined deposits' only, listed at
+    /// `/admin/v1/quarantined-deposits`).
     #[param(value_type = super::schemas::StrayStatusName, required = false)]
     pub status: Option<String>,
 }
@@ -64,15 +66,19 @@ pub struct StrayReturnResponse {
 pub struct StrayDepositResponse {
     /// `sd_...`, the same for the same transfer.
     pub id: String,
-    /// `held` (owed, waiting for staff), `proposed` (a return awaits a second staff
-    /// identity), `returning` (being sent), `returned`.
+    /// `held` (owed, waiting for staff), `proposed` (a return, or a quarantined
+    /// deposit's release, awaits a second staff identity), `returning` (being sent),
+    /// `returned`; a quarantined deposit also `releasing` (its product is crediting
+    /// it) and `released`.
     #[schema(example = "held")]
     pub status: String,
-    /// The tenant whose sandbox showed the address (never credited).
+    /// The tenant whose sandbox showed the address (never credited); for a quarantined
+    /// deposit, the tenant of the wallet, deal or session it was sent to.
     pub tenant_id: String,
-    /// `checkout_test_session` or `escrow_simulation`.
+    /// `checkout_test_session` or `escrow_simulation`; for a quarantined deposit
+    /// `wallet`, `escrow_deal` or `checkout_session`.
     pub origin: String,
-    /// The sandbox owner: `cs_...` or `esc_...`.
+    /// The owner: `cs_...`, `esc_...` (or `wal_...`).
     pub origin_id: String,
     /// The network.
     pub network: String,
@@ -82,8 +88,9 @@ pub struct StrayDepositResponse {
     pub token: String,
     /// Received, 6 decimals.
     pub amount: String,
-    /// What the ledger still owes for it (`stray:<id>:<TOKEN>`), 6 decimals: the amount
-    /// until the return confirms, then `0.000000`.
+    /// What the ledger still owes for it (`stray:<id>:<TOKEN>`, or
+    /// `quarantine:<id>:<TOKEN>`), 6 decimals: the amount until the return confirms
+    /// (or the release is credited), then `0.000000`.
     pub owed: String,
     /// The sender: where a return goes by default.
     pub from: String,
@@ -96,6 +103,10 @@ pub struct StrayDepositResponse {
     /// The staff return, once proposed or decided.
     #[serde(rename = "return", skip_serializing_if = "Option::is_none", default)]
     pub returned: Option<StrayReturnResponse>,
+    /// Set on a quarantined deposit (`/admin/v1/quarantined-deposits`): why the
+    /// sanctions screen held it, and staff's release.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub quarantine: Option<super::quarantined_deposits::QuarantineResponse>,
 }
 
 impl From<StrayView> for StrayDepositResponse {
@@ -126,6 +137,7 @@ impl From<StrayView> for StrayDepositResponse {
                 last_error: r.last_error,
                 returned_at: r.returned_at.map(|t| t.to_rfc3339()),
             }),
+            quarantine: d.quarantine.map(Into::into),
         }
     }
 }

@@ -210,6 +210,11 @@ const ENV: &[(&str, &[&str], EnvKind)] = &[
         EnvKind::Str,
     ),
     (
+        "STABLECOIN_SCREENING_ACKNOWLEDGE_UNSCREENED",
+        &["screening", "acknowledge_unscreened"],
+        EnvKind::Bool,
+    ),
+    (
         "STABLECOIN_PAYOUTS_TIMEOUT_MS",
         &["payouts", "timeout_ms"],
         EnvKind::Int,

@@ -40,6 +40,7 @@
 //! | `screening.api_key` (chainalysis, required; a secret) | `STABLECOIN_SCREENING_API_KEY` | none |
 //! | `screening.timeout_ms` (chainalysis) | `STABLECOIN_SCREENING_TIMEOUT_MS` | `3000` (then the screen is unavailable) |
 //! | `screening.fail_mode` (`closed`/`open`) | `STABLECOIN_SCREENING_FAIL_MODE` | `closed` in production (which refuses `open`), `open` in development |
+//! | `screening.acknowledge_unscreened` | `STABLECOIN_SCREENING_ACKNOWLEDGE_UNSCREENED` | `false`: production refuses `kind = "none"` unless this is `true` (running unscreened on purpose, e.g. screened upstream) |
 //! | `payouts.kind` (`simulated`/`disabled`/`mpesa`/`mtn_momo`) | `STABLECOIN_PAYOUTS` | `simulated` (development only; `disabled` refuses new withdrawals with 503 WITHDRAWALS_UNAVAILABLE and never completes or refunds a payout another provider took: it waits for that provider or staff) |
 //! | `payouts.base_url` (mpesa, mtn_momo) | `STABLECOIN_PAYOUTS_BASE_URL` | mpesa: `https://api.safaricom.co.ke`; mtn_momo: none (required) |
 //! | `payouts.consumer_key`, `payouts.consumer_secret` (mpesa, required; the secret is a secret) | `STABLECOIN_PAYOUTS_CONSUMER_KEY`, `STABLECOIN_PAYOUTS_CONSUMER_SECRET` | none |

@@ -396,6 +396,11 @@ mod tests {
         Some(|c| c.swaps.float = Some("1000".into()))
     );
     refusal!(
+        no_screen_is_refused_unless_acknowledged,
+        "screening.kind",
+        Some(|c| c.screening.acknowledge_unscreened = true)
+    );
+    refusal!(
         a_master_seed_in_the_configuration_is_refused,
         "master_seed",
         Some(|c| c.master_seed = None)

@@ -52,6 +52,12 @@ pub struct ScreeningSettings {
     /// audited). Default `closed` in production, which refuses `open`; `open` in
     /// development.
     pub fail_mode: Option<FailModeSetting>,
+    /// `kind = "none"` in production: refused unless this is `true`, the operator's
+    /// explicit statement that payments go out and deposits come in unscreened (a
+    /// deployment screening elsewhere, upstream of the service). Why not silent: a
+    /// missing `[screening]` table must not turn a regulated control off unnoticed.
+    /// Ignored with any other kind and in development.
+    pub acknowledge_unscreened: bool,
 }
 
 impl Default for ScreeningSettings {
@@ -63,6 +69,7 @@ impl Default for ScreeningSettings {
             api_key: None,
             timeout_ms: 3_000,
             fail_mode: None,
+            acknowledge_unscreened: false,
         }
     }
 }
@@ -106,6 +113,12 @@ impl ScreeningSettings {
     /// What production mode refuses here, each as `"<setting>: <why>"`.
     pub fn production_refusals(&self) -> Vec<String> {
         let mut out = Vec::new();
+        if self.kind == ScreeningKind::None && !self.acknowledge_unscreened {
+            out.push(
+                "screening.kind: none screens no payment and no deposit (configure ofac_list or chainalysis, or set screening.acknowledge_unscreened = true to run unscreened on purpose)"
+                    .into(),
+            );
+        }
         if self.kind == ScreeningKind::Memory {
             out.push(
                 "screening.kind: memory answers test hits only (configure ofac_list or chainalysis)"
@@ -131,6 +144,11 @@ mod tests {
         let mut s = ScreeningSettings::default();
         assert_eq!(s.fail_mode_in(Mode::Production), FailModeSetting::Closed);
         assert_eq!(s.fail_mode_in(Mode::Development), FailModeSetting::Open);
+        // No screen at all is refused unless acknowledged in so many words.
+        let refused = s.production_refusals();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(refused[0].starts_with("screening.kind: none"));
+        s.acknowledge_unscreened = true;
         assert!(s.production_refusals().is_empty());
         s.kind = ScreeningKind::Memory;
         s.fail_mode = Some(FailModeSetting::Open);

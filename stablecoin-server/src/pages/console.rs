@@ -229,7 +229,7 @@ async fn queue(
         Err(err) => return p.render(err.status, "Needs staff", "/console", &error_notice(&err)),
     };
     let page = page_of(&q);
-    let strays = stray_notice(&p.app).await;
+    let strays = stray_notice(&p.app).await + &quarantine_notice(&p.app).await;
     match admin.attention(&actor, Some(25), Some(page)).await {
         Ok(list) => {
             let rows: Vec<Vec<String>> = list
@@ -297,6 +297,31 @@ async fn stray_notice(app: &AppState) -> String {
         "<p class=\"notice\">{waiting} stray deposit(s): real money sent to sandbox addresses, \
          owed back. List them with <code>GET /admin/v1/stray-deposits?status=held</code> and \
          return each with <code>POST /admin/v1/stray-deposits/{{id}}/return</code>.</p>"
+    )
+}
+
+/// The line that tells staff deposits from flagged senders wait in quarantine (issue
+/// #51): held, or a release or return awaiting a second approval, decided through
+/// `POST /admin/v1/quarantined-deposits/{id}/release` or `.../return`. Empty when there
+/// are none (or the count cannot be read).
+async fn quarantine_notice(app: &AppState) -> String {
+    let mut waiting = 0;
+    for status in ["held", "proposed"] {
+        waiting += app
+            .engine
+            .quarantined_deposits(Some(status), 1, 1)
+            .await
+            .map_or(0, |(_, total)| total);
+    }
+    if waiting == 0 {
+        return String::new();
+    }
+    format!(
+        "<p class=\"notice\">{waiting} quarantined deposit(s): deposits from senders the \
+         sanctions screen flagged, credited to nobody yet. List them with \
+         <code>GET /admin/v1/quarantined-deposits?status=held</code>; release each with \
+         <code>POST /admin/v1/quarantined-deposits/{{id}}/release</code> or return it with \
+         <code>POST /admin/v1/quarantined-deposits/{{id}}/return</code>.</p>"
     )
 }
 

@@ -371,6 +371,10 @@ mod tests {
             TypeFilter::parse(Payments, Some("wallet.transfer.pending")).unwrap(),
             TypeFilter::Exact("wallet.transfer.pending".into())
         );
-        assert_eq!(event_types(Wallet).len(), 22, "with sandbox.stray_deposit");
+        assert_eq!(
+            event_types(Wallet).len(),
+            23,
+            "with sandbox.stray_deposit and deposit.quarantined"
+        );
     }
 }

@@ -133,13 +133,14 @@ pub(super) fn subscribed<'a>(
 }
 
 /// The wire body of an event for its family: core events are rendered to their spec
-/// payload; escrow events and `sandbox.stray_deposit` already carry theirs; payments events are parsed strictly and
+/// payload; escrow events, `sandbox.stray_deposit` and `deposit.quarantined` already carry theirs; payments events are parsed strictly and
 /// re-serialised in the spec's field order.
 pub fn render(event_type: &str, payload: &serde_json::Value) -> Result<String, String> {
     let body = match family_of(event_type) {
         Some(Family::Wallet)
             if event_type.starts_with(ESCROW_PREFIX)
-                || event_type == super::model::SANDBOX_STRAY_DEPOSIT =>
+                || event_type == super::model::SANDBOX_STRAY_DEPOSIT
+                || event_type == super::model::DEPOSIT_QUARANTINED =>
         {
             return serde_json::to_string(payload).map_err(|e| e.to_string());
         }

@@ -104,6 +104,7 @@ pub const WALLET_EVENT_TYPES: &[&str] = &[
     "user.phone_changed",
     "treasury.topup.credited",
     SANDBOX_STRAY_DEPOSIT,
+    DEPOSIT_QUARANTINED,
 ];
 
 /// A real deposit reached one of the tenant's sandbox addresses (a test checkout
@@ -111,6 +112,11 @@ pub const WALLET_EVENT_TYPES: &[&str] = &[
 /// back by staff. Its payload is the flat body the core builds
 /// (core's `kernel::stray`), sent as it is.
 pub const SANDBOX_STRAY_DEPOSIT: &str = stablecoin_core::domain::events::STRAY_DEPOSIT_EVENT;
+
+/// A deposit from a source the sanctions screen flagged was held in quarantine, not
+/// credited (issue #51), or staff released or returned it (its `status`). Its payload
+/// is the flat body the core builds (core's `kernel::quarantine`), sent as it is.
+pub const DEPOSIT_QUARANTINED: &str = stablecoin_core::domain::events::DEPOSIT_QUARANTINED_EVENT;
 
 /// Escrow event types (wallet-service family) are accepted with this prefix
 /// (`escrow.created`, `escrow.funded`, ...; see `stablecoin-escrow`'s `events`).
