@@ -15,7 +15,8 @@
 //!   payers pay in full, in part or too much, that businesses refund (`refunds.rs`: to
 //!   an address or by claim link, in part, in full or beyond what is refundable, one
 //!   business automatically, some to sanctioned payers: `screening.rs`) and payers
-//!   claim, and replay idempotency keys from a small
+//!   claim; one tenant's sends and withdrawals run under a spending policy
+//!   (`policies.rs`: a cap and a 24 h window, checked after every step), and replay idempotency keys from a small
 //!   pool, so duplicates collide.
 //! - **Faults**: the chain rejects, reverts, drops, delays or loses the answer, keeps a
 //!   transaction stuck for many blocks, or reorganises its newest block (within the
@@ -47,6 +48,7 @@
 mod checkout;
 mod checks;
 mod escrow;
+mod policies;
 mod refunds;
 mod screening;
 mod webhooks;
@@ -86,6 +88,7 @@ async fn run_seed(seed: u64, steps: usize, backend: Backend) -> BTreeMap<String,
     for step in 0..steps {
         world.step(step).await;
         checks::after_step(&world, step).await;
+        policies::after_step(&world, step).await;
     }
     world.drain().await;
     checks::after_drain(&world).await;
@@ -167,6 +170,8 @@ async fn seeded_workloads(backend: Backend) {
             "checkout_refund REFUND_EXCEEDS_REFUNDABLE",
             "checkout_refund_claim ok",
             "screening refused SCREENING_HIT",
+            "send POLICY_DENIED",
+            "withdraw POLICY_DENIED",
             "screening refused SCREENING_UNAVAILABLE",
             "refund final completed",
             "refund final expired",

@@ -268,6 +268,7 @@ impl World {
             let auth = super::escrow::tenant_auth(self, i).await;
             self.auths.push(auth);
         }
+        self.create_policy().await;
         self.register_endpoints().await;
         self.create_businesses().await;
         self.opt_in_auto_refunds().await;
@@ -763,5 +764,6 @@ fn client_caused(e: &CoreError) -> bool {
             | "TOO_MANY_ATTEMPTS"
             | "CHALLENGE_PENDING"
             | "RATE_LIMITED"
+            | "POLICY_DENIED"
     )
 }
