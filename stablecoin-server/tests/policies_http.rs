@@ -265,6 +265,58 @@ async fn an_address_book_entry_is_usable_only_after_its_cooling_off() {
     .expect_err(400, "INVALID_PARAMETER");
 }
 
+/// Removing an entry is idempotent (a retried DELETE, or one after an idempotent replay
+/// of the create answered the same entry, is not a 404): it answers the removed entry and
+/// audits one removal; the list no longer has it, and the destination may be added again.
+#[tokio::test]
+async fn removing_an_address_book_entry_twice_answers_it_both_times() {
+    use reqwest::Method;
+    let s = start_with(config()).await;
+    let (key, _) = tenant(&s, "100").await;
+    let body = json!({"value": A, "label": "Own mobile money"}).to_string();
+    let added = s.post_idem(&key, "/v1/address-book", &body, "adb-1").await;
+    added.expect(201);
+    let id = added.json()["id"].as_str().unwrap().to_string();
+    let path = format!("/v1/address-book/{id}");
+    for _ in 0..2 {
+        let r = s.send(Method::DELETE, &path, Some(&key), None, &[]).await;
+        r.expect(200);
+        assert_eq!(r.json()["id"], id.as_str());
+    }
+    // The replayed create answers the first entry, whose removal is still not a 404.
+    let replay = s.post_idem(&key, "/v1/address-book", &body, "adb-1").await;
+    assert_eq!(replay.json()["id"], id.as_str());
+    s.send(Method::DELETE, &path, Some(&key), None, &[])
+        .await
+        .expect(200);
+    let list = s.get(&key, "/v1/address-book").await;
+    assert_eq!(list.json()["total"], 0);
+    let auth = format!("Bearer {ADMIN}");
+    let audit = s
+        .send(
+            Method::GET,
+            "/admin/v1/audit",
+            None,
+            None,
+            &[("Authorization", &auth)],
+        )
+        .await;
+    audit.expect(200);
+    let removals = audit.json()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "address_book.remove")
+        .count();
+    assert_eq!(removals, 1, "one removal audited");
+    s.post(&key, "/v1/address-book", &body).await.expect(201);
+    // Another tenant's entry stays a 404.
+    let other = s.tenant("Other Fintech", "0").await.live;
+    s.send(Method::DELETE, &path, Some(&other), None, &[])
+        .await
+        .expect_err(404, "NOT_FOUND");
+}
+
 #[tokio::test]
 async fn a_withdrawal_above_the_threshold_waits_for_a_second_approver() {
     let s = start_with(config()).await;

@@ -530,7 +530,12 @@ impl Engine {
         id: &str,
     ) -> CoreResult<AddressBookEntry> {
         let v = match get_record::<AddressBookEntry>(&*self.ports().store, id).await? {
-            Some(v) if v.record.tenant == *tenant && v.record.removed_at.is_none() => v,
+            // Removing a removed entry answers it as it is (DELETE is idempotent: a
+            // retried or replayed removal is not an error), and audits nothing new.
+            Some(v) if v.record.tenant == *tenant && v.record.removed_at.is_some() => {
+                return Ok(v.record);
+            }
+            Some(v) if v.record.tenant == *tenant => v,
             _ => {
                 return Err(CoreError::NotFound {
                     kind: "address_book_entry",
