@@ -15,7 +15,9 @@
 //!   payers pay in full, in part or too much, that businesses refund (`refunds.rs`: to
 //!   an address or by claim link, in part, in full or beyond what is refundable, one
 //!   business automatically, some to sanctioned payers: `screening.rs`) and payers
-//!   claim; one tenant's sends and withdrawals run under a spending policy
+//!   claim; one outside deposit in eight to a wallet on EVM comes from a sanctioned sender
+//!   (quarantined, then released or returned by staff in the drain: `screening.rs`);
+//!   one tenant's sends and withdrawals run under a spending policy
 //!   (`policies.rs`: a cap and a 24 h window, checked after every step), and replay idempotency keys from a small
 //!   pool, so duplicates collide.
 //! - **Faults**: the chain rejects, reverts, drops, delays or loses the answer, keeps a
@@ -172,6 +174,9 @@ async fn seeded_workloads(backend: Backend) {
             "screening refused SCREENING_HIT",
             "send POLICY_DENIED",
             "withdraw POLICY_DENIED",
+            "deposit from a listed sender",
+            "quarantine released",
+            "quarantine returned",
             "screening refused SCREENING_UNAVAILABLE",
             "refund final completed",
             "refund final expired",

@@ -67,3 +67,85 @@ impl Screening for SimScreening {
         ScreeningVerdict::Clear
     }
 }
+
+impl super::world::World {
+    /// An outside deposit to a wallet from a sanctioned sender (issue #51, inbound): the
+    /// sender gets the tokens from the faucet, then pays the wallet; the router
+    /// quarantines it instead of crediting the wallet.
+    pub async fn listed_deposit(
+        &mut self,
+        to: &stablecoin::core::ports::ChainAddress,
+        token: stablecoin::core::domain::money::Token,
+        amount: stablecoin::core::domain::money::Micros,
+    ) {
+        self.payers += 1;
+        let sender = ChainAddress(format!("0x{:040x}", 0xbad0_0000_0000u64 + self.payers));
+        self.screening.mark(&sender.0, Flag::Listed);
+        self.evm.mint(&sender, token, amount).unwrap();
+        self.evm
+            .external_transfer(&sender, to, token, amount)
+            .unwrap();
+        *self
+            .stats
+            .entry("deposit from a listed sender".into())
+            .or_default() += 1;
+    }
+
+    /// Staff decide every quarantined deposit still held: every other one is released
+    /// to its wallet, the rest returned to a fresh clear address (never to the listed
+    /// sender). Returns how many were decided.
+    pub async fn decide_quarantined(&mut self) -> usize {
+        use stablecoin::core::kernel::staff::StaffIdentity;
+        let staff = StaffIdentity::admin_token();
+        let (held, _) = self
+            .engine
+            .quarantined_deposits(Some("held"), 100, 1)
+            .await
+            .unwrap();
+        let n = held.len();
+        for q in held {
+            let id = q.deposit.id.clone();
+            if self.rng.below(2) == 0 {
+                self.engine
+                    .release_quarantined_deposit(&staff, &id, "cleared by compliance")
+                    .await
+                    .unwrap();
+                *self.stats.entry("quarantine released".into()).or_default() += 1;
+            } else {
+                self.payers += 1;
+                let to = format!("0x{:040x}", 0xc1ea_0000_0000u64 + self.payers);
+                self.engine
+                    .return_quarantined_deposit(&staff, &id, Some(&to), "returned on request")
+                    .await
+                    .unwrap();
+                *self.stats.entry("quarantine returned".into()).or_default() += 1;
+            }
+        }
+        n
+    }
+}
+
+impl super::world::World {
+    /// Every quarantined deposit is released or returned (none held, proposed or on its
+    /// way).
+    pub async fn quarantine_settled(&self) -> bool {
+        let mut page = 1;
+        loop {
+            let (rows, total) = self
+                .engine
+                .quarantined_deposits(None, 100, page)
+                .await
+                .unwrap();
+            if rows
+                .iter()
+                .any(|q| !matches!(q.deposit.status.as_str(), "released" | "returned"))
+            {
+                return false;
+            }
+            if (page as u64) * 100 >= total {
+                return true;
+            }
+            page += 1;
+        }
+    }
+}

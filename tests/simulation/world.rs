@@ -520,13 +520,21 @@ impl World {
         let Some(wallet) = self.wallet_addresses(p).await else {
             return;
         };
-        let (chain, rail, token) = if on_tron {
-            (&self.tron, RailId::Tron.name(), Token::Usdt)
+        let (rail, token) = if on_tron {
+            (RailId::Tron.name(), Token::Usdt)
         } else {
-            (&self.evm, EVM.rail_id().name(), *self.rng.pick(&Token::ALL))
+            (EVM.rail_id().name(), *self.rng.pick(&Token::ALL))
         };
-        if let Some(address) = wallet.1.get(&rail) {
-            chain.mint(address, token, amount).unwrap();
+        let Some(address) = wallet.1.get(&rail).cloned() else {
+            return;
+        };
+        if on_tron {
+            self.tron.mint(&address, token, amount).unwrap();
+        } else if self.rng.below(8) == 0 {
+            // From a sanctioned sender: quarantined (`screening.rs`).
+            self.listed_deposit(&address, token, amount).await;
+        } else {
+            self.evm.mint(&address, token, amount).unwrap();
         }
     }
 
@@ -605,6 +613,7 @@ impl World {
         self.faults_on = false;
         self.store.overrides().fail_next_commits(0);
         for _ in 0..40 {
+            self.decide_quarantined().await;
             self.tron.mine(3);
             self.escrow.settle_all(200).await;
             self.engine.settle_all(200).await;
@@ -614,6 +623,7 @@ impl World {
             self.evm.mine(3);
             self.checkout.settle_all(200).await;
             if self.open_operations().await == 0
+                && self.quarantine_settled().await
                 && self.escrow_idle().await
                 && self.sessions_swept().await
                 && self.refunds_settled().await
