@@ -14,10 +14,9 @@
 use super::{Engine, StaffIdentity, StrayView};
 use crate::error::{CoreError, CoreResult};
 use crate::kernel::quarantine::{QUARANTINE_SUBKIND, QuarantineRelease};
-use crate::kernel::stray::{STRAY_LIST_OWNER, StrayStatus};
-use crate::ports::kinds::kind;
+use crate::kernel::stray::StrayStatus;
 use crate::ports::record::{Record, Versioned};
-use crate::ports::store::{Batch, ListQuery};
+use crate::ports::store::Batch;
 
 impl Engine {
     /// A page of quarantined deposits, newest first, optionally of one status (`held`,
@@ -28,47 +27,14 @@ impl Engine {
         limit: u32,
         page: u32,
     ) -> CoreResult<(Vec<StrayView>, u64)> {
-        if !(1..=100).contains(&limit) {
-            return Err(CoreError::InvalidParameter {
-                field: "limit",
-                reason: "must be between 1 and 100".into(),
-            });
-        }
-        if page == 0 {
-            return Err(CoreError::InvalidParameter {
-                field: "page",
-                reason: "pages start at 1".into(),
-            });
-        }
-        let status = match status {
-            None => None,
-            Some(s) => Some(
-                StrayStatus::parse(s).ok_or_else(|| CoreError::InvalidParameter {
-                    field: "status",
-                    reason: "must be held, proposed, releasing, released, returning or returned"
-                        .into(),
-                })?,
-            ),
-        };
-        let (rows, total) = self
-            .ports()
-            .store
-            .list(&ListQuery {
-                kind: kind::STRAY_DEPOSIT.into(),
-                tenant: STRAY_LIST_OWNER.into(),
-                subkind: Some(QUARANTINE_SUBKIND.into()),
-                status: status.map(|s| s.as_str().into()),
-                limit: limit as usize,
-                offset: (page as usize - 1).saturating_mul(limit as usize),
-            })
-            .await
-            .map_err(super::store_err)?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let deposit = crate::kernel::stray::StrayDeposit::from_stored(r)?;
-            out.push(self.stray_view(deposit).await?);
-        }
-        Ok((out, total))
+        self.list_strays(
+            Some(QUARANTINE_SUBKIND),
+            status,
+            "must be held, proposed, releasing, released, returning or returned",
+            limit,
+            page,
+        )
+        .await
     }
 
     /// One quarantined deposit (NOT_FOUND for a stray or an unknown id).

@@ -49,6 +49,27 @@ impl Engine {
         limit: u32,
         page: u32,
     ) -> CoreResult<(Vec<StrayView>, u64)> {
+        self.list_strays(
+            None,
+            status,
+            "must be held, proposed, returning, returned, releasing or released",
+            limit,
+            page,
+        )
+        .await
+    }
+
+    /// A page of stray-deposit records (of `subkind`, or all), optionally of one status
+    /// (`statuses` names the valid ones in a refusal), with their owed amounts: the one
+    /// list read of the stray and the quarantined deposits.
+    pub(crate) async fn list_strays(
+        &self,
+        subkind: Option<&str>,
+        status: Option<&str>,
+        statuses: &str,
+        limit: u32,
+        page: u32,
+    ) -> CoreResult<(Vec<StrayView>, u64)> {
         if !(1..=100).contains(&limit) {
             return Err(CoreError::InvalidParameter {
                 field: "limit",
@@ -66,8 +87,7 @@ impl Engine {
             Some(s) => Some(
                 StrayStatus::parse(s).ok_or_else(|| CoreError::InvalidParameter {
                     field: "status",
-                    reason: "must be held, proposed, returning, returned, releasing or released"
-                        .into(),
+                    reason: statuses.into(),
                 })?,
             ),
         };
@@ -77,7 +97,7 @@ impl Engine {
             .list(&ListQuery {
                 kind: kind::STRAY_DEPOSIT.into(),
                 tenant: STRAY_LIST_OWNER.into(),
-                subkind: None,
+                subkind: subkind.map(Into::into),
                 status: status.map(|s| s.as_str().into()),
                 limit: limit as usize,
                 offset: (page as usize - 1).saturating_mul(limit as usize),
