@@ -190,12 +190,14 @@ impl TreasuryVenue {
                     tx_hash,
                     block,
                     created_recipient_account,
+                    cost,
                 } => {
                     return Ok(SwapStatus {
                         status: SubmissionStatus::Confirmed {
                             tx_hash,
                             block,
                             created_recipient_account,
+                            cost,
                         },
                         amount_out: Some(order.quoted_amount_out),
                     });

@@ -231,6 +231,7 @@ async fn submit_pending_then_confirmed_with_all_legs_moved() {
             tx_hash: hash,
             block: 2,
             created_recipient_account: false,
+            cost: None,
         }
     );
     assert_eq!(rail.submit_count(), 1);
@@ -1290,6 +1291,7 @@ async fn a_reorganisation_undoes_the_newest_blocks_and_their_transactions_land_a
             tx_hash: hash.clone(),
             block: 4,
             created_recipient_account: false,
+            cost: None,
         }
     );
     let batch = rail

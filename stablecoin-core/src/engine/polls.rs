@@ -59,6 +59,7 @@ impl Engine {
                 tx_hash,
                 block,
                 created_recipient_account,
+                cost: _,
             } => {
                 op.tx_hash = Some(tx_hash);
                 op.block = Some(block);

@@ -103,6 +103,7 @@ mod tests {
                     tx_hash: "0x1".into(),
                     block: 7,
                     created_recipient_account: false,
+                    cost: None,
                 }),
                 &live,
                 now

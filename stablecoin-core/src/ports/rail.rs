@@ -223,6 +223,10 @@ pub enum SubmissionStatus {
         /// Always `false` on chains without token accounts.
         #[serde(default)]
         created_recipient_account: bool,
+        /// What the service paid to land it, when the rail can read it from the receipt
+        /// (sponsorship budgets meter this). `None` when the rail does not report it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<SponsorCost>,
     },
     /// Reverted or rejected; nothing moved.
     Failed {
@@ -232,6 +236,28 @@ pub enum SubmissionStatus {
         /// The reverted transaction, `None` when it never reached the chain.
         tx_hash: Option<String>,
     },
+}
+
+/// What one confirmed transaction cost the service that sponsored it, read from its
+/// receipt: the money a sponsorship budget meters.
+///
+/// Units are the chain's own, never converted: the rail knows them, a price feed would
+/// only add a guess. `native` is the smallest unit of the chain's native coin that left
+/// the service (EVM: wei of the user operation's `actualGasCost`; TRON: sun burnt for
+/// Energy and Bandwidth, `energy_fee + net_fee`; Solana: lamports of the fee plus any
+/// token-account rent the service paid). `energy` and `bandwidth` are TRON's resources
+/// consumed whether staked or burnt (zero elsewhere), so a budget can cap them even when
+/// staking makes `native` zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SponsorCost {
+    /// Smallest native unit paid (wei, sun or lamports).
+    pub native: u128,
+    /// TRON Energy units consumed (staked or burnt); 0 on other chains.
+    #[serde(default)]
+    pub energy: u64,
+    /// TRON Bandwidth bytes consumed (staked or burnt); 0 on other chains.
+    #[serde(default)]
+    pub bandwidth: u64,
 }
 
 /// A deposit seen by the inbound scanner.

@@ -323,6 +323,7 @@ impl Chain {
                 tx_hash: tx.tx_hash.clone(),
                 block: *block,
                 created_recipient_account: *created_recipient_account,
+                cost: None,
             },
             Outcome::Executed { .. } => SubmissionStatus::Pending {
                 tx_hash: Some(tx.tx_hash.clone()),

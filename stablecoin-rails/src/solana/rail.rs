@@ -379,6 +379,7 @@ impl Rail for SolanaRail {
                     tx_hash,
                     block: *slot,
                     created_recipient_account: rec.info.created_recipient_ata,
+                    cost: None,
                 });
             }
             SendState::Finalized {
@@ -412,6 +413,7 @@ impl Rail for SolanaRail {
                         tx_hash,
                         block: s.slot,
                         created_recipient_account: rec.info.created_recipient_ata,
+                        cost: None,
                     },
                     Some(reason) => SubmissionStatus::Failed {
                         reason,

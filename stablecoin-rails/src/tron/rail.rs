@@ -363,6 +363,7 @@ impl Rail for TronRail {
                 tx_hash,
                 block: info.block_number,
                 created_recipient_account: false,
+                cost: None,
             })
         } else if info.receipt_result.as_deref() == Some("OUT_OF_ENERGY") {
             self.after_out_of_energy(payment_id, &record, &info).await

@@ -100,6 +100,7 @@ impl EvmRail {
                 tx_hash,
                 block: event.block,
                 created_recipient_account: false,
+                cost: None,
             }
         } else {
             SubmissionStatus::Pending {
