@@ -243,8 +243,10 @@ pub enum SubmissionStatus {
 ///
 /// Units are the chain's own, never converted: the rail knows them, a price feed would
 /// only add a guess. `native` is the smallest unit of the chain's native coin that left
-/// the service (EVM: wei of the user operation's `actualGasCost`; TRON: sun burnt for
-/// Energy and Bandwidth, `energy_fee + net_fee`; Solana: lamports of the fee plus any
+/// the service (EVM: wei of the user operation's `actualGasCost`; TRON: sun the
+/// sponsor's own transactions burnt for the payment (activation, delegations, Bandwidth
+/// paid by burning): the transfer itself is signed by the customer's address, so what it
+/// burns is not the service's; Solana: the fee payer's lamports, fee plus any
 /// token-account rent the service paid). `energy` and `bandwidth` are TRON's resources
 /// consumed whether staked or burnt (zero elsewhere), so a budget can cap them even when
 /// staking makes `native` zero.
