@@ -22,6 +22,8 @@ mod evm_uniswap;
 mod rail_suite;
 #[cfg(feature = "sim")]
 mod sim;
+#[cfg(feature = "sim")]
+mod sim_costs;
 #[cfg(feature = "sim-http")]
 mod sim_http;
 #[cfg(feature = "solana-test")]
