@@ -10,6 +10,8 @@ mod evm_anvil;
 #[cfg(feature = "evm-test")]
 mod evm_bundles;
 #[cfg(feature = "evm-test")]
+mod evm_costs;
+#[cfg(feature = "evm-test")]
 mod evm_fees;
 #[cfg(feature = "evm-test")]
 mod evm_reorgs;
