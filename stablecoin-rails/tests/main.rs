@@ -43,6 +43,8 @@ mod solana_priority_fees;
 #[cfg(feature = "solana-test")]
 mod solana_rpc_failover;
 #[cfg(feature = "tron-test")]
+mod tron_costs;
+#[cfg(feature = "tron-test")]
 mod tron_flows;
 #[cfg(feature = "tron-test")]
 mod tron_out_of_energy;
