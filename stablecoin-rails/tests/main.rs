@@ -29,6 +29,8 @@ mod sim_costs;
 #[cfg(feature = "sim-http")]
 mod sim_http;
 #[cfg(feature = "solana-test")]
+mod solana_costs;
+#[cfg(feature = "solana-test")]
 mod solana_engine;
 #[cfg(feature = "solana")]
 mod solana_fixtures;
