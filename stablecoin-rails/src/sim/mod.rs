@@ -16,6 +16,9 @@
 //!   clock ([`SimRail::with_clock`]): a payment past it is refused at submit, and one
 //!   still in the mempool when a block is mined past it fails there (it never executes).
 //!   A chain without a clock has no time and includes payments whatever their deadline.
+//! - A confirmed payment reports what landing it cost the service
+//!   ([`SubmissionStatus::Confirmed`]'s `cost`): a fixed, documented figure per profile
+//!   ([`SimCosts::for_profile`]), replaced with [`SimRail::with_costs`].
 //! - Test controls: [`SimRail::mint`], [`SimRail::external_transfer`], [`SimRail::mine`],
 //!   [`SimRail::inject`] a [`Fault`] into the next submit, [`SimRail::reorg`] the newest
 //!   blocks, and readiness switches.
@@ -26,12 +29,18 @@
 //! is the injected clock's).
 
 mod chain;
+mod costs;
 mod encoding;
 #[cfg(feature = "sim-http")]
 pub mod http;
 
 use async_trait::async_trait;
 use chain::{Chain, Tx};
+pub use costs::{
+    SIM_EVM_GAS_PER_PAYMENT, SIM_EVM_GAS_PRICE_WEI, SIM_SOLANA_FEE_LAMPORTS,
+    SIM_SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS, SIM_TRON_BANDWIDTH_PER_PAYMENT,
+    SIM_TRON_ENERGY_PER_PAYMENT, SIM_TRON_SUN_PER_BANDWIDTH, SIM_TRON_SUN_PER_ENERGY, SimCosts,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use stablecoin_core::domain::crypto::{verify_ed25519, verify_secp256k1};
@@ -146,6 +155,8 @@ pub struct SimRail {
     chain: Mutex<Chain>,
     /// The chain's time, for payment deadlines; `None`: no time passes.
     clock: Option<Arc<dyn Clock>>,
+    /// What a confirmed payment reports it cost.
+    costs: SimCosts,
 }
 
 impl std::fmt::Debug for SimRail {
@@ -153,6 +164,7 @@ impl std::fmt::Debug for SimRail {
         f.debug_struct("SimRail")
             .field("profile", &self.profile)
             .field("config", &self.config)
+            .field("costs", &self.costs)
             .field("head", &self.head())
             .finish_non_exhaustive()
     }
@@ -192,7 +204,21 @@ impl SimRail {
             signer,
             chain: Mutex::new(Chain::new(matches!(profile, SimProfile::Solana))),
             clock: None,
+            costs: SimCosts::for_profile(profile),
         }
+    }
+
+    /// Replaces the profile's default cost of a confirmed payment
+    /// ([`SimCosts::for_profile`]), e.g. so a sponsorship budget test picks round
+    /// numbers.
+    pub fn with_costs(mut self, costs: SimCosts) -> Self {
+        self.costs = costs;
+        self
+    }
+
+    /// What a confirmed payment reports it cost.
+    pub fn costs(&self) -> SimCosts {
+        self.costs
     }
 
     /// Gives the chain a clock (the engine's, in tests; the system clock in a server):
@@ -610,7 +636,7 @@ impl Rail for SimRail {
         if self.config.auto_mine {
             chain.mine(1, now);
         }
-        Ok(chain.status(payment_id, self.config.confirmations))
+        Ok(chain.status(payment_id, self.config.confirmations, &self.costs))
     }
 
     /// `cursor` is a decimal block number (`""` = from genesis); returns transfers to
