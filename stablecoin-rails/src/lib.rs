@@ -28,4 +28,4 @@ pub mod venues;
 pub use venues::{TreasuryRate, TreasuryVenue};
 
 #[cfg(feature = "sim")]
-pub use sim::{Fault, SimConfig, SimProfile, SimRail};
+pub use sim::{Fault, SimConfig, SimCosts, SimProfile, SimRail};

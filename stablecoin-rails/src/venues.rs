@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
     KeyPurpose, Ledger, LedgerError, LegRole, PaymentLeg, Rail, RailError, RailId, RailPayment,
-    Submission, SubmissionStatus, SwapOrder, SwapStatus, SwapVenue,
+    SponsorCost, Submission, SubmissionStatus, SwapOrder, SwapStatus, SwapVenue,
 };
 use std::sync::Arc;
 
@@ -179,9 +179,15 @@ impl TreasuryVenue {
         })
     }
 
-    /// The treasury's leg of an order whose wallet leg is confirmed: the first attempt
-    /// not failed on chain, sent if the rail has never seen it.
-    async fn advance_out(&self, order: &SwapOrder) -> Result<SwapStatus, RailError> {
+    /// The treasury's leg of an order whose wallet leg is confirmed (at `in_cost`): the
+    /// first attempt not failed on chain, sent if the rail has never seen it. A confirmed
+    /// swap reports what both of its transactions cost the service (it sponsors the
+    /// wallet's leg and pays the treasury's).
+    async fn advance_out(
+        &self,
+        order: &SwapOrder,
+        in_cost: Option<SponsorCost>,
+    ) -> Result<SwapStatus, RailError> {
         for k in 0..OUT_ATTEMPTS {
             let leg = self.out_leg(order, k).await?;
             match self.rail.status(&leg.id).await? {
@@ -197,7 +203,7 @@ impl TreasuryVenue {
                             tx_hash,
                             block,
                             created_recipient_account,
-                            cost,
+                            cost: both_legs(in_cost, cost),
                         },
                         amount_out: Some(order.quoted_amount_out),
                     });
@@ -228,6 +234,18 @@ impl TreasuryVenue {
                 order.id
             ),
         })
+    }
+}
+
+/// The cost of a swap's two transactions: their sum, or the one the rail reported.
+fn both_legs(a: Option<SponsorCost>, b: Option<SponsorCost>) -> Option<SponsorCost> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(SponsorCost {
+            native: a.native.saturating_add(b.native),
+            energy: a.energy.saturating_add(b.energy),
+            bandwidth: a.bandwidth.saturating_add(b.bandwidth),
+        }),
+        (one, None) | (None, one) => one,
     }
 }
 
@@ -283,7 +301,7 @@ impl SwapVenue for TreasuryVenue {
 
     async fn status(&self, order: &SwapOrder) -> Result<SwapStatus, RailError> {
         match self.rail.status(&format!("{}:in", order.id)).await? {
-            SubmissionStatus::Confirmed { .. } => self.advance_out(order).await,
+            SubmissionStatus::Confirmed { cost, .. } => self.advance_out(order, cost).await,
             other => Ok(SwapStatus {
                 status: other,
                 amount_out: None,

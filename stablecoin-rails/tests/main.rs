@@ -10,6 +10,8 @@ mod evm_anvil;
 #[cfg(feature = "evm-test")]
 mod evm_bundles;
 #[cfg(feature = "evm-test")]
+mod evm_costs;
+#[cfg(feature = "evm-test")]
 mod evm_fees;
 #[cfg(feature = "evm-test")]
 mod evm_reorgs;
@@ -22,8 +24,12 @@ mod evm_uniswap;
 mod rail_suite;
 #[cfg(feature = "sim")]
 mod sim;
+#[cfg(feature = "sim")]
+mod sim_costs;
 #[cfg(feature = "sim-http")]
 mod sim_http;
+#[cfg(feature = "solana-test")]
+mod solana_costs;
 #[cfg(feature = "solana-test")]
 mod solana_engine;
 #[cfg(feature = "solana")]
@@ -38,6 +44,8 @@ mod solana_memo;
 mod solana_priority_fees;
 #[cfg(feature = "solana-test")]
 mod solana_rpc_failover;
+#[cfg(feature = "tron-test")]
+mod tron_costs;
 #[cfg(feature = "tron-test")]
 mod tron_flows;
 #[cfg(feature = "tron-test")]

@@ -6,7 +6,7 @@ use stablecoin_core::ports::{
     ChainAddress, Inbound, KeyPurpose, LegRole, PaymentLeg, Rail, RailError, RailId, RailPayment,
     ReadinessStatus, Signer, SubmissionStatus,
 };
-use stablecoin_rails::{Fault, SimConfig, SimProfile, SimRail};
+use stablecoin_rails::{Fault, SimConfig, SimCosts, SimProfile, SimRail};
 use std::sync::Arc;
 
 const EVM: SimProfile = SimProfile::Evm(137);
@@ -231,7 +231,7 @@ async fn submit_pending_then_confirmed_with_all_legs_moved() {
             tx_hash: hash,
             block: 2,
             created_recipient_account: false,
-            cost: None,
+            cost: Some(SimCosts::for_profile(EVM).of(false)),
         }
     );
     assert_eq!(rail.submit_count(), 1);
@@ -1291,7 +1291,7 @@ async fn a_reorganisation_undoes_the_newest_blocks_and_their_transactions_land_a
             tx_hash: hash.clone(),
             block: 4,
             created_recipient_account: false,
-            cost: None,
+            cost: Some(SimCosts::for_profile(EVM).of(false)),
         }
     );
     let batch = rail

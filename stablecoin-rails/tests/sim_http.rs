@@ -14,7 +14,7 @@ use stablecoin_core::ports::{
 };
 use stablecoin_core::testkit::{RailHarness, rail_suite};
 use stablecoin_rails::sim::http::{RemoteSimRail, SimChainServer};
-use stablecoin_rails::{Fault, SimConfig, SimProfile, SimRail};
+use stablecoin_rails::{Fault, SimConfig, SimCosts, SimProfile, SimRail};
 use std::sync::Arc;
 
 /// A chain process (in this test's runtime) hosting `profiles`, and its URL.
@@ -177,6 +177,47 @@ async fn two_clients_share_one_chain_and_a_batch_is_one_call() {
     let local = server.chain("base").unwrap();
     assert_eq!(local.submit_count(), 2);
     assert_eq!(local.head(), a.head().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_confirmed_payment_carries_its_cost_across_the_wire() {
+    // A chain process whose Solana chain has figures a budget test picked.
+    let picked = SimCosts {
+        native_per_payment: 11,
+        native_per_account_opened: 1_000,
+        energy_per_payment: 0,
+        bandwidth_per_payment: 0,
+    };
+    let profile = SimProfile::Solana;
+    let signer = Arc::new(LocalSigner::from_seed([7; 32]));
+    let hosted =
+        Arc::new(SimRail::new(profile, signer, SimConfig::for_profile(profile)).with_costs(picked));
+    let url = SimChainServer::new([hosted]).spawn().await.unwrap();
+    let rail = RemoteSimRail::new(&url, profile).unwrap();
+    let treasury = rail.address_for(&KeyPurpose::Treasury).await.unwrap();
+    rail.mint(&treasury, Token::Usdc, Micros(10_000_000))
+        .await
+        .unwrap();
+    rail.mine(1).await.unwrap();
+    let to = rail
+        .address_for(&KeyPurpose::Wallet("fresh".into()))
+        .await
+        .unwrap();
+    rail.submit(&treasury_payment(&rail, "op-1", &to).await)
+        .await
+        .unwrap();
+    match confirmed(&rail, "op-1").await {
+        SubmissionStatus::Confirmed {
+            cost,
+            created_recipient_account,
+            ..
+        } => {
+            assert!(created_recipient_account);
+            assert_eq!(cost, Some(picked.of(true)));
+            assert_eq!(cost.map(|c| c.native), Some(1_011));
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]

@@ -239,7 +239,18 @@ async fn re_sponsored(backend: TokenBackend) {
 
     e.node.mine(19).await;
     match rail.status("op-oe-1").await.unwrap() {
-        SubmissionStatus::Confirmed { tx_hash, .. } => assert_eq!(tx_hash, second),
+        SubmissionStatus::Confirmed { tx_hash, cost, .. } => {
+            assert_eq!(tx_hash, second);
+            // The cost's Energy is the landed transfer's alone, not the failed one's too.
+            let info = |h: &str| {
+                let id: [u8; 32] = hex::decode(h).unwrap().try_into().unwrap();
+                let api = e.api.clone();
+                async move { api.transaction_info(&id).await.unwrap().unwrap() }
+            };
+            let (landed, failed) = (info(&second).await, info(&first).await);
+            assert!(failed.energy_usage_total > 0);
+            assert_eq!(cost.map(|c| c.energy), Some(landed.energy_usage_total));
+        }
         other => panic!("{other:?}"),
     }
     // Paid once: the recipient has the 4 USDT once, the customer lost exactly the payment

@@ -1,7 +1,7 @@
 //! The synchronous chain state behind `SimRail`: blocks, balances, the mempool and the
 //! transfer log. Everything here runs under the rail's one mutex and never awaits.
 
-use super::Fault;
+use super::{Fault, SimCosts};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{ChainAddress, Inbound, SubmissionStatus};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -307,7 +307,14 @@ impl Chain {
         self.height.saturating_sub(block) + 1
     }
 
-    pub fn status(&self, payment_id: &str, confirmations: u64) -> SubmissionStatus {
+    /// What the chain knows of a payment; a confirmed one carries what landing it cost
+    /// the service (`costs`, see [`SimCosts::of`]).
+    pub fn status(
+        &self,
+        payment_id: &str,
+        confirmations: u64,
+        costs: &SimCosts,
+    ) -> SubmissionStatus {
         let Some(index) = self.by_payment.get(payment_id) else {
             return SubmissionStatus::NotFound;
         };
@@ -323,7 +330,7 @@ impl Chain {
                 tx_hash: tx.tx_hash.clone(),
                 block: *block,
                 created_recipient_account: *created_recipient_account,
-                cost: None,
+                cost: Some(costs.of(*created_recipient_account)),
             },
             Outcome::Executed { .. } => SubmissionStatus::Pending {
                 tx_hash: Some(tx.tx_hash.clone()),

@@ -16,6 +16,9 @@
 //!   clock ([`SimRail::with_clock`]): a payment past it is refused at submit, and one
 //!   still in the mempool when a block is mined past it fails there (it never executes).
 //!   A chain without a clock has no time and includes payments whatever their deadline.
+//! - A confirmed payment reports what landing it cost the service
+//!   ([`SubmissionStatus::Confirmed`]'s `cost`): a fixed, documented figure per profile
+//!   ([`SimCosts::for_profile`]), replaced with [`SimRail::with_costs`].
 //! - Test controls: [`SimRail::mint`], [`SimRail::external_transfer`], [`SimRail::mine`],
 //!   [`SimRail::inject`] a [`Fault`] into the next submit, [`SimRail::reorg`] the newest
 //!   blocks, and readiness switches.
@@ -38,7 +41,8 @@ use stablecoin_core::domain::crypto::{verify_ed25519, verify_secp256k1};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
     ChainAddress, Clock, Curve, KeyPurpose, LegRole, Rail, RailError, RailId, RailPayment,
-    Readiness, ReadinessStatus, ScanBatch, Signer, SignerError, Submission, SubmissionStatus,
+    Readiness, ReadinessStatus, ScanBatch, Signer, SignerError, SponsorCost, Submission,
+    SubmissionStatus,
 };
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -121,6 +125,95 @@ impl SimConfig {
     }
 }
 
+/// What one confirmed payment costs the service on a simulated chain, in the chain's own
+/// units (the [`SponsorCost`] a real rail reads from its receipt). The simulated chain
+/// has no gas market: every confirmed payment costs the same, whatever its legs, so a
+/// budget test can count payments. A payment that fails costs nothing (a real failed
+/// transaction may burn gas, but `Confirmed` is the only status that carries a cost).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimCosts {
+    /// Native units (wei, sun or lamports) every confirmed payment costs.
+    pub native_per_payment: u128,
+    /// More native units when the payment opened its recipient's token account (Solana:
+    /// the rent-exempt minimum the fee payer deposits); 0 on chains without them.
+    pub native_per_account_opened: u128,
+    /// TRON Energy units every confirmed payment consumes; 0 elsewhere.
+    pub energy_per_payment: u64,
+    /// TRON Bandwidth bytes every confirmed payment consumes; 0 elsewhere.
+    pub bandwidth_per_payment: u64,
+}
+
+/// Simulated EVM gas of one sponsored ERC-4337 token transfer (user operation
+/// verification, execution and the paymaster's part): the order of magnitude a real one
+/// reports as `actualGasUsed`.
+pub const SIM_EVM_GAS_PER_PAYMENT: u128 = 150_000;
+/// Simulated EVM gas price: 1 gwei, in wei.
+pub const SIM_EVM_GAS_PRICE_WEI: u128 = 1_000_000_000;
+/// Simulated TRON Energy of a TRC-20 `transfer` (USDT to a holder: 64,285 on mainnet,
+/// rounded).
+pub const SIM_TRON_ENERGY_PER_PAYMENT: u64 = 65_000;
+/// Simulated TRON Bandwidth of a TRC-20 `transfer` transaction, in bytes.
+pub const SIM_TRON_BANDWIDTH_PER_PAYMENT: u64 = 345;
+/// Sun burnt per Energy unit when nothing is staked (the chain parameter
+/// `getEnergyFee`).
+pub const SIM_TRON_SUN_PER_ENERGY: u128 = 100;
+/// Sun burnt per Bandwidth byte when nothing is staked (`getTransactionFee`).
+pub const SIM_TRON_SUN_PER_BANDWIDTH: u128 = 1_000;
+/// Solana's base fee for one signature, in lamports.
+pub const SIM_SOLANA_FEE_LAMPORTS: u128 = 5_000;
+/// Rent-exempt minimum of an SPL token account (165 bytes), in lamports: what the fee
+/// payer deposits when it creates the recipient's associated token account.
+pub const SIM_SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS: u128 = 2_039_280;
+
+impl SimCosts {
+    /// The default figures of a profile:
+    /// - EVM: [`SIM_EVM_GAS_PER_PAYMENT`] x [`SIM_EVM_GAS_PRICE_WEI`] = 150,000 gas at
+    ///   1 gwei = 1.5e14 wei per payment;
+    /// - TRON: 65,000 Energy and 345 Bandwidth bytes, all burnt (an unstaked sponsor):
+    ///   65,000 x 100 + 345 x 1,000 = 6,845,000 sun per payment;
+    /// - Solana: 5,000 lamports per payment, plus 2,039,280 lamports when it opened the
+    ///   recipient's token account.
+    pub fn for_profile(profile: SimProfile) -> Self {
+        match profile {
+            SimProfile::Evm(_) => SimCosts {
+                native_per_payment: SIM_EVM_GAS_PER_PAYMENT * SIM_EVM_GAS_PRICE_WEI,
+                native_per_account_opened: 0,
+                energy_per_payment: 0,
+                bandwidth_per_payment: 0,
+            },
+            SimProfile::Tron => SimCosts {
+                native_per_payment: u128::from(SIM_TRON_ENERGY_PER_PAYMENT)
+                    * SIM_TRON_SUN_PER_ENERGY
+                    + u128::from(SIM_TRON_BANDWIDTH_PER_PAYMENT) * SIM_TRON_SUN_PER_BANDWIDTH,
+                native_per_account_opened: 0,
+                energy_per_payment: SIM_TRON_ENERGY_PER_PAYMENT,
+                bandwidth_per_payment: SIM_TRON_BANDWIDTH_PER_PAYMENT,
+            },
+            SimProfile::Solana => SimCosts {
+                native_per_payment: SIM_SOLANA_FEE_LAMPORTS,
+                native_per_account_opened: SIM_SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS,
+                energy_per_payment: 0,
+                bandwidth_per_payment: 0,
+            },
+        }
+    }
+
+    /// The cost of one confirmed payment, which opened its recipient's token account or
+    /// not.
+    pub fn of(&self, opened_recipient_account: bool) -> SponsorCost {
+        let rent = if opened_recipient_account {
+            self.native_per_account_opened
+        } else {
+            0
+        };
+        SponsorCost {
+            native: self.native_per_payment.saturating_add(rent),
+            energy: self.energy_per_payment,
+            bandwidth: self.bandwidth_per_payment,
+        }
+    }
+}
+
 /// A fault injected into the next submit that would otherwise be accepted: replays of a
 /// known payment id and submits failing validation, the signature or the balance check
 /// leave it queued. Several injected faults apply to successive submits.
@@ -146,6 +239,8 @@ pub struct SimRail {
     chain: Mutex<Chain>,
     /// The chain's time, for payment deadlines; `None`: no time passes.
     clock: Option<Arc<dyn Clock>>,
+    /// What a confirmed payment reports it cost.
+    costs: SimCosts,
 }
 
 impl std::fmt::Debug for SimRail {
@@ -153,6 +248,7 @@ impl std::fmt::Debug for SimRail {
         f.debug_struct("SimRail")
             .field("profile", &self.profile)
             .field("config", &self.config)
+            .field("costs", &self.costs)
             .field("head", &self.head())
             .finish_non_exhaustive()
     }
@@ -192,7 +288,21 @@ impl SimRail {
             signer,
             chain: Mutex::new(Chain::new(matches!(profile, SimProfile::Solana))),
             clock: None,
+            costs: SimCosts::for_profile(profile),
         }
+    }
+
+    /// Replaces the profile's default cost of a confirmed payment
+    /// ([`SimCosts::for_profile`]), e.g. so a sponsorship budget test picks round
+    /// numbers.
+    pub fn with_costs(mut self, costs: SimCosts) -> Self {
+        self.costs = costs;
+        self
+    }
+
+    /// What a confirmed payment reports it cost.
+    pub fn costs(&self) -> SimCosts {
+        self.costs
     }
 
     /// Gives the chain a clock (the engine's, in tests; the system clock in a server):
@@ -610,7 +720,7 @@ impl Rail for SimRail {
         if self.config.auto_mine {
             chain.mine(1, now);
         }
-        Ok(chain.status(payment_id, self.config.confirmations))
+        Ok(chain.status(payment_id, self.config.confirmations, &self.costs))
     }
 
     /// `cursor` is a decimal block number (`""` = from genesis); returns transfers to

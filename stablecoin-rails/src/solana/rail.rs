@@ -18,7 +18,8 @@ use solana_signature::Signature;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
     ChainAddress, Curve, Inbound, KeyPurpose, MemoryJournal, Rail, RailError, RailId, RailJournal,
-    RailPayment, Readiness, ScanBatch, Signer, SignerError, Submission, SubmissionStatus,
+    RailPayment, Readiness, ScanBatch, Signer, SignerError, SponsorCost, Submission,
+    SubmissionStatus,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::str::FromStr;
@@ -94,6 +95,20 @@ fn signer_err(e: SignerError) -> RailError {
         SignerError::Unavailable(r) => unavailable(format!("signer: {r}")),
         other => rejected(format!("signer: {other}")),
     }
+}
+
+/// What a landed send cost the service: the lamports its fee payer lost to it (fee and
+/// the rent of the token accounts it created, see `SolanaSendInfo::fee_payer_spent_lamports`).
+/// Only the landed transaction: an earlier attempt that expired unseen never landed, so
+/// it was never charged. `None` while the finalized transaction could not be read.
+fn cost_of(rec: &SendRecord) -> Option<SponsorCost> {
+    rec.info
+        .fee_payer_spent_lamports
+        .map(|lamports| SponsorCost {
+            native: u128::from(lamports),
+            energy: 0,
+            bandwidth: 0,
+        })
 }
 
 fn addr(key: &Pubkey) -> ChainAddress {
@@ -375,11 +390,22 @@ impl Rail for SolanaRail {
             }
             SendState::Expired => return Ok(SubmissionStatus::NotFound),
             SendState::Finalized { slot, err: None } => {
+                let slot = *slot;
+                if rec.info.fee_payer_spent_lamports.is_none() {
+                    // Not read when it finalized (the read failed, or an older record):
+                    // read it now, once.
+                    if let Ok(sig) = Signature::from_str(&tx_hash) {
+                        self.read_landed(&mut rec, &sig).await;
+                        if rec.info.fee_payer_spent_lamports.is_some() {
+                            self.journal_save(&rec).await?;
+                        }
+                    }
+                }
                 return Ok(SubmissionStatus::Confirmed {
                     tx_hash,
-                    block: *slot,
+                    block: slot,
                     created_recipient_account: rec.info.created_recipient_ata,
-                    cost: None,
+                    cost: cost_of(&rec),
                 });
             }
             SendState::Finalized {
@@ -405,7 +431,7 @@ impl Rail for SolanaRail {
                     err: err.clone(),
                 };
                 if err.is_none() {
-                    self.verify_created(&mut rec, &sig).await;
+                    self.read_landed(&mut rec, &sig).await;
                 }
                 self.journal_save(&rec).await?;
                 Ok(match err {
@@ -413,7 +439,7 @@ impl Rail for SolanaRail {
                         tx_hash,
                         block: s.slot,
                         created_recipient_account: rec.info.created_recipient_ata,
-                        cost: None,
+                        cost: cost_of(&rec),
                     },
                     Some(reason) => SubmissionStatus::Failed {
                         reason,

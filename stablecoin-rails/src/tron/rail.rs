@@ -51,14 +51,14 @@
 //! implementation.
 
 use super::address::TronAddress;
-use super::client::{ApiError, TronApi};
+use super::client::{self, ApiError, TronApi};
 use super::tx::{self, TxHeader};
 use async_trait::async_trait;
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::ports::{
     ChainAddress, Curve, Inbound, KeyPurpose, MemoryJournal, Rail, RailError, RailId, RailJournal,
-    RailPayment, Readiness, ReadinessStatus, ScanBatch, Signer, SignerError, Submission,
-    SubmissionStatus,
+    RailPayment, Readiness, ReadinessStatus, ScanBatch, Signer, SignerError, SponsorCost,
+    Submission, SubmissionStatus,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -70,7 +70,7 @@ mod send;
 mod sponsor;
 
 pub use config::{MAINNET_USDT, TronConfig};
-use record::PaymentRecord;
+use record::{PaymentRecord, SponsorSpend};
 
 /// The TRON rail. See the module documentation.
 pub struct TronRail {
@@ -129,6 +129,25 @@ fn tx_error(e: tx::TxError) -> RailError {
     match e {
         tx::TxError::Signer(s) => signer_error(s),
         other => rejected(format!("{}: {other}", other.code())),
+    }
+}
+
+/// What a landed, sponsored transfer cost the service: the TRX its sponsor's
+/// transactions for the payment burnt (`spent`: the activation's account-creation fee
+/// and any Bandwidth paid by burning, for every attempt), the Energy the transfer
+/// consumed (`receipt.energy_usage_total`: lent stake, or burnt), and the Bandwidth
+/// bytes of the transfer and of the sponsor's transactions taken from stake or the free
+/// allowance (`receipt.net_usage`). The transfer's own `fee` (`energy_fee + net_fee`) is
+/// not the service's: the customer signs it and any TRX it burns is the customer's
+/// (a sponsored customer holds none, so it is zero unless the lent resources fell
+/// short and the customer had TRX of its own). The undelegations sent after the
+/// transfer lands are not counted (broadcast, not awaited; with the staked Bandwidth a
+/// sponsor needs to lend Bandwidth they burn nothing).
+fn cost_of(transfer: &client::TxInfo, spent: SponsorSpend) -> SponsorCost {
+    SponsorCost {
+        native: u128::from(spent.fee_sun),
+        energy: transfer.energy_usage_total,
+        bandwidth: transfer.net_usage.saturating_add(spent.net_usage),
     }
 }
 
@@ -363,7 +382,7 @@ impl Rail for TronRail {
                 tx_hash,
                 block: info.block_number,
                 created_recipient_account: false,
-                cost: None,
+                cost: Some(cost_of(&info, record.spent)),
             })
         } else if info.receipt_result.as_deref() == Some("OUT_OF_ENERGY") {
             self.after_out_of_energy(payment_id, &record, &info).await

@@ -12,7 +12,9 @@ use crate::evm::userop::{
 use crate::evm::{EvmAddress, EvmRail, abi};
 use stablecoin_core::domain::money::{Micros, Token};
 use stablecoin_core::domain::time::Timestamp;
-use stablecoin_core::ports::{Curve, KeyPurpose, RailError, RailPayment, Signer, SubmissionStatus};
+use stablecoin_core::ports::{
+    Curve, KeyPurpose, RailError, RailPayment, Signer, SponsorCost, SubmissionStatus,
+};
 
 /// A secp256k1 signature as Solidity's `ECDSA.recover` takes it (v = 27/28).
 async fn sign_for_evm(
@@ -36,6 +38,26 @@ async fn sign_for_evm(
         sig[64] += 27;
     }
     Ok(sig)
+}
+
+/// What a user operation cost its sponsor: the `actualGasCost` of its
+/// `UserOperationEvent(userOpHash, sender, paymaster, nonce, success, actualGasCost,
+/// actualGasUsed)` (third data word), in wei. The EntryPoint takes exactly this from the
+/// paymaster's deposit (the rail's operations are all sponsored); it is the figure
+/// `eth_getUserOperationReceipt` reports as `actualGasCost` too, so the self-bundled and
+/// the external-bundler paths read the same number from the same log. Why not the bundle
+/// transaction's fee: a bundle may carry several operations, and that fee is the
+/// bundler's (when the service bundles itself, the EntryPoint pays the operations'
+/// `actualGasCost` to it as the beneficiary, so what leaves the service in the end is
+/// the deposit's loss, give or take the bundler's margin). `None` when the log is too
+/// short or the figure exceeds 128 bits (no real chain's).
+pub(super) fn user_op_cost(event: &Log) -> Option<SponsorCost> {
+    let native = abi::word(&event.data, 2).and_then(|w| abi::word_u128(&w))?;
+    Some(SponsorCost {
+        native,
+        energy: 0,
+        bandwidth: 0,
+    })
 }
 
 impl EvmRail {
@@ -100,7 +122,7 @@ impl EvmRail {
                 tx_hash,
                 block: event.block,
                 created_recipient_account: false,
-                cost: None,
+                cost: user_op_cost(event),
             }
         } else {
             SubmissionStatus::Pending {
@@ -480,5 +502,33 @@ mod tests {
         // An operation the bundle does not carry: nothing known, not zero.
         assert_eq!(rail.received_base("sw_c", &USDT).await, Ok(None));
         assert_eq!(rail.received_base("sw_unknown", &USDT).await, Ok(None));
+    }
+
+    #[test]
+    fn the_cost_is_the_events_actual_gas_cost_in_wei() {
+        use crate::evm::rpc::Log;
+        let mut data = Vec::new();
+        data.extend(abi::uint_word(9)); // nonce
+        data.extend(abi::uint_word(1)); // success
+        data.extend(abi::uint_word(123_456_789_000)); // actualGasCost
+        data.extend(abi::uint_word(80_000)); // actualGasUsed
+        let mut event = Log {
+            address: ENTRY_POINT,
+            topics: vec![user_op_event_topic()],
+            data,
+            block: 1,
+            tx_hash: TX,
+            log_index: 0,
+        };
+        let cost = super::user_op_cost(&event).expect("a cost");
+        assert_eq!(
+            (cost.native, cost.energy, cost.bandwidth),
+            (123_456_789_000, 0, 0)
+        );
+        // A figure past 128 bits, or a truncated log: no cost rather than a wrong one.
+        event.data[64] = 1;
+        assert_eq!(super::user_op_cost(&event), None);
+        event.data.truncate(64);
+        assert_eq!(super::user_op_cost(&event), None);
     }
 }

@@ -16,7 +16,7 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use solana_signature::Signature;
 use stablecoin_core::domain::money::Micros;
-use stablecoin_core::ports::{LegRole, RailError, RailPayment, Submission};
+use stablecoin_core::ports::{ChainAddress, LegRole, RailError, RailPayment, Submission};
 use std::collections::BTreeSet;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -315,6 +315,7 @@ impl SolanaRail {
                 attempts,
                 compute_unit_limit: limit,
                 compute_unit_price_micro_lamports: price,
+                fee_payer_spent_lamports: None,
             };
             let mut record = SendRecord {
                 payment_id: payment.id.clone(),
@@ -348,16 +349,24 @@ impl SolanaRail {
         }
     }
 
-    /// After finalization: checks which created accounts really were created by this
-    /// transaction (zero lamports before, rent after) and records it.
-    pub(super) async fn verify_created(&self, rec: &mut SendRecord, sig: &Signature) {
+    /// After a successful finalization: reads the transaction once, to check which
+    /// created accounts really were created by it (zero lamports before, rent after) and
+    /// what it cost the fee payer, and records both. Does nothing when both are known
+    /// already; a failed read leaves them for the next call.
+    pub(super) async fn read_landed(&self, rec: &mut SendRecord, sig: &Signature) {
         if rec.info.created_token_accounts.is_empty() {
             rec.info.verified_on_chain = true;
+        }
+        if rec.info.verified_on_chain && rec.info.fee_payer_spent_lamports.is_some() {
             return;
         }
         let Ok(Some(tx)) = self.rpc.get_transaction(sig, Commitment::Finalized).await else {
             return;
         };
+        rec.info.fee_payer_spent_lamports = fee_payer_spent(&tx, &rec.info.fee_payer);
+        if rec.info.verified_on_chain {
+            return;
+        }
         let mut really = Vec::new();
         let mut rent = 0u64;
         for a in &rec.info.created_token_accounts {
@@ -380,4 +389,22 @@ impl SolanaRail {
         rec.info.rent_paid_lamports = rent;
         rec.info.verified_on_chain = true;
     }
+}
+
+/// What the fee payer lost to a landed transaction: its `meta.preBalances` minus its
+/// `meta.postBalances`. Why the balance difference rather than `meta.fee` plus the
+/// rent-exempt minimum: it is the money that actually left the service's account, fee
+/// (signatures and priority) and the rent of every token account it created (recipient
+/// and fee legs) together, whatever the instructions did. `None` when the fee payer is
+/// not among the transaction's accounts (not this rail's transaction); a gain (which no
+/// transaction of this rail makes) reads as zero.
+fn fee_payer_spent(
+    tx: &crate::solana::rpc::TransactionDetails,
+    fee_payer: &ChainAddress,
+) -> Option<u64> {
+    let key = codec::parse_address(&fee_payer.0).ok()?;
+    let i = tx.account_keys.iter().position(|k| *k == key)?;
+    let pre = tx.pre_balances.get(i)?;
+    let post = tx.post_balances.get(i)?;
+    Some(pre.saturating_sub(*post))
 }

@@ -90,8 +90,9 @@ impl TronRail {
             )));
         }
         let txid = current.txid;
+        let spent = current.spent;
         match self
-            .sponsor_and_send(&payment, &resources, Some(current))
+            .sponsor_and_send(&payment, &resources, Some(current), spent)
             .await
         {
             Ok(sub) => Ok(SubmissionStatus::Pending {

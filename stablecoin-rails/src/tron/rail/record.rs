@@ -3,10 +3,30 @@
 //! the broadcast, so a restarted rail reconciles by txID.
 
 use super::{parse_address, rejected};
+use crate::tron::client::TxInfo;
 use crate::tron::{Resource, TronAddress, TronRail};
 use stablecoin_core::ports::{ChainAddress, RailError, RailPayment};
 use std::collections::HashMap;
 use std::sync::MutexGuard;
+
+/// What the sponsor's own transactions for a payment cost it (the activation of the
+/// customer's account and the delegations of every attempt), read from their
+/// `gettransactioninfobyid` as each lands: part of the payment's
+/// [`SponsorCost`](stablecoin_core::ports::SponsorCost).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct SponsorSpend {
+    /// TRX burnt (`fee`: the account-creation fee, Bandwidth paid by burning), in sun.
+    pub(super) fee_sun: u64,
+    /// Bandwidth consumed from the sponsor's stake or free allowance (`net_usage`).
+    pub(super) net_usage: u64,
+}
+
+impl SponsorSpend {
+    pub(super) fn add(&mut self, info: &TxInfo) {
+        self.fee_sun = self.fee_sun.saturating_add(info.fee_sun);
+        self.net_usage = self.net_usage.saturating_add(info.net_usage);
+    }
+}
 
 /// The journal entry of a payment.
 #[derive(Clone, Debug)]
@@ -23,6 +43,9 @@ pub(super) struct PaymentRecord {
     /// Transfers broadcast for this payment so far (1, then one more per re-sponsored
     /// retry after `OUT_OF_ENERGY`).
     pub(super) attempts: u32,
+    /// What the sponsor's transactions for this payment cost so far (zero for records
+    /// written before costs were kept, or re-seeded).
+    pub(super) spent: SponsorSpend,
 }
 
 impl PaymentRecord {
@@ -38,6 +61,8 @@ impl PaymentRecord {
                 .collect::<Vec<_>>(),
             "payment": self.payment,
             "attempts": self.attempts,
+            "sponsor_fee_sun": self.spent.fee_sun,
+            "sponsor_net_usage": self.spent.net_usage,
         })
     }
 
@@ -72,6 +97,17 @@ impl PaymentRecord {
                 .get("attempts")
                 .and_then(serde_json::Value::as_u64)
                 .map_or(1, |a| u32::try_from(a).unwrap_or(u32::MAX)),
+            // Entries written before costs were kept: nothing known, zero.
+            spent: SponsorSpend {
+                fee_sun: v
+                    .get("sponsor_fee_sun")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0),
+                net_usage: v
+                    .get("sponsor_net_usage")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0),
+            },
         })
     }
 }
@@ -135,6 +171,7 @@ impl TronRail {
                 delegations: vec![],
                 payment: None,
                 attempts: 1,
+                spent: SponsorSpend::default(),
             });
         Ok(())
     }
@@ -147,5 +184,36 @@ impl TronRail {
     pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, PaymentRecord>> {
         // Records stay consistent between statements: a poisoned lock is safe to reuse.
         self.payments.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sponsors_spend_survives_the_journal_and_old_entries_read_as_zero() {
+        let record = PaymentRecord {
+            txid: [7; 32],
+            expiration_ms: 1_000,
+            customer: TronAddress::parse("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t").unwrap(),
+            delegations: vec![(Resource::Energy, 5_000_000)],
+            payment: None,
+            attempts: 2,
+            spent: SponsorSpend {
+                fee_sun: 1_100_000,
+                net_usage: 612,
+            },
+        };
+        let mut json = record.to_json();
+        let back = PaymentRecord::from_json(&json).unwrap();
+        assert_eq!(back.spent, record.spent);
+        assert_eq!(back.attempts, 2);
+        // An entry journaled before costs were kept.
+        let old = json.as_object_mut().unwrap();
+        old.remove("sponsor_fee_sun");
+        old.remove("sponsor_net_usage");
+        let back = PaymentRecord::from_json(&json).unwrap();
+        assert_eq!(back.spent, SponsorSpend::default());
     }
 }

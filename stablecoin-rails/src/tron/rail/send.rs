@@ -1,7 +1,7 @@
 //! A customer's sponsored TRC-20 transfer: validation, activation and delegation by the
 //! sponsor, the signed `transfer`, and its record written before the broadcast.
 
-use super::record::PaymentRecord;
+use super::record::{PaymentRecord, SponsorSpend};
 use super::{derive, parse_address, read_error, rejected, unavailable, unsupported_token};
 use crate::tron::client::{AccountResources, BroadcastOutcome};
 use crate::tron::{TronAddress, TronRail, tx};
@@ -90,14 +90,18 @@ impl TronRail {
             .account(&from)
             .await
             .map_err(|e| read_error("getaccount(customer)", e))?;
+        let mut spent = SponsorSpend::default();
         if customer_account.is_none() {
             let unsigned = tx::build_account_create(&self.header().await?, &self.sponsor, &from);
-            self.sponsor_tx("account activation", unsigned)
+            let info = self
+                .sponsor_tx("account activation", unsigned)
                 .await
                 .map_err(|e| rejected(format!("sponsorship failed, nothing sent: {e}")))?;
+            spent.add(&info);
         }
 
-        self.sponsor_and_send(payment, &resources, None).await
+        self.sponsor_and_send(payment, &resources, None, spent)
+            .await
     }
 
     /// Steps 2 and 3 of a send: lends the Energy and Bandwidth of one transfer, then
@@ -105,12 +109,14 @@ impl TronRail {
     /// before the broadcast. `previous` is the record of an earlier transfer of the same
     /// payment that ran out of Energy (a retry): it is counted in the new record's
     /// `attempts`, and kept if the new transfer is refused, so the payment still reads
-    /// as that failure.
+    /// as that failure. `spent` is what the sponsor's transactions for this payment cost
+    /// before this attempt; the delegations' cost is added, and the sum recorded.
     pub(super) async fn sponsor_and_send(
         &self,
         payment: &RailPayment,
         resources: &AccountResources,
         previous: Option<PaymentRecord>,
+        mut spent: SponsorSpend,
     ) -> Result<Submission, RailError> {
         let (from, to, amount, contract) = self.validate(payment)?;
         let plan = self
@@ -132,7 +138,10 @@ impl TronRail {
             }
             .await;
             match step {
-                Ok(()) => delegated.push((*resource, *sun)),
+                Ok(info) => {
+                    spent.add(&info);
+                    delegated.push((*resource, *sun));
+                }
                 Err(e) => {
                     let left = self.reclaim(&from, delegated).await;
                     let note = if left.is_empty() {
@@ -181,6 +190,7 @@ impl TronRail {
             attempts: previous
                 .as_ref()
                 .map_or(1, |p| p.attempts.saturating_add(1)),
+            spent,
         };
         if let Err(e) = self.persist(&payment.id, Some(&record)).await {
             self.reclaim(&from, record.delegations).await;

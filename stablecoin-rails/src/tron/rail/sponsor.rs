@@ -119,8 +119,13 @@ impl TronRail {
             .map_err(tx_error)
     }
 
-    /// Signs with the sponsor key, broadcasts and waits until it executed successfully.
-    pub(super) async fn sponsor_tx(&self, what: &str, unsigned: UnsignedTx) -> Result<(), String> {
+    /// Signs with the sponsor key, broadcasts and waits until it executed successfully;
+    /// answers its transaction info (what it cost the sponsor).
+    pub(super) async fn sponsor_tx(
+        &self,
+        what: &str,
+        unsigned: UnsignedTx,
+    ) -> Result<TxInfo, String> {
         let signed = self
             .sign(&KeyPurpose::Sponsor, &self.sponsor, unsigned)
             .await
@@ -139,7 +144,7 @@ impl TronRail {
             .await
             .map_err(|e| format!("{what}: {e}"))?;
         if info.succeeded() {
-            Ok(())
+            Ok(info)
         } else {
             Err(format!("{what} failed: {}", info.failure_reason()))
         }
