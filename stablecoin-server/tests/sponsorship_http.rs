@@ -144,7 +144,7 @@ async fn a_spent_budget_refuses_the_next_send_until_the_next_utc_day() {
     assert_eq!(detail["cap"], cap.to_string());
     assert_eq!(detail["spent"], reported.to_string());
     let retry: i64 = refused.header("retry-after").unwrap().parse().unwrap();
-    assert!(retry >= 1 && retry <= 86_400, "{retry}");
+    assert!((1..=86_400).contains(&retry), "{retry}");
     assert_eq!(available(&s, &wa).await, before);
     s.settle().await;
     assert_eq!(available(&s, &wa).await, before);
