@@ -148,6 +148,26 @@ async fn a_spent_budget_refuses_the_next_send_until_the_next_utc_day() {
     assert_eq!(available(&s, &wa).await, before);
     s.settle().await;
     assert_eq!(available(&s, &wa).await, before);
+    // `/metrics` exports the spend and the cap of the tenant's rail.
+    let metrics = s
+        .send(reqwest::Method::GET, "/metrics", None, None, &[])
+        .await;
+    metrics.expect(200);
+    let labels = format!(
+        "{{tenant=\"{}\",rail=\"{rail}\",period=\"day\",resource=\"native\"}}",
+        t.id.0
+    );
+    let text = metrics.text();
+    assert!(
+        text.contains(&format!(
+            "stablecoin_sponsorship_spent{labels} {reported}\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("stablecoin_sponsorship_cap{labels} {cap}\n")),
+        "{text}"
+    );
     // Staff read the same budget.
     let staff = admin(&s, reqwest::Method::GET, &path, None).await;
     staff.expect(200);

@@ -96,6 +96,33 @@ impl Record for SponsorBudget {
     }
 }
 
+/// The tenants that have sponsorship budgets (one record, id [`SponsoredTenants::ID`]):
+/// what `/metrics` walks. Written only when staff set a tenant's first budget.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SponsoredTenants {
+    /// Always [`SponsoredTenants::ID`].
+    pub id: String,
+    /// The tenants, in id order.
+    pub tenants: std::collections::BTreeSet<String>,
+    /// When the first was added.
+    pub created_at: Timestamp,
+}
+
+impl SponsoredTenants {
+    /// The one record's id.
+    pub const ID: &'static str = "all";
+}
+
+impl Record for SponsoredTenants {
+    const KIND: &'static str = kind::SPONSORED_TENANTS;
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+    fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+}
+
 /// One confirmed payment's cost to meter: whose, on which rail.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Metered {
@@ -144,7 +171,11 @@ impl Engine {
         let mut last = None;
         for _ in 0..3 {
             match self.set_budget_once(staff, tenant, rail, caps).await {
-                Err(e) if e.lost_race_on(kind::SPONSOR_BUDGET) || e.lost_race_on(Tenant::KIND) => {
+                Err(e)
+                    if e.lost_race_on(kind::SPONSOR_BUDGET)
+                        || e.lost_race_on(Tenant::KIND)
+                        || e.lost_race_on(kind::SPONSORED_TENANTS) =>
+                {
                     last = Some(e)
                 }
                 other => return other,
@@ -177,6 +208,20 @@ impl Engine {
             rec.sponsorship_budgets = true;
             rec.updated_at = now;
             puts.push(rec.update(t.version)?);
+            let index = get_record::<SponsoredTenants>(store, SponsoredTenants::ID).await?;
+            let mut all = match &index {
+                Some(v) => v.record.clone(),
+                None => SponsoredTenants {
+                    id: SponsoredTenants::ID.into(),
+                    created_at: now,
+                    ..Default::default()
+                },
+            };
+            all.tenants.insert(tenant.0.clone());
+            puts.push(match &index {
+                Some(v) => all.update(v.version)?,
+                None => all.insert()?,
+            });
         }
         let id = SponsorBudget::id_of(tenant, rail);
         let current = get_record::<SponsorBudget>(store, &id).await?;
@@ -232,6 +277,21 @@ impl Engine {
             .map(|r| SponsorBudget::from_stored(r).map(|b| b.at(now)))
             .collect::<Result<Vec<_>, _>>()?;
         out.sort_by_key(|b| b.rail);
+        Ok(out)
+    }
+
+    /// Every tenant's budgets (for `/metrics`): one read of the tenants that have any,
+    /// then one list per such tenant.
+    pub async fn all_sponsor_budgets(&self) -> CoreResult<Vec<SponsorBudget>> {
+        let Some(index) =
+            get_record::<SponsoredTenants>(&*self.ports().store, SponsoredTenants::ID).await?
+        else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for t in index.record.tenants {
+            out.extend(self.sponsor_budgets(&TenantId(t)).await?);
+        }
         Ok(out)
     }
 

@@ -121,6 +121,9 @@ pub mod kind {
     /// Wallets: a tenant's sponsorship budget on one rail and what its sponsored payments
     /// consumed this UTC day and month (issue #51 item 4). Id: `<tenant>:<rail>`.
     pub const SPONSOR_BUDGET: &str = "sponsor_budget";
+    /// Wallets: the tenants staff gave a sponsorship budget, one record (id `all`), so
+    /// `/metrics` finds every budget without a cross-tenant list.
+    pub const SPONSORED_TENANTS: &str = "sponsored_tenants";
 
     /// Every kind above.
     pub const ALL: &[&str] = &[
@@ -170,6 +173,7 @@ pub mod kind {
         ADDRESS_BOOK_ENTRY,
         DESTINATION_SEEN,
         SPONSOR_BUDGET,
+        SPONSORED_TENANTS,
     ];
 }
 

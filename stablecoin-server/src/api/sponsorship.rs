@@ -245,3 +245,59 @@ pub async fn set_sponsorship_budget(
         .await?;
     Ok(Json(budget_view(&b, app.engine.ports().clock.now())))
 }
+
+/// `stablecoin_sponsorship_spent` and `stablecoin_sponsorship_cap` gauges, read from the
+/// budget records at scrape time (right on every node and after a restart), labelled by
+/// `tenant`, `rail`, `period` (`day`, `month`: the current UTC ones) and `resource`
+/// (`native` in the chain's unit; `energy`, `bandwidth` on TRON only).
+///
+/// Cardinality: one series per tenant that staff gave a budget, per rail it was metered
+/// or capped on, per period and resource (at most 2 x 3), so it grows only by staff
+/// action, never by traffic. A store error leaves the lines out rather than report a
+/// false zero.
+pub async fn budget_gauges(app: &AppState) -> String {
+    let Ok(all) = app.engine.all_sponsor_budgets().await else {
+        return String::new();
+    };
+    let now = app.engine.ports().clock.now();
+    let mut spent = String::from(
+        "# HELP stablecoin_sponsorship_spent What a tenant's confirmed payments cost the service in the current UTC day or month, in the chain's unit (native: wei, sun, lamports; TRON energy and bandwidth).\n# TYPE stablecoin_sponsorship_spent gauge\n",
+    );
+    let mut caps = String::from(
+        "# HELP stablecoin_sponsorship_cap A tenant's sponsorship budget cap per UTC day or month (only capped resources).\n# TYPE stablecoin_sponsorship_cap gauge\n",
+    );
+    for b in &all {
+        let s = b.spend.at(now);
+        let rail = b.rail.name();
+        let tron = rail == "tron";
+        for (period, used, cap) in [
+            ("day", s.day, b.caps.daily),
+            ("month", s.month, b.caps.monthly),
+        ] {
+            let lines: [(&str, u128, Option<u128>); 3] = [
+                ("native", used.native, cap.native),
+                ("energy", used.energy.into(), cap.energy.map(u128::from)),
+                (
+                    "bandwidth",
+                    used.bandwidth.into(),
+                    cap.bandwidth.map(u128::from),
+                ),
+            ];
+            for (resource, value, cap) in lines {
+                let labels = format!(
+                    "tenant=\"{}\",rail=\"{rail}\",period=\"{period}\",resource=\"{resource}\"",
+                    crate::metrics::escape_label(&b.tenant.0)
+                );
+                if resource == "native" || tron || value > 0 {
+                    spent.push_str(&format!(
+                        "stablecoin_sponsorship_spent{{{labels}}} {value}\n"
+                    ));
+                }
+                if let Some(c) = cap {
+                    caps.push_str(&format!("stablecoin_sponsorship_cap{{{labels}}} {c}\n"));
+                }
+            }
+        }
+    }
+    spent + &caps
+}
