@@ -69,6 +69,7 @@ mod shared_chain;
 mod sms_gateways_http;
 mod solana_congestion_live;
 mod solana_live;
+mod sponsorship_browser;
 mod sponsorship_evm_live;
 mod sponsorship_http;
 mod staff_http;
