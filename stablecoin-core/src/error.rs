@@ -319,6 +319,27 @@ pub enum CoreError {
         /// Why, for the caller.
         reason: String,
     },
+    /// The tenant's sponsorship budget on `rail` (issue #51 item 4) is spent for the
+    /// `period` (UTC `day` or `month`): its `resource` (`native`, `energy`, `bandwidth`)
+    /// has reached `cap`, or the next payment's estimated cost would pass it. Nothing was
+    /// held. Retryable after `retry_after_ms`, when the period starts over.
+    #[error(
+        "the sponsorship budget on {rail} is spent for this {period}: {resource} {spent} of {cap}; nothing was held"
+    )]
+    SponsorshipBudgetExceeded {
+        /// The rail's name (`polygon`, `tron`, ...).
+        rail: String,
+        /// `day` or `month` (UTC calendar).
+        period: &'static str,
+        /// `native`, `energy` or `bandwidth`.
+        resource: &'static str,
+        /// The cap, in the resource's unit, as a decimal integer string.
+        cap: String,
+        /// What the period consumed so far, same unit.
+        spent: String,
+        /// Until the period ends.
+        retry_after_ms: i64,
+    },
     /// The amount is above a spending policy's approval threshold: the request waits, as
     /// `approval_id`, for a second approver (staff); nothing was held yet. Approving it
     /// carries it out once.
@@ -417,6 +438,7 @@ impl CoreError {
             ScreeningUnavailable { .. } => "SCREENING_UNAVAILABLE",
             PolicyDenied { .. } => "POLICY_DENIED",
             ApprovalRequired { .. } => "APPROVAL_REQUIRED",
+            SponsorshipBudgetExceeded { .. } => "SPONSORSHIP_BUDGET_EXCEEDED",
             InsufficientLiquidity { .. } => "INSUFFICIENT_LIQUIDITY",
             Rail(_) => "RAIL_ERROR",
             Storage(_) => "STORAGE_ERROR",
@@ -452,7 +474,8 @@ impl CoreError {
     pub fn retry_after_ms(&self) -> Option<i64> {
         match self {
             CoreError::TooManyAttempts { retry_after_ms }
-            | CoreError::RateLimited { retry_after_ms, .. } => Some(*retry_after_ms),
+            | CoreError::RateLimited { retry_after_ms, .. }
+            | CoreError::SponsorshipBudgetExceeded { retry_after_ms, .. } => Some(*retry_after_ms),
             _ => None,
         }
     }
@@ -464,6 +487,7 @@ impl CoreError {
             self,
             Conflict { .. }
                 | RateLimited { .. }
+                | SponsorshipBudgetExceeded { .. }
                 | IdempotencyKeyInUse
                 | RailNotReady { .. }
                 | Rail(_)
@@ -531,7 +555,9 @@ impl ProductError for CoreError {
             | SameWallet
             | InsufficientLiquidity { .. }
             | IdempotencyKeyReused => ErrorClass::Unprocessable,
-            TooManyAttempts { .. } | RateLimited { .. } => ErrorClass::RateLimited,
+            TooManyAttempts { .. } | RateLimited { .. } | SponsorshipBudgetExceeded { .. } => {
+                ErrorClass::RateLimited
+            }
             RailNotReady { .. }
             | RateSource(_)
             | RateStale(_)
@@ -569,6 +595,26 @@ impl ProductError for CoreError {
     fn approval_id(&self) -> Option<&str> {
         match self {
             CoreError::ApprovalRequired { approval_id, .. } => Some(approval_id),
+            _ => None,
+        }
+    }
+
+    fn sponsorship_budget(&self) -> Option<crate::kernel::BudgetRefs> {
+        match self {
+            CoreError::SponsorshipBudgetExceeded {
+                rail,
+                period,
+                resource,
+                cap,
+                spent,
+                ..
+            } => Some(crate::kernel::BudgetRefs {
+                rail: rail.clone(),
+                period,
+                resource,
+                cap: cap.clone(),
+                spent: spent.clone(),
+            }),
             _ => None,
         }
     }

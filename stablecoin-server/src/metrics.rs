@@ -8,6 +8,9 @@
 //! - `stablecoin_worker_ticks_total`, `stablecoin_worker_errors_total`.
 //! - `stablecoin_sandbox_simulations_total{route}`, `stablecoin_idempotent_replays_total`.
 //! - `stablecoin_rail_ready{rail,status}` (gauge, read at scrape time).
+//! - `stablecoin_sponsorship_spent{tenant,rail,period,resource}` and
+//!   `stablecoin_sponsorship_cap{...}` (gauges read from the budget records at scrape
+//!   time, `api::sponsorship::budget_gauges`; only tenants staff gave a budget).
 //!
 //! Webhook delivery metrics join when `stablecoin-webhooks` is wired.
 
@@ -101,6 +104,11 @@ impl WorkerHealth {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A label value escaped for the text format (`\\`, `\"`, `\n`).
+pub(crate) fn escape_label(s: &str) -> String {
+    escape(s)
 }
 
 fn escape(s: &str) -> String {

@@ -82,6 +82,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/address-book"),
     ("GET", "/v1/address-book"),
     ("DELETE", "/v1/address-book/{id}"),
+    ("GET", "/v1/sponsorship-budgets"),
+    ("GET", "/admin/v1/tenants/{id}/sponsorship-budgets"),
+    ("POST", "/admin/v1/tenants/{id}/sponsorship-budgets"),
     ("GET", "/admin/v1/quarantined-deposits"),
     ("GET", "/admin/v1/quarantined-deposits/{id}"),
     ("POST", "/admin/v1/quarantined-deposits/{id}/release"),
@@ -393,8 +396,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 24,
-        "all but health, metrics, openapi, the signed deposit intake, the two public phone-payment routes and the seventeen staff routes"
+        ROUTES.len() - 26,
+        "all but health, metrics, openapi, the signed deposit intake, the two public phone-payment routes and the nineteen staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

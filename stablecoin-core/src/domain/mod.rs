@@ -19,6 +19,7 @@ pub mod phone;
 pub mod policy;
 pub mod redact;
 pub mod rule_error;
+pub mod sponsorship;
 pub mod state;
 pub mod statement;
 pub mod time;

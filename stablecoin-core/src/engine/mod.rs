@@ -27,6 +27,7 @@ mod retention;
 mod sandbox;
 mod scanner;
 mod sms;
+mod sponsorship;
 mod staff;
 mod statements;
 mod stray_returns;
@@ -73,6 +74,7 @@ pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use scanner::WALLET_PRODUCT;
 pub use sms::{SmsPolicy, SmsRecord, SmsStatus};
+pub use sponsorship::SponsorBudget;
 pub use stray_returns::StrayView;
 pub use swaps::{
     DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS, SwapLeg, SwapRequest, min_amount_out, venue_account,

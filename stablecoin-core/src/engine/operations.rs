@@ -411,6 +411,8 @@ impl Engine {
         let scope = self.scope_on("fund", rail.id());
         self.idempotent(tenant, idempotency_key, &scope, req, || async {
             self.require_ready(rail.id()).await?;
+            // Sponsorship budget (issue #51 item 4), before anything is held.
+            self.sponsor_gate(tenant, rail.id()).await?;
             let wallet = self.require_wallet(&req.phone_number).await?.record;
             let name = rail.id().name();
             let to = wallet

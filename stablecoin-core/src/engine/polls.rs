@@ -11,6 +11,7 @@
 //! the claim, a ledger check refuses it) would fail the others. So a refused merged
 //! commit falls back to one commit per decision, and only the faulty one is left due.
 
+use super::sponsorship::Metered;
 use super::worker::TickReport;
 use super::{Engine, Operation};
 use crate::error::CoreResult;
@@ -23,6 +24,9 @@ use std::sync::Arc;
 pub(crate) struct PollStep {
     pub batch: Batch,
     pub report: TickReport,
+    /// A confirmed payment's cost to add to its tenant's sponsorship budget, in the same
+    /// commit as the settlement (see `sponsorship.rs`).
+    pub meter: Option<Metered>,
 }
 
 impl Engine {
@@ -51,16 +55,19 @@ impl Engine {
                 return Ok(PollStep {
                     batch: Self::update_only(&op, version)?,
                     report,
+                    meter: None,
                 });
             }
         };
+        let mut meter = None;
         let batch = match status {
             SubmissionStatus::Confirmed {
                 tx_hash,
                 block,
                 created_recipient_account,
-                cost: _,
+                cost,
             } => {
+                meter = self.to_meter(&op.tenant, op.rail, cost).await?;
                 op.tx_hash = Some(tx_hash);
                 op.block = Some(block);
                 op.created_recipient_account = created_recipient_account;
@@ -93,7 +100,22 @@ impl Engine {
                 }
             }
         };
-        Ok(PollStep { batch, report })
+        Ok(PollStep {
+            batch,
+            report,
+            meter,
+        })
+    }
+
+    /// Commits one poll's decision with its metering (a fresh read of the budget it
+    /// meters, so decisions committed one after the other each count).
+    pub(crate) async fn commit_step(&self, step: PollStep) -> CoreResult<TickReport> {
+        let mut batch = step.batch;
+        if let Some(m) = &step.meter {
+            batch.puts.extend(self.meter_puts(&[m]).await?);
+        }
+        self.commit(batch).await?;
+        Ok(step.report)
     }
 
     /// Whether `op` is advanced by a poll (and so may share the polls' commit).
@@ -140,15 +162,32 @@ impl Engine {
             merged.ledger.extend(b.ledger);
             merged.outbox.extend(b.outbox);
         }
-        if self.commit(merged).await.is_ok() {
+        // Every cost of the tick, one budget update per (tenant, rail): two settlements
+        // of one tenant in one commit must not update its budget from the same version.
+        let metered: Vec<&Metered> = decided
+            .iter()
+            .filter_map(|(_, s)| s.meter.as_ref())
+            .collect();
+        let merged_ok = if metered.is_empty() {
+            true
+        } else {
+            match self.meter_puts(&metered).await {
+                Ok(puts) => {
+                    merged.puts.extend(puts);
+                    true
+                }
+                Err(_) => false,
+            }
+        };
+        if merged_ok && self.commit(merged).await.is_ok() {
             for (_, s) in decided {
                 report.absorb(s.report);
             }
             return report;
         }
         for (id, s) in decided {
-            match self.commit(s.batch).await {
-                Ok(_) => report.absorb(s.report),
+            match self.commit_step(s).await {
+                Ok(r) => report.absorb(r),
                 Err(e) => report.errors.push(format!("{id}: {e}")),
             }
         }

@@ -148,6 +148,8 @@ impl Engine {
             let wallet = self.require_wallet(&req.phone_number).await?.record;
             wallet.require_member(tenant)?;
             self.require_ready(rail.id()).await?;
+            // Sponsorship budget (issue #51 item 4), before anything is held.
+            self.sponsor_gate(tenant, rail.id()).await?;
             let from_address =
                 wallet
                     .address(&name)

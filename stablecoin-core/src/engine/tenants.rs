@@ -73,6 +73,7 @@ impl Engine {
             created_at: now,
             updated_at: now,
             test_mode: false,
+            sponsorship_budgets: false,
         };
         self.commit(Batch {
             puts: vec![tenant.insert()?],

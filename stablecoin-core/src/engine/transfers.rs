@@ -161,6 +161,8 @@ impl Engine {
             let priced = self.send_quote(tenant, quote_ref, req, now).await?;
             self.config.min_send.check(rail_id, priced.amount)?;
             let tenant_rec = self.tenant(tenant).await?;
+            // Sponsorship budget (issue #51 item 4), before anything is held.
+            self.sponsor_gate(tenant, rail_id).await?;
             let fees = if matches!(rail_id, RailId::Evm(_)) {
                 split_fees(priced.amount, &tenant_rec.pricing)?
             } else {

@@ -153,6 +153,8 @@ impl Engine {
             let name = rail.id().name();
             let wallet = self.require_wallet(&req.phone_number).await?.record;
             wallet.require_member(tenant)?;
+            // Sponsorship budget (issue #51 item 4): the sweep is sponsored.
+            self.sponsor_gate(tenant, rail.id()).await?;
             let from_address =
                 wallet
                     .address(&name)

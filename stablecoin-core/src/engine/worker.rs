@@ -412,8 +412,7 @@ impl Engine {
             }
             OpStatus::Submitted | OpStatus::SubmissionUnknown => {
                 let step = self.poll_step(&rail, op, version).await?;
-                self.commit(step.batch).await?;
-                report.absorb(step.report);
+                report.absorb(self.commit_step(step).await?);
                 Ok(())
             }
             OpStatus::CryptoReceived | OpStatus::PayoutSubmitting | OpStatus::PayoutUnknown => {

@@ -43,6 +43,12 @@ pub struct Tenant {
     /// records written before it existed: off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub test_mode: bool,
+    /// Whether staff ever set a sponsorship budget for the tenant (issue #51 item 4):
+    /// only then are its payments' costs metered and its sends checked against budgets,
+    /// so a tenant without budgets pays no budget read on any path (the tenant record is
+    /// already read, and cached, where it is needed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sponsorship_budgets: bool,
 }
 
 impl Record for Tenant {

@@ -39,6 +39,21 @@ pub enum ErrorClass {
     NotImplemented,
 }
 
+/// The sponsorship budget that refused a payment (issue #51 item 4), for the error body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BudgetRefs {
+    /// The rail's name.
+    pub rail: String,
+    /// `day` or `month` (UTC calendar).
+    pub period: &'static str,
+    /// `native`, `energy` or `bandwidth`.
+    pub resource: &'static str,
+    /// The cap, a decimal integer in the resource's unit.
+    pub cap: String,
+    /// Consumed in the period so far, same unit.
+    pub spent: String,
+}
+
 /// An error a product returns to its callers: a stable code, a class, the request field
 /// at fault. Implemented by every product's one error enum; a transport needs nothing
 /// else to answer it.
@@ -74,6 +89,12 @@ pub trait ProductError: std::error::Error + Send + Sync + 'static {
     /// The pending request a second approver must agree to (`apr_...`), answered as the
     /// error's `approval_id`.
     fn approval_id(&self) -> Option<&str> {
+        None
+    }
+
+    /// SPONSORSHIP_BUDGET_EXCEEDED: which budget refused, answered as the error's
+    /// `sponsorship_budget`.
+    fn sponsorship_budget(&self) -> Option<BudgetRefs> {
         None
     }
 

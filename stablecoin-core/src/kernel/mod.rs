@@ -45,7 +45,7 @@ pub mod stray;
 
 pub use crate::ports::accounts;
 pub use auth::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
-pub use error::{ErrorClass, ProductError};
+pub use error::{BudgetRefs, ErrorClass, ProductError};
 pub use inbound::{
     InboundError, InboundHandler, InboundOutcome, InboundReport, InboundRouter, address_key,
 };

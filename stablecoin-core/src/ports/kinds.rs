@@ -118,6 +118,12 @@ pub mod kind {
     /// Wallets: when a tenant's requests first named a destination, for the policies'
     /// cooling-off. Id: `<tenant>:<destination key>`.
     pub const DESTINATION_SEEN: &str = "destination_seen";
+    /// Wallets: a tenant's sponsorship budget on one rail and what its sponsored payments
+    /// consumed this UTC day and month (issue #51 item 4). Id: `<tenant>:<rail>`.
+    pub const SPONSOR_BUDGET: &str = "sponsor_budget";
+    /// Wallets: the tenants staff gave a sponsorship budget, one record (id `all`), so
+    /// `/metrics` finds every budget without a cross-tenant list.
+    pub const SPONSORED_TENANTS: &str = "sponsored_tenants";
 
     /// Every kind above.
     pub const ALL: &[&str] = &[
@@ -166,6 +172,8 @@ pub mod kind {
         POLICY_APPROVAL,
         ADDRESS_BOOK_ENTRY,
         DESTINATION_SEEN,
+        SPONSOR_BUDGET,
+        SPONSORED_TENANTS,
     ];
 }
 

@@ -188,7 +188,9 @@ pub async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Respons
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        app.metrics.render(&rails) + &stray_gauge(&app).await,
+        app.metrics.render(&rails)
+            + &stray_gauge(&app).await
+            + &super::sponsorship::budget_gauges(&app).await,
     )
         .into_response()
 }

@@ -21,6 +21,7 @@ pub mod quarantined_deposits;
 pub mod reconciliation;
 pub mod schemas;
 pub mod security_headers;
+pub mod sponsorship;
 pub mod staff;
 pub mod staff_payouts;
 pub mod statements;
@@ -270,6 +271,7 @@ fn tenant_routes(state: &AppState) -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(policies::evaluate_policy))
         .routes(routes!(policies::get_approval))
+        .routes(routes!(sponsorship::list_sponsorship_budgets))
         .routes(routes!(
             policies::add_address_book_entry,
             policies::list_address_book
@@ -356,6 +358,10 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(stray_deposits::list_stray_deposits))
         .routes(routes!(stray_deposits::return_stray_deposit))
         .routes(routes!(policies::approve_policy_request))
+        .routes(routes!(
+            sponsorship::staff_list_sponsorship_budgets,
+            sponsorship::set_sponsorship_budget
+        ))
         .routes(routes!(quarantined_deposits::list_quarantined_deposits))
         .routes(routes!(quarantined_deposits::get_quarantined_deposit))
         .routes(routes!(quarantined_deposits::release_quarantined_deposit))

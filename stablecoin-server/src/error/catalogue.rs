@@ -351,6 +351,11 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
         "A spending policy refuses the request; `rule_id` names the policy and its rule (`pol_...:max_per_transaction`, `:window_24h_amount`, `:cooling_off`, ...). Nothing was held; the decision is audited.",
     ),
     (
+        "SPONSORSHIP_BUDGET_EXCEEDED",
+        429,
+        "The tenant's sponsorship budget on this rail (gas, TRON Energy or Bandwidth, Solana fees and rent, set by staff) is spent for the UTC day or month, or the next payment's estimated cost would pass it; `sponsorship_budget` names the rail, period, resource, cap and spent. Nothing was held; Retry-After says when the period starts over.",
+    ),
+    (
         "APPROVAL_REQUIRED",
         403,
         "The amount is above a spending policy's approval threshold (`rule_id`): the request waits as `approval_id` until a second approver (staff) approves it, which carries it out once. Nothing was held yet.",

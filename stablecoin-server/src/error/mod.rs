@@ -38,6 +38,8 @@ pub struct ApiError {
     /// POLICY_DENIED and APPROVAL_REQUIRED: the rule and the held request (boxed: most
     /// errors have none, and every `Result<_, ApiError>` carries the size).
     pub policy: Option<Box<PolicyRefs>>,
+    /// SPONSORSHIP_BUDGET_EXCEEDED: the budget that refused (boxed, as `policy`).
+    pub budget: Option<Box<BudgetDetail>>,
 }
 
 /// The spending-policy references of an error (issue #51).
@@ -80,6 +82,29 @@ pub struct ErrorDetail {
     /// APPROVAL_REQUIRED: the pending request (`apr_...`) a second approver must agree to.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub approval_id: Option<String>,
+    /// SPONSORSHIP_BUDGET_EXCEEDED: the budget that refused.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub sponsorship_budget: Option<BudgetDetail>,
+}
+
+/// The sponsorship budget that refused a payment (issue #51 item 4).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
+pub struct BudgetDetail {
+    /// The rail (`polygon`, `base`, `bsc`, `tron`, `solana`).
+    #[schema(example = "polygon")]
+    pub rail: String,
+    /// `day` or `month`: the UTC calendar period whose cap is reached.
+    #[schema(example = "day")]
+    pub period: String,
+    /// `native` (wei, sun or lamports), `energy` or `bandwidth` (TRON).
+    #[schema(example = "native")]
+    pub resource: String,
+    /// The cap, a decimal integer in the resource's unit.
+    #[schema(example = "5000000000000000")]
+    pub cap: String,
+    /// Consumed in the period so far, same unit.
+    #[schema(example = "4900000000000000")]
+    pub spent: String,
 }
 
 impl ApiError {
@@ -92,6 +117,7 @@ impl ApiError {
             param: None,
             retry_after_secs: None,
             policy: None,
+            budget: None,
         }
     }
 
@@ -147,6 +173,7 @@ impl ApiError {
                 param: self.param.clone(),
                 rule_id: self.policy.as_ref().and_then(|p| p.rule_id.clone()),
                 approval_id: self.policy.as_ref().and_then(|p| p.approval_id.clone()),
+                sponsorship_budget: self.budget.as_deref().cloned(),
             },
         }
     }
@@ -227,6 +254,15 @@ impl<E: ProductError> From<E> for ApiError {
                 Box::new(PolicyRefs {
                     rule_id: Some(rule.to_string()),
                     approval_id: e.approval_id().map(str::to_string),
+                })
+            }),
+            budget: e.sponsorship_budget().map(|b| {
+                Box::new(BudgetDetail {
+                    rail: b.rail,
+                    period: b.period.into(),
+                    resource: b.resource.into(),
+                    cap: b.cap,
+                    spent: b.spent,
                 })
             }),
         }
@@ -363,6 +399,14 @@ mod tests {
             ApprovalRequired {
                 approval_id: "a".into(),
                 rule_id: "p:r".into(),
+            },
+            SponsorshipBudgetExceeded {
+                rail: "polygon".into(),
+                period: "day",
+                resource: "native",
+                cap: "10".into(),
+                spent: "10".into(),
+                retry_after_ms: 1_000,
             },
         ]
     }

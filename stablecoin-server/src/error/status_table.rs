@@ -80,6 +80,7 @@ fn core_rows() -> Vec<Row> {
         row(ScreeningUnavailable { reason: s("r") }, 503, "SCREENING_UNAVAILABLE", None),
         row(PolicyDenied { rule_id: s("p:r"), reason: s("r") }, 403, "POLICY_DENIED", None),
         row(ApprovalRequired { approval_id: s("a"), rule_id: s("p:r") }, 403, "APPROVAL_REQUIRED", None),
+        row(SponsorshipBudgetExceeded { rail: s("polygon"), period: "day", resource: "native", cap: s("1"), spent: s("1"), retry_after_ms: 1_000 }, 429, "SPONSORSHIP_BUDGET_EXCEEDED", None),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Notifier(s("n")), 502, "NOTIFIER_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
@@ -162,7 +163,7 @@ fn every_product_error_keeps_its_status_code_and_param() {
     let rows = [core_rows(), escrow_rows(), checkout_rows()].concat();
     assert_eq!(
         rows.len(),
-        52 + 29 + 25,
+        53 + 29 + 25,
         "one row per variant (two for escrow NOT_FOUND)"
     );
     for (api, status, code, param) in rows {

@@ -30,6 +30,7 @@ mod links;
 mod reads;
 mod refunds;
 mod settings;
+mod sponsorship;
 mod statements;
 
 use super::gate::{self, Console};

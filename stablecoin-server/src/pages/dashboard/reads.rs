@@ -161,6 +161,7 @@ pub async fn overview(p: TenantPage) -> Response {
         &["Kind", "State", "Count"],
         &rows,
     ));
+    out.push_str(&super::sponsorship::budget_section(&p).await);
     p.render("Overview", "/dashboard", &out)
 }
 
