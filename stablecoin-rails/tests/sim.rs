@@ -555,6 +555,7 @@ async fn insufficient_balance_at_execution_fails_whole_tx() {
         SubmissionStatus::Failed {
             reason: "insufficient balance at execution".into(),
             tx_hash: p_hash(&rail, "late").await,
+            cost: None,
         }
     );
     assert_eq!(rail.balance(&bob, Token::Usdc).await.unwrap(), Micros::ZERO);

@@ -301,7 +301,9 @@ async fn exhausted(backend: TokenBackend) {
     e.node.mine(19).await;
     // One retry (the default) spent: failed, with the reason; the engine returns the money.
     match rail.status("op-oe-2").await.unwrap() {
-        SubmissionStatus::Failed { reason, tx_hash } => {
+        SubmissionStatus::Failed {
+            reason, tx_hash, ..
+        } => {
             assert!(reason.starts_with("OUT_OF_ENERGY"), "{reason}");
             assert!(reason.contains("out_of_energy_retries = 1"), "{reason}");
             assert_eq!(tx_hash.as_deref(), Some(second.as_str()));
@@ -339,7 +341,9 @@ async fn exhausted(backend: TokenBackend) {
     let only = strict.submit(&p3).await.unwrap().tx_hash.unwrap();
     e.node.mine(19).await;
     match strict.status("op-oe-3").await.unwrap() {
-        SubmissionStatus::Failed { reason, tx_hash } => {
+        SubmissionStatus::Failed {
+            reason, tx_hash, ..
+        } => {
             assert!(reason.contains("out_of_energy_retries = 0"), "{reason}");
             assert_eq!(tx_hash.as_deref(), Some(only.as_str()));
         }

@@ -338,6 +338,7 @@ impl Chain {
             Outcome::Failed { reason } => SubmissionStatus::Failed {
                 reason: reason.clone(),
                 tx_hash: Some(tx.tx_hash.clone()),
+                cost: None,
             },
         }
     }

@@ -386,6 +386,7 @@ impl Rail for SolanaRail {
                 return Ok(SubmissionStatus::Failed {
                     reason: reason.clone(),
                     tx_hash: None,
+                    cost: None,
                 });
             }
             SendState::Expired => return Ok(SubmissionStatus::NotFound),
@@ -414,6 +415,7 @@ impl Rail for SolanaRail {
                 return Ok(SubmissionStatus::Failed {
                     reason: reason.clone(),
                     tx_hash: Some(tx_hash),
+                    cost: None,
                 });
             }
             SendState::Sent => {}
@@ -444,6 +446,7 @@ impl Rail for SolanaRail {
                     Some(reason) => SubmissionStatus::Failed {
                         reason,
                         tx_hash: Some(tx_hash),
+                        cost: None,
                     },
                 })
             }

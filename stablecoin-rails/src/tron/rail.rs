@@ -363,6 +363,7 @@ impl Rail for TronRail {
                 return Ok(SubmissionStatus::Failed {
                     reason: "TRANSACTION_EXPIRED: expired before it was included in a block".into(),
                     tx_hash: Some(tx_hash),
+                    cost: None,
                 });
             }
             return Ok(SubmissionStatus::Pending {
@@ -390,6 +391,7 @@ impl Rail for TronRail {
             Ok(SubmissionStatus::Failed {
                 reason: info.failure_reason(),
                 tx_hash: Some(tx_hash),
+                cost: None,
             })
         }
     }

@@ -115,6 +115,7 @@ impl EvmRail {
             return SubmissionStatus::Failed {
                 reason,
                 tx_hash: Some(tx_hash),
+                cost: None,
             };
         }
         if head + 1 - event.block.min(head) >= self.config.confirmations {

@@ -34,6 +34,7 @@ impl TronRail {
         let failed = |txid: &[u8; 32], note: String| SubmissionStatus::Failed {
             reason: format!("{}{note}", info.failure_reason()),
             tx_hash: Some(hex::encode(txid)),
+            cost: None,
         };
         // One re-sponsorship at a time (the sponsor's transactions are sequential), and
         // never two for the same failed transfer: another poll may have sent the retry
