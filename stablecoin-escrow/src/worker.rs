@@ -388,7 +388,11 @@ impl EscrowEngine {
                         self.finish_payout(p, version, Outcome::Confirmed, report)
                             .await
                     }
-                    SubmissionStatus::Failed { reason, tx_hash } => {
+                    SubmissionStatus::Failed {
+                        reason,
+                        tx_hash,
+                        cost: _,
+                    } => {
                         p.tx_hash = tx_hash.or(p.tx_hash);
                         self.finish_payout(p, version, Outcome::Failed(reason), report)
                             .await

@@ -181,17 +181,22 @@ impl TreasuryVenue {
 
     /// The treasury's leg of an order whose wallet leg is confirmed (at `in_cost`): the
     /// first attempt not failed on chain, sent if the rail has never seen it. A confirmed
-    /// swap reports what both of its transactions cost the service (it sponsors the
-    /// wallet's leg and pays the treasury's).
+    /// swap reports what its transactions cost the service (it sponsors the wallet's leg
+    /// and pays the treasury's), the treasury's attempts that failed on chain included:
+    /// they were paid for too.
     async fn advance_out(
         &self,
         order: &SwapOrder,
         in_cost: Option<SponsorCost>,
     ) -> Result<SwapStatus, RailError> {
+        let mut spent = in_cost;
         for k in 0..OUT_ATTEMPTS {
             let leg = self.out_leg(order, k).await?;
             match self.rail.status(&leg.id).await? {
-                SubmissionStatus::Failed { .. } => continue,
+                SubmissionStatus::Failed { cost, .. } => {
+                    spent = both_legs(spent, cost);
+                    continue;
+                }
                 SubmissionStatus::Confirmed {
                     tx_hash,
                     block,
@@ -203,7 +208,7 @@ impl TreasuryVenue {
                             tx_hash,
                             block,
                             created_recipient_account,
-                            cost: both_legs(in_cost, cost),
+                            cost: both_legs(spent, cost),
                         },
                         amount_out: Some(order.quoted_amount_out),
                     });
@@ -237,7 +242,7 @@ impl TreasuryVenue {
     }
 }
 
-/// The cost of a swap's two transactions: their sum, or the one the rail reported.
+/// The cost of two of a swap's transactions: their sum, or the one the rail reported.
 fn both_legs(a: Option<SponsorCost>, b: Option<SponsorCost>) -> Option<SponsorCost> {
     match (a, b) {
         (Some(a), Some(b)) => Some(SponsorCost {

@@ -372,7 +372,9 @@ async fn a_reverted_call_leaves_no_partial_transfer_and_fails_with_a_reason() {
         .await;
     w.rail.submit(&p).await.expect("submit");
     match w.settle(&w.rail, "op_rev").await {
-        SubmissionStatus::Failed { reason, tx_hash } => {
+        SubmissionStatus::Failed {
+            reason, tx_hash, ..
+        } => {
             assert!(reason.contains("call 2 of the batch reverted"), "{reason}");
             assert!(reason.contains("TestToken: blocked"), "{reason}");
             assert!(tx_hash.is_some());

@@ -2,7 +2,8 @@
 //! metered by sponsorship budgets), on Anvil: the user operation's `actualGasCost`, which
 //! must be exactly what the paymaster's deposit in the EntryPoint lost, with the service
 //! as its own bundler and with Alto (whose `eth_getUserOperationReceipt` reports the same
-//! figure). Without Anvil (or Alto) the tests print SKIPPED and pass, unless
+//! figure). An operation that reverts in execution is charged too: its `Failed` carries
+//! the same figure. Without Anvil (or Alto) the tests print SKIPPED and pass, unless
 //! `EVM_REQUIRE_ANVIL` is set.
 #![cfg(feature = "evm-test")]
 
@@ -160,4 +161,62 @@ async fn an_alto_bundled_payment_reports_the_deposit_loss_and_alto_agrees() {
     }
     .unwrap_or_else(|| panic!("no actualGasCost in {receipt}"));
     assert_eq!(reported, cost.native);
+}
+
+#[tokio::test]
+async fn a_user_operation_that_reverts_in_execution_reports_what_the_deposit_lost() {
+    if !anvil_or_skip() {
+        return;
+    }
+    let w = World::on_shared(137).await;
+    let alice_p = wallet("revcost_alice");
+    let alice = w.account(&alice_p).await;
+    let bob = w.account(&wallet("revcost_bob")).await;
+    w.mint(w.usdc, &alice, 20_000_000).await;
+    // The token refuses bob: validation passes (the paymaster sponsors the operation),
+    // then its call reverts in execution and nothing moves.
+    w.node
+        .send(
+            Some(w.usdc),
+            abi::call(
+                "setBlocked(address,bool)",
+                &[Abi::address(&bob.0), Abi::uint(1)],
+            ),
+            0,
+        )
+        .await;
+    let before = deposit(&w).await;
+    let p = w
+        .payment(
+            "revcost",
+            &alice_p,
+            vec![(bob, 5_000_000, LegRole::Recipient)],
+        )
+        .await;
+    w.rail.submit(&p).await.expect("submit");
+    let cost = match w.settle(&w.rail, "revcost").await {
+        SubmissionStatus::Failed { reason, cost, .. } => {
+            assert!(reason.contains("TestToken: blocked"), "{reason}");
+            cost.expect("a reverted operation's cost")
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    };
+    let lost = before - deposit(&w).await;
+    // The EntryPoint charged the reverted operation's gas to the paymaster all the same.
+    assert!(lost > 0, "the deposit paid nothing");
+    assert_eq!(
+        cost,
+        SponsorCost {
+            native: lost,
+            energy: 0,
+            bandwidth: 0,
+        }
+    );
+    assert_eq!(w.usdc_of(&alice).await, w.base(20_000_000));
+    assert_eq!(w.usdc_of(&bob).await, 0);
+    // Polled again, the failure reports the same cost.
+    match w.rail.status("revcost").await.unwrap() {
+        SubmissionStatus::Failed { cost: again, .. } => assert_eq!(again, Some(cost)),
+        other => panic!("{other:?}"),
+    }
 }

@@ -224,7 +224,9 @@ async fn slippage_beyond_the_minimum_fails_and_moves_nothing() {
     d.venue.execute(&order).await.expect("execute");
     let s = d.settle(&d.venue, &order).await;
     match &s.status {
-        SubmissionStatus::Failed { reason, tx_hash } => {
+        SubmissionStatus::Failed {
+            reason, tx_hash, ..
+        } => {
             assert!(reason.contains("call 1 of the batch reverted"), "{reason}");
             assert!(
                 reason.contains("UniswapV2Router: INSUFFICIENT_OUTPUT_AMOUNT"),

@@ -555,6 +555,8 @@ async fn insufficient_balance_at_execution_fails_whole_tx() {
         SubmissionStatus::Failed {
             reason: "insufficient balance at execution".into(),
             tx_hash: p_hash(&rail, "late").await,
+            // Included in a block and reverted there: paid for like a real revert.
+            cost: Some(SimCosts::for_profile(EVM).failed()),
         }
     );
     assert_eq!(rail.balance(&bob, Token::Usdc).await.unwrap(), Micros::ZERO);

@@ -1,10 +1,12 @@
 //! What a confirmed payment cost the service on the simulated chain
 //! (`SubmissionStatus::Confirmed::cost`, metered by sponsorship budgets): the documented
-//! default figure of each profile, figures a test picks, nothing for a failed payment, and
-//! both legs of a treasury swap.
+//! default figure of each profile, figures a test picks, and both legs of a treasury swap.
+//! A payment a block included and that reverted there reports its cost on `Failed` too
+//! (`SimCosts::failed`); one that expired unincluded, none.
 
 use stablecoin_core::domain::money::{Micros, Token};
-use stablecoin_core::memory::{LocalSigner, MemoryStore};
+use stablecoin_core::domain::time::Timestamp;
+use stablecoin_core::memory::{LocalSigner, ManualClock, MemoryStore};
 use stablecoin_core::ports::{
     ChainAddress, KeyPurpose, LegRole, PaymentLeg, Rail, RailPayment, Signer, SponsorCost,
     SubmissionStatus, SwapOrder, SwapVenue,
@@ -126,7 +128,7 @@ async fn every_profile_reports_its_documented_cost_per_confirmed_payment() {
 }
 
 #[tokio::test]
-async fn figures_a_test_picks_replace_the_defaults_and_a_failed_payment_reports_no_cost() {
+async fn figures_a_test_picks_replace_the_defaults_and_a_reverted_payment_costs_them_too() {
     let picked = SimCosts {
         native_per_payment: 7,
         native_per_account_opened: 100,
@@ -148,13 +150,146 @@ async fn figures_a_test_picks_replace_the_defaults_and_a_failed_payment_reports_
             bandwidth: 2,
         })
     );
-    // A payment that reverts is Failed: no cost rides on it (Confirmed is the only
-    // status that carries one).
+    // A payment that a block included and that reverted there is Failed, and was paid
+    // for like a real reverted transaction: the per-payment figure, no account's rent
+    // (nothing was opened).
     rail.inject(Fault::Revert);
-    assert!(matches!(
-        pay(&rail, "p2", &to).await,
-        SubmissionStatus::Failed { .. }
-    ));
+    let fresh = rail.address_for(&wallet("never_paid")).await.unwrap();
+    match pay(&rail, "p2", &fresh).await {
+        SubmissionStatus::Failed { reason, cost, .. } => {
+            assert!(reason.contains("reverted"), "{reason}");
+            assert_eq!(
+                cost,
+                Some(SponsorCost {
+                    native: 7,
+                    energy: 3,
+                    bandwidth: 2,
+                })
+            );
+            assert_eq!(cost, Some(picked.failed()));
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    // The default figures of a profile apply to a revert the same way.
+    let evm = funded(SimProfile::Evm(137)).await;
+    let to = evm.address_for(&wallet("a")).await.unwrap();
+    evm.inject(Fault::Revert);
+    match pay(&evm, "e-rev", &to).await {
+        SubmissionStatus::Failed { cost, .. } => assert_eq!(
+            cost,
+            Some(SponsorCost {
+                native: 150_000_000_000_000,
+                energy: 0,
+                bandwidth: 0,
+            })
+        ),
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_payment_that_expired_before_any_block_included_it_costs_nothing() {
+    let clock = Arc::new(ManualClock::new(Timestamp::from_secs(1_000)));
+    let rail = funded(SimProfile::Tron).await.with_clock(clock.clone());
+    let treasury = rail.address_for(&KeyPurpose::Treasury).await.unwrap();
+    let to = rail.address_for(&wallet("late")).await.unwrap();
+    let deadline = Timestamp::from_secs(1_010);
+    let p = RailPayment {
+        id: "late".into(),
+        from: KeyPurpose::Treasury,
+        from_address: treasury,
+        token: Token::Usdt,
+        legs: vec![PaymentLeg {
+            to,
+            amount: Micros(1_000_000),
+            role: LegRole::Recipient,
+        }],
+        valid_until: Some(deadline),
+    };
+    rail.inject(Fault::Delay(2));
+    rail.submit(&p).await.unwrap();
+    clock.set(deadline);
+    clock.advance_ms(1);
+    rail.mine(5);
+    match rail.status("late").await.unwrap() {
+        SubmissionStatus::Failed { reason, cost, .. } => {
+            assert!(reason.contains("expired"), "{reason}");
+            assert_eq!(cost, None);
+        }
+        other => panic!("expected Failed (expired), got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_treasury_swap_counts_the_treasury_leg_that_reverted_before_one_landed() {
+    let picked = SimCosts {
+        native_per_payment: 1_000,
+        native_per_account_opened: 0,
+        energy_per_payment: 10,
+        bandwidth_per_payment: 1,
+    };
+    let rail = Arc::new(
+        SimRail::new(
+            SimProfile::Evm(137),
+            signer(),
+            SimConfig::for_profile(SimProfile::Evm(137)),
+        )
+        .with_costs(picked),
+    );
+    let treasury = rail.address_for(&KeyPurpose::Treasury).await.unwrap();
+    let trader = rail.address_for(&wallet("trader")).await.unwrap();
+    rail.mint(&treasury, Token::Usdt, Micros(50_000_000))
+        .unwrap();
+    rail.mint(&trader, Token::Usdc, Micros(10_000_000)).unwrap();
+    rail.mine(1);
+    let venue = TreasuryVenue::new(
+        rail.clone(),
+        Arc::new(MemoryStore::new()),
+        TreasuryRate::default(),
+        Micros(50_000_000),
+    );
+    let out = venue
+        .quote(Token::Usdc, Token::Usdt, Micros(5_000_000))
+        .await
+        .unwrap();
+    let order = SwapOrder {
+        id: "sw_rev".into(),
+        from: wallet("trader"),
+        from_address: trader.clone(),
+        token_in: Token::Usdc,
+        token_out: Token::Usdt,
+        amount_in: Micros(5_000_000),
+        quoted_amount_out: out,
+        min_amount_out: out,
+        valid_until: None,
+    };
+    venue.execute(&order).await.unwrap();
+    // The treasury's first leg (the next submit) reverts in its block.
+    rail.inject(Fault::Revert);
+    for _ in 0..30 {
+        let s = venue.status(&order).await.unwrap();
+        if let SubmissionStatus::Confirmed { cost, .. } = s.status {
+            // The wallet's leg, the reverted treasury leg and the landed one.
+            assert_eq!(
+                cost,
+                Some(SponsorCost {
+                    native: 3_000,
+                    energy: 30,
+                    bandwidth: 3,
+                })
+            );
+            match rail.status("sw_rev:out:0").await.unwrap() {
+                SubmissionStatus::Failed { reason, cost, .. } => {
+                    assert_eq!(reason, "execution reverted");
+                    assert_eq!(cost, Some(picked.failed()));
+                }
+                other => panic!("expected the first treasury leg Failed, got {other:?}"),
+            }
+            assert_eq!(rail.balance(&trader, Token::Usdt).await.unwrap(), out);
+            return;
+        }
+    }
+    panic!("the swap never confirmed");
 }
 
 #[tokio::test]

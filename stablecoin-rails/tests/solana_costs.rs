@@ -3,7 +3,8 @@
 //! transaction (fee, priority fee, and the rent of a token account it created), equal to
 //! the fee payer's balance change; a restarted rail and an older journal record report
 //! the same; a send signed again after its first attempt expired unseen costs the landed
-//! transaction only. On litesvm in process, and over JSON-RPC through a proxy that drops
+//! transaction only. A transaction that lands and fails costs its fee all the same, on
+//! its `Failed`. On litesvm in process, and over JSON-RPC through a proxy that drops
 //! sends.
 #![cfg(feature = "solana-test")]
 
@@ -17,7 +18,7 @@ use stablecoin_rails::fault_proxy::{Fault, FaultProxy};
 use stablecoin_rails::solana::codec::{self, MAINNET_USDC_MINT, MAINNET_USDT_MINT};
 use stablecoin_rails::solana::rpc::SolanaRpc;
 use stablecoin_rails::solana::testkit::server::RpcServer;
-use stablecoin_rails::solana::testkit::{LiteSvmRpc, test_config};
+use stablecoin_rails::solana::testkit::{LiteSvmRpc, SendFault, test_config};
 use stablecoin_rails::solana::{JsonRpcClient, Pubkey, SolanaRail};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -195,4 +196,75 @@ async fn a_send_signed_again_after_it_expired_unseen_costs_the_landed_transactio
         )
     );
     assert!(second.compute_unit_price_micro_lamports > first.compute_unit_price_micro_lamports);
+}
+
+#[tokio::test]
+async fn a_send_that_lands_and_fails_costs_its_fee_payer_the_fee() {
+    // Over JSON-RPC: the failed transaction's meta (err, pre/post balances) is read as a
+    // validator renders it.
+    let kit = kit();
+    let server = RpcServer::start(kit.clone()).await.unwrap();
+    let client = Arc::new(JsonRpcClient::new(server.url(), Duration::from_secs(5)).unwrap());
+    let rail = rail(client, Arc::new(MemoryJournal::new()));
+    let (a, b) = parties(&kit, &rail).await;
+    let fee_payer = rail.fee_payer().await.unwrap();
+
+    // The payment of all of +A's 5 USDC is accepted by the node but held (congestion);
+    // meanwhile another payment of the same 5 USDC lands and drains the account.
+    kit.inject(SendFault::Dropped);
+    let info = rail
+        .submit_with_info(&pay("c-fail", &a, &b, 5_000_000))
+        .await
+        .unwrap()
+        .info;
+    rail.submit(&pay("c-drain", &a, &b, 5_000_000))
+        .await
+        .unwrap();
+    settle(&rail, "c-drain").await;
+    // The held copy then reaches the leader with no new simulation: it executes against
+    // the drained account, fails there, and its fee payer pays its fee.
+    let before = kit.lamports(&fee_payer);
+    kit.inject(SendFault::SkipPreflight);
+    let mut status = rail.status("c-fail").await.unwrap();
+    for _ in 0..50 {
+        if !matches!(status, SubmissionStatus::Pending { .. }) {
+            break;
+        }
+        status = rail.status("c-fail").await.unwrap();
+    }
+    let lost = before - kit.lamports(&fee_payer);
+    let cost = match status {
+        SubmissionStatus::Failed {
+            reason,
+            tx_hash,
+            cost,
+        } => {
+            assert_eq!(tx_hash.as_deref(), Some(info.signature.as_str()));
+            assert!(reason.contains("nsufficient"), "{reason}");
+            cost.expect("a landed failure's cost")
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    };
+    assert!(lost > 0, "the failed transaction cost nothing");
+    assert_eq!(cost, lamports(lost));
+    assert_eq!(
+        lost,
+        codec::transaction_fee_lamports(
+            2,
+            info.compute_unit_limit,
+            info.compute_unit_price_micro_lamports
+        )
+    );
+    // Nothing moved by it, and no token account was opened by it.
+    assert_eq!(
+        kit.token_amount(&key(&rail.token_account(&b, Token::Usdc).unwrap())),
+        Some(5_000_000)
+    );
+    let kept = rail.send_info("c-fail").await.unwrap().unwrap();
+    assert!(!kept.created_recipient_ata && kept.rent_paid_lamports == 0);
+    // Polled again (from the record), the same cost.
+    match rail.status("c-fail").await.unwrap() {
+        SubmissionStatus::Failed { cost: again, .. } => assert_eq!(again, Some(cost)),
+        other => panic!("{other:?}"),
+    }
 }

@@ -419,6 +419,7 @@ async fn send_without_energy(backend: TokenBackend) {
         SubmissionStatus::Failed {
             reason,
             tx_hash: Some(h),
+            ..
         } => {
             assert!(reason.starts_with("OUT_OF_ENERGY"), "{reason}");
             assert_eq!(h, tx_hash);

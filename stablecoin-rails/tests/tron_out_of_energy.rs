@@ -7,6 +7,10 @@
 //! backends; the other transaction is a real signed TRC-20 transfer of the customer's key
 //! that the node processes just before the rail's transfer
 //! (`Controls::run_before_next_trigger`).
+//!
+//! What the payment cost the service (#51 item 4): a failed transfer consumed the Energy
+//! lent for it, so the landed retry's `Confirmed` cost and the final `Failed` cost count
+//! every attempt's Energy, and `native` is the TRX the sponsor lost over the payment.
 #![cfg(feature = "tron-test")]
 
 use stablecoin_core::domain::money::{Micros, Token};
@@ -152,6 +156,16 @@ impl Env {
     async fn usdt(&self, a: &TronAddress) -> u128 {
         self.node.usdt_balance(&raw(a)).await
     }
+
+    /// The node's `gettransactioninfobyid` of a transfer.
+    async fn info(&self, txid: &str) -> stablecoin_rails::tron::client::TxInfo {
+        let id: [u8; 32] = hex::decode(txid).unwrap().try_into().unwrap();
+        self.api.transaction_info(&id).await.unwrap().unwrap()
+    }
+
+    async fn trx(&self, a: &[u8; 21]) -> u64 {
+        self.node.trx_balance(a).await
+    }
 }
 
 fn pending(s: SubmissionStatus) -> String {
@@ -197,6 +211,7 @@ async fn re_sponsored(backend: TokenBackend) {
     let elsewhere = e.address(&KeyPurpose::Wallet("wal_oe_else".into())).await;
     e.node.mint_usdt(&raw(&customer), 10_000_000).await;
     let triggers = e.node.controls().triggers_accepted();
+    let sponsor_trx = e.trx(&sponsor).await;
 
     // Another transaction of the customer's account reaches the node between the
     // delegation and the rail's transfer, and spends most of the lent Energy.
@@ -241,15 +256,21 @@ async fn re_sponsored(backend: TokenBackend) {
     match rail.status("op-oe-1").await.unwrap() {
         SubmissionStatus::Confirmed { tx_hash, cost, .. } => {
             assert_eq!(tx_hash, second);
-            // The cost's Energy is the landed transfer's alone, not the failed one's too.
-            let info = |h: &str| {
-                let id: [u8; 32] = hex::decode(h).unwrap().try_into().unwrap();
-                let api = e.api.clone();
-                async move { api.transaction_info(&id).await.unwrap().unwrap() }
-            };
-            let (landed, failed) = (info(&second).await, info(&first).await);
+            // The cost's Energy is the landed transfer's and the failed one's: the Energy
+            // lent for the first attempt was consumed all the same.
+            let cost = cost.expect("a confirmed cost");
+            let (landed, failed) = (e.info(&second).await, e.info(&first).await);
             assert!(failed.energy_usage_total > 0);
-            assert_eq!(cost.map(|c| c.energy), Some(landed.energy_usage_total));
+            assert_eq!(
+                cost.energy,
+                landed.energy_usage_total + failed.energy_usage_total
+            );
+            assert!(failed.net_usage > 0);
+            assert!(cost.bandwidth > landed.net_usage + failed.net_usage);
+            // The TRX the sponsor lost over the payment (the activation; its Bandwidth is
+            // staked, so the delegations burn nothing).
+            assert_eq!(cost.native, u128::from(sponsor_trx - e.trx(&sponsor).await));
+            assert_eq!(cost.native, u128::from(TRX));
         }
         other => panic!("{other:?}"),
     }
@@ -279,6 +300,7 @@ async fn exhausted(backend: TokenBackend) {
     let elsewhere = e.address(&KeyPurpose::Wallet("wal_oe2_else".into())).await;
     let elsewhere2 = e.address(&KeyPurpose::Wallet("wal_oe2_else2".into())).await;
     e.node.mint_usdt(&raw(&customer), 10_000_000).await;
+    let sponsor_trx = e.trx(&sponsor).await;
 
     e.arm_other_transaction(&p, &customer, &elsewhere, 1_000_000)
         .await;
@@ -300,20 +322,38 @@ async fn exhausted(backend: TokenBackend) {
     );
     e.node.mine(19).await;
     // One retry (the default) spent: failed, with the reason; the engine returns the money.
-    match rail.status("op-oe-2").await.unwrap() {
-        SubmissionStatus::Failed { reason, tx_hash } => {
+    // What it cost: both attempts' Energy, and the TRX the sponsor lost (the activation).
+    let (e1, e2) = (e.info(&first).await, e.info(&second).await);
+    let failed_cost = match rail.status("op-oe-2").await.unwrap() {
+        SubmissionStatus::Failed {
+            reason,
+            tx_hash,
+            cost,
+        } => {
             assert!(reason.starts_with("OUT_OF_ENERGY"), "{reason}");
             assert!(reason.contains("out_of_energy_retries = 1"), "{reason}");
             assert_eq!(tx_hash.as_deref(), Some(second.as_str()));
+            cost.expect("a failed transfer's cost")
         }
         other => panic!("{other:?}"),
-    }
-    // And stays failed: no third transfer.
+    };
+    assert!(e1.energy_usage_total > 0 && e2.energy_usage_total > 0);
+    assert_eq!(
+        failed_cost.energy,
+        e1.energy_usage_total + e2.energy_usage_total
+    );
+    assert!(failed_cost.bandwidth > e1.net_usage + e2.net_usage);
+    assert_eq!(
+        failed_cost.native,
+        u128::from(sponsor_trx - e.trx(&sponsor).await)
+    );
+    assert_eq!(failed_cost.native, u128::from(TRX));
+    // And stays failed, at the same cost: no third transfer.
     let triggers = e.node.controls().triggers_accepted();
-    assert!(matches!(
-        rail.status("op-oe-2").await.unwrap(),
-        SubmissionStatus::Failed { .. }
-    ));
+    match rail.status("op-oe-2").await.unwrap() {
+        SubmissionStatus::Failed { cost, .. } => assert_eq!(cost, Some(failed_cost)),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(e.node.controls().triggers_accepted(), triggers);
     // The payment's 4 USDT never left the customer (only its own two transfers did).
     assert_eq!(e.usdt(&recipient).await, 0);
@@ -339,9 +379,18 @@ async fn exhausted(backend: TokenBackend) {
     let only = strict.submit(&p3).await.unwrap().tx_hash.unwrap();
     e.node.mine(19).await;
     match strict.status("op-oe-3").await.unwrap() {
-        SubmissionStatus::Failed { reason, tx_hash } => {
+        SubmissionStatus::Failed {
+            reason,
+            tx_hash,
+            cost,
+        } => {
             assert!(reason.contains("out_of_energy_retries = 0"), "{reason}");
             assert_eq!(tx_hash.as_deref(), Some(only.as_str()));
+            // Its one attempt's Energy; the account was active already: no TRX.
+            let cost = cost.expect("a failed transfer's cost");
+            assert_eq!(cost.energy, e.info(&only).await.energy_usage_total);
+            assert!(cost.energy > 0);
+            assert_eq!(cost.native, 0);
         }
         other => panic!("{other:?}"),
     }

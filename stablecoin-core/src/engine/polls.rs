@@ -74,7 +74,11 @@ impl Engine {
                 report.settled += 1;
                 self.settlement(op, version).await?
             }
-            SubmissionStatus::Failed { reason, tx_hash } => {
+            SubmissionStatus::Failed {
+                reason,
+                tx_hash,
+                cost: _,
+            } => {
                 op.tx_hash = tx_hash.or(op.tx_hash);
                 report.failed += 1;
                 self.failure(op, version, reason)?

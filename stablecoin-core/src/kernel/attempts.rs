@@ -123,7 +123,8 @@ mod tests {
             after_poll(
                 Ok(SubmissionStatus::Failed {
                     reason: "reverted".into(),
-                    tx_hash: None
+                    tx_hash: None,
+                    cost: None
                 }),
                 &live,
                 now

@@ -228,13 +228,20 @@ pub enum SubmissionStatus {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost: Option<SponsorCost>,
     },
-    /// Reverted or rejected; nothing moved.
+    /// Reverted or rejected; nothing moved. Gas, fees or Energy may still have been
+    /// spent: a transaction that lands and fails is paid for like one that succeeds.
     Failed {
         /// What the chain or the rail said (revert reason, refusal), for the operation's
         /// failure text.
         reason: String,
         /// The reverted transaction, `None` when it never reached the chain.
         tx_hash: Option<String>,
+        /// What the failed attempts cost the service all the same (a reverted user
+        /// operation's `actualGasCost`, a failed Solana transaction's fee, the Energy an
+        /// `OUT_OF_ENERGY` TRON transfer burnt), so a sponsorship budget meters failures
+        /// too. `None` when nothing reached the chain or the rail cannot read it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<SponsorCost>,
     },
 }
 

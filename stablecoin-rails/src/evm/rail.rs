@@ -415,9 +415,13 @@ impl Rail for EvmRail {
             && let Some(receipt) = self.bundle_receipt(&tx).await?
         {
             if !receipt.success {
+                // The whole `handleOps` reverted: no operation was charged to the
+                // paymaster's deposit, and the bundle's fee is the bundler's, shared by
+                // every operation it carried: no cost of this payment's to report.
                 return Ok(SubmissionStatus::Failed {
                     reason: "the bundle transaction reverted; nothing moved".into(),
                     tx_hash: Some(hex0x(&tx)),
+                    cost: None,
                 });
             }
             let event = receipt.logs.iter().find(|l| {

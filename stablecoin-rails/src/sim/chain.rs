@@ -27,6 +27,9 @@ enum Outcome {
     },
     Failed {
         reason: String,
+        /// A block included it and it reverted there (the service paid for it, like a
+        /// real reverted transaction); `false` when it expired unincluded.
+        landed: bool,
     },
 }
 
@@ -173,6 +176,7 @@ impl Chain {
                 // Past its deadline: no block may include it any more.
                 self.txs[index].1 = Outcome::Failed {
                     reason: "expired: its deadline passed before it was included in a block".into(),
+                    landed: false,
                 };
             } else if tx.execute_at > block {
                 self.mempool.push(index);
@@ -189,6 +193,7 @@ impl Chain {
         if tx.revert {
             return Outcome::Failed {
                 reason: "execution reverted".into(),
+                landed: true,
             };
         }
         let mut updates: BTreeMap<(ChainAddress, Token), u64> = BTreeMap::new();
@@ -197,6 +202,7 @@ impl Chain {
             let Some(left) = have.checked_sub(tx.total()) else {
                 return Outcome::Failed {
                     reason: "insufficient balance at execution".into(),
+                    landed: true,
                 };
             };
             updates.insert((tx.from.clone(), tx.token), left);
@@ -210,6 +216,7 @@ impl Chain {
             let Some(next) = current.checked_add(amount.get()) else {
                 return Outcome::Failed {
                     reason: "recipient balance overflow".into(),
+                    landed: true,
                 };
             };
             updates.insert(key, next);
@@ -308,7 +315,8 @@ impl Chain {
     }
 
     /// What the chain knows of a payment; a confirmed one carries what landing it cost
-    /// the service (`costs`, see [`SimCosts::of`]).
+    /// the service (`costs`, see [`SimCosts::of`]), one that reverted in a block what
+    /// that cost ([`SimCosts::failed`]).
     pub fn status(
         &self,
         payment_id: &str,
@@ -335,9 +343,10 @@ impl Chain {
             Outcome::Executed { .. } => SubmissionStatus::Pending {
                 tx_hash: Some(tx.tx_hash.clone()),
             },
-            Outcome::Failed { reason } => SubmissionStatus::Failed {
+            Outcome::Failed { reason, landed } => SubmissionStatus::Failed {
                 reason: reason.clone(),
                 tx_hash: Some(tx.tx_hash.clone()),
+                cost: landed.then(|| costs.failed()),
             },
         }
     }

@@ -8,8 +8,14 @@ use stablecoin_core::ports::SponsorCost;
 /// What one confirmed payment costs the service on a simulated chain, in the chain's own
 /// units (the [`SponsorCost`] a real rail reads from its receipt). The simulated chain
 /// has no gas market: every confirmed payment costs the same, whatever its legs, so a
-/// budget test can count payments. A payment that fails costs nothing (a real failed
-/// transaction may burn gas, but `Confirmed` is the only status that carries a cost).
+/// budget test can count payments.
+///
+/// A payment that a block included and that failed there (`Fault::Revert`, a balance
+/// short at execution) is paid for like a real reverted transaction: its `Failed` status
+/// carries [`SimCosts::failed`], the figure of a payment that opened no account (the
+/// same native units, Energy and Bandwidth: a revert does not open the recipient's
+/// account). One that never reached a block (refused by `submit`, expired in the
+/// mempool, dropped) costs nothing and carries `None`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SimCosts {
     /// Native units (wei, sun or lamports) every confirmed payment costs.
@@ -91,5 +97,11 @@ impl SimCosts {
             energy: self.energy_per_payment,
             bandwidth: self.bandwidth_per_payment,
         }
+    }
+
+    /// The cost of one payment that a block included and that reverted there: the
+    /// per-payment figure without an account's rent (nothing was opened).
+    pub fn failed(&self) -> SponsorCost {
+        self.of(false)
     }
 }

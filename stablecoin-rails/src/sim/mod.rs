@@ -18,7 +18,9 @@
 //!   A chain without a clock has no time and includes payments whatever their deadline.
 //! - A confirmed payment reports what landing it cost the service
 //!   ([`SubmissionStatus::Confirmed`]'s `cost`): a fixed, documented figure per profile
-//!   ([`SimCosts::for_profile`]), replaced with [`SimRail::with_costs`].
+//!   ([`SimCosts::for_profile`]), replaced with [`SimRail::with_costs`]. One that a
+//!   block included and that reverted there reports that figure on its `Failed` status
+//!   too ([`SimCosts::failed`]); one that expired unincluded or was refused, `None`.
 //! - Test controls: [`SimRail::mint`], [`SimRail::external_transfer`], [`SimRail::mine`],
 //!   [`SimRail::inject`] a [`Fault`] into the next submit, [`SimRail::reorg`] the newest
 //!   blocks, and readiness switches.

@@ -42,9 +42,10 @@ pub struct SolanaSendInfo {
     #[serde(default)]
     pub compute_unit_price_micro_lamports: u64,
     /// Lamports the fee payer lost to the landed transaction, read from the finalized
-    /// transaction once it succeeded: `meta.preBalances - meta.postBalances` of the fee
-    /// payer, which is the fee (signatures and priority) plus the rent of every token
-    /// account it created. `None` until read (or in records written before it was).
+    /// transaction (succeeded or failed): `meta.preBalances - meta.postBalances` of the
+    /// fee payer, which is the fee (signatures and priority) plus the rent of every token
+    /// account it created (none when it failed). `None` until read (or in records
+    /// written before it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fee_payer_spent_lamports: Option<u64>,
 }

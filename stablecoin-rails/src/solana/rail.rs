@@ -99,8 +99,10 @@ fn signer_err(e: SignerError) -> RailError {
 
 /// What a landed send cost the service: the lamports its fee payer lost to it (fee and
 /// the rent of the token accounts it created, see `SolanaSendInfo::fee_payer_spent_lamports`).
-/// Only the landed transaction: an earlier attempt that expired unseen never landed, so
-/// it was never charged. `None` while the finalized transaction could not be read.
+/// A transaction that landed and failed pays its fee all the same (the token accounts it
+/// was to create are rolled back with the rest, so no rent): its `Failed` carries this
+/// too. Only the landed transaction: an earlier attempt that expired unseen never landed,
+/// so it was never charged. `None` while the finalized transaction could not be read.
 fn cost_of(rec: &SendRecord) -> Option<SponsorCost> {
     rec.info
         .fee_payer_spent_lamports
@@ -383,14 +385,16 @@ impl Rail for SolanaRail {
         let tx_hash = rec.info.signature.clone();
         match &rec.state {
             SendState::Rejected { reason } => {
+                // Refused by the node: never reached the network, cost nothing.
                 return Ok(SubmissionStatus::Failed {
                     reason: reason.clone(),
                     tx_hash: None,
+                    cost: None,
                 });
             }
             SendState::Expired => return Ok(SubmissionStatus::NotFound),
-            SendState::Finalized { slot, err: None } => {
-                let slot = *slot;
+            SendState::Finalized { slot, err } => {
+                let (slot, err) = (*slot, err.clone());
                 if rec.info.fee_payer_spent_lamports.is_none() {
                     // Not read when it finalized (the read failed, or an older record):
                     // read it now, once.
@@ -401,19 +405,18 @@ impl Rail for SolanaRail {
                         }
                     }
                 }
-                return Ok(SubmissionStatus::Confirmed {
-                    tx_hash,
-                    block: slot,
-                    created_recipient_account: rec.info.created_recipient_ata,
-                    cost: cost_of(&rec),
-                });
-            }
-            SendState::Finalized {
-                err: Some(reason), ..
-            } => {
-                return Ok(SubmissionStatus::Failed {
-                    reason: reason.clone(),
-                    tx_hash: Some(tx_hash),
+                return Ok(match err {
+                    None => SubmissionStatus::Confirmed {
+                        tx_hash,
+                        block: slot,
+                        created_recipient_account: rec.info.created_recipient_ata,
+                        cost: cost_of(&rec),
+                    },
+                    Some(reason) => SubmissionStatus::Failed {
+                        reason,
+                        tx_hash: Some(tx_hash),
+                        cost: cost_of(&rec),
+                    },
                 });
             }
             SendState::Sent => {}
@@ -430,9 +433,8 @@ impl Rail for SolanaRail {
                     slot: s.slot,
                     err: err.clone(),
                 };
-                if err.is_none() {
-                    self.read_landed(&mut rec, &sig).await;
-                }
+                // Failed or not, it landed and its fee payer paid for it.
+                self.read_landed(&mut rec, &sig).await;
                 self.journal_save(&rec).await?;
                 Ok(match err {
                     None => SubmissionStatus::Confirmed {
@@ -444,6 +446,7 @@ impl Rail for SolanaRail {
                     Some(reason) => SubmissionStatus::Failed {
                         reason,
                         tx_hash: Some(tx_hash),
+                        cost: cost_of(&rec),
                     },
                 })
             }

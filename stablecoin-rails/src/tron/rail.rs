@@ -135,9 +135,11 @@ fn tx_error(e: tx::TxError) -> RailError {
 /// What a landed, sponsored transfer cost the service: the TRX its sponsor's
 /// transactions for the payment burnt (`spent`: the activation's account-creation fee
 /// and any Bandwidth paid by burning, for every attempt), the Energy the transfer
-/// consumed (`receipt.energy_usage_total`: lent stake, or burnt), and the Bandwidth
-/// bytes of the transfer and of the sponsor's transactions taken from stake or the free
-/// allowance (`receipt.net_usage`). The transfer's own `fee` (`energy_fee + net_fee`) is
+/// consumed (`receipt.energy_usage_total`: lent stake, or burnt) plus what the payment's
+/// earlier transfers consumed before they ran out of Energy, and the Bandwidth bytes of
+/// those transfers and of the sponsor's transactions taken from stake or the free
+/// allowance (`receipt.net_usage`). The same sum is the cost of a payment that ends
+/// `Failed` in a block (`transfer` is then its last, failed transfer). The transfer's own `fee` (`energy_fee + net_fee`) is
 /// not the service's: the customer signs it and any TRX it burns is the customer's
 /// (a sponsored customer holds none, so it is zero unless the lent resources fell
 /// short and the customer had TRX of its own). The undelegations sent after the
@@ -146,9 +148,21 @@ fn tx_error(e: tx::TxError) -> RailError {
 fn cost_of(transfer: &client::TxInfo, spent: SponsorSpend) -> SponsorCost {
     SponsorCost {
         native: u128::from(spent.fee_sun),
-        energy: transfer.energy_usage_total,
+        energy: transfer.energy_usage_total.saturating_add(spent.energy),
         bandwidth: transfer.net_usage.saturating_add(spent.net_usage),
     }
+}
+
+/// What a payment whose transfer never reached a block cost the service: what the
+/// sponsor's transactions for it burnt and consumed (and its earlier transfers that ran
+/// out of Energy). `None` when nothing is known to have been spent (nothing recorded, or
+/// a re-seeded record).
+fn cost_unlanded(spent: SponsorSpend) -> Option<SponsorCost> {
+    (spent != SponsorSpend::default()).then(|| SponsorCost {
+        native: u128::from(spent.fee_sun),
+        energy: spent.energy,
+        bandwidth: spent.net_usage,
+    })
 }
 
 /// Parses a `T...` (or `41...` hex) address into the rail's typed error.
@@ -363,6 +377,7 @@ impl Rail for TronRail {
                 return Ok(SubmissionStatus::Failed {
                     reason: "TRANSACTION_EXPIRED: expired before it was included in a block".into(),
                     tx_hash: Some(tx_hash),
+                    cost: cost_unlanded(record.spent),
                 });
             }
             return Ok(SubmissionStatus::Pending {
@@ -390,6 +405,7 @@ impl Rail for TronRail {
             Ok(SubmissionStatus::Failed {
                 reason: info.failure_reason(),
                 tx_hash: Some(tx_hash),
+                cost: Some(cost_of(&info, record.spent)),
             })
         }
     }

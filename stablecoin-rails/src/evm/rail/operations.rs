@@ -49,8 +49,10 @@ async fn sign_for_evm(
 /// transaction's fee: a bundle may carry several operations, and that fee is the
 /// bundler's (when the service bundles itself, the EntryPoint pays the operations'
 /// `actualGasCost` to it as the beneficiary, so what leaves the service in the end is
-/// the deposit's loss, give or take the bundler's margin). `None` when the log is too
-/// short or the figure exceeds 128 bits (no real chain's).
+/// the deposit's loss, give or take the bundler's margin). An operation whose calls
+/// reverted (`success = false`) is charged the same way, so its `Failed` carries this
+/// too. `None` when the log is too short or the figure exceeds 128 bits (no real
+/// chain's).
 pub(super) fn user_op_cost(event: &Log) -> Option<SponsorCost> {
     let native = abi::word(&event.data, 2).and_then(|w| abi::word_u128(&w))?;
     Some(SponsorCost {
@@ -112,9 +114,12 @@ impl EvmRail {
     pub(super) fn judge(&self, event: &Log, reason: Option<String>, head: u64) -> SubmissionStatus {
         let tx_hash = hex0x(&event.tx_hash);
         if let Some(reason) = reason {
+            // Reverted in execution after validation passed: the EntryPoint still took
+            // the operation's `actualGasCost` from the paymaster's deposit.
             return SubmissionStatus::Failed {
                 reason,
                 tx_hash: Some(tx_hash),
+                cost: user_op_cost(event),
             };
         }
         if head + 1 - event.block.min(head) >= self.config.confirmations {

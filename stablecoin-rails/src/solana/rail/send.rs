@@ -349,9 +349,10 @@ impl SolanaRail {
         }
     }
 
-    /// After a successful finalization: reads the transaction once, to check which
-    /// created accounts really were created by it (zero lamports before, rent after) and
-    /// what it cost the fee payer, and records both. Does nothing when both are known
+    /// After finalization: reads the transaction once, to check which created accounts
+    /// really were created by it (zero lamports before, rent after) and what it cost the
+    /// fee payer, and records both. A transaction that failed on chain created none (its
+    /// instructions were rolled back) and cost its fee. Does nothing when both are known
     /// already; a failed read leaves them for the next call.
     pub(super) async fn read_landed(&self, rec: &mut SendRecord, sig: &Signature) {
         if rec.info.created_token_accounts.is_empty() {

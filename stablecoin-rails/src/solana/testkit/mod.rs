@@ -69,6 +69,11 @@ pub enum SendFault {
     /// The node accepts the transaction and answers its signature, but it never reaches
     /// a leader (dropped under congestion): nothing lands unless it is sent again.
     Dropped,
+    /// The node forwards the transaction without simulating it (`skipPreflight`, or a
+    /// copy that reaches the leader after the state its simulation saw has moved on): a
+    /// transaction that fails executes on chain anyway, pays its fee, and its status
+    /// carries the error.
+    SkipPreflight,
 }
 
 /// An in-process validator stand-in over litesvm (see the module docs).

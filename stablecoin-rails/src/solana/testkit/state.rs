@@ -159,7 +159,9 @@ impl State {
             });
         }
         // Preflight, as the validator does with skipPreflight=false.
-        if let Err(f) = self.svm.simulate_transaction(tx.clone()) {
+        if fault != Some(SendFault::SkipPreflight)
+            && let Err(f) = self.svm.simulate_transaction(tx.clone())
+        {
             return Err(RpcError::Server {
                 code: codes::SEND_TRANSACTION_PREFLIGHT_FAILURE,
                 message: format!("Transaction simulation failed: {}", f.err),

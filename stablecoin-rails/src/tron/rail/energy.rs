@@ -16,8 +16,8 @@
 //! or when the new transfer cannot be sent (the deadline passed, the node refused it),
 //! the payment is `Failed` with the reason, and the engine returns its money.
 
-use super::record::PaymentRecord;
-use super::{TronRail, unavailable};
+use super::record::{PaymentRecord, SponsorSpend};
+use super::{TronRail, cost_of, unavailable};
 use crate::tron::client::TxInfo;
 use stablecoin_core::ports::{RailError, SubmissionStatus};
 
@@ -31,10 +31,14 @@ impl TronRail {
         record: &PaymentRecord,
         info: &TxInfo,
     ) -> Result<SubmissionStatus, RailError> {
-        let failed = |txid: &[u8; 32], note: String| SubmissionStatus::Failed {
-            reason: format!("{}{note}", info.failure_reason()),
-            tx_hash: Some(hex::encode(txid)),
-        };
+        // The failed transfer consumed Energy and Bandwidth the service lent: a final
+        // failure reports it with every earlier attempt's, a retry carries it forward.
+        let failed =
+            |txid: &[u8; 32], spent: SponsorSpend, note: String| SubmissionStatus::Failed {
+                reason: format!("{}{note}", info.failure_reason()),
+                tx_hash: Some(hex::encode(txid)),
+                cost: Some(cost_of(info, spent)),
+            };
         // One re-sponsorship at a time (the sponsor's transactions are sequential), and
         // never two for the same failed transfer: another poll may have sent the retry
         // while this one waited.
@@ -46,16 +50,17 @@ impl TronRail {
                     tx_hash: Some(hex::encode(r.txid)),
                 });
             }
-            None => return Ok(failed(&record.txid, String::new())),
+            None => return Ok(failed(&record.txid, record.spent, String::new())),
         };
         let Some(payment) = current.payment.clone() else {
             // Re-seeded without its payment: nothing to sign again.
-            return Ok(failed(&current.txid, String::new()));
+            return Ok(failed(&current.txid, current.spent, String::new()));
         };
         if self.config.energy_per_transfer == 0 {
             // Nothing is lent: a retry would run out the same way.
             return Ok(failed(
                 &current.txid,
+                current.spent,
                 " (not re-sponsored: energy_per_transfer = 0 lends no Energy)".into(),
             ));
         }
@@ -63,6 +68,7 @@ impl TronRail {
         if retried >= self.config.out_of_energy_retries {
             return Ok(failed(
                 &current.txid,
+                current.spent,
                 format!(
                     " (ran out of Energy after {retried} re-sponsored retr{}; out_of_energy_retries = {})",
                     if retried == 1 { "y" } else { "ies" },
@@ -75,6 +81,7 @@ impl TronRail {
             return match e {
                 RailError::Rejected { reason } => Ok(failed(
                     &current.txid,
+                    current.spent,
                     format!(" (not re-sponsored: {reason})"),
                 )),
                 other => Err(other),
@@ -90,7 +97,9 @@ impl TronRail {
             )));
         }
         let txid = current.txid;
-        let spent = current.spent;
+        let before = current.spent;
+        let mut spent = before;
+        spent.add_failed_transfer(info);
         match self
             .sponsor_and_send(&payment, &resources, Some(current), spent)
             .await
@@ -103,7 +112,11 @@ impl TronRail {
                 tx_hash: self.tx_hash_of(payment_id),
             }),
             Err(e @ RailError::Unavailable { .. }) => Err(e),
-            Err(e) => Ok(failed(&txid, format!(" (re-sponsoring it failed: {e})"))),
+            Err(e) => Ok(failed(
+                &txid,
+                before,
+                format!(" (re-sponsoring it failed: {e})"),
+            )),
         }
     }
 }

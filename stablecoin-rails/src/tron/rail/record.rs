@@ -17,13 +17,25 @@ use std::sync::MutexGuard;
 pub(super) struct SponsorSpend {
     /// TRX burnt (`fee`: the account-creation fee, Bandwidth paid by burning), in sun.
     pub(super) fee_sun: u64,
-    /// Bandwidth consumed from the sponsor's stake or free allowance (`net_usage`).
+    /// Bandwidth consumed from the sponsor's stake or free allowance (`net_usage`), and
+    /// by the payment's earlier transfers that ran out of Energy (from what was lent).
     pub(super) net_usage: u64,
+    /// Energy the payment's earlier transfers consumed before they ran out
+    /// (`OUT_OF_ENERGY`: the lent Energy is gone all the same).
+    pub(super) energy: u64,
 }
 
 impl SponsorSpend {
     pub(super) fn add(&mut self, info: &TxInfo) {
         self.fee_sun = self.fee_sun.saturating_add(info.fee_sun);
+        self.net_usage = self.net_usage.saturating_add(info.net_usage);
+    }
+
+    /// Counts a transfer of the payment that ran out of Energy before a retry: the
+    /// Energy and Bandwidth it consumed (the customer's `fee`, if any, is not the
+    /// service's).
+    pub(super) fn add_failed_transfer(&mut self, info: &TxInfo) {
+        self.energy = self.energy.saturating_add(info.energy_usage_total);
         self.net_usage = self.net_usage.saturating_add(info.net_usage);
     }
 }
@@ -63,6 +75,7 @@ impl PaymentRecord {
             "attempts": self.attempts,
             "sponsor_fee_sun": self.spent.fee_sun,
             "sponsor_net_usage": self.spent.net_usage,
+            "failed_energy": self.spent.energy,
         })
     }
 
@@ -105,6 +118,10 @@ impl PaymentRecord {
                     .unwrap_or(0),
                 net_usage: v
                     .get("sponsor_net_usage")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0),
+                energy: v
+                    .get("failed_energy")
                     .and_then(serde_json::Value::as_u64)
                     .unwrap_or(0),
             },
@@ -203,6 +220,7 @@ mod tests {
             spent: SponsorSpend {
                 fee_sun: 1_100_000,
                 net_usage: 612,
+                energy: 64_285,
             },
         };
         let mut json = record.to_json();
@@ -213,6 +231,7 @@ mod tests {
         let old = json.as_object_mut().unwrap();
         old.remove("sponsor_fee_sun");
         old.remove("sponsor_net_usage");
+        old.remove("failed_energy");
         let back = PaymentRecord::from_json(&json).unwrap();
         assert_eq!(back.spent, SponsorSpend::default());
     }
