@@ -18,7 +18,7 @@ use crate::kernel::quarantine::{QUARANTINE_SUBKIND, QuarantineRelease};
 use crate::kernel::stray::{STRAY_LIST_OWNER, StrayDeposit, StrayStatus};
 use crate::ports::kinds::kind;
 use crate::ports::record::{Record, Versioned};
-use crate::ports::store::{Batch, ListQuery};
+use crate::ports::store::{Batch, ListQuery, StoredRecord};
 use std::collections::BTreeMap;
 
 /// The statuses in which a quarantined deposit's tokens are still in its quarantine
@@ -55,19 +55,7 @@ impl Engine {
         for status in QUARANTINE_OPEN {
             let mut offset = 0;
             loop {
-                let (rows, _) = self
-                    .ports()
-                    .store
-                    .list(&ListQuery {
-                        kind: kind::STRAY_DEPOSIT.into(),
-                        tenant: STRAY_LIST_OWNER.into(),
-                        subkind: Some(QUARANTINE_SUBKIND.into()),
-                        status: Some(status.as_str().into()),
-                        limit: OPEN_PAGE,
-                        offset,
-                    })
-                    .await
-                    .map_err(super::store_err)?;
+                let (rows, _) = self.list_quarantine(status, OPEN_PAGE, offset).await?;
                 for r in &rows {
                     out.push(StrayDeposit::from_stored(r)?);
                 }
@@ -80,24 +68,33 @@ impl Engine {
         Ok(out)
     }
 
+    /// A page of the quarantined deposits in `status` (newest first), and their total.
+    async fn list_quarantine(
+        &self,
+        status: StrayStatus,
+        limit: usize,
+        offset: usize,
+    ) -> CoreResult<(Vec<StoredRecord>, u64)> {
+        self.ports()
+            .store
+            .list(&ListQuery {
+                kind: kind::STRAY_DEPOSIT.into(),
+                tenant: STRAY_LIST_OWNER.into(),
+                subkind: Some(QUARANTINE_SUBKIND.into()),
+                status: Some(status.as_str().into()),
+                limit,
+                offset,
+            })
+            .await
+            .map_err(super::store_err)
+    }
+
     /// The quarantine's counts per status and what its open deposits hold per rail and
     /// token (see [`QuarantineTotals`]).
     pub async fn quarantine_totals(&self) -> CoreResult<QuarantineTotals> {
         let mut totals = QuarantineTotals::default();
         for status in StrayStatus::ALL {
-            let (_, n) = self
-                .ports()
-                .store
-                .list(&ListQuery {
-                    kind: kind::STRAY_DEPOSIT.into(),
-                    tenant: STRAY_LIST_OWNER.into(),
-                    subkind: Some(QUARANTINE_SUBKIND.into()),
-                    status: Some(status.as_str().into()),
-                    limit: 1,
-                    offset: 0,
-                })
-                .await
-                .map_err(super::store_err)?;
+            let (_, n) = self.list_quarantine(status, 1, 0).await?;
             totals.by_status.push((status, n));
         }
         for s in self.open_quarantined_deposits().await? {
