@@ -147,6 +147,25 @@ async fn quarantine_shows_in_metrics_and_reconciles_as_held_not_excess() {
     .expect(200);
     assert_eq!(status_count(&s, "returning").await.as_deref(), Some("1"));
     assert_eq!(reconcile(&s).await["summary"]["status"], "IN_BALANCE");
+    // Sent and landed on chain, not yet seen confirmed: the quarantine account still
+    // holds it while the address no longer does. Leaving, not a SHORTFALL.
+    let (_, errors) = s.app.engine().advance_stray_returns().await;
+    assert!(errors.is_empty(), "{errors:?}");
+    polygon.mine(20);
+    assert_eq!(polygon.balance(&addr, Token::Usdc).await.unwrap(), m("27"));
+    let v = staff(
+        &s,
+        ADMIN,
+        Method::GET,
+        &format!("/admin/v1/quarantined-deposits/{id2}"),
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(v["status"], "returning", "{v}");
+    assert_eq!(v["owed"], "3.000000", "{v}");
+    let report = reconcile(&s).await;
+    assert_eq!(report["summary"]["status"], "IN_BALANCE", "{report}");
     run_returns(&s, &clock).await;
     assert_eq!(status_count(&s, "returned").await.as_deref(), Some("1"));
     assert_eq!(metric(&s, HELD_MICROS).await, None);
