@@ -11,6 +11,9 @@
 //! - `stablecoin_sponsorship_spent{tenant,rail,period,resource}` and
 //!   `stablecoin_sponsorship_cap{...}` (gauges read from the budget records at scrape
 //!   time, `api::sponsorship::budget_gauges`; only tenants staff gave a budget).
+//! - `stablecoin_quarantined_deposits{status}`, `stablecoin_quarantine_held_deposits{rail,token}`
+//!   and `stablecoin_quarantine_held_micros{rail,token}` (gauges read from the records at
+//!   scrape time: [`render_quarantine`]).
 //!
 //! Webhook delivery metrics join when `stablecoin-webhooks` is wired.
 
@@ -19,7 +22,7 @@ use axum::extract::{MatchedPath, Request};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
-use stablecoin_core::engine::{DriftDirection, ReconciliationReport, TickReport};
+use stablecoin_core::engine::{DriftDirection, QuarantineTotals, ReconciliationReport, TickReport};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -352,6 +355,44 @@ impl Metrics {
     }
 }
 
+/// The quarantine gauges (issue #51, inbound screening), from the records at scrape time
+/// so they are right on every node and after a restart:
+/// - `stablecoin_quarantined_deposits{status}`: deposits from flagged senders per status,
+///   every status listed. `held` and `proposed` wait for staff (alert above 0);
+///   `released` and `returned` only grow, so a rate of them is what staff decided.
+/// - `stablecoin_quarantine_held_deposits{rail,token}` and
+///   `stablecoin_quarantine_held_micros{rail,token}`: the deposits whose tokens are still in
+///   quarantine (held, proposed, releasing, returning) and their micro-units.
+pub fn render_quarantine(t: &QuarantineTotals) -> String {
+    let mut out = String::from(
+        "# HELP stablecoin_quarantined_deposits Deposits from senders the sanctions screen flagged, by status.\n# TYPE stablecoin_quarantined_deposits gauge\n",
+    );
+    for (status, n) in &t.by_status {
+        let _ = writeln!(
+            out,
+            "stablecoin_quarantined_deposits{{status=\"{}\"}} {n}",
+            status.as_str()
+        );
+    }
+    out.push_str("# HELP stablecoin_quarantine_held_deposits Quarantined deposits whose tokens are still in quarantine, by rail and token.\n# TYPE stablecoin_quarantine_held_deposits gauge\n");
+    for ((rail, token), (n, _)) in &t.held {
+        let _ = writeln!(
+            out,
+            "stablecoin_quarantine_held_deposits{{rail=\"{}\",token=\"{token}\"}} {n}",
+            escape(rail)
+        );
+    }
+    out.push_str("# HELP stablecoin_quarantine_held_micros Micro-units still in quarantine, by rail and token.\n# TYPE stablecoin_quarantine_held_micros gauge\n");
+    for ((rail, token), (_, micros)) in &t.held {
+        let _ = writeln!(
+            out,
+            "stablecoin_quarantine_held_micros{{rail=\"{}\",token=\"{token}\"}} {micros}",
+            escape(rail)
+        );
+    }
+    out
+}
+
 /// A request id (`req_` + 16 hex), echoed as `X-Request-Id` and logged.
 fn request_id() -> String {
     let mut b = [0u8; 8];
@@ -421,5 +462,29 @@ mod tests {
         assert!(t.contains("le=\"0.001\"} 0"));
         assert!(t.contains("stablecoin_operation_transitions_total{to=\"SETTLED\"} 2"));
         assert!(t.contains("stablecoin_rail_ready{rail=\"polygon\",status=\"READY\"} 1"));
+    }
+
+    #[test]
+    fn renders_the_quarantine_gauges() {
+        use stablecoin_core::domain::money::Token;
+        use stablecoin_core::kernel::stray::StrayStatus;
+        let mut t = QuarantineTotals {
+            by_status: StrayStatus::ALL.iter().map(|s| (*s, 0)).collect(),
+            ..Default::default()
+        };
+        t.by_status[0].1 = 2;
+        t.held
+            .insert(("polygon".into(), Token::Usdc), (2, 45_000_000));
+        t.held.insert(("tron".into(), Token::Usdt), (1, 7));
+        let out = render_quarantine(&t);
+        assert!(out.contains("stablecoin_quarantined_deposits{status=\"held\"} 2\n"));
+        assert!(out.contains("stablecoin_quarantined_deposits{status=\"released\"} 0\n"));
+        assert!(out.contains(
+            "stablecoin_quarantine_held_micros{rail=\"polygon\",token=\"USDC\"} 45000000\n"
+        ));
+        assert!(
+            out.contains("stablecoin_quarantine_held_deposits{rail=\"tron\",token=\"USDT\"} 1\n")
+        );
+        assert_eq!(out.matches("# TYPE").count(), 3);
     }
 }

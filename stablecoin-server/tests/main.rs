@@ -52,6 +52,8 @@ mod phone_pay_browser;
 mod phone_payments_http;
 mod policies_http;
 mod quarantine_http;
+mod quarantine_ops_http;
+mod quarantine_products_http;
 mod quickstart;
 mod rate_classes;
 mod readme_quickstart;

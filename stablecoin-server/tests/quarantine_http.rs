@@ -18,15 +18,15 @@ use stablecoin_core::memory::ShiftedClock;
 use stablecoin_core::ports::{ChainAddress, Rail, RailId};
 use stablecoin_server::config::{FailModeSetting, ScreeningKind, ScreeningSettings, Secret};
 
-const ADMIN: &str = "admin-token-0123456789abcdef-0123456789";
-const A: &str = "+2250700000301";
+pub(crate) const ADMIN: &str = "admin-token-0123456789abcdef-0123456789";
+pub(crate) const A: &str = "+2250700000301";
 const B: &str = "+2250700000302";
 /// Listed by the memory screen (ends in 9999).
-const LISTED: &str = "0x1111111111111111111111111111111111119999";
+pub(crate) const LISTED: &str = "0x1111111111111111111111111111111111119999";
 /// Makes the memory screen unavailable (ends in 8888).
 const OUTAGE: &str = "0x2222222222222222222222222222222222228888";
 
-fn config(fail_mode: FailModeSetting) -> stablecoin_server::Config {
+pub(crate) fn config(fail_mode: FailModeSetting) -> stablecoin_server::Config {
     let mut c = test_config();
     c.admin.token = Some(Secret::new(ADMIN));
     // Releases and returns above 30 tokens need a second staff identity.
@@ -40,13 +40,19 @@ fn config(fail_mode: FailModeSetting) -> stablecoin_server::Config {
     c
 }
 
-async fn staff(s: &Server, bearer: &str, method: Method, path: &str, body: Option<&str>) -> Resp {
+pub(crate) async fn staff(
+    s: &Server,
+    bearer: &str,
+    method: Method,
+    path: &str,
+    body: Option<&str>,
+) -> Resp {
     let auth = format!("Bearer {bearer}");
     s.send(method, path, None, body, &[("Authorization", &auth)])
         .await
 }
 
-async fn quarantined(s: &Server, query: &str) -> Value {
+pub(crate) async fn quarantined(s: &Server, query: &str) -> Value {
     let r = staff(
         s,
         ADMIN,
@@ -61,7 +67,7 @@ async fn quarantined(s: &Server, query: &str) -> Value {
 
 /// What the ledger credits wallet `wid` in USDC on the primary EVM chain (the balance
 /// route reads the chain, where quarantined tokens sit too).
-async fn credited(s: &Server, wid: &str) -> String {
+pub(crate) async fn credited(s: &Server, wid: &str) -> String {
     let id = stablecoin_core::engine::accounts::wallet(
         &stablecoin_core::domain::ids::WalletId(wid.into()),
         Token::Usdc,
@@ -88,7 +94,7 @@ async fn send(s: &Server, key: &str, to: &str, amount: &str) -> Resp {
 
 /// `from` (an outside address) pays `amount` USDC to `to` on the simulated Polygon: the
 /// faucet funds it first. Then the chain is mined past the depth and scanned.
-async fn deposit(s: &Server, from: &str, to: &ChainAddress, amount: &str) -> String {
+pub(crate) async fn deposit(s: &Server, from: &str, to: &ChainAddress, amount: &str) -> String {
     let polygon = s.app.sim_rail(RailId::Evm(137)).unwrap();
     let from = ChainAddress(from.into());
     polygon.mint(&from, Token::Usdc, m(amount)).unwrap();
@@ -100,7 +106,7 @@ async fn deposit(s: &Server, from: &str, to: &ChainAddress, amount: &str) -> Str
     tx
 }
 
-async fn scan(s: &Server) {
+pub(crate) async fn scan(s: &Server) {
     let polygon = s.app.sim_rail(RailId::Evm(137)).unwrap();
     for _ in 0..4 {
         polygon.mine(5);
@@ -109,7 +115,7 @@ async fn scan(s: &Server) {
 }
 
 /// Runs the return worker, mines and moves the clock past each poll pause.
-async fn run_returns(s: &Server, clock: &ShiftedClock) {
+pub(crate) async fn run_returns(s: &Server, clock: &ShiftedClock) {
     let polygon = s.app.sim_rail(RailId::Evm(137)).unwrap();
     for _ in 0..6 {
         let (_, errors) = s.app.engine().advance_stray_returns().await;
@@ -119,7 +125,7 @@ async fn run_returns(s: &Server, clock: &ShiftedClock) {
     }
 }
 
-async fn audit_actions(s: &Server) -> Vec<(String, String, String)> {
+pub(crate) async fn audit_actions(s: &Server) -> Vec<(String, String, String)> {
     let r = staff(s, ADMIN, Method::GET, "/admin/v1/audit", None).await;
     r.expect(200);
     r.json()["entries"]

@@ -30,7 +30,7 @@ fn sample_xml() -> String {
 /// The sample list with `extra` addresses added to entry 90001 (as `Digital Currency
 /// Address - USDC`), written to `path` with a modification time `age_s` seconds on, as
 /// a new download would be.
-fn write_list(path: &Path, extra: &[&str], age_s: u64) {
+pub(crate) fn write_list(path: &Path, extra: &[&str], age_s: u64) {
     let ids: String = extra
         .iter()
         .enumerate()
@@ -56,7 +56,7 @@ fn write_list(path: &Path, extra: &[&str], age_s: u64) {
         .unwrap();
 }
 
-fn list_path(tag: &str) -> PathBuf {
+pub(crate) fn list_path(tag: &str) -> PathBuf {
     let dir = temp_dir(&format!("screening-{tag}"));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join("sdn.xml")
@@ -69,7 +69,7 @@ fn config(screening: ScreeningSettings) -> stablecoin_server::Config {
     c
 }
 
-fn ofac(path: &Path) -> ScreeningSettings {
+pub(crate) fn ofac(path: &Path) -> ScreeningSettings {
     ScreeningSettings {
         kind: ScreeningKind::OfacList,
         path: Some(path.to_path_buf()),

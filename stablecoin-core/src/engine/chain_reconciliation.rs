@@ -15,6 +15,15 @@
 //! is read ledger, chain, ledger; if the ledger changed meanwhile the reads are repeated,
 //! so an operation accepted and settled between the reads is never mistaken for drift.
 //!
+//! **Quarantine.** A deposit from a sender the sanctions screen flagged
+//! (`kernel::quarantine`) sits at the wallet's own address while the ledger holds it in
+//! its quarantine account (`quarantine:<id>:<TOKEN>`), not the wallet's. A wallet's
+//! comparison therefore adds what the quarantine accounts of deposits to that address
+//! and token still hold ([`super::QUARANTINE_OPEN`]): explained tokens are no EXCESS.
+//! A deposit being released or returned is in flight out of its quarantine account
+//! (the wallet's credit, or the return's payment, may land before the quarantine
+//! account closes), so its amount widens the window downwards as a held debit does.
+//!
 //! **Direction.** A SHORTFALL (less on chain than the ledger owes) is money missing: it
 //! makes the report unclean. An EXCESS (more on chain) is reported too; a deposit the
 //! scanner has not yet recorded shows as one until it does.
@@ -34,6 +43,7 @@ use crate::ports::record::Record;
 use crate::ports::store::ListQuery;
 use crate::ports::{ChainAddress, KeyPurpose, Rail};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Wallets read per store page.
@@ -68,6 +78,12 @@ pub struct DriftLine {
     pub in_flight_out_micros: u64,
     /// Held credits on their way in (may already have arrived on chain).
     pub in_flight_in_micros: u64,
+    /// What the quarantine accounts of deposits to this address hold (tokens at the
+    /// address the ledger keeps apart from the wallet's): added to the ledger posted
+    /// balance before comparing. Those being released or returned count in
+    /// `in_flight_out_micros` too.
+    #[serde(default)]
+    pub quarantined_micros: u64,
     /// What the chain says, in micro-units.
     pub chain_micros: u64,
     /// Chain minus the nearest balance the ledger allows: negative for a shortfall.
@@ -137,11 +153,26 @@ pub fn drift_micros(ledger: &Balance, chain: u64) -> i128 {
     }
 }
 
-/// What one comparison read: the ledger (stable across the chain read) and the chain.
+/// What one comparison read: the ledger (stable across the chain read, quarantine
+/// included) and the chain.
 struct Reading {
     ledger: Balance,
     chain: u64,
+    /// The quarantine accounts' share of `ledger`'s posted balance.
+    quarantined: u64,
 }
+
+/// A quarantine account that holds tokens sitting at a wallet's address.
+struct Held {
+    /// `quarantine:<id>:<TOKEN>`.
+    account: String,
+    /// Being released or returned: may already be gone from the address (a return) or
+    /// already credited to the wallet (a release) before the account closes.
+    leaving: bool,
+}
+
+/// The open quarantine accounts per (rail, canonical address, token) of wallets.
+type HeldAt = BTreeMap<(String, String, Token), Vec<Held>>;
 
 impl Engine {
     /// The last finished [`Engine::reconcile_chains`] pass of this engine, if any.
@@ -168,7 +199,35 @@ impl Engine {
         report
     }
 
+    /// The quarantine accounts still holding deposits made to wallet addresses. On a
+    /// store error the pass is incomplete (and such tokens show as excess).
+    async fn held_at_wallets(&self, report: &mut ReconciliationReport) -> HeldAt {
+        let mut held = HeldAt::new();
+        let open = match self.open_quarantined_deposits().await {
+            Ok(open) => open,
+            Err(e) => {
+                report.errors.push(format!("quarantined deposits: {e}"));
+                return held;
+            }
+        };
+        for s in open.into_iter().filter(|s| s.origin == "wallet") {
+            let address = crate::kernel::inbound::canonical_address(&s.rail, &s.address);
+            held.entry((s.rail.clone(), address, s.token))
+                .or_default()
+                .push(Held {
+                    account: s.account().id,
+                    leaving: matches!(
+                        s.status,
+                        crate::kernel::stray::StrayStatus::Releasing
+                            | crate::kernel::stray::StrayStatus::Returning
+                    ),
+                });
+        }
+        held
+    }
+
     async fn reconcile_wallets(&self, report: &mut ReconciliationReport) {
+        let held = self.held_at_wallets(report).await;
         let mut offset = 0;
         loop {
             let page = self
@@ -192,7 +251,7 @@ impl Engine {
             };
             for rec in &records {
                 match Wallet::from_stored(rec) {
-                    Ok(wallet) => self.reconcile_wallet(&wallet, report).await,
+                    Ok(wallet) => self.reconcile_wallet(&wallet, &held, report).await,
                     Err(e) => report.errors.push(format!(
                         "{}: {}",
                         rec.id,
@@ -207,7 +266,12 @@ impl Engine {
         }
     }
 
-    async fn reconcile_wallet(&self, wallet: &Wallet, report: &mut ReconciliationReport) {
+    async fn reconcile_wallet(
+        &self,
+        wallet: &Wallet,
+        held: &HeldAt,
+        report: &mut ReconciliationReport,
+    ) {
         for rail in self.rails() {
             let name = rail.id().name();
             let Some(address) = wallet.address(&name) else {
@@ -217,7 +281,16 @@ impl Engine {
                 let account = self.wallet_account(&wallet.id, rail.id(), token).id;
                 report.accounts_checked += 1;
                 let rails = [(rail, address.clone())];
-                match self.stable_reading(&account, &rails, token).await {
+                let key = (
+                    name.clone(),
+                    crate::kernel::inbound::canonical_address(&name, &address.0),
+                    token,
+                );
+                let quarantine = held.get(&key).map_or(&[][..], Vec::as_slice);
+                match self
+                    .stable_reading(&account, quarantine, &rails, token)
+                    .await
+                {
                     Ok(r) => push_drift(report, &account, &name, token, Some(address), &r),
                     Err(e) => report.errors.push(format!("{account} on {name}: {e}")),
                 }
@@ -241,7 +314,7 @@ impl Engine {
             }
             let account = super::accounts::service_fees(token).id;
             report.accounts_checked += 1;
-            match self.stable_reading(&account, &rails, token).await {
+            match self.stable_reading(&account, &[], &rails, token).await {
                 Ok(r) => push_drift(report, &account, "all", token, None, &r),
                 Err(e) => report.errors.push(format!("{account}: {e}")),
             }
@@ -250,14 +323,16 @@ impl Engine {
 
     /// Reads the ledger, the chain (summed over `rails`), then the ledger again, until
     /// both ledger reads agree: then nothing the service did moved the chain between
-    /// them unseen (an operation holds before it pays).
+    /// them unseen (an operation holds before it pays). The ledger read is `account`
+    /// plus the `quarantine` accounts of tokens at the same address.
     async fn stable_reading(
         &self,
         account: &str,
+        quarantine: &[Held],
         rails: &[(&Arc<dyn Rail>, ChainAddress)],
         token: Token,
     ) -> Result<Reading, String> {
-        let mut before = self.ledger_balance(account).await?;
+        let mut before = self.ledger_with(account, quarantine).await?;
         for _ in 0..STABLE_READ_TRIES {
             let mut chain: u64 = 0;
             for (rail, address) in rails {
@@ -267,16 +342,43 @@ impl Engine {
                     .map_err(|e| e.code().to_string())?;
                 chain = chain.saturating_add(b.get());
             }
-            let after = self.ledger_balance(account).await?;
+            let after = self.ledger_with(account, quarantine).await?;
             if after == before {
                 return Ok(Reading {
-                    ledger: after,
+                    ledger: after.0,
                     chain,
+                    quarantined: after.1,
                 });
             }
             before = after;
         }
         Err("the ledger kept changing during the reads; compared next pass".into())
+    }
+
+    /// `account`'s balance with the `quarantine` accounts' added (a leaving one's posted
+    /// amount also as a held debit), and the quarantine accounts' posted share.
+    async fn ledger_with(
+        &self,
+        account: &str,
+        quarantine: &[Held],
+    ) -> Result<(Balance, u64), String> {
+        let mut total = self.ledger_balance(account).await?;
+        let mut quarantined: u64 = 0;
+        let overflow = || format!("{account}: quarantine sums overflow");
+        for h in quarantine {
+            let b = self.ledger_balance(&h.account).await?;
+            let posted = u64::try_from(b.posted().max(0)).map_err(|_| overflow())?;
+            quarantined = quarantined.checked_add(posted).ok_or_else(overflow)?;
+            let leaving = if h.leaving { posted } else { 0 };
+            let sum = |a: u64, b: u64| a.checked_add(b).ok_or_else(overflow);
+            total = Balance {
+                debits_posted: sum(total.debits_posted, b.debits_posted)?,
+                credits_posted: sum(total.credits_posted, b.credits_posted)?,
+                debits_pending: sum(sum(total.debits_pending, b.debits_pending)?, leaving)?,
+                credits_pending: sum(total.credits_pending, b.credits_pending)?,
+            };
+        }
+        Ok((total, quarantined))
     }
 
     async fn ledger_balance(&self, account: &str) -> Result<Balance, String> {
@@ -305,9 +407,10 @@ fn push_drift(
         rail: rail.to_string(),
         token,
         address: address.map(|a| a.0.clone()),
-        ledger_posted_micros: reading.ledger.posted(),
+        ledger_posted_micros: reading.ledger.posted() - i128::from(reading.quarantined),
         in_flight_out_micros: reading.ledger.debits_pending,
         in_flight_in_micros: reading.ledger.credits_pending,
+        quarantined_micros: reading.quarantined,
         chain_micros: reading.chain,
         drift_micros: drift,
         direction: if drift < 0 {
@@ -360,6 +463,7 @@ mod tests {
             ledger_posted_micros: 0,
             in_flight_out_micros: 0,
             in_flight_in_micros: 0,
+            quarantined_micros: 0,
             chain_micros: 0,
             drift_micros: drift,
             direction: if drift < 0 {

@@ -70,6 +70,7 @@ pub use operations::{
 pub use payout_resolution::{PayoutDecision, ResolvePayoutRequest};
 pub use policies::{AddressBookEntry, DestinationSeen, POLICY_ACTOR, PolicyInput, PolicyUsage};
 pub use policy_gate::{PendingRequest, PolicyApproval, PolicyQuery};
+pub use quarantine::{QUARANTINE_OPEN, QuarantineTotals};
 pub use retention::{PurgeReport, Retention};
 pub use sandbox::Sandbox;
 pub use scanner::WALLET_PRODUCT;

@@ -77,8 +77,12 @@ impl Engine {
             SubmissionStatus::Failed {
                 reason,
                 tx_hash,
-                cost: _,
+                cost,
             } => {
+                // A payment that failed on chain still cost the sponsor (a reverted user
+                // operation's gas, a failed transaction's fee, Energy an attempt burnt):
+                // metered in the same commit as the failure, like a settlement's.
+                meter = self.to_meter(&op.tenant, op.rail, cost).await?;
                 op.tx_hash = tx_hash.or(op.tx_hash);
                 report.failed += 1;
                 self.failure(op, version, reason)?

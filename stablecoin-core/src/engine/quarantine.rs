@@ -12,13 +12,99 @@
 //! refused (SCREENING_HIT) and staff name where the money goes instead.
 
 use super::{Engine, StaffIdentity, StrayView};
+use crate::domain::money::Token;
 use crate::error::{CoreError, CoreResult};
 use crate::kernel::quarantine::{QUARANTINE_SUBKIND, QuarantineRelease};
-use crate::kernel::stray::StrayStatus;
+use crate::kernel::stray::{STRAY_LIST_OWNER, StrayDeposit, StrayStatus};
+use crate::ports::kinds::kind;
 use crate::ports::record::{Record, Versioned};
-use crate::ports::store::Batch;
+use crate::ports::store::{Batch, ListQuery, StoredRecord};
+use std::collections::BTreeMap;
+
+/// The statuses in which a quarantined deposit's tokens are still in its quarantine
+/// account: not yet credited by a release (RELEASED) nor paid out by a return
+/// (RETURNED).
+pub const QUARANTINE_OPEN: [StrayStatus; 4] = [
+    StrayStatus::Held,
+    StrayStatus::Proposed,
+    StrayStatus::Releasing,
+    StrayStatus::Returning,
+];
+
+/// Records read per store page when every open quarantined deposit is read.
+const OPEN_PAGE: usize = 500;
+
+/// What quarantine holds, for `/metrics`: read from the records at scrape time, so
+/// right on every node and after a restart.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QuarantineTotals {
+    /// Quarantined deposits per status, every status listed (zero included).
+    pub by_status: Vec<(StrayStatus, u64)>,
+    /// Per (rail, token): the open deposits ([`QUARANTINE_OPEN`]) and the micro-units
+    /// they hold (summed wide: no count of deposits can overflow it).
+    pub held: BTreeMap<(String, Token), (u64, u128)>,
+}
 
 impl Engine {
+    /// Every quarantined deposit whose tokens are still in quarantine
+    /// ([`QUARANTINE_OPEN`]), oldest status first, paged through the store. Quarantine
+    /// is the exception (a sanctioned sender), so this stays small; the chain
+    /// reconciliation and the metrics read it once per pass or scrape.
+    pub async fn open_quarantined_deposits(&self) -> CoreResult<Vec<StrayDeposit>> {
+        let mut out = Vec::new();
+        for status in QUARANTINE_OPEN {
+            let mut offset = 0;
+            loop {
+                let (rows, _) = self.list_quarantine(status, OPEN_PAGE, offset).await?;
+                for r in &rows {
+                    out.push(StrayDeposit::from_stored(r)?);
+                }
+                if rows.len() < OPEN_PAGE {
+                    break;
+                }
+                offset += rows.len();
+            }
+        }
+        Ok(out)
+    }
+
+    /// A page of the quarantined deposits in `status` (newest first), and their total.
+    async fn list_quarantine(
+        &self,
+        status: StrayStatus,
+        limit: usize,
+        offset: usize,
+    ) -> CoreResult<(Vec<StoredRecord>, u64)> {
+        self.ports()
+            .store
+            .list(&ListQuery {
+                kind: kind::STRAY_DEPOSIT.into(),
+                tenant: STRAY_LIST_OWNER.into(),
+                subkind: Some(QUARANTINE_SUBKIND.into()),
+                status: Some(status.as_str().into()),
+                limit,
+                offset,
+            })
+            .await
+            .map_err(super::store_err)
+    }
+
+    /// The quarantine's counts per status and what its open deposits hold per rail and
+    /// token (see [`QuarantineTotals`]).
+    pub async fn quarantine_totals(&self) -> CoreResult<QuarantineTotals> {
+        let mut totals = QuarantineTotals::default();
+        for status in StrayStatus::ALL {
+            let (_, n) = self.list_quarantine(status, 1, 0).await?;
+            totals.by_status.push((status, n));
+        }
+        for s in self.open_quarantined_deposits().await? {
+            let entry = totals.held.entry((s.rail.clone(), s.token)).or_default();
+            entry.0 += 1;
+            entry.1 += u128::from(s.amount.get());
+        }
+        Ok(totals)
+    }
+
     /// A page of quarantined deposits, newest first, optionally of one status (`held`,
     /// `proposed`, `releasing`, `released`, `returning`, `returned`), and the total.
     pub async fn quarantined_deposits(

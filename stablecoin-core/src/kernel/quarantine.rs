@@ -37,15 +37,12 @@ use super::Kernel;
 use super::inbound::InboundError;
 use super::screening::{SCREENING_ACTOR, ScreeningFailMode};
 use super::staff::StaffAuditEntry;
-use super::stray::{StrayDeposit, StrayStatus};
+use super::stray::{SandboxOwner, StrayDeposit, StrayStatus, commit_recording, is_recorded};
 use crate::domain::time::Timestamp;
-use crate::ports::accounts;
 use crate::ports::rail::Inbound;
-use crate::ports::record::{Record, RecordError, get_record};
+use crate::ports::record::{Record, RecordError};
 use crate::ports::screening::ScreeningVerdict;
-use crate::ports::{
-    Batch, ChainAddress, KeyPurpose, LedgerTransfer, OutboxEvent, Phase, RailId, StoreError,
-};
+use crate::ports::{Batch, ChainAddress, KeyPurpose, RailId};
 use serde::{Deserialize, Serialize};
 
 pub use crate::domain::events::DEPOSIT_QUARANTINED_EVENT;
@@ -158,32 +155,14 @@ impl StrayDeposit {
     }
 }
 
-/// `deposit.quarantined` to `tenant`: a flat body, `event` first; the list and entry
-/// are compliance's, not in it.
-pub(crate) fn quarantine_event(s: &StrayDeposit, tenant: &str, id: String) -> OutboxEvent {
-    let cause = s.quarantine.as_ref().map_or("hit", |q| q.cause.as_str());
-    OutboxEvent {
-        id,
-        tenant: tenant.to_string(),
-        event_type: DEPOSIT_QUARANTINED_EVENT.into(),
-        occurred_at: s.detected_at,
-        payload: serde_json::json!({
-            "event": DEPOSIT_QUARANTINED_EVENT,
-            "quarantine_id": s.id,
-            "status": s.status.as_str(),
-            "cause": cause,
-            "origin": s.origin,
-            "origin_id": s.origin_id,
-            "network": s.rail,
-            "address": s.address,
-            "token": s.token.as_str(),
-            "amount": s.amount.to_decimal_string(),
-            "from": s.from,
-            "tx_hash": s.tx_hash,
-            "detected_at": s.detected_at.to_rfc3339(),
-            "timestamp": s.detected_at.unix_secs(),
-        }),
-    }
+/// `deposit.quarantined` to each tenant of the deposit ([`Quarantine::tenants`]), in its
+/// current status ([`StrayDeposit::event`]).
+fn told(kernel: &Kernel, s: &StrayDeposit) -> Vec<crate::ports::OutboxEvent> {
+    s.quarantine
+        .iter()
+        .flat_map(|q| q.tenants.iter())
+        .map(|t| s.event(t, kernel.new_id("evt")))
+        .collect()
 }
 
 /// The commit that quarantines `inbound` (confirmed): the record, the ledger move from
@@ -198,25 +177,14 @@ fn quarantine_batch(
 ) -> Result<(StrayDeposit, Batch), String> {
     let name = rail.name();
     let now = kernel.now();
-    let s = StrayDeposit {
-        id: StrayDeposit::id_of(&name, inbound),
+    // The record's owner fields, as a stray's: the first tenant is the record's.
+    let record_owner = SandboxOwner {
         tenant: owner.tenants.first().cloned().unwrap_or_default(),
-        rail: name.clone(),
-        address: inbound.to.0.clone(),
         purpose: owner.purpose.clone(),
-        origin: owner.origin.into(),
+        origin: owner.origin,
         origin_id: owner.origin_id.clone(),
-        token: inbound.token,
-        amount: inbound.amount,
-        tx_hash: inbound.tx_hash.clone(),
-        index: inbound.index,
-        from: inbound.from.0.clone(),
-        block: inbound.block,
-        status: StrayStatus::Held,
-        detected_at: now,
-        returned: None,
-        quarantine: Some(quarantine),
     };
+    let s = StrayDeposit::held(&name, inbound, &record_owner, now, Some(quarantine));
     let q = s.quarantine.as_ref();
     let note = format!(
         "{} {} {} from {name}:{} to {} {} ({product}); cause {}; screen {}{}",
@@ -256,26 +224,11 @@ fn quarantine_batch(
             s.insert().map_err(|e| e.to_string())?,
             audit.insert().map_err(|e| e.to_string())?,
         ],
-        outbox: owner
-            .tenants
-            .iter()
-            .map(|t| quarantine_event(&s, t, kernel.new_id("evt")))
-            .collect(),
+        outbox: told(kernel, &s),
         background: true,
         ..Default::default()
     };
-    if !s.amount.is_zero() {
-        let from = accounts::chain_in(&name, s.token);
-        let to = s.account();
-        batch.ledger.push(LedgerTransfer {
-            id: format!("quarantine:{}:in", s.id),
-            debit: from.id.clone(),
-            credit: to.id.clone(),
-            amount: s.amount,
-            phase: Phase::Single,
-        });
-        batch.accounts.extend([from, to]);
-    }
+    s.push_chain_leg(&mut batch, "in", true);
     Ok((s, batch))
 }
 
@@ -292,12 +245,8 @@ pub async fn screen_inbound(
     let (Some(gate), Some(owner)) = (kernel.screening(), owner) else {
         return Ok(InboundScreen::Deliver);
     };
-    let store = &*kernel.ports().store;
-    let id = StrayDeposit::id_of(&rail.name(), inbound);
-    match get_record::<StrayDeposit>(store, &id).await {
-        Ok(Some(_)) => return Ok(InboundScreen::Withheld),
-        Ok(None) => {}
-        Err(e) => return Err(InboundError::Retry(e.to_string())),
+    if is_recorded(kernel, &StrayDeposit::id_of(&rail.name(), inbound)).await? {
+        return Ok(InboundScreen::Withheld);
     }
     let verdict = gate.screen.screen(rail, &inbound.from).await;
     let base = |cause| Quarantine {
@@ -336,14 +285,12 @@ pub async fn screen_inbound(
     }
     let (_, batch) = quarantine_batch(kernel, rail, &owner, product, inbound, quarantine)
         .map_err(InboundError::Skip)?;
-    match kernel.commit(batch).await {
-        Ok(_) => Ok(InboundScreen::Quarantined),
+    Ok(if commit_recording(kernel, batch).await? {
+        InboundScreen::Quarantined
+    } else {
         // Recorded meanwhile by another pump.
-        Err(StoreError::VersionConflict { .. } | StoreError::UniqueViolation { .. }) => {
-            Ok(InboundScreen::Withheld)
-        }
-        Err(e) => Err(InboundError::Retry(e.to_string())),
-    }
+        InboundScreen::Withheld
+    })
 }
 
 /// Audits a confirmed deposit credited unscreened by an open gate (`screening.skipped`).
@@ -400,35 +347,16 @@ pub(crate) fn released_batch(
 ) -> Result<Batch, RecordError> {
     let now = kernel.now();
     s.status = StrayStatus::Released;
-    let tenants = s
-        .quarantine
-        .as_ref()
-        .map(|q| q.tenants.clone())
-        .unwrap_or_default();
     if let Some(r) = s.quarantine.as_mut().and_then(|q| q.release.as_mut()) {
         r.released_at = Some(now);
         r.last_error = None;
     }
     let mut batch = Batch {
         puts: vec![s.update(version)?],
-        outbox: tenants
-            .iter()
-            .map(|t| quarantine_event(&s, t, kernel.new_id("evt")))
-            .collect(),
+        outbox: told(kernel, &s),
         background: true,
         ..Default::default()
     };
-    if !s.amount.is_zero() {
-        let held = s.account();
-        let out = accounts::chain_in(&s.rail, s.token);
-        batch.ledger.push(LedgerTransfer {
-            id: format!("quarantine:{}:release", s.id),
-            debit: held.id.clone(),
-            credit: out.id.clone(),
-            amount: s.amount,
-            phase: Phase::Single,
-        });
-        batch.accounts.extend([held, out]);
-    }
+    s.push_chain_leg(&mut batch, "release", false);
     Ok(batch)
 }

@@ -230,6 +230,103 @@ impl StrayDeposit {
             accounts::stray(&self.id, self.token)
         }
     }
+
+    /// The record of the confirmed transfer `inbound` on `rail` into an address of
+    /// `owner`, held, recorded `now`: a stray deposit, or with `quarantine` a
+    /// quarantined one (the two differ only in that, and share every rule after).
+    pub(crate) fn held(
+        rail: &str,
+        inbound: &Inbound,
+        owner: &SandboxOwner,
+        now: Timestamp,
+        quarantine: Option<super::quarantine::Quarantine>,
+    ) -> Self {
+        StrayDeposit {
+            id: StrayDeposit::id_of(rail, inbound),
+            tenant: owner.tenant.clone(),
+            rail: rail.to_string(),
+            address: inbound.to.0.clone(),
+            purpose: owner.purpose.clone(),
+            origin: owner.origin.into(),
+            origin_id: owner.origin_id.clone(),
+            token: inbound.token,
+            amount: inbound.amount,
+            tx_hash: inbound.tx_hash.clone(),
+            index: inbound.index,
+            from: inbound.from.0.clone(),
+            block: inbound.block,
+            status: StrayStatus::Held,
+            detected_at: now,
+            returned: None,
+            quarantine,
+        }
+    }
+
+    /// Adds to `batch` the move of its amount between `chain_in:<rail>:<TOKEN>` (where
+    /// outside tokens come from) and its own account ([`StrayDeposit::account`]): into
+    /// it when `inward` (recorded), out of it otherwise (released: its product's credit
+    /// debits `chain_in`). The transfer's id is `<stray|quarantine>:<id>:<leg>`. A zero
+    /// amount moves nothing.
+    pub(crate) fn push_chain_leg(&self, batch: &mut Batch, leg: &str, inward: bool) {
+        if self.amount.is_zero() {
+            return;
+        }
+        let chain = accounts::chain_in(&self.rail, self.token);
+        let own = self.account();
+        let prefix = if self.quarantine.is_some() {
+            "quarantine"
+        } else {
+            "stray"
+        };
+        let (debit, credit) = if inward { (chain, own) } else { (own, chain) };
+        batch.ledger.push(LedgerTransfer {
+            id: format!("{prefix}:{}:{leg}", self.id),
+            debit: debit.id.clone(),
+            credit: credit.id.clone(),
+            amount: self.amount,
+            phase: Phase::Single,
+        });
+        batch.accounts.extend([debit, credit]);
+    }
+
+    /// The event that tells `tenant` of it, a flat body with `event` first:
+    /// `sandbox.stray_deposit` (`stray_deposit_id`) for a stray, `deposit.quarantined`
+    /// (`quarantine_id`, and `cause`; never the list or its entry, which are
+    /// compliance's) for a quarantined deposit.
+    pub(crate) fn event(&self, tenant: &str, id: String) -> crate::ports::OutboxEvent {
+        let (event, id_field) = match self.quarantine {
+            Some(_) => (
+                super::quarantine::DEPOSIT_QUARANTINED_EVENT,
+                "quarantine_id",
+            ),
+            None => (STRAY_DEPOSIT_EVENT, "stray_deposit_id"),
+        };
+        let mut payload = serde_json::json!({
+            "event": event,
+            "status": self.status.as_str(),
+            "origin": self.origin,
+            "origin_id": self.origin_id,
+            "network": self.rail,
+            "address": self.address,
+            "token": self.token.as_str(),
+            "amount": self.amount.to_decimal_string(),
+            "from": self.from,
+            "tx_hash": self.tx_hash,
+            "detected_at": self.detected_at.to_rfc3339(),
+            "timestamp": self.detected_at.unix_secs(),
+        });
+        payload[id_field] = self.id.clone().into();
+        if let Some(q) = &self.quarantine {
+            payload["cause"] = q.cause.as_str().into();
+        }
+        crate::ports::OutboxEvent {
+            id,
+            tenant: tenant.to_string(),
+            event_type: event.into(),
+            occurred_at: self.detected_at,
+            payload,
+        }
+    }
 }
 
 impl Record for StrayDeposit {
@@ -268,31 +365,6 @@ pub struct SandboxOwner {
     pub origin_id: String,
 }
 
-/// `sandbox.stray_deposit` to the tenant: a flat body, `event` first.
-fn stray_event(s: &StrayDeposit, id: String) -> crate::ports::OutboxEvent {
-    crate::ports::OutboxEvent {
-        id,
-        tenant: s.tenant.clone(),
-        event_type: STRAY_DEPOSIT_EVENT.into(),
-        occurred_at: s.detected_at,
-        payload: serde_json::json!({
-            "event": STRAY_DEPOSIT_EVENT,
-            "stray_deposit_id": s.id,
-            "status": s.status.as_str(),
-            "origin": s.origin,
-            "origin_id": s.origin_id,
-            "network": s.rail,
-            "address": s.address,
-            "token": s.token.as_str(),
-            "amount": s.amount.to_decimal_string(),
-            "from": s.from,
-            "tx_hash": s.tx_hash,
-            "detected_at": s.detected_at.to_rfc3339(),
-            "timestamp": s.detected_at.unix_secs(),
-        }),
-    }
-}
-
 /// The commit that records `inbound` (confirmed) as a stray deposit of `owner`: the
 /// record (its id is the transfer's, so a second commit of it fails on the existing
 /// record and records nothing twice), the tenant's `sandbox.stray_deposit` event, and
@@ -305,45 +377,14 @@ pub fn stray_batch(
     now: Timestamp,
     event_id: String,
 ) -> Result<(StrayDeposit, Batch), RecordError> {
-    let name = rail.name();
-    let stray = StrayDeposit {
-        id: StrayDeposit::id_of(&name, inbound),
-        tenant: owner.tenant.clone(),
-        rail: name.clone(),
-        address: inbound.to.0.clone(),
-        purpose: owner.purpose.clone(),
-        origin: owner.origin.into(),
-        origin_id: owner.origin_id.clone(),
-        token: inbound.token,
-        amount: inbound.amount,
-        tx_hash: inbound.tx_hash.clone(),
-        index: inbound.index,
-        from: inbound.from.0.clone(),
-        block: inbound.block,
-        status: StrayStatus::Held,
-        detected_at: now,
-        returned: None,
-        quarantine: None,
-    };
-    let from = accounts::chain_in(&name, inbound.token);
-    let to = stray.account();
+    let stray = StrayDeposit::held(&rail.name(), inbound, owner, now, None);
     let mut batch = Batch {
         puts: vec![stray.insert()?],
-        outbox: vec![stray_event(&stray, event_id)],
+        outbox: vec![stray.event(&stray.tenant, event_id)],
         background: true,
         ..Default::default()
     };
-    if !inbound.amount.is_zero() {
-        batch.ledger.push(LedgerTransfer {
-            id: format!("stray:{}:in", stray.id),
-            debit: from.id.clone(),
-            credit: to.id.clone(),
-            amount: inbound.amount,
-            phase: Phase::Single,
-        });
-        batch.accounts.push(from);
-        batch.accounts.push(to);
-    }
+    stray.push_chain_leg(&mut batch, "in", true);
     Ok((stray, batch))
 }
 
@@ -357,25 +398,44 @@ pub async fn record_stray(
     inbound: &Inbound,
 ) -> Result<super::inbound::InboundOutcome, super::inbound::InboundError> {
     use super::inbound::{InboundError, InboundOutcome};
-    use crate::ports::StoreError;
     if !inbound.confirmed {
         return Ok(InboundOutcome::Ignored);
     }
-    let store = &*kernel.ports().store;
-    let id = StrayDeposit::id_of(&rail.name(), inbound);
-    match crate::ports::get_record::<StrayDeposit>(store, &id).await {
-        Ok(Some(_)) => return Ok(InboundOutcome::Ignored),
-        Ok(None) => {}
-        Err(e) => return Err(InboundError::Retry(e.to_string())),
+    if is_recorded(kernel, &StrayDeposit::id_of(&rail.name(), inbound)).await? {
+        return Ok(InboundOutcome::Ignored);
     }
     let (_, batch) = stray_batch(rail, owner, inbound, kernel.now(), kernel.new_id("evt"))
         .map_err(|e| InboundError::Skip(e.to_string()))?;
+    Ok(if commit_recording(kernel, batch).await? {
+        InboundOutcome::Credited { completes: false }
+    } else {
+        InboundOutcome::Ignored
+    })
+}
+
+/// Whether the stray or quarantined deposit `id` (a transfer's: [`StrayDeposit::id_of`])
+/// is recorded. A store failure is worth a retry.
+pub(crate) async fn is_recorded(
+    kernel: &super::Kernel,
+    id: &str,
+) -> Result<bool, super::inbound::InboundError> {
+    crate::ports::get_record::<StrayDeposit>(&*kernel.ports().store, id)
+        .await
+        .map(|v| v.is_some())
+        .map_err(|e| super::inbound::InboundError::Retry(e.to_string()))
+}
+
+/// Commits `batch`, which records a new stray or quarantined deposit: `true` when this
+/// commit recorded it, `false` when another pump did meanwhile (the record's id is the
+/// transfer's, so the second commit fails on the first's record and writes nothing).
+pub(crate) async fn commit_recording(
+    kernel: &super::Kernel,
+    batch: Batch,
+) -> Result<bool, super::inbound::InboundError> {
+    use crate::ports::StoreError;
     match kernel.commit(batch).await {
-        Ok(_) => Ok(InboundOutcome::Credited { completes: false }),
-        // Recorded meanwhile by another pump.
-        Err(StoreError::VersionConflict { .. } | StoreError::UniqueViolation { .. }) => {
-            Ok(InboundOutcome::Ignored)
-        }
-        Err(e) => Err(InboundError::Retry(e.to_string())),
+        Ok(_) => Ok(true),
+        Err(StoreError::VersionConflict { .. } | StoreError::UniqueViolation { .. }) => Ok(false),
+        Err(e) => Err(super::inbound::InboundError::Retry(e.to_string())),
     }
 }

@@ -190,6 +190,7 @@ pub async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Respons
         )],
         app.metrics.render(&rails)
             + &stray_gauge(&app).await
+            + &quarantine_gauge(&app).await
             + &super::sponsorship::budget_gauges(&app).await,
     )
         .into_response()
@@ -218,6 +219,18 @@ async fn stray_gauge(app: &AppState) -> String {
         }
     }
     out
+}
+
+/// The quarantine gauges ([`crate::metrics::render_quarantine`]); a store error leaves
+/// them out rather than report a false zero.
+async fn quarantine_gauge(app: &AppState) -> String {
+    match app.engine.quarantine_totals().await {
+        Ok(t) => crate::metrics::render_quarantine(&t),
+        Err(e) => {
+            tracing::warn!(error = %e, "quarantine gauges unread");
+            String::new()
+        }
+    }
 }
 
 /// This API description (OpenAPI 3.1, interface version 1.0.1).

@@ -70,6 +70,11 @@ pub struct DriftLineResponse {
     pub in_flight_out_micros: String,
     /// Held amounts arriving, in micro-units (may already be there on chain).
     pub in_flight_in_micros: String,
+    /// Tokens at this address the ledger holds in quarantine (deposits from flagged
+    /// senders, not yet released or returned), in micro-units: counted with the ledger
+    /// balance, so they are no drift.
+    #[schema(example = "0")]
+    pub quarantined_micros: String,
     /// What the chain says, in micro-units.
     pub chain_micros: String,
 }
@@ -90,6 +95,7 @@ impl From<&DriftLine> for DriftLineResponse {
             ledger_posted_micros: d.ledger_posted_micros.to_string(),
             in_flight_out_micros: d.in_flight_out_micros.to_string(),
             in_flight_in_micros: d.in_flight_in_micros.to_string(),
+            quarantined_micros: d.quarantined_micros.to_string(),
             chain_micros: d.chain_micros.to_string(),
         }
     }
