@@ -335,3 +335,68 @@ async fn bad_input_is_typed_and_writes_nothing() {
         "TOO_MANY_ATTEMPTS"
     );
 }
+
+/// A payment that reverts on chain still cost the sponsor (the reverted user operation's
+/// gas): its failure meters that cost in the tenant's budget, in the failure's commit,
+/// and a confirmed one after it adds its own.
+#[tokio::test]
+async fn a_funding_that_reverts_on_chain_meters_what_it_cost() {
+    use stablecoin_core::domain::sponsorship::{BudgetCaps, Caps};
+    use stablecoin_core::kernel::staff::StaffIdentity;
+    use stablecoin_core::ports::Rail;
+
+    let h = harness();
+    let t = h.tenant("Acme", "100").await;
+    let a = phone("+2250700000001");
+    h.engine.provision(&t, &a).await.unwrap();
+    let rail = h.sim.id();
+    let caps = BudgetCaps {
+        daily: Caps {
+            native: Some(u128::MAX / 2),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    h.engine
+        .set_sponsor_budget(&StaffIdentity::admin_token(), &t, rail, caps)
+        .await
+        .unwrap();
+    let spent = |b: Vec<stablecoin_core::engine::SponsorBudget>| {
+        let b = b.into_iter().find(|b| b.rail == rail).unwrap();
+        (b.spend.day.native, b.spend.payments)
+    };
+
+    h.sim.inject(Fault::Revert);
+    let op = h.fund_usdc(&t, &a, "60").await;
+    h.settle().await;
+    let view = h.engine.operation(&t, &op.id).await.unwrap();
+    assert_eq!(view.status.as_str(), "FAILED");
+    let failed = h.sim.costs().failed();
+    assert!(
+        failed.native > 0,
+        "the sim's reverted payment costs something"
+    );
+    assert_eq!(
+        spent(h.engine.sponsor_budgets(&t).await.unwrap()),
+        (failed.native, 1),
+        "the reverted payment's gas is metered"
+    );
+    // Polling again meters nothing more: the failure was committed once.
+    h.settle().await;
+    assert_eq!(
+        spent(h.engine.sponsor_budgets(&t).await.unwrap()).0,
+        failed.native
+    );
+
+    let op = h.fund_usdc(&t, &a, "10").await;
+    h.settle().await;
+    let view = h.engine.operation(&t, &op.id).await.unwrap();
+    assert_eq!(view.status.as_str(), "SETTLED");
+    let (native, payments) = spent(h.engine.sponsor_budgets(&t).await.unwrap());
+    assert!(
+        native > failed.native,
+        "the confirmed one adds its own cost"
+    );
+    assert_eq!(payments, 2);
+    h.assert_conserved().await;
+}
