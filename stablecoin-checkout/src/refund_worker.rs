@@ -51,8 +51,23 @@ impl CheckoutEngine {
         version: u64,
         outbox: Option<&str>,
     ) -> CheckoutResult<u64> {
+        self.save_refund_metered(r, version, outbox, Vec::new())
+            .await
+    }
+
+    /// [`Self::save_refund`] with the sponsorship budget updates of what the attempt
+    /// cost, in the same commit.
+    async fn save_refund_metered(
+        &self,
+        r: &Refund,
+        version: u64,
+        outbox: Option<&str>,
+        metering: Vec<stablecoin_core::ports::Put>,
+    ) -> CheckoutResult<u64> {
+        let mut puts = vec![r.update(version)?];
+        puts.extend(metering);
         let mut batch = Batch {
-            puts: vec![r.update(version)?],
+            puts,
             background: true,
             ..Default::default()
         };
@@ -177,8 +192,12 @@ impl CheckoutEngine {
                 };
                 let status = rail.status(&payment.id).await;
                 match attempts::after_poll(status, &payment, now) {
-                    AttemptNext::Landed { tx_hash } => {
-                        self.complete_refund(r, version, tx_hash).await?;
+                    AttemptNext::Landed { tx_hash, cost } => {
+                        let metering = self
+                            .kernel
+                            .sponsorship_puts(&r.tenant, rail.id(), cost)
+                            .await?;
+                        self.complete_refund(r, version, tx_hash, metering).await?;
                         Ok(true)
                     }
                     AttemptNext::PollAgain { due_at, error } => {
@@ -189,7 +208,15 @@ impl CheckoutEngine {
                         self.save_refund(&r, version, None).await?;
                         Ok(false)
                     }
-                    AttemptNext::NewAttempt { due_at, error } => {
+                    AttemptNext::NewAttempt {
+                        due_at,
+                        error,
+                        cost,
+                    } => {
+                        let metering = self
+                            .kernel
+                            .sponsorship_puts(&r.tenant, rail.id(), cost)
+                            .await?;
                         // A write-ahead SUBMITTING whose payment can never land counts
                         // as sent and lost.
                         if r.status == RefundStatus::Submitting {
@@ -200,7 +227,8 @@ impl CheckoutEngine {
                             r.last_error = error;
                         }
                         r.due_at = Some(due_at);
-                        self.save_refund(&r, version, None).await?;
+                        self.save_refund_metered(&r, version, None, metering)
+                            .await?;
                         Ok(false)
                     }
                     AttemptNext::SubmitAgain => {
@@ -274,6 +302,7 @@ impl CheckoutEngine {
         mut r: Refund,
         version: u64,
         tx_hash: String,
+        metering: Vec<stablecoin_core::ports::Put>,
     ) -> CheckoutResult<()> {
         let now = self.now();
         r.status = transition(r.status, RefundEvent::Landed)?;
@@ -281,8 +310,10 @@ impl CheckoutEngine {
         r.completed_at = Some(now);
         r.updated_at = now;
         r.due_at = None;
+        let mut puts = vec![r.update(version)?];
+        puts.extend(metering);
         let mut batch = Batch {
-            puts: vec![r.update(version)?],
+            puts,
             background: true,
             ..Default::default()
         };

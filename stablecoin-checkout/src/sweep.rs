@@ -187,13 +187,41 @@ impl CheckoutEngine {
     }
 
     async fn save_sweep(&self, s: &Sweep, version: u64) -> CheckoutResult<u64> {
+        self.save_sweep_metered(s, version, Vec::new()).await
+    }
+
+    /// Commits the sweep with the sponsorship budget updates of what its attempt cost
+    /// (`metering`, from [`stablecoin_core::kernel::Kernel::sponsorship_puts`]): a
+    /// decision and its metering land together, so a re-polled answer counts once.
+    async fn save_sweep_metered(
+        &self,
+        s: &Sweep,
+        version: u64,
+        metering: Vec<stablecoin_core::ports::Put>,
+    ) -> CheckoutResult<u64> {
+        let mut puts = vec![s.update(version)?];
+        puts.extend(metering);
         self.commit(Batch {
-            puts: vec![s.update(version)?],
+            puts,
             background: true,
             ..Default::default()
         })
         .await?;
         Ok(version + 1)
+    }
+
+    /// What a sweep attempt that cost `cost` meters in its tenant's sponsorship budget.
+    async fn sweep_metering(
+        &self,
+        s: &Sweep,
+        rail: &Arc<dyn Rail>,
+        cost: Option<stablecoin_core::ports::SponsorCost>,
+    ) -> CheckoutResult<Vec<stablecoin_core::ports::Put>> {
+        let tenant = stablecoin_core::domain::ids::TenantId(s.tenant.clone());
+        Ok(self
+            .kernel
+            .sponsorship_puts(&tenant, rail.id(), cost)
+            .await?)
     }
 
     /// One step of a sweep; `true` when it settled.
@@ -252,11 +280,12 @@ impl CheckoutEngine {
                 };
                 let status = rail.status(&payment.id).await;
                 match attempts::after_poll(status, &payment, now) {
-                    AttemptNext::Landed { tx_hash } => {
+                    AttemptNext::Landed { tx_hash, cost } => {
+                        let metering = self.sweep_metering(&s, &rail, cost).await?;
                         s.status = SweepStatus::Settled;
                         s.tx_hash = Some(tx_hash);
                         s.due_at = None;
-                        self.save_sweep(&s, version).await?;
+                        self.save_sweep_metered(&s, version, metering).await?;
                         Ok(true)
                     }
                     AttemptNext::PollAgain { due_at, error } => {
@@ -267,13 +296,18 @@ impl CheckoutEngine {
                         self.save_sweep(&s, version).await?;
                         Ok(false)
                     }
-                    AttemptNext::NewAttempt { due_at, error } => {
+                    AttemptNext::NewAttempt {
+                        due_at,
+                        error,
+                        cost,
+                    } => {
+                        let metering = self.sweep_metering(&s, &rail, cost).await?;
                         s.status = SweepStatus::Queued;
                         if error.is_some() {
                             s.last_error = error;
                         }
                         s.due_at = Some(due_at);
-                        self.save_sweep(&s, version).await?;
+                        self.save_sweep_metered(&s, version, metering).await?;
                         Ok(false)
                     }
                     AttemptNext::SubmitAgain => {

@@ -350,7 +350,7 @@ impl EscrowEngine {
                     }
                     Err(RailError::Rejected { reason }) => {
                         return self
-                            .finish_payout(p, version, Outcome::Failed(reason), report)
+                            .finish_payout(p, version, Outcome::Failed(reason), None, report)
                             .await;
                     }
                     Err(_) => {
@@ -382,19 +382,24 @@ impl EscrowEngine {
                     }
                 };
                 match status {
-                    SubmissionStatus::Confirmed { tx_hash, block, .. } => {
+                    SubmissionStatus::Confirmed {
+                        tx_hash,
+                        block,
+                        cost,
+                        ..
+                    } => {
                         p.tx_hash = Some(tx_hash);
                         p.block = Some(block);
-                        self.finish_payout(p, version, Outcome::Confirmed, report)
+                        self.finish_payout(p, version, Outcome::Confirmed, cost, report)
                             .await
                     }
                     SubmissionStatus::Failed {
                         reason,
                         tx_hash,
-                        cost: _,
+                        cost,
                     } => {
                         p.tx_hash = tx_hash.or(p.tx_hash);
-                        self.finish_payout(p, version, Outcome::Failed(reason), report)
+                        self.finish_payout(p, version, Outcome::Failed(reason), cost, report)
                             .await
                     }
                     SubmissionStatus::Pending { tx_hash } => {
@@ -411,7 +416,7 @@ impl EscrowEngine {
                         // recorded before deadlines existed is never failed here.
                         if p.payment.past_deadline(now, cfg.unknown_grace_ms) {
                             let reason = "the payout never reached the network".to_string();
-                            self.finish_payout(p, version, Outcome::Failed(reason), report)
+                            self.finish_payout(p, version, Outcome::Failed(reason), None, report)
                                 .await
                         } else {
                             report.polled += 1;
@@ -427,12 +432,14 @@ impl EscrowEngine {
     }
 
     /// Records a payout's final outcome with the deal's transition, the ledger post or
-    /// void, the history entry and the event, in one batch.
+    /// void, the history entry, the event and the metering of what it cost (`cost`, in
+    /// the tenant's sponsorship budget), in one batch.
     async fn finish_payout(
         &self,
         mut p: PayoutRecord,
         mut p_version: u64,
         outcome: Outcome,
+        cost: Option<stablecoin_core::ports::SponsorCost>,
         report: &mut EscrowTickReport,
     ) -> EscrowResult<()> {
         let actor = Actor::system("payout");
@@ -560,6 +567,12 @@ impl EscrowEngine {
             batch.puts.push(p.update(p_version)?);
             batch.puts.push(deal.update(deal_version)?);
             self.queue_put(&mut batch, &deal).await?;
+            batch.puts.extend(
+                self.inner
+                    .kernel
+                    .sponsorship_puts(&p.tenant, self.inner.rail.id(), cost)
+                    .await?,
+            );
             batch.background = true;
             match self.commit(batch).await {
                 Ok(()) => {

@@ -74,6 +74,7 @@ mod solana_live;
 mod sponsorship_browser;
 mod sponsorship_evm_live;
 mod sponsorship_http;
+mod sponsorship_products_http;
 mod staff_http;
 mod statements_browser;
 mod statements_http;

@@ -387,7 +387,10 @@ impl Engine {
                 };
                 let status = rail.status(&payment.id).await;
                 match attempts::after_poll(status, &payment, now) {
-                    AttemptNext::Landed { tx_hash } => {
+                    // A return is staff's decision about money that reached an address
+                    // it should not have: its cost is the service's, not metered in a
+                    // tenant's sponsorship budget.
+                    AttemptNext::Landed { tx_hash, cost: _ } => {
                         r.tx_hash = Some(tx_hash);
                         r.due_at = None;
                         r.returned_at = Some(now);
@@ -420,7 +423,11 @@ impl Engine {
                         self.save_stray(&s, version).await?;
                         Ok(false)
                     }
-                    AttemptNext::NewAttempt { due_at, error } => {
+                    AttemptNext::NewAttempt {
+                        due_at,
+                        error,
+                        cost: _,
+                    } => {
                         r.step = ReturnStep::Queued;
                         if error.is_some() {
                             r.last_error = error;

@@ -9,7 +9,7 @@
 //! one. Each product keeps its own record and maps the decision onto it.
 
 use crate::domain::time::Timestamp;
-use crate::ports::{RailError, RailPayment, SubmissionStatus};
+use crate::ports::{RailError, RailPayment, SponsorCost, SubmissionStatus};
 
 /// Pause between two polls of a submitted attempt.
 pub const POLL_MS: i64 = 2_000;
@@ -25,6 +25,8 @@ pub enum AttemptNext {
     Landed {
         /// The confirmed transaction's hash.
         tx_hash: String,
+        /// What it cost the sponsor (to meter in the commit that records it).
+        cost: Option<SponsorCost>,
     },
     /// Still on its way, or the rail could not be asked: poll again.
     PollAgain {
@@ -40,6 +42,8 @@ pub enum AttemptNext {
         due_at: Timestamp,
         /// The failure to record, if the rail gave one.
         error: Option<String>,
+        /// What the failed attempt cost the sponsor, when it reached the chain.
+        cost: Option<SponsorCost>,
     },
     /// Unseen but maybe still on its way: submit this same payment again.
     SubmitAgain,
@@ -52,19 +56,23 @@ pub fn after_poll(
     now: Timestamp,
 ) -> AttemptNext {
     match status {
-        Ok(SubmissionStatus::Confirmed { tx_hash, .. }) => AttemptNext::Landed { tx_hash },
+        Ok(SubmissionStatus::Confirmed { tx_hash, cost, .. }) => {
+            AttemptNext::Landed { tx_hash, cost }
+        }
         Ok(SubmissionStatus::Pending { .. }) => AttemptNext::PollAgain {
             due_at: now.plus_millis(POLL_MS),
             error: None,
         },
-        Ok(SubmissionStatus::Failed { reason, .. }) => AttemptNext::NewAttempt {
+        Ok(SubmissionStatus::Failed { reason, cost, .. }) => AttemptNext::NewAttempt {
             due_at: now.plus_millis(RETRY_MS),
             error: Some(reason),
+            cost,
         },
         Ok(SubmissionStatus::NotFound) if payment.past_deadline(now, DEADLINE_MARGIN_MS) => {
             AttemptNext::NewAttempt {
                 due_at: now,
                 error: None,
+                cost: None,
             }
         }
         Ok(SubmissionStatus::NotFound) => AttemptNext::SubmitAgain,
@@ -103,13 +111,20 @@ mod tests {
                     tx_hash: "0x1".into(),
                     block: 7,
                     created_recipient_account: false,
-                    cost: None,
+                    cost: Some(SponsorCost {
+                        native: 5,
+                        ..Default::default()
+                    }),
                 }),
                 &live,
                 now
             ),
             AttemptNext::Landed {
-                tx_hash: "0x1".into()
+                tx_hash: "0x1".into(),
+                cost: Some(SponsorCost {
+                    native: 5,
+                    ..Default::default()
+                })
             }
         );
         assert_eq!(
@@ -124,14 +139,21 @@ mod tests {
                 Ok(SubmissionStatus::Failed {
                     reason: "reverted".into(),
                     tx_hash: None,
-                    cost: None
+                    cost: Some(SponsorCost {
+                        native: 3,
+                        ..Default::default()
+                    })
                 }),
                 &live,
                 now
             ),
             AttemptNext::NewAttempt {
                 due_at: now.plus_millis(RETRY_MS),
-                error: Some("reverted".into())
+                error: Some("reverted".into()),
+                cost: Some(SponsorCost {
+                    native: 3,
+                    ..Default::default()
+                })
             }
         );
         // Unseen: before the deadline (and its margin) the same payment again; after it,
@@ -149,7 +171,8 @@ mod tests {
             after_poll(Ok(SubmissionStatus::NotFound), &dead, now),
             AttemptNext::NewAttempt {
                 due_at: now,
-                error: None
+                error: None,
+                cost: None
             }
         );
         assert_eq!(

@@ -40,6 +40,7 @@ pub mod quarantine;
 pub(crate) mod read_cache;
 pub mod runtime;
 pub mod screening;
+pub mod sponsorship;
 pub mod staff;
 pub mod stray;
 
