@@ -268,7 +268,9 @@ fn rail_of(s: Option<&str>) -> Result<Option<RailId>, ApiError> {
     }
 }
 
-fn input_of(body: &PolicyBody) -> Result<PolicyInput, ApiError> {
+/// The engine's input of a policy body, checked as the API checks it (the dashboard's
+/// form is decoded into the same body, so both refuse the same input the same way).
+pub(crate) fn input_of(body: &PolicyBody) -> Result<PolicyInput, ApiError> {
     let mut windows = Vec::new();
     for w in &body.windows {
         let window = WindowSpan::parse(w.window.trim()).ok_or_else(|| {
