@@ -82,7 +82,8 @@ pub struct PolicyApproval {
     pub created_at: Timestamp,
     /// After this, approving it is refused (INVALID_STATE).
     pub expires_at: Timestamp,
-    /// The staff identity that approved it (`stf_...` or `admin-token`).
+    /// Who approved it: a staff identity (`stf_...` or `admin-token`), or the tenant's
+    /// approver key (`key:<key id>`).
     pub approved_by: Option<String>,
     /// When it was approved.
     pub approved_at: Option<Timestamp>,
@@ -508,6 +509,17 @@ impl Engine {
         staff: &StaffIdentity,
     ) -> CoreResult<PolicyApproval> {
         let v = self.policy_approval(None, id).await?;
+        self.carry_out_approval(v, staff.id().to_string()).await
+    }
+
+    /// Carries out the pending approval `v`, approved by `approver` (a staff id, or
+    /// `key:<approver key id>`): see [`Engine::approve_policy_request`].
+    pub(crate) async fn carry_out_approval(
+        &self,
+        v: Versioned<PolicyApproval>,
+        approver: String,
+    ) -> CoreResult<PolicyApproval> {
+        let id = v.record.id.clone();
         let r = &v.record;
         if r.status != "PENDING" || self.now() > r.expires_at {
             let from = if r.status != "PENDING" {
@@ -524,7 +536,7 @@ impl Engine {
         let tenant = r.tenant.clone();
         let approving = Approving {
             record: v.clone(),
-            approver: staff.id().to_string(),
+            approver,
         };
         let result = match r.request.clone() {
             PendingRequest::Send { rail, request } => self
@@ -547,6 +559,6 @@ impl Engine {
             }
             Err(e) => return Err(e),
         }
-        Ok(self.policy_approval(None, id).await?.record)
+        Ok(self.policy_approval(None, &id).await?.record)
     }
 }
