@@ -53,6 +53,7 @@ mod phone_pay_browser;
 mod phone_payments_http;
 mod policies_browser;
 mod policies_http;
+mod policies_products_http;
 mod policy_approvers_http;
 mod quarantine_http;
 mod quickstart;

@@ -1,4 +1,4 @@
-//! The spending-policy gate of sends and withdrawals (issue #51): gathers the decision's
+//! The spending-policy gate of sends, withdrawals and swaps (issue #51): gathers the decision's
 //! inputs, applies [`crate::domain::policy::evaluate`], and records the outcome.
 //!
 //! Where it runs: inside the use case's idempotent decision, after the destination is
@@ -58,6 +58,13 @@ pub enum PendingRequest {
         /// The request as received.
         request: WithdrawRequest,
     },
+    /// A swap at `rail`'s venue.
+    Swap {
+        /// The EVM rail.
+        rail: RailId,
+        /// The request as received.
+        request: super::SwapRequest,
+    },
 }
 
 /// A request above a policy's approval threshold, waiting for a second approver.
@@ -115,7 +122,7 @@ pub(crate) struct Approving {
 
 /// What the gate is asked about: one send or withdrawal.
 pub(crate) struct Subject<'a> {
-    /// `send` or `withdrawal` (the audit's words).
+    /// `send`, `withdrawal` or `swap` (the audit's words).
     pub operation: &'static str,
     pub wallet: &'a WalletId,
     pub rail: RailId,
@@ -154,6 +161,18 @@ pub enum PolicyQuery {
         /// The token.
         token: Token,
         /// The amount.
+        amount: Micros,
+    },
+    /// A swap of `phone`'s wallet giving `amount` of `token` at `rail`'s venue (the
+    /// primary EVM rail for `None`).
+    Swap {
+        /// The EVM rail; `None`: the primary one.
+        rail: Option<RailId>,
+        /// The trading wallet's phone.
+        phone: Phone,
+        /// The token given.
+        token: Token,
+        /// The amount given.
         amount: Micros,
     },
     /// A withdrawal of `phone`'s wallet on `rail` (the primary EVM rail for `None`).
@@ -437,15 +456,27 @@ impl Engine {
                 token,
                 amount,
             } => ("withdrawal", phone, *rail, *token, *amount),
+            PolicyQuery::Swap {
+                rail,
+                phone,
+                token,
+                amount,
+            } => ("swap", phone, *rail, *token, *amount),
         };
-        let rail = match rail {
-            Some(r) => self.rail(r)?.clone(),
-            None => self.evm_rail()?.clone(),
+        let rail = match (query, rail) {
+            (PolicyQuery::Swap { .. }, r) => self.evm_rail_for(r)?.clone(),
+            (_, Some(r)) => self.rail(r)?.clone(),
+            (_, None) => self.evm_rail()?.clone(),
         };
         let wallet = self.require_wallet(wallet_phone).await?.record;
         wallet.require_member(tenant)?;
         let destination = match query {
             PolicyQuery::Withdrawal { .. } => Some(policy::momo_key(wallet.phone.as_str())),
+            PolicyQuery::Swap { .. } => self
+                .swap_venue(rail.id())?
+                .counterparty()
+                .await
+                .map(|a| policy::chain_key(&a.0)),
             PolicyQuery::Send { to, .. } => match self.wallet_by_phone(to).await? {
                 Some(v) => {
                     let a = match v.record.address(&rail.id().name()) {
@@ -545,6 +576,10 @@ impl Engine {
                 .map(|_| ()),
             PendingRequest::Withdrawal { rail, request } => self
                 .withdraw_gated(&tenant, rail, &request, None, Some(&approving))
+                .await
+                .map(|_| ()),
+            PendingRequest::Swap { rail, request } => self
+                .swap_gated(&tenant, Some(rail), &request, None, Some(&approving))
                 .await
                 .map(|_| ()),
         };

@@ -1,0 +1,137 @@
+//! Spending policies over swaps (issue #51: "every send, withdrawal sweep, swap, escrow
+//! payout and refund" is governed), over real HTTP on loopback, on the simulated chain
+//! through the treasury venue: a swap over a per-transaction cap refused before anything
+//! is held, naming the rule, as the dry run said; one at the cap accepted and counted in
+//! the policy's window; one above the approval threshold held, then carried out once by
+//! the tenant's approver key.
+
+use crate::common::*;
+use serde_json::json;
+use stablecoin_core::domain::ids::WalletId;
+use stablecoin_core::domain::money::{Micros, Token};
+use stablecoin_core::ports::RailId;
+use stablecoin_server::config::Secret;
+
+const ADMIN: &str = "admin-token-0123456789abcdef-0123456789";
+const A: &str = "+2250700000601";
+
+fn swap(amount: &str) -> String {
+    json!({"phone_number": A, "token_in": "USDC", "token_out": "USDT",
+        "amount_in": amount, "max_slippage_bps": 50})
+    .to_string()
+}
+
+async fn dry_swap(s: &Server, key: &str, amount: &str) -> serde_json::Value {
+    let r = s
+        .post(
+            key,
+            "/v1/policies/evaluate",
+            &json!({"operation": "swap", "phone_number": A, "token": "USDC",
+                "amount": amount})
+            .to_string(),
+        )
+        .await;
+    r.expect(200);
+    r.json()
+}
+
+async fn usdc(s: &Server, wallet: &WalletId) -> String {
+    let e = s.app.engine();
+    let acct = e.wallet_account(wallet, RailId::Evm(137), Token::Usdc);
+    let b = e.ports().ledger.balance(&acct.id).await.unwrap();
+    Micros(u64::try_from(b.available()).unwrap()).to_decimal_string()
+}
+
+#[tokio::test]
+async fn a_swap_over_a_cap_is_refused_before_any_hold_and_one_above_the_threshold_waits_for_approval()
+ {
+    let mut c = test_config();
+    c.admin.token = Some(Secret::new(ADMIN));
+    let s = start_with(c).await;
+    let t = s.tenant("Swap Policy Fintech", "1000").await;
+    let w = s.provision(&t.live, A).await;
+    let wallet = WalletId(w["wallet_id"].as_str().unwrap().into());
+    s.fund_settled(&t.live, A, "100").await;
+    let r = s
+        .post(
+            &t.live,
+            "/v1/policies",
+            &json!({"max_per_transaction": "20", "approval_threshold": "10",
+                "windows": [{"window": "24h", "max_count": 2}], "token": "USDC"})
+            .to_string(),
+        )
+        .await;
+    r.expect(201);
+    let id = r.json()["id"].as_str().unwrap().to_string();
+
+    // Over the cap: the dry run and the real call agree; nothing held, nothing written
+    // but the refusal's audit entry.
+    let dry = dry_swap(&s, &t.live, "25").await;
+    assert_eq!(dry["decision"], "DENY");
+    assert_eq!(dry["rule_id"], format!("{id}:max_per_transaction"));
+    let r = s.post(&t.live, "/v1/swaps", &swap("25")).await;
+    r.expect_err(403, "POLICY_DENIED");
+    assert_eq!(
+        r.json()["error"]["rule_id"],
+        format!("{id}:max_per_transaction")
+    );
+    assert_eq!(usdc(&s, &wallet).await, "100.000000", "nothing held");
+    assert_eq!(
+        s.get(&t.live, "/v1/swaps").await.json()["total"],
+        0,
+        "no swap recorded"
+    );
+
+    // At the threshold: allowed and counted.
+    assert_eq!(dry_swap(&s, &t.live, "10").await["decision"], "ALLOW");
+    s.post(&t.live, "/v1/swaps", &swap("10")).await.expect(202);
+    assert_eq!(usdc(&s, &wallet).await, "90.000000");
+
+    // Above it: held for a second approver, nothing held meanwhile.
+    assert_eq!(
+        dry_swap(&s, &t.live, "15").await["decision"],
+        "APPROVAL_REQUIRED"
+    );
+    let r = s.post(&t.live, "/v1/swaps", &swap("15")).await;
+    r.expect_err(403, "APPROVAL_REQUIRED");
+    let approval = r.json()["error"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(usdc(&s, &wallet).await, "90.000000");
+    let auth = format!("Bearer {ADMIN}");
+    let issued = s
+        .send(
+            reqwest::Method::POST,
+            &format!("/admin/v1/tenants/{}/approver-keys", t.id.0),
+            None,
+            Some("{}"),
+            &[("Authorization", &auth)],
+        )
+        .await;
+    issued.expect(201);
+    let approver = issued.json()["api_key"].as_str().unwrap().to_string();
+    let listed = s.get(&approver, "/v1/policy-approvals").await.json();
+    assert_eq!(listed["approvals"][0]["operation"], "swap");
+    let ok = s
+        .post(
+            &approver,
+            &format!("/v1/policy-approvals/{approval}/approve"),
+            "{}",
+        )
+        .await;
+    ok.expect(200);
+    let sw = ok.json()["operation_id"].as_str().unwrap().to_string();
+    assert!(sw.starts_with("sw_"), "{}", ok.text());
+    s.get(&t.live, &format!("/v1/swaps/{sw}")).await.expect(200);
+    assert_eq!(usdc(&s, &wallet).await, "75.000000", "carried out once");
+
+    // The window counted both: a third swap is refused by it.
+    let r = s.post(&t.live, "/v1/swaps", &swap("1")).await;
+    r.expect_err(403, "POLICY_DENIED");
+    assert_eq!(
+        r.json()["error"]["rule_id"],
+        format!("{id}:window_24h_count")
+    );
+    assert_eq!(usdc(&s, &wallet).await, "75.000000");
+}
