@@ -135,3 +135,111 @@ async fn a_swap_over_a_cap_is_refused_before_any_hold_and_one_above_the_threshol
     );
     assert_eq!(usdc(&s, &wallet).await, "75.000000");
 }
+
+/// Two servers sharing nothing but a fresh PostgreSQL schema and one simulated chain,
+/// with the admin token, or `None` (SKIPPED) without a database.
+async fn two_pg_servers(test: &str) -> Option<(Server, Server)> {
+    use crate::common::shared::{fresh_schema, pg_url, shared_chain};
+    use stablecoin_server::config::StorageConfig;
+    let url = pg_url(test)?;
+    let mut base = test_config();
+    base.rate_limits.enabled = false;
+    base.admin.token = Some(Secret::new(ADMIN));
+    base.storage = StorageConfig::Postgres {
+        url: Secret::new(fresh_schema(&url).await),
+        connect_timeout_secs: 30,
+    };
+    base.sim.chain_url = Some(shared_chain(&base).await);
+    let node = |worker: &str| {
+        let mut c = base.clone();
+        c.engine.worker_id = Some(worker.into());
+        c
+    };
+    let build =
+        |c| async move { serve(stablecoin_server::App::build(c).await.expect("app builds")).await };
+    Some((build(node("node-1")).await, build(node("node-2")).await))
+}
+
+/// On PostgreSQL across two nodes (no in-process guard sees the other's requests): of
+/// concurrent approvals of one held swap exactly one carries it out, and concurrent
+/// swaps never take a policy's 24 h count window past its limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_two_nodes_approve_a_held_swap_once_and_never_pass_a_window() {
+    let Some((s1, s2)) = two_pg_servers("policies_products_http::two_nodes").await else {
+        return;
+    };
+    let t = s1.tenant("Two Node Fintech", "1000").await;
+    let w = s1.provision(&t.live, A).await;
+    let wallet = WalletId(w["wallet_id"].as_str().unwrap().into());
+    s1.fund_settled(&t.live, A, "100").await;
+    s1.post(
+        &t.live,
+        "/v1/policies",
+        &json!({"approval_threshold": "30",
+            "windows": [{"window": "24h", "max_count": 3}]})
+        .to_string(),
+    )
+    .await
+    .expect(201);
+    let r = s2.post(&t.live, "/v1/swaps", &swap("40")).await;
+    r.expect_err(403, "APPROVAL_REQUIRED");
+    let approval = r.json()["error"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let auth = format!("Bearer {ADMIN}");
+    let issued = s1
+        .send(
+            reqwest::Method::POST,
+            &format!("/admin/v1/tenants/{}/approver-keys", t.id.0),
+            None,
+            Some("{}"),
+            &[("Authorization", &auth)],
+        )
+        .await;
+    issued.expect(201);
+    let approver = issued.json()["api_key"].as_str().unwrap().to_string();
+    let path = format!("/v1/policy-approvals/{approval}/approve");
+    let results = futures_util::future::join_all((0..6).map(|i| {
+        let s = if i % 2 == 0 { &s1 } else { &s2 };
+        s.post(&approver, &path, "{}")
+    }))
+    .await;
+    for r in &results {
+        assert!(
+            r.status == 200 || (r.status == 409 && r.code() == "INVALID_STATE"),
+            "{}",
+            r.text()
+        );
+    }
+    assert_eq!(results.iter().filter(|r| r.status == 200).count(), 1);
+    assert_eq!(usdc(&s1, &wallet).await, "60.000000", "carried out once");
+
+    // One of three counted: concurrent swaps on both nodes admit at most two more.
+    let five = swap("5");
+    let results = futures_util::future::join_all((0..8).map(|i| {
+        let s = if i % 2 == 0 { &s1 } else { &s2 };
+        s.post(&t.live, "/v1/swaps", &five)
+    }))
+    .await;
+    let mut admitted = results.iter().filter(|r| r.status == 202).count();
+    for r in &results {
+        assert!(
+            r.status == 202 || r.code() == "POLICY_DENIED" || r.code() == "CONFLICT",
+            "{}",
+            r.text()
+        );
+    }
+    assert!(admitted <= 2, "{admitted} admitted past the window");
+    loop {
+        let r = s2.post(&t.live, "/v1/swaps", &swap("5")).await;
+        if r.status != 202 {
+            r.expect_err(403, "POLICY_DENIED");
+            break;
+        }
+        admitted += 1;
+        assert!(admitted <= 2, "a fourth swap admitted");
+    }
+    assert_eq!(admitted, 2);
+    assert_eq!(usdc(&s1, &wallet).await, "50.000000");
+}
