@@ -296,7 +296,8 @@ impl App {
         let escrow = match escrow_config {
             Some(escrow_config) => Some(
                 EscrowEngine::new(engine.kernel(), escrow_config)
-                    .map_err(|e| StartupError::Rails(format!("escrow: {e}")))?,
+                    .map_err(|e| StartupError::Rails(format!("escrow: {e}")))?
+                    .with_spending_policies(Arc::new(engine.clone())),
             ),
             None => None,
         };

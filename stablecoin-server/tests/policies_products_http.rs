@@ -243,3 +243,81 @@ async fn on_postgres_two_nodes_approve_a_held_swap_once_and_never_pass_a_window(
     assert_eq!(admitted, 2);
     assert_eq!(usdc(&s1, &wallet).await, "50.000000");
 }
+
+const BUYER: &str = "+2250700000611";
+const SELLER: &str = "+2250700000612";
+
+/// An escrow payout is governed by the tenant's policies (without a wallet scope): a
+/// release over the cap is refused before anything is claimed, the deal stays FUNDED,
+/// the refusal names the rule; under the cap (the policy changed) it is released.
+#[tokio::test]
+async fn an_escrow_release_over_a_cap_is_refused_and_nothing_is_claimed() {
+    let s = start().await;
+    let t = s.tenant("Escrow Policy Fintech", "0").await;
+    s.provision(&t.live, BUYER).await;
+    s.provision(&t.live, SELLER).await;
+    let r = s
+        .post(
+            &t.live,
+            "/v1/policies",
+            &json!({"max_per_transaction": "100"}).to_string(),
+        )
+        .await;
+    r.expect(201);
+    let pol = r.json()["id"].as_str().unwrap().to_string();
+    let r = s
+        .post(
+            &t.live,
+            "/v1/escrows",
+            &json!({"buyer_phone_number": BUYER, "seller_phone_number": SELLER,
+                "amount": "150", "reference": "order-policy"})
+            .to_string(),
+        )
+        .await;
+    r.expect(201);
+    let e = r.json();
+    let id = e["id"].as_str().unwrap().to_string();
+    let tron = s.app.sim_rail(RailId::Tron).expect("sim TRON");
+    tron.mint(
+        &stablecoin_core::ports::ChainAddress(e["escrow_address"].as_str().unwrap().into()),
+        Token::Usdt,
+        Micros(150_000_000),
+    )
+    .unwrap();
+    s.settle_escrows().await;
+    let path = format!("/v1/escrows/{id}");
+    assert_eq!(s.get(&t.live, &path).await.json()["state"], "FUNDED");
+
+    let before = s.commits();
+    let r = s.post(&t.live, &format!("{path}/release"), "{}").await;
+    r.expect_err(403, "POLICY_DENIED");
+    assert_eq!(
+        r.json()["error"]["rule_id"],
+        format!("{pol}:max_per_transaction")
+    );
+    assert_eq!(
+        s.commits(),
+        before + 1,
+        "only the refusal's audit entry (with the destination's first sighting)"
+    );
+    let deal = s.get(&t.live, &path).await.json();
+    assert_eq!(deal["state"], "FUNDED", "nothing claimed: {deal}");
+    // A refund to the buyer is a payout too.
+    s.post(&t.live, &format!("{path}/refund"), "{}")
+        .await
+        .expect_err(403, "POLICY_DENIED");
+
+    // The cap raised: released.
+    s.post(
+        &t.live,
+        &format!("/v1/policies/{pol}"),
+        &json!({"max_per_transaction": "150"}).to_string(),
+    )
+    .await
+    .expect(200);
+    s.post(&t.live, &format!("{path}/release"), "{}")
+        .await
+        .expect(200);
+    s.settle_escrows().await;
+    assert_eq!(s.get(&t.live, &path).await.json()["state"], "RELEASED");
+}

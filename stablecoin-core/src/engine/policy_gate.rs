@@ -40,6 +40,9 @@ use crate::ports::store::{Batch, Put};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+#[path = "policy_products.rs"]
+mod products;
+
 /// The request a pending approval carries out once approved: exactly what was asked.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "operation", rename_all = "snake_case")]
@@ -274,6 +277,39 @@ impl Engine {
             .insert()?)
     }
 
+    /// The window usage of every policy that counts an admitted request of `amount`,
+    /// version-checked against what was read (a concurrent admission makes the commit
+    /// lose the race instead of both passing a limit).
+    fn usage_puts(
+        &self,
+        tenant: &TenantId,
+        g: &Gathered,
+        amount: Micros,
+        now: Timestamp,
+    ) -> CoreResult<Vec<Put>> {
+        let mut puts = Vec::new();
+        for p in policy::counting(&g.policies, &g.request) {
+            let mut usage = g
+                .policies
+                .iter()
+                .find(|(q, _)| q.id == p.id)
+                .map(|(_, u)| u.clone())
+                .unwrap_or_default();
+            usage.record(now, amount);
+            let rec = PolicyUsage {
+                id: p.id.clone(),
+                tenant: tenant.clone(),
+                created_at: now,
+                usage,
+            };
+            puts.push(match g.usage_versions.get(&p.id) {
+                Some(v) => rec.update(*v)?,
+                None => rec.insert()?,
+            });
+        }
+        Ok(puts)
+    }
+
     /// The first sighting of the subject's destination, when it has none yet.
     fn seen_put(
         &self,
@@ -330,25 +366,7 @@ impl Engine {
         let seen = self.seen_put(tenant, s, &g)?;
         match &decision {
             Decision::Allow => {
-                for p in policy::counting(&g.policies, &g.request) {
-                    let mut usage = g
-                        .policies
-                        .iter()
-                        .find(|(q, _)| q.id == p.id)
-                        .map(|(_, u)| u.clone())
-                        .unwrap_or_default();
-                    usage.record(now, s.amount);
-                    let rec = PolicyUsage {
-                        id: p.id.clone(),
-                        tenant: tenant.clone(),
-                        created_at: now,
-                        usage,
-                    };
-                    puts.push(match g.usage_versions.get(&p.id) {
-                        Some(v) => rec.update(*v)?,
-                        None => rec.insert()?,
-                    });
-                }
+                puts.extend(self.usage_puts(tenant, &g, s.amount, now)?);
                 puts.extend(seen);
                 puts.push(self.audit_decision(tenant, s, op_id, &decision, "policy.allow")?);
                 Ok(puts)

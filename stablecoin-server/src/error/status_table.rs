@@ -118,6 +118,7 @@ fn escrow_rows() -> Vec<Row> {
         row(EscrowUnavailable { reason: s("r") }, 503, "ESCROW_UNAVAILABLE", None),
         row(RailNotReady { rail: s("tron"), reason: s("r") }, 503, "RAIL_NOT_READY", None),
         row(ScreeningHit { list: s("l"), reference: s("r") }, 403, "SCREENING_HIT", None),
+        row(PolicyDenied { rule_id: s("p:r"), reason: s("r") }, 403, "POLICY_DENIED", None),
         row(ScreeningUnavailable { reason: s("r") }, 503, "SCREENING_UNAVAILABLE", None),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
