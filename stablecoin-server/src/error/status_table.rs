@@ -163,7 +163,7 @@ fn every_product_error_keeps_its_status_code_and_param() {
     let rows = [core_rows(), escrow_rows(), checkout_rows()].concat();
     assert_eq!(
         rows.len(),
-        52 + 29 + 25,
+        52 + 30 + 25,
         "one row per variant (two for escrow NOT_FOUND)"
     );
     for (api, status, code, param) in rows {
