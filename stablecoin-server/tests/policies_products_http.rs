@@ -322,3 +322,51 @@ async fn an_escrow_release_over_a_cap_is_refused_and_nothing_is_claimed() {
     s.settle_escrows().await;
     assert_eq!(s.get(&t.live, &path).await.json()["state"], "RELEASED");
 }
+
+/// A live checkout refund is governed by the tenant's policies: over the cap it is
+/// refused before anything is reserved (no refund recorded, the refundable balance
+/// untouched), naming the rule; at the cap it is reserved.
+#[tokio::test]
+async fn a_checkout_refund_over_a_cap_is_refused_and_nothing_is_reserved() {
+    use crate::checkout_refunds::{PAYER, Shop};
+    let shop = Shop::open().await;
+    let (id, _) = shop.paid_session("30").await;
+    let r = shop
+        .s
+        .post(
+            &shop.t.live,
+            "/v1/policies",
+            &json!({"max_per_transaction": "2", "token": "USDC"}).to_string(),
+        )
+        .await;
+    r.expect(201);
+    let pol = r.json()["id"].as_str().unwrap().to_string();
+    let refundable = shop.ledger(&shop.refundable_account()).await;
+    let body = json!({"amount": "3", "token": "USDC", "network": "polygon",
+        "address": PAYER, "reason": "cold coffee"});
+    let r = shop.refund(&id, body, "rf-over").await;
+    r.expect_err(403, "POLICY_DENIED");
+    assert_eq!(
+        r.json()["error"]["rule_id"],
+        format!("{pol}:max_per_transaction")
+    );
+    assert_eq!(shop.refunds(&id).await["refunds"], json!([]));
+    assert_eq!(
+        shop.ledger(&shop.refundable_account()).await,
+        refundable,
+        "nothing reserved"
+    );
+    let r = shop
+        .refund(
+            &id,
+            json!({"amount": "2", "token": "USDC", "network": "polygon",
+                "address": PAYER}),
+            "rf-at-cap",
+        )
+        .await;
+    r.expect(201);
+    assert_eq!(
+        shop.refunds(&id).await["refunds"].as_array().unwrap().len(),
+        1
+    );
+}

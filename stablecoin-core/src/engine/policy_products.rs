@@ -28,7 +28,7 @@ impl SpendingPolicies for Engine {
             rail: spend.rail,
             token: spend.token,
             amount: spend.amount,
-            destination: Some(policy::chain_key(&spend.destination)),
+            destination: spend.destination.as_deref().map(policy::chain_key),
         };
         let tenant = &spend.tenant;
         let Some(g) = self.gather(tenant, &s, false).await? else {

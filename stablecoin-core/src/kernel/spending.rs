@@ -31,8 +31,9 @@ pub struct ProductSpend {
     pub token: Token,
     /// The amount paid.
     pub amount: Micros,
-    /// The chain address paid.
-    pub destination: String,
+    /// The chain address paid; `None` when it is not known yet (a refund's claim link:
+    /// then an allow-list or a cooling-off refuses it, as for an address not derived).
+    pub destination: Option<String>,
 }
 
 /// The wallet side of governing a product's payout; the wallet engine implements it.

@@ -342,7 +342,7 @@ impl EscrowEngine {
                         rail: stablecoin_core::ports::RailId::Tron,
                         token: deal.token,
                         amount: deal.amount,
-                        destination: dest.0.clone(),
+                        destination: Some(dest.0.clone()),
                     };
                     batch
                         .puts
