@@ -135,6 +135,15 @@ pub enum CheckoutError {
         /// The list's entry (audit only).
         reference: String,
     },
+    /// `POLICY_DENIED`: one of the tenant's spending policies refuses the refund
+    /// (issue #51); nothing was reserved. Audited by the wallet engine.
+    #[error("a spending policy refuses the refund: {reason}")]
+    PolicyDenied {
+        /// `<policy id>:<rule>`, answered as the error's `rule_id`.
+        rule_id: String,
+        /// Why, for the caller.
+        reason: String,
+    },
     /// `SCREENING_UNAVAILABLE` (retryable): the screen could not answer and the
     /// deployment fails closed; nothing was reserved.
     #[error("sanctions screening is unavailable; nothing was reserved")]
@@ -206,6 +215,7 @@ impl CheckoutError {
             RefundExceedsRefundable { .. } => "REFUND_EXCEEDS_REFUNDABLE",
             InsufficientFunds => "INSUFFICIENT_FUNDS",
             ScreeningHit { .. } => "SCREENING_HIT",
+            PolicyDenied { .. } => "POLICY_DENIED",
             ScreeningUnavailable { .. } => "SCREENING_UNAVAILABLE",
             AmountOutOfRange { .. } => "AMOUNT_OUT_OF_RANGE",
             PaymentLinkInactive => "PAYMENT_LINK_INACTIVE",
@@ -252,9 +262,11 @@ impl ProductError for CheckoutError {
             | InvalidIdempotencyKey { .. }
             | AmountOutOfRange { .. } => ErrorClass::BadInput,
             PaymentLinkInactive | PaymentLinkExpired => ErrorClass::Gone,
-            WrongKeyKind { .. } | SandboxOnly | ScreeningHit { .. } | PhonePaymentUnavailable => {
-                ErrorClass::Forbidden
-            }
+            WrongKeyKind { .. }
+            | SandboxOnly
+            | ScreeningHit { .. }
+            | PolicyDenied { .. }
+            | PhonePaymentUnavailable => ErrorClass::Forbidden,
             ScreeningUnavailable { .. } => ErrorClass::Unavailable,
             Payer(e) => ProductError::class(e),
             NotFound { .. } => ErrorClass::NotFound,
@@ -272,6 +284,13 @@ impl ProductError for CheckoutError {
 
     fn param(&self) -> Option<&str> {
         CheckoutError::param(self)
+    }
+
+    fn rule_id(&self) -> Option<&str> {
+        match self {
+            CheckoutError::PolicyDenied { rule_id, .. } => Some(rule_id),
+            _ => None,
+        }
     }
 
     fn retry_after_ms(&self) -> Option<i64> {
@@ -330,6 +349,9 @@ impl From<CoreError> for CheckoutError {
             }
             CoreError::ScreeningUnavailable { reason } => {
                 CheckoutError::ScreeningUnavailable { reason }
+            }
+            CoreError::PolicyDenied { rule_id, reason } => {
+                CheckoutError::PolicyDenied { rule_id, reason }
             }
             other => CheckoutError::Storage(other.to_string()),
         }
@@ -424,6 +446,10 @@ mod tests {
                 reference: "".into(),
             },
             CheckoutError::ScreeningUnavailable { reason: "".into() },
+            CheckoutError::PolicyDenied {
+                rule_id: "".into(),
+                reason: "".into(),
+            },
             CheckoutError::AmountOutOfRange {
                 min: "".into(),
                 max: "".into(),

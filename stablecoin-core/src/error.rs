@@ -111,9 +111,11 @@ pub enum CoreError {
         /// The mutation refused.
         what: String,
     },
-    /// A web-console session asked for more than the key it signed in with may give:
-    /// a key of another mode, or revoking a key it did not issue.
-    #[error("out of this session's scope: {reason}")]
+    /// A web-console session asked for more than the key it signed in with may give (a
+    /// key of another mode, or revoking a key it did not issue); or a key was used
+    /// outside its role (an approver key on any route but the approvals, a tenant key on
+    /// the approvals).
+    #[error("out of this key's scope: {reason}")]
     KeyOutOfScope {
         /// What was refused and why.
         reason: String,

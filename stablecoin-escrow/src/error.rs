@@ -213,6 +213,15 @@ pub enum EscrowError {
         /// The list's entry (audit only).
         reference: String,
     },
+    /// `POLICY_DENIED`: one of the tenant's spending policies refuses the payout (issue
+    /// #51); nothing was claimed. The refusal is audited by the wallet engine.
+    #[error("a spending policy refuses the payout: {reason}")]
+    PolicyDenied {
+        /// `<policy id>:<rule>`, answered as the error's `rule_id`.
+        rule_id: String,
+        /// Why, for the caller.
+        reason: String,
+    },
     /// `SCREENING_UNAVAILABLE` (retryable): the screen could not answer and the
     /// deployment fails closed; nothing was claimed.
     #[error("sanctions screening is unavailable; nothing was claimed")]
@@ -262,6 +271,7 @@ impl EscrowError {
             EscrowUnavailable { .. } => "ESCROW_UNAVAILABLE",
             RailNotReady { .. } => "RAIL_NOT_READY",
             ScreeningHit { .. } => "SCREENING_HIT",
+            PolicyDenied { .. } => "POLICY_DENIED",
             ScreeningUnavailable { .. } => "SCREENING_UNAVAILABLE",
             Rail(_) => "RAIL_ERROR",
             Storage(_) => "STORAGE_ERROR",
@@ -318,7 +328,9 @@ impl ProductError for EscrowError {
             | MissingParameter { .. }
             | InvalidIdempotencyKey { .. } => ErrorClass::BadInput,
             InvalidApiKey => ErrorClass::Unauthorized,
-            NotAMember { .. } | SandboxUnsupported | ScreeningHit { .. } => ErrorClass::Forbidden,
+            NotAMember { .. } | SandboxUnsupported | ScreeningHit { .. } | PolicyDenied { .. } => {
+                ErrorClass::Forbidden
+            }
             NotFound { .. } => ErrorClass::NotFound,
             InvalidState { .. }
             | PayoutInFlight { .. }
@@ -339,6 +351,13 @@ impl ProductError for EscrowError {
 
     fn param(&self) -> Option<&str> {
         EscrowError::param(self)
+    }
+
+    fn rule_id(&self) -> Option<&str> {
+        match self {
+            EscrowError::PolicyDenied { rule_id, .. } => Some(rule_id),
+            _ => None,
+        }
     }
 
     /// Not the class default: a lost race, a busy idempotency key and a failed store pass
@@ -416,6 +435,9 @@ impl From<CoreError> for EscrowError {
             }
             CoreError::ScreeningUnavailable { reason } => {
                 EscrowError::ScreeningUnavailable { reason }
+            }
+            CoreError::PolicyDenied { rule_id, reason } => {
+                EscrowError::PolicyDenied { rule_id, reason }
             }
             other => EscrowError::Storage(other.to_string()),
         }

@@ -296,14 +296,16 @@ impl App {
         let escrow = match escrow_config {
             Some(escrow_config) => Some(
                 EscrowEngine::new(engine.kernel(), escrow_config)
-                    .map_err(|e| StartupError::Rails(format!("escrow: {e}")))?,
+                    .map_err(|e| StartupError::Rails(format!("escrow: {e}")))?
+                    .with_spending_policies(Arc::new(engine.clone())),
             ),
             None => None,
         };
         let checkout = CheckoutEngine::new(engine.kernel(), checkout_config)
             .map_err(|e| StartupError::Config(ConfigError::Invalid(format!("checkout: {e}"))))?
             // Payers who hold a wallet here may pay from it by phone (issue #50 item 4).
-            .with_phone_wallets(Arc::new(engine.clone()));
+            .with_phone_wallets(Arc::new(engine.clone()))
+            .with_spending_policies(Arc::new(engine.clone()));
         let phone_pay_limiter = Arc::new(crate::api::phone_payments::limiter(
             storage.postgres.clone(),
         ));

@@ -72,6 +72,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/admin/v1/stray-deposits"),
     ("POST", "/admin/v1/stray-deposits/{id}/return"),
     ("POST", "/admin/v1/policy-approvals/{id}/approve"),
+    ("POST", "/admin/v1/tenants/{id}/approver-keys"),
+    ("GET", "/v1/policy-approvals"),
+    ("POST", "/v1/policy-approvals/{id}/approve"),
     ("POST", "/v1/policies"),
     ("GET", "/v1/policies"),
     ("GET", "/v1/policies/{id}"),
@@ -194,7 +197,7 @@ async fn document_is_valid_openapi_3_1() {
         assert!(desc.contains(&format!("`{code}`")), "{code} documented");
     }
     let schemes = &doc["components"]["securitySchemes"];
-    for name in ["tenant_key", "business_key"] {
+    for name in ["tenant_key", "business_key", "approver_key"] {
         assert_eq!(schemes[name]["type"], "apiKey");
         assert_eq!(schemes[name]["in"], "header");
         assert_eq!(schemes[name]["name"], "X-API-Key");
@@ -396,8 +399,8 @@ async fn every_authenticated_operation_refuses_bad_keys() {
     }
     assert_eq!(
         checked,
-        ROUTES.len() - 26,
-        "all but health, metrics, openapi, the signed deposit intake, the two public phone-payment routes and the nineteen staff routes"
+        ROUTES.len() - 27,
+        "all but health, metrics, openapi, the signed deposit intake, the two public phone-payment routes and the twenty staff routes"
     );
     assert_eq!(s.commits(), commits, "refused requests write nothing");
 }

@@ -322,6 +322,14 @@ async fn list_filters_and_bounds_are_what_the_server_accepts() {
     // Staff lists take a staff account's secret (this server has no admin token).
     let staff = s.app.engine().create_staff("Truth").await.unwrap().secret;
     let bearer = format!("Bearer {staff}");
+    // The held-approval list takes the tenant's approver key.
+    let approver = s
+        .app
+        .engine()
+        .issue_approver_key("truth", &t.id)
+        .await
+        .unwrap()
+        .secret;
     let doc = document(&s).await;
     let mut lists = 0;
     for (path, item) in doc["paths"].as_object().unwrap() {
@@ -334,6 +342,8 @@ async fn list_filters_and_bounds_are_what_the_server_accepts() {
         let admin = op["security"][0].get("admin_token").is_some();
         let key = if op["security"][0].get("business_key").is_some() {
             &t.business_live
+        } else if op["security"][0].get("approver_key").is_some() {
+            &approver
         } else {
             &t.live
         };
@@ -380,8 +390,8 @@ async fn list_filters_and_bounds_are_what_the_server_accepts() {
         }
     }
     assert_eq!(
-        lists, 16,
-        "transfers, swaps, top-ups, checkout, escrows, webhook endpoints/events/deliveries, staff escrows and audit, the events API of both key kinds, stray deposits, quarantined deposits, payment links, the address book"
+        lists, 17,
+        "transfers, swaps, top-ups, checkout, escrows, webhook endpoints/events/deliveries, staff escrows and audit, the events API of both key kinds, stray deposits, quarantined deposits, payment links, the address book, held approvals"
     );
 }
 

@@ -128,6 +128,10 @@ impl CheckoutEngine {
             Err(CheckoutError::InvalidParameter {
                 field: "address", ..
             }) => Ok(None),
+            // A spending policy refuses it (audited by the wallet engine): not refunded
+            // automatically, and not asked again every round; the business may refund
+            // by hand.
+            Err(CheckoutError::PolicyDenied { .. }) => Ok(None),
             Err(e) => Err(e),
         }
     }

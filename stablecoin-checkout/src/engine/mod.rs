@@ -86,6 +86,9 @@ pub struct CheckoutEngine {
     /// engine runs beside this checkout.
     pub(crate) phone_wallets:
         Option<std::sync::Arc<dyn stablecoin_core::kernel::PhoneWalletPayments>>,
+    /// The tenant's spending policies over live refunds (issue #51); `None`: no
+    /// policies govern them (an embedder without the wallet engine).
+    pub(crate) policies: Option<std::sync::Arc<dyn stablecoin_core::kernel::SpendingPolicies>>,
 }
 
 /// Who a business key acts for.
@@ -121,7 +124,19 @@ impl CheckoutEngine {
             kernel: kernel.clone(),
             config,
             phone_wallets: None,
+            policies: None,
         })
+    }
+
+    /// The checkout with its live refunds governed by `policies` (the wallet engine's
+    /// spending policies, issue #51): decided before anything is reserved, as the
+    /// wallet's sends are. Test-mode refunds are not (the sandbox holds no live money).
+    pub fn with_spending_policies(
+        mut self,
+        policies: std::sync::Arc<dyn stablecoin_core::kernel::SpendingPolicies>,
+    ) -> Self {
+        self.policies = Some(policies);
+        self
     }
 
     /// The kernel it runs on (its ports, rails and tenants).

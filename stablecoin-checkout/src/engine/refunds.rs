@@ -256,6 +256,35 @@ impl CheckoutEngine {
             claimed_at: None,
             completed_at: None,
         };
+        // Spending policies (issue #51), before anything is reserved: a live refund is
+        // money leaving the tenant's custody. A claim link's destination is not known
+        // yet (`None`).
+        let mut policy_puts = Vec::new();
+        if let Some(policies) = &self.policies
+            && s.mode == Mode::Live
+        {
+            let spend = stablecoin_core::kernel::ProductSpend {
+                tenant: s.tenant.clone(),
+                operation: "checkout.refund",
+                subject_id: refund.id.clone(),
+                // The network paid, or a claim link's first (a policy scoped to a rail
+                // governs what leaves on it).
+                rail: self
+                    .network_for(
+                        refund
+                            .network
+                            .as_deref()
+                            .or(refund.claim_networks.first().map(String::as_str))
+                            .unwrap_or(""),
+                        token,
+                    )?
+                    .id(),
+                token,
+                amount,
+                destination: refund.address.clone(),
+            };
+            policy_puts = policies.admit_product_spend(&spend).await?;
+        }
         let reserved = s.refunded.get(&token).copied().unwrap_or_default();
         s.refunded.insert(token, reserved.plus(&parts)?);
         assert_refunds_within_received(&s);
@@ -264,6 +293,7 @@ impl CheckoutEngine {
             puts: vec![refund.insert()?, s.update(version)?],
             ..Default::default()
         };
+        batch.puts.extend(policy_puts);
         reservation_moves(&refund, false, &mut batch);
         batch.outbox.push(events::refund_event(
             self.new_id("evt"),

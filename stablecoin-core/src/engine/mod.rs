@@ -19,6 +19,7 @@ mod operations;
 mod payout_reconciliation;
 mod payout_resolution;
 mod policies;
+mod policy_approvers;
 mod policy_gate;
 mod polls;
 mod quarantine;
@@ -46,7 +47,7 @@ mod worker;
 /// The ports every product drives, defined in the kernel; re-exported where they were.
 pub use crate::kernel::Ports;
 /// Tenants, API keys and the caller: every product's identity, defined in the kernel.
-pub use crate::kernel::auth::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant};
+pub use crate::kernel::auth::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, KeyRole, Tenant};
 /// Idempotency keys: the kernel's, re-exported where they were.
 pub use crate::kernel::idempotency::{observe_replay, validate_idempotency_key};
 /// The staff types, defined in the kernel (escrow records staff decisions too).

@@ -1,4 +1,4 @@
-//! The spending-policy gate of sends and withdrawals (issue #51): gathers the decision's
+//! The spending-policy gate of sends, withdrawals and swaps (issue #51): gathers the decision's
 //! inputs, applies [`crate::domain::policy::evaluate`], and records the outcome.
 //!
 //! Where it runs: inside the use case's idempotent decision, after the destination is
@@ -40,6 +40,9 @@ use crate::ports::store::{Batch, Put};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+#[path = "policy_products.rs"]
+mod products;
+
 /// The request a pending approval carries out once approved: exactly what was asked.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "operation", rename_all = "snake_case")]
@@ -57,6 +60,13 @@ pub enum PendingRequest {
         rail: RailId,
         /// The request as received.
         request: WithdrawRequest,
+    },
+    /// A swap at `rail`'s venue.
+    Swap {
+        /// The EVM rail.
+        rail: RailId,
+        /// The request as received.
+        request: super::SwapRequest,
     },
 }
 
@@ -82,7 +92,8 @@ pub struct PolicyApproval {
     pub created_at: Timestamp,
     /// After this, approving it is refused (INVALID_STATE).
     pub expires_at: Timestamp,
-    /// The staff identity that approved it (`stf_...` or `admin-token`).
+    /// Who approved it: a staff identity (`stf_...` or `admin-token`), or the tenant's
+    /// approver key (`key:<key id>`).
     pub approved_by: Option<String>,
     /// When it was approved.
     pub approved_at: Option<Timestamp>,
@@ -114,7 +125,7 @@ pub(crate) struct Approving {
 
 /// What the gate is asked about: one send or withdrawal.
 pub(crate) struct Subject<'a> {
-    /// `send` or `withdrawal` (the audit's words).
+    /// `send`, `withdrawal` or `swap` (the audit's words).
     pub operation: &'static str,
     pub wallet: &'a WalletId,
     pub rail: RailId,
@@ -153,6 +164,18 @@ pub enum PolicyQuery {
         /// The token.
         token: Token,
         /// The amount.
+        amount: Micros,
+    },
+    /// A swap of `phone`'s wallet giving `amount` of `token` at `rail`'s venue (the
+    /// primary EVM rail for `None`).
+    Swap {
+        /// The EVM rail; `None`: the primary one.
+        rail: Option<RailId>,
+        /// The trading wallet's phone.
+        phone: Phone,
+        /// The token given.
+        token: Token,
+        /// The amount given.
         amount: Micros,
     },
     /// A withdrawal of `phone`'s wallet on `rail` (the primary EVM rail for `None`).
@@ -254,6 +277,39 @@ impl Engine {
             .insert()?)
     }
 
+    /// The window usage of every policy that counts an admitted request of `amount`,
+    /// version-checked against what was read (a concurrent admission makes the commit
+    /// lose the race instead of both passing a limit).
+    fn usage_puts(
+        &self,
+        tenant: &TenantId,
+        g: &Gathered,
+        amount: Micros,
+        now: Timestamp,
+    ) -> CoreResult<Vec<Put>> {
+        let mut puts = Vec::new();
+        for p in policy::counting(&g.policies, &g.request) {
+            let mut usage = g
+                .policies
+                .iter()
+                .find(|(q, _)| q.id == p.id)
+                .map(|(_, u)| u.clone())
+                .unwrap_or_default();
+            usage.record(now, amount);
+            let rec = PolicyUsage {
+                id: p.id.clone(),
+                tenant: tenant.clone(),
+                created_at: now,
+                usage,
+            };
+            puts.push(match g.usage_versions.get(&p.id) {
+                Some(v) => rec.update(*v)?,
+                None => rec.insert()?,
+            });
+        }
+        Ok(puts)
+    }
+
     /// The first sighting of the subject's destination, when it has none yet.
     fn seen_put(
         &self,
@@ -310,25 +366,7 @@ impl Engine {
         let seen = self.seen_put(tenant, s, &g)?;
         match &decision {
             Decision::Allow => {
-                for p in policy::counting(&g.policies, &g.request) {
-                    let mut usage = g
-                        .policies
-                        .iter()
-                        .find(|(q, _)| q.id == p.id)
-                        .map(|(_, u)| u.clone())
-                        .unwrap_or_default();
-                    usage.record(now, s.amount);
-                    let rec = PolicyUsage {
-                        id: p.id.clone(),
-                        tenant: tenant.clone(),
-                        created_at: now,
-                        usage,
-                    };
-                    puts.push(match g.usage_versions.get(&p.id) {
-                        Some(v) => rec.update(*v)?,
-                        None => rec.insert()?,
-                    });
-                }
+                puts.extend(self.usage_puts(tenant, &g, s.amount, now)?);
                 puts.extend(seen);
                 puts.push(self.audit_decision(tenant, s, op_id, &decision, "policy.allow")?);
                 Ok(puts)
@@ -436,15 +474,27 @@ impl Engine {
                 token,
                 amount,
             } => ("withdrawal", phone, *rail, *token, *amount),
+            PolicyQuery::Swap {
+                rail,
+                phone,
+                token,
+                amount,
+            } => ("swap", phone, *rail, *token, *amount),
         };
-        let rail = match rail {
-            Some(r) => self.rail(r)?.clone(),
-            None => self.evm_rail()?.clone(),
+        let rail = match (query, rail) {
+            (PolicyQuery::Swap { .. }, r) => self.evm_rail_for(r)?.clone(),
+            (_, Some(r)) => self.rail(r)?.clone(),
+            (_, None) => self.evm_rail()?.clone(),
         };
         let wallet = self.require_wallet(wallet_phone).await?.record;
         wallet.require_member(tenant)?;
         let destination = match query {
             PolicyQuery::Withdrawal { .. } => Some(policy::momo_key(wallet.phone.as_str())),
+            PolicyQuery::Swap { .. } => self
+                .swap_venue(rail.id())?
+                .counterparty()
+                .await
+                .map(|a| policy::chain_key(&a.0)),
             PolicyQuery::Send { to, .. } => match self.wallet_by_phone(to).await? {
                 Some(v) => {
                     let a = match v.record.address(&rail.id().name()) {
@@ -508,6 +558,17 @@ impl Engine {
         staff: &StaffIdentity,
     ) -> CoreResult<PolicyApproval> {
         let v = self.policy_approval(None, id).await?;
+        self.carry_out_approval(v, staff.id().to_string()).await
+    }
+
+    /// Carries out the pending approval `v`, approved by `approver` (a staff id, or
+    /// `key:<approver key id>`): see [`Engine::approve_policy_request`].
+    pub(crate) async fn carry_out_approval(
+        &self,
+        v: Versioned<PolicyApproval>,
+        approver: String,
+    ) -> CoreResult<PolicyApproval> {
+        let id = v.record.id.clone();
         let r = &v.record;
         if r.status != "PENDING" || self.now() > r.expires_at {
             let from = if r.status != "PENDING" {
@@ -524,7 +585,7 @@ impl Engine {
         let tenant = r.tenant.clone();
         let approving = Approving {
             record: v.clone(),
-            approver: staff.id().to_string(),
+            approver,
         };
         let result = match r.request.clone() {
             PendingRequest::Send { rail, request } => self
@@ -533,6 +594,10 @@ impl Engine {
                 .map(|_| ()),
             PendingRequest::Withdrawal { rail, request } => self
                 .withdraw_gated(&tenant, rail, &request, None, Some(&approving))
+                .await
+                .map(|_| ()),
+            PendingRequest::Swap { rail, request } => self
+                .swap_gated(&tenant, Some(rail), &request, None, Some(&approving))
                 .await
                 .map(|_| ()),
         };
@@ -547,6 +612,6 @@ impl Engine {
             }
             Err(e) => return Err(e),
         }
-        Ok(self.policy_approval(None, id).await?.record)
+        Ok(self.policy_approval(None, &id).await?.record)
     }
 }

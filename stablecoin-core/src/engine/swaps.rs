@@ -120,6 +120,36 @@ impl Engine {
         req: &SwapRequest,
         idempotency_key: Option<&str>,
     ) -> CoreResult<OperationView> {
+        self.swap_gated(tenant, network, req, idempotency_key, None)
+            .await
+    }
+
+    /// [`Engine::swap_on`], or the carrying out of a pending policy approval
+    /// (`approving`, see `policy_gate.rs`). A lost race on a policy's window usage
+    /// (another request of its scope admitted first) decides again, once.
+    pub(crate) async fn swap_gated(
+        &self,
+        tenant: &crate::domain::ids::TenantId,
+        network: Option<RailId>,
+        req: &SwapRequest,
+        idempotency_key: Option<&str>,
+        approving: Option<&super::policy_gate::Approving>,
+    ) -> CoreResult<OperationView> {
+        let attempt = || self.swap_attempt(tenant, network, req, idempotency_key, approving);
+        match attempt().await {
+            Err(e) if super::policy_gate::lost_policy_race(&e) => attempt().await,
+            other => other,
+        }
+    }
+
+    async fn swap_attempt(
+        &self,
+        tenant: &crate::domain::ids::TenantId,
+        network: Option<RailId>,
+        req: &SwapRequest,
+        idempotency_key: Option<&str>,
+        approving: Option<&super::policy_gate::Approving>,
+    ) -> CoreResult<OperationView> {
         if req.amount_in.is_zero() {
             return Err(CoreError::InvalidAmount {
                 input: "0".into(),
@@ -182,11 +212,31 @@ impl Engine {
             let id = self.new_id(OpKind::Swap.id_prefix());
             // Sanctions screening of where the wallet's tokens go (the venue's router or
             // the treasury), before anything is held (issue #51).
-            if let Some(to) = venue.counterparty().await {
+            let counterparty = venue.counterparty().await;
+            if let Some(to) = &counterparty {
                 self.kernel
-                    .screen_addresses(&tenant.0, "swap", &id, rail.id(), &[&to])
+                    .screen_addresses(&tenant.0, "swap", &id, rail.id(), &[to])
                     .await?;
             }
+            // Spending policies (issue #51): the amount given, and where it goes (the
+            // venue's counterparty), before anything is held.
+            let subject = super::policy_gate::Subject {
+                operation: "swap",
+                wallet: &wallet.id,
+                rail: rail.id(),
+                token: req.token_in,
+                amount: req.amount_in,
+                destination: counterparty
+                    .as_ref()
+                    .map(|a| crate::domain::policy::chain_key(&a.0)),
+            };
+            let pending = || super::policy_gate::PendingRequest::Swap {
+                rail: rail.id(),
+                request: req.clone(),
+            };
+            let policy_puts = self
+                .policy_gate(tenant, &subject, &id, approving, pending, idempotency_key)
+                .await?;
             let payment = RailPayment {
                 id: id.clone(),
                 from: KeyPurpose::Wallet(wallet.id.0.clone()),
@@ -222,8 +272,10 @@ impl Engine {
                 max_slippage_bps: req.max_slippage_bps,
                 amount_out: None,
             });
+            let mut puts = vec![op.insert()?];
+            puts.extend(policy_puts);
             let batch = Batch {
-                puts: vec![op.insert()?],
+                puts,
                 accounts: vec![src, dst],
                 ledger: op.holds.clone(),
                 ..Default::default()

@@ -11,7 +11,9 @@ use crate::domain::fees::TenantPricing;
 use crate::domain::ids::{ApiKeyId, TenantId};
 use crate::domain::money::{Micros, Token};
 use crate::error::{CoreError, CoreResult};
-use crate::kernel::auth::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, Tenant, sha256_hex};
+use crate::kernel::auth::{
+    ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, KeyRole, Tenant, sha256_hex,
+};
 use crate::ports::ledger::{LedgerTransfer, Phase};
 use crate::ports::rail::ChainAddress;
 use crate::ports::record::{Record, get_record, get_record_by_unique};
@@ -309,6 +311,15 @@ impl Engine {
         };
         if v.record.revoked_at.is_some() {
             return Err(CoreError::ApiKeyRevoked);
+        }
+        // An approver key opens nothing a tenant key opens (so it is never cached here
+        // either): only `Engine::authenticate_approver` accepts it.
+        if v.record.role == KeyRole::Approver {
+            return Err(CoreError::KeyOutOfScope {
+                reason:
+                    "an approver key only lists and approves held requests (/v1/policy-approvals)"
+                        .into(),
+            });
         }
         // Account test mode makes every key of the tenant a test key (spec 1 "Sandbox
         // mode"): decided here, once, so every use case sees the same mode.

@@ -144,6 +144,35 @@ pub struct ApiKey {
     /// cannot leave behind keys that outlive its own revocation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issued_by: Option<ApiKeyId>,
+    /// What the key may do: every tenant route ([`KeyRole::Standard`]), or only list and
+    /// approve the requests held by a policy's approval threshold ([`KeyRole::Approver`]).
+    #[serde(default, skip_serializing_if = "KeyRole::is_standard")]
+    pub role: KeyRole,
+}
+
+/// What a tenant key may do (issue #51, the two-person rule's tenant side).
+///
+/// Why a role and not a new key kind: an approver key has the tenant key's shape
+/// (`svc_sk_live_...`), so nothing that classifies or stores keys changes; what it may
+/// do is decided where keys are authenticated. `Engine::authenticate` refuses an
+/// approver key (KEY_OUT_OF_SCOPE), so it opens no wallet, transfer, policy or dashboard
+/// route and can never make the request it approves; only
+/// `Engine::authenticate_approver` accepts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyRole {
+    /// Every route of the key's kind.
+    #[default]
+    Standard,
+    /// Lists and approves held requests of its tenant; nothing else.
+    Approver,
+}
+
+impl KeyRole {
+    /// True for [`KeyRole::Standard`] (the stored form leaves it out).
+    pub fn is_standard(&self) -> bool {
+        *self == KeyRole::Standard
+    }
 }
 
 impl ApiKey {
@@ -306,6 +335,7 @@ impl Kernel {
             revoked_at: None,
             business,
             issued_by: None,
+            role: KeyRole::Standard,
         };
         IssuedKey { key, secret }
     }

@@ -40,6 +40,7 @@ pub mod quarantine;
 pub(crate) mod read_cache;
 pub mod runtime;
 pub mod screening;
+pub mod spending;
 pub mod sponsorship;
 pub mod staff;
 pub mod stray;
@@ -56,6 +57,7 @@ pub use phone_pay::{
 };
 pub use runtime::{Product, RoundObserver, RoundReport, Runtime, Worker};
 pub use screening::{SCREENING_ACTOR, ScreeningFailMode, ScreeningGate};
+pub use spending::{ProductSpend, SpendingPolicies};
 
 use crate::domain::ids::{TenantId, make_id};
 use crate::domain::time::Timestamp;

@@ -330,6 +330,24 @@ impl EscrowEngine {
                         &[&dest],
                     )
                     .await?;
+                // Spending policies (issue #51), before anything is claimed: what a
+                // tenant or its auto-release pays out, not what staff resolve.
+                if let Some(policies) = &self.inner.policies
+                    && !matches!(actor, Actor::Staff { .. })
+                {
+                    let spend = stablecoin_core::kernel::ProductSpend {
+                        tenant: deal.tenant.clone(),
+                        operation: "escrow.payout",
+                        subject_id: deal.id.0.clone(),
+                        rail: stablecoin_core::ports::RailId::Tron,
+                        token: deal.token,
+                        amount: deal.amount,
+                        destination: Some(dest.0.clone()),
+                    };
+                    batch
+                        .puts
+                        .extend(policies.admit_product_spend(&spend).await?);
+                }
                 let source = accounts::held(&deal.id, deal.token);
                 let (amount, token) = (deal.amount, deal.token);
                 let payout = self.new_payout(

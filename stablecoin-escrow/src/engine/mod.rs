@@ -44,6 +44,9 @@ pub(crate) struct Inner {
     /// The kernel's TRON rail: escrow runs on TRON only.
     pub rail: Arc<dyn Rail>,
     pub config: EscrowConfig,
+    /// The tenant's spending policies over payouts (issue #51); `None`: no policies
+    /// govern them (an embedder without the wallet engine).
+    pub policies: Option<Arc<dyn stablecoin_core::kernel::SpendingPolicies>>,
 }
 
 impl EscrowEngine {
@@ -86,8 +89,24 @@ impl EscrowEngine {
                 kernel: kernel.clone(),
                 rail: tron.clone(),
                 config,
+                policies: None,
             }),
         })
+    }
+
+    /// The engine with its tenants' payouts governed by `policies` (the wallet engine's
+    /// spending policies, issue #51): a tenant's release or refund, and the
+    /// auto-release, are decided by them before anything is claimed. Staff resolutions
+    /// of disputes are not (staff decide them, under their own two-person rule). Called
+    /// while building, before the engine is shared (a shared one is left unchanged).
+    pub fn with_spending_policies(
+        mut self,
+        policies: Arc<dyn stablecoin_core::kernel::SpendingPolicies>,
+    ) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.policies = Some(policies);
+        }
+        self
     }
 
     /// The settings the engine was built with (validated by [`EscrowEngine::new`]).

@@ -42,7 +42,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
         (status = 201, description = "The refund", body = RefundView),
         (status = 400, description = "Bad input (amount, token, network, address, reason)", body = ErrorBody),
         (status = 401, description = "Missing or unknown key", body = ErrorBody),
-        (status = 403, description = "Not a business key; SCREENING_HIT: sanctions screening lists the address (audited, nothing reserved)", body = ErrorBody),
+        (status = 403, description = "Not a business key; SCREENING_HIT: sanctions screening lists the address (audited, nothing reserved); POLICY_DENIED: a spending policy of the tenant refuses this live refund (`rule_id`; audited; above an approval threshold too, as a refund cannot be held for approval; nothing reserved)", body = ErrorBody),
         (status = 404, description = "No such session for this business and mode", body = ErrorBody),
         (status = 409, description = "Concurrent update, or the same key is still running", body = ErrorBody),
         (status = 422, description = "More than refundable (REFUND_EXCEEDS_REFUNDABLE), settled funds no longer in the treasury (INSUFFICIENT_FUNDS), or a key reused with another body", body = ErrorBody),

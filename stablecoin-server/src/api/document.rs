@@ -194,6 +194,13 @@ fn security_schemes(doc: &mut OpenApi) {
         ),
     );
     components.add_security_scheme(
+        "approver_key",
+        SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+            "X-API-Key",
+            "A tenant's approver key: svc_sk_live_..., issued by staff (POST /admin/v1/tenants/{id}/approver-keys); it opens /v1/policy-approvals only, and a tenant key does not open those",
+        ))),
+    );
+    components.add_security_scheme(
         "business_key",
         SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
             "X-API-Key",

@@ -170,7 +170,7 @@ fn view(status: StatusCode, v: EscrowView) -> Response {
         (status = 404, description = "Not found for this tenant", body = ErrorBody),
         (status = 409, description = "INVALID_STATE, PAYOUT_IN_FLIGHT", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY; SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody),
-        (status = 403, description = "SCREENING_HIT: sanctions screening lists the destination wallet (audited); nothing claimed", body = ErrorBody)),
+        (status = 403, description = "SCREENING_HIT: sanctions screening lists the destination wallet (audited); POLICY_DENIED: a spending policy of the tenant refuses the payout (`rule_id`; audited; above an approval threshold too, as a payout cannot be held for approval); nothing claimed", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn release_escrow(
     State(app): State<AppState>,
@@ -191,7 +191,7 @@ pub async fn release_escrow(
         (status = 404, description = "Not found for this tenant", body = ErrorBody),
         (status = 409, description = "INVALID_STATE, PAYOUT_IN_FLIGHT", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY; SCREENING_UNAVAILABLE: the sanctions screen could not answer and the deployment fails closed", body = ErrorBody),
-        (status = 403, description = "SCREENING_HIT: sanctions screening lists the destination wallet (audited); nothing claimed", body = ErrorBody)),
+        (status = 403, description = "SCREENING_HIT: sanctions screening lists the destination wallet (audited); POLICY_DENIED: a spending policy of the tenant refuses the payout (`rule_id`; audited; above an approval threshold too, as a payout cannot be held for approval); nothing claimed", body = ErrorBody)),
     security(("tenant_key" = [])))]
 pub async fn refund_escrow(
     State(app): State<AppState>,

@@ -17,6 +17,7 @@ pub mod payment_links;
 pub mod payout_reconciliation;
 pub mod phone_payments;
 pub mod policies;
+pub mod policy_approvals;
 pub mod quarantined_deposits;
 pub mod reconciliation;
 pub mod schemas;
@@ -305,6 +306,25 @@ fn escrow_action_routes(state: &AppState) -> OpenApiRouter<AppState> {
     route_kind::mark(limited(payouts), RouteKind::Money).merge(limited(others))
 }
 
+/// The approver key's routes (issue #51): only an approver key opens them, and it opens
+/// nothing else. The tenant-key stack with the approver's authentication instead:
+/// rate limit, then HTTP idempotency on POST (a retried approval with the same
+/// `Idempotency-Key` answers the first; a new one is INVALID_STATE).
+fn approver_routes(state: &AppState) -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(policy_approvals::approve))
+        .routes(routes!(policy_approvals::list_approvals))
+        .route_layer(from_fn_with_state(state.clone(), idempotency::idempotency))
+        .route_layer(from_fn_with_state(
+            state.rate_limiter.clone(),
+            rate_limit::enforce,
+        ))
+        .route_layer(from_fn_with_state(
+            state.clone(),
+            policy_approvals::require_approver_key,
+        ))
+}
+
 /// Every route, grouped by the middleware it needs and marked with its kind
 /// (`crate::route_kind`), with its OpenAPI entry.
 fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
@@ -362,6 +382,7 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
             sponsorship::staff_list_sponsorship_budgets,
             sponsorship::set_sponsorship_budget
         ))
+        .routes(routes!(policy_approvals::issue_approver_key))
         .routes(routes!(quarantined_deposits::list_quarantined_deposits))
         .routes(routes!(quarantined_deposits::get_quarantined_deposit))
         .routes(routes!(quarantined_deposits::release_quarantined_deposit))
@@ -379,6 +400,7 @@ fn api_routes(state: &AppState) -> OpenApiRouter<AppState> {
         .merge(money_routes(state))
         .merge(tenant_routes(state))
         .merge(escrow_action_routes(state))
+        .merge(approver_routes(state))
         .merge(business)
         .merge(admin)
         .merge(public)

@@ -58,7 +58,7 @@ pub struct PolicyBody {
     #[serde(default)]
     #[schema(value_type = Option<TokenName>)]
     pub token: Option<String>,
-    /// Largest amount of one send or withdrawal (token units).
+    /// Largest amount of one send, withdrawal or swap (token units; a swap counts what it gives).
     #[serde(default)]
     #[schema(value_type = Option<TokenAmount>)]
     pub max_per_transaction: Option<String>,
@@ -123,14 +123,14 @@ pub struct PolicyList {
     pub policies: Vec<PolicyView>,
 }
 
-/// `POST /v1/policies/evaluate`: a send or withdrawal as it would be asked.
+/// `POST /v1/policies/evaluate`: a send, withdrawal or swap as it would be asked.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvaluateBody {
-    /// `send` or `withdrawal`.
-    #[schema(example = "withdrawal", pattern = "^(send|withdrawal)$")]
+    /// `send`, `withdrawal` or `swap`.
+    #[schema(example = "withdrawal", pattern = "^(send|withdrawal|swap)$")]
     pub operation: String,
-    /// Withdrawal: the wallet (and the number paid).
+    /// Withdrawal: the wallet (and the number paid). Swap: the trading wallet.
     #[serde(default)]
     #[schema(value_type = Option<PhoneNumber>)]
     pub phone_number: Option<String>,
@@ -142,10 +142,10 @@ pub struct EvaluateBody {
     #[serde(default)]
     #[schema(value_type = Option<PhoneNumber>)]
     pub to_phone_number: Option<String>,
-    /// The token.
+    /// The token (a swap's `token_in`).
     #[schema(value_type = TokenName)]
     pub token: String,
-    /// The amount (token units).
+    /// The amount (token units; a swap's `amount_in`).
     #[schema(value_type = TokenAmount)]
     pub amount: String,
     /// `polygon`, `base`, `bsc`, `evm-<chain id>`, `tron` or `solana`; absent: the
@@ -177,7 +177,7 @@ pub struct ApprovalView {
     pub id: String,
     /// `PENDING` or `APPROVED`.
     pub status: String,
-    /// `send` or `withdrawal`.
+    /// `send`, `withdrawal` or `swap`.
     pub operation: String,
     /// Token units.
     pub amount: String,
@@ -268,7 +268,9 @@ fn rail_of(s: Option<&str>) -> Result<Option<RailId>, ApiError> {
     }
 }
 
-fn input_of(body: &PolicyBody) -> Result<PolicyInput, ApiError> {
+/// The engine's input of a policy body, checked as the API checks it (the dashboard's
+/// form is decoded into the same body, so both refuse the same input the same way).
+pub(crate) fn input_of(body: &PolicyBody) -> Result<PolicyInput, ApiError> {
     let mut windows = Vec::new();
     for w in &body.windows {
         let window = WindowSpan::parse(w.window.trim()).ok_or_else(|| {
@@ -341,6 +343,7 @@ impl From<PolicyApproval> for ApprovalView {
         let (operation, rail) = match &a.request {
             PendingRequest::Send { rail, .. } => ("send", rail.name()),
             PendingRequest::Withdrawal { rail, .. } => ("withdrawal", rail.name()),
+            PendingRequest::Swap { rail, .. } => ("swap", rail.name()),
         };
         ApprovalView {
             id: a.id,
@@ -379,7 +382,7 @@ fn live_only(caller: &Caller, what: &str) -> Result<(), ApiError> {
 
 /// Create a spending policy.
 ///
-/// It governs every send and withdrawal of its scope from the next request on, before
+/// It governs every send, withdrawal and swap of its scope from the next request on, before
 /// anything is held. A refusal is 403 POLICY_DENIED naming the rule (`rule_id`:
 /// `<policy id>:max_per_transaction`, `:window_24h_amount`, `:window_7d_count`,
 /// `:allow_list`, `:deny_list`, `:address_book`, `:cooling_off`); above
@@ -481,7 +484,7 @@ pub async fn delete_policy(
     Ok(Json(p.into()))
 }
 
-/// Dry run: what a send or withdrawal would get from the policies now.
+/// Dry run: what a send, withdrawal or swap would get from the policies now.
 ///
 /// The same inputs (policies, window usage with operations in flight, address book,
 /// first sightings) and the same decision as the real call, which then answers exactly
@@ -529,10 +532,16 @@ pub async fn evaluate_policy(
             token: tok,
             amount,
         },
+        "swap" => PolicyQuery::Swap {
+            rail,
+            phone: need("phone_number", &body.phone_number)?,
+            token: tok,
+            amount,
+        },
         _ => {
             return Err(ApiError::bad_request(
                 "INVALID_PARAMETER",
-                "operation must be send or withdrawal",
+                "operation must be send, withdrawal or swap",
             )
             .with_param("operation"));
         }

@@ -29,7 +29,7 @@ use stablecoin_core::engine::{DEFAULT_SLIPPAGE_BPS, Engine, SwapRequest};
         (status = 202, description = "Accepted; poll Location", body = OperationResponse,
             headers(("Location" = String, description = "/v1/swaps/{id}"))),
         (status = 400, description = "INVALID_PARAMETER (token_out equal to token_in, max_slippage_bps above 1000), INVALID_AMOUNT", body = ErrorBody),
-        (status = 403, description = "NOT_A_MEMBER: nothing is written; SANDBOX_UNSUPPORTED for a test key", body = ErrorBody),
+        (status = 403, description = "NOT_A_MEMBER: nothing is written; SANDBOX_UNSUPPORTED for a test key; SCREENING_HIT: sanctions screening lists the venue's counterparty (audited); POLICY_DENIED: a spending policy refuses the amount given (`rule_id`; nothing held); APPROVAL_REQUIRED: above a policy's approval threshold, held for a second approver (`approval_id`)", body = ErrorBody),
         (status = 404, description = "No wallet for this phone", body = ErrorBody),
         (status = 422, description = "INSUFFICIENT_FUNDS; INSUFFICIENT_LIQUIDITY: the venue cannot fill it now", body = ErrorBody),
         (status = 503, description = "RAIL_NOT_READY; SWAPS_UNAVAILABLE: no venue serves the wallets' chain", body = ErrorBody)),

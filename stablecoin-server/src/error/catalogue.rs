@@ -199,7 +199,7 @@ pub const ERROR_CATALOGUE: &[(&str, u16, &str)] = &[
     (
         "KEY_OUT_OF_SCOPE",
         403,
-        "A dashboard session asked for more than its key may give: a key of another mode, or revoking a key it did not issue.",
+        "A dashboard session asked for more than its key may give (a key of another mode, or revoking a key it did not issue); or a key outside its role: an approver key on any route but /v1/policy-approvals, or another key on those.",
     ),
     (
         "FEE_ABOVE_CEILING",

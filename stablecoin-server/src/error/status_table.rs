@@ -119,6 +119,7 @@ fn escrow_rows() -> Vec<Row> {
         row(EscrowUnavailable { reason: s("r") }, 503, "ESCROW_UNAVAILABLE", None),
         row(RailNotReady { rail: s("tron"), reason: s("r") }, 503, "RAIL_NOT_READY", None),
         row(ScreeningHit { list: s("l"), reference: s("r") }, 403, "SCREENING_HIT", None),
+        row(PolicyDenied { rule_id: s("p:r"), reason: s("r") }, 403, "POLICY_DENIED", None),
         row(ScreeningUnavailable { reason: s("r") }, 503, "SCREENING_UNAVAILABLE", None),
         row(Rail(s("r")), 502, "RAIL_ERROR", None),
         row(Storage(s("s")), 500, "STORAGE_ERROR", None),
@@ -146,6 +147,7 @@ fn checkout_rows() -> Vec<Row> {
         row(RefundExceedsRefundable { refundable: s("0") }, 422, "REFUND_EXCEEDS_REFUNDABLE", Some("amount")),
         row(InsufficientFunds, 422, "INSUFFICIENT_FUNDS", None),
         row(ScreeningHit { list: s("l"), reference: s("r") }, 403, "SCREENING_HIT", None),
+        row(PolicyDenied { rule_id: s("p:r"), reason: s("r") }, 403, "POLICY_DENIED", None),
         row(ScreeningUnavailable { reason: s("r") }, 503, "SCREENING_UNAVAILABLE", None),
         row(AmountOutOfRange { min: s("1"), max: s("2") }, 400, "AMOUNT_OUT_OF_RANGE", Some("amount")),
         row(PaymentLinkInactive, 410, "PAYMENT_LINK_INACTIVE", None),
@@ -163,7 +165,7 @@ fn every_product_error_keeps_its_status_code_and_param() {
     let rows = [core_rows(), escrow_rows(), checkout_rows()].concat();
     assert_eq!(
         rows.len(),
-        53 + 29 + 25,
+        53 + 30 + 26,
         "one row per variant (two for escrow NOT_FOUND)"
     );
     for (api, status, code, param) in rows {

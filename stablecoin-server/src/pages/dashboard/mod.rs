@@ -1,5 +1,6 @@
 //! The tenant dashboard, `/dashboard`: a fintech's own view of its treasury, wallets,
-//! operations, escrows, checkout sessions, webhooks, API keys and pricing.
+//! operations, escrows, checkout sessions, webhooks, API keys, pricing, and spending
+//! policies with the address book.
 //!
 //! Why it is built this way:
 //! - **The same engine calls as the API.** Every page reads and every form acts through
@@ -27,6 +28,7 @@
 
 mod exports;
 mod links;
+mod policies;
 mod reads;
 mod refunds;
 mod settings;
@@ -101,6 +103,10 @@ pub const NAV: &[NavItem] = &[
         href: "/dashboard/pricing",
         label: "Pricing",
     },
+    NavItem {
+        href: "/dashboard/policies",
+        label: "Policies",
+    },
 ];
 
 /// The dashboard's routes and the consoles' static assets.
@@ -160,6 +166,20 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/dashboard/pricing",
             get(settings::pricing).post(settings::set_pricing),
+        )
+        .route(
+            "/dashboard/policies",
+            get(policies::page).post(policies::create),
+        )
+        .route(
+            "/dashboard/policies/{id}",
+            get(policies::edit).post(policies::update),
+        )
+        .route("/dashboard/policies/{id}/delete", post(policies::delete))
+        .route("/dashboard/address-book", post(policies::add_entry))
+        .route(
+            "/dashboard/address-book/{id}/remove",
+            post(policies::remove_entry),
         )
 }
 
