@@ -4,6 +4,7 @@
 #
 #   scripts/bench-settle-cost.sh                  # 8 s of send load, then the drain
 #   LOAD=15 PERF=1 BIN=/tmp/benchbin/x/stablecoin-server scripts/bench-settle-cost.sh
+#   KEEP_DB=/tmp/settle.db scripts/bench-settle-cost.sh   # keeps the database for a look
 #
 # 1. Starts the release server with its defaults (SQLite, simulated rails, workers on) in
 #    a fresh data dir, funds one sender and puts LOAD seconds of wrk send load on it (64
@@ -42,6 +43,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/stablecoin-settle.XXXXXX")"
 cleanup() {
   [ -n "${PERF_PID:-}" ] && kill -INT "$PERF_PID" 2>/dev/null || true
   [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null || true
+  [ -n "${KEEP_DB:-}" ] && [ -f "$WORK/data/stablecoin.db" ] && cp "$WORK/data/stablecoin.db" "$KEEP_DB"
   rm -rf "$WORK"
 }
 trap cleanup EXIT
