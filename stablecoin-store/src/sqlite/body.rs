@@ -629,18 +629,15 @@ mod tests {
     #[test]
     fn an_operation_body_comes_back_as_written_and_is_smaller() {
         let bytes = round_trip(OP);
-        assert!(bytes.len() * 3 < OP.len(), "{} of {}", bytes.len(), OP.len());
+        assert!(
+            bytes.len() * 3 < OP.len(),
+            "{} of {}",
+            bytes.len(),
+            OP.len()
+        );
     }
 
     const OP: &str = r#"{"id":"tr_01M8M500664Q12X4SRJ050EDMF","kind":"Transfer","tenant":"ten_01M8M4ZYKZVGNYG45AXE7KATC2","status":"SETTLED","rail":{"Evm":137},"token":"USDC","amount":10000,"fees":{"amount":10000,"recipient":9970,"service_fee":30,"tenant_fee":0,"tenant_fee_waived":false},"from_wallet":"wal_01M8M4ZYSMD5G65MADFG62JFBA","to_wallet":"wal_01M8M4ZYT9MY9CSJ4PD016N6V9","from_phone":"+2250700000001","to_phone":"+2250700000002","payment":{"id":"tr_01M8M500664Q12X4SRJ050EDMF","from":{"type":"wallet","id":"wal_01M8M4ZYSMD5G65MADFG62JFBA"},"from_address":"0x22b86bb590a626a52ae9e68bbd4bc64a15e685d9","token":"USDC","legs":[{"to":"0xa0cbd7f80d285fb02d89af969a5d5f920bc5df4e","amount":9970,"role":"recipient"},{"to":"0x9925b391d8ca16ff2deeee9a7c1c6fe3d023f8f3","amount":30,"role":"service_fee"}],"valid_until":1795973261749},"holds":[{"id":"tr_01M8M500664Q12X4SRJ050EDMF:recipient","debit":"wallet:wal_01M8M4ZYSMD5G65MADFG62JFBA:USDC","credit":"wallet:wal_01M8M4ZYT9MY9CSJ4PD016N6V9:USDC","amount":9970,"phase":"Pending"},{"id":"tr_01M8M500664Q12X4SRJ050EDMF:service_fee","debit":"wallet:wal_01M8M4ZYSMD5G65MADFG62JFBA:USDC","credit":"fees:service:USDC","amount":30,"phase":"Pending"}],"tx_hash":"0x02368d9fb0bcc8440243270897cd337211155c2126b4cf9d614c50963515f106","block":9,"submitted_at":1795972661749,"created_at":1795972661446,"updated_at":1795972662991,"settled_at":1795972662991,"from_customer":"wal_01M8M4ZYSMD5G65MADFG62JFBA"}"#;
-        let bytes = round_trip(op);
-        assert!(
-            bytes.len() * 3 < op.len(),
-            "{} of {}",
-            bytes.len(),
-            op.len()
-        );
-    }
 
     /// What encoding and decoding an operation's body costs (run by hand, release:
     /// `cargo test --release -p stablecoin-store --lib encode_cost -- --ignored --nocapture`).
@@ -665,7 +662,9 @@ mod tests {
             std::hint::black_box(serde_json::from_str::<serde_json::Value>(op).unwrap());
         }
         let parse = t.elapsed().as_nanos() as f64 / n as f64 / 1000.0;
-        eprintln!("encode {enc:.2} us, decode {dec:.2} us, serde_json parse to Value {parse:.2} us");
+        eprintln!(
+            "encode {enc:.2} us, decode {dec:.2} us, serde_json parse to Value {parse:.2} us"
+        );
     }
 
     #[test]
