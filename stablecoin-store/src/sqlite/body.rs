@@ -537,7 +537,7 @@ impl Decoder<'_> {
                     first = false;
                     let tag = self.byte()?;
                     let key = self.string(tag, true)?;
-                    self.quoted(&key)?;
+                    self.quoted(&key);
                     self.out.push(':');
                     self.value(depth + 1)?;
                 }
@@ -546,25 +546,29 @@ impl Decoder<'_> {
             }
             tag => {
                 let s = self.string(tag, true)?;
-                self.quoted(&s)?;
+                self.quoted(&s);
             }
         }
         Ok(())
     }
 
     /// One string item (the mirror of `Encoder::string`).
-    fn string(&mut self, tag: u8, parts: bool) -> Result<String, String> {
+    fn string(&mut self, tag: u8, parts: bool) -> Result<Str, String> {
         let s = match tag {
             T_DICT => {
                 let i = self.byte()?;
                 return DICT
                     .get(usize::from(i))
-                    .map(|s| (*s).to_string())
+                    .map(|s| Str::Dict(s))
                     .ok_or_else(corrupt);
             }
             T_REF => {
                 let i = usize::try_from(self.varint()?).map_err(|_| corrupt())?;
-                return self.seen.get(i).cloned().ok_or_else(corrupt);
+                return if i < self.seen.len() {
+                    Ok(Str::Seen(i))
+                } else {
+                    Err(corrupt())
+                };
             }
             T_PARTS if parts => {
                 let n = self.byte()?;
@@ -574,9 +578,10 @@ impl Decoder<'_> {
                         joined.push(':');
                     }
                     let tag = self.byte()?;
-                    joined.push_str(&self.string(tag, false)?);
+                    let part = self.string(tag, false)?;
+                    joined.push_str(self.text(&part));
                 }
-                return Ok(joined);
+                return Ok(Str::Joined(joined));
             }
             T_HEX => {
                 let n = usize::from(self.byte()?);
@@ -590,7 +595,9 @@ impl Decoder<'_> {
             }
             T_ULID => {
                 let tag = self.byte()?;
-                let mut s = self.string(tag, false)?;
+                let prefix = self.string(tag, false)?;
+                let mut s = String::with_capacity(42);
+                s.push_str(self.text(&prefix));
                 let raw: [u8; 16] = self.take(16)?.try_into().map_err(|_| corrupt())?;
                 let v = u128::from_be_bytes(raw);
                 for i in (0..26).rev() {
@@ -605,15 +612,42 @@ impl Decoder<'_> {
             }
             _ => return Err(corrupt()),
         };
-        self.seen.push(s.clone());
-        Ok(s)
+        self.seen.push(s);
+        Ok(Str::Seen(self.seen.len() - 1))
     }
 
-    fn quoted(&mut self, s: &str) -> Result<(), String> {
-        let text = serde_json::to_string(s).map_err(|e| e.to_string())?;
-        self.out.push_str(&text);
-        Ok(())
+    fn text<'s>(&'s self, s: &'s Str) -> &'s str {
+        match s {
+            Str::Dict(d) => d,
+            Str::Seen(i) => &self.seen[*i],
+            Str::Joined(j) => j,
+        }
     }
+
+    /// Appends `s` as a JSON string, escaped as serde_json escapes it (`"`, `\\` and
+    /// control characters; nothing else).
+    fn quoted(&mut self, s: &Str) {
+        let text = match s {
+            Str::Dict(d) => d,
+            Str::Seen(i) => self.seen[*i].as_str(),
+            Str::Joined(j) => j.as_str(),
+        };
+        if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.out.push('"');
+            self.out.push_str(text);
+            self.out.push('"');
+        } else if let Ok(escaped) = serde_json::to_string(text) {
+            self.out.push_str(&escaped);
+        }
+    }
+}
+
+/// A decoded string: a dictionary entry, one of the body's strings met so far, or the
+/// parts of a name joined (no string is copied until it is written out).
+enum Str {
+    Dict(&'static str),
+    Seen(usize),
+    Joined(String),
 }
 
 #[cfg(test)]
