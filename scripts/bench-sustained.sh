@@ -158,9 +158,12 @@ q() {
 # The holds of the operations matching `cond` (id, and whether a post of it exists).
 holds_posted() {
   if [ -z "$PG_URL" ]; then
-    q "select count(*) from records r, json_each(r.body, '\$.holds') h \
+    # Bodies are compact on SQLite (not JSON to sqlite3): an operation's holds are its
+    # pending ledger transfers, `<operation id>:<role>`.
+    q "select count(*) from records r join ledger_transfers h \
+      on h.id > r.id || ':' and h.id < r.id || ';' and h.phase = 'pending' \
       where r.kind='operation' and $1 and $2 exists \
-      (select 1 from ledger_transfers p where p.id = json_extract(h.value, '\$.id') || ':post')"
+      (select 1 from ledger_transfers p where p.id = h.id || ':post')"
   else
     q "select count(*) from records r, json_array_elements(r.body::json -> 'holds') h \
       where r.kind='operation' and $1 and $2 exists \

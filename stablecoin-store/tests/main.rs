@@ -12,6 +12,8 @@ mod postgres_hot_accounts;
 #[cfg(feature = "sqlite")]
 mod sqlite_bad_input;
 #[cfg(feature = "sqlite")]
+mod sqlite_compact;
+#[cfg(feature = "sqlite")]
 mod sqlite_concurrency;
 #[cfg(feature = "sqlite")]
 mod sqlite_crash;

@@ -10,12 +10,18 @@ use stablecoin_core::ports::ledger::{
     AccountEntries, Balance, Ledger, LedgerEntry, LedgerError, TimedEntry,
 };
 
-/// An account's transfers on each side, newest first, on the side's (account, seq)
-/// index; columns as `entry_from_row` reads them, then seq and committed_at.
-const SINCE_DEBIT: &str = "SELECT id, debit, credit, amount, phase, pending_id, seq, \
-     committed_at FROM ledger_transfers WHERE debit = ?1 ORDER BY seq DESC";
-const SINCE_CREDIT: &str = "SELECT id, debit, credit, amount, phase, pending_id, seq, \
-     committed_at FROM ledger_transfers WHERE credit = ?1 ORDER BY seq DESC";
+/// An account's transfers on each side (`?1`: the account's number), newest first, on
+/// the side's index (its entries are (account, seq): migration 0010), each account
+/// number turned back into its name; columns as `entry_from_row` reads them, then seq
+/// and committed_at. CROSS JOIN keeps the transfers the outer loop.
+const SINCE_DEBIT: &str = "SELECT t.id, d.id, c.id, t.amount, t.phase, t.pending_id, t.seq, \
+     t.committed_at FROM ledger_transfers t CROSS JOIN ledger_accounts d \
+     CROSS JOIN ledger_accounts c \
+     WHERE t.debit = ?1 AND d.num = t.debit AND c.num = t.credit ORDER BY t.seq DESC";
+const SINCE_CREDIT: &str = "SELECT t.id, d.id, c.id, t.amount, t.phase, t.pending_id, t.seq, \
+     t.committed_at FROM ledger_transfers t CROSS JOIN ledger_accounts d \
+     CROSS JOIN ledger_accounts c \
+     WHERE t.credit = ?1 AND d.num = t.debit AND c.num = t.credit ORDER BY t.seq DESC";
 
 #[async_trait]
 impl Ledger for SqliteStore {
@@ -50,24 +56,26 @@ impl Ledger for SqliteStore {
             .inner
             .readers
             .snapshot(|conn| {
-                let exists = conn
-                    .prepare_cached("SELECT 1 FROM ledger_accounts WHERE id = ?1")?
-                    .query_row([account], |_| Ok(()))
+                let num = conn
+                    .prepare_cached("SELECT num FROM ledger_accounts WHERE id = ?1")?
+                    .query_row([account], |r| r.get::<_, i64>(0))
                     .optional()?;
-                if exists.is_none() {
+                let Some(num) = num else {
                     return Ok(None);
-                }
+                };
                 conn.prepare_cached(
-                    "SELECT id, debit, credit, amount, phase, pending_id FROM ( \
+                    "SELECT u.id, d.id, c.id, u.amount, u.phase, u.pending_id FROM ( \
                        SELECT seq, id, debit, credit, amount, phase, pending_id \
                          FROM ledger_transfers WHERE debit = ?1 \
                        UNION ALL \
                        SELECT seq, id, debit, credit, amount, phase, pending_id \
                          FROM ledger_transfers WHERE credit = ?1 \
-                     ) ORDER BY seq LIMIT ?2 OFFSET ?3",
+                     ) u CROSS JOIN ledger_accounts d CROSS JOIN ledger_accounts c \
+                     WHERE d.num = u.debit AND c.num = u.credit \
+                     ORDER BY u.seq LIMIT ?2 OFFSET ?3",
                 )?
                 .query_map(
-                    params![account, sql_count(limit), sql_count(offset)],
+                    params![num, sql_count(limit), sql_count(offset)],
                     entry_from_row,
                 )?
                 .collect::<Result<Vec<_>, _>>()
@@ -98,18 +106,23 @@ impl Ledger for SqliteStore {
             .snapshot(|conn| {
                 let sums = conn
                     .prepare_cached(
-                        "SELECT debits_posted, credits_posted, debits_pending, credits_pending \
-                         FROM ledger_accounts WHERE id = ?1",
+                        "SELECT num, debits_posted, credits_posted, debits_pending, \
+                           credits_pending FROM ledger_accounts WHERE id = ?1",
                     )?
                     .query_row([account], |r| {
-                        Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?])
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?],
+                        ))
                     })
                     .optional()?;
-                let Some(sums) = sums else { return Ok(None) };
+                let Some((num, sums)) = sums else {
+                    return Ok(None);
+                };
                 let mut rows = Vec::new();
                 for sql in [SINCE_DEBIT, SINCE_CREDIT] {
                     let mut stmt = conn.prepare_cached(sql)?;
-                    let mut side = stmt.query([account])?;
+                    let mut side = stmt.query([num])?;
                     while let Some(row) = side.next()? {
                         let at: Option<i64> = row.get(7)?;
                         if let Some(floor) = floor

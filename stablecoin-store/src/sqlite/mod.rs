@@ -27,6 +27,7 @@
 //! committing writer thread), `schedule.rs` (which queued work a group takes),
 //! `rows.rs` (row decoding), `store.rs` and `ledger.rs` (the two traits' read paths).
 
+mod body;
 mod checkpoint;
 mod config;
 mod ledger;

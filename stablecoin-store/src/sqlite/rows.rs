@@ -27,7 +27,7 @@ pub(crate) fn record_from_row(
 ) -> rusqlite::Result<Result<StoredRecord, String>> {
     let version: i64 = row.get(3)?;
     let keys: String = row.get(7)?;
-    let body: String = row.get(8)?;
+    let body = super::body::body_text(row.get_ref(8)?);
     let subkind: Option<String> = row.get(9)?;
     let lane: i64 = row.get(10)?;
     let (kind, id, tenant, created_at, status, due_at) = (
@@ -39,6 +39,7 @@ pub(crate) fn record_from_row(
         row.get::<_, Option<i64>>(6)?,
     );
     Ok((|| {
+        let body = body?;
         Ok(StoredRecord {
             kind,
             id,

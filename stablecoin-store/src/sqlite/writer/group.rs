@@ -179,8 +179,9 @@ fn load_transfers(
 ) -> Result<(), StoreError> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT id, debit, credit, amount, phase, pending_id, resolved \
-             FROM ledger_transfers WHERE id = ?1",
+            "SELECT t.id, d.id, c.id, t.amount, t.phase, t.pending_id, t.resolved \
+             FROM ledger_transfers t CROSS JOIN ledger_accounts d CROSS JOIN ledger_accounts c \
+             WHERE t.id = ?1 AND d.num = t.debit AND c.num = t.credit",
         )
         .map_err(backend)?;
     for id in transfers {
@@ -414,7 +415,9 @@ fn flush_transfers(conn: &Connection, cache: &mut Cache, ids: &[String]) -> Resu
     let mut stmt = conn
         .prepare_cached(
             "INSERT INTO ledger_transfers (id, seq, debit, credit, amount, phase, \
-               pending_id, resolved, committed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+               pending_id, resolved, committed_at) VALUES (?1, ?2, \
+               (SELECT num FROM ledger_accounts WHERE id = ?3), \
+               (SELECT num FROM ledger_accounts WHERE id = ?4), ?5, ?6, ?7, ?8, ?9)",
         )
         .map_err(backend)?;
     for (seq, id) in (first_seq..).zip(ids) {

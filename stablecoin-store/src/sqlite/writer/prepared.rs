@@ -1,5 +1,6 @@
 //! A batch as the caller hands it to the writer, its JSON already text.
 
+use super::super::body::StoredBody;
 use super::super::record_keys;
 use crate::codec::keys_to_db;
 use stablecoin_core::ports::ledger::{LedgerAccount, LedgerTransfer};
@@ -41,7 +42,9 @@ pub(super) struct PreparedPut {
     /// The keys the record keeps (deduplicated), and their stored JSON form.
     pub(super) keys: Vec<String>,
     pub(super) keys_json: String,
-    pub(super) body: String,
+    /// Compact when the format takes it (`sqlite::body`), encoded here on the caller's
+    /// thread, not the writer's.
+    pub(super) body: StoredBody,
 }
 
 pub(super) struct PreparedOutbox {
@@ -73,7 +76,7 @@ impl Prepared {
                     PreparedPut {
                         keys_json: keys_to_db(&keys),
                         keys,
-                        body: r.body.into_string(),
+                        body: StoredBody::new(r.body.into_string()),
                         kind: r.kind,
                         id: r.id,
                         tenant: r.tenant,
