@@ -14,7 +14,10 @@ const BUYER: &str = "+2250700000401";
 const SELLER: &str = "+2250700000402";
 
 /// A server whose clock the test moves (sweeps poll their payment 2 s apart).
-async fn start_with_admin() -> (Server, std::sync::Arc<stablecoin_core::memory::ShiftedClock>) {
+async fn start_with_admin() -> (
+    Server,
+    std::sync::Arc<stablecoin_core::memory::ShiftedClock>,
+) {
     let mut c = test_config();
     c.admin.token = Some(Secret::new(ADMIN));
     start_shifted(c).await

@@ -14,7 +14,7 @@ use stablecoin_core::ports::store::{Batch, JsonText, Put, Store, StoredRecord};
 use stablecoin_store::SqliteStore;
 use std::path::Path;
 
-const BODY: &str = r#"{"id":"tr_01M8M500664Q12X4SRJ050EDMF","kind":"Transfer","tenant":"ten_01M8M4ZYKZVGNYG45AXE7KATC2","status":"SETTLED","rail":{"Evm":137},"amount":10000,"from_wallet":"wal_01M8M4ZYSMD5G65MADFG62JFBA","holds":[{"id":"tr_01M8M500664Q12X4SRJ050EDMF:recipient","debit":"wallet:wal_01M8M4ZYSMD5G65MADFG62JFBA:USDC","credit":"wallet:wal_01M8M4ZYT9MY9CSJ4PD016N6V9:USDC","amount":9970,"phase":"Pending"}],"tx_hash":"0x02368d9fb0bcc8440243270897cd337211155c2126b4cf9d614c50963515f106","note":"quote \" and \\ and é","ratio":0.25,"neg":-3,"none":null}"#;
+const BODY: &str = r#"{"id":"tr_01M8M500664Q12X4SRJ050EDMF","kind":"Transfer","tenant":"ten_01M8M4ZYKZVGNYG45AXE7KATC2","status":"SETTLED","rail":{"Evm":137},"amount":10000,"from_wallet":"wal_01M8M4ZYSMD5G65MADFG62JFBA","holds":[{"id":"tr_01M8M500664Q12X4SRJ050EDMF:recipient","debit":"wallet:wal_01M8M4ZYSMD5G65MADFG62JFBA:USDC","credit":"wallet:wal_01M8M4ZYT9MY9CSJ4PD016N6V9:USDC","amount":9970,"phase":"Pending"}],"tx_hash":"0x02368d9fb0bcc8440243270897cd337211155c2126b4cf9d614c50963515f106","note":"quote \" and \\ and é","neg":-3,"none":null}"#;
 
 /// The shipped migrations up to and including `last` (by number), as files.
 fn migrations_up_to(dir: &Path, last: u32) -> std::path::PathBuf {
@@ -294,4 +294,33 @@ async fn a_v9_database_keeps_every_ledger_row_and_body_and_new_rows_are_compact(
         json!(serde_json::from_str::<serde_json::Value>(BODY).unwrap())
     );
     store.close().await;
+}
+
+/// A body holding a number beyond 64-bit integers (a `u128` of wei) or a fraction is kept
+/// as its exact text, never rounded through an `f64` (found in review: the compact
+/// encoding read such numbers as floats).
+#[tokio::test]
+async fn a_body_with_a_u128_or_a_fraction_reads_back_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.db");
+    let store = SqliteStore::open_path(&file).await.unwrap();
+    let big = r#"{"id":"sb_1","native":20000000000000000001,"max":340282366920938463463374607431768211455,"ratio":0.25}"#;
+    store
+        .commit(Batch {
+            puts: vec![put("sb_1", big)],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let got = store.get("operation", "sb_1").await.unwrap().unwrap();
+    assert_eq!(got.body.as_str(), big);
+    store.close().await;
+    let pool = pool(&file).await;
+    let kind: String = sqlx::query("SELECT typeof(body) FROM records WHERE id = 'sb_1'")
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kind, "text");
+    pool.close().await;
 }

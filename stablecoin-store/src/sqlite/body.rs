@@ -17,8 +17,9 @@
 //! - integers as LEB128 varints; arrays and objects with an end mark.
 //!
 //! The decoded text is what `serde_json::to_string` wrote (same key order, same
-//! escaping); a float comes back as serde_json prints it, the same value. A body the
-//! encoder cannot take (not JSON, a float that is not finite) stays text; reads tell the
+//! escaping). A body the encoder cannot take (not JSON, or holding a number that is not
+//! a 64-bit integer: a fraction, or a `u128` beyond `u64`, which serde_json would hand
+//! over as a lossy `f64`) stays text, byte for byte; reads tell the
 //! two apart by the column's type (TEXT or BLOB), so rows written before the encoding
 //! existed read as before and no migration rewrites them.
 //!
@@ -378,13 +379,13 @@ impl<'de> Visitor<'de> for Sink<'_> {
         self.0.varint(!(v as u64));
         Ok(())
     }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        if !v.is_finite() {
-            return Err(E::custom("not a finite number"));
-        }
-        self.0.out.push(T_F64);
-        self.0.out.extend(v.to_le_bytes());
-        Ok(())
+    /// Not encoded: the body stays text. serde_json hands over as an `f64` both a
+    /// fraction and an integer beyond 64 bits (a `u128` such as a sponsorship budget's
+    /// wei), and an `f64` keeps neither exactly: `20000000000000000001` would come back
+    /// `20000000000000000000.0`. Money is never a float here, so such bodies are rare and
+    /// keep their exact text. (The decoder still reads `T_F64`, which format 1 wrote.)
+    fn visit_f64<E: de::Error>(self, _v: f64) -> Result<(), E> {
+        Err(E::custom("a number beyond 64-bit integers stays text"))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
         self.0.string(v, true);
@@ -711,8 +712,6 @@ mod tests {
             "-1",
             "-9223372036854775808",
             "18446744073709551615",
-            "1.5",
-            "-0.25",
             r#""""#,
             r#""a:b""#,
             r#""wallet::xyz""#,
@@ -737,10 +736,21 @@ mod tests {
         }
     }
 
+    /// A number that is not a 64-bit integer is never encoded (an `f64` would not keep
+    /// it): the body stays its exact text. Found in review: a `u128` above `u64::MAX`
+    /// (a month's wei in a sponsorship budget) came back rounded.
     #[test]
-    fn a_float_comes_back_as_the_same_value() {
-        let bytes = encode("[1E2, 2.50, 1e+300]").unwrap();
-        assert_eq!(decode(&bytes).unwrap(), "[100.0,2.5,1e+300]");
+    fn a_number_beyond_64_bit_integers_keeps_the_body_as_text() {
+        for text in [
+            r#"{"native":20000000000000000001}"#,
+            r#"{"native":340282366920938463463374607431768211455}"#,
+            "[1E2, 2.50, 1e+300]",
+            "1.5",
+            "-0.25",
+            "-9223372036854775809",
+        ] {
+            assert!(encode(text).is_none(), "{text} must stay text");
+        }
     }
 
     #[test]
