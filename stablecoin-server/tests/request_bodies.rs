@@ -224,6 +224,11 @@ const BODIES: &[(&str, &str, &str)] = &[
         "/admin/v1/quarantined-deposits/{id}/return",
         r#""reason":"sender confirmed by e-mail""#,
     ),
+    (
+        "POST /admin/v1/tenants/{id}/sponsorship-budgets",
+        "/admin/v1/tenants/{id}/sponsorship-budgets",
+        r#""rail":"polygon","daily":{"native":"1000"}"#,
+    ),
 ];
 
 /// The staff routes' bearer token in these tests.
@@ -357,6 +362,7 @@ body_tests! {
     quarantine_release_refuses_unknown_fields => "POST /admin/v1/quarantined-deposits/{id}/release",
     quarantine_return_refuses_unknown_fields => "POST /admin/v1/quarantined-deposits/{id}/return",
     payout_reconciliation_refuses_unknown_fields => "POST /admin/v1/payouts/reconciliation",
+    sponsorship_budget_set_refuses_unknown_fields => "POST /admin/v1/tenants/{id}/sponsorship-budgets",
 }
 
 /// The deposit intake is a webhook receiver, not a request API: spec 6.2 makes it take
