@@ -357,23 +357,9 @@ impl Engine {
 
     /// The live policies of `tenant`, oldest id first.
     pub async fn active_policies(&self, tenant: &TenantId) -> CoreResult<Vec<Policy>> {
-        let (rows, _) = self
-            .ports()
-            .store
-            .list(&ListQuery {
-                kind: kind::POLICY.into(),
-                tenant: tenant.0.clone(),
-                subkind: None,
-                status: Some("active".into()),
-                limit: MAX_POLICIES_PER_TENANT,
-                offset: 0,
-            })
-            .await
-            .map_err(super::store_err)?;
-        let mut out = rows
-            .iter()
-            .map(Policy::from_stored)
-            .collect::<Result<Vec<_>, _>>()?;
+        let (mut out, _) = self
+            .list_tenant_records::<Policy>(tenant, "active", MAX_POLICIES_PER_TENANT, 0)
+            .await?;
         out.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(out)
     }
@@ -501,24 +487,8 @@ impl Engine {
         limit: usize,
         offset: usize,
     ) -> CoreResult<(Vec<AddressBookEntry>, u64)> {
-        let (rows, total) = self
-            .ports()
-            .store
-            .list(&ListQuery {
-                kind: kind::ADDRESS_BOOK_ENTRY.into(),
-                tenant: tenant.0.clone(),
-                subkind: None,
-                status: Some("active".into()),
-                limit,
-                offset,
-            })
+        self.list_tenant_records(tenant, "active", limit, offset)
             .await
-            .map_err(super::store_err)?;
-        let out = rows
-            .iter()
-            .map(AddressBookEntry::from_stored)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok((out, total))
     }
 
     /// `DELETE /v1/address-book/{id}`: removes a live entry (audited

@@ -23,9 +23,8 @@ use super::tenants::key_actor;
 use crate::domain::ids::TenantId;
 use crate::error::{CoreError, CoreResult};
 use crate::kernel::auth::{ApiKey, AuthContext, IssuedKey, KeyKind, KeyMode, KeyRole, sha256_hex};
-use crate::ports::kinds::kind;
 use crate::ports::record::{Record, get_record_by_unique};
-use crate::ports::store::{Batch, ListQuery};
+use crate::ports::store::Batch;
 
 impl Engine {
     /// Staff issue `tenant` a live approver key (`svc_sk_live_...`, role approver),
@@ -100,24 +99,8 @@ impl Engine {
         limit: usize,
         offset: usize,
     ) -> CoreResult<(Vec<PolicyApproval>, u64)> {
-        let (rows, total) = self
-            .ports()
-            .store
-            .list(&ListQuery {
-                kind: kind::POLICY_APPROVAL.into(),
-                tenant: tenant.0.clone(),
-                subkind: None,
-                status: Some(status.into()),
-                limit,
-                offset,
-            })
+        self.list_tenant_records(tenant, status, limit, offset)
             .await
-            .map_err(super::store_err)?;
-        let out = rows
-            .iter()
-            .map(PolicyApproval::from_stored)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok((out, total))
     }
 
     /// `POST /v1/policy-approvals/{id}/approve`: the tenant's approver key `by` (from

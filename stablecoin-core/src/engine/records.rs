@@ -154,3 +154,35 @@ impl Record for TopUp {
             .collect()
     }
 }
+
+impl super::Engine {
+    /// A page of `tenant`'s records of type `R` in `status` (in the store's list order,
+    /// newest first) and their total: the typed list read that the tenant-scoped lists
+    /// (policies, the address book, held approvals) share.
+    pub(crate) async fn list_tenant_records<R: Record>(
+        &self,
+        tenant: &TenantId,
+        status: &str,
+        limit: usize,
+        offset: usize,
+    ) -> crate::error::CoreResult<(Vec<R>, u64)> {
+        let (rows, total) = self
+            .ports()
+            .store
+            .list(&crate::ports::store::ListQuery {
+                kind: R::KIND.into(),
+                tenant: tenant.0.clone(),
+                subkind: None,
+                status: Some(status.into()),
+                limit,
+                offset,
+            })
+            .await
+            .map_err(super::store_err)?;
+        let out = rows
+            .iter()
+            .map(R::from_stored)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((out, total))
+    }
+}
