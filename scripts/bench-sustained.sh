@@ -44,6 +44,19 @@
 # cluster used per settled transfer, and how many cores the database used: near the
 # machine's free cores, the database is what saturates.
 #
+# LOADGEN_CPU=c (default: the machine's last CPU when it has two or more; "none" pins
+# nothing) pins the load generators (wrk, oha) to CPU c and everything measured (the
+# servers, the hello-world, the SQLite floor script, the simulated chain) to the other
+# CPUs, with taskset (every thread of the process, `taskset -a`). Why: oha offers a rate
+# with latency correction, so a request it sends late (its own thread waiting for a CPU
+# the server holds) counts its own lag as the server's latency; on two shared cores that
+# lag, not the server, was most of an unpinned p99. The price is honest too: the
+# server gets one core fewer, so every figure of a pinned run (ceilings, acceptance,
+# sustained) is of that smaller server, and only ratios within one run compare.
+#
+# After the ladder, the run at HALF the highest sustained rate (issue 47's latency
+# target: send p99 <= 25 ms there) is made and reported on its own line.
+#
 # PG_PARAMS=k=v&... (default none) appends store parameters to each node's PostgreSQL
 # URL, e.g. PG_PARAMS=group_commit=1 to compare without group commit.
 #
@@ -100,8 +113,24 @@ trap cleanup EXIT
 . scripts/bench-cgroup.sh
 cg_setup
 
+# Pinning (LOADGEN_CPU above): `loadgen CMD...` runs a load generator on its CPU;
+# `pin_measured PID...` holds processes (all their threads) to the others.
+CPUS="$(nproc)"
+if [ "${LOADGEN_CPU:-}" = none ] || { [ -z "${LOADGEN_CPU:-}" ] && [ "$CPUS" -lt 2 ]; }; then
+  LOADGEN_CPU=; MEASURED_CPUS=
+else
+  LOADGEN_CPU="${LOADGEN_CPU:-$((CPUS - 1))}"
+  MEASURED_CPUS="$(seq 0 $((CPUS - 1)) | grep -vx "$LOADGEN_CPU" | paste -sd,)"
+fi
+loadgen() { if [ -n "$LOADGEN_CPU" ]; then taskset -c "$LOADGEN_CPU" "$@"; else "$@"; fi; }
+pin_measured() {
+  [ -n "$MEASURED_CPUS" ] || return 0
+  local p
+  for p in "$@"; do taskset -a -p -c "$MEASURED_CPUS" "$p" > /dev/null; done
+}
+
 wrk_rate() { # url [script]: requests per second over 10 s
-  wrk -t2 -c64 -d10s ${2:+-s "$2"} "$1" | awk '/Requests\/sec/ {printf "%.0f", $2}'
+  loadgen wrk -t2 -c64 -d10s ${2:+-s "$2"} "$1" | awk '/Requests\/sec/ {printf "%.0f", $2}'
 }
 
 # A fresh server in WORK/<name> with a funded sender (with PostgreSQL: NODES servers on
@@ -136,6 +165,7 @@ fresh() {
     done
     cg_join chain "" "$CHAIN_PID"
   fi
+  pin_measured "$SERVER_PID" ${NODE_PIDS:-} ${CHAIN_PID:-}
   cg_join node1 "${NODE_CPU:-}" "$SERVER_PID"
   local p k=1
   for p in ${NODE_PIDS:-}; do k=$((k + 1)); cg_join "node$k" "${NODE_CPU:-}" "$p"; done
@@ -192,10 +222,11 @@ nodes_cpu_ms() { local n t=0; for n in $(seq "$NODES"); do t=$((t + $(cg_usage_m
 echo "== ceilings"
 "$HELLO" "127.0.0.1:$HELLO_PORT" > /dev/null &
 HELLO_PID=$!
+pin_measured "$HELLO_PID"
 sleep 0.5
 HELLO_RATE="$(wrk_rate "http://127.0.0.1:$HELLO_PORT/")"
 kill "$HELLO_PID"; HELLO_PID=
-FLOOR="$(python3 scripts/sqlite-ceiling.py send | awk '/sends\/s/ {gsub(",", "", $2); print $2; exit}')"
+FLOOR="$(if [ -n "$MEASURED_CPUS" ]; then taskset -c "$MEASURED_CPUS" python3 scripts/sqlite-ceiling.py send; else python3 scripts/sqlite-ceiling.py send; fi | awk '/sends\/s/ {gsub(",", "", $2); print $2; exit}')"
 echo "hello-world: $HELLO_RATE req/s; SQLite send floor: $FLOOR sends/s"
 
 echo "== maximum acceptance (fresh servers, wrk 64 connections, 10 s)"
@@ -239,7 +270,7 @@ run_rate() {
   read -r -a nodes <<< "$BASES"
   for i in $(seq "$procs"); do
     b="${nodes[$(((i - 1) % NODES))]}"
-    oha -z "${DURATION}s" -c $((64 / procs)) -q $((rate / procs)) --latency-correction --no-tui \
+    loadgen oha -z "${DURATION}s" -c $((64 / procs)) -q $((rate / procs)) --latency-correction --no-tui \
       -H "X-API-Key: $KEY" -H "Content-Type: application/json" -m POST \
       -d "{\"from_phone_number\":\"$(sender_phone "$i")\",\"to_phone_number\":\"$RECIPIENT\",\"token\":\"USDC\",\"quote_id\":\"DIRECT_CRYPTO:USDC:0.01\"}" \
       "$b/v1/transfers/send" > "$WORK/oha-$rate-$i.txt" &
@@ -327,13 +358,24 @@ else
   done
 fi
 
+# The latency target is read at half the highest sustained rate: a rate the server holds
+# with room to spare, so its p99 is the service's, not a queue's.
+HALF_LINE="n/a (nothing sustained)"
+if [ "$BEST" -gt 0 ]; then
+  half=$((BEST / 2))
+  echo "== half the highest sustained rate: $half sends/s"
+  run_rate "$half"
+  HALF_LINE="$half sends/s: send p50 $P50 ms, p99 $P99 ms (target p99 <= 25 ms)$([ "$SUSTAINED" = 1 ] || echo ', NOT sustained')"
+fi
+
 STORAGE="SQLite FULL"; [ -z "$PG_URL" ] || STORAGE=PostgreSQL
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 echo
-echo "== summary ($(date -u +%Y-%m-%d), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), storage $STORAGE, $NODES node(s), $SENDERS sender(s), node CPU quota ${NODE_CPU:-none})"
+echo "== summary ($(date -u +%Y-%m-%d), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), storage $STORAGE, $NODES node(s), $SENDERS sender(s), node CPU quota ${NODE_CPU:-none}, load generators on CPU ${LOADGEN_CPU:-unpinned}, measured processes on CPUs ${MEASURED_CPUS:-any})"
 echo "hello-world ceiling            $HELLO_RATE req/s"
 echo "SQLite send floor              $FLOOR sends/s"
 echo "send acceptance (max)          $ACCEPT/s = $(ratio "$ACCEPT" "$FLOOR") x the floor (target >= 0.8)"
-echo "keyed send acceptance (max)    $ACCEPT_KEYED/s = $(ratio "$ACCEPT_KEYED" "$ACCEPT") x unkeyed (target >= 0.8)"
-echo "sustained end to end           $BEST transfers/s = $(ratio "$BEST" "$ACCEPT") x acceptance (target >= 0.4 and >= 4000/s), send p50 ${BEST_P50:-n/a} ms, p99 ${BEST_P99:-n/a} ms (target p99 <= 25 ms)"
+echo "keyed send acceptance (max)    $ACCEPT_KEYED/s = $(ratio "$ACCEPT_KEYED" "$ACCEPT") x unkeyed (target >= 0.85)"
+echo "sustained end to end           $BEST transfers/s = $(ratio "$BEST" "$ACCEPT") x acceptance (target >= 0.5), send p50 ${BEST_P50:-n/a} ms, p99 ${BEST_P99:-n/a} ms (target p99 <= 25 ms)"
 echo "at the sustained rate          ${BEST_CPU:-n/a}"
+echo "at half the sustained rate     $HALF_LINE"
