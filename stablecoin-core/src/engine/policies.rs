@@ -17,6 +17,7 @@ use crate::domain::policy::{
 };
 use crate::domain::time::Timestamp;
 use crate::error::{CoreError, CoreResult};
+use crate::kernel::auth::Tenant;
 use crate::ports::kinds::{key, kind, namespace};
 use crate::ports::record::{Record, get_record, get_record_by_unique};
 use crate::ports::store::{Batch, ListQuery};
@@ -347,11 +348,28 @@ impl Engine {
             .policy_from(tenant, input, self.new_id("pol"), self.now())
             .await?;
         let audit = self.audit_entry(POLICY_ACTOR, "policy.create", &p.id, Some(&tenant.0))?;
+        let mut puts = vec![p.insert()?, audit.insert()?];
+        // The tenant's first policy also marks the tenant (version-checked, in the same
+        // commit): from then on its requests read their policies (`policy_gate.rs`).
+        let store = &*self.ports().store;
+        let Some(t) = get_record::<Tenant>(store, &tenant.0).await? else {
+            return Err(CoreError::NotFound {
+                kind: "tenant",
+                id: tenant.0.chars().take(64).collect(),
+            });
+        };
+        if t.record.spending_policies != Some(true) {
+            let mut rec = t.record;
+            rec.spending_policies = Some(true);
+            rec.updated_at = self.now();
+            puts.push(rec.update(t.version)?);
+        }
         self.commit(Batch {
-            puts: vec![p.insert()?, audit.insert()?],
+            puts,
             ..Default::default()
         })
         .await?;
+        self.kernel.forget_tenant(tenant);
         Ok(p)
     }
 

@@ -21,7 +21,15 @@
 //!   every other rule checked again; the approval is marked APPROVED in the operation's
 //!   commit, version-checked, so it is carried out at most once.
 //!
-//! A tenant without policies pays one list read per request and gets no audit entry.
+//! A tenant that never created a policy pays no read (a flag on its cached tenant
+//! record, `Tenant::spending_policies`); one whose policies were all deleted pays one
+//! list read per request. Neither gets an audit entry.
+//!
+//! When a new policy governs: the next request on the node that created it (its tenant
+//! cache entry is dropped in the same call); on another node of the same database, the
+//! first policy of a tenant within `engine.read_cache_ms` (default 1 s), the cached
+//! tenant's lifetime, as for a revoked API key. Later policies of the same tenant
+//! govern every node's next request (the flag is already set; the list is read fresh).
 
 use super::policies::{DestinationSeen, POLICY_ACTOR, PolicyUsage};
 use super::{Engine, SendRequest, WithdrawRequest};
@@ -199,6 +207,11 @@ impl Engine {
         s: &Subject<'_>,
         approved: bool,
     ) -> CoreResult<Option<Gathered>> {
+        // The tenant record is read (and cached) on every request path already: a
+        // tenant that never created a policy reads none (see `Tenant::spending_policies`).
+        if !self.tenant(tenant).await?.may_have_policies() {
+            return Ok(None);
+        }
         let all = self.active_policies(tenant).await?;
         if all.is_empty() {
             return Ok(None);

@@ -76,6 +76,7 @@ impl Engine {
             updated_at: now,
             test_mode: false,
             sponsorship_budgets: false,
+            spending_policies: Some(false),
         };
         self.commit(Batch {
             puts: vec![tenant.insert()?],

@@ -13,6 +13,7 @@ mod failures;
 mod harness;
 mod journey;
 mod money_safety;
+mod policy_reads;
 mod quotes;
 mod reconciliation;
 mod retention;

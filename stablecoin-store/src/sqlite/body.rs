@@ -27,8 +27,8 @@
 //! only grow at its end. A SQL migration cannot read these bodies with `json_extract`
 //! (they are not JSON to SQLite); one that must rewrite bodies decodes them in Rust.
 
+use rustc_hash::FxHashMap as HashMap;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 
@@ -226,7 +226,7 @@ pub(crate) fn body_text(cell: rusqlite::types::ValueRef<'_>) -> Result<String, S
 pub(crate) fn encode(json: &str) -> Option<Vec<u8>> {
     let mut enc = Encoder {
         out: Vec::with_capacity(json.len() / 2 + 8),
-        seen: HashMap::new(),
+        seen: HashMap::default(),
     };
     enc.out.push(FORMAT);
     let mut de = serde_json::Deserializer::from_str(json);
@@ -237,7 +237,11 @@ pub(crate) fn encode(json: &str) -> Option<Vec<u8>> {
 
 struct Encoder {
     out: Vec<u8>,
-    /// Strings written so far (raw, hex or ULID), numbered in order.
+    /// Strings written so far (raw, hex or ULID), numbered in order. FxHash, not the
+    /// standard SipHash: every string of every body written is looked up here and in
+    /// [`DICT_INDEX`], and SipHash's DoS resistance buys nothing for keys that are the
+    /// service's own record fields, bounded by one body (SipHash was ~3% of the
+    /// settlement worker's CPU per transfer, issue 47).
     seen: HashMap<String, u32>,
 }
 
