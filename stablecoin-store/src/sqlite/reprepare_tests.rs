@@ -309,7 +309,12 @@ async fn list_read_cost() {
         for n in 0..100 {
             let (i, tenant) = (chunk * 100 + n, format!("ten_{}", n % 10));
             let status = if n % 3 == 0 { "disabled" } else { "active" };
-            let kind = if n % 5 == 0 { "policy" } else { "operation" };
+            // Three policies per tenant (some disabled), the rest operations.
+            let kind = if chunk == 0 && n < 30 {
+                "policy"
+            } else {
+                "operation"
+            };
             batch.puts.push(Put {
                 record: record(kind, &format!("{kind}_{i}"), &tenant, status, i64::from(i)),
                 expected_version: None,
