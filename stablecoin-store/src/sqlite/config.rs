@@ -201,7 +201,31 @@ impl SqliteConfig {
     }
 
     /// A connection of the writer or the readers: the settings of `connect_options`, on
-    /// rusqlite (the same SQLite library as sqlx's).
+    /// rusqlite (the same SQLite library as sqlx's), plus the query planner stability
+    /// guarantee (QPSG, `SQLITE_DBCONFIG_ENABLE_QPSG`).
+    ///
+    /// Why the QPSG: without it SQLite plans a statement with the values bound to some
+    /// of its parameters, and marks those parameters so that binding them again expires
+    /// the statement: the next step re-prepares it (parses and plans the SQL again).
+    /// The bundled SQLite (3.51) does that for every `LIMIT ?` (`computeLimitRegisters`
+    /// reads the bound limit through `sqlite3ExprIsInteger`, which calls
+    /// `sqlite3VdbeSetVarmask`), and rusqlite binds every parameter at every execution,
+    /// so every page, keyset page, claim, purge, outbox read and ledger history was
+    /// re-prepared at EVERY run, cache or not: `sqlite3Reprepare` was ~9% of the
+    /// server's CPU under the send path's policy list (perf, 2026-11-29, issue 47;
+    /// `reprepare_tests` in `store.rs` count it). The same mechanism would apply to
+    /// STAT4 probes once an `ANALYZE` writes `sqlite_stat4` (the bundled build has
+    /// STAT4), a `LIKE ?` and partial-index matches against bound values: the QPSG
+    /// turns all of them off, and each statement keeps the one plan it was prepared
+    /// with.
+    ///
+    /// What it costs: the planner no longer sees the limit's value, which is the plan
+    /// `EXPLAIN QUERY PLAN` with NULL parameters shows and the plan tests
+    /// (`list_queries_are_index_ranges`, ...) check: one index range, no sort.
+    /// Rejected: `LIMIT +?` or a limit wrapped in an expression (relies on what the
+    /// planner happens not to look through, undocumented); the limit as a literal (a
+    /// statement per page size in a 64-entry cache); `SQLITE_PREPARE_PERSISTENT` (a
+    /// memory-allocation hint, it does not stop expiry).
     pub(super) fn open_connection(&self, file: &Path) -> Result<rusqlite::Connection, Error> {
         let conn = rusqlite::Connection::open(file).map_err(open_failed)?;
         conn.busy_timeout(self.busy_timeout).map_err(open_failed)?;
@@ -211,6 +235,11 @@ impl SqliteConfig {
             self.synchronous(),
             self.checkpoint_pages
         ))
+        .map_err(open_failed)?;
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )
         .map_err(open_failed)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)

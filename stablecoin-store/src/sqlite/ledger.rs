@@ -14,14 +14,27 @@ use stablecoin_core::ports::ledger::{
 /// the side's index (its entries are (account, seq): migration 0010), each account
 /// number turned back into its name; columns as `entry_from_row` reads them, then seq
 /// and committed_at. CROSS JOIN keeps the transfers the outer loop.
-const SINCE_DEBIT: &str = "SELECT t.id, d.id, c.id, t.amount, t.phase, t.pending_id, t.seq, \
+pub(super) const SINCE_DEBIT: &str = "SELECT t.id, d.id, c.id, t.amount, t.phase, t.pending_id, t.seq, \
      t.committed_at FROM ledger_transfers t CROSS JOIN ledger_accounts d \
      CROSS JOIN ledger_accounts c \
      WHERE t.debit = ?1 AND d.num = t.debit AND c.num = t.credit ORDER BY t.seq DESC";
-const SINCE_CREDIT: &str = "SELECT t.id, d.id, c.id, t.amount, t.phase, t.pending_id, t.seq, \
+pub(super) const SINCE_CREDIT: &str = "SELECT t.id, d.id, c.id, t.amount, t.phase, t.pending_id, t.seq, \
      t.committed_at FROM ledger_transfers t CROSS JOIN ledger_accounts d \
      CROSS JOIN ledger_accounts c \
      WHERE t.credit = ?1 AND d.num = t.debit AND c.num = t.credit ORDER BY t.seq DESC";
+
+/// A page of an account's transfers, oldest first (`Ledger::history`; `?1`: the
+/// account's number).
+pub(super) const HISTORY: &str = "SELECT u.id, d.id, c.id, u.amount, u.phase, u.pending_id \
+     FROM ( \
+       SELECT seq, id, debit, credit, amount, phase, pending_id \
+         FROM ledger_transfers WHERE debit = ?1 \
+       UNION ALL \
+       SELECT seq, id, debit, credit, amount, phase, pending_id \
+         FROM ledger_transfers WHERE credit = ?1 \
+     ) u CROSS JOIN ledger_accounts d CROSS JOIN ledger_accounts c \
+     WHERE d.num = u.debit AND c.num = u.credit \
+     ORDER BY u.seq LIMIT ?2 OFFSET ?3";
 
 #[async_trait]
 impl Ledger for SqliteStore {
@@ -63,23 +76,13 @@ impl Ledger for SqliteStore {
                 let Some(num) = num else {
                     return Ok(None);
                 };
-                conn.prepare_cached(
-                    "SELECT u.id, d.id, c.id, u.amount, u.phase, u.pending_id FROM ( \
-                       SELECT seq, id, debit, credit, amount, phase, pending_id \
-                         FROM ledger_transfers WHERE debit = ?1 \
-                       UNION ALL \
-                       SELECT seq, id, debit, credit, amount, phase, pending_id \
-                         FROM ledger_transfers WHERE credit = ?1 \
-                     ) u CROSS JOIN ledger_accounts d CROSS JOIN ledger_accounts c \
-                     WHERE d.num = u.debit AND c.num = u.credit \
-                     ORDER BY u.seq LIMIT ?2 OFFSET ?3",
-                )?
-                .query_map(
-                    params![num, sql_count(limit), sql_count(offset)],
-                    entry_from_row,
-                )?
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some)
+                conn.prepare_cached(HISTORY)?
+                    .query_map(
+                        params![num, sql_count(limit), sql_count(offset)],
+                        entry_from_row,
+                    )?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some)
             })
             .map_err(LedgerError::Backend)?;
         match rows {

@@ -32,6 +32,8 @@ mod checkpoint;
 mod config;
 mod ledger;
 mod readers;
+#[cfg(test)]
+mod reprepare_tests;
 mod rows;
 mod schedule;
 mod store;

@@ -12,37 +12,41 @@ use stablecoin_core::ports::store::{
 };
 
 /// A list's page and total, without and with a status (see `Store::list` below).
-const LIST_PAGE: &str = concat!(
+pub(super) const LIST_PAGE: &str = concat!(
     "SELECT ",
     record_cols!(),
     " FROM records WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3 \
      ORDER BY created_at DESC, id DESC LIMIT ?4 OFFSET ?5"
 );
-const LIST_COUNT: &str =
+pub(super) const LIST_COUNT: &str =
     "SELECT COUNT(*) FROM records WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3";
-const LIST_STATUS_PAGE: &str = concat!(
+pub(super) const LIST_STATUS_PAGE: &str = concat!(
     "SELECT ",
     record_cols!(),
     " FROM records WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3 AND status = ?4 \
      ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6"
 );
-const LIST_STATUS_COUNT: &str = "SELECT COUNT(*) FROM records \
+pub(super) const LIST_STATUS_COUNT: &str = "SELECT COUNT(*) FROM records \
      WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3 AND status = ?4";
 /// Keyset pages (`Store::list_before`): the same index ranges, entered at a position.
 /// The row-value comparison is a range bound SQLite's planner uses on the trailing
 /// (created_at, id) columns of the index.
-const KEYSET_PAGE: &str = concat!(
+pub(super) const KEYSET_PAGE: &str = concat!(
     "SELECT ",
     record_cols!(),
     " FROM records WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3 \
      AND (created_at, id) < (?4, ?5) ORDER BY created_at DESC, id DESC LIMIT ?6"
 );
-const KEYSET_STATUS_PAGE: &str = concat!(
+pub(super) const KEYSET_STATUS_PAGE: &str = concat!(
     "SELECT ",
     record_cols!(),
     " FROM records WHERE kind = ?1 AND tenant = ?2 AND subkind IS ?3 AND status = ?7 \
      AND (created_at, id) < (?4, ?5) ORDER BY created_at DESC, id DESC LIMIT ?6"
 );
+
+/// The outbox after a sequence number, in order (`Store::outbox_after`).
+pub(super) const OUTBOX_AFTER: &str = "SELECT seq, id, tenant, event_type, occurred_at, payload \
+     FROM outbox WHERE seq > ?1 ORDER BY seq LIMIT ?2";
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -242,21 +246,18 @@ impl Store for SqliteStore {
             .inner
             .readers
             .with(|conn| {
-                conn.prepare_cached(
-                    "SELECT seq, id, tenant, event_type, occurred_at, payload FROM outbox \
-                     WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-                )?
-                .query_map(params![after, sql_count(limit)], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, i64>(4)?,
-                        r.get::<_, String>(5)?,
-                    ))
-                })?
-                .collect::<Result<Vec<_>, _>>()
+                conn.prepare_cached(OUTBOX_AFTER)?
+                    .query_map(params![after, sql_count(limit)], |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                            r.get::<_, String>(3)?,
+                            r.get::<_, i64>(4)?,
+                            r.get::<_, String>(5)?,
+                        ))
+                    })?
+                    .collect::<Result<Vec<_>, _>>()
             })
             .map_err(StoreError::Backend)?;
         rows.into_iter()
