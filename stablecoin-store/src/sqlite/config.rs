@@ -213,7 +213,7 @@ impl SqliteConfig {
     /// so every page, keyset page, claim, purge, outbox read and ledger history was
     /// re-prepared at EVERY run, cache or not: `sqlite3Reprepare` was ~9% of the
     /// server's CPU under the send path's policy list (perf, 2026-11-29, issue 47;
-    /// `reprepare_tests` in `store.rs` count it). The same mechanism would apply to
+    /// `sqlite::reprepare_tests` count it). The same mechanism would apply to
     /// STAT4 probes once an `ANALYZE` writes `sqlite_stat4` (the bundled build has
     /// STAT4), a `LIKE ?` and partial-index matches against bound values: the QPSG
     /// turns all of them off, and each statement keeps the one plan it was prepared
