@@ -20,6 +20,7 @@
 #    by kind (body bytes), so what the retention job removes later (idempotency records,
 #    webhook events and deliveries) can be told from what stays. Then again after the
 #    retention job's first run (a server started on the same data, then stopped).
+#    Also the server's peak RSS (VmHWM) over the load and the drain.
 #
 # Why the drain and not the load: under load, acceptance and settlement share the two
 # cores, and their costs cannot be told apart; with the API quiet, all the CPU is
@@ -107,6 +108,8 @@ disk_report() {
     awk -F'|' -v n="$total" '{ printf "%-28s %8.2f %8.0f\n", $1, $2 / n, $3 / n }'
 }
 
+# Peak resident memory over the load and the drain (the kernel's high-water mark).
+echo "---- server peak RSS (VmHWM) over the load and the drain: $(awk '/^VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/$SERVER_PID/status")"
 kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
 disk_report "after the drain"
 # The retention job runs when a server starts: start one on the same data, wait for its

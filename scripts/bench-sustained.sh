@@ -322,6 +322,8 @@ run_rate() {
   ok202="$(cat "$WORK"/oha-"$rate"-*.txt | awk '/\[202\]/ {n += $2} END {print n + 0}')"
   rate_done="$(cat "$WORK"/oha-"$rate"-*.txt | awk '/Requests\/sec/ {n += $2} END {printf "%.0f", n}')"
   echo "  send p50 ${P50} ms, p99 ${P99} ms; ${ok202:-0} accepted (202), $rate_done req/s answered; worst backlog $worst"
+  RSS="$(awk '/^VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/$SERVER_PID/status" 2>/dev/null || echo n/a)"
+  echo "  node 1 peak RSS (VmHWM) over the run: $RSS"
   # Settlement kept pace (the backlog) AND acceptance took the offer: at least 95% of
   # the sends offered got their 202 (a server that answers slower than the rate makes
   # oha offer less, and a small backlog then proves nothing).
@@ -353,7 +355,7 @@ BEST=0; BEST_P50=; BEST_P99=
 if [ -n "${RATES:-}" ]; then
   for r in $RATES; do
     run_rate "$r"
-    if [ "$SUSTAINED" = 1 ] && [ "$r" -gt "$BEST" ]; then BEST=$r; BEST_P50=$P50; BEST_P99=$P99; BEST_CPU="$CPU_LINE"; fi
+    if [ "$SUSTAINED" = 1 ] && [ "$r" -gt "$BEST" ]; then BEST=$r; BEST_P50=$P50; BEST_P99=$P99; BEST_CPU="$CPU_LINE"; BEST_RSS=$RSS; fi
   done
 else
   # Bisection between 0 and the acceptance, first at 0.4 x acceptance (the target), to
@@ -362,7 +364,7 @@ else
   for _ in 1 2 3 4 5; do
     run_rate "$r"
     if [ "$SUSTAINED" = 1 ]; then
-      lo=$r; BEST=$r; BEST_P50=$P50; BEST_P99=$P99; BEST_CPU="$CPU_LINE"
+      lo=$r; BEST=$r; BEST_P50=$P50; BEST_P99=$P99; BEST_CPU="$CPU_LINE"; BEST_RSS=$RSS
     else
       hi=$r
     fi
@@ -390,5 +392,5 @@ echo "SQLite send floor              $FLOOR sends/s"
 echo "send acceptance (max)          $ACCEPT/s = $(ratio "$ACCEPT" "$FLOOR") x the floor (target >= 0.8)"
 echo "keyed send acceptance (max)    $ACCEPT_KEYED/s = $(ratio "$ACCEPT_KEYED" "$ACCEPT") x unkeyed (target >= 0.85)"
 echo "sustained end to end           $BEST transfers/s = $(ratio "$BEST" "$ACCEPT") x acceptance (target >= 0.5), send p50 ${BEST_P50:-n/a} ms, p99 ${BEST_P99:-n/a} ms (target p99 <= 25 ms)"
-echo "at the sustained rate          ${BEST_CPU:-n/a}"
+echo "at the sustained rate          ${BEST_CPU:-n/a}; node 1 peak RSS ${BEST_RSS:-n/a}"
 echo "at half the sustained rate     $HALF_LINE"
