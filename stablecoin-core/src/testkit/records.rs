@@ -635,6 +635,22 @@ pub async fn case_single_step_failures_write_nothing<S: Store + Ledger + ?Sized>
             bad(),
             overdraft,
         ),
+        // One put and a key (a keyed send's shape): a store may record the key after the
+        // put, but a refused put must still leave the key unrecorded.
+        (
+            "a fresh idempotency key and a stale update",
+            vec![update(record("w2", "t1", 2), 7)],
+            Some(idem("t1", "k-new", "h")),
+            good(),
+            version_conflict,
+        ),
+        (
+            "a fresh idempotency key and an insert with a key another record holds",
+            vec![insert(with_keys(record("w9", "t1", 9), &["k:w1"]))],
+            Some(idem("t1", "k-new", "h")),
+            good(),
+            unique,
+        ),
     ];
     for (what, puts, idempotency, ledger, check) in cases {
         let batch = Batch {

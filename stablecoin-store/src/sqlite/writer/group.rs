@@ -253,7 +253,14 @@ fn apply_batch(
         LedgerCheck::Accounts(e) => return Ok(Err(e)),
         LedgerCheck::Transfers(result) => result,
     };
-    if let Err(e) = insert_idempotency(conn, batch)? {
+    // The key is looked up first (a read) and recorded after the puts: a recorded key
+    // still fails the batch before anything is written, and no step after a write can
+    // fail on it (this thread alone writes, inside the group's transaction, so nothing
+    // records the key in between). A keyed batch with one put so needs no savepoint
+    // (`needs_savepoint`): the savepoint's two statements and its statement-journal
+    // copies were a large part of what a keyed send cost the writer over an unkeyed one
+    // (issue 47).
+    if let Err(e) = idempotency_unrecorded(conn, batch)? {
         return Ok(Err(e));
     }
     for put in &batch.puts {
@@ -265,6 +272,8 @@ fn apply_batch(
         Ok(changes) => changes,
         Err(e) => return Ok(Err(e)),
     };
+    // Last: nothing of the batch can fail after it.
+    insert_idempotency(conn, batch)?;
     // The numbers the group gives this batch's events if it is kept (`group_body`).
     let first_seq = cache.next_outbox_seq.unwrap_or(1);
     let outbox_seqs = (first_seq..)
@@ -274,14 +283,33 @@ fn apply_batch(
     Ok(Ok((CommitReceipt { outbox_seqs }, changes)))
 }
 
-/// The batch's idempotency record, if it has one; the inner `Err` is a key already
-/// recorded (`IdempotencyExists`), the outer one a SQL failure.
-fn insert_idempotency(
+/// `IdempotencyExists` (the inner `Err`) when the batch's key is already recorded; the
+/// outer `Err` is a SQL failure.
+fn idempotency_unrecorded(
     conn: &Connection,
     batch: &Prepared,
 ) -> Result<Result<(), StoreError>, StoreError> {
     let Some(idem) = &batch.idempotency else {
         return Ok(Ok(()));
+    };
+    let recorded = conn
+        .prepare_cached("SELECT 1 FROM idempotency WHERE tenant = ?1 AND key = ?2")
+        .and_then(|mut s| s.exists(params![idem.tenant, idem.key]))
+        .map_err(backend)?;
+    if recorded {
+        return Ok(Err(StoreError::IdempotencyExists {
+            key: idem.key.clone(),
+        }));
+    }
+    Ok(Ok(()))
+}
+
+/// Records the batch's idempotency key (checked unrecorded by `idempotency_unrecorded`
+/// in the same transaction). A conflict here would mean the check was wrong: an error
+/// of the whole group (its transaction is rolled back), never a half-written batch.
+fn insert_idempotency(conn: &Connection, batch: &Prepared) -> Result<(), StoreError> {
+    let Some(idem) = &batch.idempotency else {
+        return Ok(());
     };
     let inserted = conn
         .prepare_cached(
@@ -299,11 +327,12 @@ fn insert_idempotency(
         })
         .map_err(backend)?;
     if inserted == 0 {
-        return Ok(Err(StoreError::IdempotencyExists {
-            key: idem.key.clone(),
-        }));
+        return Err(StoreError::Backend(format!(
+            "idempotency key {} recorded during its own batch",
+            idem.key
+        )));
     }
-    Ok(Ok(()))
+    Ok(())
 }
 
 /// The batch's ledger part decided in memory, before any of its SQL runs: an account it
@@ -329,13 +358,13 @@ fn check_ledger(cache: &Cache, batch: &Prepared) -> LedgerCheck {
 }
 
 /// Whether the batch's SQL needs a savepoint: only if it can fail after writing. Each
-/// SQL step (the idempotency record, a put) fails, if at all, before it writes; the
-/// ledger outcome is already known. So a batch with one SQL step and good ledger
-/// transfers (an accepted send, every worker step) writes without one, which saves a
-/// copy of every page it touches into the statement journal (~3% of the writer's
-/// samples) and two statements.
+/// put fails, if at all, before it writes; the idempotency key is checked before the
+/// first write and recorded last (`apply_batch`); the ledger outcome is already known.
+/// So a batch with one put and good ledger transfers (an accepted send, keyed or not,
+/// every worker step) writes without one, which saves a copy of every page it touches
+/// into the statement journal (~3% of the writer's samples) and two statements.
 fn needs_savepoint(batch: &Prepared, ledger: &LedgerCheck) -> bool {
-    let steps = usize::from(batch.idempotency.is_some()) + batch.puts.len();
+    let steps = batch.puts.len();
     match ledger {
         LedgerCheck::Accounts(_) => false,
         LedgerCheck::Transfers(Ok(_)) => steps > 1,
