@@ -347,28 +347,40 @@ impl Engine {
         let p = self
             .policy_from(tenant, input, self.new_id("pol"), self.now())
             .await?;
-        let audit = self.audit_entry(POLICY_ACTOR, "policy.create", &p.id, Some(&tenant.0))?;
-        let mut puts = vec![p.insert()?, audit.insert()?];
         // The tenant's first policy also marks the tenant (version-checked, in the same
-        // commit): from then on its requests read their policies (`policy_gate.rs`).
+        // commit): from then on its requests read their policies (`policy_gate.rs`). A
+        // concurrent change to the tenant record (another first policy, staff changing
+        // its pricing) is read again and the commit retried, not answered CONFLICT.
         let store = &*self.ports().store;
-        let Some(t) = get_record::<Tenant>(store, &tenant.0).await? else {
-            return Err(CoreError::NotFound {
-                kind: "tenant",
-                id: tenant.0.chars().take(64).collect(),
-            });
-        };
-        if t.record.spending_policies != Some(true) {
-            let mut rec = t.record;
-            rec.spending_policies = Some(true);
-            rec.updated_at = self.now();
-            puts.push(rec.update(t.version)?);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let audit = self.audit_entry(POLICY_ACTOR, "policy.create", &p.id, Some(&tenant.0))?;
+            let mut puts = vec![p.insert()?, audit.insert()?];
+            let Some(t) = get_record::<Tenant>(store, &tenant.0).await? else {
+                return Err(CoreError::NotFound {
+                    kind: "tenant",
+                    id: tenant.0.chars().take(64).collect(),
+                });
+            };
+            if t.record.spending_policies != Some(true) {
+                let mut rec = t.record;
+                rec.spending_policies = Some(true);
+                rec.updated_at = self.now();
+                puts.push(rec.update(t.version)?);
+            }
+            let committed = self
+                .commit(Batch {
+                    puts,
+                    ..Default::default()
+                })
+                .await;
+            match committed {
+                Ok(_) => break,
+                Err(e) if attempt < 3 && e.lost_race_on(kind::TENANT) => continue,
+                Err(e) => return Err(e),
+            }
         }
-        self.commit(Batch {
-            puts,
-            ..Default::default()
-        })
-        .await?;
         self.kernel.forget_tenant(tenant);
         Ok(p)
     }
