@@ -15,8 +15,8 @@
 //! tasks, so run the suite inside a tokio runtime (a multi-thread one exercises more).
 //! A case assumes its store is empty and only it uses it.
 //!
-//! The suites are split by what they cover: [`records`] (puts, versions, unique keys,
-//! idempotency records), [`lists`] (per subkind and status, with totals), [`ledger`] (two-phase transfers and balance rules) and
+//! The suites are split by what they cover: [`records`] (puts, versions, unique keys),
+//! [`refusals`] (refused batches write nothing; idempotency records), [`lists`] (per subkind and status, with totals), [`ledger`] (two-phase transfers and balance rules) and
 //! [`workers`] (outbox order, claims, concurrency). `fixtures` holds the helpers they
 //! share.
 //!
@@ -33,6 +33,7 @@ pub mod lists;
 pub mod purge;
 pub mod rail;
 pub mod records;
+pub mod refusals;
 pub mod screening;
 pub mod workers;
 pub mod wrappers;
@@ -42,6 +43,7 @@ pub use lists::*;
 pub use purge::*;
 pub use rail::{RailHarness, rail_suite};
 pub use records::*;
+pub use refusals::*;
 pub use screening::{ScreeningFixture, case_screening};
 pub use workers::*;
 pub use wrappers::*;

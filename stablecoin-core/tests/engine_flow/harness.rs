@@ -201,3 +201,51 @@ impl Lookup for Engine {
         )
     }
 }
+
+/// A store through which "another request" changes a record of `kind` between a use
+/// case's read of it and its commit: on the first batch that updates such a record, the
+/// record is first re-put as it is (its version moves), then the batch goes on to the
+/// store and loses the race (or the use case reads again and retries).
+pub(crate) struct RaceOn {
+    kind: &'static str,
+    raced: std::sync::atomic::AtomicBool,
+}
+
+impl RaceOn {
+    pub(crate) fn kind(kind: &'static str) -> Self {
+        RaceOn {
+            kind,
+            raced: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl stablecoin_core::testkit::StoreOverride for RaceOn {
+    async fn commit(
+        &self,
+        inner: &dyn Store,
+        batch: stablecoin_core::ports::Batch,
+    ) -> Result<stablecoin_core::ports::CommitReceipt, stablecoin_core::ports::StoreError> {
+        let raced = batch
+            .puts
+            .iter()
+            .find(|p| p.record.kind == self.kind && p.expected_version.is_some());
+        if let Some(put) = raced
+            && !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            let current = inner.get(self.kind, &put.record.id).await?.unwrap();
+            let version = current.version;
+            inner
+                .commit(stablecoin_core::ports::Batch {
+                    puts: vec![stablecoin_core::ports::Put {
+                        record: current,
+                        expected_version: Some(version),
+                    }],
+                    ..Default::default()
+                })
+                .await?;
+        }
+        inner.commit(batch).await
+    }
+}

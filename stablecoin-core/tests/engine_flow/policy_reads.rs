@@ -168,48 +168,13 @@ async fn a_tenant_record_from_before_the_flag_still_has_its_policies_enforced() 
     assert_eq!(err.code(), "POLICY_DENIED", "{err:?}");
 }
 
-/// Changes the tenant record behind the first commit that updates it (as a concurrent
-/// first policy or a pricing change would).
-#[derive(Default)]
-struct TenantRace(std::sync::atomic::AtomicBool);
-
-#[async_trait::async_trait]
-impl StoreOverride for TenantRace {
-    async fn commit(
-        &self,
-        inner: &dyn Store,
-        batch: stablecoin_core::ports::Batch,
-    ) -> Result<stablecoin_core::ports::CommitReceipt, StoreError> {
-        let tenant = batch
-            .puts
-            .iter()
-            .find(|p| p.record.kind == kind::TENANT && p.expected_version.is_some());
-        if let Some(put) = tenant
-            && !self.0.swap(true, Ordering::SeqCst)
-        {
-            let current = inner.get(kind::TENANT, &put.record.id).await?.unwrap();
-            let version = current.version;
-            inner
-                .commit(stablecoin_core::ports::Batch {
-                    puts: vec![stablecoin_core::ports::Put {
-                        record: current,
-                        expected_version: Some(version),
-                    }],
-                    ..Default::default()
-                })
-                .await?;
-        }
-        inner.commit(batch).await
-    }
-}
-
 /// A tenant's first policy created while its record changes underneath is created (the
 /// tenant read again), not refused CONFLICT, and it is marked once.
 #[tokio::test]
 async fn a_first_policy_racing_a_tenant_change_is_created_and_marks_the_tenant() {
     let h = harness_with(
         |sim| sim,
-        |inner| Arc::new(DelegatingStore::new(inner, TenantRace::default())),
+        |inner| Arc::new(DelegatingStore::new(inner, RaceOn::kind(kind::TENANT))),
     );
     let t = h.engine.create_tenant("Acme").await.unwrap().id;
     let before = get_record::<Tenant>(&*h.store, &t.0)

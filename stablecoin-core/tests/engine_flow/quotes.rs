@@ -5,8 +5,8 @@ use stablecoin_core::domain::fx::Quote;
 use stablecoin_core::domain::ids::WalletId;
 use stablecoin_core::domain::money::{Currency, Token};
 use stablecoin_core::engine::{SendRequest, accounts};
-use stablecoin_core::ports::{Batch, CommitReceipt, Put, Record, Store, StoreError};
-use stablecoin_core::testkit::{DelegatingStore, StoreOverride};
+use stablecoin_core::ports::Record;
+use stablecoin_core::testkit::DelegatingStore;
 use std::sync::Arc;
 
 #[tokio::test]
@@ -68,40 +68,6 @@ async fn fx_quote_drives_a_transfer_once() {
     );
 }
 
-/// A store through which "another send" consumes a quote between a send's read of it and
-/// its commit: on the first batch that updates a quote, the quote is first re-put (its
-/// version moves), then the batch goes on to the store and loses the race.
-#[derive(Default)]
-struct QuoteRace {
-    raced: std::sync::atomic::AtomicBool,
-}
-
-#[async_trait::async_trait]
-impl StoreOverride for QuoteRace {
-    async fn commit(&self, inner: &dyn Store, batch: Batch) -> Result<CommitReceipt, StoreError> {
-        let quote = batch
-            .puts
-            .iter()
-            .find(|p| p.record.kind == Quote::KIND && p.expected_version.is_some());
-        if let Some(put) = quote
-            && !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst)
-        {
-            let current = inner.get(Quote::KIND, &put.record.id).await?.unwrap();
-            let version = current.version;
-            inner
-                .commit(Batch {
-                    puts: vec![Put {
-                        record: current,
-                        expected_version: Some(version),
-                    }],
-                    ..Default::default()
-                })
-                .await?;
-        }
-        inner.commit(batch).await
-    }
-}
-
 /// A send that loses the race for its FX quote (another change to the quote lands
 /// between the read and the commit) answers QUOTE_ALREADY_USED, not a generic CONFLICT,
 /// and writes nothing: no operation, no hold.
@@ -109,7 +75,7 @@ impl StoreOverride for QuoteRace {
 async fn a_send_that_loses_the_race_for_its_quote_is_quote_already_used() {
     let h = harness_with(
         |sim| sim,
-        |inner| Arc::new(DelegatingStore::new(inner, QuoteRace::default())),
+        |inner| Arc::new(DelegatingStore::new(inner, RaceOn::kind(Quote::KIND))),
     );
     let (t, a, b, q) = h.quote_for_a_funded_pair().await;
     let sender = accounts::wallet(&WalletId(h.wallet(&a).await.id), Token::Usdc);
