@@ -190,7 +190,7 @@ async fn a_v9_database_keeps_every_ledger_row_and_body_and_new_rows_are_compact(
     assert_eq!(store.posted_sum().await.unwrap(), 0);
     // The old text body reads as written.
     let old = store.get("operation", "tr_old").await.unwrap().unwrap();
-    assert_eq!(old.body.as_str(), BODY);
+    assert_eq!(old.body.text(), BODY);
 
     // The old pending posts, a new account and transfers go in on the new layout.
     store
@@ -253,7 +253,7 @@ async fn a_v9_database_keeps_every_ledger_row_and_body_and_new_rows_are_compact(
         .await;
     assert!(again.is_err(), "{again:?}");
     let new = store.get("operation", "tr_new").await.unwrap().unwrap();
-    assert_eq!(new.body.as_str(), BODY);
+    assert_eq!(new.body.text(), BODY);
     store.close().await;
 
     // On disk: the new body is a compact BLOB, less than half the text; the old one is
@@ -313,7 +313,7 @@ async fn a_body_with_a_u128_or_a_fraction_reads_back_exactly() {
         .await
         .unwrap();
     let got = store.get("operation", "sb_1").await.unwrap().unwrap();
-    assert_eq!(got.body.as_str(), big);
+    assert_eq!(got.body.text(), big);
     store.close().await;
     let pool = pool(&file).await;
     let kind: String = sqlx::query("SELECT typeof(body) FROM records WHERE id = 'sb_1'")

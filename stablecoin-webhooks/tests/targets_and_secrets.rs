@@ -339,7 +339,7 @@ async fn secrets_are_sealed_at_rest_and_opened_only_to_sign() {
         .unwrap()
         .unwrap();
     assert!(
-        !raw.body.as_str().contains(&e.secret[6..]),
+        !raw.body.text().contains(&e.secret[6..]),
         "not in the record"
     );
     let read = worker.endpoint(&w.tenant, e.id.as_str()).await.unwrap();

@@ -2,6 +2,7 @@
 
 pub mod accounts;
 pub mod claim;
+pub mod compact;
 pub mod journal;
 pub mod kinds;
 pub mod ledger;

@@ -208,7 +208,7 @@ mod tests {
     #[test]
     fn a_record_round_trips_through_its_json_text() {
         let stored = note().to_stored().unwrap();
-        assert_eq!(stored.body.as_str(), r#"{"id":"n1","n":7,"at":5}"#);
+        assert_eq!(stored.body.text(), r#"{"id":"n1","n":7,"at":5}"#);
         assert_eq!(Note::from_stored(&stored).unwrap(), note());
     }
 

@@ -42,50 +42,101 @@ pub struct StoredRecord {
 }
 
 /// A record's body: JSON text, kept as text from the engine's serializer to the
-/// database column and back.
+/// database column and back, or the compact form a store kept it in
+/// ([`super::compact`]), decoded straight into the record's type.
 ///
 /// Why not a `serde_json::Value`: a tree costs a pass and an allocation per node each
 /// way. A typed record written through a tree is serialized twice (struct -> tree ->
 /// text on the way in) and parsed twice (text -> tree -> struct on the way out), and a
 /// profile of the server under send load had those passes at ~17% of the API threads'
-/// CPU. As text it is one `to_string` in and one `from_str` out.
+/// CPU. As text it is one `to_string` in and one `from_str` out; in the compact form it
+/// is one pass over fewer bytes (issue 47: turning compact bodies into text for
+/// `from_str` to parse was most of the codec's cost in the settlement worker).
 ///
-/// Text read back from a store is not parsed again until it is decoded: a corrupt body
-/// fails there, naming its record ([`crate::ports::record::Record::from_stored`]).
+/// A body read back from a store is not parsed again until it is decoded: a corrupt
+/// body fails there, naming its record ([`crate::ports::record::Record::from_stored`]).
 /// Equality is of the JSON values, not of the text: a body built from a `Value` (keys
 /// sorted) and one encoded from a struct (keys in field order) can hold the same value.
 #[derive(Clone)]
-pub struct JsonText(String);
+pub struct JsonText(Body);
+
+#[derive(Clone)]
+enum Body {
+    Text(String),
+    /// The compact form.
+    Compact(Vec<u8>),
+}
+
+/// A body as a store keeps it: what [`JsonText::into_stored`] hands a store that can
+/// keep either form.
+pub enum StoredBody {
+    /// JSON text.
+    Text(String),
+    /// The compact form ([`super::compact`]).
+    Compact(Vec<u8>),
+}
 
 impl JsonText {
     /// The JSON text of `value`.
     pub fn encode<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Self> {
-        serde_json::to_string(value).map(JsonText)
+        serde_json::to_string(value).map(|t| JsonText(Body::Text(t)))
     }
 
     /// Text a store wrote from a `JsonText` and read back.
     pub fn from_stored_text(text: String) -> Self {
-        JsonText(text)
+        JsonText(Body::Text(text))
+    }
+
+    /// A compact body a store wrote ([`JsonText::into_stored`]) and read back. Not
+    /// checked here: a corrupt one fails where it is decoded.
+    pub fn from_stored_compact(bytes: Vec<u8>) -> Self {
+        JsonText(Body::Compact(bytes))
     }
 
     /// The body as the type it was written from.
     pub fn decode<T: serde::de::DeserializeOwned>(&self) -> serde_json::Result<T> {
-        serde_json::from_str(&self.0)
+        match &self.0 {
+            Body::Text(t) => serde_json::from_str(t),
+            Body::Compact(bytes) => super::compact::from_slice(bytes),
+        }
     }
 
     /// The body as a JSON tree (for code that inspects untyped bodies).
     pub fn to_value(&self) -> serde_json::Result<serde_json::Value> {
-        serde_json::from_str(&self.0)
+        self.decode()
     }
 
-    /// The JSON text, as stored.
-    pub fn as_str(&self) -> &str {
-        &self.0
+    /// The JSON text (a compact body is decoded to it). A corrupt compact body reads as
+    /// the empty string, which no JSON parser accepts.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match &self.0 {
+            Body::Text(t) => std::borrow::Cow::Borrowed(t),
+            Body::Compact(bytes) => {
+                std::borrow::Cow::Owned(super::compact::to_text(bytes).unwrap_or_default())
+            }
+        }
     }
 
-    /// The JSON text, as stored, without a copy.
+    /// The JSON text, without a copy when it is text.
     pub fn into_string(self) -> String {
-        self.0
+        match self.0 {
+            Body::Text(t) => t,
+            Body::Compact(bytes) => super::compact::to_text(&bytes).unwrap_or_default(),
+        }
+    }
+
+    /// The body for a store that keeps compact bodies: the compact form (encoded now
+    /// from text, or as it was read: a record written back unchanged is not decoded and
+    /// encoded again), or the text when the format does not take it
+    /// ([`super::compact::encode`]).
+    pub fn into_stored(self) -> StoredBody {
+        match self.0 {
+            Body::Compact(bytes) => StoredBody::Compact(bytes),
+            Body::Text(t) => match super::compact::encode(&t) {
+                Some(bytes) => StoredBody::Compact(bytes),
+                None => StoredBody::Text(t),
+            },
+        }
     }
 }
 
@@ -97,23 +148,27 @@ impl From<serde_json::Value> for JsonText {
 
 impl From<&serde_json::Value> for JsonText {
     fn from(value: &serde_json::Value) -> Self {
-        JsonText(value.to_string())
+        JsonText(Body::Text(value.to_string()))
     }
 }
 
 impl PartialEq for JsonText {
     fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
-            || match (self.to_value(), other.to_value()) {
-                (Ok(a), Ok(b)) => a == b,
-                _ => false,
-            }
+        if let (Body::Text(a), Body::Text(b)) = (&self.0, &other.0)
+            && a == b
+        {
+            return true;
+        }
+        match (self.to_value(), other.to_value()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
     }
 }
 
 impl std::fmt::Debug for JsonText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text())
     }
 }
 

@@ -149,7 +149,7 @@ async fn a_tenant_record_from_before_the_flag_still_has_its_policies_enforced() 
         .unwrap();
     let raw = h.store.get(kind::TENANT, &t.0).await.unwrap().unwrap();
     assert!(
-        !raw.body.as_str().contains("spending_policies"),
+        !raw.body.text().contains("spending_policies"),
         "{:?}",
         raw.body
     );

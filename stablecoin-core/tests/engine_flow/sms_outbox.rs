@@ -73,7 +73,7 @@ async fn sms_records(h: &H, tenant: &str) -> Vec<(SmsRecord, String)> {
         .map(|r| {
             (
                 SmsRecord::from_stored(r).unwrap(),
-                r.body.as_str().to_string(),
+                r.body.text().into_owned(),
             )
         })
         .collect()

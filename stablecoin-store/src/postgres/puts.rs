@@ -141,7 +141,7 @@ impl Columns {
             c.due_at.push(rec.due_at.map(|t| t.0));
             c.lane.push(i16::from(rec.lane));
             c.keys.push(keys_to_db(keys));
-            c.body.push(rec.body.as_str().to_string());
+            c.body.push(rec.body.text().into_owned());
         }
         c
     }

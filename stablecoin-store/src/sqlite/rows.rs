@@ -4,7 +4,7 @@ use crate::codec::{dedup_keys, keys_from_db, phase_from_db, u64_from_db};
 use stablecoin_core::domain::money::Micros;
 use stablecoin_core::domain::time::Timestamp;
 use stablecoin_core::ports::ledger::{Balance, LedgerEntry, LedgerError};
-use stablecoin_core::ports::store::{JsonText, StoreError, StoredRecord};
+use stablecoin_core::ports::store::{StoreError, StoredRecord};
 
 macro_rules! record_cols {
     () => {
@@ -27,7 +27,7 @@ pub(crate) fn record_from_row(
 ) -> rusqlite::Result<Result<StoredRecord, String>> {
     let version: i64 = row.get(3)?;
     let keys: String = row.get(7)?;
-    let body = super::body::body_text(row.get_ref(8)?);
+    let body = super::body::body_of(row.get_ref(8)?);
     let subkind: Option<String> = row.get(9)?;
     let lane: i64 = row.get(10)?;
     let (kind, id, tenant, created_at, status, due_at) = (
@@ -51,7 +51,7 @@ pub(crate) fn record_from_row(
             due_at: due_at.map(Timestamp),
             lane: u8::try_from(lane).map_err(|_| format!("lane {lane} out of range"))?,
             unique_keys: keys_from_db(&keys)?,
-            body: JsonText::from_stored_text(body),
+            body,
         })
     })())
 }

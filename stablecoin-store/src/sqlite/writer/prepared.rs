@@ -1,6 +1,6 @@
 //! A batch as the caller hands it to the writer, its JSON already text.
 
-use super::super::body::StoredBody;
+use super::super::body::BodyCell;
 use super::super::record_keys;
 use crate::codec::keys_to_db;
 use stablecoin_core::ports::ledger::{LedgerAccount, LedgerTransfer};
@@ -44,7 +44,7 @@ pub(super) struct PreparedPut {
     pub(super) keys_json: String,
     /// Compact when the format takes it (`sqlite::body`), encoded here on the caller's
     /// thread, not the writer's.
-    pub(super) body: StoredBody,
+    pub(super) body: BodyCell,
 }
 
 pub(super) struct PreparedOutbox {
@@ -76,7 +76,7 @@ impl Prepared {
                     PreparedPut {
                         keys_json: keys_to_db(&keys),
                         keys,
-                        body: StoredBody::new(r.body.into_string()),
+                        body: BodyCell(r.body.into_stored()),
                         kind: r.kind,
                         id: r.id,
                         tenant: r.tenant,
