@@ -7,7 +7,7 @@
 //! integer and bool map keys are parsed from). So a type reads the same from either
 //! form; `compact::tests` checks it against serde_json value by value.
 
-use super::reader::{Corrupt, MAX_DEPTH, Reader};
+use super::reader::{Corrupt, MAX_DEPTH, Reader, Str};
 use super::{FORMAT, T_ARR, T_END, T_F64, T_FALSE, T_NINT, T_NULL, T_OBJ, T_TRUE, T_UINT};
 use serde::de::{
     self, DeserializeOwned, DeserializeSeed, EnumAccess, IntoDeserializer, MapAccess, SeqAccess,
@@ -100,10 +100,11 @@ impl<'de> de::Deserializer<'de> for &mut De<'_> {
                 self.leave("object entries")?;
                 Ok(value)
             }
-            tag => {
-                let s = self.r.string(tag, true).map_err(corrupt)?;
-                visitor.visit_str(self.r.text(&s))
-            }
+            tag => match self.r.string(tag, true).map_err(corrupt)? {
+                // Built for this value alone: handed over, not copied.
+                Str::Joined(joined) => visitor.visit_string(joined),
+                s => visitor.visit_str(self.r.text(&s)),
+            },
         }
     }
 

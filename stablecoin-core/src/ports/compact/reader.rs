@@ -39,7 +39,8 @@ impl<'b> Reader<'b> {
         Reader {
             bytes,
             pos: 1,
-            seen: Vec::new(),
+            // An operation's body has ~16 distinct strings.
+            seen: Vec::with_capacity(16),
         }
     }
 
