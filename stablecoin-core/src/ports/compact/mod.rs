@@ -1,6 +1,6 @@
 //! Compact record bodies (issue 47): a small binary encoding of a record's JSON body,
-//! which a store may keep instead of the text (the SQLite store does:
-//! `stablecoin-store/src/sqlite/body.rs`), and which [`JsonText`](super::store::JsonText)
+//! which a store may keep instead of the text (the SQLite store does, in its
+//! `records.body` column), and which [`JsonText`](super::store::JsonText)
 //! decodes straight into the record's type, without JSON text in between.
 //!
 //! Why: an operation's body was ~1.4 KB of JSON, most of the bytes a settled transfer
