@@ -9,19 +9,17 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 /// The compact form of a JSON text, or `None` when it is not one the format takes
 /// (the body is then stored as text).
 pub fn encode(json: &str) -> Option<Vec<u8>> {
-    let mut enc = Encoder {
-        out: Vec::with_capacity(json.len() / 2 + 8),
-        seen: HashMap::default(),
-    };
-    enc.out.push(FORMAT);
+    let mut enc = Encoder::new(json.len() / 2 + 8);
     let mut de = serde_json::Deserializer::from_str(json);
     Sink(&mut enc).deserialize(&mut de).ok()?;
     de.end().ok()?;
     Some(enc.out)
 }
 
-struct Encoder {
-    out: Vec<u8>,
+/// The writer both ways in share: from JSON text (here) and from a typed value
+/// (`super::ser`).
+pub(super) struct Encoder {
+    pub(super) out: Vec<u8>,
     /// Strings written so far (raw, hex or ULID), numbered in order. FxHash, not the
     /// standard SipHash: every string of every body written is looked up here and in
     /// `DICT_INDEX`, and SipHash's DoS resistance buys nothing for keys that are the
@@ -31,7 +29,17 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn varint(&mut self, mut v: u64) {
+    /// An encoder that has written the format byte.
+    pub(super) fn new(capacity: usize) -> Self {
+        let mut out = Vec::with_capacity(capacity);
+        out.push(FORMAT);
+        Encoder {
+            out,
+            seen: HashMap::default(),
+        }
+    }
+
+    pub(super) fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.out.push((v as u8) | 0x80);
             v >>= 7;
@@ -39,9 +47,25 @@ impl Encoder {
         self.out.push(v as u8);
     }
 
+    pub(super) fn uint(&mut self, v: u64) {
+        self.out.push(T_UINT);
+        self.varint(v);
+    }
+
+    pub(super) fn int(&mut self, v: i64) {
+        match u64::try_from(v) {
+            Ok(u) => self.uint(u),
+            Err(_) => {
+                self.out.push(T_NINT);
+                // -1 -> 0, -2 -> 1, ...
+                self.varint(!(v as u64));
+            }
+        }
+    }
+
     /// One string item. `parts`: a `a:b` name may be written as its parts (not inside
     /// one: parts never split again).
-    fn string(&mut self, s: &str, parts: bool) {
+    pub(super) fn string(&mut self, s: &str, parts: bool) {
         if let Some(i) = DICT_INDEX.get(s) {
             self.out.extend([T_DICT, *i]);
             return;
@@ -153,17 +177,11 @@ impl<'de> Visitor<'de> for Sink<'_> {
         Ok(())
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
-        self.0.out.push(T_UINT);
-        self.0.varint(v);
+        self.0.uint(v);
         Ok(())
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
-        if let Ok(u) = u64::try_from(v) {
-            return self.visit_u64(u);
-        }
-        self.0.out.push(T_NINT);
-        // -1 -> 0, -2 -> 1, ...
-        self.0.varint(!(v as u64));
+        self.0.int(v);
         Ok(())
     }
     /// Not encoded: the body stays text. serde_json hands over as an `f64` both a

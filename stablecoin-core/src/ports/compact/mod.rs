@@ -17,6 +17,10 @@
 //! - a `a:b:c` name whose first part is known (`wallet:wal_...:USDC`) as its parts;
 //! - integers as LEB128 varints; arrays and objects with an end mark.
 //!
+//! Two ways in: [`encode`] takes JSON text; [`to_vec`] is a serde `Serializer` that
+//! writes the same bytes from the typed value, without the text (what
+//! [`JsonText::encode`](super::store::JsonText::encode) uses).
+//!
 //! Two ways back: [`to_text`] gives what `serde_json::to_string` wrote (same key order,
 //! same escaping), for readers of the JSON view; [`from_slice`] is a serde
 //! `Deserializer` over the bytes, which hands a typed record the same values
@@ -34,12 +38,14 @@
 mod de;
 mod encode;
 mod reader;
+mod ser;
 #[cfg(test)]
 mod tests;
 mod text;
 
 pub use de::from_slice;
 pub use encode::encode;
+pub use ser::to_vec;
 pub use text::to_text;
 
 use rustc_hash::FxHashMap as HashMap;

@@ -372,3 +372,182 @@ fn typed_decode_cost() {
         "operation: compact -> typed {typed:.2} us; compact -> text -> typed {via_text:.2} us; text -> typed {from_text:.2} us"
     );
 }
+
+// ---- the typed encoder (`to_vec`): the bytes `encode` writes for serde_json's text ---
+
+use super::to_vec;
+use serde::Serialize;
+
+/// `to_vec(value)` is byte for byte `encode(serde_json::to_string(value))`, or both
+/// refuse.
+fn same_bytes_as_through_text<T: Serialize + ?Sized>(value: &T) -> Option<Vec<u8>> {
+    let text = serde_json::to_string(value).unwrap();
+    let typed = to_vec(value);
+    assert_eq!(typed, encode(&text), "{text}");
+    typed
+}
+
+#[test]
+fn an_operation_encodes_as_its_text_does() {
+    let op: crate::engine::Operation = serde_json::from_str(OP).unwrap();
+    let bytes = same_bytes_as_through_text(&op).unwrap();
+    assert_eq!(decode(&bytes).unwrap(), OP);
+}
+
+#[derive(Serialize)]
+enum ShapeOut {
+    Unit,
+    Newtype(u32),
+    Tuple(i64, String),
+    Struct { a: Option<u8>, b: Vec<ShapeOut> },
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum TaggedOut {
+    Wallet { id: String },
+    Treasury,
+}
+
+#[derive(Serialize)]
+struct UnitOut;
+
+#[derive(Serialize)]
+struct EverythingOut {
+    shapes: Vec<ShapeOut>,
+    tagged: Vec<TaggedOut>,
+    by_chain: BTreeMap<u64, String>,
+    by_flag: BTreeMap<bool, i8>,
+    by_negative: BTreeMap<i32, ()>,
+    by_letter: BTreeMap<char, UnitOut>,
+    by_shape: BTreeMap<&'static str, Option<bool>>,
+    newtype: (String,),
+    small_u128: u128,
+    negative_i128: i128,
+    letter: char,
+    #[serde(with = "serde_bytes_as_seq")]
+    bytes: Vec<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<u8>,
+    #[serde(flatten)]
+    rest: BTreeMap<String, serde_json::Value>,
+}
+
+/// serde's `serialize_bytes`, which serde_json writes as an array of numbers.
+mod serde_bytes_as_seq {
+    pub fn serialize<S: serde::Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(v)
+    }
+}
+
+/// Every way serde writes a value gives the bytes the text would have given.
+#[test]
+fn every_serde_shape_encodes_as_its_text_does() {
+    let value = EverythingOut {
+        shapes: vec![
+            ShapeOut::Unit,
+            ShapeOut::Newtype(7),
+            ShapeOut::Tuple(-3, "tr_01M8M500664Q12X4SRJ050EDMF".into()),
+            ShapeOut::Struct {
+                a: None,
+                b: vec![ShapeOut::Struct {
+                    a: Some(5),
+                    b: vec![],
+                }],
+            },
+        ],
+        tagged: vec![
+            TaggedOut::Wallet {
+                id: "wal_01M8M4ZYSMD5G65MADFG62JFBA".into(),
+            },
+            TaggedOut::Treasury,
+        ],
+        by_chain: [(137, "polygon".into()), (8453, "wallet:x:USDC".into())].into(),
+        by_flag: [(true, 1), (false, -1)].into(),
+        by_negative: [(-5, ())].into(),
+        by_letter: [('é', UnitOut)].into(),
+        by_shape: [("0xab", Some(true)), ("id", None)].into(),
+        newtype: ("quote \" back\\slash \n".into(),),
+        small_u128: 340,
+        negative_i128: -9_223_372_036_854_775_808,
+        letter: 'x',
+        bytes: vec![0, 255, 7],
+        skipped: None,
+        rest: [
+            (
+                "extra".to_string(),
+                serde_json::json!({"k": [1, "v", null]}),
+            ),
+            ("more".to_string(), serde_json::json!(-1)),
+        ]
+        .into(),
+    };
+    let bytes = same_bytes_as_through_text(&value).expect("encoded");
+    assert!(from_slice::<serde_json::Value>(&bytes).is_ok());
+}
+
+/// What the format does not take is refused by both ways in, and `JsonText` keeps the
+/// text then.
+#[test]
+fn what_stays_text_stays_text_either_way() {
+    assert_eq!(same_bytes_as_through_text(&1.5f64), None);
+    assert_eq!(same_bytes_as_through_text(&[0.25f32]), None);
+    assert_eq!(same_bytes_as_through_text(&u128::MAX), None);
+    assert_eq!(
+        same_bytes_as_through_text(&(i128::from(i64::MIN) - 1)),
+        None
+    );
+    assert_eq!(
+        same_bytes_as_through_text(&serde_json::json!({"native": 1e300})),
+        None
+    );
+    let body = crate::ports::store::JsonText::encode(&serde_json::json!({"fee": 2.5})).unwrap();
+    assert_eq!(body.text(), r#"{"fee":2.5}"#);
+    assert!(matches!(
+        body.into_stored(),
+        crate::ports::store::StoredBody::Text(_)
+    ));
+    let body = crate::ports::store::JsonText::encode(&serde_json::json!({"fee": 2})).unwrap();
+    assert!(matches!(
+        body.into_stored(),
+        crate::ports::store::StoredBody::Compact(_)
+    ));
+}
+
+proptest::proptest! {
+    /// Any JSON value: the typed encoder writes what `encode` writes from its text.
+    #[test]
+    fn any_json_value_encodes_as_its_text_does(v in json_value()) {
+        let text = serde_json::to_string(&v).unwrap();
+        proptest::prop_assert_eq!(to_vec(&v), encode(&text));
+    }
+}
+
+/// What writing an operation's body costs each way (run by hand, release:
+/// `cargo test --release -p stablecoin-core --lib typed_encode_cost -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn typed_encode_cost() {
+    let op: crate::engine::Operation = serde_json::from_str(OP).unwrap();
+    let n = 20_000;
+    let time = |f: &dyn Fn()| {
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        t.elapsed().as_nanos() as f64 / f64::from(n) / 1000.0
+    };
+    let typed = time(&|| {
+        std::hint::black_box(to_vec(std::hint::black_box(&op)).unwrap());
+    });
+    let via_text = time(&|| {
+        let text = serde_json::to_string(std::hint::black_box(&op)).unwrap();
+        std::hint::black_box(encode(&text).unwrap());
+    });
+    let text_only = time(&|| {
+        std::hint::black_box(serde_json::to_string(std::hint::black_box(&op)).unwrap());
+    });
+    eprintln!(
+        "operation: typed -> compact {typed:.2} us; typed -> text -> compact {via_text:.2} us; typed -> text {text_only:.2} us"
+    );
+}
