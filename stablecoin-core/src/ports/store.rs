@@ -127,14 +127,6 @@ impl JsonText {
         }
     }
 
-    /// The JSON text, without a copy when it is text.
-    pub fn into_string(self) -> String {
-        match self.0 {
-            Body::Text(t) => t,
-            Body::Compact(bytes) => super::compact::to_text(&bytes).unwrap_or_default(),
-        }
-    }
-
     /// The body for a store that keeps compact bodies: the compact form (encoded now
     /// from text, or as it was read: a record written back unchanged is not decoded and
     /// encoded again), or the text when the format does not take it
